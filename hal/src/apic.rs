@@ -1,0 +1,183 @@
+//! Interrupt controllers: the legacy PIC (masked), the local APIC (x2APIC
+//! when the CPU has it, xAPIC otherwise) and the IO APIC that routes ISA
+//! interrupts such as the serial port's.
+
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+
+use crate::cpu;
+use crate::mm::PhysAddr;
+use crate::mmio::Mmio;
+use crate::port::Port;
+use crate::sync::Once;
+use crate::trap::SPURIOUS_VECTOR;
+
+const IA32_APIC_BASE: u32 = 0x1B;
+const X2APIC_MSR_BASE: u32 = 0x800;
+const XAPIC_PHYS: u64 = 0xFEE0_0000;
+const IOAPIC_PHYS: u64 = 0xFEC0_0000;
+
+const REG_ID: u32 = 0x20;
+const REG_EOI: u32 = 0xB0;
+const REG_SVR: u32 = 0xF0;
+const REG_LVT_TIMER: u32 = 0x320;
+const REG_TIMER_INIT: u32 = 0x380;
+const REG_TIMER_CURRENT: u32 = 0x390;
+const REG_TIMER_DIVIDE: u32 = 0x3E0;
+
+const LVT_MASKED: u32 = 1 << 16;
+const LVT_PERIODIC: u32 = 1 << 17;
+
+static X2APIC: AtomicBool = AtomicBool::new(false);
+static XAPIC: Once<Mmio> = Once::new();
+static IOAPIC: Once<Mmio> = Once::new();
+/// Local APIC timer ticks per second at divide-by-16.
+static TIMER_HZ: AtomicU32 = AtomicU32::new(0);
+
+fn read(reg: u32) -> u32 {
+    if X2APIC.load(Ordering::Relaxed) {
+        cpu::rdmsr(X2APIC_MSR_BASE + (reg >> 4)) as u32
+    } else {
+        XAPIC.get().map_or(0, |m| m.read_u32(u64::from(reg)))
+    }
+}
+
+fn write(reg: u32, value: u32) {
+    if X2APIC.load(Ordering::Relaxed) {
+        // SAFETY: x2APIC register MSRs, enabled in `init_local`; the caller
+        // passes a register of the APIC model and a value for it.
+        unsafe { cpu::wrmsr(X2APIC_MSR_BASE + (reg >> 4), u64::from(value)) };
+    } else if let Some(m) = XAPIC.get() {
+        m.write_u32(u64::from(reg), value);
+    }
+}
+
+/// Remaps the 8259 PICs away from the exception vectors and masks them:
+/// the APICs take over, but a PIC left at vectors 8..15 would make a stray
+/// IRQ look like a double fault.
+fn disable_pic() {
+    let (cmd1, data1, cmd2, data2) = (Port::new(0x20), Port::new(0x21), Port::new(0xA0), Port::new(0xA1));
+    cmd1.write_u8(0x11);
+    cmd2.write_u8(0x11);
+    data1.write_u8(0x20);
+    data2.write_u8(0x28);
+    data1.write_u8(4);
+    data2.write_u8(2);
+    data1.write_u8(1);
+    data2.write_u8(1);
+    data1.write_u8(0xFF);
+    data2.write_u8(0xFF);
+}
+
+/// Enables this CPU's local APIC; returns whether x2APIC mode is in use.
+pub(crate) fn init_local(use_x2apic: bool) -> bool {
+    disable_pic();
+    let base = cpu::rdmsr(IA32_APIC_BASE);
+    if use_x2apic {
+        // SAFETY: CPUID reported x2APIC; bit 11 enables the APIC and bit 10
+        // selects x2APIC mode, keeping the base address.
+        unsafe { cpu::wrmsr(IA32_APIC_BASE, base | (1 << 11) | (1 << 10)) };
+        X2APIC.store(true, Ordering::Relaxed);
+    } else {
+        XAPIC.set(Mmio::new(PhysAddr(XAPIC_PHYS), 0x1000).expect("xAPIC window"));
+        // SAFETY: bit 11 enables the APIC at its default base address.
+        unsafe { cpu::wrmsr(IA32_APIC_BASE, base | (1 << 11)) };
+    }
+    write(REG_SVR, 0x100 | u32::from(SPURIOUS_VECTOR));
+    write(REG_LVT_TIMER, LVT_MASKED);
+    X2APIC.load(Ordering::Relaxed)
+}
+
+pub fn is_x2apic() -> bool {
+    X2APIC.load(Ordering::Relaxed)
+}
+
+pub fn local_apic_id() -> u32 {
+    let id = read(REG_ID);
+    if is_x2apic() {
+        id
+    } else {
+        id >> 24
+    }
+}
+
+pub(crate) fn end_of_interrupt() {
+    write(REG_EOI, 0);
+}
+
+/// Measures the TSC and the APIC timer against the PIT over 10 ms.
+/// Returns (TSC Hz, APIC timer Hz at divide-by-16).
+pub(crate) fn calibrate() -> (u64, u32) {
+    const PIT_HZ: u64 = 1_193_182;
+    const MS: u64 = 10;
+    let gate = Port::new(0x61);
+    let count = (PIT_HZ * MS / 1000) as u16;
+
+    write(REG_TIMER_DIVIDE, 0x3);
+    write(REG_LVT_TIMER, LVT_MASKED);
+
+    // Channel 2, lobyte/hibyte, mode 0 (interrupt on terminal count).
+    gate.write_u8((gate.read_u8() & !0x02) | 0x01);
+    Port::new(0x43).write_u8(0xB0);
+    Port::new(0x42).write_u8(count as u8);
+    Port::new(0x42).write_u8((count >> 8) as u8);
+    // Restart the count by toggling the gate.
+    let g = gate.read_u8() & !0x01;
+    gate.write_u8(g);
+    gate.write_u8(g | 0x01);
+
+    let tsc_start = cpu::rdtsc();
+    write(REG_TIMER_INIT, u32::MAX);
+    while gate.read_u8() & 0x20 == 0 {
+        cpu::pause();
+    }
+    let apic_elapsed = u32::MAX - read(REG_TIMER_CURRENT);
+    let tsc_elapsed = cpu::rdtsc() - tsc_start;
+    write(REG_TIMER_INIT, 0);
+
+    let tsc_hz = tsc_elapsed * 1000 / MS;
+    let apic_hz = (u64::from(apic_elapsed) * 1000 / MS) as u32;
+    TIMER_HZ.store(apic_hz, Ordering::Relaxed);
+    (tsc_hz, apic_hz)
+}
+
+/// Starts the periodic local APIC timer at `hz` interrupts per second.
+pub fn start_periodic_timer(vector: u8, hz: u32) {
+    let ticks = (TIMER_HZ.load(Ordering::Relaxed) / hz.max(1)).max(1);
+    write(REG_TIMER_DIVIDE, 0x3);
+    write(REG_LVT_TIMER, u32::from(vector) | LVT_PERIODIC);
+    write(REG_TIMER_INIT, ticks);
+}
+
+/// The APIC timer's input frequency after the divider.
+pub fn timer_frequency() -> u32 {
+    TIMER_HZ.load(Ordering::Relaxed)
+}
+
+pub(crate) fn init_ioapic() {
+    IOAPIC.set(Mmio::new(PhysAddr(IOAPIC_PHYS), 0x20).expect("IO APIC window"));
+    let max_entry = (ioapic_read(1) >> 16) & 0xff;
+    for irq in 0..=max_entry {
+        ioapic_write(0x10 + 2 * irq, 1 << 16); // masked
+        ioapic_write(0x11 + 2 * irq, 0);
+    }
+}
+
+fn ioapic_read(reg: u32) -> u32 {
+    let io = IOAPIC.get().expect("IO APIC used before init");
+    io.write_u32(0, reg);
+    io.read_u32(0x10)
+}
+
+fn ioapic_write(reg: u32, value: u32) {
+    let io = IOAPIC.get().expect("IO APIC used before init");
+    io.write_u32(0, reg);
+    io.write_u32(0x10, value);
+}
+
+/// Routes ISA interrupt `irq` (edge, active high) to `vector` on the CPU
+/// with local APIC id `apic_id`.
+pub fn route_isa_irq(irq: u8, vector: u8, apic_id: u32) {
+    let reg = 0x10 + 2 * u32::from(irq);
+    ioapic_write(reg + 1, (apic_id & 0xff) << 24);
+    ioapic_write(reg, u32::from(vector));
+}

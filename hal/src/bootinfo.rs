@@ -1,0 +1,183 @@
+//! What the boot loader told us, in one loader-independent structure.
+//!
+//! PVH (QEMU `-kernel`) and multiboot2 (GRUB) describe memory, the command
+//! line and modules differently; the parsers in [`kiln_util`] read both and
+//! this module copies the results into a [`BootInfo`] that outlives the
+//! loader's memory.
+
+use kiln_util::memmap::MemoryMap;
+use kiln_util::{multiboot2, pvh};
+
+use crate::mm::PhysAddr;
+use crate::sync::Once;
+
+const CMDLINE_MAX: usize = 1024;
+pub const MAX_MODULES: usize = 8;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BootLoader {
+    Pvh,
+    Multiboot2,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BootModule {
+    pub start: PhysAddr,
+    pub len: u64,
+}
+
+impl Default for PhysAddr {
+    fn default() -> Self {
+        PhysAddr(0)
+    }
+}
+
+/// Everything the kernel learns about the machine at boot.
+pub struct BootInfo {
+    pub loader: BootLoader,
+    pub memory_map: MemoryMap,
+    cmdline: [u8; CMDLINE_MAX],
+    cmdline_len: usize,
+    modules: [BootModule; MAX_MODULES],
+    module_count: usize,
+    pub rsdp: Option<PhysAddr>,
+    pub cpu: crate::cpu::CpuInfo,
+    pub tsc_hz: u64,
+    pub apic_timer_hz: u32,
+    pub x2apic: bool,
+    /// TSC when the kernel first ran: the origin of the boot-time figures.
+    pub boot_tsc: u64,
+    /// Physical end of the kernel image.
+    pub kernel_end: PhysAddr,
+}
+
+impl BootInfo {
+    pub fn command_line(&self) -> &str {
+        core::str::from_utf8(&self.cmdline[..self.cmdline_len]).unwrap_or("")
+    }
+
+    pub fn modules(&self) -> &[BootModule] {
+        &self.modules[..self.module_count]
+    }
+}
+
+static INFO: Once<BootInfo> = Once::new();
+
+extern "C" {
+    static __kernel_end_phys: u8;
+}
+
+/// Reads `len` bytes of physical memory below 4 GiB through the boot
+/// direct map.
+fn phys_bytes(paddr: u64, len: usize) -> &'static [u8] {
+    assert!(paddr.saturating_add(len as u64) <= 0x1_0000_0000, "boot data above 4 GiB");
+    // SAFETY: the boot page tables map the first 4 GiB at the direct-map
+    // base; the loader's structures there are not written by anyone while
+    // the kernel reads them during boot, and they are reserved from the
+    // frame allocator before anything could reuse them.
+    unsafe { core::slice::from_raw_parts(PhysAddr(paddr).to_virt() as *const u8, len) }
+}
+
+fn c_string_at(paddr: u64) -> &'static [u8] {
+    let bytes = phys_bytes(paddr, CMDLINE_MAX.min((0x1_0000_0000 - paddr) as usize));
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    &bytes[..end]
+}
+
+/// Parses the loader's information. Runs once on the boot CPU, before the
+/// heap exists; the caller keeps the result on the boot stack until
+/// [`finish`] publishes it.
+pub(crate) fn collect(magic: u32, info_paddr: u64, boot_tsc: u64) -> BootInfo {
+    let mut info = BootInfo {
+        loader: BootLoader::Pvh,
+        memory_map: MemoryMap::new(),
+        cmdline: [0; CMDLINE_MAX],
+        cmdline_len: 0,
+        modules: [BootModule::default(); MAX_MODULES],
+        module_count: 0,
+        rsdp: None,
+        cpu: crate::cpu::CpuInfo::read(),
+        tsc_hz: 0,
+        apic_timer_hz: 0,
+        x2apic: false,
+        boot_tsc,
+        kernel_end: PhysAddr(core::ptr::addr_of!(__kernel_end_phys) as u64),
+    };
+    let mut set_cmdline = |bytes: &[u8]| {
+        let n = bytes.len().min(CMDLINE_MAX);
+        info.cmdline[..n].copy_from_slice(&bytes[..n]);
+        info.cmdline_len = n;
+    };
+
+    if magic == crate::boot::MULTIBOOT2_BOOTLOADER_MAGIC {
+        let header = phys_bytes(info_paddr, 8);
+        let size = multiboot2::BootInfo::total_size(header).expect("multiboot2 info header") as usize;
+        let mb = multiboot2::BootInfo::parse(phys_bytes(info_paddr, size)).expect("bad multiboot2 info");
+        if let Some(cmd) = mb.command_line() {
+            set_cmdline(cmd.as_bytes());
+        }
+        info.loader = BootLoader::Multiboot2;
+        mb.memory_map(&mut info.memory_map).expect("multiboot2 memory map");
+        for m in mb.modules().take(MAX_MODULES) {
+            info.modules[info.module_count] =
+                BootModule { start: PhysAddr(u64::from(m.start)), len: u64::from(m.end.saturating_sub(m.start)) };
+            info.module_count += 1;
+        }
+        // The info structure itself must survive until we are done with it.
+        let _ = info.memory_map.reserve(info_paddr, info_paddr + size as u64);
+    } else {
+        let start = pvh::StartInfo::parse(phys_bytes(info_paddr, pvh::StartInfo::SIZE)).expect("no PVH start info and no multiboot2 magic");
+        if start.cmdline_paddr != 0 {
+            set_cmdline(c_string_at(start.cmdline_paddr));
+        }
+        let entries = start.memmap_entries as usize;
+        pvh::parse_memmap(phys_bytes(start.memmap_paddr, entries * pvh::MEMMAP_ENTRY_SIZE), &mut info.memory_map)
+            .expect("PVH memory map");
+        for i in 0..(start.nr_modules as usize).min(MAX_MODULES) {
+            let raw = phys_bytes(start.modlist_paddr + (i * pvh::MODLIST_ENTRY_SIZE) as u64, pvh::MODLIST_ENTRY_SIZE);
+            if let Some(m) = pvh::parse_module(raw) {
+                info.modules[info.module_count] = BootModule { start: PhysAddr(m.paddr), len: m.size };
+                info.module_count += 1;
+            }
+        }
+        if start.rsdp_paddr != 0 {
+            info.rsdp = Some(PhysAddr(start.rsdp_paddr));
+        }
+    }
+    info.memory_map.normalize();
+    // The kernel image, from 1 MiB up: the loader put it in usable RAM.
+    let _ = info.memory_map.reserve(0x10_0000, info.kernel_end.0);
+    // Modules (the initramfs) stay where the loader put them.
+    for m in &info.modules[..info.module_count] {
+        let _ = info.memory_map.reserve(m.start.0, m.start.0 + m.len);
+    }
+    info
+}
+
+/// Marks the loader data the kernel keeps using as taken.
+pub(crate) fn reserve_boot_ranges(info: &BootInfo) {
+    crate::mm::reserve_range(0x10_0000, info.kernel_end.0);
+    for m in info.modules() {
+        crate::mm::reserve_range(m.start.0, m.start.0 + m.len);
+    }
+}
+
+/// Adds the CPU and timer facts and publishes the structure.
+pub(crate) fn finish(
+    mut info: BootInfo,
+    cpu: crate::cpu::CpuInfo,
+    tsc_hz: u64,
+    apic_timer_hz: u32,
+    x2apic: bool,
+) -> &'static BootInfo {
+    info.cpu = cpu;
+    info.tsc_hz = tsc_hz;
+    info.apic_timer_hz = apic_timer_hz;
+    info.x2apic = x2apic;
+    INFO.set(info);
+    get()
+}
+
+pub(crate) fn get() -> &'static BootInfo {
+    INFO.get().expect("boot info not published")
+}

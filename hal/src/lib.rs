@@ -1,0 +1,118 @@
+//! Kiln's hardware layer: the one crate in Kiln that may use `unsafe`.
+//!
+//! It owns everything that touches the machine directly: boot, paging and
+//! physical frames, segments and interrupt tables, the interrupt
+//! controllers and timers, context switching, port and MMIO access, and
+//! kernel-mode fault recovery. Every `unsafe` block states why it is sound,
+//! and everything it exports is a safe API. The kernel proper (`kernel/`)
+//! is `#![forbid(unsafe_code)]` and builds on these APIs alone.
+#![no_std]
+#![feature(allow_internal_unsafe)]
+#![allow(internal_features)]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+pub mod apic;
+pub mod backtrace;
+mod boot;
+pub mod context;
+pub mod cpu;
+pub mod extable;
+pub mod gdt;
+pub mod heap;
+pub mod mm;
+pub mod mmio;
+pub mod paging;
+pub mod percpu;
+pub mod port;
+pub mod qemu;
+pub mod serial;
+pub mod sync;
+pub mod time;
+pub mod trap;
+
+pub mod bootinfo;
+
+pub use bootinfo::{BootInfo, BootLoader, BootModule};
+
+/// Declares the kernel's entry point: `fn(&'static BootInfo) -> !`, called
+/// on a guarded kernel stack once the hardware layer is up.
+#[macro_export]
+#[allow_internal_unsafe]
+macro_rules! entry_point {
+    ($main:path) => {
+        #[no_mangle]
+        extern "Rust" fn __kiln_kernel_main(info: &'static $crate::BootInfo) -> ! {
+            let main: fn(&'static $crate::BootInfo) -> ! = $main;
+            main(info)
+        }
+    };
+}
+
+extern "Rust" {
+    fn __kiln_kernel_main(info: &'static BootInfo) -> !;
+}
+
+/// Rust entry from `boot.rs`, still on the boot stack and boot page tables.
+extern "C" fn hal_start(magic: u32, info_paddr: u32) -> ! {
+    let boot_tsc = cpu::rdtsc();
+    serial::init();
+    percpu::init(0);
+    gdt::init(0);
+    trap::init_idt();
+
+    let info = bootinfo::collect(magic, u64::from(info_paddr), boot_tsc);
+    mm::init_frames(&info.memory_map);
+    bootinfo::reserve_boot_ranges(&info);
+    paging::init_kernel_space(info.memory_map.highest_address());
+
+    let cpu = cpu::CpuInfo::read();
+    enable_cpu_protections(&cpu);
+    let x2apic = apic::init_local(cpu.x2apic);
+    let (tsc_hz, apic_hz) = apic::calibrate();
+    time::set_tsc(tsc_hz, boot_tsc);
+    apic::init_ioapic();
+    apic::route_isa_irq(serial::COM1_IRQ, trap::IRQ_BASE + serial::COM1_IRQ, apic::local_apic_id());
+    trap::register_handler(trap::IRQ_BASE + serial::COM1_IRQ, |_| serial::handle_irq());
+    serial::enable_rx_interrupt();
+
+    bootinfo::finish(info, cpu, tsc_hz, apic_hz, x2apic);
+
+    // Leave the unguarded boot stack for a guarded one, for good.
+    let stack = context::KernelStack::new().expect("no memory for the first kernel stack");
+    let first = context::Context::new(&stack, run_kernel_main, 0);
+    core::mem::forget(stack);
+    let boot = context::Context::empty();
+    context::switch(&boot, &first);
+    unreachable!("the boot context is never resumed");
+}
+
+fn run_kernel_main(_arg: usize) -> ! {
+    let info = bootinfo::get();
+    // SAFETY: the kernel binary defines this symbol with `entry_point!`,
+    // with exactly this signature.
+    unsafe { __kiln_kernel_main(info) }
+}
+
+/// Turns on NX-related and supervisor-protection features the CPU has.
+fn enable_cpu_protections(cpu: &cpu::CpuInfo) {
+    let mut cr4 = cpu::read_cr4();
+    cr4 |= 1 << 7; // PGE: global kernel pages survive CR3 switches
+    if cpu.smep {
+        cr4 |= 1 << 20; // SMEP: the kernel never executes user pages
+    }
+    // SAFETY: PGE is universal on x86_64, and SMEP is only set when CPUID
+    // reports it. No user pages exist yet, so neither changes any mapping
+    // the kernel relies on. SMAP waits for the user-copy code that uses
+    // STAC/CLAC.
+    unsafe { cpu::write_cr4(cr4) };
+}
+
+#[panic_handler]
+fn panic(info: &core::panic::PanicInfo) -> ! {
+    use core::fmt::Write;
+    cpu::disable_interrupts();
+    let mut out = serial::RawConsole;
+    let _ = writeln!(out, "\n!!! KERNEL PANIC on cpu {}: {}", percpu::cpu_id(), info);
+    backtrace::print_current(&mut out);
+    qemu::exit_failure()
+}

@@ -1,0 +1,131 @@
+//! Physical memory: the direct map and the frame allocator.
+//!
+//! All of physical memory is mapped at [`DIRECT_MAP_BASE`], so the kernel
+//! reaches any frame by adding that offset. Frames are handed out by a
+//! bitmap allocator ([`kiln_util::frames::FrameBitmap`]) whose bitmap lives
+//! in frames carved out of the firmware memory map at boot.
+
+use kiln_util::frames::FrameBitmap;
+use kiln_util::memmap::MemoryMap;
+
+use crate::sync::SpinLock;
+
+pub const PAGE_SIZE: u64 = 4096;
+/// Where physical address 0 appears in the kernel's address space.
+pub const DIRECT_MAP_BASE: u64 = 0xffff_8000_0000_0000;
+/// Where the kernel image is linked: physical address + this.
+pub const KERNEL_VMA: u64 = 0xffff_ffff_8000_0000;
+
+/// A physical address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PhysAddr(pub u64);
+
+impl PhysAddr {
+    /// The address through which the kernel reaches this physical address.
+    pub fn to_virt(self) -> u64 {
+        self.0 + DIRECT_MAP_BASE
+    }
+}
+
+/// Physical address of a kernel-image or direct-map virtual address.
+pub fn virt_to_phys(vaddr: u64) -> Option<PhysAddr> {
+    if vaddr >= KERNEL_VMA {
+        Some(PhysAddr(vaddr - KERNEL_VMA))
+    } else if (DIRECT_MAP_BASE..DIRECT_MAP_BASE + (1 << 46)).contains(&vaddr) {
+        Some(PhysAddr(vaddr - DIRECT_MAP_BASE))
+    } else {
+        None
+    }
+}
+
+static FRAMES: SpinLock<Option<FrameBitmap<'static>>> = SpinLock::new(None);
+
+/// Builds the frame allocator from the normalized memory map. The bitmap
+/// takes frames from the first usable region big enough to hold it; those
+/// frames and everything in `reserved` (kernel image, boot data) are marked
+/// used.
+pub(crate) fn init_frames(map: &MemoryMap) {
+    let highest_usable = map.usable_pages().map(|r| r.end).max().unwrap_or(0);
+    let frame_count = highest_usable / PAGE_SIZE;
+    let words = FrameBitmap::bits_needed(frame_count);
+    let bytes = (words as u64 * 8).div_ceil(PAGE_SIZE) * PAGE_SIZE;
+    let home = map
+        .usable_pages()
+        .find(|r| r.start >= 0x10_0000 && r.end - r.start >= bytes && r.end <= 0x1_0000_0000)
+        .expect("no usable memory region can hold the frame bitmap");
+    let bits = bitmap_storage(PhysAddr(home.start), words);
+    let mut frames = FrameBitmap::new(bits, frame_count).expect("frame bitmap too small");
+    for region in map.usable_pages() {
+        // The first MiB stays reserved: real-mode structures and the AP trampoline live there.
+        let start = region.start.max(0x10_0000);
+        if start < region.end {
+            frames.mark_free_range(start, region.end);
+        }
+    }
+    frames.mark_used_range(home.start, home.start + bytes);
+    *FRAMES.lock() = Some(frames);
+}
+
+fn bitmap_storage(base: PhysAddr, words: usize) -> &'static mut [u64] {
+    let ptr = base.to_virt() as *mut u64;
+    // SAFETY: `base` starts a usable RAM region of at least `words * 8`
+    // bytes that the boot code mapped through the direct map, is 4 KiB
+    // aligned, and is marked used in the allocator right after, so no one
+    // else ever gets a reference to it. Zeroing makes every bit valid.
+    unsafe {
+        core::ptr::write_bytes(ptr, 0, words);
+        core::slice::from_raw_parts_mut(ptr, words)
+    }
+}
+
+/// The normalized firmware memory map, with the kernel image reserved.
+pub fn memory_map() -> &'static MemoryMap {
+    &crate::bootinfo::get().memory_map
+}
+
+/// Marks a physical range used (the kernel image, boot modules).
+pub(crate) fn reserve_range(start: u64, end: u64) {
+    if let Some(frames) = FRAMES.lock().as_mut() {
+        frames.mark_used_range(start, end);
+    }
+}
+
+/// One 4 KiB frame, zero-filled, or `None` when memory is exhausted.
+pub fn alloc_frame_zeroed() -> Option<PhysAddr> {
+    let frame = FRAMES.lock().as_mut()?.alloc().map(PhysAddr)?;
+    zero_frames(frame, 1);
+    Some(frame)
+}
+
+/// `count` physically contiguous frames (not zeroed), aligned to `align` frames.
+pub fn alloc_contiguous(count: u64, align: u64) -> Option<PhysAddr> {
+    FRAMES.lock().as_mut()?.alloc_contiguous(count, align).map(PhysAddr)
+}
+
+/// Returns one frame to the allocator. Freeing a frame twice is reported
+/// and ignored rather than corrupting the allocator.
+pub fn free_frame(frame: PhysAddr) {
+    free_contiguous(frame, 1)
+}
+
+pub fn free_contiguous(frame: PhysAddr, count: u64) {
+    if let Some(frames) = FRAMES.lock().as_mut() {
+        if let Err(e) = frames.free_contiguous(frame.0, count) {
+            log::error!("bad free of {count} frame(s) at {:#x}: {e:?}", frame.0);
+        }
+    }
+}
+
+pub fn free_frame_count() -> u64 {
+    FRAMES.lock().as_ref().map_or(0, |f| f.free_frames())
+}
+
+pub fn total_frame_count() -> u64 {
+    FRAMES.lock().as_ref().map_or(0, |f| f.total_frames())
+}
+
+pub(crate) fn zero_frames(frame: PhysAddr, count: u64) {
+    // SAFETY: the caller just took these frames from the allocator, so no
+    // other reference to them exists, and the direct map covers them.
+    unsafe { core::ptr::write_bytes(frame.to_virt() as *mut u8, 0, (count * PAGE_SIZE) as usize) };
+}

@@ -1,0 +1,97 @@
+//! Per-CPU identity.
+//!
+//! Each CPU's GS base points at its [`CpuLocal`] block, so a CPU can find
+//! itself with one memory read. Only the boot CPU runs for now; everything
+//! here is indexed by CPU number so that application processors slot in.
+
+use core::arch::asm;
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+pub const MAX_CPUS: usize = 8;
+
+const IA32_GS_BASE: u32 = 0xC000_0101;
+const IA32_KERNEL_GS_BASE: u32 = 0xC000_0102;
+
+/// The block GS points at. Field offsets are used by assembly (syscall
+/// entry), so the layout is fixed.
+#[repr(C)]
+pub(crate) struct CpuLocal {
+    /// Address of this block, so `gs:[0]` yields a normal pointer.
+    self_ptr: AtomicU64,
+    cpu_id: AtomicUsize,
+    /// Kernel stack top for entries from user mode (offset 16).
+    pub(crate) kernel_stack_top: AtomicU64,
+    /// Scratch slot for the user stack pointer during syscall entry (offset 24).
+    pub(crate) user_rsp_scratch: AtomicU64,
+}
+
+static CPU_LOCALS: [CpuLocal; MAX_CPUS] = [const {
+    CpuLocal {
+        self_ptr: AtomicU64::new(0),
+        cpu_id: AtomicUsize::new(0),
+        kernel_stack_top: AtomicU64::new(0),
+        user_rsp_scratch: AtomicU64::new(0),
+    }
+}; MAX_CPUS];
+
+static ONLINE: AtomicUsize = AtomicUsize::new(0);
+
+pub(crate) fn init(cpu: usize) {
+    let local = &CPU_LOCALS[cpu];
+    let addr = local as *const CpuLocal as u64;
+    local.self_ptr.store(addr, Ordering::Relaxed);
+    local.cpu_id.store(cpu, Ordering::Relaxed);
+    // SAFETY: GS_BASE points at a static block that lives forever; the
+    // kernel GS base is the same until user mode exists, so a stray SWAPGS
+    // cannot leave GS pointing at garbage.
+    unsafe {
+        crate::cpu::wrmsr(IA32_GS_BASE, addr);
+        crate::cpu::wrmsr(IA32_KERNEL_GS_BASE, addr);
+    }
+    ONLINE.fetch_add(1, Ordering::Release);
+}
+
+/// The number of the CPU this code runs on.
+pub fn cpu_id() -> usize {
+    let id: usize;
+    // SAFETY: GS base is set in `init` before any code can call this, and
+    // offset 8 of `CpuLocal` is `cpu_id`.
+    unsafe { asm!("mov {}, gs:[8]", out(reg) id, options(nostack, readonly, preserves_flags)) };
+    id
+}
+
+#[allow(dead_code)] // read by the syscall entry path
+pub(crate) fn local() -> &'static CpuLocal {
+    &CPU_LOCALS[cpu_id()]
+}
+
+/// How many CPUs are running.
+pub fn online_cpus() -> usize {
+    ONLINE.load(Ordering::Acquire)
+}
+
+/// Data with one slot per CPU. Access goes through the current CPU's slot;
+/// callers that must not migrate between reading the CPU number and using
+/// the slot hold an [`crate::sync::IrqGuard`] (the scheduler only switches
+/// on interrupts or explicit yields).
+pub struct PerCpu<T> {
+    slots: [T; MAX_CPUS],
+}
+
+impl<T> PerCpu<T> {
+    pub const fn new(slots: [T; MAX_CPUS]) -> PerCpu<T> {
+        PerCpu { slots }
+    }
+
+    pub fn get(&self) -> &T {
+        &self.slots[cpu_id()]
+    }
+
+    pub fn get_for(&self, cpu: usize) -> &T {
+        &self.slots[cpu]
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &T> {
+        self.slots[..online_cpus().max(1)].iter()
+    }
+}
