@@ -107,6 +107,7 @@ hal_context_switch:
     pop rbp
     ret
 
+    .global hal_thread_trampoline
 hal_thread_trampoline:
     mov rdi, r12
     mov rsi, r13
@@ -182,6 +183,19 @@ impl Context {
             unsafe { core::ptr::write_volatile((base + 8 * i as u64) as *mut u64, *w) };
         }
         Context { rsp: AtomicU64::new(base) }
+    }
+
+    /// Makes this (not running, not resumable) context start `entry(arg)`
+    /// on `stack`, for context slots that are reused.
+    pub fn prepare(&self, stack: &KernelStack, entry: ThreadEntry, arg: usize) {
+        assert!(!self.is_resumable(), "preparing a context that holds a saved thread");
+        self.rsp.store(Context::new(stack, entry, arg).rsp.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
+
+    /// Forgets a saved context whose thread will never run again, so the
+    /// slot can be prepared for a new thread.
+    pub fn discard(&self) {
+        self.rsp.store(0, Ordering::Relaxed);
     }
 
     pub fn is_resumable(&self) -> bool {

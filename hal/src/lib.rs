@@ -48,6 +48,11 @@ macro_rules! entry_point {
     };
 }
 
+/// The boot information, once boot has finished.
+pub fn boot_info() -> &'static BootInfo {
+    bootinfo::get()
+}
+
 extern "Rust" {
     fn __kiln_kernel_main(info: &'static BootInfo) -> !;
 }
@@ -63,7 +68,10 @@ extern "C" fn hal_start(magic: u32, info_paddr: u32) -> ! {
     let info = bootinfo::collect(magic, u64::from(info_paddr), boot_tsc);
     mm::init_frames(&info.memory_map);
     bootinfo::reserve_boot_ranges(&info);
-    paging::init_kernel_space(info.memory_map.highest_address());
+    // The direct map covers RAM, not every reserved window the firmware
+    // lists (QEMU reports a 12 GiB hole just below 1 TiB).
+    let ram_end = info.memory_map.usable_pages().map(|r| r.end).max().unwrap_or(0);
+    paging::init_kernel_space(ram_end);
 
     let cpu = cpu::CpuInfo::read();
     enable_cpu_protections(&cpu);
@@ -72,7 +80,9 @@ extern "C" fn hal_start(magic: u32, info_paddr: u32) -> ! {
     time::set_tsc(tsc_hz, boot_tsc);
     apic::init_ioapic();
     apic::route_isa_irq(serial::COM1_IRQ, trap::IRQ_BASE + serial::COM1_IRQ, apic::local_apic_id());
-    trap::register_handler(trap::IRQ_BASE + serial::COM1_IRQ, |_| serial::handle_irq());
+    // Received bytes queue up in the serial ring; the kernel registers the
+    // handler for `serial::IRQ_VECTOR` to drain it and wake readers.
+    trap::register_handler(serial::IRQ_VECTOR, |_| serial::handle_irq());
     serial::enable_rx_interrupt();
 
     bootinfo::finish(info, cpu, tsc_hz, apic_hz, x2apic);

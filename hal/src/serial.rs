@@ -17,6 +17,8 @@ const LINE_STATUS: Port = Port::new(COM1 + 5);
 
 /// The legacy ISA IRQ line of COM1.
 pub const COM1_IRQ: u8 = 4;
+/// The vector COM1's interrupt arrives on.
+pub const IRQ_VECTOR: u8 = crate::trap::IRQ_BASE + COM1_IRQ;
 
 const RX_CAPACITY: usize = 1024;
 
@@ -74,7 +76,7 @@ pub fn write_bytes_unlocked(bytes: &[u8]) {
 }
 
 /// Receive interrupt: move every waiting byte into the ring.
-pub(crate) fn handle_irq() {
+pub fn handle_irq() {
     let mut rx = RX.lock();
     while LINE_STATUS.read_u8() & 0x01 != 0 {
         let byte = DATA.read_u8();

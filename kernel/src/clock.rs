@@ -1,0 +1,39 @@
+//! The scheduler clock: a periodic local APIC timer interrupt on each CPU.
+//!
+//! Each tick counts per CPU, wakes sleepers whose deadline passed, and
+//! preempts the running thread when another is ready.
+
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use hal::percpu::{PerCpu, MAX_CPUS};
+
+/// Timer interrupts per second.
+pub const HZ: u32 = 250;
+pub const TIMER_VECTOR: u8 = hal::trap::TIMER_VECTOR;
+
+static TICKS: PerCpu<AtomicU64> = PerCpu::new([const { AtomicU64::new(0) }; MAX_CPUS]);
+
+pub fn init() {
+    hal::trap::register_handler(TIMER_VECTOR, on_tick);
+    hal::apic::start_periodic_timer(TIMER_VECTOR, HZ);
+}
+
+fn on_tick(_vector: u8) {
+    TICKS.get().fetch_add(1, Ordering::Relaxed);
+    crate::sched::on_tick();
+}
+
+/// Timer ticks seen by this CPU.
+pub fn ticks() -> u64 {
+    TICKS.get().load(Ordering::Relaxed)
+}
+
+/// Timer ticks summed over all CPUs.
+pub fn total_ticks() -> u64 {
+    TICKS.iter().map(|t| t.load(Ordering::Relaxed)).sum()
+}
+
+/// Nanoseconds since boot.
+pub fn now_ns() -> u64 {
+    hal::time::monotonic_ns()
+}

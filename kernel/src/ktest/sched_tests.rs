@@ -1,0 +1,150 @@
+//! Threads, preemption, wait queues, sleep and the sleeping mutex.
+
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use super::{KTest, TestResult};
+use crate::ensure;
+use crate::sched::{self, WaitQueue};
+use crate::sync::Mutex;
+
+pub const TESTS: &[KTest] = &[
+    KTest { name: "sched::spawn_and_join", run: spawn_and_join },
+    KTest { name: "sched::preemption", run: preemption },
+    KTest { name: "sched::wait_queue_wakeup", run: wait_queue_wakeup },
+    KTest { name: "sched::sleep_orders_wakeups", run: sleep_orders_wakeups },
+    KTest { name: "sched::mutex_contention", run: mutex_contention },
+    KTest { name: "sched::threads_are_reaped", run: threads_are_reaped },
+];
+
+fn spawn_and_join() -> TestResult {
+    let value = Arc::new(AtomicU64::new(0));
+    let v = value.clone();
+    let t = sched::spawn("worker", move || v.store(42, Ordering::SeqCst)).map_err(|e| alloc::format!("{e:?}"))?;
+    sched::join(&t);
+    ensure!(value.load(Ordering::SeqCst) == 42);
+    ensure!(t.state() == sched::State::Dead);
+    Ok(())
+}
+
+fn preemption() -> TestResult {
+    // Two threads that never yield both make progress only if the timer
+    // preempts them.
+    let stop = Arc::new(AtomicBool::new(false));
+    let counters: Arc<[AtomicU64; 2]> = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
+    let mut threads = Vec::new();
+    for i in 0..2 {
+        let (stop, counters) = (stop.clone(), counters.clone());
+        threads.push(
+            sched::spawn("spinner", move || {
+                while !stop.load(Ordering::Relaxed) {
+                    counters[i].fetch_add(1, Ordering::Relaxed);
+                }
+            })
+            .map_err(|e| alloc::format!("{e:?}"))?,
+        );
+    }
+    let start = crate::clock::now_ns();
+    while counters.iter().any(|c| c.load(Ordering::Relaxed) == 0) && crate::clock::now_ns() - start < 2_000_000_000 {
+        sched::sleep_ns(5_000_000);
+    }
+    stop.store(true, Ordering::Relaxed);
+    for t in &threads {
+        sched::join(t);
+    }
+    let (a, b) = (counters[0].load(Ordering::Relaxed), counters[1].load(Ordering::Relaxed));
+    ensure!(a > 0 && b > 0, "spinners did not both run: {a} {b}");
+    Ok(())
+}
+
+fn wait_queue_wakeup() -> TestResult {
+    static QUEUE: WaitQueue = WaitQueue::new();
+    static FLAG: AtomicBool = AtomicBool::new(false);
+    FLAG.store(false, Ordering::SeqCst);
+    let woke = Arc::new(AtomicBool::new(false));
+    let w = woke.clone();
+    let t = sched::spawn("waiter", move || {
+        QUEUE.wait_until(|| FLAG.load(Ordering::SeqCst));
+        w.store(true, Ordering::SeqCst);
+    })
+    .map_err(|e| alloc::format!("{e:?}"))?;
+    sched::sleep_ns(10_000_000);
+    ensure!(!woke.load(Ordering::SeqCst), "waiter ran before the condition held");
+    ensure!(QUEUE.len() == 1, "waiter not queued ({} waiting)", QUEUE.len());
+    FLAG.store(true, Ordering::SeqCst);
+    ensure!(QUEUE.wake_all() == 1);
+    sched::join(&t);
+    ensure!(woke.load(Ordering::SeqCst));
+    Ok(())
+}
+
+fn sleep_orders_wakeups() -> TestResult {
+    let order = Arc::new(hal::sync::SpinLock::new(Vec::new()));
+    let mut threads = Vec::new();
+    for (i, ms) in [30u64, 10, 20].into_iter().enumerate() {
+        let order = order.clone();
+        threads.push(
+            sched::spawn("sleeper", move || {
+                sched::sleep_ns(ms * 1_000_000);
+                order.lock().push(i);
+            })
+            .map_err(|e| alloc::format!("{e:?}"))?,
+        );
+    }
+    for t in &threads {
+        sched::join(t);
+    }
+    let got = order.lock().clone();
+    ensure!(got == [1, 2, 0], "woke in order {got:?}");
+    Ok(())
+}
+
+fn mutex_contention() -> TestResult {
+    const THREADS: usize = 8;
+    const ROUNDS: u64 = 2000;
+    let counter = Arc::new(Mutex::new(0u64));
+    let mut threads = Vec::new();
+    for _ in 0..THREADS {
+        let counter = counter.clone();
+        threads.push(
+            sched::spawn("incrementer", move || {
+                for i in 0..ROUNDS {
+                    let mut g = counter.lock();
+                    let v = *g;
+                    if i % 64 == 0 {
+                        // Hold the lock across a switch so others must sleep on it.
+                        sched::yield_now();
+                    }
+                    *g = v + 1;
+                }
+            })
+            .map_err(|e| alloc::format!("{e:?}"))?,
+        );
+    }
+    for t in &threads {
+        sched::join(t);
+    }
+    let total = *counter.lock();
+    ensure!(total == THREADS as u64 * ROUNDS, "lost updates: {total}");
+    Ok(())
+}
+
+fn threads_are_reaped() -> TestResult {
+    // Warm-up so that heap growth is not counted.
+    let t = sched::spawn("warmup", || {}).map_err(|e| alloc::format!("{e:?}"))?;
+    sched::join(&t);
+    drop(t);
+    sched::yield_now();
+    let frames_before = hal::mm::free_frame_count();
+    let threads_before = sched::live_threads();
+    for _ in 0..200 {
+        let t = sched::spawn("short", || {}).map_err(|e| alloc::format!("{e:?}"))?;
+        sched::join(&t);
+    }
+    sched::yield_now();
+    ensure!(sched::live_threads() == threads_before, "{} threads not reaped", sched::live_threads() - threads_before);
+    let leaked = frames_before.saturating_sub(hal::mm::free_frame_count());
+    ensure!(leaked == 0, "{leaked} frames leaked by 200 threads");
+    Ok(())
+}

@@ -1,0 +1,144 @@
+//! Kernel threads: identity, state and the resources a thread owns.
+//!
+//! Saved register contexts do not live inside [`Thread`] but in a static
+//! table of slots. A switch then only needs two `&'static` contexts, so no
+//! reference-counted pointer sits on a stack that may never be resumed,
+//! and a dead thread's memory can be released by whoever runs next.
+
+use alloc::boxed::Box;
+use alloc::string::String;
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+
+use hal::context::{Context, KernelStack};
+use hal::sync::SpinLock;
+
+use super::wait::WaitQueue;
+
+/// How many threads can exist at once (a context slot each).
+pub const MAX_THREADS: usize = 4096;
+
+pub(super) static CONTEXTS: [Context; MAX_THREADS] = [const { Context::empty() }; MAX_THREADS];
+/// Set while the slot's thread is executing on some CPU (including the
+/// tail of a switch away from it), so no other CPU resumes it too early.
+pub(super) static ON_CPU: [AtomicBool; MAX_THREADS] = [const { AtomicBool::new(false) }; MAX_THREADS];
+static SLOTS_USED: SpinLock<[u64; MAX_THREADS / 64]> = SpinLock::new([0; MAX_THREADS / 64]);
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum State {
+    Running = 0,
+    Ready = 1,
+    Blocked = 2,
+    Dead = 3,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpawnError {
+    OutOfMemory,
+    TooManyThreads,
+}
+
+pub type StartFn = Box<dyn FnOnce() + Send + 'static>;
+
+pub struct Thread {
+    id: u64,
+    name: String,
+    slot: usize,
+    state: AtomicU8,
+    /// The CPU whose run queue takes this thread when it wakes.
+    pub(super) cpu: AtomicUsize,
+    pub(super) stack: SpinLock<Option<KernelStack>>,
+    pub(super) start: SpinLock<Option<StartFn>>,
+    pub(super) exited: WaitQueue,
+    is_idle: bool,
+}
+
+impl Thread {
+    pub(super) fn new(name: &str, stack: Option<KernelStack>, start: Option<StartFn>, cpu: usize, is_idle: bool) -> Result<Thread, SpawnError> {
+        let slot = alloc_slot().ok_or(SpawnError::TooManyThreads)?;
+        let mut owned_name = String::new();
+        if owned_name.try_reserve_exact(name.len()).is_err() {
+            free_slot(slot);
+            return Err(SpawnError::OutOfMemory);
+        }
+        owned_name.push_str(name);
+        Ok(Thread {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            name: owned_name,
+            slot,
+            state: AtomicU8::new(State::Ready as u8),
+            cpu: AtomicUsize::new(cpu),
+            stack: SpinLock::new(stack),
+            start: SpinLock::new(start),
+            exited: WaitQueue::new(),
+            is_idle,
+        })
+    }
+
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub(super) fn slot(&self) -> usize {
+        self.slot
+    }
+
+    pub(super) fn context(&self) -> &'static Context {
+        &CONTEXTS[self.slot]
+    }
+
+    pub fn state(&self) -> State {
+        match self.state.load(Ordering::Acquire) {
+            0 => State::Running,
+            1 => State::Ready,
+            2 => State::Blocked,
+            _ => State::Dead,
+        }
+    }
+
+    pub(super) fn set_state(&self, state: State) {
+        self.state.store(state as u8, Ordering::Release);
+    }
+
+    /// Moves Blocked -> Ready; false if the thread was not blocked.
+    pub(super) fn unblock(&self) -> bool {
+        self.state
+            .compare_exchange(State::Blocked as u8, State::Ready as u8, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    pub(super) fn is_idle(&self) -> bool {
+        self.is_idle
+    }
+}
+
+impl Drop for Thread {
+    fn drop(&mut self) {
+        // The last switch away from a dead thread saved a context nobody
+        // will resume.
+        CONTEXTS[self.slot].discard();
+        free_slot(self.slot);
+    }
+}
+
+fn alloc_slot() -> Option<usize> {
+    let mut used = SLOTS_USED.lock();
+    let word = used.iter().position(|w| *w != u64::MAX)?;
+    let bit = (!used[word]).trailing_zeros() as usize;
+    used[word] |= 1 << bit;
+    Some(word * 64 + bit)
+}
+
+fn free_slot(slot: usize) {
+    SLOTS_USED.lock()[slot / 64] &= !(1 << (slot % 64));
+}
+
+/// Context slots in use (threads alive, including not yet reaped ones).
+pub fn live_threads() -> usize {
+    SLOTS_USED.lock().iter().map(|w| w.count_ones() as usize).sum()
+}

@@ -1,0 +1,119 @@
+//! Wait queues and timed sleep.
+//!
+//! A thread waits by putting itself on a queue and blocking; a waker takes
+//! it off and makes it ready. The condition is checked under the queue's
+//! lock, and wakers change the condition before they take that lock, so a
+//! wakeup cannot slip in between the check and the block.
+
+use alloc::collections::VecDeque;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+
+use hal::sync::{IrqGuard, SpinLock};
+
+use super::thread::{State, Thread};
+
+pub struct WaitQueue {
+    waiters: SpinLock<VecDeque<Arc<Thread>>>,
+}
+
+impl WaitQueue {
+    pub const fn new() -> WaitQueue {
+        WaitQueue { waiters: SpinLock::new(VecDeque::new()) }
+    }
+
+    /// Blocks until `condition` holds. The condition runs with the queue
+    /// locked and interrupts off: keep it short and lock-free.
+    pub fn wait_until(&self, mut condition: impl FnMut() -> bool) {
+        loop {
+            let _irq = IrqGuard::new();
+            {
+                let mut waiters = self.waiters.lock();
+                if condition() {
+                    return;
+                }
+                let me = super::current();
+                me.set_state(State::Blocked);
+                if waiters.try_reserve(1).is_err() {
+                    // Cannot queue without memory: stay runnable and poll.
+                    me.set_state(State::Running);
+                    drop(waiters);
+                    super::yield_now();
+                    continue;
+                }
+                waiters.push_back(me);
+            }
+            super::schedule();
+        }
+    }
+
+    /// Wakes the longest waiter; returns whether one was woken.
+    pub fn wake_one(&self) -> bool {
+        loop {
+            let Some(thread) = self.waiters.lock().pop_front() else {
+                return false;
+            };
+            if super::wake(&thread) {
+                return true;
+            }
+        }
+    }
+
+    /// Wakes every waiter; returns how many were woken.
+    pub fn wake_all(&self) -> usize {
+        let drained: VecDeque<Arc<Thread>> = core::mem::take(&mut *self.waiters.lock());
+        drained.iter().filter(|t| super::wake(t)).count()
+    }
+
+    pub fn len(&self) -> usize {
+        self.waiters.lock().len()
+    }
+}
+
+impl Default for WaitQueue {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Threads sleeping until a deadline (monotonic ns), checked every tick.
+static SLEEPERS: SpinLock<Vec<(u64, Arc<Thread>)>> = SpinLock::new(Vec::new());
+
+/// Blocks the current thread for at least `ns` nanoseconds.
+pub fn sleep_ns(ns: u64) {
+    let deadline = hal::time::monotonic_ns().saturating_add(ns);
+    while hal::time::monotonic_ns() < deadline {
+        let _irq = IrqGuard::new();
+        {
+            let mut sleepers = SLEEPERS.lock();
+            if sleepers.try_reserve(1).is_err() {
+                drop(sleepers);
+                super::yield_now();
+                continue;
+            }
+            let me = super::current();
+            me.set_state(State::Blocked);
+            sleepers.push((deadline, me));
+        }
+        super::schedule();
+    }
+}
+
+/// Wakes every sleeper whose deadline has passed (from the timer tick).
+pub(super) fn wake_sleepers(now: u64) {
+    let mut due: Vec<Arc<Thread>> = Vec::new();
+    {
+        let mut sleepers = SLEEPERS.lock();
+        let mut i = 0;
+        while i < sleepers.len() {
+            if sleepers[i].0 <= now && due.try_reserve(1).is_ok() {
+                due.push(sleepers.swap_remove(i).1);
+            } else {
+                i += 1;
+            }
+        }
+    }
+    for thread in &due {
+        super::wake(thread);
+    }
+}
