@@ -65,6 +65,8 @@ pub(crate) fn init(cpu: usize) {
     tables.tss.ist[(IST_NMI - 1) as usize] = ist_base + 2 * IST_STACK_SIZE as u64;
 
     let tss_addr = core::ptr::addr_of!(tables.tss) as u64;
+    // rsp0 sits at offset 4 of the TSS; user-mode entry writes it directly.
+    crate::percpu::set_tss_rsp0_ptr(cpu, tss_addr + 4);
     let tss_limit = (core::mem::size_of::<Tss>() - 1) as u64;
     let tss_low = (tss_limit & 0xffff)
         | ((tss_addr & 0xff_ffff) << 16)

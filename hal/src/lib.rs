@@ -11,12 +11,16 @@
 #![allow(internal_features)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+extern crate alloc;
+
 pub mod apic;
 pub mod backtrace;
 mod boot;
 pub mod context;
 pub mod cpu;
+pub mod debug;
 pub mod extable;
+pub mod frame;
 pub mod gdt;
 pub mod heap;
 pub mod mm;
@@ -29,6 +33,7 @@ pub mod serial;
 pub mod sync;
 pub mod time;
 pub mod trap;
+pub mod user;
 
 pub mod bootinfo;
 
@@ -73,8 +78,11 @@ extern "C" fn hal_start(magic: u32, info_paddr: u32) -> ! {
     let ram_end = info.memory_map.usable_pages().map(|r| r.end).max().unwrap_or(0);
     paging::init_kernel_space(ram_end);
 
+    frame::init();
     let cpu = cpu::CpuInfo::read();
     enable_cpu_protections(&cpu);
+    user::init_cpu_features(cpu.smap);
+    user::init_syscall();
     let x2apic = apic::init_local(cpu.x2apic);
     let (tsc_hz, apic_hz) = apic::calibrate();
     time::set_tsc(tsc_hz, boot_tsc);
@@ -112,8 +120,8 @@ fn enable_cpu_protections(cpu: &cpu::CpuInfo) {
     }
     // SAFETY: PGE is universal on x86_64, and SMEP is only set when CPUID
     // reports it. No user pages exist yet, so neither changes any mapping
-    // the kernel relies on. SMAP waits for the user-copy code that uses
-    // STAC/CLAC.
+    // the kernel relies on. SMAP is enabled with SSE in `user`, whose copy
+    // routines open it with STAC/CLAC.
     unsafe { cpu::write_cr4(cr4) };
 }
 

@@ -8,6 +8,7 @@
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
+use crate::frame::UserFrame;
 use crate::mm::{self, PhysAddr, DIRECT_MAP_BASE, KERNEL_VMA, PAGE_SIZE};
 
 pub const PRESENT: u64 = 1 << 0;
@@ -248,4 +249,203 @@ pub(crate) fn unmap_kernel_range(vaddr: u64, count: u64) {
 /// The page-table root in use on this CPU.
 pub fn current_root() -> PhysAddr {
     PhysAddr(crate::cpu::read_cr3() & ADDR_MASK)
+}
+
+/// First address past the user half.
+pub const USER_END: u64 = 0x0000_8000_0000_0000;
+
+/// Permissions of a user page (user pages are always readable).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PteFlags {
+    pub writable: bool,
+    pub executable: bool,
+}
+
+impl PteFlags {
+    fn to_bits(self) -> u64 {
+        PRESENT
+            | USER
+            | if self.writable { WRITABLE } else { 0 }
+            | if self.executable { 0 } else { NO_EXECUTE }
+    }
+
+    fn from_bits(bits: u64) -> PteFlags {
+        PteFlags { writable: bits & WRITABLE != 0, executable: bits & NO_EXECUTE == 0 }
+    }
+}
+
+/// A user address space's page tables. The kernel half is shared with the
+/// kernel's tables; the user half is owned, and every user mapping holds a
+/// reference to its frame, dropped when the mapping or the table goes.
+#[derive(Debug)]
+pub struct PageTable {
+    root: PhysAddr,
+}
+
+impl PageTable {
+    pub fn new() -> Result<PageTable, MapError> {
+        let root = mm::alloc_frame_zeroed().ok_or(MapError::OutOfMemory)?;
+        let kernel = kernel_root();
+        for idx in 256..512 {
+            write_entry(root, idx, read_entry(kernel, idx));
+        }
+        Ok(PageTable { root })
+    }
+
+    pub fn root(&self) -> PhysAddr {
+        self.root
+    }
+
+    fn check_user(va: u64) {
+        assert!(va < USER_END && va % PAGE_SIZE == 0, "bad user page address {va:#x}");
+    }
+
+    /// The leaf table and index for `va`, if the path exists.
+    fn leaf(&self, va: u64) -> Option<(PhysAddr, usize)> {
+        let mut table = self.root;
+        for level in (1..=3).rev() {
+            let entry = read_entry(table, index_at(va, level));
+            if entry & PRESENT == 0 || entry & HUGE != 0 {
+                return None;
+            }
+            table = PhysAddr(entry & ADDR_MASK);
+        }
+        Some((table, index_at(va, 0)))
+    }
+
+    /// Maps `frame` at `va`, replacing (and releasing) any previous page.
+    pub fn map(&mut self, va: u64, frame: UserFrame, flags: PteFlags) -> Result<(), MapError> {
+        Self::check_user(va);
+        let pt = walk_create(self.root, va, 1, true)?;
+        let idx = index_at(va, 0);
+        let old = read_entry(pt, idx);
+        write_entry(pt, idx, frame.into_pte_reference().0 | flags.to_bits());
+        if old & PRESENT != 0 {
+            self.flush(va);
+            drop(UserFrame::from_pte_reference(PhysAddr(old & ADDR_MASK)));
+        }
+        Ok(())
+    }
+
+    /// Removes the page at `va`, returning the reference it held.
+    pub fn unmap(&mut self, va: u64) -> Option<UserFrame> {
+        Self::check_user(va);
+        let (pt, idx) = self.leaf(va)?;
+        let entry = read_entry(pt, idx);
+        if entry & PRESENT == 0 {
+            return None;
+        }
+        write_entry(pt, idx, 0);
+        self.flush(va);
+        Some(UserFrame::from_pte_reference(PhysAddr(entry & ADDR_MASK)))
+    }
+
+    pub fn query(&self, va: u64) -> Option<(PhysAddr, PteFlags)> {
+        let (pt, idx) = self.leaf(va & !(PAGE_SIZE - 1))?;
+        let entry = read_entry(pt, idx);
+        (entry & PRESENT != 0).then(|| (PhysAddr(entry & ADDR_MASK), PteFlags::from_bits(entry)))
+    }
+
+    /// A new reference to the frame mapped at `va`.
+    pub fn frame_at(&self, va: u64) -> Option<UserFrame> {
+        self.query(va).map(|(pa, _)| UserFrame::clone_pte_reference(pa))
+    }
+
+    /// Changes the permissions of the page at `va`; false if unmapped.
+    pub fn protect(&mut self, va: u64, flags: PteFlags) -> bool {
+        Self::check_user(va);
+        let Some((pt, idx)) = self.leaf(va) else {
+            return false;
+        };
+        let entry = read_entry(pt, idx);
+        if entry & PRESENT == 0 {
+            return false;
+        }
+        write_entry(pt, idx, (entry & ADDR_MASK) | flags.to_bits());
+        self.flush(va);
+        true
+    }
+
+    /// Every mapped page in [start, end), in address order.
+    pub fn mapped_pages(&self, start: u64, end: u64) -> alloc::vec::Vec<(u64, PteFlags)> {
+        let mut out = alloc::vec::Vec::new();
+        self.visit(self.root, 3, 0, start, end.min(USER_END), &mut out);
+        out
+    }
+
+    fn visit(&self, table: PhysAddr, level: u32, base: u64, start: u64, end: u64, out: &mut alloc::vec::Vec<(u64, PteFlags)>) {
+        let span = 1u64 << (12 + 9 * level);
+        for idx in 0..512u64 {
+            let va = base + idx * span;
+            if va >= end {
+                break;
+            }
+            if va + span <= start {
+                continue;
+            }
+            let entry = read_entry(table, idx as usize);
+            if entry & PRESENT == 0 {
+                continue;
+            }
+            if level == 0 {
+                out.push((va, PteFlags::from_bits(entry)));
+            } else {
+                self.visit(PhysAddr(entry & ADDR_MASK), level - 1, va, start, end, out);
+            }
+        }
+    }
+
+    pub fn is_active(&self) -> bool {
+        current_root() == self.root
+    }
+
+    /// Makes this the address space of the current CPU.
+    pub fn activate(&self) {
+        if !self.is_active() {
+            // SAFETY: the kernel half of this table is the kernel's own, so
+            // kernel code, data, stacks and the direct map stay mapped; the
+            // table stays alive while active because `Drop` switches away.
+            unsafe { crate::cpu::write_cr3(self.root.0) };
+        }
+    }
+
+    fn flush(&self, va: u64) {
+        if self.is_active() {
+            crate::cpu::invlpg(va);
+        }
+    }
+
+    fn free_level(table: PhysAddr, level: u32) {
+        for idx in 0..512 {
+            let entry = read_entry(table, idx);
+            if entry & PRESENT == 0 {
+                continue;
+            }
+            let next = PhysAddr(entry & ADDR_MASK);
+            if level == 0 {
+                drop(UserFrame::from_pte_reference(next));
+            } else {
+                Self::free_level(next, level - 1);
+                mm::free_frame(next);
+            }
+        }
+    }
+}
+
+impl Drop for PageTable {
+    fn drop(&mut self) {
+        if self.is_active() {
+            // SAFETY: the kernel's own tables map everything the kernel uses.
+            unsafe { crate::cpu::write_cr3(kernel_root().0) };
+        }
+        for idx in 0..256 {
+            let entry = read_entry(self.root, idx);
+            if entry & PRESENT != 0 {
+                let pdpt = PhysAddr(entry & ADDR_MASK);
+                Self::free_level(pdpt, 2);
+                mm::free_frame(pdpt);
+            }
+        }
+        mm::free_frame(self.root);
+    }
 }

@@ -23,7 +23,13 @@ pub(crate) struct CpuLocal {
     pub(crate) kernel_stack_top: AtomicU64,
     /// Scratch slot for the user stack pointer during syscall entry (offset 24).
     pub(crate) user_rsp_scratch: AtomicU64,
+    /// Address of this CPU's TSS `rsp0` field (offset 32).
+    pub(crate) tss_rsp0_ptr: AtomicU64,
 }
+
+pub(crate) const OFFSET_KERNEL_STACK: usize = core::mem::offset_of!(CpuLocal, kernel_stack_top);
+pub(crate) const OFFSET_USER_RSP: usize = core::mem::offset_of!(CpuLocal, user_rsp_scratch);
+pub(crate) const OFFSET_TSS_RSP0: usize = core::mem::offset_of!(CpuLocal, tss_rsp0_ptr);
 
 static CPU_LOCALS: [CpuLocal; MAX_CPUS] = [const {
     CpuLocal {
@@ -31,6 +37,7 @@ static CPU_LOCALS: [CpuLocal; MAX_CPUS] = [const {
         cpu_id: AtomicUsize::new(0),
         kernel_stack_top: AtomicU64::new(0),
         user_rsp_scratch: AtomicU64::new(0),
+        tss_rsp0_ptr: AtomicU64::new(0),
     }
 }; MAX_CPUS];
 
@@ -41,12 +48,12 @@ pub(crate) fn init(cpu: usize) {
     let addr = local as *const CpuLocal as u64;
     local.self_ptr.store(addr, Ordering::Relaxed);
     local.cpu_id.store(cpu, Ordering::Relaxed);
-    // SAFETY: GS_BASE points at a static block that lives forever; the
-    // kernel GS base is the same until user mode exists, so a stray SWAPGS
-    // cannot leave GS pointing at garbage.
+    // SAFETY: GS_BASE points at a static block that lives forever. The
+    // inactive base is the user's GS (0 until a thread sets one): SWAPGS
+    // happens exactly on user-mode entry and exit.
     unsafe {
         crate::cpu::wrmsr(IA32_GS_BASE, addr);
-        crate::cpu::wrmsr(IA32_KERNEL_GS_BASE, addr);
+        crate::cpu::wrmsr(IA32_KERNEL_GS_BASE, 0);
     }
     ONLINE.fetch_add(1, Ordering::Release);
 }
@@ -60,9 +67,8 @@ pub fn cpu_id() -> usize {
     id
 }
 
-#[allow(dead_code)] // read by the syscall entry path
-pub(crate) fn local() -> &'static CpuLocal {
-    &CPU_LOCALS[cpu_id()]
+pub(crate) fn set_tss_rsp0_ptr(cpu: usize, ptr: u64) {
+    CPU_LOCALS[cpu].tss_rsp0_ptr.store(ptr, Ordering::Relaxed);
 }
 
 /// How many CPUs are running.

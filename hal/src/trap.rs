@@ -100,6 +100,9 @@ hal_isr_common:
     mov rdi, rsp
     cld
     call {dispatch}
+    /* Traps from user mode end the current `UserContext::run`. */
+    test qword ptr [rsp + 18 * 8], 3
+    jnz hal_user_trap_exit
     .global hal_trap_return
 hal_trap_return:
     pop r15
@@ -117,10 +120,6 @@ hal_trap_return:
     pop rcx
     pop rbx
     pop rax
-    test qword ptr [rsp + 24], 3
-    jz 2f
-    swapgs
-2:
     add rsp, 16
     iretq
 
@@ -202,14 +201,6 @@ pub fn register_handler(vector: u8, handler: IrqHandler) {
     HANDLERS.lock()[vector as usize] = Some(handler);
 }
 
-/// Hook for exceptions raised in user mode; installed by the process layer.
-pub type UserFaultHandler = fn(&mut TrapFrame);
-static USER_FAULT_HANDLER: SpinLock<Option<UserFaultHandler>> = SpinLock::new(None);
-
-pub fn set_user_fault_handler(handler: UserFaultHandler) {
-    *USER_FAULT_HANDLER.lock() = Some(handler);
-}
-
 static EXCEPTION_COUNT: AtomicUsize = AtomicUsize::new(0);
 
 /// How many exceptions the fault-recovery table has absorbed (for tests).
@@ -245,11 +236,8 @@ fn handle_exception(frame: &mut TrapFrame) {
         }
     }
     if frame.from_user() {
-        let handler = *USER_FAULT_HANDLER.lock();
-        if let Some(handler) = handler {
-            handler(frame);
-            return;
-        }
+        // Reported to the kernel as the return value of `UserContext::run`.
+        return;
     }
     report_fatal(frame);
 }
@@ -293,8 +281,12 @@ fn report_fatal(frame: &TrapFrame) -> ! {
         crate::percpu::cpu_id(),
         if frame.from_user() { "user" } else { "kernel" }
     );
-    if vector == 14 {
-        let _ = writeln!(out, "    fault address (cr2) = {:#018x}", crate::cpu::read_cr2());
+    let cr2 = crate::cpu::read_cr2();
+    if vector == 14 || vector == 8 {
+        let _ = writeln!(out, "    fault address (cr2) = {cr2:#018x}");
+    }
+    if crate::context::is_stack_guard(cr2) && (vector == 14 || vector == 8) {
+        let _ = writeln!(out, "    kernel stack overflow: {cr2:#x} is a stack guard page");
     }
     let _ = writeln!(
         out,

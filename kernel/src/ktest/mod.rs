@@ -44,6 +44,9 @@ const SUITES: &[&[KTest]] = &[boot_tests::TESTS, mm_tests::TESTS, trap_tests::TE
 pub fn run_all(info: &'static hal::BootInfo) {
     let mut out = Console;
     crate::banner::print_machine(info);
+    if let Some(kind) = info.command_line().split_whitespace().find_map(|a| a.strip_prefix("ktest.crash=")) {
+        crash(kind);
+    }
     let filter = info.command_line().split_whitespace().find_map(|a| a.strip_prefix("ktest.filter="));
     let (mut passed, mut failed) = (0usize, 0usize);
     for test in SUITES.iter().flat_map(|s| s.iter()) {
@@ -69,4 +72,26 @@ pub fn run_all(info: &'static hal::BootInfo) {
         hal::qemu::exit_success();
     }
     hal::qemu::exit_failure();
+}
+
+/// `ktest.crash=<kind>`: die of a real CPU exception, so the host tool can
+/// check the fatal report (registers, backtrace, exit status).
+fn crash(kind: &str) {
+    use hal::debug::Crash;
+    let kind = match kind {
+        "pagefault" => Crash::PageFault,
+        "divide" => Crash::DivideError,
+        "ud2" => Crash::InvalidOpcode,
+        "stackoverflow" => Crash::StackOverflow,
+        "panic" => panic!("deliberate panic from ktest.crash"),
+        other => {
+            log::error!("unknown ktest.crash kind {other:?}");
+            hal::qemu::exit_failure();
+        }
+    };
+    // Crash from a nested call so the backtrace has frames to show.
+    let t = crate::sched::spawn("crasher", move || hal::debug::crash(kind));
+    if let Ok(t) = t {
+        crate::sched::join(&t);
+    }
 }

@@ -1,0 +1,134 @@
+//! Reference-counted frames for user memory.
+//!
+//! A [`UserFrame`] is a counted reference to a 4 KiB frame that holds user
+//! data. The count lives in a table indexed by frame number; cloning a
+//! handle adds a reference (copy-on-write sharing, shared mappings), and
+//! the frame returns to the allocator when the last handle drops. Page
+//! tables hold references too (see [`crate::paging::PageTable`]), so a
+//! frame mapped anywhere cannot be freed under the mapping. Because the
+//! type can only be made by allocating, safe code can never point one at
+//! kernel memory such as the heap or a page table.
+
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU32, Ordering};
+
+use crate::mm::{self, PhysAddr, PAGE_SIZE};
+use crate::sync::Once;
+
+static REF_COUNTS: Once<Vec<AtomicU32>> = Once::new();
+
+pub(crate) fn init() {
+    let frames = mm::total_frame_count() as usize;
+    let mut counts = Vec::new();
+    counts.reserve_exact(frames);
+    counts.resize_with(frames, || AtomicU32::new(0));
+    REF_COUNTS.set(counts);
+}
+
+fn count_of(paddr: PhysAddr) -> &'static AtomicU32 {
+    let table = REF_COUNTS.get().expect("frame reference counts used before init");
+    &table[(paddr.0 / PAGE_SIZE) as usize]
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutOfMemory;
+
+/// A counted reference to a user-data frame.
+#[derive(Debug)]
+pub struct UserFrame {
+    paddr: PhysAddr,
+}
+
+impl UserFrame {
+    /// A fresh zero-filled frame with one reference.
+    pub fn alloc_zeroed() -> Result<UserFrame, OutOfMemory> {
+        let paddr = mm::alloc_frame_zeroed().ok_or(OutOfMemory)?;
+        count_of(paddr).store(1, Ordering::Release);
+        Ok(UserFrame { paddr })
+    }
+
+    /// A fresh frame holding a copy of `self`.
+    pub fn duplicate(&self) -> Result<UserFrame, OutOfMemory> {
+        let paddr = mm::alloc_frame_zeroed().ok_or(OutOfMemory)?;
+        count_of(paddr).store(1, Ordering::Release);
+        // SAFETY: both frames are user-data frames owned through handles
+        // (the new one exclusively), reached through the direct map; they
+        // are distinct, so the ranges do not overlap.
+        unsafe {
+            core::ptr::copy_nonoverlapping(
+                self.paddr.to_virt() as *const u8,
+                paddr.to_virt() as *mut u8,
+                PAGE_SIZE as usize,
+            )
+        };
+        Ok(UserFrame { paddr })
+    }
+
+    /// Rebuilds a handle from a reference a page-table entry held.
+    pub(crate) fn from_pte_reference(paddr: PhysAddr) -> UserFrame {
+        UserFrame { paddr }
+    }
+
+    /// Gives this reference to a page-table entry.
+    pub(crate) fn into_pte_reference(self) -> PhysAddr {
+        let paddr = self.paddr;
+        core::mem::forget(self);
+        paddr
+    }
+
+    /// Takes an extra reference for `paddr`, which a page-table entry holds.
+    pub(crate) fn clone_pte_reference(paddr: PhysAddr) -> UserFrame {
+        count_of(paddr).fetch_add(1, Ordering::AcqRel);
+        UserFrame { paddr }
+    }
+
+    pub fn paddr(&self) -> PhysAddr {
+        self.paddr
+    }
+
+    pub fn ref_count(&self) -> u32 {
+        count_of(self.paddr).load(Ordering::Acquire)
+    }
+
+    /// Copies `data` into the frame at `offset`.
+    pub fn write(&self, offset: usize, data: &[u8]) {
+        assert!(offset + data.len() <= PAGE_SIZE as usize, "write past the end of a frame");
+        // SAFETY: the range lies inside a user-data frame that this handle
+        // keeps alive; user frames are never Rust objects, so concurrent
+        // user-visible writes are data, not aliasing violations.
+        unsafe {
+            core::ptr::copy_nonoverlapping(data.as_ptr(), (self.paddr.to_virt() as *mut u8).add(offset), data.len())
+        };
+    }
+
+    /// Copies from the frame at `offset` into `buf`.
+    pub fn read(&self, offset: usize, buf: &mut [u8]) {
+        assert!(offset + buf.len() <= PAGE_SIZE as usize, "read past the end of a frame");
+        // SAFETY: as in `write`, reading into an exclusive Rust buffer.
+        unsafe {
+            core::ptr::copy_nonoverlapping((self.paddr.to_virt() as *const u8).add(offset), buf.as_mut_ptr(), buf.len())
+        };
+    }
+
+    /// Zeroes `len` bytes at `offset`.
+    pub fn zero(&self, offset: usize, len: usize) {
+        assert!(offset + len <= PAGE_SIZE as usize, "zero past the end of a frame");
+        // SAFETY: as in `write`.
+        unsafe { core::ptr::write_bytes((self.paddr.to_virt() as *mut u8).add(offset), 0, len) };
+    }
+}
+
+impl Clone for UserFrame {
+    fn clone(&self) -> UserFrame {
+        count_of(self.paddr).fetch_add(1, Ordering::AcqRel);
+        UserFrame { paddr: self.paddr }
+    }
+}
+
+impl Drop for UserFrame {
+    fn drop(&mut self) {
+        if count_of(self.paddr).fetch_sub(1, Ordering::AcqRel) == 1 {
+            mm::free_frame(self.paddr);
+        }
+    }
+}

@@ -1,0 +1,487 @@
+//! User mode: entering it, coming back, and touching user memory.
+//!
+//! The kernel runs a user thread by calling [`UserContext::run`], which
+//! loads the saved user registers and returns to user mode. The call
+//! returns when the thread makes a system call or takes an exception or
+//! interrupt, with the user registers saved back into the context and the
+//! reason in [`ReturnReason`]. The kernel handles it and calls `run` again.
+//! This keeps all the mode-switching in this module, and every decision
+//! (syscalls, signals, page faults) in safe kernel code.
+//!
+//! On the way in, `run` pushes the callee-saved registers and records the
+//! resulting stack pointer ("KSAVE") both in the per-CPU block (where the
+//! SYSCALL entry finds it) and in the TSS (`rsp0`, where the CPU puts the
+//! frame of an interrupt from user mode). Either way back ends at KSAVE,
+//! restores the callee-saved registers and returns from `run`.
+//!
+//! User memory is only touched with [`copy_from_user`] and
+//! [`copy_to_user`]: they check that the range is in the user half, open
+//! SMAP for the copy alone, and recover from faults, reporting the first
+//! address that failed so that the kernel can resolve a demand fault and
+//! retry, or answer EFAULT.
+
+use core::arch::{asm, global_asm};
+use core::mem::offset_of;
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use crate::cpu;
+use crate::gdt::{KERNEL_CS, USER_CS, USER_DS};
+use crate::paging::USER_END;
+use crate::percpu::PerCpu;
+use crate::trap::TrapFrame;
+
+/// User general-purpose registers, instruction pointer, flags and TLS base.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GeneralRegs {
+    pub rax: u64,
+    pub rbx: u64,
+    pub rcx: u64,
+    pub rdx: u64,
+    pub rsi: u64,
+    pub rdi: u64,
+    pub rbp: u64,
+    pub rsp: u64,
+    pub r8: u64,
+    pub r9: u64,
+    pub r10: u64,
+    pub r11: u64,
+    pub r12: u64,
+    pub r13: u64,
+    pub r14: u64,
+    pub r15: u64,
+    pub rip: u64,
+    pub rflags: u64,
+    pub fs_base: u64,
+    pub gs_base: u64,
+}
+
+/// Why [`UserContext::run`] returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReturnReason {
+    /// SYSCALL: number in `rax`, arguments in rdi, rsi, rdx, r10, r8, r9.
+    Syscall,
+    /// A CPU exception in user mode.
+    Exception { vector: u8, error_code: u64, fault_addr: u64 },
+    /// A device or timer interrupt arrived (already handled).
+    Interrupt,
+}
+
+const KIND_SYSCALL: u64 = 0;
+const KIND_EXCEPTION: u64 = 1;
+const KIND_INTERRUPT: u64 = 2;
+
+/// The FXSAVE image of the x87/SSE state.
+#[repr(C, align(16))]
+#[derive(Clone, Copy)]
+pub struct FpuState([u8; 512]);
+
+impl FpuState {
+    /// The state a new process starts with: x87 control word 0x37f (all
+    /// exceptions masked, 64-bit precision), MXCSR 0x1f80 (all masked).
+    pub fn initial() -> FpuState {
+        let mut s = [0u8; 512];
+        s[0..2].copy_from_slice(&0x037fu16.to_le_bytes());
+        s[24..28].copy_from_slice(&0x1f80u32.to_le_bytes());
+        s[28..32].copy_from_slice(&0xffffu32.to_le_bytes()); // MXCSR_MASK
+        FpuState(s)
+    }
+
+    pub fn as_bytes(&self) -> &[u8; 512] {
+        &self.0
+    }
+
+    /// Replaces the state with `bytes` (from a signal frame), keeping MXCSR
+    /// reserved bits clear so FXRSTOR cannot fault.
+    pub fn set_bytes(&mut self, bytes: &[u8; 512]) {
+        self.0 = *bytes;
+        let mxcsr = u32::from_le_bytes([self.0[24], self.0[25], self.0[26], self.0[27]]) & 0xffff;
+        self.0[24..28].copy_from_slice(&mxcsr.to_le_bytes());
+    }
+}
+
+/// Everything needed to resume a user thread.
+#[repr(C)]
+#[derive(Clone)]
+pub struct UserContext {
+    fpu: FpuState,
+    pub regs: GeneralRegs,
+    trap_kind: u64,
+    trap_vector: u64,
+    trap_error: u64,
+    trap_addr: u64,
+}
+
+impl core::fmt::Debug for UserContext {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("UserContext").field("regs", &self.regs).finish_non_exhaustive()
+    }
+}
+
+impl Default for UserContext {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+const USER_RFLAGS_MASK: u64 = 0x0000_0000_0000_0cd5; // CF PF AF ZF SF DF OF
+const RFLAGS_IF: u64 = 1 << 9;
+const RFLAGS_RESERVED1: u64 = 1 << 1;
+
+/// Per-CPU copy of the FS base last loaded, to skip redundant MSR writes.
+static LOADED_FS_BASE: PerCpu<AtomicU64> = PerCpu::new([const { AtomicU64::new(0) }; crate::percpu::MAX_CPUS]);
+static LOADED_GS_BASE: PerCpu<AtomicU64> = PerCpu::new([const { AtomicU64::new(0) }; crate::percpu::MAX_CPUS]);
+
+const IA32_FS_BASE: u32 = 0xC000_0100;
+const IA32_KERNEL_GS_BASE: u32 = 0xC000_0102;
+
+fn is_canonical(addr: u64) -> bool {
+    addr < USER_END || addr >= 0xffff_8000_0000_0000
+}
+
+impl UserContext {
+    pub fn new() -> UserContext {
+        UserContext {
+            fpu: FpuState::initial(),
+            regs: GeneralRegs { rflags: RFLAGS_IF | RFLAGS_RESERVED1, ..GeneralRegs::default() },
+            trap_kind: 0,
+            trap_vector: 0,
+            trap_error: 0,
+            trap_addr: 0,
+        }
+    }
+
+    pub fn fpu(&self) -> &FpuState {
+        &self.fpu
+    }
+
+    pub fn fpu_mut(&mut self) -> &mut FpuState {
+        &mut self.fpu
+    }
+
+    /// Runs the thread in user mode until it traps back into the kernel.
+    pub fn run(&mut self) -> ReturnReason {
+        // The CPU must never be asked to IRET to a non-canonical or
+        // kernel address: report it as the #GP it would be.
+        if self.regs.rip >= USER_END || self.regs.rsp >= USER_END || !is_canonical(self.regs.fs_base) || !is_canonical(self.regs.gs_base) {
+            return ReturnReason::Exception { vector: 13, error_code: 0, fault_addr: 0 };
+        }
+        self.regs.rflags = (self.regs.rflags & USER_RFLAGS_MASK) | RFLAGS_IF | RFLAGS_RESERVED1;
+
+        cpu::disable_interrupts();
+        let fs = LOADED_FS_BASE.get();
+        if fs.load(Ordering::Relaxed) != self.regs.fs_base {
+            // SAFETY: canonical (checked above); FS only affects user mode,
+            // the kernel does not use FS.
+            unsafe { cpu::wrmsr(IA32_FS_BASE, self.regs.fs_base) };
+            fs.store(self.regs.fs_base, Ordering::Relaxed);
+        }
+        let gs = LOADED_GS_BASE.get();
+        if gs.load(Ordering::Relaxed) != self.regs.gs_base {
+            // SAFETY: the inactive GS base becomes the user's on SWAPGS;
+            // canonical (checked above).
+            unsafe { cpu::wrmsr(IA32_KERNEL_GS_BASE, self.regs.gs_base) };
+            gs.store(self.regs.gs_base, Ordering::Relaxed);
+        }
+        // SAFETY: the kernel is soft-float and never touches x87/SSE state,
+        // so the registers hold exactly the user's state between FXRSTOR
+        // here and FXSAVE below; the area is 16-byte aligned.
+        unsafe { asm!("fxrstor64 [{}]", in(reg) &self.fpu, options(nostack, readonly)) };
+        // SAFETY: `self` outlives the call; the assembly saves and restores
+        // every callee-saved register and returns here with interrupts off.
+        unsafe { hal_run_user(self) };
+        // SAFETY: as for FXRSTOR; `self.fpu` is exclusively borrowed.
+        unsafe { asm!("fxsave64 [{}]", in(reg) &mut self.fpu, options(nostack)) };
+        cpu::enable_interrupts();
+
+        match self.trap_kind {
+            KIND_SYSCALL => ReturnReason::Syscall,
+            KIND_EXCEPTION => ReturnReason::Exception {
+                vector: self.trap_vector as u8,
+                error_code: self.trap_error,
+                fault_addr: self.trap_addr,
+            },
+            _ => ReturnReason::Interrupt,
+        }
+    }
+}
+
+extern "C" {
+    fn hal_run_user(ctx: *mut UserContext);
+    fn hal_syscall_entry();
+}
+
+const REGS: usize = offset_of!(UserContext, regs);
+
+global_asm!(
+    r#"
+    .section .text.hal_user, "ax"
+    .global hal_run_user
+hal_run_user:
+    push rbp
+    push rbx
+    push r12
+    push r13
+    push r14
+    push r15
+    push rdi
+    mov gs:[{pcpu_kstack}], rsp
+    mov rax, gs:[{pcpu_tss_rsp0}]
+    mov [rax], rsp
+
+    push {user_ds}
+    push qword ptr [rdi + {regs} + {rsp}]
+    push qword ptr [rdi + {regs} + {rflags}]
+    push {user_cs}
+    push qword ptr [rdi + {regs} + {rip}]
+    mov rax, [rdi + {regs} + {rax}]
+    mov rbx, [rdi + {regs} + {rbx}]
+    mov rcx, [rdi + {regs} + {rcx}]
+    mov rdx, [rdi + {regs} + {rdx}]
+    mov rsi, [rdi + {regs} + {rsi}]
+    mov rbp, [rdi + {regs} + {rbp}]
+    mov r8, [rdi + {regs} + {r8}]
+    mov r9, [rdi + {regs} + {r9}]
+    mov r10, [rdi + {regs} + {r10}]
+    mov r11, [rdi + {regs} + {r11}]
+    mov r12, [rdi + {regs} + {r12}]
+    mov r13, [rdi + {regs} + {r13}]
+    mov r14, [rdi + {regs} + {r14}]
+    mov r15, [rdi + {regs} + {r15}]
+    mov rdi, [rdi + {regs} + {rdi}]
+    swapgs
+    iretq
+
+    .global hal_syscall_entry
+hal_syscall_entry:
+    swapgs
+    mov gs:[{pcpu_user_rsp}], rsp
+    mov rsp, gs:[{pcpu_kstack}]
+    push rax
+    mov rax, [rsp + 8]
+    mov [rax + {regs} + {rbx}], rbx
+    mov [rax + {regs} + {rcx}], rcx
+    mov [rax + {regs} + {rdx}], rdx
+    mov [rax + {regs} + {rsi}], rsi
+    mov [rax + {regs} + {rdi}], rdi
+    mov [rax + {regs} + {rbp}], rbp
+    mov [rax + {regs} + {r8}], r8
+    mov [rax + {regs} + {r9}], r9
+    mov [rax + {regs} + {r10}], r10
+    mov [rax + {regs} + {r11}], r11
+    mov [rax + {regs} + {r12}], r12
+    mov [rax + {regs} + {r13}], r13
+    mov [rax + {regs} + {r14}], r14
+    mov [rax + {regs} + {r15}], r15
+    mov [rax + {regs} + {rip}], rcx
+    mov [rax + {regs} + {rflags}], r11
+    mov rcx, gs:[{pcpu_user_rsp}]
+    mov [rax + {regs} + {rsp}], rcx
+    pop rcx
+    mov [rax + {regs} + {rax}], rcx
+    mov qword ptr [rax + {trap_kind}], {kind_syscall}
+    jmp hal_user_return_to_kernel
+
+    /* From the trap stub: rsp points at a TrapFrame from user mode that
+       sits right below KSAVE. */
+    .global hal_user_trap_exit
+hal_user_trap_exit:
+    mov rdi, rsp
+    call {save}
+    add rsp, {frame_size}
+hal_user_return_to_kernel:
+    add rsp, 8
+    pop r15
+    pop r14
+    pop r13
+    pop r12
+    pop rbx
+    pop rbp
+    ret
+"#,
+    pcpu_kstack = const crate::percpu::OFFSET_KERNEL_STACK,
+    pcpu_user_rsp = const crate::percpu::OFFSET_USER_RSP,
+    pcpu_tss_rsp0 = const crate::percpu::OFFSET_TSS_RSP0,
+    user_ds = const USER_DS as u64,
+    user_cs = const USER_CS as u64,
+    regs = const REGS,
+    rax = const offset_of!(GeneralRegs, rax),
+    rbx = const offset_of!(GeneralRegs, rbx),
+    rcx = const offset_of!(GeneralRegs, rcx),
+    rdx = const offset_of!(GeneralRegs, rdx),
+    rsi = const offset_of!(GeneralRegs, rsi),
+    rdi = const offset_of!(GeneralRegs, rdi),
+    rbp = const offset_of!(GeneralRegs, rbp),
+    rsp = const offset_of!(GeneralRegs, rsp),
+    r8 = const offset_of!(GeneralRegs, r8),
+    r9 = const offset_of!(GeneralRegs, r9),
+    r10 = const offset_of!(GeneralRegs, r10),
+    r11 = const offset_of!(GeneralRegs, r11),
+    r12 = const offset_of!(GeneralRegs, r12),
+    r13 = const offset_of!(GeneralRegs, r13),
+    r14 = const offset_of!(GeneralRegs, r14),
+    r15 = const offset_of!(GeneralRegs, r15),
+    rip = const offset_of!(GeneralRegs, rip),
+    rflags = const offset_of!(GeneralRegs, rflags),
+    trap_kind = const offset_of!(UserContext, trap_kind),
+    kind_syscall = const KIND_SYSCALL,
+    frame_size = const core::mem::size_of::<TrapFrame>(),
+    save = sym save_user_trap,
+);
+
+/// Copies a user-mode trap frame into the context whose address `run`
+/// left at KSAVE, right above the frame.
+extern "C" fn save_user_trap(frame: &TrapFrame) {
+    let ksave = frame as *const TrapFrame as u64 + core::mem::size_of::<TrapFrame>() as u64;
+    // SAFETY: for traps from user mode the CPU pushed this frame at TSS
+    // rsp0 = KSAVE, where `hal_run_user` stored a pointer to the running
+    // `UserContext`, which is exclusively borrowed by `run` for the whole
+    // time the thread is in user mode.
+    let ctx = unsafe { &mut **(ksave as *const *mut UserContext) };
+    let r = &mut ctx.regs;
+    r.rax = frame.rax;
+    r.rbx = frame.rbx;
+    r.rcx = frame.rcx;
+    r.rdx = frame.rdx;
+    r.rsi = frame.rsi;
+    r.rdi = frame.rdi;
+    r.rbp = frame.rbp;
+    r.rsp = frame.rsp;
+    r.r8 = frame.r8;
+    r.r9 = frame.r9;
+    r.r10 = frame.r10;
+    r.r11 = frame.r11;
+    r.r12 = frame.r12;
+    r.r13 = frame.r13;
+    r.r14 = frame.r14;
+    r.r15 = frame.r15;
+    r.rip = frame.rip;
+    r.rflags = frame.rflags;
+    if frame.vector < u64::from(crate::trap::IRQ_BASE) {
+        ctx.trap_kind = KIND_EXCEPTION;
+        ctx.trap_vector = frame.vector;
+        ctx.trap_error = frame.error_code;
+        ctx.trap_addr = if frame.vector == 14 { cpu::read_cr2() } else { 0 };
+    } else {
+        ctx.trap_kind = KIND_INTERRUPT;
+    }
+}
+
+static SMAP: AtomicBool = AtomicBool::new(false);
+
+/// Enables SYSCALL and points it at the entry stub (per CPU).
+pub(crate) fn init_syscall() {
+    const IA32_EFER: u32 = 0xC000_0080;
+    const IA32_STAR: u32 = 0xC000_0081;
+    const IA32_LSTAR: u32 = 0xC000_0082;
+    const IA32_FMASK: u32 = 0xC000_0084;
+    // SYSRET loads CS from STAR[63:48]+16 and SS from STAR[63:48]+8.
+    let star = (u64::from(USER_DS - 3 - 8) << 48) | (u64::from(KERNEL_CS) << 32);
+    // SAFETY: the entry stub switches to the kernel stack before touching
+    // memory; the selectors match the GDT; FMASK clears IF, TF, DF, AC and
+    // NT so the stub starts with interrupts off.
+    unsafe {
+        cpu::wrmsr(IA32_EFER, cpu::rdmsr(IA32_EFER) | 1);
+        cpu::wrmsr(IA32_STAR, star);
+        cpu::wrmsr(IA32_LSTAR, hal_syscall_entry as *const () as u64);
+        cpu::wrmsr(IA32_FMASK, 0x47700);
+    }
+}
+
+/// Enables SSE for user mode and SMAP where present.
+pub(crate) fn init_cpu_features(smap: bool) {
+    // SAFETY: CR0.MP set / EM clear and CR4.OSFXSR/OSXMMEXCPT are the
+    // architectural way to allow SSE; the kernel itself never uses it.
+    unsafe {
+        let mut cr0: u64;
+        asm!("mov {}, cr0", out(reg) cr0, options(nomem, nostack));
+        cr0 = (cr0 | 0x2) & !0x4;
+        asm!("mov cr0, {}", in(reg) cr0, options(nostack));
+        let mut cr4 = cpu::read_cr4() | (1 << 9) | (1 << 10);
+        if smap {
+            cr4 |= 1 << 21;
+        }
+        cpu::write_cr4(cr4);
+        asm!("fninit", options(nomem, nostack));
+    }
+    SMAP.store(smap, Ordering::Relaxed);
+}
+
+global_asm!(
+    r#"
+    .section .text.hal_usercopy, "ax"
+    /* rdi = dst, rsi = src, rdx = len, cl = smap; returns rax = bytes NOT copied */
+    .global hal_user_copy
+hal_user_copy:
+    test cl, cl
+    jz 1f
+    stac
+1:  mov rcx, rdx
+40: rep movsb
+    xor eax, eax
+    jmp 2f
+41: mov rax, rcx
+2:  test r8b, r8b
+    jz 3f
+    clac
+3:  ret
+
+    .section .kiln_extable, "a"
+    .balign 8
+    .quad 40b, 41b
+"#
+);
+
+extern "C" {
+    fn hal_user_copy(dst: *mut u8, src: *const u8, len: usize, smap: u8, smap_again: u8) -> usize;
+}
+
+/// A user access failed at `addr` (nothing mapped, or not permitted).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UserFault {
+    pub addr: u64,
+}
+
+fn user_range_ok(addr: u64, len: usize) -> bool {
+    addr.checked_add(len as u64).is_some_and(|end| end <= USER_END)
+}
+
+/// Copies `dst.len()` bytes from user address `src`.
+pub fn copy_from_user(dst: &mut [u8], src: u64) -> Result<(), UserFault> {
+    if dst.is_empty() {
+        return Ok(());
+    }
+    if !user_range_ok(src, dst.len()) {
+        return Err(UserFault { addr: src });
+    }
+    let smap = u8::from(SMAP.load(Ordering::Relaxed));
+    // SAFETY: the source range is entirely in the user half (checked), so
+    // it cannot alias kernel objects; the destination is an exclusive Rust
+    // buffer of exactly `len` bytes; faults resume at the fixup.
+    let left = unsafe { hal_user_copy(dst.as_mut_ptr(), src as *const u8, dst.len(), smap, smap) };
+    if left == 0 {
+        Ok(())
+    } else {
+        Err(UserFault { addr: src + (dst.len() - left) as u64 })
+    }
+}
+
+/// Copies `src` to user address `dst`.
+pub fn copy_to_user(dst: u64, src: &[u8]) -> Result<(), UserFault> {
+    if src.is_empty() {
+        return Ok(());
+    }
+    if !user_range_ok(dst, src.len()) {
+        return Err(UserFault { addr: dst });
+    }
+    let smap = u8::from(SMAP.load(Ordering::Relaxed));
+    // SAFETY: the destination range is entirely in the user half
+    // (checked), which holds no Rust objects; the source is a Rust slice;
+    // faults resume at the fixup.
+    let left = unsafe { hal_user_copy(dst as *mut u8, src.as_ptr(), src.len(), smap, smap) };
+    if left == 0 {
+        Ok(())
+    } else {
+        Err(UserFault { addr: dst + (src.len() - left) as u64 })
+    }
+}
