@@ -26,6 +26,20 @@ pub struct BootModule {
     pub len: u64,
 }
 
+impl BootModule {
+    /// The module's contents (the initramfs), which stay reserved and
+    /// unmodified for the life of the kernel.
+    pub fn bytes(&self) -> &'static [u8] {
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: the module's frames are reserved from the allocator at
+        // boot (`reserve_boot_ranges`) and never freed or written, and the
+        // direct map covers all RAM.
+        unsafe { core::slice::from_raw_parts(self.start.to_virt() as *const u8, self.len as usize) }
+    }
+}
+
 impl Default for PhysAddr {
     fn default() -> Self {
         PhysAddr(0)

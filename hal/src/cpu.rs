@@ -179,3 +179,21 @@ impl CpuInfo {
         core::str::from_utf8(&self.brand[..end]).unwrap_or("?").trim()
     }
 }
+
+/// A hardware random number (RDRAND), if the CPU has the instruction and
+/// it delivered within a few tries.
+pub fn rdrand() -> Option<u64> {
+    if cpuid(1, 0).ecx & (1 << 30) == 0 {
+        return None;
+    }
+    for _ in 0..10 {
+        let value: u64;
+        let ok: u8;
+        // SAFETY: RDRAND exists (CPUID checked) and only writes registers.
+        unsafe { asm!("rdrand {v}", "setc {ok}", v = out(reg) value, ok = out(reg_byte) ok, options(nomem, nostack)) };
+        if ok != 0 {
+            return Some(value);
+        }
+    }
+    None
+}

@@ -29,6 +29,7 @@ pub mod paging;
 pub mod percpu;
 pub mod port;
 pub mod qemu;
+pub mod rtc;
 pub mod serial;
 pub mod sync;
 pub mod time;

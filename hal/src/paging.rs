@@ -277,9 +277,14 @@ impl PteFlags {
 /// A user address space's page tables. The kernel half is shared with the
 /// kernel's tables; the user half is owned, and every user mapping holds a
 /// reference to its frame, dropped when the mapping or the table goes.
+///
+/// Changes take `&self`: an internal IRQ-safe lock serializes them, so the
+/// table can be shared (`Arc`) between the threads of a process and the
+/// scheduler, which activates it on every switch to one of them.
 #[derive(Debug)]
 pub struct PageTable {
     root: PhysAddr,
+    lock: crate::sync::SpinLock<()>,
 }
 
 impl PageTable {
@@ -289,7 +294,7 @@ impl PageTable {
         for idx in 256..512 {
             write_entry(root, idx, read_entry(kernel, idx));
         }
-        Ok(PageTable { root })
+        Ok(PageTable { root, lock: crate::sync::SpinLock::new(()) })
     }
 
     pub fn root(&self) -> PhysAddr {
@@ -314,8 +319,9 @@ impl PageTable {
     }
 
     /// Maps `frame` at `va`, replacing (and releasing) any previous page.
-    pub fn map(&mut self, va: u64, frame: UserFrame, flags: PteFlags) -> Result<(), MapError> {
+    pub fn map(&self, va: u64, frame: UserFrame, flags: PteFlags) -> Result<(), MapError> {
         Self::check_user(va);
+        let _guard = self.lock.lock();
         let pt = walk_create(self.root, va, 1, true)?;
         let idx = index_at(va, 0);
         let old = read_entry(pt, idx);
@@ -328,8 +334,9 @@ impl PageTable {
     }
 
     /// Removes the page at `va`, returning the reference it held.
-    pub fn unmap(&mut self, va: u64) -> Option<UserFrame> {
+    pub fn unmap(&self, va: u64) -> Option<UserFrame> {
         Self::check_user(va);
+        let _guard = self.lock.lock();
         let (pt, idx) = self.leaf(va)?;
         let entry = read_entry(pt, idx);
         if entry & PRESENT == 0 {
@@ -341,6 +348,7 @@ impl PageTable {
     }
 
     pub fn query(&self, va: u64) -> Option<(PhysAddr, PteFlags)> {
+        let _guard = self.lock.lock();
         let (pt, idx) = self.leaf(va & !(PAGE_SIZE - 1))?;
         let entry = read_entry(pt, idx);
         (entry & PRESENT != 0).then(|| (PhysAddr(entry & ADDR_MASK), PteFlags::from_bits(entry)))
@@ -348,12 +356,16 @@ impl PageTable {
 
     /// A new reference to the frame mapped at `va`.
     pub fn frame_at(&self, va: u64) -> Option<UserFrame> {
-        self.query(va).map(|(pa, _)| UserFrame::clone_pte_reference(pa))
+        let _guard = self.lock.lock();
+        let (pt, idx) = self.leaf(va & !(PAGE_SIZE - 1))?;
+        let entry = read_entry(pt, idx);
+        (entry & PRESENT != 0).then(|| UserFrame::clone_pte_reference(PhysAddr(entry & ADDR_MASK)))
     }
 
     /// Changes the permissions of the page at `va`; false if unmapped.
-    pub fn protect(&mut self, va: u64, flags: PteFlags) -> bool {
+    pub fn protect(&self, va: u64, flags: PteFlags) -> bool {
         Self::check_user(va);
+        let _guard = self.lock.lock();
         let Some((pt, idx)) = self.leaf(va) else {
             return false;
         };
@@ -369,6 +381,7 @@ impl PageTable {
     /// Every mapped page in [start, end), in address order.
     pub fn mapped_pages(&self, start: u64, end: u64) -> alloc::vec::Vec<(u64, PteFlags)> {
         let mut out = alloc::vec::Vec::new();
+        let _guard = self.lock.lock();
         self.visit(self.root, 3, 0, start, end.min(USER_END), &mut out);
         out
     }

@@ -164,3 +164,9 @@ impl<T> Default for Once<T> {
         Self::new()
     }
 }
+
+impl<T: ?Sized> core::fmt::Debug for SpinLock<T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SpinLock").field("locked", &self.is_locked()).finish_non_exhaustive()
+    }
+}

@@ -14,13 +14,26 @@ pub const TIMER_VECTOR: u8 = hal::trap::TIMER_VECTOR;
 static TICKS: PerCpu<AtomicU64> = PerCpu::new([const { AtomicU64::new(0) }; MAX_CPUS]);
 
 pub fn init() {
+    let wall = hal::rtc::read_unix_seconds() * 1_000_000_000;
+    REALTIME_BASE_NS.store(wall.saturating_sub(now_ns()), Ordering::Relaxed);
     hal::trap::register_handler(TIMER_VECTOR, on_tick);
     hal::apic::start_periodic_timer(TIMER_VECTOR, HZ);
 }
 
 fn on_tick(_vector: u8) {
     TICKS.get().fetch_add(1, Ordering::Relaxed);
+    if hal::percpu::cpu_id() == 0 {
+        crate::proc::timer::on_tick(now_ns());
+    }
     crate::sched::on_tick();
+}
+
+/// Wall-clock nanoseconds at the monotonic clock's zero, from the RTC.
+static REALTIME_BASE_NS: AtomicU64 = AtomicU64::new(0);
+
+/// Nanoseconds since the Unix epoch.
+pub fn realtime_ns() -> u64 {
+    REALTIME_BASE_NS.load(Ordering::Relaxed) + now_ns()
 }
 
 /// Timer ticks seen by this CPU.

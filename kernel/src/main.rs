@@ -16,10 +16,14 @@ extern crate alloc;
 mod banner;
 mod clock;
 mod console;
+mod fs;
 mod logger;
 mod mm;
+mod proc;
+mod random;
 mod sched;
 mod sync;
+mod syscall;
 
 #[cfg(feature = "ktest")]
 mod ktest;
@@ -37,6 +41,8 @@ fn kmain(info: &'static hal::BootInfo) -> ! {
     sched::init();
     clock::init();
     console::init();
+    syscall::init(info.command_line());
+    load_initramfs(info);
 
     // The first kernel thread marks the end of boot.
     let booted = sched::spawn("init", move || {
@@ -58,5 +64,45 @@ fn run(info: &'static hal::BootInfo) {
 
 #[cfg(not(feature = "ktest"))]
 fn run(info: &'static hal::BootInfo) {
-    banner::run(info);
+    match init_command(info.command_line()) {
+        Some((path, argv)) => {
+            if let Err(e) = proc::init::start(&path, argv) {
+                log::error!("cannot start init {path:?}: {}", e.name());
+                hal::serial::write_bytes(alloc::format!("\nkiln: init exited with status 127\n").as_bytes());
+                hal::qemu::exit_success();
+            }
+        }
+        None => banner::run(info),
+    }
+}
+
+/// `init=PATH` and, after `--`, its arguments (as Linux passes them).
+fn init_command(cmdline: &str) -> Option<(alloc::string::String, alloc::vec::Vec<alloc::string::String>)> {
+    use alloc::string::String;
+    let mut words = cmdline.split_whitespace();
+    let mut path = None;
+    for w in words.by_ref() {
+        if w == "--" {
+            break;
+        }
+        if let Some(p) = w.strip_prefix("init=") {
+            path = Some(String::from(p));
+        }
+    }
+    let path = path?;
+    let mut argv = alloc::vec![path.clone()];
+    argv.extend(words.map(String::from));
+    Some((path, argv))
+}
+
+/// Unpacks the boot module (the initramfs) into the root file system.
+fn load_initramfs(info: &'static hal::BootInfo) {
+    let Some(module) = info.modules().first() else {
+        log::info!("no initramfs");
+        return;
+    };
+    match fs::initramfs::unpack(module.bytes()) {
+        Ok(n) => log::info!("initramfs: {} entries from {} KiB", n, module.len / 1024),
+        Err(e) => log::error!("initramfs: {e}"),
+    }
 }

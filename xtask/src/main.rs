@@ -1,1 +1,152 @@
-fn main() {}
+//! `xtask`: Kiln's host-side build tool. It builds the kernel with Debian's
+//! toolchain (the only one here with `rust-src` for `-Zbuild-std`), writes
+//! the symbol table into the image, makes a GRUB ISO, boots QEMU and runs
+//! every test stage. Arguments are parsed by hand: there are few, and a
+//! dependency-free parser keeps the tool quick to build before every `make`.
+#![forbid(unsafe_code)]
+
+mod build;
+mod initramfs;
+mod iso;
+mod ksyms;
+mod qemu;
+mod testrun;
+mod unsafe_check;
+mod usertest;
+
+use std::process::ExitCode;
+
+/// Errors are reported once, at the top, as text: the tool's user wants the
+/// message, not a type.
+pub type Result<T> = std::result::Result<T, String>;
+
+const USAGE: &str = "\
+usage: cargo run -p xtask -- <command>
+
+commands:
+  deps                      install missing Debian packages (scripts/deps.sh)
+  build [--test]            build the kernel (or the ktest kernel), patch ksyms
+  run [--smp N] [--cmdline \"...\"] [-- <qemu args>]
+                            build and boot in QEMU (env: SMP, QEMU_EXTRA, KVM=1)
+  iso                       build the kernel and make target/kiln/kiln.iso
+  test                      host tests, unsafe check, in-kernel tests, GRUB boot
+                            (env: KTEST_FILTER=TEXT runs only matching kernel tests)
+  bench                     benchmarks (none yet)
+  fmt [--check]             rustfmt the host crates
+  clippy                    clippy on the host crates";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match dispatch(&args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("xtask: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn dispatch(args: &[String]) -> Result<ExitCode> {
+    let Some((cmd, rest)) = args.split_first() else {
+        println!("{USAGE}");
+        return Ok(ExitCode::from(2));
+    };
+    match cmd.as_str() {
+        "deps" => {
+            no_args(cmd, rest)?;
+            build::deps()?;
+            Ok(ExitCode::SUCCESS)
+        }
+        "build" => {
+            let test = match rest {
+                [] => false,
+                [t] if t == "--test" => true,
+                _ => return Err(format!("build: unexpected arguments {rest:?}")),
+            };
+            let elf = build::kernel(build::Flavor::from_test(test))?;
+            println!("{}", elf.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        "run" => run(rest),
+        "iso" => {
+            no_args(cmd, rest)?;
+            let elf = build::kernel(build::Flavor::Normal)?;
+            let cmdline = std::env::var("CMDLINE").unwrap_or_default();
+            let out = build::out_dir().join("kiln.iso");
+            iso::make(&elf, &cmdline, &out)?;
+            println!("{}", out.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        "test" => {
+            no_args(cmd, rest)?;
+            testrun::all()
+        }
+        "bench" => {
+            println!("no benchmarks yet");
+            Ok(ExitCode::SUCCESS)
+        }
+        "fmt" => build::host_fmt(rest),
+        "clippy" => {
+            no_args(cmd, rest)?;
+            build::host_clippy()
+        }
+        "help" | "-h" | "--help" => {
+            println!("{USAGE}");
+            Ok(ExitCode::SUCCESS)
+        }
+        _ => Err(format!("unknown command `{cmd}`\n{USAGE}")),
+    }
+}
+
+fn no_args(cmd: &str, rest: &[String]) -> Result<()> {
+    if rest.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{cmd}: unexpected arguments {rest:?}"))
+    }
+}
+
+/// `run`: flags win over the environment (`SMP`, `CMDLINE`), and extra QEMU
+/// arguments from `QEMU_EXTRA` come before those after `--`, so the command
+/// line has the last word where QEMU lets a later option override.
+fn run(args: &[String]) -> Result<ExitCode> {
+    let mut smp = match std::env::var("SMP") {
+        Ok(s) if !s.trim().is_empty() => parse_smp(&s)?,
+        _ => 1,
+    };
+    let mut cmdline = std::env::var("CMDLINE").unwrap_or_default();
+    let mut extra = qemu::env_extra();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--smp" => smp = parse_smp(it.next().ok_or("--smp needs a value")?)?,
+            "--cmdline" => cmdline = it.next().ok_or("--cmdline needs a value")?.clone(),
+            "--" => {
+                extra.extend(it.by_ref().cloned());
+            }
+            _ => return Err(format!("run: unexpected argument `{a}`")),
+        }
+    }
+    let elf = build::kernel(build::Flavor::Normal)?;
+    let extra_dir = std::env::var("EXTRA").ok().filter(|s| !s.trim().is_empty()).map(std::path::PathBuf::from);
+    let initrd = initramfs::make(&build::repo_root(), &build::out_dir(), extra_dir.as_deref())?;
+    let command = std::env::var("CMD").unwrap_or_default();
+    if !command.trim().is_empty() {
+        return usertest::run_command(elf, initrd, &cmdline, &command, smp, extra);
+    }
+    let boot = qemu::Boot {
+        image: qemu::Image::Kernel { elf, cmdline, initrd: Some(initrd) },
+        smp,
+        extra,
+    };
+    println!("Ctrl-A X quits QEMU");
+    let status = qemu::run_interactive(&boot)?;
+    Ok(ExitCode::from(qemu::exit_code(status)))
+}
+
+fn parse_smp(s: &str) -> Result<u32> {
+    match s.trim().parse::<u32>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("bad CPU count `{s}`")),
+    }
+}

@@ -20,7 +20,7 @@ use hal::sync::{IrqGuard, SpinLock};
 
 pub use thread::{live_threads, SpawnError, State, Thread};
 use thread::ON_CPU;
-pub use wait::{sleep_ns, WaitQueue};
+pub use wait::{sleep_ns, sleep_until_interruptible, Interrupted, WaitQueue};
 
 struct RunQueue {
     current: Option<Arc<Thread>>,
@@ -208,6 +208,13 @@ fn finish_switch() {
     };
     if let Some(slot) = prev_slot {
         ON_CPU[slot].store(false, Ordering::Release);
+    }
+    // Kernel threads keep whatever address space was active (its kernel
+    // half is the same everywhere); user threads bring their own.
+    if let Some(me) = RUN_QUEUES.get().lock().current.as_ref() {
+        if let Some(pt) = me.vm_root.lock().as_ref() {
+            pt.activate();
+        }
     }
     if let Some(dead) = dead {
         // The stack goes now; the rest when the last reference (a joiner) drops.

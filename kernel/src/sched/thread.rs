@@ -7,9 +7,11 @@
 
 use alloc::boxed::Box;
 use alloc::string::String;
+use alloc::sync::Arc;
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 use hal::context::{Context, KernelStack};
+use hal::paging::PageTable;
 use hal::sync::SpinLock;
 
 use super::wait::WaitQueue;
@@ -52,6 +54,11 @@ pub struct Thread {
     pub(super) start: SpinLock<Option<StartFn>>,
     pub(super) exited: WaitQueue,
     is_idle: bool,
+    /// The user address space this thread runs in, activated whenever the
+    /// thread is switched in (None for pure kernel threads).
+    pub(super) vm_root: SpinLock<Option<Arc<PageTable>>>,
+    /// Set when a signal is pending, so interruptible waits end early.
+    interrupt: AtomicBool,
 }
 
 impl Thread {
@@ -73,6 +80,8 @@ impl Thread {
             start: SpinLock::new(start),
             exited: WaitQueue::new(),
             is_idle,
+            vm_root: SpinLock::new(None),
+            interrupt: AtomicBool::new(false),
         })
     }
 
@@ -110,6 +119,20 @@ impl Thread {
         self.state
             .compare_exchange(State::Blocked as u8, State::Ready as u8, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
+    }
+
+    /// Makes the thread run in `root` from its next switch in on; a
+    /// thread changing its own address space also activates it.
+    pub fn set_vm_root(&self, root: Option<Arc<PageTable>>) {
+        *self.vm_root.lock() = root;
+    }
+
+    pub fn set_interrupt(&self, pending: bool) {
+        self.interrupt.store(pending, Ordering::Release);
+    }
+
+    pub fn interrupt_pending(&self) -> bool {
+        self.interrupt.load(Ordering::Acquire)
     }
 
     pub(super) fn is_idle(&self) -> bool {

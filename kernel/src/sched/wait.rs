@@ -47,6 +47,46 @@ impl WaitQueue {
         }
     }
 
+    /// Like [`wait_until`](Self::wait_until), but gives up with
+    /// `Interrupted` when a signal is pending for the thread, or with
+    /// `TimedOut` at `deadline` (monotonic ns).
+    pub fn wait_until_interruptible(&self, deadline: Option<u64>, mut condition: impl FnMut() -> bool) -> Result<(), Interrupted> {
+        loop {
+            let _irq = IrqGuard::new();
+            let me = super::current();
+            {
+                let mut waiters = self.waiters.lock();
+                if condition() {
+                    waiters.retain(|t| !Arc::ptr_eq(t, &me));
+                    return Ok(());
+                }
+                if me.interrupt_pending() {
+                    waiters.retain(|t| !Arc::ptr_eq(t, &me));
+                    return Err(Interrupted::Signal);
+                }
+                if deadline.is_some_and(|d| hal::time::monotonic_ns() >= d) {
+                    waiters.retain(|t| !Arc::ptr_eq(t, &me));
+                    return Err(Interrupted::TimedOut);
+                }
+                if !waiters.iter().any(|t| Arc::ptr_eq(t, &me)) {
+                    if waiters.try_reserve(1).is_err() {
+                        drop(waiters);
+                        super::yield_now();
+                        continue;
+                    }
+                    waiters.push_back(me.clone());
+                }
+                me.set_state(State::Blocked);
+            }
+            if let Some(d) = deadline {
+                add_sleeper(d, me);
+            } else {
+                drop(me);
+            }
+            super::schedule();
+        }
+    }
+
     /// Wakes the longest waiter; returns whether one was woken.
     pub fn wake_one(&self) -> bool {
         loop {
@@ -73,6 +113,37 @@ impl WaitQueue {
 impl Default for WaitQueue {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+/// Why an interruptible wait ended without its condition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Interrupted {
+    Signal,
+    TimedOut,
+}
+
+fn add_sleeper(deadline: u64, thread: Arc<Thread>) {
+    let mut sleepers = SLEEPERS.lock();
+    if sleepers.try_reserve(1).is_ok() {
+        sleepers.push((deadline, thread));
+    }
+}
+
+/// Sleeps until `deadline` (monotonic ns) or until a signal is pending.
+pub fn sleep_until_interruptible(deadline: u64) -> Result<(), Interrupted> {
+    loop {
+        let _irq = IrqGuard::new();
+        let me = super::current();
+        if hal::time::monotonic_ns() >= deadline {
+            return Ok(());
+        }
+        if me.interrupt_pending() {
+            return Err(Interrupted::Signal);
+        }
+        me.set_state(State::Blocked);
+        add_sleeper(deadline, me);
+        super::schedule();
     }
 }
 

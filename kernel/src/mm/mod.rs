@@ -1,8 +1,15 @@
-//! Kernel memory helpers: allocation that reports failure instead of
-//! panicking, for callers that can hand an error back (later: ENOMEM).
+//! Kernel memory management above the hardware layer: fallible heap
+//! helpers, user address spaces (VMAs, demand paging, copy-on-write), and
+//! user-memory access that resolves demand faults.
+
+pub mod aspace;
+pub mod uaccess;
+pub mod vma;
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
+
+pub use aspace::{AddressSpace, FaultAccess, FaultError, Vm};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OutOfMemory;
@@ -17,4 +24,14 @@ pub fn try_vec_with_capacity<T>(capacity: usize) -> Result<Vec<T>, OutOfMemory> 
     let mut v = Vec::new();
     v.try_reserve_exact(capacity).map_err(|_| OutOfMemory)?;
     Ok(v)
+}
+
+pub const PAGE_SIZE: u64 = hal::mm::PAGE_SIZE;
+
+pub fn page_floor(addr: u64) -> u64 {
+    addr & !(PAGE_SIZE - 1)
+}
+
+pub fn page_ceil(addr: u64) -> Option<u64> {
+    addr.checked_add(PAGE_SIZE - 1).map(page_floor)
 }

@@ -1,0 +1,58 @@
+# Kiln's entry points. Every target first makes sure the Debian packages are
+# there (scripts/deps.sh, fast when they are), then hands over to xtask,
+# which does the real work. xtask is built with Debian's toolchain, the one
+# the kernel needs, so only one toolchain's artifacts live in target/.
+
+CARGO := RUSTC=/usr/bin/rustc /usr/bin/cargo
+XTASK := $(CARGO) run -q -p xtask --
+DEPS := scripts/deps.sh
+
+# `make run` knobs: CPUs, kernel command line, extra QEMU arguments.
+# EXTRA and CMD are accepted for a later change and ignored for now.
+SMP ?= 1
+CMDLINE ?=
+QEMU_EXTRA ?=
+EXTRA ?=
+CMD ?=
+export SMP CMDLINE QEMU_EXTRA EXTRA CMD
+
+.DEFAULT_GOAL := run
+.PHONY: run test iso build bench clean fmt clippy deps
+
+deps:
+	@$(DEPS)
+
+# The command line goes through the environment ($$CMDLINE) rather than
+# being pasted into the recipe, so quotes in it survive.
+run:
+	@$(DEPS)
+	@$(XTASK) run --cmdline "$$CMDLINE"
+
+test:
+	@$(DEPS)
+	@$(XTASK) test
+
+iso:
+	@$(DEPS)
+	@$(XTASK) iso
+
+build:
+	@$(DEPS)
+	@$(XTASK) build
+
+bench:
+	@$(DEPS)
+	@$(XTASK) bench
+
+fmt:
+	@$(DEPS)
+	@$(XTASK) fmt
+
+clippy:
+	@$(DEPS)
+	@$(XTASK) clippy
+
+# No xtask here: building it only to delete it would be wasted work.
+clean:
+	@$(DEPS)
+	$(CARGO) clean

@@ -1,0 +1,98 @@
+//! Per-process file descriptor tables.
+
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+
+use linux_abi::errno::Errno;
+
+use super::file::OpenFile;
+
+#[derive(Clone)]
+pub struct FdEntry {
+    pub file: Arc<OpenFile>,
+    pub cloexec: bool,
+}
+
+#[derive(Clone, Default)]
+pub struct FdTable {
+    slots: Vec<Option<FdEntry>>,
+}
+
+/// RLIMIT_NOFILE default, as on Linux.
+pub const DEFAULT_NOFILE: usize = 1024;
+
+impl FdTable {
+    pub fn new() -> FdTable {
+        FdTable { slots: Vec::new() }
+    }
+
+    pub fn get(&self, fd: i32) -> Result<Arc<OpenFile>, Errno> {
+        usize::try_from(fd)
+            .ok()
+            .and_then(|i| self.slots.get(i))
+            .and_then(|s| s.as_ref())
+            .map(|e| e.file.clone())
+            .ok_or(Errno::EBADF)
+    }
+
+    /// Installs `file` at the lowest free descriptor >= `min`.
+    pub fn install_from(&mut self, min: usize, file: Arc<OpenFile>, cloexec: bool, limit: usize) -> Result<i32, Errno> {
+        let free = (min..limit).find(|&i| self.slots.get(i).is_none_or(|s| s.is_none())).ok_or(Errno::EMFILE)?;
+        if free >= self.slots.len() {
+            self.slots.try_reserve(free + 1 - self.slots.len()).map_err(|_| Errno::ENOMEM)?;
+            self.slots.resize(free + 1, None);
+        }
+        self.slots[free] = Some(FdEntry { file, cloexec });
+        Ok(free as i32)
+    }
+
+    pub fn install(&mut self, file: Arc<OpenFile>, cloexec: bool) -> Result<i32, Errno> {
+        self.install_from(0, file, cloexec, DEFAULT_NOFILE)
+    }
+
+    /// Puts `file` exactly at `fd`, returning what was there.
+    pub fn install_at(&mut self, fd: usize, file: Arc<OpenFile>, cloexec: bool) -> Result<Option<FdEntry>, Errno> {
+        if fd >= DEFAULT_NOFILE {
+            return Err(Errno::EBADF);
+        }
+        if fd >= self.slots.len() {
+            self.slots.try_reserve(fd + 1 - self.slots.len()).map_err(|_| Errno::ENOMEM)?;
+            self.slots.resize(fd + 1, None);
+        }
+        Ok(self.slots[fd].replace(FdEntry { file, cloexec }))
+    }
+
+    pub fn close(&mut self, fd: i32) -> Result<FdEntry, Errno> {
+        usize::try_from(fd).ok().and_then(|i| self.slots.get_mut(i)).and_then(|s| s.take()).ok_or(Errno::EBADF)
+    }
+
+    /// Drops every close-on-exec descriptor (execve).
+    pub fn close_on_exec(&mut self) {
+        for slot in &mut self.slots {
+            if slot.as_ref().is_some_and(|e| e.cloexec) {
+                *slot = None;
+            }
+        }
+    }
+
+    pub fn open_count(&self) -> usize {
+        self.slots.iter().filter(|s| s.is_some()).count()
+    }
+}
+
+impl FdTable {
+    pub fn is_cloexec(&self, fd: i32) -> Result<bool, Errno> {
+        usize::try_from(fd)
+            .ok()
+            .and_then(|i| self.slots.get(i))
+            .and_then(|s| s.as_ref())
+            .map(|e| e.cloexec)
+            .ok_or(Errno::EBADF)
+    }
+
+    pub fn set_cloexec(&mut self, fd: i32, cloexec: bool) -> Result<(), Errno> {
+        let entry = usize::try_from(fd).ok().and_then(|i| self.slots.get_mut(i)).and_then(|s| s.as_mut()).ok_or(Errno::EBADF)?;
+        entry.cloexec = cloexec;
+        Ok(())
+    }
+}

@@ -1,0 +1,395 @@
+//! User address spaces: the set of VMAs and the page table that caches
+//! their contents, with demand paging, copy-on-write and the mmap family.
+//!
+//! The page table only ever holds pages some VMA allows. A private page
+//! shared after `fork` is mapped read-only in both processes; the first
+//! write faults and gets its own copy unless it is the last reference.
+
+use alloc::collections::BTreeMap;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+
+use hal::frame::UserFrame;
+use hal::paging::{PageTable, PteFlags, USER_END};
+use linux_abi::errno::Errno;
+
+use super::vma::{Backing, Prot, SharedPages, Vma, VmaKind};
+use super::{page_ceil, page_floor, PAGE_SIZE};
+use crate::sync::Mutex;
+
+/// The address space of a process, shared by its threads.
+pub type Vm = Arc<Mutex<AddressSpace>>;
+
+/// Lowest address user mappings may use (catches NULL dereferences).
+pub const MMAP_MIN_ADDR: u64 = 0x10000;
+/// Top of the main thread's stack.
+pub const STACK_TOP: u64 = 0x7fff_ffff_f000;
+pub const STACK_SIZE: u64 = 8 << 20;
+/// Where top-down mmap placement starts, below the stack and its gap.
+pub const MMAP_BASE: u64 = STACK_TOP - STACK_SIZE - (1 << 30);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultAccess {
+    Read,
+    Write,
+    Execute,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultError {
+    /// No VMA covers the address (SEGV_MAPERR).
+    Unmapped,
+    /// A VMA covers it but forbids the access (SEGV_ACCERR).
+    Forbidden,
+    OutOfMemory,
+}
+
+pub struct AddressSpace {
+    page_table: Arc<PageTable>,
+    vmas: BTreeMap<u64, Vma>,
+    brk_start: u64,
+    brk: u64,
+}
+
+impl AddressSpace {
+    pub fn new() -> Result<AddressSpace, Errno> {
+        let page_table = PageTable::new().map_err(|_| Errno::ENOMEM)?;
+        Ok(AddressSpace {
+            page_table: Arc::try_new(page_table).map_err(|_| Errno::ENOMEM)?,
+            vmas: BTreeMap::new(),
+            brk_start: 0,
+            brk: 0,
+        })
+    }
+
+    pub fn page_table(&self) -> &Arc<PageTable> {
+        &self.page_table
+    }
+
+    pub fn vmas(&self) -> impl Iterator<Item = &Vma> {
+        self.vmas.values()
+    }
+
+    fn find(&self, addr: u64) -> Option<&Vma> {
+        self.vmas.range(..=addr).next_back().map(|(_, v)| v).filter(|v| addr < v.end)
+    }
+
+    fn page_flags(vma: &Vma, exclusive: bool) -> PteFlags {
+        PteFlags { writable: vma.prot.write && (exclusive || vma.is_shared()), executable: vma.prot.exec }
+    }
+
+    /// Resolves a fault at `addr`: demand-fills a missing page, or breaks
+    /// copy-on-write sharing on a write.
+    pub fn handle_fault(&mut self, addr: u64, access: FaultAccess) -> Result<(), FaultError> {
+        let vma = self.find(addr).ok_or(FaultError::Unmapped)?.clone();
+        let allowed = match access {
+            FaultAccess::Read => vma.prot.read || vma.prot.write || vma.prot.exec,
+            FaultAccess::Write => vma.prot.write,
+            FaultAccess::Execute => vma.prot.exec,
+        };
+        if !allowed {
+            return Err(FaultError::Forbidden);
+        }
+        let va = page_floor(addr);
+        if let Some((_, flags)) = self.page_table.query(va) {
+            if access != FaultAccess::Write || flags.writable {
+                // Another thread resolved it first (or a stale TLB entry).
+                return Ok(());
+            }
+            return self.break_cow(&vma, va);
+        }
+        let frame = self.fill_page(&vma, va)?;
+        let exclusive = !vma.is_shared();
+        self.page_table.map(va, frame, Self::page_flags(&vma, exclusive)).map_err(|_| FaultError::OutOfMemory)
+    }
+
+    fn break_cow(&mut self, vma: &Vma, va: u64) -> Result<(), FaultError> {
+        let frame = self.page_table.frame_at(va).ok_or(FaultError::Unmapped)?;
+        // Our handle plus the page table's: nobody else shares it.
+        if frame.ref_count() == 2 {
+            self.page_table.protect(va, Self::page_flags(vma, true));
+            return Ok(());
+        }
+        let copy = frame.duplicate().map_err(|_| FaultError::OutOfMemory)?;
+        self.page_table.map(va, copy, Self::page_flags(vma, true)).map_err(|_| FaultError::OutOfMemory)
+    }
+
+    fn fill_page(&self, vma: &Vma, va: u64) -> Result<UserFrame, FaultError> {
+        match &vma.backing {
+            Backing::Anonymous => UserFrame::alloc_zeroed().map_err(|_| FaultError::OutOfMemory),
+            Backing::SharedAnonymous { pages, first_index } => {
+                pages.page(first_index + (va - vma.start) / PAGE_SIZE).ok_or(FaultError::OutOfMemory)
+            }
+            Backing::File { source, offset, file_end } => {
+                let frame = UserFrame::alloc_zeroed().map_err(|_| FaultError::OutOfMemory)?;
+                let file_off = offset + (va - vma.start);
+                if file_off < *file_end {
+                    let mut buf = [0u8; PAGE_SIZE as usize];
+                    let want = ((*file_end - file_off) as usize).min(buf.len());
+                    let got = source.read_page(file_off, &mut buf[..want]);
+                    frame.write(0, &buf[..got.min(want)]);
+                }
+                Ok(frame)
+            }
+        }
+    }
+
+    /// Is [start, end) free of VMAs?
+    fn is_free(&self, start: u64, end: u64) -> bool {
+        match self.vmas.range(..end).next_back() {
+            Some((_, v)) => v.end <= start,
+            None => true,
+        }
+    }
+
+    /// Finds a free range of `len` bytes, top-down from MMAP_BASE.
+    fn find_free(&self, len: u64) -> Option<u64> {
+        let mut top = MMAP_BASE;
+        for v in self.vmas.values().rev() {
+            if v.start >= top {
+                continue;
+            }
+            if v.end <= top && top - v.end >= len {
+                return Some(top - len);
+            }
+            top = top.min(v.start);
+        }
+        top.checked_sub(len).filter(|s| *s >= MMAP_MIN_ADDR)
+    }
+
+    /// Splits VMAs so that `addr` is a boundary.
+    fn split_at(&mut self, addr: u64) {
+        let key = match self.vmas.range(..addr).next_back() {
+            Some((k, v)) if v.end > addr => *k,
+            _ => return,
+        };
+        let vma = self.vmas.get_mut(&key).expect("vma present");
+        let tail = vma.split_off(addr);
+        self.vmas.insert(addr, tail);
+    }
+
+    /// Removes every mapping in [start, end).
+    fn remove_range(&mut self, start: u64, end: u64) {
+        self.split_at(start);
+        self.split_at(end);
+        let keys: Vec<u64> = self.vmas.range(start..end).map(|(k, _)| *k).collect();
+        for k in keys {
+            if let Some(v) = self.vmas.remove(&k) {
+                self.unmap_pages(v.start, v.end);
+            }
+        }
+    }
+
+    fn unmap_pages(&self, start: u64, end: u64) {
+        for (va, _) in self.page_table.mapped_pages(start, end) {
+            drop(self.page_table.unmap(va));
+        }
+    }
+
+    /// Adds a VMA (the range must be free).
+    pub fn insert(&mut self, vma: Vma) -> Result<(), Errno> {
+        if vma.start >= vma.end || vma.end > USER_END || !self.is_free(vma.start, vma.end) {
+            return Err(Errno::EINVAL);
+        }
+        self.vmas.insert(vma.start, vma);
+        Ok(())
+    }
+
+    /// The mmap policy: places and records a mapping, returns its address.
+    pub fn mmap(&mut self, hint: u64, len: u64, prot: Prot, backing: Backing, fixed: bool, noreplace: bool) -> Result<u64, Errno> {
+        let len = page_ceil(len).ok_or(Errno::ENOMEM)?;
+        if len == 0 {
+            return Err(Errno::EINVAL);
+        }
+        let start = if fixed || noreplace {
+            if hint % PAGE_SIZE != 0 {
+                return Err(Errno::EINVAL);
+            }
+            let end = hint.checked_add(len).ok_or(Errno::ENOMEM)?;
+            if end > USER_END || hint < MMAP_MIN_ADDR {
+                return Err(if hint < MMAP_MIN_ADDR { Errno::EPERM } else { Errno::ENOMEM });
+            }
+            if !self.is_free(hint, end) {
+                if noreplace {
+                    return Err(Errno::EEXIST);
+                }
+                self.remove_range(hint, end);
+            }
+            hint
+        } else {
+            let h = page_floor(hint);
+            match h.checked_add(len) {
+                Some(end) if h >= MMAP_MIN_ADDR && end <= MMAP_BASE && self.is_free(h, end) => h,
+                _ => self.find_free(len).ok_or(Errno::ENOMEM)?,
+            }
+        };
+        self.vmas.insert(start, Vma { start, end: start + len, prot, backing, kind: VmaKind::Normal });
+        Ok(start)
+    }
+
+    pub fn munmap(&mut self, addr: u64, len: u64) -> Result<(), Errno> {
+        if addr % PAGE_SIZE != 0 || len == 0 {
+            return Err(Errno::EINVAL);
+        }
+        let end = page_ceil(addr.checked_add(len).ok_or(Errno::EINVAL)?).ok_or(Errno::EINVAL)?;
+        if end > USER_END {
+            return Err(Errno::EINVAL);
+        }
+        self.remove_range(addr, end);
+        Ok(())
+    }
+
+    pub fn mprotect(&mut self, addr: u64, len: u64, prot: Prot) -> Result<(), Errno> {
+        if addr % PAGE_SIZE != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let end = page_ceil(addr.checked_add(len).ok_or(Errno::ENOMEM)?).ok_or(Errno::ENOMEM)?;
+        if end == addr {
+            return Ok(());
+        }
+        // Linux: every page of the range must be mapped.
+        let mut cursor = addr;
+        for v in self.vmas.range(..end).map(|(_, v)| v).filter(|v| v.end > addr) {
+            if v.start > cursor {
+                return Err(Errno::ENOMEM);
+            }
+            cursor = v.end;
+        }
+        if cursor < end {
+            return Err(Errno::ENOMEM);
+        }
+        self.split_at(addr);
+        self.split_at(end);
+        let keys: Vec<u64> = self.vmas.range(addr..end).map(|(k, _)| *k).collect();
+        for k in keys {
+            let vma = self.vmas.get_mut(&k).expect("vma present");
+            vma.prot = prot;
+            let vma = vma.clone();
+            for (va, _) in self.page_table.mapped_pages(vma.start, vma.end) {
+                // Private pages get write access back through a fault, which
+                // checks whether they are still shared.
+                self.page_table.protect(va, Self::page_flags(&vma, false));
+            }
+        }
+        Ok(())
+    }
+
+    /// MADV_DONTNEED: drop the pages; private memory reads back as zero (or
+    /// file contents), shared memory keeps its contents.
+    pub fn discard(&mut self, addr: u64, len: u64) -> Result<(), Errno> {
+        if addr % PAGE_SIZE != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let end = page_ceil(addr.checked_add(len).ok_or(Errno::EINVAL)?).ok_or(Errno::EINVAL)?;
+        self.unmap_pages(addr, end);
+        Ok(())
+    }
+
+    pub fn set_brk_base(&mut self, base: u64) {
+        self.brk_start = base;
+        self.brk = base;
+    }
+
+    /// brk(2): moves the program break; returns the (possibly unchanged) break.
+    pub fn brk(&mut self, new: u64) -> u64 {
+        if new < self.brk_start || new == 0 {
+            return self.brk;
+        }
+        let old_top = page_ceil(self.brk).unwrap_or(self.brk);
+        let new_top = match page_ceil(new) {
+            Some(t) if t <= MMAP_BASE => t,
+            _ => return self.brk,
+        };
+        if new_top > old_top {
+            if !self.is_free(old_top, new_top) {
+                return self.brk;
+            }
+            let heap = self.vmas.values().find(|v| v.kind == VmaKind::Heap && v.end == old_top).map(|v| v.start);
+            match heap {
+                Some(k) => self.vmas.get_mut(&k).expect("heap vma").end = new_top,
+                None => {
+                    let vma = Vma {
+                        start: old_top,
+                        end: new_top,
+                        prot: Prot { read: true, write: true, exec: false },
+                        backing: Backing::Anonymous,
+                        kind: VmaKind::Heap,
+                    };
+                    self.vmas.insert(old_top, vma);
+                }
+            }
+        } else if new_top < old_top {
+            self.remove_range(new_top, old_top);
+        }
+        self.brk = new;
+        new
+    }
+
+    /// A copy-on-write duplicate for `fork`.
+    pub fn fork(&mut self) -> Result<AddressSpace, Errno> {
+        let child = AddressSpace::new()?;
+        for vma in self.vmas.values() {
+            for (va, flags) in self.page_table.mapped_pages(vma.start, vma.end) {
+                let frame = self.page_table.frame_at(va).ok_or(Errno::EFAULT)?;
+                let child_flags = if vma.is_shared() {
+                    flags
+                } else {
+                    if flags.writable {
+                        self.page_table.protect(va, PteFlags { writable: false, ..flags });
+                    }
+                    PteFlags { writable: false, ..flags }
+                };
+                child.page_table.map(va, frame, child_flags).map_err(|_| Errno::ENOMEM)?;
+            }
+        }
+        let mut child = child;
+        child.vmas = self.vmas.clone();
+        child.brk_start = self.brk_start;
+        child.brk = self.brk;
+        Ok(child)
+    }
+
+    /// Anonymous shared memory object for a new MAP_SHARED|MAP_ANONYMOUS.
+    pub fn new_shared_backing() -> Result<Backing, Errno> {
+        Ok(Backing::SharedAnonymous { pages: Arc::try_new(SharedPages::new()).map_err(|_| Errno::ENOMEM)?, first_index: 0 })
+    }
+
+    /// The physical address behind `addr` if it lies in shared memory
+    /// (futex keys for process-shared futexes).
+    pub fn shared_frame_at(&self, addr: u64) -> Option<u64> {
+        let vma = self.find(addr)?;
+        if !vma.is_shared() {
+            return None;
+        }
+        self.page_table.query(addr).map(|(pa, _)| pa.0 + addr % PAGE_SIZE)
+    }
+
+    /// Writes into this address space whether or not it is the active
+    /// one (used to build a new program's stack), faulting pages in.
+    pub fn write_remote(&mut self, addr: u64, data: &[u8]) -> Result<(), Errno> {
+        let mut done = 0usize;
+        while done < data.len() {
+            let va = addr + done as u64;
+            let page = page_floor(va);
+            let off = (va - page) as usize;
+            let n = (PAGE_SIZE as usize - off).min(data.len() - done);
+            self.handle_fault(va, FaultAccess::Write).map_err(|_| Errno::EFAULT)?;
+            let frame = self.page_table.frame_at(page).ok_or(Errno::EFAULT)?;
+            frame.write(off, &data[done..done + n]);
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Bytes of user memory currently backed by frames (for /proc and tests).
+    pub fn resident_pages(&self) -> usize {
+        self.page_table.mapped_pages(0, USER_END).len()
+    }
+}
+
+impl Drop for AddressSpace {
+    fn drop(&mut self) {
+        // The page table releases every frame reference it holds.
+        self.vmas.clear();
+    }
+}

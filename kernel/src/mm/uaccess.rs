@@ -1,0 +1,117 @@
+//! Reading and writing user memory from system calls.
+//!
+//! The hardware layer's checked copies stop at the first fault. A fault on
+//! a page that a VMA allows (not yet touched, or shared copy-on-write) is
+//! resolved here and the copy resumes; anything else is EFAULT.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use hal::user::{copy_from_user, copy_to_user};
+use linux_abi::errno::Errno;
+
+use super::aspace::{FaultAccess, Vm};
+
+/// Copies `buf.len()` bytes from user address `addr`.
+pub fn read_bytes(vm: &Vm, addr: u64, buf: &mut [u8]) -> Result<(), Errno> {
+    let mut done = 0;
+    loop {
+        match copy_from_user(&mut buf[done..], addr + done as u64) {
+            Ok(()) => return Ok(()),
+            Err(fault) => {
+                let copied = (fault.addr - (addr + done as u64)) as usize;
+                done += copied;
+                vm.lock().handle_fault(fault.addr, FaultAccess::Read).map_err(|_| Errno::EFAULT)?;
+            }
+        }
+    }
+}
+
+/// Copies `data` to user address `addr`.
+pub fn write_bytes(vm: &Vm, addr: u64, data: &[u8]) -> Result<(), Errno> {
+    let mut done = 0;
+    loop {
+        match copy_to_user(addr + done as u64, &data[done..]) {
+            Ok(()) => return Ok(()),
+            Err(fault) => {
+                let copied = (fault.addr - (addr + done as u64)) as usize;
+                done += copied;
+                vm.lock().handle_fault(fault.addr, FaultAccess::Write).map_err(|_| Errno::EFAULT)?;
+            }
+        }
+    }
+}
+
+pub fn read_u64(vm: &Vm, addr: u64) -> Result<u64, Errno> {
+    let mut b = [0u8; 8];
+    read_bytes(vm, addr, &mut b)?;
+    Ok(u64::from_le_bytes(b))
+}
+
+pub fn read_u32(vm: &Vm, addr: u64) -> Result<u32, Errno> {
+    let mut b = [0u8; 4];
+    read_bytes(vm, addr, &mut b)?;
+    Ok(u32::from_le_bytes(b))
+}
+
+pub fn write_u64(vm: &Vm, addr: u64, value: u64) -> Result<(), Errno> {
+    write_bytes(vm, addr, &value.to_le_bytes())
+}
+
+pub fn write_u32(vm: &Vm, addr: u64, value: u32) -> Result<(), Errno> {
+    write_bytes(vm, addr, &value.to_le_bytes())
+}
+
+/// Reads a NUL-terminated string of at most `max` bytes (ENAMETOOLONG
+/// beyond), as Linux does for paths and exec arguments.
+pub fn read_cstring(vm: &Vm, addr: u64, max: usize) -> Result<String, Errno> {
+    let mut out: Vec<u8> = Vec::new();
+    let mut cursor = addr;
+    loop {
+        // Read up to the end of the page so we never fault past the string.
+        let chunk = (4096 - (cursor % 4096)) as usize;
+        let mut buf = [0u8; 4096];
+        read_bytes(vm, cursor, &mut buf[..chunk])?;
+        if let Some(nul) = buf[..chunk].iter().position(|&b| b == 0) {
+            out.try_reserve(nul).map_err(|_| Errno::ENOMEM)?;
+            out.extend_from_slice(&buf[..nul]);
+            break;
+        }
+        out.try_reserve(chunk).map_err(|_| Errno::ENOMEM)?;
+        out.extend_from_slice(&buf[..chunk]);
+        if out.len() > max {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        cursor += chunk as u64;
+    }
+    if out.len() > max {
+        return Err(Errno::ENAMETOOLONG);
+    }
+    String::from_utf8(out).or_else(|e| {
+        // Linux paths are bytes; keep them lossless as far as UTF-8 allows.
+        Ok(String::from_utf8_lossy(e.as_bytes()).into_owned())
+    })
+}
+
+/// Reads a NULL-terminated array of string pointers (argv, envp).
+pub fn read_string_array(vm: &Vm, addr: u64, max_total: usize) -> Result<Vec<String>, Errno> {
+    let mut out = Vec::new();
+    if addr == 0 {
+        return Ok(out);
+    }
+    let mut total = 0;
+    for i in 0.. {
+        let ptr = read_u64(vm, addr + i * 8)?;
+        if ptr == 0 {
+            break;
+        }
+        let s = read_cstring(vm, ptr, max_total)?;
+        total += s.len() + 1 + 8;
+        if total > max_total {
+            return Err(Errno::E2BIG);
+        }
+        out.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+        out.push(s);
+    }
+    Ok(out)
+}

@@ -1,0 +1,111 @@
+//! Virtual memory areas: what a range of user addresses should contain,
+//! independent of which pages are present right now.
+
+use alloc::collections::BTreeMap;
+use alloc::sync::Arc;
+
+use hal::frame::UserFrame;
+use hal::sync::SpinLock;
+
+/// Where a page's contents come from when it is first touched.
+pub trait PageSource: Send + Sync {
+    /// Fills `buf` (one page) from byte `offset`; returns how many bytes
+    /// came from the source (the rest of the page stays zero).
+    fn read_page(&self, offset: u64, buf: &mut [u8]) -> usize;
+}
+
+/// Pages of a MAP_SHARED|MAP_ANONYMOUS mapping, shared by every process
+/// that maps it (fork children included).
+pub struct SharedPages {
+    pages: SpinLock<BTreeMap<u64, UserFrame>>,
+}
+
+impl SharedPages {
+    pub fn new() -> SharedPages {
+        SharedPages { pages: SpinLock::new(BTreeMap::new()) }
+    }
+
+    /// The page at `index`, created zero-filled on first use.
+    pub fn page(&self, index: u64) -> Option<UserFrame> {
+        if let Some(f) = self.pages.lock().get(&index) {
+            return Some(f.clone());
+        }
+        let fresh = UserFrame::alloc_zeroed().ok()?;
+        let mut pages = self.pages.lock();
+        Some(pages.entry(index).or_insert(fresh).clone())
+    }
+}
+
+impl Default for SharedPages {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[derive(Clone)]
+pub enum Backing {
+    /// Private zero-filled memory.
+    Anonymous,
+    /// Shared zero-filled memory; `first_index` is the page index of the
+    /// area's start within the shared object.
+    SharedAnonymous { pages: Arc<SharedPages>, first_index: u64 },
+    /// A private copy of file contents: `offset` is the file offset of the
+    /// area's start; bytes past `file_end` (a file offset) read as zero,
+    /// which is how ELF .bss shares a page with .data.
+    File { source: Arc<dyn PageSource>, offset: u64, file_end: u64 },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Prot {
+    pub read: bool,
+    pub write: bool,
+    pub exec: bool,
+}
+
+impl Prot {
+    pub fn from_bits(bits: u64) -> Prot {
+        use linux_abi::consts::{PROT_EXEC, PROT_READ, PROT_WRITE};
+        Prot {
+            read: bits & PROT_READ as u64 != 0,
+            write: bits & PROT_WRITE as u64 != 0,
+            exec: bits & PROT_EXEC as u64 != 0,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VmaKind {
+    Normal,
+    Heap,
+    Stack,
+}
+
+#[derive(Clone)]
+pub struct Vma {
+    pub start: u64,
+    pub end: u64,
+    pub prot: Prot,
+    pub backing: Backing,
+    pub kind: VmaKind,
+}
+
+impl Vma {
+    pub fn is_shared(&self) -> bool {
+        matches!(self.backing, Backing::SharedAnonymous { .. })
+    }
+
+    /// The part of this area from `at` on, adjusting the backing offset.
+    pub fn split_off(&mut self, at: u64) -> Vma {
+        debug_assert!(self.start < at && at < self.end);
+        let mut tail = self.clone();
+        tail.start = at;
+        let delta = at - self.start;
+        match &mut tail.backing {
+            Backing::Anonymous => {}
+            Backing::SharedAnonymous { first_index, .. } => *first_index += delta / crate::mm::PAGE_SIZE,
+            Backing::File { offset, .. } => *offset += delta,
+        }
+        self.end = at;
+        tail
+    }
+}

@@ -1,0 +1,117 @@
+//! Thread and process exit: clear-child-tid, zombies, reparenting, and
+//! telling the parent.
+
+use alloc::sync::Arc;
+use core::sync::atomic::Ordering;
+
+use super::task::Task;
+use super::{ExitKind, Process};
+use crate::fs::FdTable;
+use crate::mm::uaccess;
+use crate::sync::Mutex;
+
+/// The pid of init, the reaper of orphans.
+pub const INIT_PID: i32 = 1;
+
+/// Ends the calling thread (the caller then returns from its run loop).
+/// The last thread out ends the process with `how`.
+pub fn exit_task(t: &Arc<Task>, how: ExitKind) {
+    let p = &t.process;
+    let addr = t.clear_child_tid.swap(0, Ordering::AcqRel);
+    if addr != 0 {
+        if let Ok(vm) = p.vm() {
+            if uaccess::write_u32(&vm, addr, 0).is_ok() {
+                super::futex::wake(&vm, addr, 1, u32::MAX);
+            }
+        }
+    }
+    let last = {
+        let mut tasks = p.tasks.lock();
+        tasks.retain(|x| !Arc::ptr_eq(x, t));
+        tasks.is_empty()
+    };
+    p.dead_tasks_cpu_ns.fetch_add(t.cpu_ns(), Ordering::Relaxed);
+    if !t.is_leader() {
+        super::unregister_task(t.tid);
+    }
+    if last {
+        let how = p.state.lock().exiting.unwrap_or(how);
+        exit_process(p, how);
+    }
+}
+
+fn exit_process(p: &Arc<Process>, how: ExitKind) {
+    // Release what the process holds right away; the zombie keeps only
+    // its status for the parent.
+    *p.files.lock() = Arc::new(Mutex::new(FdTable::new()));
+    drop(p.vm.lock().take());
+    p.itimer.lock().deadline = None;
+    super::unregister_task(p.pid);
+
+    if p.pid == INIT_PID {
+        init_exited(how);
+    }
+    reparent_children(p);
+    let auto_reap = {
+        let parent = p.parent.lock().upgrade();
+        match parent {
+            Some(parent) => {
+                let a = parent.signals.action(linux_abi::signal::SIGCHLD);
+                a.handler == super::signal::SIG_IGN || a.flags & linux_abi::signal::SA_NOCLDWAIT != 0
+            }
+            None => true,
+        }
+    };
+    {
+        let mut st = p.state.lock();
+        st.exit = Some(how);
+        st.zombie = true;
+    }
+    super::signal::notify_parent_exit(p, how);
+    if auto_reap {
+        if let Some(parent) = p.parent.lock().upgrade() {
+            parent.children.lock().retain(|c| !Arc::ptr_eq(c, p));
+        }
+        super::unregister_process(p.pid);
+    }
+    p.notify_parent_waiters();
+    super::wait::complete_vfork(p);
+}
+
+fn reparent_children(p: &Arc<Process>) {
+    let children = core::mem::take(&mut *p.children.lock());
+    if children.is_empty() {
+        return;
+    }
+    let Some(init) = super::find_process(INIT_PID) else {
+        return;
+    };
+    let mut any_zombie = false;
+    for c in &children {
+        *c.parent.lock() = Arc::downgrade(&init);
+        any_zombie |= c.state.lock().zombie;
+    }
+    init.children.lock().extend(children);
+    if any_zombie {
+        init.child_event_seq.fetch_add(1, Ordering::Release);
+        init.child_events.wake_all();
+    }
+}
+
+/// The first process is gone: report how it ended and power off, so that
+/// `make run CMD=...` exits with the program's status.
+fn init_exited(how: ExitKind) -> ! {
+    let code = match how {
+        ExitKind::Exited(c) => {
+            log::info!("init exited with status {c}");
+            c
+        }
+        ExitKind::Signaled { sig, .. } => {
+            log::info!("init killed by signal {sig} ({})", linux_abi::signal::name(sig));
+            128 + sig as u8
+        }
+    };
+    // The host tool reads this line for the exit status.
+    hal::serial::write_bytes(alloc::format!("\nkiln: init exited with status {code}\n").as_bytes());
+    hal::qemu::exit_success()
+}

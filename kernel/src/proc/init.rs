@@ -1,0 +1,43 @@
+//! Starting the first user process.
+
+use alloc::boxed::Box;
+use alloc::string::String;
+use alloc::sync::{Arc, Weak};
+use alloc::vec::Vec;
+
+use hal::sync::SpinLock;
+use hal::user::UserContext;
+use linux_abi::errno::Errno;
+use linux_abi::signal::SigSet;
+
+use super::signal::{default_actions, SignalState};
+use super::{exec, register_process, task, Process, Task};
+use crate::fs::file::OpenFile;
+use crate::fs::{console, lookup, FdTable};
+use crate::sync::Mutex;
+
+/// Runs `path` with `argv` as pid 1, with the console on fds 0, 1, 2.
+pub fn start(path: &str, argv: Vec<String>) -> Result<(), Errno> {
+    let inode = lookup("/", path, true)?;
+    let envp: Vec<String> = ["HOME=/", "TERM=linux", "PATH=/sbin:/bin:/usr/sbin:/usr/bin"].iter().map(|s| String::from(*s)).collect();
+    let image = exec::load(&inode, path, &argv, &envp)?;
+
+    let mut files = FdTable::new();
+    let console = console::new();
+    for _ in 0..3 {
+        files.install(Arc::new(OpenFile::new(console.clone(), linux_abi::consts::O_RDWR)), false)?;
+    }
+    let pid = super::alloc_pid()?;
+    let vm = Arc::new(Mutex::new(image.vm));
+    let signals = SignalState::new(Arc::new(SpinLock::new(default_actions())));
+    let p = Arc::new(Process::new(pid, Weak::new(), vm, Arc::new(Mutex::new(files)), signals));
+    *p.exe.lock() = String::from(path);
+    *p.cmdline.lock() = argv;
+    register_process(&p);
+    let t = Arc::new(Task::new(pid, p.clone(), SigSet(0)));
+    p.tasks.lock().push(t.clone());
+    let mut ctx = Box::new(UserContext::new());
+    ctx.regs.rip = image.entry;
+    ctx.regs.rsp = image.stack_pointer;
+    task::start(t, ctx)
+}

@@ -1,0 +1,211 @@
+//! Processes and their threads ("tasks").
+//!
+//! A [`Process`] owns what its threads share: address space, descriptor
+//! table, signal handlers, children and identity. A [`Task`] is one user
+//! thread; each runs on its own kernel thread in the loop of
+//! [`task::run_task`]: enter user mode, handle what brought it back,
+//! deliver signals, repeat. Processes and tasks are found by id in global
+//! tables that hold weak references, so an exited process disappears from
+//! them when its parent reaps it.
+
+pub mod exec;
+pub mod exit;
+pub mod futex;
+pub mod init;
+pub mod signal;
+pub mod task;
+pub mod timer;
+pub mod wait;
+
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+use alloc::sync::{Arc, Weak};
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+
+use hal::sync::SpinLock;
+use linux_abi::errno::Errno;
+
+use crate::fs::FdTable;
+use crate::mm::Vm;
+use crate::sched::WaitQueue;
+use crate::sync::Mutex;
+pub use signal::{SigAction, SignalState};
+pub use task::Task;
+
+pub type Pid = i32;
+
+/// Linux's default pid_max.
+pub const PID_MAX: Pid = 4_194_304;
+
+/// How a process ended or changed state, for wait4/waitid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitKind {
+    Exited(u8),
+    Signaled { sig: u32, core: bool },
+}
+
+#[derive(Default)]
+pub struct ProcState {
+    pub exit: Option<ExitKind>,
+    /// Set once every thread is gone: the parent may reap it.
+    pub zombie: bool,
+    /// Group exit in progress: the remaining threads must exit.
+    pub exiting: Option<ExitKind>,
+    /// Stopped by this signal, and whether the parent has seen it.
+    pub stopped: Option<u32>,
+    pub stop_reported: bool,
+    pub continued_unreported: bool,
+}
+
+pub struct Process {
+    pub pid: Pid,
+    pub parent: SpinLock<Weak<Process>>,
+    pub children: SpinLock<Vec<Arc<Process>>>,
+    pub tasks: SpinLock<Vec<Arc<Task>>>,
+    pub vm: SpinLock<Option<Vm>>,
+    pub files: SpinLock<Arc<Mutex<FdTable>>>,
+    pub signals: SignalState,
+    pub state: SpinLock<ProcState>,
+    /// Children changed state (exit, stop, continue).
+    pub child_events: WaitQueue,
+    pub child_event_seq: AtomicU64,
+    /// Continue after a stop.
+    pub resume: WaitQueue,
+    pub pgid: AtomicI32,
+    pub sid: AtomicI32,
+    pub cwd: SpinLock<String>,
+    pub exe: SpinLock<String>,
+    pub cmdline: SpinLock<Vec<String>>,
+    pub umask: AtomicU32,
+    pub rlimits: SpinLock<[(u64, u64); 16]>,
+    /// Signal sent to the parent when this process exits (SIGCHLD or 0).
+    pub exit_signal: u32,
+    pub start_ns: u64,
+    /// CPU time of exited threads, and of reaped children.
+    pub dead_tasks_cpu_ns: AtomicU64,
+    pub children_cpu_ns: AtomicU64,
+    pub itimer: SpinLock<signal::ItimerReal>,
+    /// Set in a vfork child until it execs or exits.
+    pub vfork_done: SpinLock<Option<Arc<wait::VforkDone>>>,
+}
+
+static PROCESSES: SpinLock<BTreeMap<Pid, Weak<Process>>> = SpinLock::new(BTreeMap::new());
+static TASKS: SpinLock<BTreeMap<Pid, Weak<Task>>> = SpinLock::new(BTreeMap::new());
+static NEXT_PID: AtomicI32 = AtomicI32::new(1);
+
+/// A free id for a process or thread (they share one number space).
+pub fn alloc_pid() -> Result<Pid, Errno> {
+    let tasks = TASKS.lock();
+    for _ in 0..PID_MAX {
+        let mut pid = NEXT_PID.fetch_add(1, Ordering::Relaxed);
+        if pid >= PID_MAX {
+            NEXT_PID.store(2, Ordering::Relaxed);
+            pid = 2;
+        }
+        if !tasks.contains_key(&pid) && !PROCESSES.lock().contains_key(&pid) {
+            return Ok(pid);
+        }
+    }
+    Err(Errno::EAGAIN)
+}
+
+pub fn find_process(pid: Pid) -> Option<Arc<Process>> {
+    PROCESSES.lock().get(&pid).and_then(Weak::upgrade)
+}
+
+pub fn find_task(tid: Pid) -> Option<Arc<Task>> {
+    TASKS.lock().get(&tid).and_then(Weak::upgrade)
+}
+
+pub(crate) fn register_process(p: &Arc<Process>) {
+    PROCESSES.lock().insert(p.pid, Arc::downgrade(p));
+}
+
+pub(crate) fn unregister_process(pid: Pid) {
+    PROCESSES.lock().remove(&pid);
+}
+
+pub(crate) fn register_task(t: &Arc<Task>) {
+    TASKS.lock().insert(t.tid, Arc::downgrade(t));
+}
+
+pub(crate) fn unregister_task(tid: Pid) {
+    TASKS.lock().remove(&tid);
+}
+
+/// Every live process (for kill(-1), process groups, ps).
+pub fn all_processes() -> Vec<Arc<Process>> {
+    PROCESSES.lock().values().filter_map(Weak::upgrade).collect()
+}
+
+pub const RLIM_INFINITY: u64 = u64::MAX;
+
+fn default_rlimits() -> [(u64, u64); 16] {
+    let mut r = [(RLIM_INFINITY, RLIM_INFINITY); 16];
+    r[linux_abi::consts::RLIMIT_STACK as usize] = (8 << 20, RLIM_INFINITY);
+    r[linux_abi::consts::RLIMIT_NOFILE as usize] = (1024, 4096);
+    r[linux_abi::consts::RLIMIT_CORE as usize] = (0, RLIM_INFINITY);
+    r[linux_abi::consts::RLIMIT_NPROC as usize] = (63_000, 63_000);
+    r[linux_abi::consts::RLIMIT_SIGPENDING as usize] = (63_000, 63_000);
+    r[linux_abi::consts::RLIMIT_MEMLOCK as usize] = (8 << 20, 8 << 20);
+    r[linux_abi::consts::RLIMIT_MSGQUEUE as usize] = (819_200, 819_200);
+    r
+}
+
+impl Process {
+    pub fn new(pid: Pid, parent: Weak<Process>, vm: Vm, files: Arc<Mutex<FdTable>>, signals: SignalState) -> Process {
+        Process {
+            pid,
+            parent: SpinLock::new(parent),
+            children: SpinLock::new(Vec::new()),
+            tasks: SpinLock::new(Vec::new()),
+            vm: SpinLock::new(Some(vm)),
+            files: SpinLock::new(files),
+            signals,
+            state: SpinLock::new(ProcState::default()),
+            child_events: WaitQueue::new(),
+            child_event_seq: AtomicU64::new(0),
+            resume: WaitQueue::new(),
+            pgid: AtomicI32::new(pid),
+            sid: AtomicI32::new(pid),
+            cwd: SpinLock::new(String::from("/")),
+            exe: SpinLock::new(String::new()),
+            cmdline: SpinLock::new(Vec::new()),
+            umask: AtomicU32::new(0o022),
+            rlimits: SpinLock::new(default_rlimits()),
+            exit_signal: linux_abi::signal::SIGCHLD,
+            start_ns: crate::clock::now_ns(),
+            dead_tasks_cpu_ns: AtomicU64::new(0),
+            children_cpu_ns: AtomicU64::new(0),
+            itimer: SpinLock::new(signal::ItimerReal::default()),
+            vfork_done: SpinLock::new(None),
+        }
+    }
+
+    pub fn vm(&self) -> Result<Vm, Errno> {
+        self.vm.lock().clone().ok_or(Errno::ESRCH)
+    }
+
+    pub fn files(&self) -> Arc<Mutex<FdTable>> {
+        self.files.lock().clone()
+    }
+
+    pub fn parent_pid(&self) -> Pid {
+        self.parent.lock().upgrade().map_or(0, |p| p.pid)
+    }
+
+    /// Tells waiters in the parent that a child changed state.
+    pub fn notify_parent_waiters(&self) {
+        if let Some(parent) = self.parent.lock().upgrade() {
+            parent.child_event_seq.fetch_add(1, Ordering::Release);
+            parent.child_events.wake_all();
+        }
+    }
+
+    /// CPU time of all threads, live and exited.
+    pub fn cpu_ns(&self) -> u64 {
+        let live: u64 = self.tasks.lock().iter().map(|t| t.cpu_ns()).sum();
+        live + self.dead_tasks_cpu_ns.load(Ordering::Relaxed)
+    }
+}

@@ -1,0 +1,517 @@
+//! Signals: sending, the pending sets, default actions, and delivery to
+//! handlers through the x86_64 `rt_sigframe` that `rt_sigreturn` undoes.
+
+use alloc::collections::VecDeque;
+use alloc::sync::Arc;
+
+
+use hal::sync::SpinLock;
+use hal::user::UserContext;
+use linux_abi::errno::Errno;
+use linux_abi::layout::{rt_sigframe, Mcontext, Siginfo, Stack, Ucontext};
+use linux_abi::signal::{self as sig, DefaultAction, SigSet};
+
+use super::task::{Flow, Task};
+use super::{ExitKind, Process};
+use crate::mm::uaccess;
+
+pub type SigInfo = Siginfo;
+
+pub const SIG_DFL: u64 = 0;
+pub const SIG_IGN: u64 = 1;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SigAction {
+    pub handler: u64,
+    pub flags: u64,
+    pub restorer: u64,
+    pub mask: SigSet,
+}
+
+pub type Actions = [SigAction; sig::NSIG as usize];
+
+/// A process's signal handlers (shared with CLONE_SIGHAND) and its
+/// process-wide pending signals.
+pub struct SignalState {
+    pub actions: SpinLock<Arc<SpinLock<Actions>>>,
+    pub shared_pending: SpinLock<PendingSignals>,
+}
+
+impl SignalState {
+    pub fn new(actions: Arc<SpinLock<Actions>>) -> SignalState {
+        SignalState { actions: SpinLock::new(actions), shared_pending: SpinLock::new(PendingSignals::default()) }
+    }
+
+    pub fn action(&self, signo: u32) -> SigAction {
+        self.actions.lock().lock()[signo as usize]
+    }
+}
+
+pub fn default_actions() -> Actions {
+    [SigAction::default(); sig::NSIG as usize]
+}
+
+/// Signals waiting for delivery. Standard signals are not queued (a
+/// second one while pending is merged); real-time ones are.
+#[derive(Default)]
+pub struct PendingSignals {
+    pub set: SigSet,
+    queue: VecDeque<Siginfo>,
+}
+
+impl PendingSignals {
+    fn add(&mut self, info: Siginfo) {
+        let signo = info.si_signo as u32;
+        if !sig::is_realtime(signo) && self.set.contains(signo) {
+            return;
+        }
+        if self.queue.try_reserve(1).is_ok() {
+            self.set.add(signo);
+            self.queue.push_back(info);
+        }
+    }
+
+    fn take(&mut self, signo: u32) -> Option<Siginfo> {
+        let pos = self.queue.iter().position(|i| i.si_signo as u32 == signo)?;
+        let info = self.queue.remove(pos);
+        if !self.queue.iter().any(|i| i.si_signo as u32 == signo) {
+            self.set.remove(signo);
+        }
+        info
+    }
+
+    /// Lowest-numbered pending signal not in `blocked` (synchronous
+    /// faults were queued first and are taken first by `take_front`).
+    fn next(&self, blocked: SigSet) -> Option<u32> {
+        self.set.difference(blocked).first()
+    }
+
+    fn discard(&mut self, signo: u32) {
+        self.queue.retain(|i| i.si_signo as u32 != signo);
+        self.set.remove(signo);
+    }
+}
+
+fn is_ignored(p: &Process, signo: u32) -> bool {
+    let action = p.signals.action(signo);
+    action.handler == SIG_IGN || (action.handler == SIG_DFL && sig::default_action(signo) == DefaultAction::Ignore)
+}
+
+fn is_stop_signal(signo: u32) -> bool {
+    matches!(signo, sig::SIGSTOP | sig::SIGTSTP | sig::SIGTTIN | sig::SIGTTOU)
+}
+
+/// Sends a signal to a process (kill).
+pub fn send_to_process(p: &Arc<Process>, info: Siginfo) {
+    let signo = info.si_signo as u32;
+    if signo == 0 {
+        return;
+    }
+    if p.state.lock().zombie {
+        return;
+    }
+    if signo == sig::SIGKILL {
+        group_exit(p, ExitKind::Signaled { sig: sig::SIGKILL, core: false });
+        continue_process(p, false);
+        return;
+    }
+    if signo == sig::SIGCONT {
+        p.signals.shared_pending.lock().discard(sig::SIGSTOP);
+        p.signals.shared_pending.lock().discard(sig::SIGTSTP);
+        p.signals.shared_pending.lock().discard(sig::SIGTTIN);
+        p.signals.shared_pending.lock().discard(sig::SIGTTOU);
+        continue_process(p, true);
+    } else if is_stop_signal(signo) {
+        p.signals.shared_pending.lock().discard(sig::SIGCONT);
+    }
+    if is_ignored(p, signo) {
+        return;
+    }
+    p.signals.shared_pending.lock().add(info);
+    // Wake a thread that can take it.
+    let tasks = p.tasks.lock().clone();
+    let target = tasks.iter().find(|t| !t.sigmask.lock().contains(signo)).or(tasks.first());
+    if let Some(t) = target {
+        t.interrupt();
+    }
+}
+
+/// Sends a signal to one thread (tgkill, tkill).
+pub fn send_to_task(t: &Arc<Task>, info: Siginfo) {
+    let signo = info.si_signo as u32;
+    if signo == 0 {
+        return;
+    }
+    if matches!(signo, sig::SIGKILL | sig::SIGCONT) || is_stop_signal(signo) {
+        // Process-wide in effect.
+        send_to_process(&t.process, info);
+        return;
+    }
+    if is_ignored(&t.process, signo) {
+        return;
+    }
+    t.pending.lock().add(info);
+    t.interrupt();
+}
+
+/// A synchronous fault: if the program blocks or ignores the signal, it
+/// dies of it anyway (as on Linux).
+pub fn force_fault_signal(t: &Arc<Task>, info: Siginfo) {
+    let signo = info.si_signo as u32;
+    if signo == sig::SIGKILL {
+        group_exit(&t.process, ExitKind::Signaled { sig: sig::SIGKILL, core: false });
+        return;
+    }
+    {
+        let actions = t.process.signals.actions.lock().clone();
+        let mut actions = actions.lock();
+        let blocked = t.sigmask.lock().contains(signo);
+        if blocked || actions[signo as usize].handler == SIG_IGN {
+            actions[signo as usize].handler = SIG_DFL;
+        }
+    }
+    t.sigmask.lock().remove(signo);
+    t.pending.lock().add(info);
+    t.interrupt();
+}
+
+/// Starts a group exit: every thread of `p` will exit with `how`.
+pub fn group_exit(p: &Arc<Process>, how: ExitKind) {
+    {
+        let mut st = p.state.lock();
+        if st.exiting.is_none() {
+            st.exiting = Some(how);
+        }
+    }
+    for t in p.tasks.lock().iter() {
+        t.interrupt();
+    }
+    p.resume.wake_all();
+}
+
+fn continue_process(p: &Arc<Process>, report: bool) {
+    let was_stopped = {
+        let mut st = p.state.lock();
+        let was = st.stopped.take().is_some();
+        if was && report {
+            st.continued_unreported = true;
+        }
+        was
+    };
+    p.resume.wake_all();
+    if was_stopped && report {
+        p.notify_parent_waiters();
+        notify_parent_signal(p, sig::CLD_CONTINUED, sig::SIGCONT as i32);
+    }
+}
+
+fn notify_parent_signal(p: &Arc<Process>, code: i32, status: i32) {
+    let Some(parent) = p.parent.lock().upgrade() else {
+        return;
+    };
+    let action = parent.signals.action(sig::SIGCHLD);
+    if code != sig::CLD_EXITED && code != sig::CLD_KILLED && code != sig::CLD_DUMPED && action.flags & sig::SA_NOCLDSTOP != 0 {
+        return;
+    }
+    send_to_process(&parent, Siginfo::child(code, p.pid, 0, status));
+}
+
+/// Tells the parent that `p` exited.
+pub fn notify_parent_exit(p: &Arc<Process>, how: ExitKind) {
+    if p.exit_signal == 0 {
+        return;
+    }
+    let (code, status) = match how {
+        ExitKind::Exited(c) => (sig::CLD_EXITED, i32::from(c)),
+        ExitKind::Signaled { sig: s, core } => (if core { sig::CLD_DUMPED } else { sig::CLD_KILLED }, s as i32),
+    };
+    notify_parent_signal(p, code, status);
+}
+
+/// Stops the process for `signo` and waits until continued or killed.
+fn stop_process(t: &Arc<Task>, signo: u32) {
+    let p = &t.process;
+    {
+        let mut st = p.state.lock();
+        if st.stopped.is_none() {
+            st.stopped = Some(signo);
+            st.stop_reported = false;
+        }
+    }
+    p.notify_parent_waiters();
+    notify_parent_signal(p, sig::CLD_STOPPED, signo as i32);
+    wait_while_stopped(t);
+}
+
+fn wait_while_stopped(t: &Arc<Task>) {
+    let p = &t.process;
+    p.resume.wait_until(|| {
+        let st = p.state.lock();
+        st.stopped.is_none() || st.exiting.is_some()
+    });
+}
+
+/// Runs before every return to user mode: exits, stops, and delivers
+/// one pending signal (building a handler frame if it has a handler).
+pub fn handle_pending(t: &Arc<Task>, ctx: &mut UserContext) -> Flow {
+    loop {
+        if let Some(how) = t.exit_request.lock().take() {
+            super::exit::exit_task(t, how);
+            return Flow::Exit;
+        }
+        let exiting = t.process.state.lock().exiting;
+        if let Some(how) = exiting {
+            super::exit::exit_task(t, how);
+            return Flow::Exit;
+        }
+        if t.process.state.lock().stopped.is_some() {
+            wait_while_stopped(t);
+            continue;
+        }
+        let blocked = *t.sigmask.lock();
+        let taken = {
+            let mut own = t.pending.lock();
+            match own.next(blocked) {
+                Some(s) => own.take(s),
+                None => {
+                    let mut shared = t.process.signals.shared_pending.lock();
+                    shared.next(blocked).and_then(|s| shared.take(s))
+                }
+            }
+        };
+        let Some(info) = taken else {
+            if let Some(kt) = t.kthread.get() {
+                kt.set_interrupt(false);
+            }
+            finish_restart(t, ctx, None);
+            return Flow::Continue;
+        };
+        let signo = info.si_signo as u32;
+        let action = t.process.signals.action(signo);
+        if action.handler == SIG_IGN {
+            continue;
+        }
+        if action.handler == SIG_DFL {
+            match sig::default_action(signo) {
+                DefaultAction::Ignore | DefaultAction::Continue => continue,
+                DefaultAction::Stop => {
+                    stop_process(t, signo);
+                    continue;
+                }
+                DefaultAction::Terminate => {
+                    group_exit(&t.process, ExitKind::Signaled { sig: signo, core: false });
+                    continue;
+                }
+                DefaultAction::CoreDump => {
+                    group_exit(&t.process, ExitKind::Signaled { sig: signo, core: true });
+                    continue;
+                }
+            }
+        }
+        finish_restart(t, ctx, Some(&action));
+        if deliver(t, ctx, &info, &action).is_err() {
+            // The stack is unusable: die of SIGSEGV, as Linux does.
+            group_exit(&t.process, ExitKind::Signaled { sig: sig::SIGSEGV, core: true });
+            continue;
+        }
+        if let Some(kt) = t.kthread.get() {
+            kt.set_interrupt(false);
+        }
+        return Flow::Continue;
+    }
+}
+
+/// Settles a system call that was interrupted: restart it or fail it
+/// with EINTR, depending on the restart code and the handler's SA_RESTART.
+fn finish_restart(t: &Arc<Task>, ctx: &mut UserContext, handler: Option<&SigAction>) {
+    let Some(orig_nr) = t.restart_nr.lock().take() else {
+        return;
+    };
+    let code = -(ctx.regs.rax as i64) as i32;
+    let restart = match (Errno::from_i32(code), handler) {
+        (Some(Errno::ERESTARTNOINTR), _) => true,
+        (Some(_), None) => true,
+        (Some(Errno::ERESTARTSYS), Some(a)) => a.flags & sig::SA_RESTART != 0,
+        _ => false,
+    };
+    if restart {
+        ctx.regs.rax = orig_nr;
+        ctx.regs.rip -= 2; // back onto the SYSCALL instruction
+    } else {
+        ctx.regs.rax = Errno::EINTR.as_neg_isize() as u64;
+    }
+}
+
+fn on_alt_stack(alt: &super::task::AltStack, sp: u64) -> bool {
+    alt.size != 0 && sp > alt.sp && sp - alt.sp <= alt.size
+}
+
+/// Builds the rt_sigframe and points the thread at the handler.
+fn deliver(t: &Arc<Task>, ctx: &mut UserContext, info: &Siginfo, action: &SigAction) -> Result<(), Errno> {
+    let vm = t.process.vm()?;
+    let signo = info.si_signo as u32;
+    let alt = *t.altstack.lock();
+    let mut sp = ctx.regs.rsp;
+    let use_alt = action.flags & sig::SA_ONSTACK != 0 && alt.flags & sig::SS_DISABLE == 0 && alt.size != 0 && !on_alt_stack(&alt, sp);
+    if use_alt {
+        sp = alt.sp + alt.size;
+    } else {
+        sp = sp.wrapping_sub(128); // the red zone below rsp is the program's
+    }
+    let fpstate = (sp.wrapping_sub(512)) & !63;
+    let frame = ((fpstate - rt_sigframe::SIZE as u64) & !15) - 8;
+
+    let old_mask = *t.sigmask.lock();
+    let saved_mask = t.saved_sigmask.lock().take().unwrap_or(old_mask);
+    let r = &ctx.regs;
+    let mcontext = Mcontext {
+        r8: r.r8,
+        r9: r.r9,
+        r10: r.r10,
+        r11: r.r11,
+        r12: r.r12,
+        r13: r.r13,
+        r14: r.r14,
+        r15: r.r15,
+        rdi: r.rdi,
+        rsi: r.rsi,
+        rbp: r.rbp,
+        rbx: r.rbx,
+        rdx: r.rdx,
+        rax: r.rax,
+        rcx: r.rcx,
+        rsp: r.rsp,
+        rip: r.rip,
+        eflags: r.rflags,
+        cs: 0x33,
+        gs: 0,
+        fs: 0,
+        ss: 0x2b,
+        err: 0,
+        trapno: if signo == sig::SIGSEGV { 14 } else { 0 },
+        oldmask: saved_mask.0,
+        cr2: if matches!(signo, sig::SIGSEGV | sig::SIGBUS) { info.addr() } else { 0 },
+        fpstate,
+    };
+    let uc = Ucontext {
+        uc_flags: 0,
+        uc_link: 0,
+        uc_stack: Stack {
+            ss_sp: alt.sp,
+            ss_flags: if on_alt_stack(&alt, ctx.regs.rsp) { sig::SS_ONSTACK } else { alt.flags },
+            ss_size: alt.size,
+        },
+        uc_mcontext: mcontext,
+        uc_sigmask: saved_mask,
+    };
+    let mut bytes = [0u8; rt_sigframe::SIZE];
+    let restorer = if action.flags & sig::SA_RESTORER != 0 { action.restorer } else { 0 };
+    bytes[rt_sigframe::PRETCODE..rt_sigframe::PRETCODE + 8].copy_from_slice(&restorer.to_le_bytes());
+    bytes[rt_sigframe::UC..rt_sigframe::UC + Ucontext::SIZE].copy_from_slice(&uc.to_bytes());
+    bytes[rt_sigframe::INFO..rt_sigframe::INFO + Siginfo::SIZE].copy_from_slice(&info.to_bytes());
+    uaccess::write_bytes(&vm, fpstate, ctx.fpu().as_bytes())?;
+    uaccess::write_bytes(&vm, frame, &bytes)?;
+
+    let mut new_mask = old_mask.union(action.mask);
+    if action.flags & sig::SA_NODEFER == 0 {
+        new_mask.add(signo);
+    }
+    *t.sigmask.lock() = new_mask.without_unblockable();
+    if action.flags & sig::SA_RESETHAND != 0 {
+        let actions = t.process.signals.actions.lock().clone();
+        actions.lock()[signo as usize] = SigAction::default();
+    }
+
+    ctx.regs.rsp = frame;
+    ctx.regs.rip = action.handler;
+    ctx.regs.rdi = u64::from(signo);
+    ctx.regs.rsi = frame + rt_sigframe::INFO as u64;
+    ctx.regs.rdx = frame + rt_sigframe::UC as u64;
+    ctx.regs.rax = 0;
+    // Handlers start with a clean direction flag.
+    ctx.regs.rflags &= !(1 << 10);
+    *ctx.fpu_mut() = hal::user::FpuState::initial();
+    Ok(())
+}
+
+/// rt_sigreturn: restores the state saved by `deliver`.
+pub fn sigreturn(t: &Arc<Task>, ctx: &mut UserContext) -> Result<u64, Errno> {
+    let vm = t.process.vm()?;
+    let frame = ctx.regs.rsp - 8;
+    let mut ucb = [0u8; Ucontext::SIZE];
+    uaccess::read_bytes(&vm, frame + rt_sigframe::UC as u64, &mut ucb)?;
+    let uc = Ucontext::from_bytes(&ucb);
+    let m = &uc.uc_mcontext;
+    let r = &mut ctx.regs;
+    r.r8 = m.r8;
+    r.r9 = m.r9;
+    r.r10 = m.r10;
+    r.r11 = m.r11;
+    r.r12 = m.r12;
+    r.r13 = m.r13;
+    r.r14 = m.r14;
+    r.r15 = m.r15;
+    r.rdi = m.rdi;
+    r.rsi = m.rsi;
+    r.rbp = m.rbp;
+    r.rbx = m.rbx;
+    r.rdx = m.rdx;
+    r.rax = m.rax;
+    r.rcx = m.rcx;
+    r.rsp = m.rsp;
+    r.rip = m.rip;
+    r.rflags = m.eflags; // sanitized on the way back to user mode
+    if m.fpstate != 0 {
+        let mut fp = [0u8; 512];
+        uaccess::read_bytes(&vm, m.fpstate, &mut fp)?;
+        ctx.fpu_mut().set_bytes(&fp);
+    }
+    *t.sigmask.lock() = uc.uc_sigmask.without_unblockable();
+    // Linux restores the alternate stack setting too (errors ignored).
+    let _ = set_altstack(t, &uc.uc_stack, ctx.regs.rsp);
+    // Never restart: this "call" returns the interrupted rax.
+    t.restart_nr.lock().take();
+    Ok(ctx.regs.rax)
+}
+
+/// sigaltstack's update rule, shared with rt_sigreturn.
+pub fn set_altstack(t: &Arc<Task>, ss: &Stack, current_sp: u64) -> Result<(), Errno> {
+    let mut alt = t.altstack.lock();
+    if on_alt_stack(&alt, current_sp) {
+        return Err(Errno::EPERM);
+    }
+    if ss.ss_flags & !(sig::SS_DISABLE | sig::SS_AUTODISARM) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if ss.ss_flags & sig::SS_DISABLE != 0 {
+        *alt = super::task::AltStack { sp: 0, size: 0, flags: sig::SS_DISABLE };
+        return Ok(());
+    }
+    if ss.ss_size < sig::MINSIGSTKSZ as u64 {
+        return Err(Errno::ENOMEM);
+    }
+    *alt = super::task::AltStack { sp: ss.ss_sp, size: ss.ss_size, flags: 0 };
+    Ok(())
+}
+
+/// ITIMER_REAL state: the next expiry and the reload interval (ns).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ItimerReal {
+    pub deadline: Option<u64>,
+    pub interval: u64,
+    pub generation: u64,
+}
+
+/// Whether `p` has a signal pending that its threads do not all block.
+pub fn has_deliverable(t: &Task) -> bool {
+    let blocked = *t.sigmask.lock();
+    !t.pending.lock().set.difference(blocked).is_empty()
+        || !t.process.signals.shared_pending.lock().set.difference(blocked).is_empty()
+        || t.process.state.lock().exiting.is_some()
+}
+
+pub fn pending_set(t: &Task) -> SigSet {
+    t.pending.lock().set.union(t.process.signals.shared_pending.lock().set)
+}
+
+

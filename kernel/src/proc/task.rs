@@ -1,0 +1,148 @@
+//! User threads and the loop that runs them.
+
+use alloc::boxed::Box;
+use alloc::sync::Arc;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use hal::sync::{Once, SpinLock};
+use hal::user::{ReturnReason, UserContext};
+use linux_abi::signal::{self as sig, SigSet};
+
+use super::signal::{PendingSignals, SigInfo};
+use super::{Pid, Process};
+use crate::mm::{FaultAccess, FaultError};
+use crate::sched;
+
+/// An alternate signal stack (sigaltstack).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AltStack {
+    pub sp: u64,
+    pub size: u64,
+    pub flags: i32,
+}
+
+pub struct Task {
+    pub tid: Pid,
+    pub process: Arc<Process>,
+    pub kthread: Once<Arc<sched::Thread>>,
+    pub sigmask: SpinLock<SigSet>,
+    pub pending: SpinLock<PendingSignals>,
+    pub altstack: SpinLock<AltStack>,
+    /// set_tid_address / CLONE_CHILD_CLEARTID: zeroed and futex-woken at exit.
+    pub clear_child_tid: AtomicU64,
+    /// Mask to restore after a handler that rt_sigsuspend set up.
+    pub saved_sigmask: SpinLock<Option<SigSet>>,
+    /// The number of an interrupted syscall that may restart.
+    pub restart_nr: SpinLock<Option<u64>>,
+    /// Set by exit(2): this thread leaves before its next return to user.
+    pub exit_request: SpinLock<Option<super::ExitKind>>,
+    cpu_ns: AtomicU64,
+}
+
+impl Task {
+    pub fn new(tid: Pid, process: Arc<Process>, sigmask: SigSet) -> Task {
+        Task {
+            tid,
+            process,
+            kthread: Once::new(),
+            sigmask: SpinLock::new(sigmask),
+            pending: SpinLock::new(PendingSignals::default()),
+            altstack: SpinLock::new(AltStack { flags: sig::SS_DISABLE, ..AltStack::default() }),
+            clear_child_tid: AtomicU64::new(0),
+            saved_sigmask: SpinLock::new(None),
+            restart_nr: SpinLock::new(None),
+            exit_request: SpinLock::new(None),
+            cpu_ns: AtomicU64::new(0),
+        }
+    }
+
+    pub fn cpu_ns(&self) -> u64 {
+        self.cpu_ns.load(Ordering::Relaxed)
+    }
+
+    pub fn is_leader(&self) -> bool {
+        self.tid == self.process.pid
+    }
+
+    /// Wakes the thread out of an interruptible wait.
+    pub fn interrupt(&self) {
+        if let Some(t) = self.kthread.get() {
+            t.set_interrupt(true);
+            sched::wake(t);
+        }
+    }
+}
+
+/// Whether a thread goes on running or leaves its run loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    Continue,
+    Exit,
+}
+
+/// Starts `task` on a new kernel thread, entering user mode with `ctx`.
+pub fn start(task: Arc<Task>, ctx: Box<UserContext>) -> Result<(), linux_abi::errno::Errno> {
+    let vm_root = task.process.vm()?.lock().page_table().clone();
+    let t = task.clone();
+    let kthread = sched::spawn("user", move || run_task(t, ctx)).map_err(|_| linux_abi::errno::Errno::EAGAIN)?;
+    kthread.set_vm_root(Some(vm_root));
+    task.kthread.set(kthread);
+    super::register_task(&task);
+    Ok(())
+}
+
+/// The life of a user thread.
+fn run_task(task: Arc<Task>, mut ctx: Box<UserContext>) {
+    loop {
+        if super::signal::handle_pending(&task, &mut ctx) == Flow::Exit {
+            return;
+        }
+        let entered = hal::time::monotonic_ns();
+        let reason = ctx.run();
+        task.cpu_ns.fetch_add(hal::time::monotonic_ns().saturating_sub(entered), Ordering::Relaxed);
+        match reason {
+            ReturnReason::Syscall => crate::syscall::dispatch(&task, &mut ctx),
+            ReturnReason::Exception { vector, error_code, fault_addr } => {
+                handle_exception(&task, &mut ctx, vector, error_code, fault_addr)
+            }
+            ReturnReason::Interrupt => {}
+        }
+    }
+}
+
+/// A CPU exception in user mode: resolve page faults the address space
+/// allows, turn everything else into the signal Linux would send.
+fn handle_exception(task: &Arc<Task>, ctx: &mut UserContext, vector: u8, error_code: u64, addr: u64) {
+    let info = match vector {
+        14 => {
+            let access = if error_code & 0x10 != 0 {
+                FaultAccess::Execute
+            } else if error_code & 0x2 != 0 {
+                FaultAccess::Write
+            } else {
+                FaultAccess::Read
+            };
+            let result = match task.process.vm() {
+                Ok(vm) => vm.lock().handle_fault(addr, access),
+                Err(_) => Err(FaultError::Unmapped),
+            };
+            match result {
+                Ok(()) => return,
+                Err(FaultError::Unmapped) => SigInfo::fault(sig::SIGSEGV, sig::SEGV_MAPERR, addr),
+                Err(FaultError::Forbidden) => SigInfo::fault(sig::SIGSEGV, sig::SEGV_ACCERR, addr),
+                Err(FaultError::OutOfMemory) => {
+                    log::warn!("pid {}: out of memory on a page fault at {addr:#x}", task.process.pid);
+                    SigInfo::fault(sig::SIGKILL, sig::SI_KERNEL, 0)
+                }
+            }
+        }
+        0 => SigInfo::fault(sig::SIGFPE, sig::FPE_INTDIV, ctx.regs.rip),
+        16 | 19 => SigInfo::fault(sig::SIGFPE, 0, ctx.regs.rip),
+        1 | 3 => SigInfo::fault(sig::SIGTRAP, sig::SI_KERNEL, ctx.regs.rip),
+        6 => SigInfo::fault(sig::SIGILL, sig::ILL_ILLOPN, ctx.regs.rip),
+        17 => SigInfo::fault(sig::SIGBUS, sig::BUS_ADRALN, addr),
+        // #GP and friends: Linux reports SIGSEGV with SI_KERNEL and address 0.
+        _ => SigInfo::fault(sig::SIGSEGV, sig::SI_KERNEL, 0),
+    };
+    super::signal::force_fault_signal(task, info);
+}

@@ -1,0 +1,124 @@
+//! wait4/waitid: finding a child whose state changed, and reaping it;
+//! and the completion a vfork parent waits for.
+
+use alloc::sync::Arc;
+use core::sync::atomic::Ordering;
+
+use linux_abi::consts::{WCONTINUED, WEXITED, WNOHANG, WNOWAIT, WUNTRACED};
+use linux_abi::errno::Errno;
+use linux_abi::signal as sig;
+
+use super::{ExitKind, Pid, Process};
+use crate::sched::WaitQueue;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitTarget {
+    Any,
+    Pid(Pid),
+    Pgid(Pid),
+}
+
+/// What waiting found.
+#[derive(Clone, Copy, Debug)]
+pub struct WaitResult {
+    pub pid: Pid,
+    /// The wait4 status word.
+    pub status: i32,
+    /// waitid: CLD_* code and status (exit code or signal).
+    pub code: i32,
+    pub si_status: i32,
+    pub cpu_ns: u64,
+}
+
+fn matches(target: WaitTarget, child: &Process) -> bool {
+    match target {
+        WaitTarget::Any => true,
+        WaitTarget::Pid(pid) => child.pid == pid,
+        WaitTarget::Pgid(pgid) => child.pgid.load(Ordering::Relaxed) == pgid,
+    }
+}
+
+fn exit_result(child: &Process, how: ExitKind) -> WaitResult {
+    let (status, code, si_status) = match how {
+        ExitKind::Exited(c) => (i32::from(c) << 8, sig::CLD_EXITED, i32::from(c)),
+        ExitKind::Signaled { sig: s, core } => {
+            (s as i32 | if core { 0x80 } else { 0 }, if core { sig::CLD_DUMPED } else { sig::CLD_KILLED }, s as i32)
+        }
+    };
+    WaitResult { pid: child.pid, status, code, si_status, cpu_ns: child.cpu_ns() + child.children_cpu_ns.load(Ordering::Relaxed) }
+}
+
+/// One pass over the children: a reportable change, or whether any child
+/// matched at all.
+fn scan(p: &Arc<Process>, target: WaitTarget, options: u32) -> (Option<WaitResult>, bool) {
+    let children = p.children.lock().clone();
+    let mut any = false;
+    for child in children.iter().filter(|c| matches(target, c)) {
+        any = true;
+        let mut st = child.state.lock();
+        if st.zombie && options & WEXITED != 0 {
+            let how = st.exit.unwrap_or(ExitKind::Exited(0));
+            drop(st);
+            let result = exit_result(child, how);
+            if options & WNOWAIT == 0 {
+                p.children.lock().retain(|c| !Arc::ptr_eq(c, child));
+                p.children_cpu_ns.fetch_add(result.cpu_ns, Ordering::Relaxed);
+                super::unregister_process(child.pid);
+            }
+            return (Some(result), true);
+        }
+        if let Some(signo) = st.stopped {
+            if options & WUNTRACED != 0 && !st.stop_reported {
+                if options & WNOWAIT == 0 {
+                    st.stop_reported = true;
+                }
+                let status = ((signo as i32) << 8) | 0x7f;
+                return (Some(WaitResult { pid: child.pid, status, code: sig::CLD_STOPPED, si_status: signo as i32, cpu_ns: 0 }), true);
+            }
+        }
+        if options & WCONTINUED != 0 && st.continued_unreported {
+            if options & WNOWAIT == 0 {
+                st.continued_unreported = false;
+            }
+            return (
+                Some(WaitResult { pid: child.pid, status: 0xffff, code: sig::CLD_CONTINUED, si_status: sig::SIGCONT as i32, cpu_ns: 0 }),
+                true,
+            );
+        }
+    }
+    (None, any)
+}
+
+/// Waits for a child matching `target`; `Ok(None)` for WNOHANG with
+/// nothing to report.
+pub fn wait_child(p: &Arc<Process>, target: WaitTarget, options: u32) -> Result<Option<WaitResult>, Errno> {
+    loop {
+        let seq = p.child_event_seq.load(Ordering::Acquire);
+        let (found, any) = scan(p, target, options);
+        if found.is_some() {
+            return Ok(found);
+        }
+        if !any {
+            return Err(Errno::ECHILD);
+        }
+        if options & WNOHANG != 0 {
+            return Ok(None);
+        }
+        p.child_events
+            .wait_until_interruptible(None, || p.child_event_seq.load(Ordering::Acquire) != seq)
+            .map_err(|_| Errno::ERESTARTSYS)?;
+    }
+}
+
+/// A vfork parent sleeps until the child execs or exits.
+pub struct VforkDone {
+    pub done: core::sync::atomic::AtomicBool,
+    pub queue: WaitQueue,
+}
+
+pub fn complete_vfork(child: &Process) {
+    if let Some(v) = child.vfork_done.lock().take() {
+        v.done.store(true, Ordering::Release);
+        v.queue.wake_all();
+    }
+}

@@ -1,0 +1,193 @@
+//! Identity and resources: user ids (always root for now), uname,
+//! rlimits, getrandom, scheduling affinity, usage and system info.
+
+use alloc::sync::Arc;
+use core::sync::atomic::Ordering;
+
+use linux_abi::consts as c;
+use linux_abi::errno::Errno;
+use linux_abi::layout::{Rlimit, Rusage, Sysinfo, Timeval, Utsname};
+
+use super::{SysResult, SyscallContext};
+use crate::mm::uaccess;
+use crate::proc::{self, Process};
+
+pub fn sys_getuid(_ctx: &mut SyscallContext, _a: &[u64; 6]) -> SysResult {
+    Ok(0)
+}
+
+pub fn sys_getgid(_ctx: &mut SyscallContext, _a: &[u64; 6]) -> SysResult {
+    Ok(0)
+}
+
+/// Everything runs as root; becoming root again is allowed, becoming
+/// anyone else is not implemented yet.
+pub fn sys_setuid(_ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    if a[0] as u32 == 0 {
+        Ok(0)
+    } else {
+        Err(Errno::EPERM)
+    }
+}
+
+pub fn sys_setgid(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    sys_setuid(ctx, a)
+}
+
+pub fn sys_getgroups(_ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    if (a[0] as i32) < 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(0)
+}
+
+pub fn sys_umask(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    Ok(u64::from(ctx.process().umask.swap(a[0] as u32 & 0o777, Ordering::Relaxed)))
+}
+
+pub fn sys_uname(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let uts = Utsname::new("Linux", "kiln", "6.1.0-kiln", "#1 SMP Kiln", "x86_64", "(none)");
+    uaccess::write_bytes(&ctx.vm()?, a[0], &uts.to_bytes())?;
+    Ok(0)
+}
+
+pub fn sys_sched_yield(_ctx: &mut SyscallContext, _a: &[u64; 6]) -> SysResult {
+    crate::sched::yield_now();
+    Ok(0)
+}
+
+fn target_process(ctx: &SyscallContext, pid: i32) -> Result<Arc<Process>, Errno> {
+    match pid {
+        0 => Ok(ctx.process().clone()),
+        p if p < 0 => Err(Errno::EINVAL),
+        p => proc::find_process(p).or_else(|| proc::find_task(p).map(|t| t.process.clone())).ok_or(Errno::ESRCH),
+    }
+}
+
+pub fn sys_sched_getaffinity(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (pid, size, mask_ptr) = (a[0] as i32, a[1], a[2]);
+    target_process(ctx, pid)?;
+    if size < 8 || size % 8 != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let cpus = hal::percpu::online_cpus().clamp(1, 64);
+    let mask: u64 = if cpus == 64 { u64::MAX } else { (1 << cpus) - 1 };
+    uaccess::write_u64(&ctx.vm()?, mask_ptr, mask)?;
+    Ok(8)
+}
+
+pub fn sys_sched_setaffinity(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (pid, size, mask_ptr) = (a[0] as i32, a[1], a[2]);
+    target_process(ctx, pid)?;
+    if size < 8 {
+        return Err(Errno::EINVAL);
+    }
+    let mask = uaccess::read_u64(&ctx.vm()?, mask_ptr)?;
+    let cpus = hal::percpu::online_cpus().clamp(1, 64);
+    let online: u64 = if cpus == 64 { u64::MAX } else { (1 << cpus) - 1 };
+    if mask & online == 0 {
+        return Err(Errno::EINVAL);
+    }
+    // One CPU runs everything for now, so any mask containing it holds.
+    Ok(0)
+}
+
+fn rlimit_get(p: &Process, resource: u32) -> Result<Rlimit, Errno> {
+    let (cur, max) = *p.rlimits.lock().get(resource as usize).ok_or(Errno::EINVAL)?;
+    Ok(Rlimit { rlim_cur: cur, rlim_max: max })
+}
+
+fn rlimit_set(p: &Process, resource: u32, new: Rlimit) -> Result<(), Errno> {
+    if new.rlim_cur > new.rlim_max {
+        return Err(Errno::EINVAL);
+    }
+    if resource == c::RLIMIT_NOFILE && new.rlim_max > 1024 * 1024 {
+        return Err(Errno::EPERM); // above fs.nr_open
+    }
+    let mut limits = p.rlimits.lock();
+    let slot = limits.get_mut(resource as usize).ok_or(Errno::EINVAL)?;
+    *slot = (new.rlim_cur, new.rlim_max);
+    Ok(())
+}
+
+pub fn sys_getrlimit(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let r = rlimit_get(ctx.process(), a[0] as u32)?;
+    uaccess::write_bytes(&ctx.vm()?, a[1], &r.to_bytes())?;
+    Ok(0)
+}
+
+pub fn sys_setrlimit(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let mut b = [0u8; Rlimit::SIZE];
+    uaccess::read_bytes(&ctx.vm()?, a[1], &mut b)?;
+    rlimit_set(ctx.process(), a[0] as u32, Rlimit::from_bytes(&b))?;
+    Ok(0)
+}
+
+pub fn sys_prlimit64(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (pid, resource, new_ptr, old_ptr) = (a[0] as i32, a[1] as u32, a[2], a[3]);
+    let p = target_process(ctx, pid)?;
+    let old = rlimit_get(&p, resource)?;
+    let vm = ctx.vm()?;
+    if new_ptr != 0 {
+        let mut b = [0u8; Rlimit::SIZE];
+        uaccess::read_bytes(&vm, new_ptr, &mut b)?;
+        rlimit_set(&p, resource, Rlimit::from_bytes(&b))?;
+    }
+    if old_ptr != 0 {
+        uaccess::write_bytes(&vm, old_ptr, &old.to_bytes())?;
+    }
+    Ok(0)
+}
+
+pub fn sys_getrandom(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (buf, len, flags) = (a[0], a[1] as usize, a[2] as u32);
+    if flags & !(c::GRND_NONBLOCK | c::GRND_RANDOM | c::GRND_INSECURE) != 0
+        || flags & (c::GRND_RANDOM | c::GRND_INSECURE) == (c::GRND_RANDOM | c::GRND_INSECURE)
+    {
+        return Err(Errno::EINVAL);
+    }
+    let len = len.min(33_554_431);
+    let vm = ctx.vm()?;
+    let mut chunk = [0u8; 256];
+    let mut done = 0;
+    while done < len {
+        let n = (len - done).min(chunk.len());
+        crate::random::fill(&mut chunk[..n]);
+        uaccess::write_bytes(&vm, buf + done as u64, &chunk[..n])?;
+        done += n;
+    }
+    Ok(len as u64)
+}
+
+pub fn sys_getrusage(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let who = a[0] as i32;
+    let p = ctx.process();
+    let ns = match who {
+        RUSAGE_SELF => p.cpu_ns(),
+        RUSAGE_CHILDREN => p.children_cpu_ns.load(Ordering::Relaxed),
+        RUSAGE_THREAD => ctx.task.cpu_ns(),
+        _ => return Err(Errno::EINVAL),
+    };
+    let usage = Rusage { ru_utime: Timeval::from_micros(ns / 1000), ..Rusage::default() };
+    uaccess::write_bytes(&ctx.vm()?, a[1], &usage.to_bytes())?;
+    Ok(0)
+}
+
+pub fn sys_sysinfo(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let total = hal::mm::total_frame_count() * hal::mm::PAGE_SIZE;
+    let free = hal::mm::free_frame_count() * hal::mm::PAGE_SIZE;
+    let info = Sysinfo {
+        uptime: (crate::clock::now_ns() / 1_000_000_000) as i64,
+        totalram: total,
+        freeram: free,
+        procs: proc::all_processes().len() as u16,
+        mem_unit: 1,
+        ..Sysinfo::default()
+    };
+    uaccess::write_bytes(&ctx.vm()?, a[0], &info.to_bytes())?;
+    Ok(0)
+}
+
+const RUSAGE_SELF: i32 = 0;
+const RUSAGE_CHILDREN: i32 = -1;
+const RUSAGE_THREAD: i32 = 1;

@@ -1,0 +1,88 @@
+//! Memory calls: brk, mmap, munmap, mprotect, madvise.
+
+use linux_abi::consts as c;
+use linux_abi::errno::Errno;
+
+use super::{SysResult, SyscallContext};
+use crate::mm::vma::{Backing, Prot};
+use crate::mm::AddressSpace;
+
+pub fn sys_brk(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let vm = ctx.vm()?;
+    let brk = vm.lock().brk(a[0]);
+    Ok(brk)
+}
+
+const KNOWN_PROT: u64 = (c::PROT_READ | c::PROT_WRITE | c::PROT_EXEC) as u64;
+
+pub fn sys_mmap(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (addr, len, prot, flags, fd, offset) = (a[0], a[1], a[2], a[3] as u32, a[4] as i32, a[5]);
+    if len == 0 || offset % crate::mm::PAGE_SIZE != 0 || prot & !KNOWN_PROT != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let kind = flags & c::MAP_TYPE;
+    let shared = match kind {
+        c::MAP_SHARED | c::MAP_SHARED_VALIDATE => true,
+        c::MAP_PRIVATE => false,
+        _ => return Err(Errno::EINVAL),
+    };
+    if flags & c::MAP_HUGETLB != 0 {
+        // No huge pages are reserved, as on a Linux with nr_hugepages=0.
+        return Err(Errno::ENOMEM);
+    }
+    let backing = if flags & c::MAP_ANONYMOUS != 0 {
+        if shared {
+            AddressSpace::new_shared_backing()?
+        } else {
+            Backing::Anonymous
+        }
+    } else {
+        let file = ctx.process().files().lock().get(fd)?;
+        if !file.readable() {
+            return Err(Errno::EACCES);
+        }
+        let inode = file.ops.inode().filter(|i| !i.is_dir()).cloned().ok_or(Errno::ENODEV)?;
+        if shared {
+            // Shared file mappings need a page cache; not there yet.
+            log::debug!("mmap: MAP_SHARED of a file is not supported yet");
+            return Err(Errno::ENODEV);
+        }
+        let size = inode.size();
+        Backing::File { source: inode, offset, file_end: size }
+    };
+    let fixed = flags & c::MAP_FIXED != 0;
+    let noreplace = flags & c::MAP_FIXED_NOREPLACE != 0;
+    let vm = ctx.vm()?;
+    let start = vm.lock().mmap(addr, len, Prot::from_bits(prot), backing, fixed, noreplace)?;
+    Ok(start)
+}
+
+pub fn sys_munmap(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    ctx.vm()?.lock().munmap(a[0], a[1])?;
+    Ok(0)
+}
+
+pub fn sys_mprotect(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let prot = a[2];
+    if prot & !(KNOWN_PROT | (c::PROT_GROWSDOWN | c::PROT_GROWSUP) as u64) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    ctx.vm()?.lock().mprotect(a[0], a[1], Prot::from_bits(prot))?;
+    Ok(0)
+}
+
+pub fn sys_madvise(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (addr, len, advice) = (a[0], a[1], a[2] as u32);
+    if addr % crate::mm::PAGE_SIZE != 0 {
+        return Err(Errno::EINVAL);
+    }
+    match advice {
+        c::MADV_DONTNEED => {
+            ctx.vm()?.lock().discard(addr, len)?;
+            Ok(0)
+        }
+        // Hints with no effect on what a program can observe.
+        c::MADV_NORMAL | c::MADV_RANDOM | c::MADV_SEQUENTIAL | c::MADV_WILLNEED | c::MADV_FREE | c::MADV_HUGEPAGE | c::MADV_NOHUGEPAGE => Ok(0),
+        _ => Err(Errno::EINVAL),
+    }
+}

@@ -1,0 +1,192 @@
+//! System calls: one declarative table from Linux x86_64 syscall numbers
+//! to handlers, one file per family. Handlers validate their arguments at
+//! the boundary and return `Result<u64, Errno>`; unsupported calls and
+//! flags get the errno Linux would give, never a fake success.
+
+mod fs_io;
+mod futex;
+mod ident;
+mod mem;
+mod process;
+mod signal;
+mod time;
+
+use alloc::sync::Arc;
+use core::sync::atomic::{AtomicBool, Ordering};
+
+use hal::user::UserContext;
+use linux_abi::errno::Errno;
+use linux_abi::nr;
+
+use crate::mm::Vm;
+use crate::proc::{Process, Task};
+
+/// What a handler sees: the calling thread and its saved user registers.
+pub struct SyscallContext<'a> {
+    pub task: &'a Arc<Task>,
+    pub uctx: &'a mut UserContext,
+}
+
+impl SyscallContext<'_> {
+    pub fn process(&self) -> &Arc<Process> {
+        &self.task.process
+    }
+
+    pub fn vm(&self) -> Result<Vm, Errno> {
+        self.task.process.vm()
+    }
+}
+
+pub type SysResult = Result<u64, Errno>;
+type Handler = fn(&mut SyscallContext, &[u64; 6]) -> SysResult;
+
+const TABLE_SIZE: usize = 512;
+
+macro_rules! syscall_table {
+    ($($nr:ident => $handler:path),* $(,)?) => {
+        const fn build_table() -> [Option<Handler>; TABLE_SIZE] {
+            let mut table: [Option<Handler>; TABLE_SIZE] = [None; TABLE_SIZE];
+            $( table[nr::$nr] = Some($handler as Handler); )*
+            table
+        }
+    };
+}
+
+syscall_table! {
+    READ => fs_io::sys_read,
+    WRITE => fs_io::sys_write,
+    OPEN => fs_io::sys_open,
+    CLOSE => fs_io::sys_close,
+    STAT => fs_io::sys_stat,
+    FSTAT => fs_io::sys_fstat,
+    LSTAT => fs_io::sys_lstat,
+    LSEEK => fs_io::sys_lseek,
+    MMAP => mem::sys_mmap,
+    MPROTECT => mem::sys_mprotect,
+    MUNMAP => mem::sys_munmap,
+    BRK => mem::sys_brk,
+    RT_SIGACTION => signal::sys_rt_sigaction,
+    RT_SIGPROCMASK => signal::sys_rt_sigprocmask,
+    RT_SIGRETURN => signal::sys_rt_sigreturn,
+    IOCTL => fs_io::sys_ioctl,
+    READV => fs_io::sys_readv,
+    WRITEV => fs_io::sys_writev,
+    ACCESS => fs_io::sys_access,
+    SCHED_YIELD => ident::sys_sched_yield,
+    MADVISE => mem::sys_madvise,
+    DUP => fs_io::sys_dup,
+    DUP2 => fs_io::sys_dup2,
+    PAUSE => signal::sys_pause,
+    NANOSLEEP => time::sys_nanosleep,
+    GETITIMER => time::sys_getitimer,
+    ALARM => time::sys_alarm,
+    SETITIMER => time::sys_setitimer,
+    GETPID => process::sys_getpid,
+    CLONE => process::sys_clone,
+    FORK => process::sys_fork,
+    VFORK => process::sys_vfork,
+    EXECVE => process::sys_execve,
+    EXIT => process::sys_exit,
+    WAIT4 => process::sys_wait4,
+    KILL => signal::sys_kill,
+    UNAME => ident::sys_uname,
+    FCNTL => fs_io::sys_fcntl,
+    GETCWD => fs_io::sys_getcwd,
+    CHDIR => fs_io::sys_chdir,
+    READLINK => fs_io::sys_readlink,
+    UMASK => ident::sys_umask,
+    GETTIMEOFDAY => time::sys_gettimeofday,
+    GETRLIMIT => ident::sys_getrlimit,
+    GETRUSAGE => ident::sys_getrusage,
+    SYSINFO => ident::sys_sysinfo,
+    TIMES => time::sys_times,
+    GETUID => ident::sys_getuid,
+    GETGID => ident::sys_getgid,
+    SETUID => ident::sys_setuid,
+    SETGID => ident::sys_setgid,
+    GETEUID => ident::sys_getuid,
+    GETEGID => ident::sys_getgid,
+    SETPGID => process::sys_setpgid,
+    GETPPID => process::sys_getppid,
+    GETPGRP => process::sys_getpgrp,
+    SETSID => process::sys_setsid,
+    GETGROUPS => ident::sys_getgroups,
+    GETPGID => process::sys_getpgid,
+    GETSID => process::sys_getsid,
+    RT_SIGPENDING => signal::sys_rt_sigpending,
+    RT_SIGSUSPEND => signal::sys_rt_sigsuspend,
+    SIGALTSTACK => signal::sys_sigaltstack,
+    PRCTL => process::sys_prctl,
+    ARCH_PRCTL => process::sys_arch_prctl,
+    SETRLIMIT => ident::sys_setrlimit,
+    GETTID => process::sys_gettid,
+    TKILL => signal::sys_tkill,
+    TIME => time::sys_time,
+    FUTEX => futex::sys_futex,
+    SCHED_SETAFFINITY => ident::sys_sched_setaffinity,
+    SCHED_GETAFFINITY => ident::sys_sched_getaffinity,
+    SET_TID_ADDRESS => process::sys_set_tid_address,
+    CLOCK_GETTIME => time::sys_clock_gettime,
+    CLOCK_GETRES => time::sys_clock_getres,
+    CLOCK_NANOSLEEP => time::sys_clock_nanosleep,
+    EXIT_GROUP => process::sys_exit_group,
+    TGKILL => signal::sys_tgkill,
+    WAITID => process::sys_waitid,
+    OPENAT => fs_io::sys_openat,
+    NEWFSTATAT => fs_io::sys_newfstatat,
+    READLINKAT => fs_io::sys_readlinkat,
+    FACCESSAT => fs_io::sys_faccessat,
+    DUP3 => fs_io::sys_dup3,
+    PRLIMIT64 => ident::sys_prlimit64,
+    GETRANDOM => ident::sys_getrandom,
+    PREAD64 => fs_io::sys_pread64,
+}
+
+static TABLE: [Option<Handler>; TABLE_SIZE] = build_table();
+
+static TRACE: AtomicBool = AtomicBool::new(false);
+
+/// `strace=1` on the command line logs every system call.
+pub fn init(cmdline: &str) {
+    TRACE.store(cmdline.split_whitespace().any(|a| a == "strace=1"), Ordering::Relaxed);
+}
+
+fn is_restart(e: Errno) -> bool {
+    matches!(e, Errno::ERESTARTSYS | Errno::ERESTARTNOINTR | Errno::ERESTARTNOHAND | Errno::ERESTART_RESTARTBLOCK)
+}
+
+/// Runs the system call the thread just made and stores its result.
+pub fn dispatch(task: &Arc<Task>, uctx: &mut UserContext) {
+    let number = uctx.regs.rax;
+    let r = &uctx.regs;
+    let args = [r.rdi, r.rsi, r.rdx, r.r10, r.r8, r.r9];
+    let handler = usize::try_from(number).ok().and_then(|n| TABLE.get(n).copied().flatten());
+    let mut ctx = SyscallContext { task, uctx };
+    let result = match handler {
+        Some(h) => h(&mut ctx, &args),
+        None => {
+            log::debug!("pid {}: unimplemented syscall {} ({})", task.process.pid, number, nr::name(number as usize).unwrap_or("?"));
+            Err(Errno::ENOSYS)
+        }
+    };
+    if TRACE.load(Ordering::Relaxed) {
+        log::info!(
+            "[{}] {}({:#x}, {:#x}, {:#x}) = {:?}",
+            task.tid,
+            nr::name(number as usize).unwrap_or("?"),
+            args[0],
+            args[1],
+            args[2],
+            result
+        );
+    }
+    match result {
+        Ok(v) => ctx.uctx.regs.rax = v,
+        Err(e) => {
+            if is_restart(e) {
+                *task.restart_nr.lock() = Some(number);
+            }
+            ctx.uctx.regs.rax = e.as_neg_isize() as u64;
+        }
+    }
+}

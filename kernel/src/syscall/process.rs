@@ -1,0 +1,402 @@
+//! Process and thread lifetime: clone/fork/vfork, execve, exit, wait,
+//! ids, process groups and sessions, arch_prctl.
+
+use alloc::boxed::Box;
+use alloc::string::String;
+use alloc::sync::Arc;
+use core::sync::atomic::{AtomicBool, Ordering};
+
+use hal::sync::SpinLock;
+use hal::user::UserContext;
+use linux_abi::consts as c;
+use linux_abi::errno::Errno;
+use linux_abi::layout::{Rusage, Siginfo, Timeval};
+use linux_abi::signal as sig;
+
+use super::{SysResult, SyscallContext};
+use crate::fs::ramfs::S_IFREG;
+use crate::mm::uaccess;
+use crate::proc::exec;
+use crate::proc::signal::SignalState;
+use crate::proc::wait::{wait_child, VforkDone, WaitTarget};
+use crate::proc::{self, task, ExitKind, Process, Task};
+use crate::sched::WaitQueue;
+use crate::sync::Mutex;
+
+pub fn sys_getpid(ctx: &mut SyscallContext, _a: &[u64; 6]) -> SysResult {
+    Ok(ctx.process().pid as u64)
+}
+
+pub fn sys_gettid(ctx: &mut SyscallContext, _a: &[u64; 6]) -> SysResult {
+    Ok(ctx.task.tid as u64)
+}
+
+pub fn sys_getppid(ctx: &mut SyscallContext, _a: &[u64; 6]) -> SysResult {
+    Ok(ctx.process().parent_pid() as u64)
+}
+
+pub fn sys_fork(ctx: &mut SyscallContext, _a: &[u64; 6]) -> SysResult {
+    do_clone(ctx, u64::from(sig::SIGCHLD), 0, 0, 0, 0)
+}
+
+pub fn sys_vfork(ctx: &mut SyscallContext, _a: &[u64; 6]) -> SysResult {
+    do_clone(ctx, c::CLONE_VM | c::CLONE_VFORK | u64::from(sig::SIGCHLD), 0, 0, 0, 0)
+}
+
+/// x86_64 clone(flags, stack, parent_tid, child_tid, tls).
+pub fn sys_clone(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    do_clone(ctx, a[0], a[1], a[2], a[3], a[4])
+}
+
+const SUPPORTED_CLONE: u64 = c::CSIGNAL
+    | c::CLONE_VM
+    | c::CLONE_FS
+    | c::CLONE_FILES
+    | c::CLONE_SIGHAND
+    | c::CLONE_VFORK
+    | c::CLONE_PARENT
+    | c::CLONE_THREAD
+    | c::CLONE_SYSVSEM
+    | c::CLONE_SETTLS
+    | c::CLONE_PARENT_SETTID
+    | c::CLONE_CHILD_CLEARTID
+    | c::CLONE_DETACHED
+    | c::CLONE_CHILD_SETTID;
+
+fn do_clone(ctx: &mut SyscallContext, flags: u64, stack: u64, parent_tid: u64, child_tid: u64, tls: u64) -> SysResult {
+    if flags & !SUPPORTED_CLONE != 0 {
+        log::debug!("clone: unsupported flags {:#x}", flags & !SUPPORTED_CLONE);
+        return Err(Errno::EINVAL);
+    }
+    if flags & c::CLONE_THREAD != 0 && flags & c::CLONE_SIGHAND == 0 {
+        return Err(Errno::EINVAL);
+    }
+    if flags & c::CLONE_SIGHAND != 0 && flags & c::CLONE_VM == 0 {
+        return Err(Errno::EINVAL);
+    }
+    let exit_signal = (flags & c::CSIGNAL) as u32;
+    if exit_signal >= sig::NSIG {
+        return Err(Errno::EINVAL);
+    }
+    let parent_task = ctx.task.clone();
+    let parent = ctx.process().clone();
+    let tid = proc::alloc_pid()?;
+
+    let mut child_ctx = Box::try_new(ctx.uctx.clone()).map_err(|_| Errno::ENOMEM)?;
+    child_ctx.regs.rax = 0;
+    if stack != 0 {
+        child_ctx.regs.rsp = stack;
+    }
+    if flags & c::CLONE_SETTLS != 0 {
+        child_ctx.regs.fs_base = tls;
+    }
+
+    let sigmask = *parent_task.sigmask.lock();
+    let (process, vfork) = if flags & c::CLONE_THREAD != 0 {
+        (parent.clone(), None)
+    } else {
+        let vm = if flags & c::CLONE_VM != 0 {
+            parent.vm()?
+        } else {
+            let child_space = parent.vm()?.lock().fork()?;
+            Arc::try_new(Mutex::new(child_space)).map_err(|_| Errno::ENOMEM)?
+        };
+        let files = if flags & c::CLONE_FILES != 0 {
+            parent.files()
+        } else {
+            let copy = parent.files().lock().clone();
+            Arc::try_new(Mutex::new(copy)).map_err(|_| Errno::ENOMEM)?
+        };
+        let actions = if flags & c::CLONE_SIGHAND != 0 {
+            parent.signals.actions.lock().clone()
+        } else {
+            let copy = *parent.signals.actions.lock().lock();
+            Arc::try_new(SpinLock::new(copy)).map_err(|_| Errno::ENOMEM)?
+        };
+        let real_parent = if flags & c::CLONE_PARENT != 0 { parent.parent.lock().clone() } else { Arc::downgrade(&parent) };
+        let mut p = Process::new(tid, real_parent.clone(), vm, files, SignalState::new(actions));
+        p.exit_signal = exit_signal;
+        p.pgid.store(parent.pgid.load(Ordering::Relaxed), Ordering::Relaxed);
+        p.sid.store(parent.sid.load(Ordering::Relaxed), Ordering::Relaxed);
+        *p.cwd.lock() = parent.cwd.lock().clone();
+        *p.exe.lock() = parent.exe.lock().clone();
+        *p.cmdline.lock() = parent.cmdline.lock().clone();
+        p.umask.store(parent.umask.load(Ordering::Relaxed), Ordering::Relaxed);
+        *p.rlimits.lock() = *parent.rlimits.lock();
+        let vfork = if flags & c::CLONE_VFORK != 0 {
+            let v = Arc::try_new(VforkDone { done: AtomicBool::new(false), queue: WaitQueue::new() }).map_err(|_| Errno::ENOMEM)?;
+            *p.vfork_done.lock() = Some(v.clone());
+            Some(v)
+        } else {
+            None
+        };
+        let p = Arc::try_new(p).map_err(|_| Errno::ENOMEM)?;
+        if let Some(rp) = real_parent.upgrade() {
+            rp.children.lock().push(p.clone());
+        }
+        proc::register_process(&p);
+        (p, vfork)
+    };
+
+    let task = Arc::try_new(Task::new(tid, process.clone(), sigmask)).map_err(|_| Errno::ENOMEM)?;
+    if flags & c::CLONE_CHILD_CLEARTID != 0 {
+        task.clear_child_tid.store(child_tid, Ordering::Relaxed);
+    }
+    if flags & c::CLONE_PARENT_SETTID != 0 {
+        uaccess::write_u32(&parent.vm()?, parent_tid, tid as u32)?;
+    }
+    if flags & c::CLONE_CHILD_SETTID != 0 {
+        let vm = process.vm()?;
+        let mut space = vm.lock();
+        space.write_remote(child_tid, &(tid as u32).to_le_bytes())?;
+    }
+    process.tasks.lock().push(task.clone());
+    if let Err(e) = task::start(task.clone(), child_ctx) {
+        process.tasks.lock().retain(|t| !Arc::ptr_eq(t, &task));
+        return Err(e);
+    }
+    if let Some(v) = vfork {
+        // The parent sleeps until the child execs or exits (it shares
+        // our memory until then).
+        v.queue.wait_until(|| v.done.load(Ordering::Acquire));
+    }
+    Ok(tid as u64)
+}
+
+pub fn sys_execve(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let vm = ctx.vm()?;
+    let path = uaccess::read_cstring(&vm, a[0], 4096)?;
+    let argv = uaccess::read_string_array(&vm, a[1], exec::MAX_ARG_BYTES)?;
+    let envp = uaccess::read_string_array(&vm, a[2], exec::MAX_ARG_BYTES)?;
+    drop(vm);
+    let p = ctx.process().clone();
+    let cwd = p.cwd.lock().clone();
+    let inode = crate::fs::lookup(&cwd, &path, true)?;
+    if inode.is_dir() {
+        return Err(Errno::EACCES);
+    }
+    if inode.mode & 0o170000 != S_IFREG || inode.mode & 0o111 == 0 {
+        return Err(Errno::EACCES);
+    }
+    let image = exec::load(&inode, &path, &argv, &envp)?;
+
+    // Point of no return: the old image goes.
+    let new_vm = Arc::try_new(Mutex::new(image.vm)).map_err(|_| Errno::ENOMEM)?;
+    let root = new_vm.lock().page_table().clone();
+    if let Some(kt) = ctx.task.kthread.get() {
+        kt.set_vm_root(Some(root.clone()));
+    }
+    root.activate();
+    *p.vm.lock() = Some(new_vm);
+    for other in p.tasks.lock().iter().filter(|t| !Arc::ptr_eq(t, ctx.task)) {
+        *other.exit_request.lock() = Some(ExitKind::Exited(0));
+        other.interrupt();
+    }
+    p.files().lock().close_on_exec();
+    {
+        // Handlers point into the old image: back to default, but
+        // ignored signals stay ignored.
+        let fresh = {
+            let table = p.signals.actions.lock().clone();
+            let old = *table.lock();
+            let mut new = crate::proc::signal::default_actions();
+            for (i, a) in old.iter().enumerate() {
+                if a.handler == crate::proc::signal::SIG_IGN {
+                    new[i].handler = crate::proc::signal::SIG_IGN;
+                }
+            }
+            new
+        };
+        *p.signals.actions.lock() = Arc::try_new(SpinLock::new(fresh)).map_err(|_| Errno::ENOMEM)?;
+    }
+    *ctx.task.altstack.lock() = task::AltStack { sp: 0, size: 0, flags: sig::SS_DISABLE };
+    *p.exe.lock() = path;
+    *p.cmdline.lock() = argv;
+    *ctx.uctx = UserContext::new();
+    ctx.uctx.regs.rip = image.entry;
+    ctx.uctx.regs.rsp = image.stack_pointer;
+    proc::wait::complete_vfork(&p);
+    Ok(0)
+}
+
+pub fn sys_exit(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    *ctx.task.exit_request.lock() = Some(ExitKind::Exited(a[0] as u8));
+    Ok(0)
+}
+
+pub fn sys_exit_group(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    proc::signal::group_exit(ctx.process(), ExitKind::Exited(a[0] as u8));
+    Ok(0)
+}
+
+fn wait_target(ctx: &SyscallContext, pid: i32) -> WaitTarget {
+    match pid {
+        -1 => WaitTarget::Any,
+        0 => WaitTarget::Pgid(ctx.process().pgid.load(Ordering::Relaxed)),
+        p if p < -1 => WaitTarget::Pgid(-p),
+        p => WaitTarget::Pid(p),
+    }
+}
+
+fn rusage_from_ns(cpu_ns: u64) -> Rusage {
+    Rusage { ru_utime: Timeval::from_micros(cpu_ns / 1000), ..Rusage::default() }
+}
+
+pub fn sys_wait4(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (pid, status_ptr, options, rusage_ptr) = (a[0] as i32, a[1], a[2] as u32, a[3]);
+    let known = c::WNOHANG | c::WUNTRACED | c::WCONTINUED | c::__WALL | c::__WCLONE | c::__WNOTHREAD;
+    if options & !known != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let target = wait_target(ctx, pid);
+    let p = ctx.process().clone();
+    let Some(r) = wait_child(&p, target, options | c::WEXITED)? else {
+        return Ok(0);
+    };
+    let vm = ctx.vm()?;
+    if status_ptr != 0 {
+        uaccess::write_u32(&vm, status_ptr, r.status as u32)?;
+    }
+    if rusage_ptr != 0 {
+        uaccess::write_bytes(&vm, rusage_ptr, &rusage_from_ns(r.cpu_ns).to_bytes())?;
+    }
+    Ok(r.pid as u64)
+}
+
+pub fn sys_waitid(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (idtype, id, info_ptr, options) = (a[0] as u32, a[1] as i32, a[2], a[3] as u32);
+    let known = c::WNOHANG | c::WUNTRACED | c::WCONTINUED | c::WEXITED | c::WNOWAIT | c::__WALL | c::__WCLONE | c::__WNOTHREAD;
+    if options & !known != 0 || options & (c::WEXITED | c::WUNTRACED | c::WCONTINUED) == 0 {
+        return Err(Errno::EINVAL);
+    }
+    let target = match idtype {
+        c::P_ALL => WaitTarget::Any,
+        c::P_PID if id > 0 => WaitTarget::Pid(id),
+        c::P_PGID if id > 0 => WaitTarget::Pgid(id),
+        c::P_PGID if id == 0 => WaitTarget::Pgid(ctx.process().pgid.load(Ordering::Relaxed)),
+        _ => return Err(Errno::EINVAL),
+    };
+    let p = ctx.process().clone();
+    let found = wait_child(&p, target, options)?;
+    if info_ptr != 0 {
+        let info = match found {
+            Some(r) => Siginfo::child(r.code, r.pid, 0, r.si_status),
+            None => Siginfo::default(),
+        };
+        uaccess::write_bytes(&ctx.vm()?, info_ptr, &info.to_bytes())?;
+    }
+    Ok(0)
+}
+
+pub fn sys_set_tid_address(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    ctx.task.clear_child_tid.store(a[0], Ordering::Relaxed);
+    Ok(ctx.task.tid as u64)
+}
+
+pub fn sys_arch_prctl(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (code, addr) = (a[0] as u32, a[1]);
+    let canonical = addr < hal::paging::USER_END;
+    match code {
+        c::ARCH_SET_FS if canonical => ctx.uctx.regs.fs_base = addr,
+        c::ARCH_SET_GS if canonical => ctx.uctx.regs.gs_base = addr,
+        c::ARCH_SET_FS | c::ARCH_SET_GS => return Err(Errno::EPERM),
+        c::ARCH_GET_FS => uaccess::write_u64(&ctx.vm()?, addr, ctx.uctx.regs.fs_base)?,
+        c::ARCH_GET_GS => uaccess::write_u64(&ctx.vm()?, addr, ctx.uctx.regs.gs_base)?,
+        _ => return Err(Errno::EINVAL),
+    }
+    Ok(0)
+}
+
+fn process_or_self(ctx: &SyscallContext, pid: i32) -> Result<Arc<Process>, Errno> {
+    if pid == 0 {
+        return Ok(ctx.process().clone());
+    }
+    if pid < 0 {
+        return Err(Errno::EINVAL);
+    }
+    proc::find_process(pid).ok_or(Errno::ESRCH)
+}
+
+pub fn sys_setpgid(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (pid, pgid) = (a[0] as i32, a[1] as i32);
+    if pgid < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let me = ctx.process().clone();
+    let target = process_or_self(ctx, pid)?;
+    let is_child = target.parent.lock().upgrade().is_some_and(|pp| Arc::ptr_eq(&pp, &me));
+    if !Arc::ptr_eq(&target, &me) && !is_child {
+        return Err(Errno::ESRCH);
+    }
+    if target.sid.load(Ordering::Relaxed) == target.pid {
+        return Err(Errno::EPERM); // a session leader cannot move
+    }
+    if target.sid.load(Ordering::Relaxed) != me.sid.load(Ordering::Relaxed) {
+        return Err(Errno::EPERM);
+    }
+    let pgid = if pgid == 0 { target.pid } else { pgid };
+    if pgid != target.pid {
+        let exists = proc::all_processes().iter().any(|p| {
+            p.pgid.load(Ordering::Relaxed) == pgid && p.sid.load(Ordering::Relaxed) == me.sid.load(Ordering::Relaxed)
+        });
+        if !exists {
+            return Err(Errno::EPERM);
+        }
+    }
+    target.pgid.store(pgid, Ordering::Relaxed);
+    Ok(0)
+}
+
+pub fn sys_getpgid(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    Ok(process_or_self(ctx, a[0] as i32)?.pgid.load(Ordering::Relaxed) as u64)
+}
+
+pub fn sys_getpgrp(ctx: &mut SyscallContext, _a: &[u64; 6]) -> SysResult {
+    Ok(ctx.process().pgid.load(Ordering::Relaxed) as u64)
+}
+
+pub fn sys_getsid(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    Ok(process_or_self(ctx, a[0] as i32)?.sid.load(Ordering::Relaxed) as u64)
+}
+
+pub fn sys_setsid(ctx: &mut SyscallContext, _a: &[u64; 6]) -> SysResult {
+    let p = ctx.process();
+    let pid = p.pid;
+    let leader = proc::all_processes().iter().any(|q| q.pgid.load(Ordering::Relaxed) == pid);
+    if leader {
+        return Err(Errno::EPERM);
+    }
+    p.sid.store(pid, Ordering::Relaxed);
+    p.pgid.store(pid, Ordering::Relaxed);
+    Ok(pid as u64)
+}
+
+pub fn sys_prctl(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    match a[0] as u32 {
+        c::PR_SET_NAME => {
+            let vm = ctx.vm()?;
+            let mut name = [0u8; 16];
+            uaccess::read_bytes(&vm, a[1], &mut name[..15]).or_else(|_| {
+                // Shorter names near the end of a mapping: read bytewise.
+                let s = uaccess::read_cstring(&vm, a[1], 15)?;
+                name[..s.len()].copy_from_slice(s.as_bytes());
+                Ok::<(), Errno>(())
+            })?;
+            let end = name.iter().position(|&b| b == 0).unwrap_or(15);
+            let comm = String::from_utf8_lossy(&name[..end]).into_owned();
+            *ctx.process().exe.lock() = alloc::format!("{}", comm);
+            Ok(0)
+        }
+        c::PR_GET_NAME => {
+            let vm = ctx.vm()?;
+            let exe = ctx.process().exe.lock().clone();
+            let base = exe.rsplit('/').next().unwrap_or("");
+            let mut name = [0u8; 16];
+            let n = base.len().min(15);
+            name[..n].copy_from_slice(&base.as_bytes()[..n]);
+            uaccess::write_bytes(&vm, a[1], &name)?;
+            Ok(0)
+        }
+        _ => Err(Errno::EINVAL),
+    }
+}

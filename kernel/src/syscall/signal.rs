@@ -1,0 +1,216 @@
+//! Signal calls: rt_sigaction, rt_sigprocmask, rt_sigreturn, kill,
+//! tkill, tgkill, sigaltstack, rt_sigpending, rt_sigsuspend, pause.
+
+use alloc::sync::Arc;
+use core::sync::atomic::Ordering;
+
+use linux_abi::errno::Errno;
+use linux_abi::layout::{KernelSigaction, Siginfo, Stack};
+use linux_abi::signal::{self as sig, SigSet};
+
+use super::{SysResult, SyscallContext};
+use crate::mm::uaccess;
+use crate::proc::signal::{self as psig, SigAction};
+use crate::proc::{self, Task};
+
+fn check_sigsetsize(size: u64) -> Result<(), Errno> {
+    if size != 8 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(())
+}
+
+pub fn sys_rt_sigaction(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (signo, act_ptr, old_ptr, size) = (a[0] as u32, a[1], a[2], a[3]);
+    check_sigsetsize(size)?;
+    if !sig::is_valid(signo) {
+        return Err(Errno::EINVAL);
+    }
+    let vm = ctx.vm()?;
+    let new = if act_ptr != 0 {
+        let mut b = [0u8; KernelSigaction::SIZE];
+        uaccess::read_bytes(&vm, act_ptr, &mut b)?;
+        let k = KernelSigaction::from_bytes(&b);
+        if matches!(signo, sig::SIGKILL | sig::SIGSTOP) {
+            return Err(Errno::EINVAL);
+        }
+        Some(SigAction { handler: k.handler, flags: k.flags, restorer: k.restorer, mask: k.mask.without_unblockable() })
+    } else {
+        None
+    };
+    let table = ctx.process().signals.actions.lock().clone();
+    let old = {
+        let mut actions = table.lock();
+        let old = actions[signo as usize];
+        if let Some(n) = new {
+            actions[signo as usize] = n;
+        }
+        old
+    };
+    if let Some(n) = new {
+        // Setting SIG_IGN (or a default of ignore) drops pending instances.
+        let ignored = n.handler == psig::SIG_IGN || (n.handler == psig::SIG_DFL && sig::default_action(signo) == sig::DefaultAction::Ignore);
+        if ignored {
+            ctx.process().signals.shared_pending.lock().set.remove(signo);
+            for t in ctx.process().tasks.lock().iter() {
+                t.pending.lock().set.remove(signo);
+            }
+        }
+    }
+    if old_ptr != 0 {
+        let k = KernelSigaction { handler: old.handler, flags: old.flags, restorer: old.restorer, mask: old.mask };
+        uaccess::write_bytes(&vm, old_ptr, &k.to_bytes())?;
+    }
+    Ok(0)
+}
+
+pub fn sys_rt_sigprocmask(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (how, set_ptr, old_ptr, size) = (a[0] as u32, a[1], a[2], a[3]);
+    check_sigsetsize(size)?;
+    let vm = ctx.vm()?;
+    let old = *ctx.task.sigmask.lock();
+    if set_ptr != 0 {
+        let set = SigSet(uaccess::read_u64(&vm, set_ptr)?);
+        let new = match how {
+            sig::SIG_BLOCK => old.union(set),
+            sig::SIG_UNBLOCK => old.difference(set),
+            sig::SIG_SETMASK => set,
+            _ => return Err(Errno::EINVAL),
+        };
+        *ctx.task.sigmask.lock() = new.without_unblockable();
+    }
+    if old_ptr != 0 {
+        uaccess::write_u64(&vm, old_ptr, old.0)?;
+    }
+    // Unblocking may have made something deliverable.
+    if psig::has_deliverable(ctx.task) {
+        ctx.task.interrupt();
+    }
+    Ok(0)
+}
+
+pub fn sys_rt_sigreturn(ctx: &mut SyscallContext, _a: &[u64; 6]) -> SysResult {
+    match psig::sigreturn(ctx.task, ctx.uctx) {
+        Ok(rax) => Ok(rax),
+        Err(_) => {
+            // A corrupt frame: Linux kills the task with SIGSEGV.
+            psig::force_fault_signal(ctx.task, Siginfo::fault(sig::SIGSEGV, sig::SI_KERNEL, 0));
+            Ok(ctx.uctx.regs.rax)
+        }
+    }
+}
+
+fn user_info(ctx: &SyscallContext, signo: u32, code: i32) -> Siginfo {
+    Siginfo::kill(signo, code, ctx.process().pid, 0)
+}
+
+pub fn sys_kill(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (pid, signo) = (a[0] as i32, a[1] as u32);
+    if signo != 0 && !sig::is_valid(signo) {
+        return Err(Errno::EINVAL);
+    }
+    let info = user_info(ctx, signo, sig::SI_USER);
+    if pid > 0 {
+        let p = proc::find_process(pid).ok_or(Errno::ESRCH)?;
+        if p.state.lock().zombie {
+            return Ok(0);
+        }
+        psig::send_to_process(&p, info);
+        return Ok(0);
+    }
+    let me = ctx.process().pid;
+    let targets: alloc::vec::Vec<_> = match pid {
+        0 => {
+            let pgid = ctx.process().pgid.load(Ordering::Relaxed);
+            proc::all_processes().into_iter().filter(|p| p.pgid.load(Ordering::Relaxed) == pgid).collect()
+        }
+        -1 => proc::all_processes().into_iter().filter(|p| p.pid != 1 && p.pid != me).collect(),
+        _ => proc::all_processes().into_iter().filter(|p| p.pgid.load(Ordering::Relaxed) == -pid).collect(),
+    };
+    let live: alloc::vec::Vec<_> = targets.into_iter().filter(|p| !p.state.lock().zombie).collect();
+    if live.is_empty() {
+        return Err(Errno::ESRCH);
+    }
+    for p in &live {
+        psig::send_to_process(p, info);
+    }
+    Ok(0)
+}
+
+fn signal_task(ctx: &SyscallContext, t: &Arc<Task>, signo: u32) -> SysResult {
+    if signo == 0 {
+        return Ok(0);
+    }
+    psig::send_to_task(t, user_info(ctx, signo, sig::SI_TKILL));
+    Ok(0)
+}
+
+pub fn sys_tkill(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (tid, signo) = (a[0] as i32, a[1] as u32);
+    if tid <= 0 || (signo != 0 && !sig::is_valid(signo)) {
+        return Err(Errno::EINVAL);
+    }
+    let t = proc::find_task(tid).ok_or(Errno::ESRCH)?;
+    signal_task(ctx, &t, signo)
+}
+
+pub fn sys_tgkill(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (tgid, tid, signo) = (a[0] as i32, a[1] as i32, a[2] as u32);
+    if tgid <= 0 || tid <= 0 || (signo != 0 && !sig::is_valid(signo)) {
+        return Err(Errno::EINVAL);
+    }
+    let t = proc::find_task(tid).filter(|t| t.process.pid == tgid).ok_or(Errno::ESRCH)?;
+    signal_task(ctx, &t, signo)
+}
+
+pub fn sys_sigaltstack(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (ss_ptr, old_ptr) = (a[0], a[1]);
+    let vm = ctx.vm()?;
+    let sp = ctx.uctx.regs.rsp;
+    let current = *ctx.task.altstack.lock();
+    if ss_ptr != 0 {
+        let mut b = [0u8; Stack::SIZE];
+        uaccess::read_bytes(&vm, ss_ptr, &mut b)?;
+        psig::set_altstack(ctx.task, &Stack::from_bytes(&b), sp)?;
+    }
+    if old_ptr != 0 {
+        let on = current.size != 0 && sp > current.sp && sp - current.sp <= current.size;
+        let flags = if on { sig::SS_ONSTACK } else { current.flags };
+        let old = Stack { ss_sp: current.sp, ss_flags: flags, ss_size: current.size };
+        uaccess::write_bytes(&vm, old_ptr, &old.to_bytes())?;
+    }
+    Ok(0)
+}
+
+pub fn sys_rt_sigpending(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    check_sigsetsize(a[1])?;
+    let pending = psig::pending_set(ctx.task).intersection(*ctx.task.sigmask.lock());
+    uaccess::write_u64(&ctx.vm()?, a[0], pending.0)?;
+    Ok(0)
+}
+
+pub fn sys_rt_sigsuspend(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    check_sigsetsize(a[1])?;
+    let mask = SigSet(uaccess::read_u64(&ctx.vm()?, a[0])?).without_unblockable();
+    let old = core::mem::replace(&mut *ctx.task.sigmask.lock(), mask);
+    *ctx.task.saved_sigmask.lock() = Some(old);
+    wait_for_signal(ctx);
+    Err(Errno::ERESTARTNOHAND)
+}
+
+pub fn sys_pause(ctx: &mut SyscallContext, _a: &[u64; 6]) -> SysResult {
+    wait_for_signal(ctx);
+    Err(Errno::ERESTARTNOHAND)
+}
+
+fn wait_for_signal(ctx: &SyscallContext) {
+    loop {
+        if psig::has_deliverable(ctx.task) {
+            return;
+        }
+        let _ = crate::sched::sleep_until_interruptible(u64::MAX);
+        if let Some(kt) = ctx.task.kthread.get() {
+            kt.set_interrupt(false);
+        }
+    }
+}

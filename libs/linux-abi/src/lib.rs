@@ -1,0 +1,21 @@
+#![cfg_attr(not(test), no_std)]
+#![forbid(unsafe_code)]
+//! The x86_64 Linux system call ABI, as Kiln implements it.
+//!
+//! Everything user space can observe about the interface lives here as
+//! plain data: error numbers ([`errno`]), system call numbers ([`nr`]),
+//! signals ([`signal`]), flag and command constants ([`consts`]), the
+//! `wait4` status word ([`wait_status`]) and byte-exact encoders for the
+//! structs exchanged through user memory ([`layout`]). The values are facts
+//! of the Linux ABI taken from the kernel's UAPI headers; the tests compare
+//! them with the headers installed on the build host when a C compiler is
+//! available. No heap, no `unsafe`, no dependencies beyond `core`.
+
+pub mod consts;
+pub mod errno;
+pub mod layout;
+pub mod nr;
+pub mod signal;
+pub mod wait_status;
+
+pub use errno::Errno;

@@ -1,0 +1,692 @@
+//! Checks the crate against the Linux headers installed on the build host.
+//!
+//! `tests/layout.c` is compiled twice with the host C compiler (`$CC`, else
+//! `cc`): once against the kernel UAPI headers and once against glibc's. Its
+//! output — struct sizes, field offsets and constant values — is compared
+//! with the Rust encoders (each field is given a distinct value, encoded, and
+//! looked for at the C offset) and constants. The syscall and errno tables
+//! are compared with `unistd_64.h` and `errno*.h` directly. Every check is
+//! skipped, with a note on stderr, when the compiler or headers are missing.
+
+use linux_abi::consts::*;
+use linux_abi::errno::Errno;
+use linux_abi::layout::*;
+use linux_abi::nr;
+use linux_abi::signal::*;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+struct CValues(HashMap<String, i128>);
+
+impl CValues {
+    fn get(&self, k: &str) -> i128 {
+        *self
+            .0
+            .get(k)
+            .unwrap_or_else(|| panic!("layout.c printed no value for {k}"))
+    }
+    fn size(&self, k: &str, rust: usize) {
+        assert_eq!(self.get(k), rust as i128, "sizeof({k})");
+    }
+    /// Asserts that `expect` (a field's little-endian encoding) sits in
+    /// `bytes` at the offset C reports for `k`.
+    fn field(&self, k: &str, bytes: &[u8], expect: &[u8]) {
+        let off = self.get(k) as usize;
+        assert_eq!(
+            &bytes[off..off + expect.len()],
+            expect,
+            "field {k} should be at offset {off}"
+        );
+    }
+}
+
+fn compiler() -> Option<String> {
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
+    match Command::new(&cc).arg("--version").output() {
+        Ok(o) if o.status.success() => Some(cc),
+        _ => None,
+    }
+}
+
+/// Compiles and runs layout.c with `defines`; `None` (skip) when there is no
+/// C compiler or no kernel headers.
+fn run_layout_c(mode: &str, defines: &[&str]) -> Option<CValues> {
+    let Some(cc) = compiler() else {
+        eprintln!("skipping {mode} layout check: no C compiler");
+        return None;
+    };
+    if !Path::new("/usr/include/linux/stat.h").exists() {
+        eprintln!("skipping {mode} layout check: no Linux headers in /usr/include");
+        return None;
+    }
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/layout.c");
+    let exe = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("layout-{mode}"));
+    let out = Command::new(&cc)
+        .args(defines)
+        .arg("-o")
+        .arg(&exe)
+        .arg(&src)
+        .output()
+        .expect("running the C compiler");
+    assert!(
+        out.status.success(),
+        "compiling layout.c ({mode}) failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = Command::new(&exe).output().expect("running layout.c");
+    assert!(run.status.success());
+    let mut map = HashMap::new();
+    for line in String::from_utf8(run.stdout).unwrap().lines() {
+        let (k, v) = line.split_once(' ').unwrap();
+        map.insert(k.to_string(), v.parse::<i128>().unwrap());
+    }
+    Some(CValues(map))
+}
+
+/// Pairs of (C name, Rust value) for the constants layout.c prints.
+macro_rules! table {
+    ($($n:ident),* $(,)?) => { vec![$((stringify!($n), $n as i128)),*] };
+}
+
+fn check_constants(c: &CValues, table: &[(&str, i128)]) {
+    for (name, rust) in table {
+        assert_eq!(c.get(name), *rust, "value of {name}");
+    }
+    // Every constant the C side prints must be covered by the table.
+    for k in c.0.keys() {
+        let is_const = k
+            .chars()
+            .next()
+            .is_some_and(|ch| ch.is_ascii_uppercase() || ch == '_');
+        if is_const {
+            assert!(
+                table.iter().any(|(n, _)| n == k),
+                "layout.c prints {k} but the Rust table does not check it"
+            );
+        }
+    }
+}
+
+/// A counter giving every field a distinct, non-zero value.
+struct Ctr(u64);
+impl Ctr {
+    fn n(&mut self) -> u64 {
+        self.0 += 0x0101_0101_0101_0101 / 16;
+        self.0 ^ 0x80
+    }
+}
+
+#[test]
+fn kernel_uapi_layouts() {
+    let Some(c) = run_layout_c("uapi", &[]) else {
+        return;
+    };
+    let mut k = Ctr(0);
+
+    c.size("timespec", Timespec::SIZE);
+    c.size("timeval", Timeval::SIZE);
+    c.size("itimerval", Itimerval::SIZE);
+    c.size("rlimit", Rlimit::SIZE);
+
+    let ru = Rusage {
+        ru_stime: Timeval {
+            tv_sec: k.n() as i64,
+            tv_usec: 1,
+        },
+        ru_maxrss: k.n() as i64,
+        ru_minflt: k.n() as i64,
+        ru_nivcsw: k.n() as i64,
+        ..Rusage::default()
+    };
+    let b = ru.to_bytes();
+    c.size("rusage", Rusage::SIZE);
+    c.field("rusage.ru_stime", &b, &ru.ru_stime.to_bytes());
+    c.field("rusage.ru_maxrss", &b, &ru.ru_maxrss.to_le_bytes());
+    c.field("rusage.ru_minflt", &b, &ru.ru_minflt.to_le_bytes());
+    c.field("rusage.ru_nivcsw", &b, &ru.ru_nivcsw.to_le_bytes());
+
+    let u = Utsname::new("a", "b", "rel", "d", "e", "dom");
+    let b = u.to_bytes();
+    c.size("utsname", Utsname::SIZE);
+    c.field("utsname.release", &b, b"rel\0");
+    c.field("utsname.domainname", &b, b"dom\0");
+
+    let sa = KernelSigaction {
+        handler: k.n(),
+        flags: k.n(),
+        restorer: k.n(),
+        mask: SigSet(k.n()),
+    };
+    let b = sa.to_bytes();
+    c.size("sigaction", KernelSigaction::SIZE);
+    c.field("sigaction.handler", &b, &sa.handler.to_le_bytes());
+    c.field("sigaction.flags", &b, &sa.flags.to_le_bytes());
+    c.field("sigaction.restorer", &b, &sa.restorer.to_le_bytes());
+    c.field("sigaction.mask", &b, &sa.mask.0.to_le_bytes());
+
+    let st = Stack {
+        ss_sp: k.n(),
+        ss_flags: k.n() as i32,
+        ss_size: k.n(),
+    };
+    let b = st.to_bytes();
+    c.size("stack", Stack::SIZE);
+    c.field("stack.ss_sp", &b, &st.ss_sp.to_le_bytes());
+    c.field("stack.ss_flags", &b, &st.ss_flags.to_le_bytes());
+    c.field("stack.ss_size", &b, &st.ss_size.to_le_bytes());
+
+    c.size("siginfo", Siginfo::SIZE);
+    let mut si = Siginfo::child_with_times(CLD_KILLED, 0x1234, 0x5678, 9, 0x77, 0x88);
+    si.si_errno = 0x42;
+    let b = si.to_bytes();
+    c.field("siginfo.si_signo", &b, &(SIGCHLD as i32).to_le_bytes());
+    c.field("siginfo.si_errno", &b, &0x42i32.to_le_bytes());
+    c.field("siginfo.si_code", &b, &CLD_KILLED.to_le_bytes());
+    c.field("siginfo.si_pid", &b, &0x1234i32.to_le_bytes());
+    c.field("siginfo.si_uid", &b, &0x5678u32.to_le_bytes());
+    c.field("siginfo.si_status", &b, &9i32.to_le_bytes());
+    c.field("siginfo.si_utime", &b, &0x77i64.to_le_bytes());
+    c.field("siginfo.si_stime", &b, &0x88i64.to_le_bytes());
+    let b = Siginfo::fault(SIGSEGV, SEGV_ACCERR, 0xdead_beef_f00d).to_bytes();
+    c.field("siginfo.si_addr", &b, &0xdead_beef_f00du64.to_le_bytes());
+    let b = Siginfo::timer(SIGALRM, 5, 6, 0x99).to_bytes();
+    c.field("siginfo.si_tid", &b, &5i32.to_le_bytes());
+    c.field("siginfo.si_overrun", &b, &6i32.to_le_bytes());
+    c.field("siginfo.si_value", &b, &0x99u64.to_le_bytes());
+    let b = Siginfo::poll(SIGIO, POLL_IN, 0x3344, 17).to_bytes();
+    c.field("siginfo.si_band", &b, &0x3344i64.to_le_bytes());
+    c.field("siginfo.si_fd", &b, &17i32.to_le_bytes());
+
+    let mut g = [0u64; NGREG];
+    for r in g.iter_mut() {
+        *r = k.n();
+    }
+    let mc = Mcontext::from_gregs(&g, k.n());
+    let b = mc.to_bytes();
+    c.size("sigcontext", Mcontext::SIZE);
+    for (name, v) in [
+        ("r8", mc.r8),
+        ("r15", mc.r15),
+        ("rdi", mc.rdi),
+        ("rsi", mc.rsi),
+        ("rbp", mc.rbp),
+        ("rbx", mc.rbx),
+        ("rdx", mc.rdx),
+        ("rax", mc.rax),
+        ("rcx", mc.rcx),
+        ("rsp", mc.rsp),
+        ("rip", mc.rip),
+        ("eflags", mc.eflags),
+        ("err", mc.err),
+        ("trapno", mc.trapno),
+        ("oldmask", mc.oldmask),
+        ("cr2", mc.cr2),
+        ("fpstate", mc.fpstate),
+    ] {
+        c.field(&format!("sigcontext.{name}"), &b, &v.to_le_bytes());
+    }
+    for (name, v) in [("cs", mc.cs), ("gs", mc.gs), ("fs", mc.fs), ("ss", mc.ss)] {
+        c.field(&format!("sigcontext.{name}"), &b, &v.to_le_bytes());
+    }
+    c.size("fpstate", FPSTATE_SIZE);
+
+    let uc = Ucontext {
+        uc_flags: k.n(),
+        uc_link: k.n(),
+        uc_stack: st,
+        uc_mcontext: mc,
+        uc_sigmask: SigSet(k.n()),
+    };
+    let b = uc.to_bytes();
+    c.size("ucontext", Ucontext::SIZE);
+    c.field("ucontext.uc_flags", &b, &uc.uc_flags.to_le_bytes());
+    c.field("ucontext.uc_link", &b, &uc.uc_link.to_le_bytes());
+    c.field("ucontext.uc_stack", &b, &st.to_bytes());
+    c.field("ucontext.uc_mcontext", &b, &mc.to_bytes());
+    c.field("ucontext.uc_sigmask", &b, &uc.uc_sigmask.0.to_le_bytes());
+    assert_eq!(
+        c.get("ucontext.uc_mcontext") as usize,
+        Ucontext::OFFSET_MCONTEXT
+    );
+    assert_eq!(
+        c.get("ucontext.uc_sigmask") as usize,
+        Ucontext::OFFSET_SIGMASK
+    );
+    assert_eq!(c.get("ucontext.uc_stack") as usize, Ucontext::OFFSET_STACK);
+
+    let s = Stat {
+        st_dev: k.n(),
+        st_ino: k.n(),
+        st_nlink: k.n(),
+        st_mode: k.n() as u32,
+        st_uid: k.n() as u32,
+        st_gid: k.n() as u32,
+        st_rdev: k.n(),
+        st_size: k.n() as i64,
+        st_blksize: k.n() as i64,
+        st_blocks: k.n() as i64,
+        st_atime: Timespec {
+            tv_sec: k.n() as i64,
+            tv_nsec: k.n() as i64,
+        },
+        st_mtime: Timespec {
+            tv_sec: k.n() as i64,
+            tv_nsec: k.n() as i64,
+        },
+        st_ctime: Timespec {
+            tv_sec: k.n() as i64,
+            tv_nsec: k.n() as i64,
+        },
+    };
+    let b = s.to_bytes();
+    c.size("stat", Stat::SIZE);
+    c.field("stat.st_dev", &b, &s.st_dev.to_le_bytes());
+    c.field("stat.st_ino", &b, &s.st_ino.to_le_bytes());
+    c.field("stat.st_nlink", &b, &s.st_nlink.to_le_bytes());
+    c.field("stat.st_mode", &b, &s.st_mode.to_le_bytes());
+    c.field("stat.st_uid", &b, &s.st_uid.to_le_bytes());
+    c.field("stat.st_gid", &b, &s.st_gid.to_le_bytes());
+    c.field("stat.st_rdev", &b, &s.st_rdev.to_le_bytes());
+    c.field("stat.st_size", &b, &s.st_size.to_le_bytes());
+    c.field("stat.st_blksize", &b, &s.st_blksize.to_le_bytes());
+    c.field("stat.st_blocks", &b, &s.st_blocks.to_le_bytes());
+    c.field("stat.st_atime", &b, &s.st_atime.tv_sec.to_le_bytes());
+    c.field("stat.st_atime_nsec", &b, &s.st_atime.tv_nsec.to_le_bytes());
+    c.field("stat.st_mtime", &b, &s.st_mtime.tv_sec.to_le_bytes());
+    c.field("stat.st_mtime_nsec", &b, &s.st_mtime.tv_nsec.to_le_bytes());
+    c.field("stat.st_ctime", &b, &s.st_ctime.tv_sec.to_le_bytes());
+    c.field("stat.st_ctime_nsec", &b, &s.st_ctime.tv_nsec.to_le_bytes());
+
+    let ts = |k: &mut Ctr| StatxTimestamp {
+        tv_sec: k.n() as i64,
+        tv_nsec: k.n() as u32,
+    };
+    let x = Statx {
+        stx_mask: k.n() as u32,
+        stx_blksize: k.n() as u32,
+        stx_attributes: k.n(),
+        stx_nlink: k.n() as u32,
+        stx_uid: k.n() as u32,
+        stx_gid: k.n() as u32,
+        stx_mode: k.n() as u16,
+        stx_ino: k.n(),
+        stx_size: k.n(),
+        stx_blocks: k.n(),
+        stx_attributes_mask: k.n(),
+        stx_atime: ts(&mut k),
+        stx_btime: ts(&mut k),
+        stx_ctime: ts(&mut k),
+        stx_mtime: ts(&mut k),
+        stx_rdev_major: k.n() as u32,
+        stx_rdev_minor: k.n() as u32,
+        stx_dev_major: k.n() as u32,
+        stx_dev_minor: k.n() as u32,
+        stx_mnt_id: k.n(),
+        stx_dio_mem_align: k.n() as u32,
+        stx_dio_offset_align: k.n() as u32,
+    };
+    let b = x.to_bytes();
+    c.size("statx", Statx::SIZE);
+    c.field("statx.stx_mask", &b, &x.stx_mask.to_le_bytes());
+    c.field("statx.stx_blksize", &b, &x.stx_blksize.to_le_bytes());
+    c.field("statx.stx_attributes", &b, &x.stx_attributes.to_le_bytes());
+    c.field("statx.stx_nlink", &b, &x.stx_nlink.to_le_bytes());
+    c.field("statx.stx_uid", &b, &x.stx_uid.to_le_bytes());
+    c.field("statx.stx_gid", &b, &x.stx_gid.to_le_bytes());
+    c.field("statx.stx_mode", &b, &x.stx_mode.to_le_bytes());
+    c.field("statx.stx_ino", &b, &x.stx_ino.to_le_bytes());
+    c.field("statx.stx_size", &b, &x.stx_size.to_le_bytes());
+    c.field("statx.stx_blocks", &b, &x.stx_blocks.to_le_bytes());
+    c.field(
+        "statx.stx_attributes_mask",
+        &b,
+        &x.stx_attributes_mask.to_le_bytes(),
+    );
+    c.field("statx.stx_atime", &b, &x.stx_atime.tv_sec.to_le_bytes());
+    c.field(
+        "statx.stx_atime.tv_nsec",
+        &b,
+        &x.stx_atime.tv_nsec.to_le_bytes(),
+    );
+    c.field("statx.stx_btime", &b, &x.stx_btime.tv_sec.to_le_bytes());
+    c.field("statx.stx_ctime", &b, &x.stx_ctime.tv_sec.to_le_bytes());
+    c.field("statx.stx_mtime", &b, &x.stx_mtime.tv_sec.to_le_bytes());
+    c.field("statx.stx_rdev_major", &b, &x.stx_rdev_major.to_le_bytes());
+    c.field("statx.stx_rdev_minor", &b, &x.stx_rdev_minor.to_le_bytes());
+    c.field("statx.stx_dev_major", &b, &x.stx_dev_major.to_le_bytes());
+    c.field("statx.stx_dev_minor", &b, &x.stx_dev_minor.to_le_bytes());
+    c.field("statx.stx_mnt_id", &b, &x.stx_mnt_id.to_le_bytes());
+    c.field(
+        "statx.stx_dio_mem_align",
+        &b,
+        &x.stx_dio_mem_align.to_le_bytes(),
+    );
+    c.field(
+        "statx.stx_dio_offset_align",
+        &b,
+        &x.stx_dio_offset_align.to_le_bytes(),
+    );
+
+    let f = Statfs {
+        f_type: k.n() as i64,
+        f_bsize: k.n() as i64,
+        f_blocks: k.n(),
+        f_bfree: k.n(),
+        f_bavail: k.n(),
+        f_files: k.n(),
+        f_ffree: k.n(),
+        f_fsid: [k.n() as i32, k.n() as i32],
+        f_namelen: k.n() as i64,
+        f_frsize: k.n() as i64,
+        f_flags: k.n() as i64,
+    };
+    let b = f.to_bytes();
+    c.size("statfs", Statfs::SIZE);
+    c.field("statfs.f_type", &b, &f.f_type.to_le_bytes());
+    c.field("statfs.f_bsize", &b, &f.f_bsize.to_le_bytes());
+    c.field("statfs.f_blocks", &b, &f.f_blocks.to_le_bytes());
+    c.field("statfs.f_bfree", &b, &f.f_bfree.to_le_bytes());
+    c.field("statfs.f_bavail", &b, &f.f_bavail.to_le_bytes());
+    c.field("statfs.f_files", &b, &f.f_files.to_le_bytes());
+    c.field("statfs.f_ffree", &b, &f.f_ffree.to_le_bytes());
+    c.field("statfs.f_fsid", &b, &f.f_fsid[0].to_le_bytes());
+    c.field("statfs.f_namelen", &b, &f.f_namelen.to_le_bytes());
+    c.field("statfs.f_frsize", &b, &f.f_frsize.to_le_bytes());
+    c.field("statfs.f_flags", &b, &f.f_flags.to_le_bytes());
+
+    let si = Sysinfo {
+        uptime: k.n() as i64,
+        loads: [k.n(), k.n(), k.n()],
+        totalram: k.n(),
+        freeram: k.n(),
+        sharedram: k.n(),
+        bufferram: k.n(),
+        totalswap: k.n(),
+        freeswap: k.n(),
+        procs: k.n() as u16,
+        totalhigh: k.n(),
+        freehigh: k.n(),
+        mem_unit: k.n() as u32,
+    };
+    let b = si.to_bytes();
+    c.size("sysinfo", Sysinfo::SIZE);
+    c.field("sysinfo.uptime", &b, &si.uptime.to_le_bytes());
+    c.field("sysinfo.loads", &b, &si.loads[0].to_le_bytes());
+    c.field("sysinfo.totalram", &b, &si.totalram.to_le_bytes());
+    c.field("sysinfo.freeram", &b, &si.freeram.to_le_bytes());
+    c.field("sysinfo.sharedram", &b, &si.sharedram.to_le_bytes());
+    c.field("sysinfo.bufferram", &b, &si.bufferram.to_le_bytes());
+    c.field("sysinfo.totalswap", &b, &si.totalswap.to_le_bytes());
+    c.field("sysinfo.freeswap", &b, &si.freeswap.to_le_bytes());
+    c.field("sysinfo.procs", &b, &si.procs.to_le_bytes());
+    c.field("sysinfo.totalhigh", &b, &si.totalhigh.to_le_bytes());
+    c.field("sysinfo.freehigh", &b, &si.freehigh.to_le_bytes());
+    c.field("sysinfo.mem_unit", &b, &si.mem_unit.to_le_bytes());
+
+    let iov = Iovec {
+        iov_base: k.n(),
+        iov_len: k.n(),
+    };
+    c.size("iovec", Iovec::SIZE);
+    c.field("iovec.iov_len", &iov.to_bytes(), &iov.iov_len.to_le_bytes());
+
+    let mut t = Termios::linux_default();
+    t.c_line = 0x5a;
+    let b = t.to_bytes();
+    c.size("termios", Termios::SIZE);
+    c.field("termios.c_iflag", &b, &t.c_iflag.to_le_bytes());
+    c.field("termios.c_oflag", &b, &t.c_oflag.to_le_bytes());
+    c.field("termios.c_cflag", &b, &t.c_cflag.to_le_bytes());
+    c.field("termios.c_lflag", &b, &t.c_lflag.to_le_bytes());
+    c.field("termios.c_line", &b, &[0x5a]);
+    c.field("termios.c_cc", &b, &t.c_cc);
+
+    let fl = Flock {
+        l_type: k.n() as i16,
+        l_whence: k.n() as i16,
+        l_start: k.n() as i64,
+        l_len: k.n() as i64,
+        l_pid: k.n() as i32,
+    };
+    let b = fl.to_bytes();
+    c.size("flock", Flock::SIZE);
+    c.field("flock.l_type", &b, &fl.l_type.to_le_bytes());
+    c.field("flock.l_whence", &b, &fl.l_whence.to_le_bytes());
+    c.field("flock.l_start", &b, &fl.l_start.to_le_bytes());
+    c.field("flock.l_len", &b, &fl.l_len.to_le_bytes());
+    c.field("flock.l_pid", &b, &fl.l_pid.to_le_bytes());
+
+    let ev = EpollEvent {
+        events: k.n() as u32,
+        data: k.n(),
+    };
+    c.size("epoll_event", EpollEvent::SIZE);
+    c.field("epoll_event.data", &ev.to_bytes(), &ev.data.to_le_bytes());
+
+    let ca = CloneArgs {
+        exit_signal: k.n(),
+        tls: k.n(),
+        set_tid: k.n(),
+        cgroup: k.n(),
+        ..CloneArgs::default()
+    };
+    let b = ca.to_bytes();
+    c.size("clone_args", CloneArgs::SIZE);
+    c.field("clone_args.exit_signal", &b, &ca.exit_signal.to_le_bytes());
+    c.field("clone_args.tls", &b, &ca.tls.to_le_bytes());
+    c.field("clone_args.set_tid", &b, &ca.set_tid.to_le_bytes());
+    c.field("clone_args.cgroup", &b, &ca.cgroup.to_le_bytes());
+
+    #[rustfmt::skip]
+    let table = table![
+        SA_NOCLDSTOP, SA_NOCLDWAIT, SA_SIGINFO, SA_ONSTACK, SA_RESTART, SA_NODEFER,
+        SA_RESETHAND, SA_RESTORER, SIG_BLOCK, SIG_UNBLOCK, SIG_SETMASK, SS_ONSTACK,
+        SS_DISABLE, MINSIGSTKSZ, SIGSTKSZ, SIGHUP, SIGSTKFLT, SIGCHLD, SIGSTOP, SIGTSTP,
+        SIGSYS, SIGRTMIN, SI_USER, SI_KERNEL, SI_QUEUE, SI_TIMER, SI_TKILL, ILL_ILLOPN,
+        FPE_INTDIV, SEGV_MAPERR, SEGV_ACCERR, BUS_ADRERR, TRAP_BRKPT, CLD_EXITED,
+        CLD_KILLED, CLD_DUMPED, CLD_STOPPED, CLD_CONTINUED, POLL_IN,
+        UC_FP_XSTATE, UC_SIGCONTEXT_SS, UC_STRICT_RESTORE_SS,
+        PROT_READ, PROT_WRITE, PROT_EXEC, PROT_GROWSDOWN, MAP_SHARED, MAP_PRIVATE,
+        MAP_FIXED, MAP_ANONYMOUS, MAP_NORESERVE, MAP_GROWSDOWN, MAP_STACK, MAP_POPULATE,
+        MAP_FIXED_NOREPLACE, MAP_32BIT, MAP_LOCKED, MAP_HUGETLB, MADV_DONTNEED, MADV_FREE,
+        MADV_HUGEPAGE, MADV_COLLAPSE, MREMAP_MAYMOVE, MREMAP_FIXED,
+        CSIGNAL, CLONE_VM, CLONE_FS, CLONE_FILES, CLONE_SIGHAND, CLONE_PIDFD, CLONE_PTRACE,
+        CLONE_VFORK, CLONE_PARENT, CLONE_THREAD, CLONE_NEWNS, CLONE_SYSVSEM, CLONE_SETTLS,
+        CLONE_PARENT_SETTID, CLONE_CHILD_CLEARTID, CLONE_DETACHED, CLONE_UNTRACED,
+        CLONE_CHILD_SETTID, CLONE_NEWPID, CLONE_IO, CLONE_CLEAR_SIGHAND, CLONE_INTO_CGROUP,
+        CLONE_NEWTIME,
+        WNOHANG, WUNTRACED, WEXITED, WCONTINUED, WNOWAIT, __WALL, __WCLONE, __WNOTHREAD,
+        P_ALL, P_PID, P_PGID, P_PIDFD,
+        FUTEX_WAIT, FUTEX_WAKE, FUTEX_WAIT_BITSET, FUTEX_WAKE_BITSET, FUTEX_PRIVATE_FLAG,
+        FUTEX_CLOCK_REALTIME, FUTEX_BITSET_MATCH_ANY, FUTEX_LOCK_PI2, FUTEX_WAITERS,
+        FUTEX_TID_MASK,
+        CLOCK_REALTIME, CLOCK_MONOTONIC, CLOCK_BOOTTIME, CLOCK_TAI, TIMER_ABSTIME,
+        ITIMER_REAL, ITIMER_VIRTUAL, ITIMER_PROF,
+        RLIMIT_CPU, RLIMIT_STACK, RLIMIT_NOFILE, RLIMIT_AS, RLIMIT_RTTIME, RLIM_NLIMITS,
+        ARCH_SET_FS, ARCH_GET_FS, ARCH_SET_GS, ARCH_GET_GS,
+        AT_NULL, AT_PHDR, AT_PHENT, AT_PHNUM, AT_PAGESZ, AT_BASE, AT_FLAGS, AT_ENTRY,
+        AT_UID, AT_EUID, AT_GID, AT_EGID, AT_PLATFORM, AT_HWCAP, AT_CLKTCK, AT_SECURE,
+        AT_RANDOM, AT_HWCAP2, AT_EXECFN, AT_SYSINFO_EHDR, AT_MINSIGSTKSZ,
+        O_RDONLY, O_WRONLY, O_RDWR, O_CREAT, O_EXCL, O_NOCTTY, O_TRUNC, O_APPEND,
+        O_NONBLOCK, O_DSYNC, O_DIRECTORY, O_NOFOLLOW, O_CLOEXEC, O_PATH, O_TMPFILE, O_SYNC,
+        O_LARGEFILE, O_DIRECT, O_NOATIME,
+        AT_FDCWD, AT_SYMLINK_NOFOLLOW, AT_REMOVEDIR, AT_EMPTY_PATH, AT_SYMLINK_FOLLOW,
+        AT_EACCESS, AT_NO_AUTOMOUNT, AT_RECURSIVE,
+        F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_GETLK, F_SETLK, F_SETLKW,
+        F_DUPFD_CLOEXEC, FD_CLOEXEC, F_OFD_GETLK, F_SETPIPE_SZ, F_GETPIPE_SZ, F_ADD_SEALS,
+        F_GET_SEALS, F_RDLCK, F_WRLCK, F_UNLCK,
+        SEEK_SET, SEEK_CUR, SEEK_END, SEEK_DATA, SEEK_HOLE,
+        TCGETS, TCSETS, TCSETSW, TCSETSF, TIOCGPGRP, TIOCSPGRP, TIOCGWINSZ, TIOCSWINSZ,
+        FIONREAD, FIONBIO, TIOCSCTTY, TIOCNOTTY, TIOCGSID, TIOCGPTN, TIOCSPTLCK, FIOCLEX,
+        FIONCLEX, FIOASYNC, FIOQSIZE, TCFLSH, TCSBRK, TIOCOUTQ,
+        NCCS, VINTR, VQUIT, VERASE, VKILL, VEOF, VTIME, VMIN, VSTART, VSTOP, VSUSP, VEOL,
+        VREPRINT, VWERASE, VLNEXT, VEOL2,
+        ICRNL, INLCR, IGNCR, IXON, IXOFF, IUTF8, BRKINT, ISTRIP, OPOST, ONLCR, OCRNL, TABDLY,
+        CBAUD, B38400, B9600, B115200, CSIZE, CS8, CREAD, HUPCL, CLOCAL, PARENB, CRTSCTS,
+        ISIG, ICANON, ECHO, ECHOE, ECHOK, ECHONL, NOFLSH, TOSTOP, ECHOCTL, ECHOKE, IEXTEN,
+        TCSANOW, TCSADRAIN, TCSAFLUSH, TCIFLUSH, TCOFLUSH, TCIOFLUSH,
+        POLLIN, POLLPRI, POLLOUT, POLLERR, POLLHUP, POLLNVAL, POLLRDNORM, POLLWRNORM,
+        POLLRDHUP, GRND_NONBLOCK, GRND_RANDOM, GRND_INSECURE,
+        PR_SET_NAME, PR_GET_NAME, PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER,
+        PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_SET_DUMPABLE,
+        SCHED_NORMAL, SCHED_FIFO, SCHED_RR, SCHED_BATCH, SCHED_IDLE, SCHED_RESET_ON_FORK,
+        MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_MOVE, MS_REC,
+        MS_PRIVATE, MS_SHARED, MS_RELATIME, MS_LAZYTIME,
+        RENAME_NOREPLACE, RENAME_EXCHANGE, RENAME_WHITEOUT, CLOSE_RANGE_UNSHARE,
+        CLOSE_RANGE_CLOEXEC, STATX_TYPE, STATX_MODE, STATX_INO, STATX_SIZE,
+        STATX_BASIC_STATS, STATX_BTIME, STATX_MNT_ID, STATX_ATTR_IMMUTABLE,
+        AT_STATX_SYNC_AS_STAT, AT_STATX_FORCE_SYNC, AT_STATX_DONT_SYNC,
+    ];
+    check_constants(&c, &table);
+}
+
+#[test]
+fn glibc_layouts() {
+    let Some(c) = run_layout_c("libc", &["-DLIBC"]) else {
+        return;
+    };
+    // libc's ucontext_t agrees with the kernel frame where it matters.
+    assert_eq!(
+        c.get("ucontext_t.uc_stack") as usize,
+        Ucontext::OFFSET_STACK
+    );
+    assert_eq!(
+        c.get("ucontext_t.uc_mcontext") as usize,
+        Ucontext::OFFSET_MCONTEXT
+    );
+    assert_eq!(
+        c.get("ucontext_t.uc_sigmask") as usize,
+        Ucontext::OFFSET_SIGMASK
+    );
+    assert_eq!(
+        c.get("ucontext_t.fpregs") as usize,
+        Ucontext::OFFSET_MCONTEXT + NGREG * 8
+    );
+
+    let s = Stat {
+        st_mode: 0x1234_5678,
+        st_rdev: 0x1122_3344_5566_7788,
+        st_atime: Timespec {
+            tv_sec: 0x0a0b_0c0d,
+            tv_nsec: 1,
+        },
+        ..Stat::default()
+    };
+    let b = s.to_bytes();
+    c.size("libc_stat", Stat::SIZE);
+    c.field("libc_stat.st_mode", &b, &s.st_mode.to_le_bytes());
+    c.field("libc_stat.st_rdev", &b, &s.st_rdev.to_le_bytes());
+    c.field("libc_stat.st_atim", &b, &s.st_atime.to_bytes());
+
+    let mut buf = [0u8; 64];
+    let n = encode_dirent64(0x0102, 0x0304, DT_SOCK, b"name", &mut buf).unwrap();
+    c.field("dirent64.d_off", &buf, &0x0304i64.to_le_bytes());
+    c.field("dirent64.d_reclen", &buf, &(n as u16).to_le_bytes());
+    c.field("dirent64.d_type", &buf, &[DT_SOCK]);
+    c.field("dirent64.d_name", &buf, b"name\0");
+
+    let t = Tms {
+        tms_utime: 1,
+        tms_stime: 2,
+        tms_cutime: 3,
+        tms_cstime: 4,
+    };
+    c.size("tms", Tms::SIZE);
+    c.field("tms.tms_cutime", &t.to_bytes(), &3i64.to_le_bytes());
+    let p = Pollfd {
+        fd: 1,
+        events: 0x0203,
+        revents: 0x0405,
+    };
+    c.size("pollfd", Pollfd::SIZE);
+    c.field("pollfd.events", &p.to_bytes(), &p.events.to_le_bytes());
+    c.field("pollfd.revents", &p.to_bytes(), &p.revents.to_le_bytes());
+    let w = Winsize {
+        ws_row: 1,
+        ws_col: 2,
+        ws_xpixel: 3,
+        ws_ypixel: 4,
+    };
+    c.size("winsize", Winsize::SIZE);
+    c.field("winsize.ws_col", &w.to_bytes(), &2u16.to_le_bytes());
+    c.field("winsize.ws_ypixel", &w.to_bytes(), &4u16.to_le_bytes());
+
+    for (ma, mi) in [(259u32, 74565u32), (4095, 4096), (70000, 3)] {
+        assert_eq!(
+            c.get(&format!("makedev_{ma}_{mi}")),
+            makedev(ma, mi) as i128
+        );
+    }
+
+    #[rustfmt::skip]
+    let table = table![
+        NGREG, REG_R8, REG_R9, REG_R10, REG_R11, REG_R12, REG_R13, REG_R14, REG_R15,
+        REG_RDI, REG_RSI, REG_RBP, REG_RBX, REG_RDX, REG_RAX, REG_RCX, REG_RSP, REG_RIP,
+        REG_EFL, REG_CSGSFS, REG_ERR, REG_TRAPNO, REG_OLDMASK, REG_CR2,
+        S_IFMT, S_IFSOCK, S_IFLNK, S_IFREG, S_IFBLK, S_IFDIR, S_IFCHR, S_IFIFO, S_ISUID,
+        S_ISGID, S_ISVTX, MNT_DETACH, MNT_FORCE, MNT_EXPIRE, UMOUNT_NOFOLLOW,
+        DT_UNKNOWN, DT_FIFO, DT_CHR, DT_DIR, DT_BLK, DT_REG, DT_LNK, DT_SOCK, DT_WHT,
+    ];
+    check_constants(&c, &table);
+}
+
+/// `(name, value)` for each `#define NAME <decimal>` in a header.
+fn numeric_defines(path: &str) -> Option<Vec<(String, i64)>> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let mut w = line.split_whitespace();
+        if w.next() != Some("#define") {
+            continue;
+        }
+        if let (Some(name), Some(val)) = (w.next(), w.next()) {
+            if let Ok(v) = val.parse::<i64>() {
+                out.push((name.to_string(), v));
+            }
+        }
+    }
+    Some(out)
+}
+
+#[test]
+fn syscall_table_matches_unistd_64() {
+    let Some(defs) = numeric_defines("/usr/include/x86_64-linux-gnu/asm/unistd_64.h")
+        .or_else(|| numeric_defines("/usr/include/asm/unistd_64.h"))
+    else {
+        eprintln!("skipping: no unistd_64.h");
+        return;
+    };
+    let mut n = 0;
+    for (name, v) in defs {
+        if let Some(sys) = name.strip_prefix("__NR_") {
+            // Headers newer than the crate may add calls; known numbers must agree.
+            if let Some(rust) = nr::name(v as usize) {
+                assert_eq!(rust, sys, "syscall {v}");
+            } else {
+                eprintln!("note: syscall {sys} ({v}) is newer than linux-abi's table");
+            }
+            n += 1;
+        }
+    }
+    assert!(n > 300);
+}
+
+#[test]
+fn errno_table_matches_headers() {
+    let mut n = 0;
+    for h in ["errno-base.h", "errno.h"] {
+        let Some(defs) = numeric_defines(&format!("/usr/include/asm-generic/{h}")) else {
+            eprintln!("skipping: no asm-generic/{h}");
+            return;
+        };
+        for (name, v) in defs {
+            match Errno::from_i32(v as i32) {
+                Some(e) => assert_eq!(e.name(), name, "errno {v}"),
+                None => eprintln!("note: {name} ({v}) is newer than linux-abi's table"),
+            }
+            n += 1;
+        }
+    }
+    assert!(n > 100);
+}

@@ -1,0 +1,209 @@
+//! Paths, toolchain selection and the kernel build. The kernel needs
+//! `-Zbuild-std`, which only Debian's toolchain can do here (rustup's lacks
+//! `rust-src`), so every cargo this tool starts is `/usr/bin/cargo` with
+//! `RUSTC=/usr/bin/rustc`: mixing toolchains in one target dir would make
+//! each invocation rebuild what the other built.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use crate::{ksyms, Result};
+
+pub const DEBIAN_CARGO: &str = "/usr/bin/cargo";
+const DEBIAN_RUSTC: &str = "/usr/bin/rustc";
+const DEBIAN_RUSTDOC: &str = "/usr/bin/rustdoc";
+const KERNEL_TARGET: &str = "x86_64-unknown-none";
+const LINKER: &str = "ld.lld-16";
+
+/// The checkout this xtask was built from. Taken at compile time so it is
+/// right whatever the current directory; a fresh clone elsewhere compiles
+/// its own xtask and so gets its own path.
+pub fn repo_root() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().unwrap_or(manifest).to_path_buf()
+}
+
+/// Where finished artifacts (patched ELFs, ISOs, logs) go.
+pub fn out_dir() -> PathBuf {
+    repo_root().join("target").join("kiln")
+}
+
+/// `/usr/bin/cargo` with Debian's compiler, in the repo root. Flags a
+/// caller's environment may carry are cleared so builds are reproducible;
+/// `CARGO_ENCODED_RUSTFLAGS` in particular would silently win over ours.
+pub fn debian_cargo() -> Command {
+    let mut c = Command::new(DEBIAN_CARGO);
+    c.current_dir(repo_root())
+        .env("RUSTC", DEBIAN_RUSTC)
+        // Doc tests are compiled by rustdoc; rustup's would not read the
+        // rlibs Debian's rustc wrote.
+        .env("RUSTDOC", DEBIAN_RUSTDOC)
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("RUSTC_WRAPPER")
+        .env_remove("RUSTUP_TOOLCHAIN");
+    c
+}
+
+/// Runs `cmd` with inherited stdio and fails unless it exits 0.
+pub fn run_checked(cmd: &mut Command, what: &str) -> Result<()> {
+    let status = cmd
+        .status()
+        .map_err(|e| format!("{what}: cannot start {:?}: {e}", cmd.get_program()))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{what} failed ({status})"))
+    }
+}
+
+/// `deps`: the package check lives in a shell script because `make` must
+/// run it before any Rust toolchain is known to exist.
+pub fn deps() -> Result<()> {
+    let script = repo_root().join("scripts").join("deps.sh");
+    run_checked(Command::new("bash").arg(script), "scripts/deps.sh")
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavor {
+    /// The interactive kernel (`make run`).
+    Normal,
+    /// The in-kernel test runner (feature `ktest`).
+    Test,
+}
+
+impl Flavor {
+    pub fn from_test(test: bool) -> Self {
+        if test {
+            Flavor::Test
+        } else {
+            Flavor::Normal
+        }
+    }
+
+    /// Separate target dirs: the two differ only by a feature, and sharing
+    /// one would make each build invalidate the other's kernel crate.
+    fn target_dir(self) -> PathBuf {
+        let name = match self {
+            Flavor::Normal => "kernel",
+            Flavor::Test => "kernel-test",
+        };
+        repo_root().join("target").join(name)
+    }
+
+    fn elf_name(self) -> &'static str {
+        match self {
+            Flavor::Normal => "kiln.elf",
+            Flavor::Test => "kiln-test.elf",
+        }
+    }
+}
+
+/// Builds the kernel in release mode (which keeps line-level debug info),
+/// copies it to `target/kiln/` and writes the symbol table into the copy.
+/// The copy, not cargo's output, is patched so cargo's fingerprints stay
+/// valid and the next build is a no-op.
+pub fn kernel(flavor: Flavor) -> Result<PathBuf> {
+    let root = repo_root();
+    let linker_script = root.join("kernel").join("linker.ld");
+    let rustflags = [
+        "-Crelocation-model=static".to_string(),
+        "-Ccode-model=kernel".to_string(),
+        // Backtraces walk the frame-pointer chain.
+        "-Cforce-frame-pointers=yes".to_string(),
+        format!("-Clink-arg=-T{}", linker_script.display()),
+        "-Clink-arg=--no-pie".to_string(),
+        format!("-Clinker={LINKER}"),
+    ]
+    .join(" ");
+    let target_dir = flavor.target_dir();
+    let mut cmd = debian_cargo();
+    cmd.env("RUSTC_BOOTSTRAP", "1")
+        .env("RUSTFLAGS", rustflags)
+        .args([
+            "build",
+            "-p",
+            "kiln-kernel",
+            "--release",
+            "--target",
+            KERNEL_TARGET,
+        ])
+        .args([
+            "-Zbuild-std=core,alloc,compiler_builtins",
+            "-Zbuild-std-features=compiler-builtins-mem",
+        ])
+        .arg("--target-dir")
+        .arg(&target_dir);
+    if flavor == Flavor::Test {
+        cmd.args(["--features", "ktest"]);
+    }
+    run_checked(&mut cmd, "kernel build")?;
+
+    let built = target_dir.join(KERNEL_TARGET).join("release").join("kiln");
+    let out = out_dir();
+    std::fs::create_dir_all(&out).map_err(|e| format!("create {}: {e}", out.display()))?;
+    let elf = out.join(flavor.elf_name());
+    let report = ksyms::patch_file(&built, &elf)?;
+    println!("ksyms: {report}");
+    Ok(elf)
+}
+
+/// `fmt` for the host crates. Debian's cargo may come without rustfmt; the
+/// rustup one on PATH formats the same way, so it is an acceptable fallback
+/// for a tool that does not compile anything.
+pub fn host_fmt(args: &[String]) -> Result<ExitCode> {
+    let mut cmd = if has_subcommand("fmt") {
+        debian_cargo()
+    } else {
+        eprintln!("xtask: /usr/bin/cargo has no fmt; using the cargo on PATH");
+        path_cargo()
+    };
+    cmd.args(["fmt", "-p", "kiln-util", "-p", "xtask"]);
+    if args.iter().any(|a| a == "--check") {
+        cmd.args(["--", "--check"]);
+    } else if !args.is_empty() {
+        return Err(format!("fmt: unexpected arguments {args:?}"));
+    }
+    run_checked(&mut cmd, "cargo fmt")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `clippy` for the host crates, with the same fallback as [`host_fmt`].
+/// The fallback compiles with another rustc, so it gets its own target dir
+/// instead of invalidating Debian's build artifacts.
+pub fn host_clippy() -> Result<ExitCode> {
+    let mut cmd = if has_subcommand("clippy") {
+        debian_cargo()
+    } else {
+        eprintln!("xtask: /usr/bin/cargo has no clippy; using the cargo on PATH");
+        let mut c = path_cargo();
+        c.env(
+            "CARGO_TARGET_DIR",
+            repo_root().join("target").join("rustup"),
+        );
+        c
+    };
+    cmd.args(["clippy", "-p", "kiln-util", "-p", "xtask", "--all-targets"])
+        .args(["--", "-D", "warnings"]);
+    run_checked(&mut cmd, "cargo clippy")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Whether Debian's cargo has `sub` of its own. `cargo X --version` is no
+/// test: cargo also finds rustup's `cargo-X` on PATH, and rustup's
+/// clippy-driver cannot read crates Debian's rustc compiled.
+fn has_subcommand(sub: &str) -> bool {
+    Path::new(&format!("/usr/bin/cargo-{sub}")).exists()
+}
+
+/// The rustup cargo, with our Debian-specific overrides removed so it uses
+/// its own toolchain throughout.
+fn path_cargo() -> Command {
+    let mut c = Command::new("cargo");
+    c.current_dir(repo_root())
+        .env_remove("RUSTC")
+        .env_remove("RUSTDOC")
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS");
+    c
+}

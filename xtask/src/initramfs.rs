@@ -1,0 +1,146 @@
+//! The initramfs: a gzip'd cpio "newc" archive of the user programs
+//! (`build/user/t` becomes `/t`), plus whatever `EXTRA=<folder>` holds at
+//! the root, which the kernel unpacks into its root file system.
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::Result;
+
+/// Builds the C test programs with `make -C user` (musl-gcc, static).
+pub fn build_user_programs(root: &Path) -> Result<PathBuf> {
+    let status = Command::new("make")
+        .args(["-s", "-C"])
+        .arg(root.join("user"))
+        .status()
+        .map_err(|e| format!("cannot run make -C user: {e}"))?;
+    if !status.success() {
+        return Err(format!("building user programs failed ({status})"));
+    }
+    Ok(root.join("build/user/t"))
+}
+
+/// One file-system entry to archive: its path inside the archive and the
+/// host file it comes from.
+struct Entry {
+    name: String,
+    source: PathBuf,
+}
+
+fn collect(dir: &Path, prefix: &str, out: &mut Vec<Entry>) -> Result<()> {
+    let mut names: Vec<_> = fs::read_dir(dir)
+        .map_err(|e| format!("read {}: {e}", dir.display()))?
+        .filter_map(|e| e.ok())
+        .collect();
+    names.sort_by_key(|e| e.file_name());
+    for e in names {
+        let name = format!("{prefix}{}", e.file_name().to_string_lossy());
+        let path = e.path();
+        let meta = fs::symlink_metadata(&path).map_err(|e| format!("stat {}: {e}", path.display()))?;
+        out.push(Entry { name: name.clone(), source: path.clone() });
+        if meta.is_dir() {
+            collect(&path, &format!("{name}/"), out)?;
+        }
+    }
+    Ok(())
+}
+
+fn push_header(out: &mut Vec<u8>, name: &str, mode: u32, ino: u32, mtime: u32, size: usize) {
+    let header = format!(
+        "070701{ino:08x}{mode:08x}{:08x}{:08x}{:08x}{mtime:08x}{size:08x}{:08x}{:08x}{:08x}{:08x}{:08x}{:08x}",
+        0, 0, 1, 0, 0, 0, 0,
+        name.len() + 1,
+        0
+    );
+    out.extend_from_slice(header.as_bytes());
+    out.extend_from_slice(name.as_bytes());
+    out.push(0);
+    while out.len() % 4 != 0 {
+        out.push(0);
+    }
+}
+
+fn pad4(out: &mut Vec<u8>) {
+    while out.len() % 4 != 0 {
+        out.push(0);
+    }
+}
+
+/// Writes a newc archive of `dirs` (archive path prefix, host folder).
+pub fn cpio(dirs: &[(&str, &Path)]) -> Result<Vec<u8>> {
+    let mut entries = Vec::new();
+    for (prefix, dir) in dirs {
+        if !prefix.is_empty() {
+            entries.push(Entry { name: prefix.trim_end_matches('/').to_string(), source: dir.to_path_buf() });
+        }
+        collect(dir, prefix, &mut entries)?;
+    }
+    let mut out = Vec::new();
+    for (i, e) in entries.iter().enumerate() {
+        let meta = fs::symlink_metadata(&e.source).map_err(|err| format!("stat {}: {err}", e.source.display()))?;
+        let ino = i as u32 + 1;
+        let mtime = meta.mtime().max(0) as u32;
+        let mode = meta.permissions().mode();
+        if meta.file_type().is_symlink() {
+            let target = fs::read_link(&e.source).map_err(|err| format!("readlink {}: {err}", e.source.display()))?;
+            let t = target.to_string_lossy().into_owned();
+            push_header(&mut out, &e.name, mode, ino, mtime, t.len());
+            out.extend_from_slice(t.as_bytes());
+        } else if meta.is_dir() {
+            push_header(&mut out, &e.name, mode, ino, mtime, 0);
+        } else if meta.is_file() {
+            let data = fs::read(&e.source).map_err(|err| format!("read {}: {err}", e.source.display()))?;
+            push_header(&mut out, &e.name, mode, ino, mtime, data.len());
+            out.extend_from_slice(&data);
+        } else {
+            continue;
+        }
+        pad4(&mut out);
+    }
+    push_header(&mut out, "TRAILER!!!", 0, 0, 0, 0);
+    Ok(out)
+}
+
+/// Builds the gzip'd initramfs with the test programs under /t and the
+/// `extra` folder's contents at the root; returns its path.
+pub fn make(root: &Path, out_dir: &Path, extra: Option<&Path>) -> Result<PathBuf> {
+    let t = build_user_programs(root)?;
+    let mut dirs: Vec<(&str, &Path)> = vec![("t/", t.as_path())];
+    if let Some(extra) = extra {
+        if !extra.is_dir() {
+            return Err(format!("EXTRA={} is not a folder", extra.display()));
+        }
+        dirs.push(("", extra));
+    }
+    let archive = cpio(&dirs)?;
+    let path = out_dir.join("initramfs.cpio.gz");
+    let file = fs::File::create(&path).map_err(|e| format!("create {}: {e}", path.display()))?;
+    let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::fast());
+    gz.write_all(&archive).map_err(|e| format!("write {}: {e}", path.display()))?;
+    gz.finish().map_err(|e| format!("write {}: {e}", path.display()))?;
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn archive_round_trips_through_the_kernel_parser() {
+        let dir = std::env::temp_dir().join(format!("kiln-cpio-test-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(dir.join("sub")).unwrap();
+        fs::write(dir.join("sub/hello"), b"hello world").unwrap();
+        std::os::unix::fs::symlink("sub/hello", dir.join("link")).unwrap();
+        let archive = cpio(&[("t/", &dir)]).unwrap();
+        let entries: Vec<_> = kiln_util::cpio::Reader::new(&archive).collect::<std::result::Result<_, _>>().unwrap();
+        let names: Vec<&str> = entries.iter().map(|e| e.name).collect();
+        assert_eq!(names, ["t", "t/link", "t/sub", "t/sub/hello"]);
+        assert_eq!(entries[3].data, b"hello world");
+        assert_eq!(entries[1].data, b"sub/hello");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}

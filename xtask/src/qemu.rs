@@ -1,0 +1,273 @@
+//! Booting the kernel in QEMU, interactively or under a timeout.
+//!
+//! The kernel ends a run by writing to the `isa-debug-exit` port, which
+//! makes QEMU exit with `(value << 1) | 1`: 33 for success and 35 for
+//! failure. Any other status is QEMU's own (bad option, signal), so callers
+//! keep those apart from a kernel verdict.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::Result;
+
+pub const EXIT_SUCCESS: i32 = 33;
+pub const EXIT_FAILURE: i32 = 35;
+
+pub enum Image {
+    /// Direct boot through QEMU's multiboot/PVH loader.
+    Kernel { elf: PathBuf, cmdline: String, initrd: Option<PathBuf> },
+    /// A bootable ISO, through the BIOS and GRUB.
+    Cdrom(PathBuf),
+}
+
+pub struct Boot {
+    pub image: Image,
+    pub smp: u32,
+    pub extra: Vec<String>,
+}
+
+/// Extra QEMU arguments from `QEMU_EXTRA`, split on whitespace (no
+/// quoting: arguments with spaces go after `--` instead).
+pub fn env_extra() -> Vec<String> {
+    std::env::var("QEMU_EXTRA")
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(String::from)
+        .collect()
+}
+
+/// KVM is opt-in: CI machines and most containers have no `/dev/kvm`, and
+/// TCG is the configuration the tests are written against.
+fn accel() -> &'static str {
+    match std::env::var("KVM") {
+        Ok(v) if v == "1" => "kvm",
+        _ => "tcg",
+    }
+}
+
+pub fn command(boot: &Boot) -> Command {
+    let mut c = Command::new("qemu-system-x86_64");
+    c.args(["-accel", accel(), "-cpu", "max", "-m", "512M"])
+        .arg("-smp")
+        .arg(boot.smp.to_string())
+        .args(["-nographic", "-no-reboot", "-nic", "none"])
+        .args(["-serial", "mon:stdio"])
+        .args(["-device", "isa-debug-exit,iobase=0xf4,iosize=4"]);
+    match &boot.image {
+        Image::Kernel { elf, cmdline, initrd } => {
+            c.arg("-kernel").arg(elf);
+            if let Some(initrd) = initrd {
+                c.arg("-initrd").arg(initrd);
+            }
+            if !cmdline.is_empty() {
+                c.arg("-append").arg(cmdline);
+            }
+        }
+        Image::Cdrom(iso) => {
+            // Boot the CD first rather than after SeaBIOS gives up on the
+            // (absent) disk and floppy.
+            c.arg("-cdrom").arg(iso).args(["-boot", "d"]);
+        }
+    }
+    c.args(&boot.extra);
+    c
+}
+
+/// Maps QEMU's status to ours: the kernel's verdict becomes 0 or 1, and
+/// anything else (QEMU's own errors) passes through.
+pub fn exit_code(status: Option<i32>) -> u8 {
+    match status {
+        Some(EXIT_SUCCESS) => 0,
+        Some(EXIT_FAILURE) => 1,
+        Some(n) => u8::try_from(n).unwrap_or(1),
+        None => 1,
+    }
+}
+
+/// Boots with the terminal attached. Returns QEMU's exit code (`None` if
+/// a signal ended it).
+pub fn run_interactive(boot: &Boot) -> Result<Option<i32>> {
+    let status = command(boot)
+        .status()
+        .map_err(|e| format!("cannot start qemu-system-x86_64: {e}"))?;
+    // SeaBIOS turns off line wrapping (ESC[?7l) and QEMU leaves it so.
+    print!("\x1b[?7h");
+    let _ = std::io::stdout().flush();
+    Ok(status.code())
+}
+
+pub struct Captured {
+    /// QEMU's exit code; `None` if it was killed for taking too long (or
+    /// died from a signal, reported the same way).
+    pub status: Option<i32>,
+    pub timed_out: bool,
+    pub output: String,
+}
+
+/// Boots without a terminal, copying the serial output to ours and to
+/// `log` as it arrives, and kills QEMU after `timeout`.
+///
+/// stdin is `/dev/null` so QEMU never puts a terminal into raw mode that
+/// it might not get to restore if killed. Terminal escape sequences are
+/// dropped from the copy: SeaBIOS and GRUB clear the screen, which would
+/// wipe the earlier stages' output from view and clutter the log.
+pub fn run_captured(boot: &Boot, timeout: Duration, log: &std::path::Path) -> Result<Captured> {
+    let mut log_file =
+        std::fs::File::create(log).map_err(|e| format!("create {}: {e}", log.display()))?;
+    let mut child = command(boot)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start qemu-system-x86_64: {e}"))?;
+    let mut pipe = child.stdout.take().ok_or("qemu stdout not captured")?;
+    // A thread does the copying so the main thread can watch the clock;
+    // reading ends when QEMU exits or is killed and the pipe closes.
+    let reader = std::thread::spawn(move || {
+        let mut all = Vec::new();
+        let mut buf = [0u8; 4096];
+        let mut ansi = AnsiFilter::default();
+        let stdout = std::io::stdout();
+        loop {
+            match pipe.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    let start = all.len();
+                    ansi.filter(&buf[..n], &mut all);
+                    let mut out = stdout.lock();
+                    let _ = out.write_all(&all[start..]);
+                    let _ = out.flush();
+                    let _ = log_file.write_all(&all[start..]);
+                }
+            }
+        }
+        all
+    });
+    let deadline = Instant::now() + timeout;
+    let mut timed_out = false;
+    let status: ExitStatus = loop {
+        if let Some(s) = child
+            .try_wait()
+            .map_err(|e| format!("wait for qemu: {e}"))?
+        {
+            break s;
+        }
+        if Instant::now() >= deadline {
+            timed_out = true;
+            let _ = child.kill();
+            break child.wait().map_err(|e| format!("wait for qemu: {e}"))?;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let output = reader.join().unwrap_or_default();
+    println!();
+    Ok(Captured {
+        status: if timed_out { None } else { status.code() },
+        timed_out,
+        output: String::from_utf8_lossy(&output).into_owned(),
+    })
+}
+
+/// Removes ANSI escape sequences from a byte stream that arrives in
+/// chunks: CSI sequences (`ESC [ params final`) and two-byte `ESC x` ones.
+#[derive(Default)]
+pub struct AnsiFilter {
+    state: AnsiState,
+}
+
+#[derive(Default, Clone, Copy, PartialEq, Eq)]
+enum AnsiState {
+    #[default]
+    Text,
+    Escape,
+    Csi,
+}
+
+impl AnsiFilter {
+    pub fn filter(&mut self, input: &[u8], out: &mut Vec<u8>) {
+        for &b in input {
+            self.state = match (self.state, b) {
+                (AnsiState::Text, 0x1b) => AnsiState::Escape,
+                (AnsiState::Text, _) => {
+                    out.push(b);
+                    AnsiState::Text
+                }
+                (AnsiState::Escape, b'[') => AnsiState::Csi,
+                (AnsiState::Escape, _) => AnsiState::Text,
+                // Parameter and intermediate bytes, then one final byte.
+                (AnsiState::Csi, 0x20..=0x3f) => AnsiState::Csi,
+                (AnsiState::Csi, _) => AnsiState::Text,
+            };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ansi_sequences_are_dropped_across_chunks() {
+        let mut f = AnsiFilter::default();
+        let mut out = Vec::new();
+        f.filter(b"\x1b[2J\x1b[?7lSeaBIOS\r\n\x1b[0;3", &mut out);
+        f.filter(b"0;47mGRUB\x1b[H\x1b[Jhello\x1bc!", &mut out);
+        assert_eq!(out, b"SeaBIOS\r\nGRUBhello!");
+    }
+
+    /// Needs QEMU, so it is not part of the hermetic host tests; run with
+    /// `cargo test -p xtask -- --ignored`. An empty CD boots nothing and
+    /// SeaBIOS waits forever, which is what a hung kernel looks like.
+    #[test]
+    #[ignore]
+    fn captured_run_times_out() {
+        let dir = std::env::temp_dir().join(format!("xtask-qemu-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let iso = dir.join("empty.iso");
+        std::fs::write(&iso, [0u8; 4096]).unwrap();
+        let boot = Boot {
+            image: Image::Cdrom(iso),
+            smp: 1,
+            extra: Vec::new(),
+        };
+        let start = Instant::now();
+        let run = run_captured(&boot, Duration::from_secs(3), &dir.join("log")).unwrap();
+        assert!(run.timed_out);
+        assert_eq!(run.status, None);
+        assert!(start.elapsed() < Duration::from_secs(10));
+        assert!(run.output.contains("SeaBIOS"), "{}", run.output);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn exit_codes() {
+        assert_eq!(exit_code(Some(33)), 0);
+        assert_eq!(exit_code(Some(35)), 1);
+        assert_eq!(exit_code(Some(2)), 2);
+        assert_eq!(exit_code(None), 1);
+    }
+
+    #[test]
+    fn command_line() {
+        let boot = Boot {
+            image: Image::Kernel {
+                elf: "k.elf".into(),
+                cmdline: "a=1 b".into(),
+                initrd: None,
+            },
+            smp: 2,
+            extra: vec!["-s".into()],
+        };
+        let args: Vec<String> = command(&boot)
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let joined = args.join(" ");
+        assert!(joined.contains("-smp 2 "), "{joined}");
+        assert!(joined.contains("-kernel k.elf -append"), "{joined}");
+        assert!(args.contains(&"a=1 b".to_string()));
+        assert_eq!(args.last().map(String::as_str), Some("-s"));
+        assert!(joined.contains("isa-debug-exit,iobase=0xf4,iosize=4"));
+    }
+}

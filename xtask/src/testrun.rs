@@ -1,0 +1,396 @@
+//! `xtask test`: every test stage in order, with one total at the end.
+//!
+//! A stage that cannot even start (a build error, QEMU missing) counts as
+//! a failure and the remaining stages still run, so one run shows every
+//! problem. The closing `N passed, N failed` line is the CI's verdict, so
+//! it is printed last and the exit code agrees with it.
+
+use std::io::{Read, Write};
+use std::process::{ExitCode, Stdio};
+use std::time::Duration;
+
+use crate::build::{self, Flavor};
+use crate::{iso, qemu, unsafe_check, Result};
+
+const KTEST_TIMEOUT: Duration = Duration::from_secs(300);
+const GRUB_TIMEOUT: Duration = Duration::from_secs(120);
+const STAGES: usize = 4;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Totals {
+    pub passed: u64,
+    pub failed: u64,
+}
+
+impl Totals {
+    fn add(&mut self, other: Totals) {
+        self.passed += other.passed;
+        self.failed += other.failed;
+    }
+
+    fn one(ok: bool) -> Totals {
+        Totals {
+            passed: u64::from(ok),
+            failed: u64::from(!ok),
+        }
+    }
+}
+
+fn header(n: usize, title: &str) {
+    println!("\n==> [{n}/{STAGES}] {title}");
+}
+
+pub fn all() -> Result<ExitCode> {
+    let mut totals = Totals::default();
+
+    header(1, "host unit tests (kiln-util, xtask)");
+    totals.add(report("host unit tests", host_tests()));
+
+    header(2, "unsafe boundary");
+    totals.add(report("unsafe boundary", unsafe_boundary()));
+
+    header(3, "in-kernel tests (QEMU, -kernel)");
+    let elf = build::kernel(Flavor::Test);
+    totals.add(report(
+        "in-kernel tests",
+        elf.clone().and_then(|elf| ktests(&elf)),
+    ));
+
+    header(4, "GRUB boot (multiboot2, -cdrom)");
+    totals.add(report("GRUB boot", elf.and_then(|elf| grub_boot(&elf))));
+
+    println!();
+    println!("{} passed, {} failed", totals.passed, totals.failed);
+    Ok(if totals.failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// A stage that errored counts as one failure.
+fn report(stage: &str, result: Result<Totals>) -> Totals {
+    match result {
+        Ok(t) => {
+            println!("{stage}: {} passed, {} failed", t.passed, t.failed);
+            t
+        }
+        Err(e) => {
+            println!("{stage}: FAILED: {e}");
+            Totals::one(false)
+        }
+    }
+}
+
+/// Stage 1: `cargo test` on the host crates, output shown as it comes and
+/// its `test result:` lines summed.
+fn host_tests() -> Result<Totals> {
+    let mut child = build::debian_cargo()
+        .args(["test", "-p", "kiln-util", "-p", "xtask"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", build::DEBIAN_CARGO))?;
+    let mut pipe = child.stdout.take().ok_or("cargo stdout not captured")?;
+    let mut all = Vec::new();
+    let mut buf = [0u8; 4096];
+    // stderr is not piped, so reading stdout alone cannot deadlock.
+    loop {
+        let n = pipe
+            .read(&mut buf)
+            .map_err(|e| format!("read cargo output: {e}"))?;
+        if n == 0 {
+            break;
+        }
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(&buf[..n]);
+        let _ = out.flush();
+        all.extend_from_slice(&buf[..n]);
+    }
+    let status = child.wait().map_err(|e| format!("wait for cargo: {e}"))?;
+    let mut totals = parse_cargo_results(&String::from_utf8_lossy(&all));
+    if !status.success() && totals.failed == 0 {
+        // Compile errors print no `test result:` line at all.
+        println!("cargo test exited with {status}");
+        totals.failed += 1;
+    }
+    Ok(totals)
+}
+
+/// Sums every `test result: ok. N passed; M failed; ...` line (one per test
+/// binary and one for doc tests).
+pub fn parse_cargo_results(output: &str) -> Totals {
+    let mut totals = Totals::default();
+    for line in output.lines() {
+        let Some(rest) = line.split_once("test result: ").map(|(_, r)| r) else {
+            continue;
+        };
+        for part in rest.split(';') {
+            let mut words = part.split_whitespace().rev();
+            let (Some(kind), Some(n)) = (words.next(), words.next()) else {
+                continue;
+            };
+            let Ok(n) = n.parse::<u64>() else { continue };
+            match kind {
+                "passed" => totals.passed += n,
+                "failed" => totals.failed += n,
+                _ => {}
+            }
+        }
+    }
+    totals
+}
+
+/// Stage 2: one test, failed with a list of `file:line` on any problem.
+fn unsafe_boundary() -> Result<Totals> {
+    let problems = unsafe_check::check(&build::repo_root())?;
+    for p in &problems {
+        println!("  {p}");
+    }
+    if problems.is_empty() {
+        println!("no unsafe outside hal/, every crate root forbids it, hal/ is justified");
+    }
+    Ok(Totals::one(problems.is_empty()))
+}
+
+/// What the test kernel printed.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Ktest {
+    pub passed: Vec<String>,
+    pub failed: Vec<String>,
+    /// The closing `N passed, N failed` line, if it came.
+    pub summary: Option<Totals>,
+}
+
+/// Reads `test <name> ... ok|FAILED [details]` lines and the last `N
+/// passed, N failed` line. Lines may carry a prefix (a log level, a CPU number): the
+/// test line starts at the first `test ` that begins a word.
+pub fn parse_ktest(output: &str) -> Ktest {
+    let mut k = Ktest::default();
+    for line in output.lines() {
+        let line = line.trim_end_matches(['\r', ' ']);
+        if let Some(t) = parse_summary(line) {
+            k.summary = Some(t);
+            continue;
+        }
+        // The verdict may be followed by details, e.g. `ok (0.17 ms)`.
+        let Some((body, verdict)) = line.rsplit_once(" ... ") else {
+            continue;
+        };
+        let ok = match verdict.split_whitespace().next() {
+            Some("ok") => true,
+            Some("FAILED") => false,
+            _ => continue,
+        };
+        let start = body
+            .match_indices("test ")
+            .map(|(i, _)| i)
+            .find(|&i| i == 0 || body[..i].ends_with([' ', ']', ':']));
+        let Some(start) = start else { continue };
+        let name = body[start + 5..].trim().to_string();
+        if ok {
+            k.passed.push(name);
+        } else {
+            k.failed.push(name);
+        }
+    }
+    k
+}
+
+/// `N passed, M failed`, possibly followed by `, K skipped` and preceded
+/// by a prefix; `None` if the line is not one.
+fn parse_summary(line: &str) -> Option<Totals> {
+    let (before, after) = line.split_once(" passed, ")?;
+    let passed = before.rsplit(|c: char| !c.is_ascii_digit()).next()?;
+    let (failed, rest) = after.split_once(" failed")?;
+    if !(rest.is_empty() || rest.starts_with(',')) {
+        return None;
+    }
+    Some(Totals {
+        passed: passed.parse().ok()?,
+        failed: failed.trim().parse().ok()?,
+    })
+}
+
+/// Stage 3: boot the test kernel, count its tests. Anything but a clean
+/// exit with a complete, failure-free summary adds one failure, so a
+/// crash after the last test line still fails the run.
+fn ktests(elf: &std::path::Path) -> Result<Totals> {
+    let boot = qemu::Boot {
+        image: qemu::Image::Kernel {
+            elf: elf.to_path_buf(),
+            cmdline: ktest_cmdline(),
+            initrd: None,
+        },
+        smp: 1,
+        extra: Vec::new(),
+    };
+    let log = build::out_dir().join("ktest.log");
+    let run = qemu::run_captured(&boot, KTEST_TIMEOUT, &log)?;
+    let k = parse_ktest(&run.output);
+    Ok(ktest_verdict(&k, run.status, run.timed_out))
+}
+
+/// The test kernel always gets a `ktest.` option (its boot tests check the
+/// command line arrives); `KTEST_FILTER` narrows the run, and the empty
+/// default filter matches every test.
+fn ktest_cmdline() -> String {
+    format!(
+        "ktest.filter={}",
+        std::env::var("KTEST_FILTER").unwrap_or_default()
+    )
+}
+
+pub fn ktest_verdict(k: &Ktest, status: Option<i32>, timed_out: bool) -> Totals {
+    let mut totals = k.summary.unwrap_or(Totals {
+        passed: k.passed.len() as u64,
+        failed: k.failed.len() as u64,
+    });
+    for name in &k.failed {
+        println!("  FAILED: {name}");
+    }
+    if let Some(s) = k.summary {
+        if (s.passed, s.failed) != (k.passed.len() as u64, k.failed.len() as u64) {
+            println!(
+                "  note: summary says {} passed, {} failed but {} ok / {} FAILED lines were seen",
+                s.passed,
+                s.failed,
+                k.passed.len(),
+                k.failed.len()
+            );
+        }
+    }
+    let problem = if timed_out {
+        Some(format!("timed out after {} s", KTEST_TIMEOUT.as_secs()))
+    } else if status != Some(qemu::EXIT_SUCCESS) {
+        Some(format!(
+            "QEMU exit status {status:?}, expected {}",
+            qemu::EXIT_SUCCESS
+        ))
+    } else if k.summary.is_none() {
+        Some("no closing `N passed, N failed` line".to_string())
+    } else {
+        None
+    };
+    if let Some(p) = problem {
+        println!("  in-kernel tests: {p}");
+        if totals.failed == 0 {
+            totals.failed = 1;
+        }
+    }
+    totals
+}
+
+/// Stage 4: the test kernel through GRUB, running only the boot tests.
+fn grub_boot(elf: &std::path::Path) -> Result<Totals> {
+    let out = build::out_dir();
+    let iso_path = out.join("kiln-test.iso");
+    iso::make(elf, "ktest.filter=boot", &iso_path)?;
+    let boot = qemu::Boot {
+        image: qemu::Image::Cdrom(iso_path),
+        smp: 1,
+        extra: Vec::new(),
+    };
+    let run = qemu::run_captured(&boot, GRUB_TIMEOUT, &out.join("grub-boot.log"))?;
+    let saw_multiboot2 = run
+        .output
+        .lines()
+        .any(|l| l.contains("boot loader: multiboot2"));
+    if run.timed_out {
+        println!("  GRUB boot: timed out after {} s", GRUB_TIMEOUT.as_secs());
+    } else if run.status != Some(qemu::EXIT_SUCCESS) {
+        println!("  GRUB boot: QEMU exit status {:?}", run.status);
+    }
+    if !saw_multiboot2 {
+        println!("  GRUB boot: no `boot loader: multiboot2` line");
+    }
+    Ok(Totals::one(
+        saw_multiboot2 && run.status == Some(qemu::EXIT_SUCCESS),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cargo_results_are_summed() {
+        let out = "running 3 tests\ntest a ... ok\n\
+                   test result: ok. 3 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s\n\
+                   test result: FAILED. 10 passed; 2 failed; 1 ignored; 0 measured\n\
+                   test result: ok. 0 passed; 0 failed; 0 ignored\n";
+        assert_eq!(
+            parse_cargo_results(out),
+            Totals {
+                passed: 13,
+                failed: 2
+            }
+        );
+        assert_eq!(parse_cargo_results("error[E0425]: oops"), Totals::default());
+    }
+
+    const LOG: &str = "\x1b[2JSeaBIOS\r\nBooting from ROM..hello\r\n\
+        test boot::multiboot2_info ... ok (0.048 ms)\r\n\
+        [cpu0] test mm::frames ... FAILED (0.414 ms)\r\n\
+            kernel/src/ktest/mm_tests.rs:53: oops ... ok\r\n\
+        test not::a::verdict ... okay\r\n\
+        test testing::name with spaces ... ok\r\n\
+        ktest: 2 passed, 1 failed\r\n";
+
+    #[test]
+    fn ktest_log_is_parsed() {
+        let k = parse_ktest(LOG);
+        assert_eq!(
+            k.passed,
+            ["boot::multiboot2_info", "testing::name with spaces"]
+        );
+        assert_eq!(k.failed, ["mm::frames"]);
+        assert_eq!(
+            k.summary,
+            Some(Totals {
+                passed: 2,
+                failed: 1
+            })
+        );
+    }
+
+    #[test]
+    fn summary_lines() {
+        let t = |p, f| {
+            Some(Totals {
+                passed: p,
+                failed: f,
+            })
+        };
+        assert_eq!(parse_summary("5 passed, 0 failed"), t(5, 0));
+        assert_eq!(parse_summary("5 passed, 0 failed, 2 skipped"), t(5, 0));
+        assert_eq!(parse_summary("done: 12 passed, 3 failed"), t(12, 3));
+        assert_eq!(parse_summary("test x passed, y failed"), None);
+        assert_eq!(parse_summary("5 passed, 0 failedx"), None);
+    }
+
+    #[test]
+    fn ktest_verdicts() {
+        let good = parse_ktest("test a ... ok\n1 passed, 0 failed\n");
+        assert_eq!(ktest_verdict(&good, Some(33), false), Totals::one(true));
+        // Crash or timeout after a clean summary is still a failure.
+        assert_eq!(ktest_verdict(&good, Some(35), false).failed, 1);
+        assert_eq!(ktest_verdict(&good, None, true).failed, 1);
+        // Missing summary: count the lines and fail once.
+        let cut = parse_ktest("test a ... ok\ntest b ... ok\n");
+        assert_eq!(
+            ktest_verdict(&cut, Some(33), false),
+            Totals {
+                passed: 2,
+                failed: 1
+            }
+        );
+        let bad = parse_ktest(LOG);
+        assert_eq!(
+            ktest_verdict(&bad, Some(35), false),
+            Totals {
+                passed: 2,
+                failed: 1
+            }
+        );
+    }
+}
