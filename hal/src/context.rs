@@ -166,15 +166,17 @@ impl Context {
     /// alive as long as the thread can run.
     pub fn new(stack: &KernelStack, entry: ThreadEntry, arg: usize) -> Context {
         let top = stack.top();
-        let words: [u64; 8] = [
-            0,                                   // r15
-            0,                                   // r14
-            arg as u64,                          // r13
-            ENTRY_TABLE.encode(entry),           // r12
-            0,                                   // rbx
-            0,                                   // rbp (ends backtraces)
+        // The return address sits in the top word, so the trampoline
+        // starts with rsp == top (16-byte aligned) and its `call` gives the
+        // entry the ABI's alignment.
+        let words: [u64; 7] = [
+            0,                                         // r15
+            0,                                         // r14
+            arg as u64,                                // r13
+            ENTRY_TABLE.encode(entry),                 // r12
+            0,                                         // rbx
+            0,                                         // rbp (ends backtraces)
             hal_thread_trampoline as *const () as u64, // return address
-            0,                                   // alignment pad
         ];
         let base = top - 8 * words.len() as u64;
         for (i, w) in words.iter().enumerate() {

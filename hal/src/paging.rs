@@ -254,15 +254,24 @@ pub fn current_root() -> PhysAddr {
 /// First address past the user half.
 pub const USER_END: u64 = 0x0000_8000_0000_0000;
 
-/// Permissions of a user page (user pages are always readable).
+/// Software bit: the entry holds a frame reference but is not present,
+/// so the page keeps its contents while inaccessible (PROT_NONE).
+const KEPT: u64 = 1 << 9;
+
+/// Permissions of a user page. An inaccessible page (`accessible ==
+/// false`) keeps its frame but faults on every access.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PteFlags {
+    pub accessible: bool,
     pub writable: bool,
     pub executable: bool,
 }
 
 impl PteFlags {
     fn to_bits(self) -> u64 {
+        if !self.accessible {
+            return KEPT | NO_EXECUTE;
+        }
         PRESENT
             | USER
             | if self.writable { WRITABLE } else { 0 }
@@ -270,8 +279,13 @@ impl PteFlags {
     }
 
     fn from_bits(bits: u64) -> PteFlags {
-        PteFlags { writable: bits & WRITABLE != 0, executable: bits & NO_EXECUTE == 0 }
+        PteFlags { accessible: bits & PRESENT != 0, writable: bits & WRITABLE != 0, executable: bits & NO_EXECUTE == 0 }
     }
+}
+
+/// Whether a user leaf entry holds a frame reference.
+fn holds_frame(entry: u64) -> bool {
+    entry & (PRESENT | KEPT) != 0
 }
 
 /// A user address space's page tables. The kernel half is shared with the
@@ -326,7 +340,7 @@ impl PageTable {
         let idx = index_at(va, 0);
         let old = read_entry(pt, idx);
         write_entry(pt, idx, frame.into_pte_reference().0 | flags.to_bits());
-        if old & PRESENT != 0 {
+        if holds_frame(old) {
             self.flush(va);
             drop(UserFrame::from_pte_reference(PhysAddr(old & ADDR_MASK)));
         }
@@ -339,7 +353,7 @@ impl PageTable {
         let _guard = self.lock.lock();
         let (pt, idx) = self.leaf(va)?;
         let entry = read_entry(pt, idx);
-        if entry & PRESENT == 0 {
+        if !holds_frame(entry) {
             return None;
         }
         write_entry(pt, idx, 0);
@@ -351,7 +365,7 @@ impl PageTable {
         let _guard = self.lock.lock();
         let (pt, idx) = self.leaf(va & !(PAGE_SIZE - 1))?;
         let entry = read_entry(pt, idx);
-        (entry & PRESENT != 0).then(|| (PhysAddr(entry & ADDR_MASK), PteFlags::from_bits(entry)))
+        holds_frame(entry).then(|| (PhysAddr(entry & ADDR_MASK), PteFlags::from_bits(entry)))
     }
 
     /// A new reference to the frame mapped at `va`.
@@ -359,7 +373,7 @@ impl PageTable {
         let _guard = self.lock.lock();
         let (pt, idx) = self.leaf(va & !(PAGE_SIZE - 1))?;
         let entry = read_entry(pt, idx);
-        (entry & PRESENT != 0).then(|| UserFrame::clone_pte_reference(PhysAddr(entry & ADDR_MASK)))
+        holds_frame(entry).then(|| UserFrame::clone_pte_reference(PhysAddr(entry & ADDR_MASK)))
     }
 
     /// Changes the permissions of the page at `va`; false if unmapped.
@@ -370,7 +384,7 @@ impl PageTable {
             return false;
         };
         let entry = read_entry(pt, idx);
-        if entry & PRESENT == 0 {
+        if !holds_frame(entry) {
             return false;
         }
         write_entry(pt, idx, (entry & ADDR_MASK) | flags.to_bits());
@@ -397,7 +411,7 @@ impl PageTable {
                 continue;
             }
             let entry = read_entry(table, idx as usize);
-            if entry & PRESENT == 0 {
+            if (level == 0 && !holds_frame(entry)) || (level > 0 && entry & PRESENT == 0) {
                 continue;
             }
             if level == 0 {
@@ -431,7 +445,7 @@ impl PageTable {
     fn free_level(table: PhysAddr, level: u32) {
         for idx in 0..512 {
             let entry = read_entry(table, idx);
-            if entry & PRESENT == 0 {
+            if (level == 0 && !holds_frame(entry)) || (level > 0 && entry & PRESENT == 0) {
                 continue;
             }
             let next = PhysAddr(entry & ADDR_MASK);

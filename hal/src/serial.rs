@@ -122,3 +122,8 @@ impl core::fmt::Write for RawConsole {
         Ok(())
     }
 }
+
+/// Whether received bytes are waiting.
+pub fn input_pending() -> bool {
+    RX.lock().len > 0 || LINE_STATUS.read_u8() & 0x01 != 0
+}

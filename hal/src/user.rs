@@ -224,6 +224,12 @@ hal_run_user:
     push r13
     push r14
     push r15
+    /* KSAVE must be 16-byte aligned: the CPU aligns rsp0 before pushing
+       an interrupt frame, and the trap path finds the context just above
+       that frame. */
+    mov rax, rsp
+    and rsp, -16
+    push rax
     push rdi
     mov gs:[{pcpu_kstack}], rsp
     mov rax, gs:[{pcpu_tss_rsp0}]
@@ -291,6 +297,7 @@ hal_user_trap_exit:
     add rsp, {frame_size}
 hal_user_return_to_kernel:
     add rsp, 8
+    pop rsp
     pop r15
     pop r14
     pop r13

@@ -31,6 +31,11 @@ fn on_tick(_vector: u8) {
 /// Wall-clock nanoseconds at the monotonic clock's zero, from the RTC.
 static REALTIME_BASE_NS: AtomicU64 = AtomicU64::new(0);
 
+/// Sets the wall clock (clock_settime(CLOCK_REALTIME)).
+pub fn set_realtime_ns(ns: u64) {
+    REALTIME_BASE_NS.store(ns.saturating_sub(now_ns()), Ordering::Relaxed);
+}
+
 /// Nanoseconds since the Unix epoch.
 pub fn realtime_ns() -> u64 {
     REALTIME_BASE_NS.load(Ordering::Relaxed) + now_ns()

@@ -26,3 +26,8 @@ pub fn read_byte() -> u8 {
 pub fn try_read_byte() -> Option<u8> {
     hal::serial::read_byte()
 }
+
+/// Whether a byte is waiting to be read.
+pub fn input_available() -> bool {
+    hal::serial::input_pending()
+}

@@ -14,7 +14,8 @@ use crate::{iso, qemu, unsafe_check, Result};
 
 const KTEST_TIMEOUT: Duration = Duration::from_secs(300);
 const GRUB_TIMEOUT: Duration = Duration::from_secs(120);
-const STAGES: usize = 4;
+const STAGES: usize = 6;
+const CRASH_TIMEOUT: Duration = Duration::from_secs(60);
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Totals {
@@ -43,7 +44,7 @@ fn header(n: usize, title: &str) {
 pub fn all() -> Result<ExitCode> {
     let mut totals = Totals::default();
 
-    header(1, "host unit tests (kiln-util, xtask)");
+    header(1, "host unit tests (kiln-util, linux-abi, xtask)");
     totals.add(report("host unit tests", host_tests()));
 
     header(2, "unsafe boundary");
@@ -56,8 +57,18 @@ pub fn all() -> Result<ExitCode> {
         elf.clone().and_then(|elf| ktests(&elf)),
     ));
 
-    header(4, "GRUB boot (multiboot2, -cdrom)");
+    header(4, "fatal exception reports (ktest.crash=...)");
+    totals.add(report("crash reports", elf.clone().and_then(|elf| crash_reports(&elf))));
+
+    header(5, "GRUB boot (multiboot2, -cdrom)");
     totals.add(report("GRUB boot", elf.and_then(|elf| grub_boot(&elf))));
+
+    header(6, "user programs: Kiln against the host Linux");
+    let normal = build::kernel(Flavor::Normal);
+    totals.add(report(
+        "user programs",
+        normal.and_then(|elf| crate::usertest::compare(&build::repo_root(), &elf)).map(|(p, f)| Totals { passed: p, failed: f }),
+    ));
 
     println!();
     println!("{} passed, {} failed", totals.passed, totals.failed);
@@ -86,7 +97,7 @@ fn report(stage: &str, result: Result<Totals>) -> Totals {
 /// its `test result:` lines summed.
 fn host_tests() -> Result<Totals> {
     let mut child = build::debian_cargo()
-        .args(["test", "-p", "kiln-util", "-p", "xtask"])
+        .args(["test", "-p", "kiln-util", "-p", "linux-abi", "-p", "xtask"])
         .stdout(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", build::DEBIAN_CARGO))?;
@@ -393,4 +404,38 @@ mod tests {
             }
         );
     }
+}
+
+/// What each deliberate crash must show: the exception's name, a register
+/// dump and a backtrace that names the function that faulted.
+const CRASHES: &[(&str, &[&str])] = &[
+    ("pagefault", &["CPU exception 14 (page fault)", "fault address (cr2) = 0xfffffe0000004000", "rip=", "hal::debug::crash"]),
+    ("divide", &["CPU exception 0 (divide error)", "rax=", "hal::debug::crash"]),
+    ("ud2", &["CPU exception 6 (invalid opcode)", "rip=", "hal::debug::crash"]),
+    ("stackoverflow", &["CPU exception 8 (double fault)", "kernel stack overflow", "hal::debug::recurse"]),
+    ("panic", &["KERNEL PANIC", "deliberate panic", "backtrace:"]),
+];
+
+/// Stage 4: each crash kind must end the run with the failure status and
+/// a complete report.
+fn crash_reports(elf: &std::path::Path) -> Result<Totals> {
+    let mut totals = Totals::default();
+    for (kind, needles) in CRASHES {
+        let boot = qemu::Boot {
+            image: qemu::Image::Kernel { elf: elf.to_path_buf(), cmdline: format!("ktest.crash={kind}"), initrd: None },
+            smp: 1,
+            extra: Vec::new(),
+        };
+        let log = build::out_dir().join(format!("crash-{kind}.log"));
+        let run = qemu::run_captured(&boot, CRASH_TIMEOUT, &log)?;
+        let missing: Vec<&&str> = needles.iter().filter(|n| !run.output.contains(**n)).collect();
+        let ok = run.status == Some(qemu::EXIT_FAILURE) && missing.is_empty();
+        if ok {
+            println!("crash {kind} ... ok");
+        } else {
+            println!("crash {kind} ... FAILED (status {:?}, missing {missing:?})", run.status);
+        }
+        totals.add(Totals::one(ok));
+    }
+    Ok(totals)
 }

@@ -75,7 +75,11 @@ impl AddressSpace {
     }
 
     fn page_flags(vma: &Vma, exclusive: bool) -> PteFlags {
-        PteFlags { writable: vma.prot.write && (exclusive || vma.is_shared()), executable: vma.prot.exec }
+        PteFlags {
+            accessible: vma.prot.read || vma.prot.write || vma.prot.exec,
+            writable: vma.prot.write && (exclusive || vma.is_shared()),
+            executable: vma.prot.exec,
+        }
     }
 
     /// Resolves a fault at `addr`: demand-fills a missing page, or breaks
@@ -92,6 +96,12 @@ impl AddressSpace {
         }
         let va = page_floor(addr);
         if let Some((_, flags)) = self.page_table.query(va) {
+            if !flags.accessible {
+                // Kept contents of a page whose VMA allows access again
+                // (the PTE is refreshed by mprotect; this is a stale view).
+                self.page_table.protect(va, Self::page_flags(&vma, false));
+                return Ok(());
+            }
             if access != FaultAccess::Write || flags.writable {
                 // Another thread resolved it first (or a stale TLB entry).
                 return Ok(());
@@ -225,6 +235,70 @@ impl AddressSpace {
         };
         self.vmas.insert(start, Vma { start, end: start + len, prot, backing, kind: VmaKind::Normal });
         Ok(start)
+    }
+
+    /// mremap(2): shrink in place, grow in place when the space after is
+    /// free, otherwise move (with MREMAP_MAYMOVE) by moving the pages.
+    pub fn mremap(&mut self, old: u64, old_len: u64, new_len: u64, may_move: bool, fixed: Option<u64>) -> Result<u64, Errno> {
+        if old % PAGE_SIZE != 0 || new_len == 0 {
+            return Err(Errno::EINVAL);
+        }
+        let old_len = page_ceil(old_len).ok_or(Errno::EINVAL)?;
+        let new_len = page_ceil(new_len).ok_or(Errno::ENOMEM)?;
+        let vma = self.find(old).ok_or(Errno::EFAULT)?.clone();
+        if old + old_len.max(PAGE_SIZE) > vma.end {
+            return Err(Errno::EFAULT);
+        }
+        if fixed.is_none() {
+            if new_len <= old_len {
+                if new_len < old_len {
+                    self.remove_range(old + new_len, old + old_len);
+                }
+                return Ok(old);
+            }
+            let grow_end = old.checked_add(new_len).ok_or(Errno::ENOMEM)?;
+            if old + old_len == vma.end && grow_end <= MMAP_BASE && self.is_free(vma.end, grow_end) {
+                self.vmas.get_mut(&vma.start).expect("vma present").end = grow_end;
+                return Ok(old);
+            }
+            if !may_move {
+                return Err(Errno::ENOMEM);
+            }
+        }
+        let dest = match fixed {
+            Some(addr) => {
+                if addr % PAGE_SIZE != 0 || (addr < old + old_len && old < addr + new_len) {
+                    return Err(Errno::EINVAL);
+                }
+                self.remove_range(addr, addr + new_len);
+                addr
+            }
+            None => self.find_free(new_len).ok_or(Errno::ENOMEM)?,
+        };
+        // The moved area keeps the backing of the old range's start.
+        self.split_at(old);
+        let mut moved = self.find(old).ok_or(Errno::EFAULT)?.clone();
+        moved.start = dest;
+        moved.end = dest + new_len;
+        let keep = old_len.min(new_len);
+        for (va, flags) in self.page_table.mapped_pages(old, old + keep) {
+            if let Some(frame) = self.page_table.unmap(va) {
+                self.page_table.map(dest + (va - old), frame, flags).map_err(|_| Errno::ENOMEM)?;
+            }
+        }
+        self.remove_range(old, old + old_len);
+        self.vmas.insert(dest, moved);
+        Ok(dest)
+    }
+
+    /// Linux's default overcommit heuristic: one mapping may not ask for
+    /// more than all of RAM (there is no swap).
+    pub fn check_commit(len: u64) -> Result<(), Errno> {
+        let total = hal::mm::total_frame_count() * PAGE_SIZE;
+        if len > total {
+            return Err(Errno::ENOMEM);
+        }
+        Ok(())
     }
 
     pub fn munmap(&mut self, addr: u64, len: u64) -> Result<(), Errno> {

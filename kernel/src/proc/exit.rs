@@ -45,7 +45,7 @@ fn exit_process(p: &Arc<Process>, how: ExitKind) {
     // its status for the parent.
     *p.files.lock() = Arc::new(Mutex::new(FdTable::new()));
     drop(p.vm.lock().take());
-    p.itimer.lock().deadline = None;
+    super::timer::clear(p);
     super::unregister_task(p.pid);
 
     if p.pid == INIT_PID {

@@ -85,7 +85,9 @@ pub struct Process {
     /// CPU time of exited threads, and of reaped children.
     pub dead_tasks_cpu_ns: AtomicU64,
     pub children_cpu_ns: AtomicU64,
-    pub itimer: SpinLock<signal::ItimerReal>,
+    pub timers: SpinLock<timer::Timers>,
+    /// Whether a CPU-time itimer is armed (skips accounting otherwise).
+    pub cpu_timer_armed: core::sync::atomic::AtomicBool,
     /// Set in a vfork child until it execs or exits.
     pub vfork_done: SpinLock<Option<Arc<wait::VforkDone>>>,
 }
@@ -178,7 +180,8 @@ impl Process {
             start_ns: crate::clock::now_ns(),
             dead_tasks_cpu_ns: AtomicU64::new(0),
             children_cpu_ns: AtomicU64::new(0),
-            itimer: SpinLock::new(signal::ItimerReal::default()),
+            timers: SpinLock::new(timer::Timers::default()),
+            cpu_timer_armed: core::sync::atomic::AtomicBool::new(false),
             vfork_done: SpinLock::new(None),
         }
     }

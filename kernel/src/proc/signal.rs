@@ -124,7 +124,10 @@ pub fn send_to_process(p: &Arc<Process>, info: Siginfo) {
     } else if is_stop_signal(signo) {
         p.signals.shared_pending.lock().discard(sig::SIGCONT);
     }
-    if is_ignored(p, signo) {
+    // A blocked signal stays pending even if ignored now: the handler may
+    // change before it is unblocked (it is dropped at delivery otherwise).
+    let blocked_everywhere = p.tasks.lock().iter().all(|t| t.sigmask.lock().contains(signo));
+    if is_ignored(p, signo) && !blocked_everywhere {
         return;
     }
     p.signals.shared_pending.lock().add(info);
@@ -147,11 +150,26 @@ pub fn send_to_task(t: &Arc<Task>, info: Siginfo) {
         send_to_process(&t.process, info);
         return;
     }
-    if is_ignored(&t.process, signo) {
+    if is_ignored(&t.process, signo) && !t.sigmask.lock().contains(signo) {
         return;
     }
     t.pending.lock().add(info);
     t.interrupt();
+}
+
+/// Takes a pending signal from `set` (thread-directed first), for
+/// rt_sigtimedwait.
+pub fn take_from_set(t: &Task, set: SigSet) -> Option<Siginfo> {
+    let others = SigSet(!set.0);
+    {
+        let mut own = t.pending.lock();
+        if let Some(s) = own.next(others) {
+            return own.take(s);
+        }
+    }
+    let mut shared = t.process.signals.shared_pending.lock();
+    let s = shared.next(others)?;
+    shared.take(s)
 }
 
 /// A synchronous fault: if the program blocks or ignores the signal, it
@@ -494,13 +512,6 @@ pub fn set_altstack(t: &Arc<Task>, ss: &Stack, current_sp: u64) -> Result<(), Er
     Ok(())
 }
 
-/// ITIMER_REAL state: the next expiry and the reload interval (ns).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct ItimerReal {
-    pub deadline: Option<u64>,
-    pub interval: u64,
-    pub generation: u64,
-}
 
 /// Whether `p` has a signal pending that its threads do not all block.
 pub fn has_deliverable(t: &Task) -> bool {

@@ -99,7 +99,9 @@ fn run_task(task: Arc<Task>, mut ctx: Box<UserContext>) {
         }
         let entered = hal::time::monotonic_ns();
         let reason = ctx.run();
-        task.cpu_ns.fetch_add(hal::time::monotonic_ns().saturating_sub(entered), Ordering::Relaxed);
+        let ran = hal::time::monotonic_ns().saturating_sub(entered);
+        task.cpu_ns.fetch_add(ran, Ordering::Relaxed);
+        super::timer::charge_cpu(&task.process, ran);
         match reason {
             ReturnReason::Syscall => crate::syscall::dispatch(&task, &mut ctx),
             ReturnReason::Exception { vector, error_code, fault_addr } => {

@@ -30,7 +30,7 @@ pub fn sys_futex(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let (uaddr, op, val, timeout, uaddr2, val3) = (a[0], a[1] as u32, a[2] as u32, a[3], a[4], a[5] as u32);
     let cmd = op & c::FUTEX_CMD_MASK;
     let realtime = op & c::FUTEX_CLOCK_REALTIME != 0;
-    if realtime && !matches!(cmd, c::FUTEX_WAIT_BITSET | c::FUTEX_WAIT) {
+    if realtime && cmd != c::FUTEX_WAIT_BITSET {
         return Err(Errno::ENOSYS);
     }
     let vm = ctx.vm()?;

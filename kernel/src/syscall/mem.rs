@@ -38,7 +38,7 @@ pub fn sys_mmap(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         }
     } else {
         let file = ctx.process().files().lock().get(fd)?;
-        if !file.readable() {
+        if !file.readable() || (shared && prot & c::PROT_WRITE as u64 != 0 && !file.writable()) {
             return Err(Errno::EACCES);
         }
         let inode = file.ops.inode().filter(|i| !i.is_dir()).cloned().ok_or(Errno::ENODEV)?;
@@ -50,6 +50,10 @@ pub fn sys_mmap(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         let size = inode.size();
         Backing::File { source: inode, offset, file_end: size }
     };
+    let accountable = prot & c::PROT_WRITE as u64 != 0 && flags & c::MAP_NORESERVE == 0;
+    if accountable {
+        AddressSpace::check_commit(len)?;
+    }
     let fixed = flags & c::MAP_FIXED != 0;
     let noreplace = flags & c::MAP_FIXED_NOREPLACE != 0;
     let vm = ctx.vm()?;
@@ -85,4 +89,17 @@ pub fn sys_madvise(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         c::MADV_NORMAL | c::MADV_RANDOM | c::MADV_SEQUENTIAL | c::MADV_WILLNEED | c::MADV_FREE | c::MADV_HUGEPAGE | c::MADV_NOHUGEPAGE => Ok(0),
         _ => Err(Errno::EINVAL),
     }
+}
+
+pub fn sys_mremap(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (old, old_len, new_len, flags, new_addr) = (a[0], a[1], a[2], a[3] as u32, a[4]);
+    let known = c::MREMAP_MAYMOVE | c::MREMAP_FIXED;
+    if flags & !known != 0 || (flags & c::MREMAP_FIXED != 0 && flags & c::MREMAP_MAYMOVE == 0) {
+        return Err(Errno::EINVAL);
+    }
+    if new_len > old_len {
+        AddressSpace::check_commit(new_len)?;
+    }
+    let fixed = (flags & c::MREMAP_FIXED != 0).then_some(new_addr);
+    ctx.vm()?.lock().mremap(old, old_len, new_len, flags & c::MREMAP_MAYMOVE != 0, fixed)
 }

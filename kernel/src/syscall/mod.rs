@@ -7,6 +7,7 @@ mod fs_io;
 mod futex;
 mod ident;
 mod mem;
+mod poll;
 mod process;
 mod signal;
 mod time;
@@ -74,6 +75,7 @@ syscall_table! {
     ACCESS => fs_io::sys_access,
     SCHED_YIELD => ident::sys_sched_yield,
     MADVISE => mem::sys_madvise,
+    MREMAP => mem::sys_mremap,
     DUP => fs_io::sys_dup,
     DUP2 => fs_io::sys_dup2,
     PAUSE => signal::sys_pause,
@@ -115,6 +117,9 @@ syscall_table! {
     GETSID => process::sys_getsid,
     RT_SIGPENDING => signal::sys_rt_sigpending,
     RT_SIGSUSPEND => signal::sys_rt_sigsuspend,
+    RT_SIGQUEUEINFO => signal::sys_rt_sigqueueinfo,
+    RT_TGSIGQUEUEINFO => signal::sys_rt_tgsigqueueinfo,
+    RT_SIGTIMEDWAIT => signal::sys_rt_sigtimedwait,
     SIGALTSTACK => signal::sys_sigaltstack,
     PRCTL => process::sys_prctl,
     ARCH_PRCTL => process::sys_arch_prctl,
@@ -127,6 +132,20 @@ syscall_table! {
     SCHED_GETAFFINITY => ident::sys_sched_getaffinity,
     SET_TID_ADDRESS => process::sys_set_tid_address,
     CLOCK_GETTIME => time::sys_clock_gettime,
+    CLOCK_SETTIME => time::sys_clock_settime,
+    TIMER_CREATE => time::sys_timer_create,
+    TIMER_SETTIME => time::sys_timer_settime,
+    TIMER_GETTIME => time::sys_timer_gettime,
+    TIMER_GETOVERRUN => time::sys_timer_getoverrun,
+    TIMER_DELETE => time::sys_timer_delete,
+    GETRESUID => ident::sys_getresuid,
+    GETRESGID => ident::sys_getresuid,
+    SCHED_GETSCHEDULER => ident::sys_sched_getscheduler,
+    SCHED_GETPARAM => ident::sys_sched_getparam,
+    SCHED_GET_PRIORITY_MAX => ident::sys_sched_get_priority_max,
+    SCHED_GET_PRIORITY_MIN => ident::sys_sched_get_priority_min,
+    POLL => poll::sys_poll,
+    PPOLL => poll::sys_ppoll,
     CLOCK_GETRES => time::sys_clock_getres,
     CLOCK_NANOSLEEP => time::sys_clock_nanosleep,
     EXIT_GROUP => process::sys_exit_group,

@@ -214,3 +214,78 @@ fn wait_for_signal(ctx: &SyscallContext) {
         }
     }
 }
+
+fn read_siginfo(ctx: &SyscallContext, ptr: u64, signo: u32) -> Result<Siginfo, Errno> {
+    let mut b = [0u8; Siginfo::SIZE];
+    uaccess::read_bytes(&ctx.vm()?, ptr, &mut b)?;
+    let mut info = Siginfo::from_bytes(&b);
+    info.si_signo = signo as i32;
+    Ok(info)
+}
+
+/// Only the kernel may forge si_code values >= 0 (or SI_TKILL) for
+/// another process; user space uses negative codes such as SI_QUEUE.
+fn check_queue_code(ctx: &SyscallContext, info: &Siginfo, target_pid: i32) -> Result<(), Errno> {
+    if (info.si_code >= 0 || info.si_code == sig::SI_TKILL) && target_pid != ctx.process().pid {
+        return Err(Errno::EPERM);
+    }
+    Ok(())
+}
+
+pub fn sys_rt_sigqueueinfo(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (pid, signo, uinfo) = (a[0] as i32, a[1] as u32, a[2]);
+    if !sig::is_valid(signo) {
+        return Err(Errno::EINVAL);
+    }
+    let info = read_siginfo(ctx, uinfo, signo)?;
+    let p = proc::find_process(pid).ok_or(Errno::ESRCH)?;
+    check_queue_code(ctx, &info, pid)?;
+    psig::send_to_process(&p, info);
+    Ok(0)
+}
+
+pub fn sys_rt_tgsigqueueinfo(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (tgid, tid, signo, uinfo) = (a[0] as i32, a[1] as i32, a[2] as u32, a[3]);
+    if !sig::is_valid(signo) || tgid <= 0 || tid <= 0 {
+        return Err(Errno::EINVAL);
+    }
+    let info = read_siginfo(ctx, uinfo, signo)?;
+    let t = proc::find_task(tid).filter(|t| t.process.pid == tgid).ok_or(Errno::ESRCH)?;
+    check_queue_code(ctx, &info, tgid)?;
+    psig::send_to_task(&t, info);
+    Ok(0)
+}
+
+pub fn sys_rt_sigtimedwait(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (set_ptr, info_ptr, timeout_ptr, size) = (a[0], a[1], a[2], a[3]);
+    check_sigsetsize(size)?;
+    let vm = ctx.vm()?;
+    let set = SigSet(uaccess::read_u64(&vm, set_ptr)?).without_unblockable();
+    let deadline = if timeout_ptr != 0 {
+        let mut b = [0u8; linux_abi::layout::Timespec::SIZE];
+        uaccess::read_bytes(&vm, timeout_ptr, &mut b)?;
+        let ns = linux_abi::layout::Timespec::from_bytes(&b).as_nanos().ok_or(Errno::EINVAL)?;
+        Some(crate::clock::now_ns().saturating_add(ns))
+    } else {
+        None
+    };
+    loop {
+        if let Some(info) = psig::take_from_set(ctx.task, set) {
+            if info_ptr != 0 {
+                uaccess::write_bytes(&vm, info_ptr, &info.to_bytes())?;
+            }
+            return Ok(info.si_signo as u64);
+        }
+        if psig::has_deliverable(ctx.task) {
+            return Err(Errno::EINTR);
+        }
+        let until = deadline.unwrap_or(u64::MAX);
+        if crate::clock::now_ns() >= until {
+            return Err(Errno::EAGAIN);
+        }
+        let _ = crate::sched::sleep_until_interruptible(until);
+        if let Some(kt) = ctx.task.kthread.get() {
+            kt.set_interrupt(false);
+        }
+    }
+}

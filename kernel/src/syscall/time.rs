@@ -93,8 +93,9 @@ pub fn sys_clock_nanosleep(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult 
     let ns = ts.as_nanos().ok_or(Errno::EINVAL)?;
     let now_on_clock = match clock {
         c::CLOCK_REALTIME | c::CLOCK_MONOTONIC | c::CLOCK_BOOTTIME | c::CLOCK_TAI => clock_now(ctx, clock)?,
-        c::CLOCK_THREAD_CPUTIME_ID => return Err(Errno::EINVAL),
-        c::CLOCK_PROCESS_CPUTIME_ID => return Err(Errno::EOPNOTSUPP),
+        // Sleeping on CPU-time clocks is not supported (Linux refuses the
+        // thread clock the same way).
+        c::CLOCK_THREAD_CPUTIME_ID | c::CLOCK_PROCESS_CPUTIME_ID => return Err(Errno::EOPNOTSUPP),
         _ => return Err(Errno::EINVAL),
     };
     let deadline = if flags & c::TIMER_ABSTIME != 0 {
@@ -118,24 +119,19 @@ fn write_itimer(ctx: &SyscallContext, addr: u64, value: (u64, u64)) -> Result<()
 }
 
 pub fn sys_getitimer(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    match a[0] as u32 {
-        c::ITIMER_REAL => {
-            let cur = timer::get_real(ctx.process());
-            write_itimer(ctx, a[1], cur)?;
-            Ok(0)
-        }
-        c::ITIMER_VIRTUAL | c::ITIMER_PROF => {
-            log::debug!("getitimer: virtual/profiling timers are not supported");
-            Err(Errno::EINVAL)
-        }
-        _ => Err(Errno::EINVAL),
-    }
+    let cur = match a[0] as u32 {
+        c::ITIMER_REAL => timer::get_real(ctx.process()),
+        c::ITIMER_VIRTUAL => timer::get_cpu(ctx.process(), 0),
+        c::ITIMER_PROF => timer::get_cpu(ctx.process(), 1),
+        _ => return Err(Errno::EINVAL),
+    };
+    write_itimer(ctx, a[1], cur)?;
+    Ok(0)
 }
 
 pub fn sys_setitimer(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let which = a[0] as u32;
-    if which != c::ITIMER_REAL {
-        log::debug!("setitimer: only ITIMER_REAL is supported");
+    if !matches!(which, c::ITIMER_REAL | c::ITIMER_VIRTUAL | c::ITIMER_PROF) {
         return Err(Errno::EINVAL);
     }
     let new = if a[1] != 0 {
@@ -148,8 +144,109 @@ pub fn sys_setitimer(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     } else {
         (0, 0)
     };
-    let old = timer::set_real(ctx.process(), new.0, new.1);
+    let old = match which {
+        c::ITIMER_REAL => timer::set_real(ctx.process(), new.0, new.1),
+        c::ITIMER_VIRTUAL => timer::set_cpu(ctx.process(), 0, new.0, new.1),
+        _ => timer::set_cpu(ctx.process(), 1, new.0, new.1),
+    };
     write_itimer(ctx, a[2], old)?;
+    Ok(0)
+}
+
+pub fn sys_clock_settime(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let clock = a[0] as u32;
+    let ts = read_timespec(ctx, a[1])?;
+    let ns = ts.as_nanos().ok_or(Errno::EINVAL)?;
+    match clock {
+        c::CLOCK_REALTIME => {
+            crate::clock::set_realtime_ns(ns);
+            Ok(0)
+        }
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+const SIGEV_SIGNAL: i32 = 0;
+const SIGEV_NONE: i32 = 1;
+const SIGEV_THREAD_ID: i32 = 4;
+
+pub fn sys_timer_create(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (clock, sevp, id_ptr) = (a[0] as u32, a[1], a[2]);
+    if !matches!(clock, c::CLOCK_REALTIME | c::CLOCK_MONOTONIC | c::CLOCK_BOOTTIME) {
+        return Err(Errno::EINVAL);
+    }
+    let vm = ctx.vm()?;
+    let notify = if sevp == 0 {
+        None
+    } else {
+        let mut b = [0u8; 64];
+        uaccess::read_bytes(&vm, sevp, &mut b[..20])?;
+        let value = u64::from_le_bytes(b[0..8].try_into().unwrap_or([0; 8]));
+        let signo = i32::from_le_bytes(b[8..12].try_into().unwrap_or([0; 4])) as u32;
+        let kind = i32::from_le_bytes(b[12..16].try_into().unwrap_or([0; 4]));
+        let tid = i32::from_le_bytes(b[16..20].try_into().unwrap_or([0; 4]));
+        Some(match kind {
+            SIGEV_NONE => timer::Notify::None,
+            SIGEV_SIGNAL | SIGEV_THREAD_ID => {
+                if !linux_abi::signal::is_valid(signo) {
+                    return Err(Errno::EINVAL);
+                }
+                let tid = if kind == SIGEV_THREAD_ID {
+                    let t = crate::proc::find_task(tid).filter(|t| t.process.pid == ctx.process().pid).ok_or(Errno::EINVAL)?;
+                    Some(t.tid)
+                } else {
+                    None
+                };
+                timer::Notify::Signal { signo, value, tid }
+            }
+            _ => return Err(Errno::EINVAL),
+        })
+    };
+    let id = timer::create(ctx.process(), timer::Notify::None)?;
+    let notify = notify.unwrap_or(timer::Notify::Signal { signo: linux_abi::signal::SIGALRM, value: id as u64, tid: None });
+    timer::set_notify(ctx.process(), id, notify);
+    if let Err(e) = uaccess::write_u32(&vm, id_ptr, id as u32) {
+        let _ = timer::delete(ctx.process(), id);
+        return Err(e);
+    }
+    Ok(0)
+}
+
+fn write_itimerspec(ctx: &SyscallContext, addr: u64, value: (u64, u64)) -> Result<(), Errno> {
+    let it = linux_abi::layout::Itimerspec { it_interval: Timespec::from_nanos(value.1), it_value: Timespec::from_nanos(value.0) };
+    uaccess::write_bytes(&ctx.vm()?, addr, &it.to_bytes())
+}
+
+pub fn sys_timer_settime(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (id, flags, new_ptr, old_ptr) = (a[0] as i32, a[1] as u32, a[2], a[3]);
+    let mut b = [0u8; 32];
+    uaccess::read_bytes(&ctx.vm()?, new_ptr, &mut b)?;
+    let spec = linux_abi::layout::Itimerspec::from_bytes(&b);
+    let mut value = spec.it_value.as_nanos().ok_or(Errno::EINVAL)?;
+    let interval = spec.it_interval.as_nanos().ok_or(Errno::EINVAL)?;
+    if flags & c::TIMER_ABSTIME != 0 && value != 0 {
+        value = value.saturating_sub(crate::clock::now_ns()).max(1);
+    }
+    let old = timer::settime(ctx.process(), id, value, interval)?;
+    if old_ptr != 0 {
+        write_itimerspec(ctx, old_ptr, old)?;
+    }
+    Ok(0)
+}
+
+pub fn sys_timer_gettime(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (left, interval, _) = timer::gettime(ctx.process(), a[0] as i32)?;
+    write_itimerspec(ctx, a[1], (left, interval))?;
+    Ok(0)
+}
+
+pub fn sys_timer_getoverrun(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (_, _, overrun) = timer::gettime(ctx.process(), a[0] as i32)?;
+    Ok(overrun as u64)
+}
+
+pub fn sys_timer_delete(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    timer::delete(ctx.process(), a[0] as i32)?;
     Ok(0)
 }
 
