@@ -10,12 +10,19 @@
 //! kernel memory such as the heap or a page table.
 
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
 use crate::mm::{self, PhysAddr, PAGE_SIZE};
 use crate::sync::Once;
 
 static REF_COUNTS: Once<Vec<AtomicU32>> = Once::new();
+/// User-data frames currently allocated (for leak checks).
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+/// How many user-data frames are allocated right now.
+pub fn live_user_frames() -> usize {
+    LIVE.load(Ordering::Relaxed)
+}
 
 pub(crate) fn init() {
     let frames = mm::total_frame_count() as usize;
@@ -44,6 +51,7 @@ impl UserFrame {
     pub fn alloc_zeroed() -> Result<UserFrame, OutOfMemory> {
         let paddr = mm::alloc_frame_zeroed().ok_or(OutOfMemory)?;
         count_of(paddr).store(1, Ordering::Release);
+        LIVE.fetch_add(1, Ordering::Relaxed);
         Ok(UserFrame { paddr })
     }
 
@@ -51,6 +59,7 @@ impl UserFrame {
     pub fn duplicate(&self) -> Result<UserFrame, OutOfMemory> {
         let paddr = mm::alloc_frame_zeroed().ok_or(OutOfMemory)?;
         count_of(paddr).store(1, Ordering::Release);
+        LIVE.fetch_add(1, Ordering::Relaxed);
         // SAFETY: both frames are user-data frames owned through handles
         // (the new one exclusively), reached through the direct map; they
         // are distinct, so the ranges do not overlap.
@@ -128,6 +137,7 @@ impl Clone for UserFrame {
 impl Drop for UserFrame {
     fn drop(&mut self) {
         if count_of(self.paddr).fetch_sub(1, Ordering::AcqRel) == 1 {
+            LIVE.fetch_sub(1, Ordering::Relaxed);
             mm::free_frame(self.paddr);
         }
     }

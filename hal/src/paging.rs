@@ -21,6 +21,14 @@ pub const GLOBAL: u64 = 1 << 8;
 pub const NO_EXECUTE: u64 = 1 << 63;
 const ADDR_MASK: u64 = 0x000f_ffff_ffff_f000;
 
+/// Page-table frames owned by user address spaces (for leak checks).
+static USER_TABLE_FRAMES: AtomicU64 = AtomicU64::new(0);
+
+/// How many page-table frames user address spaces hold right now.
+pub fn live_user_table_frames() -> u64 {
+    USER_TABLE_FRAMES.load(Ordering::Relaxed)
+}
+
 /// Physical address of the kernel's PML4.
 static KERNEL_ROOT: AtomicU64 = AtomicU64::new(0);
 
@@ -55,12 +63,18 @@ fn index_at(vaddr: u64, level: u32) -> usize {
 /// Walks to the table at `level` (1 = page table) covering `vaddr`,
 /// creating missing intermediate tables.
 fn walk_create(root: PhysAddr, vaddr: u64, level: u32, user: bool) -> Result<PhysAddr, MapError> {
+    walk_create_counted(root, vaddr, level, user, &mut 0)
+}
+
+/// `walk_create`, adding the number of tables it had to create to `created`.
+fn walk_create_counted(root: PhysAddr, vaddr: u64, level: u32, user: bool, created: &mut u64) -> Result<PhysAddr, MapError> {
     let mut table = root;
     for current in (level + 1..=4).rev() {
         let idx = index_at(vaddr, current - 1);
         let entry = read_entry(table, idx);
         if entry & PRESENT == 0 {
             let frame = mm::alloc_frame_zeroed().ok_or(MapError::OutOfMemory)?;
+            *created += 1;
             let flags = PRESENT | WRITABLE | if user { USER } else { 0 };
             write_entry(table, idx, frame.0 | flags);
             table = frame;
@@ -308,6 +322,7 @@ impl PageTable {
         for idx in 256..512 {
             write_entry(root, idx, read_entry(kernel, idx));
         }
+        USER_TABLE_FRAMES.fetch_add(1, Ordering::Relaxed);
         Ok(PageTable { root, lock: crate::sync::SpinLock::new(()) })
     }
 
@@ -336,7 +351,10 @@ impl PageTable {
     pub fn map(&self, va: u64, frame: UserFrame, flags: PteFlags) -> Result<(), MapError> {
         Self::check_user(va);
         let _guard = self.lock.lock();
-        let pt = walk_create(self.root, va, 1, true)?;
+        let mut created = 0;
+        let result = walk_create_counted(self.root, va, 1, true, &mut created);
+        USER_TABLE_FRAMES.fetch_add(created, Ordering::Relaxed);
+        let pt = result?;
         let idx = index_at(va, 0);
         let old = read_entry(pt, idx);
         write_entry(pt, idx, frame.into_pte_reference().0 | flags.to_bits());
@@ -454,6 +472,7 @@ impl PageTable {
             } else {
                 Self::free_level(next, level - 1);
                 mm::free_frame(next);
+                USER_TABLE_FRAMES.fetch_sub(1, Ordering::Relaxed);
             }
         }
     }
@@ -471,8 +490,10 @@ impl Drop for PageTable {
                 let pdpt = PhysAddr(entry & ADDR_MASK);
                 Self::free_level(pdpt, 2);
                 mm::free_frame(pdpt);
+                USER_TABLE_FRAMES.fetch_sub(1, Ordering::Relaxed);
             }
         }
         mm::free_frame(self.root);
+        USER_TABLE_FRAMES.fetch_sub(1, Ordering::Relaxed);
     }
 }

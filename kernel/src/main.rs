@@ -42,7 +42,6 @@ fn kmain(info: &'static hal::BootInfo) -> ! {
     clock::init();
     console::init();
     syscall::init(info.command_line());
-    load_initramfs(info);
 
     // The first kernel thread marks the end of boot.
     let booted = sched::spawn("init", move || {
@@ -64,6 +63,7 @@ fn run(info: &'static hal::BootInfo) {
 
 #[cfg(not(feature = "ktest"))]
 fn run(info: &'static hal::BootInfo) {
+    load_initramfs(info);
     match init_command(info.command_line()) {
         Some((path, argv)) => {
             if let Err(e) = proc::init::start(&path, argv) {

@@ -152,11 +152,33 @@ pub fn compare(root: &Path, elf: &Path) -> Result<(u64, u64)> {
             }
         }
     }
+    // After every test process has been reaped, no user memory may remain.
+    let leak_line = run.output.lines().find_map(|l| l.trim().strip_prefix("kiln: user frames in use ").map(String::from));
+    match leak_line.as_deref().and_then(parse_leaks) {
+        Some((0, 0)) => {
+            passed += 1;
+            println!("user no-leaked-frames ... ok (0 user frames, 0 page-table frames left)");
+        }
+        Some((frames, tables)) => {
+            failed += 1;
+            println!("user no-leaked-frames ... FAILED ({frames} user frames, {tables} page-table frames left)");
+        }
+        None => {
+            failed += 1;
+            println!("user no-leaked-frames ... FAILED (no frame report)");
+        }
+    }
     if run.timed_out || run.status != Some(qemu::EXIT_SUCCESS) {
         println!("kiln run ended badly (status {:?}, timed out: {})", run.status, run.timed_out);
         failed += 1;
     }
     Ok((passed, failed))
+}
+
+/// "X, user page-table frames in use Y" -> (X, Y).
+fn parse_leaks(rest: &str) -> Option<(u64, u64)> {
+    let (frames, tables) = rest.split_once(", user page-table frames in use ")?;
+    Some((frames.trim().parse().ok()?, tables.trim().parse().ok()?))
 }
 
 #[cfg(test)]
@@ -167,6 +189,12 @@ mod tests {
     fn cmdline_for_a_command() {
         assert_eq!(init_cmdline("", "/t/hello a b"), "init=/t/hello -- a b");
         assert_eq!(init_cmdline("loglevel=warn", "/t/hello"), "loglevel=warn init=/t/hello");
+    }
+
+    #[test]
+    fn leak_line() {
+        assert_eq!(parse_leaks("3, user page-table frames in use 0"), Some((3, 0)));
+        assert_eq!(parse_leaks("garbage"), None);
     }
 
     #[test]

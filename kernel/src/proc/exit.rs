@@ -45,6 +45,11 @@ fn exit_process(p: &Arc<Process>, how: ExitKind) {
     // its status for the parent.
     *p.files.lock() = Arc::new(Mutex::new(FdTable::new()));
     drop(p.vm.lock().take());
+    // The last thread still runs on these page tables: switch away and
+    // release them now rather than when the kernel thread is reaped.
+    if let Some(kt) = crate::sched::current_opt() {
+        kt.set_vm_root(None);
+    }
     super::timer::clear(p);
     super::unregister_task(p.pid);
 
@@ -111,7 +116,17 @@ fn init_exited(how: ExitKind) -> ! {
             128 + sig as u8
         }
     };
+    // Every other process has been reaped by now, so nothing should hold
+    // user memory: the host tool checks these figures for leaks.
+    hal::serial::write_bytes(
+        alloc::format!(
+            "\nkiln: user frames in use {}, user page-table frames in use {}\n",
+            hal::frame::live_user_frames(),
+            hal::paging::live_user_table_frames()
+        )
+        .as_bytes(),
+    );
     // The host tool reads this line for the exit status.
-    hal::serial::write_bytes(alloc::format!("\nkiln: init exited with status {code}\n").as_bytes());
+    hal::serial::write_bytes(alloc::format!("kiln: init exited with status {code}\n").as_bytes());
     hal::qemu::exit_success()
 }

@@ -71,6 +71,12 @@ pub fn current() -> Arc<Thread> {
     RUN_QUEUES.get().lock().current.clone().expect("scheduler not initialized")
 }
 
+/// The current thread, if the scheduler runs yet.
+pub fn current_opt() -> Option<Arc<Thread>> {
+    let _irq = IrqGuard::new();
+    RUN_QUEUES.get().lock().current.clone()
+}
+
 /// Starts a kernel thread running `f` on this CPU's run queue.
 pub fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<Arc<Thread>, SpawnError> {
     let stack = KernelStack::new().map_err(|_| SpawnError::OutOfMemory)?;

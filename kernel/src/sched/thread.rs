@@ -124,7 +124,9 @@ impl Thread {
     /// Makes the thread run in `root` from its next switch in on; a
     /// thread changing its own address space also activates it.
     pub fn set_vm_root(&self, root: Option<Arc<PageTable>>) {
-        *self.vm_root.lock() = root;
+        let old = core::mem::replace(&mut *self.vm_root.lock(), root);
+        // Freeing an address space is long work: not under the lock.
+        drop(old);
     }
 
     pub fn set_interrupt(&self, pending: bool) {
