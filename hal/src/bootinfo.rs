@@ -140,7 +140,8 @@ pub(crate) fn collect(magic: u32, info_paddr: u64, boot_tsc: u64) -> BootInfo {
         // The info structure itself must survive until we are done with it.
         let _ = info.memory_map.reserve(info_paddr, info_paddr + size as u64);
     } else {
-        let start = pvh::StartInfo::parse(phys_bytes(info_paddr, pvh::StartInfo::SIZE)).expect("no PVH start info and no multiboot2 magic");
+        let start = pvh::StartInfo::parse(phys_bytes(info_paddr, pvh::StartInfo::SIZE))
+            .expect("no PVH start info and no multiboot2 magic");
         if start.cmdline_paddr != 0 {
             set_cmdline(c_string_at(start.cmdline_paddr));
         }

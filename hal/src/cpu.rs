@@ -2,7 +2,7 @@
 //! interrupt flag, halting and the time-stamp counter.
 
 use core::arch::asm;
-use core::arch::x86_64::{CpuidResult, __cpuid_count};
+use core::arch::x86_64::{__cpuid_count, CpuidResult};
 
 pub fn cpuid(leaf: u32, subleaf: u32) -> CpuidResult {
     // CPUID is available on every x86_64 CPU and has no memory effects.

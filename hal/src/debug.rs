@@ -27,7 +27,9 @@ pub fn crash(kind: Crash) -> ! {
         Crash::DivideError => {
             // SAFETY: the division faults before it writes rax/rdx, which
             // are declared clobbered anyway.
-            unsafe { asm!("xor edx, edx", "div {zero}", zero = in(reg) 0u64, inout("rax") 1u64 => _, out("rdx") _, options(nostack, nomem)) };
+            unsafe {
+                asm!("xor edx, edx", "div {zero}", zero = in(reg) 0u64, inout("rax") 1u64 => _, out("rdx") _, options(nostack, nomem))
+            };
         }
         Crash::InvalidOpcode => {
             // SAFETY: ud2 raises #UD and changes nothing.

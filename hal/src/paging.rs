@@ -67,7 +67,13 @@ fn walk_create(root: PhysAddr, vaddr: u64, level: u32, user: bool) -> Result<Phy
 }
 
 /// `walk_create`, adding the number of tables it had to create to `created`.
-fn walk_create_counted(root: PhysAddr, vaddr: u64, level: u32, user: bool, created: &mut u64) -> Result<PhysAddr, MapError> {
+fn walk_create_counted(
+    root: PhysAddr,
+    vaddr: u64,
+    level: u32,
+    user: bool,
+    created: &mut u64,
+) -> Result<PhysAddr, MapError> {
     let mut table = root;
     for current in (level + 1..=4).rev() {
         let idx = index_at(vaddr, current - 1);
@@ -170,18 +176,9 @@ pub struct KernelSections {
 pub fn kernel_sections() -> KernelSections {
     // Taking the address of a linker symbol reads nothing.
     KernelSections {
-        text: (
-            core::ptr::addr_of!(__kernel_text_start) as u64,
-            core::ptr::addr_of!(__kernel_text_end) as u64,
-        ),
-        rodata: (
-            core::ptr::addr_of!(__kernel_rodata_start) as u64,
-            core::ptr::addr_of!(__kernel_rodata_end) as u64,
-        ),
-        data: (
-            core::ptr::addr_of!(__kernel_data_start) as u64,
-            core::ptr::addr_of!(__kernel_data_end) as u64,
-        ),
+        text: (core::ptr::addr_of!(__kernel_text_start) as u64, core::ptr::addr_of!(__kernel_text_end) as u64),
+        rodata: (core::ptr::addr_of!(__kernel_rodata_start) as u64, core::ptr::addr_of!(__kernel_rodata_end) as u64),
+        data: (core::ptr::addr_of!(__kernel_data_start) as u64, core::ptr::addr_of!(__kernel_data_end) as u64),
     }
 }
 
@@ -204,11 +201,7 @@ pub(crate) fn init_kernel_space(phys_limit: u64) {
 
     // Kernel image, W^X per section.
     let s = kernel_sections();
-    let sections = [
-        (s.text, GLOBAL),
-        (s.rodata, GLOBAL | NO_EXECUTE),
-        (s.data, GLOBAL | WRITABLE | NO_EXECUTE),
-    ];
+    let sections = [(s.text, GLOBAL), (s.rodata, GLOBAL | NO_EXECUTE), (s.data, GLOBAL | WRITABLE | NO_EXECUTE)];
     for ((start, end), flags) in sections {
         let mut va = start;
         while va < end {
@@ -286,10 +279,7 @@ impl PteFlags {
         if !self.accessible {
             return KEPT | NO_EXECUTE;
         }
-        PRESENT
-            | USER
-            | if self.writable { WRITABLE } else { 0 }
-            | if self.executable { 0 } else { NO_EXECUTE }
+        PRESENT | USER | if self.writable { WRITABLE } else { 0 } | if self.executable { 0 } else { NO_EXECUTE }
     }
 
     fn from_bits(bits: u64) -> PteFlags {
@@ -418,7 +408,15 @@ impl PageTable {
         out
     }
 
-    fn visit(&self, table: PhysAddr, level: u32, base: u64, start: u64, end: u64, out: &mut alloc::vec::Vec<(u64, PteFlags)>) {
+    fn visit(
+        &self,
+        table: PhysAddr,
+        level: u32,
+        base: u64,
+        start: u64,
+        end: u64,
+        out: &mut alloc::vec::Vec<(u64, PteFlags)>,
+    ) {
         let span = 1u64 << (12 + 9 * level);
         for idx in 0..512u64 {
             let va = base + idx * span;

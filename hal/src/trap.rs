@@ -293,10 +293,29 @@ fn report_fatal(frame: &TrapFrame) -> ! {
         "    rip={:#018x} rsp={:#018x} rflags={:#x} cs={:#x} ss={:#x}",
         frame.rip, frame.rsp, frame.rflags, frame.cs, frame.ss
     );
-    let _ = writeln!(out, "    rax={:#018x} rbx={:#018x} rcx={:#018x} rdx={:#018x}", frame.rax, frame.rbx, frame.rcx, frame.rdx);
-    let _ = writeln!(out, "    rsi={:#018x} rdi={:#018x} rbp={:#018x} r8 ={:#018x}", frame.rsi, frame.rdi, frame.rbp, frame.r8);
-    let _ = writeln!(out, "    r9 ={:#018x} r10={:#018x} r11={:#018x} r12={:#018x}", frame.r9, frame.r10, frame.r11, frame.r12);
-    let _ = writeln!(out, "    r13={:#018x} r14={:#018x} r15={:#018x} cr3={:#x}", frame.r13, frame.r14, frame.r15, crate::cpu::read_cr3());
+    let _ = writeln!(
+        out,
+        "    rax={:#018x} rbx={:#018x} rcx={:#018x} rdx={:#018x}",
+        frame.rax, frame.rbx, frame.rcx, frame.rdx
+    );
+    let _ = writeln!(
+        out,
+        "    rsi={:#018x} rdi={:#018x} rbp={:#018x} r8 ={:#018x}",
+        frame.rsi, frame.rdi, frame.rbp, frame.r8
+    );
+    let _ = writeln!(
+        out,
+        "    r9 ={:#018x} r10={:#018x} r11={:#018x} r12={:#018x}",
+        frame.r9, frame.r10, frame.r11, frame.r12
+    );
+    let _ = writeln!(
+        out,
+        "    r13={:#018x} r14={:#018x} r15={:#018x} cr3={:#x}",
+        frame.r13,
+        frame.r14,
+        frame.r15,
+        crate::cpu::read_cr3()
+    );
     crate::backtrace::print_from(&mut out, frame.rip, frame.rbp);
     crate::qemu::exit_failure();
 }

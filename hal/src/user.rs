@@ -163,7 +163,11 @@ impl UserContext {
     pub fn run(&mut self) -> ReturnReason {
         // The CPU must never be asked to IRET to a non-canonical or
         // kernel address: report it as the #GP it would be.
-        if self.regs.rip >= USER_END || self.regs.rsp >= USER_END || !is_canonical(self.regs.fs_base) || !is_canonical(self.regs.gs_base) {
+        if self.regs.rip >= USER_END
+            || self.regs.rsp >= USER_END
+            || !is_canonical(self.regs.fs_base)
+            || !is_canonical(self.regs.gs_base)
+        {
             return ReturnReason::Exception { vector: 13, error_code: 0, fault_addr: 0 };
         }
         self.regs.rflags = (self.regs.rflags & USER_RFLAGS_MASK) | RFLAGS_IF | RFLAGS_RESERVED1;

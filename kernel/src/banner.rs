@@ -36,15 +36,11 @@ pub fn print_machine(info: &hal::BootInfo) {
     );
     let _ = writeln!(out, "memory map:");
     for r in info.memory_map.regions() {
-        let _ = writeln!(out, "  {:#014x}-{:#014x} {:>10} {}", r.start, r.end, HumanBytes(r.end - r.start), r.kind.name());
+        let _ =
+            writeln!(out, "  {:#014x}-{:#014x} {:>10} {}", r.start, r.end, HumanBytes(r.end - r.start), r.kind.name());
     }
     let free = hal::mm::free_frame_count() * hal::mm::PAGE_SIZE;
-    let _ = writeln!(
-        out,
-        "memory: {} usable, {} free",
-        HumanBytes(info.memory_map.total_usable()),
-        HumanBytes(free)
-    );
+    let _ = writeln!(out, "memory: {} usable, {} free", HumanBytes(info.memory_map.total_usable()), HumanBytes(free));
     let _ = writeln!(
         out,
         "timer: {} local APIC, {} Hz input, tick {} Hz; TSC {}.{:03} MHz",

@@ -46,7 +46,11 @@ fn kmain(info: &'static hal::BootInfo) -> ! {
     // The first kernel thread marks the end of boot.
     let booted = sched::spawn("init", move || {
         let ns = hal::time::monotonic_ns();
-        log::info!("boot: first kernel thread running {}.{:03} ms after kernel entry", ns / 1_000_000, ns / 1000 % 1000);
+        log::info!(
+            "boot: first kernel thread running {}.{:03} ms after kernel entry",
+            ns / 1_000_000,
+            ns / 1000 % 1000
+        );
         run(info);
     });
     if let Err(e) = booted {

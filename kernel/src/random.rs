@@ -35,7 +35,12 @@ impl Xoshiro {
     }
 }
 
-static STATE: SpinLock<Xoshiro> = SpinLock::new(Xoshiro([0x243f_6a88_85a3_08d3, 0x1319_8a2e_0370_7344, 0xa409_3822_299f_31d0, 0x082e_fa98_ec4e_6c89]));
+static STATE: SpinLock<Xoshiro> = SpinLock::new(Xoshiro([
+    0x243f_6a88_85a3_08d3,
+    0x1319_8a2e_0370_7344,
+    0xa409_3822_299f_31d0,
+    0x082e_fa98_ec4e_6c89,
+]));
 
 pub fn fill(buf: &mut [u8]) {
     let entropy = hal::cpu::rdrand().unwrap_or(0) ^ hal::cpu::rdtsc();

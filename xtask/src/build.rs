@@ -47,9 +47,7 @@ pub fn debian_cargo() -> Command {
 
 /// Runs `cmd` with inherited stdio and fails unless it exits 0.
 pub fn run_checked(cmd: &mut Command, what: &str) -> Result<()> {
-    let status = cmd
-        .status()
-        .map_err(|e| format!("{what}: cannot start {:?}: {e}", cmd.get_program()))?;
+    let status = cmd.status().map_err(|e| format!("{what}: cannot start {:?}: {e}", cmd.get_program()))?;
     if status.success() {
         Ok(())
     } else {
@@ -120,18 +118,8 @@ pub fn kernel(flavor: Flavor) -> Result<PathBuf> {
     let mut cmd = debian_cargo();
     cmd.env("RUSTC_BOOTSTRAP", "1")
         .env("RUSTFLAGS", rustflags)
-        .args([
-            "build",
-            "-p",
-            "kiln-kernel",
-            "--release",
-            "--target",
-            KERNEL_TARGET,
-        ])
-        .args([
-            "-Zbuild-std=core,alloc,compiler_builtins",
-            "-Zbuild-std-features=compiler-builtins-mem",
-        ])
+        .args(["build", "-p", "kiln-kernel", "--release", "--target", KERNEL_TARGET])
+        .args(["-Zbuild-std=core,alloc,compiler_builtins", "-Zbuild-std-features=compiler-builtins-mem"])
         .arg("--target-dir")
         .arg(&target_dir);
     if flavor == Flavor::Test {
@@ -177,14 +165,10 @@ pub fn host_clippy() -> Result<ExitCode> {
     } else {
         eprintln!("xtask: /usr/bin/cargo has no clippy; using the cargo on PATH");
         let mut c = path_cargo();
-        c.env(
-            "CARGO_TARGET_DIR",
-            repo_root().join("target").join("rustup"),
-        );
+        c.env("CARGO_TARGET_DIR", repo_root().join("target").join("rustup"));
         c
     };
-    cmd.args(["clippy", "-p", "kiln-util", "-p", "xtask", "--all-targets"])
-        .args(["--", "-D", "warnings"]);
+    cmd.args(["clippy", "-p", "kiln-util", "-p", "xtask", "--all-targets"]).args(["--", "-D", "warnings"]);
     run_checked(&mut cmd, "cargo clippy")?;
     Ok(ExitCode::SUCCESS)
 }

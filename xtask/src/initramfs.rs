@@ -31,10 +31,8 @@ struct Entry {
 }
 
 fn collect(dir: &Path, prefix: &str, out: &mut Vec<Entry>) -> Result<()> {
-    let mut names: Vec<_> = fs::read_dir(dir)
-        .map_err(|e| format!("read {}: {e}", dir.display()))?
-        .filter_map(|e| e.ok())
-        .collect();
+    let mut names: Vec<_> =
+        fs::read_dir(dir).map_err(|e| format!("read {}: {e}", dir.display()))?.filter_map(|e| e.ok()).collect();
     names.sort_by_key(|e| e.file_name());
     for e in names {
         let name = format!("{prefix}{}", e.file_name().to_string_lossy());
@@ -51,7 +49,13 @@ fn collect(dir: &Path, prefix: &str, out: &mut Vec<Entry>) -> Result<()> {
 fn push_header(out: &mut Vec<u8>, name: &str, mode: u32, ino: u32, mtime: u32, size: usize) {
     let header = format!(
         "070701{ino:08x}{mode:08x}{:08x}{:08x}{:08x}{mtime:08x}{size:08x}{:08x}{:08x}{:08x}{:08x}{:08x}{:08x}",
-        0, 0, 1, 0, 0, 0, 0,
+        0,
+        0,
+        1,
+        0,
+        0,
+        0,
+        0,
         name.len() + 1,
         0
     );

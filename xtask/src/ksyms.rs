@@ -40,11 +40,7 @@ pub struct Report {
 
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} symbols, {} of {} bytes",
-            self.symbols, self.bytes, self.capacity
-        )?;
+        write!(f, "{} symbols, {} of {} bytes", self.symbols, self.bytes, self.capacity)?;
         if let Some(n) = self.truncated_to {
             write!(f, "; DID NOT FIT: names cut to {n} bytes")?;
         }
@@ -74,19 +70,15 @@ pub fn patch(elf: &mut [u8]) -> Result<Report> {
     };
     let section = &mut elf[offset..offset + size];
     let (symbols, mut report) = fit(symbols, size);
-    let table: Vec<(u64, u32, &str)> = symbols
-        .iter()
-        .map(|s| (s.addr, s.size, s.name.as_str()))
-        .collect();
+    let table: Vec<(u64, u32, &str)> = symbols.iter().map(|s| (s.addr, s.size, s.name.as_str())).collect();
     section.fill(0);
-    report.bytes = kiln_util::ksyms::encode(&table, section)
-        .ok_or("ksyms: encoding failed after fitting (unsorted input?)")?;
+    report.bytes =
+        kiln_util::ksyms::encode(&table, section).ok_or("ksyms: encoding failed after fitting (unsorted input?)")?;
     report.symbols = table.len();
     report.capacity = size;
     // Read it back the way the kernel will, so a format mismatch fails the
     // build rather than the first backtrace.
-    let parsed = kiln_util::ksyms::SymbolTable::parse(section)
-        .ok_or("ksyms: written table does not parse")?;
+    let parsed = kiln_util::ksyms::SymbolTable::parse(section).ok_or("ksyms: written table does not parse")?;
     if parsed.len() != table.len() {
         return Err("ksyms: written table has the wrong length".into());
     }
@@ -95,12 +87,8 @@ pub fn patch(elf: &mut [u8]) -> Result<Report> {
 
 /// File offset and size of `.ksyms`, checked to lie inside the file.
 fn section_range(file: &object::File<'_>) -> Result<(usize, usize)> {
-    let section = file
-        .section_by_name(SECTION)
-        .ok_or("no .ksyms section in the kernel (linker script?)")?;
-    let (offset, size) = section
-        .file_range()
-        .ok_or(".ksyms has no file data (NOBITS?)")?;
+    let section = file.section_by_name(SECTION).ok_or("no .ksyms section in the kernel (linker script?)")?;
+    let (offset, size) = section.file_range().ok_or(".ksyms has no file data (NOBITS?)")?;
     let offset = usize::try_from(offset).map_err(|_| ".ksyms offset too large")?;
     let size = usize::try_from(size).map_err(|_| ".ksyms size too large")?;
     if size != section.size() as usize {
@@ -130,11 +118,7 @@ pub fn collect(file: &object::File<'_>) -> Result<Vec<Symbol>> {
         let name = demangle(&String::from_utf8_lossy(raw));
         let size = u32::try_from(sym.size()).unwrap_or(u32::MAX);
         match sym.kind() {
-            SymbolKind::Text => funcs.push(Symbol {
-                addr: sym.address(),
-                size,
-                name,
-            }),
+            SymbolKind::Text => funcs.push(Symbol { addr: sym.address(), size, name }),
             SymbolKind::Unknown | SymbolKind::Label if sym.size() == 0 => {
                 let Ok(section) = file.section_by_index(index) else {
                     continue;
@@ -142,11 +126,7 @@ pub fn collect(file: &object::File<'_>) -> Result<Vec<Symbol>> {
                 let (start, len) = (section.address(), section.size());
                 let inside = sym.address() >= start && sym.address() - start < len;
                 if section.kind() == SectionKind::Text && inside {
-                    labels.push(Symbol {
-                        addr: sym.address(),
-                        size: 0,
-                        name,
-                    });
+                    labels.push(Symbol { addr: sym.address(), size: 0, name });
                 }
             }
             _ => {}
@@ -177,11 +157,7 @@ pub fn fit(mut symbols: Vec<Symbol>, capacity: usize) -> (Vec<Symbol>, Report) {
     }
     let longest = symbols.iter().map(|s| s.name.len()).max().unwrap_or(0);
     let fits = |max: usize, syms: &[Symbol]| {
-        let len: usize = 16
-            + syms
-                .iter()
-                .map(|s| 18 + s.name.len().min(max))
-                .sum::<usize>();
+        let len: usize = 16 + syms.iter().map(|s| 18 + s.name.len().min(max)).sum::<usize>();
         len <= capacity
     };
     // Largest cut in [MIN_NAME_LEN, longest) that fits, if any. Cutting
@@ -233,10 +209,7 @@ fn truncate_name(name: &mut String, max: usize) {
 }
 
 fn encoded_len(symbols: &[Symbol]) -> usize {
-    let table: Vec<(u64, u32, &str)> = symbols
-        .iter()
-        .map(|s| (s.addr, s.size, s.name.as_str()))
-        .collect();
+    let table: Vec<(u64, u32, &str)> = symbols.iter().map(|s| (s.addr, s.size, s.name.as_str())).collect();
     kiln_util::ksyms::encoded_len(&table)
 }
 
@@ -250,15 +223,10 @@ mod tests {
     /// A relocatable ELF with a `.text` holding a mangled `hal::hal_start`,
     /// an untyped label and a data object, plus a zeroed `.ksyms`.
     fn sample_elf(ksyms_size: usize) -> Vec<u8> {
-        let mut obj =
-            write::Object::new(BinaryFormat::Elf, Architecture::X86_64, Endianness::Little);
+        let mut obj = write::Object::new(BinaryFormat::Elf, Architecture::X86_64, Endianness::Little);
         let text = obj.add_section(Vec::new(), b".text".to_vec(), SectionKind::Text);
         obj.append_section_data(text, &[0x90; 0x100], 16);
-        let ksyms = obj.add_section(
-            Vec::new(),
-            SECTION.as_bytes().to_vec(),
-            SectionKind::ReadOnlyData,
-        );
+        let ksyms = obj.add_section(Vec::new(), SECTION.as_bytes().to_vec(), SectionKind::ReadOnlyData);
         obj.append_section_data(ksyms, &vec![0; ksyms_size], 1);
         let data = obj.add_section(Vec::new(), b".rodata".to_vec(), SectionKind::ReadOnlyData);
         obj.append_section_data(data, &[1; 64], 8);
@@ -274,20 +242,8 @@ mod tests {
                 flags: SymbolFlags::None,
             });
         };
-        add(
-            "_RNvCsdrV5fc8dNTg_3hal9hal_start",
-            0x40,
-            0x30,
-            SymbolKind::Text,
-            text,
-        );
-        add(
-            "_ZN4kiln5kmain17h0123456789abcdefE",
-            0x00,
-            0x20,
-            SymbolKind::Text,
-            text,
-        );
+        add("_RNvCsdrV5fc8dNTg_3hal9hal_start", 0x40, 0x30, SymbolKind::Text, text);
+        add("_ZN4kiln5kmain17h0123456789abcdefE", 0x00, 0x20, SymbolKind::Text, text);
         add("hal_isr_stub_0", 0x80, 0, SymbolKind::Label, text);
         // Coincides with kmain: dropped as a marker.
         add("__kernel_text_start", 0x00, 0, SymbolKind::Label, text);
@@ -299,11 +255,8 @@ mod tests {
     fn collects_demangled_code_symbols() {
         let elf = sample_elf(4096);
         let file = object::File::parse(&*elf).unwrap();
-        let names: Vec<(u64, u32, String)> = collect(&file)
-            .unwrap()
-            .into_iter()
-            .map(|s| (s.addr, s.size, s.name))
-            .collect();
+        let names: Vec<(u64, u32, String)> =
+            collect(&file).unwrap().into_iter().map(|s| (s.addr, s.size, s.name)).collect();
         assert_eq!(
             names,
             [
@@ -351,11 +304,7 @@ mod tests {
 
     #[test]
     fn fit_cuts_then_drops() {
-        let long = |addr, n| Symbol {
-            addr,
-            size: 1,
-            name: "x".repeat(n),
-        };
+        let long = |addr, n| Symbol { addr, size: 1, name: "x".repeat(n) };
         let syms = vec![long(1, 100), long(2, 200), long(3, 10)];
         let (kept, r) = fit(syms.clone(), 10_000);
         assert_eq!((kept, r), (syms.clone(), Report::default()));

@@ -134,11 +134,7 @@ fn run(args: &[String]) -> Result<ExitCode> {
     if !command.trim().is_empty() {
         return usertest::run_command(elf, initrd, &cmdline, &command, smp, extra);
     }
-    let boot = qemu::Boot {
-        image: qemu::Image::Kernel { elf, cmdline, initrd: Some(initrd) },
-        smp,
-        extra,
-    };
+    let boot = qemu::Boot { image: qemu::Image::Kernel { elf, cmdline, initrd: Some(initrd) }, smp, extra };
     println!("Ctrl-A X quits QEMU");
     let status = qemu::run_interactive(&boot)?;
     Ok(ExitCode::from(qemu::exit_code(status)))

@@ -31,11 +31,7 @@ pub struct Boot {
 /// Extra QEMU arguments from `QEMU_EXTRA`, split on whitespace (no
 /// quoting: arguments with spaces go after `--` instead).
 pub fn env_extra() -> Vec<String> {
-    std::env::var("QEMU_EXTRA")
-        .unwrap_or_default()
-        .split_whitespace()
-        .map(String::from)
-        .collect()
+    std::env::var("QEMU_EXTRA").unwrap_or_default().split_whitespace().map(String::from).collect()
 }
 
 /// KVM is opt-in: CI machines and most containers have no `/dev/kvm`, and
@@ -89,9 +85,7 @@ pub fn exit_code(status: Option<i32>) -> u8 {
 /// Boots with the terminal attached. Returns QEMU's exit code (`None` if
 /// a signal ended it).
 pub fn run_interactive(boot: &Boot) -> Result<Option<i32>> {
-    let status = command(boot)
-        .status()
-        .map_err(|e| format!("cannot start qemu-system-x86_64: {e}"))?;
+    let status = command(boot).status().map_err(|e| format!("cannot start qemu-system-x86_64: {e}"))?;
     // SeaBIOS turns off line wrapping (ESC[?7l) and QEMU leaves it so.
     print!("\x1b[?7h");
     let _ = std::io::stdout().flush();
@@ -114,8 +108,7 @@ pub struct Captured {
 /// dropped from the copy: SeaBIOS and GRUB clear the screen, which would
 /// wipe the earlier stages' output from view and clutter the log.
 pub fn run_captured(boot: &Boot, timeout: Duration, log: &std::path::Path) -> Result<Captured> {
-    let mut log_file =
-        std::fs::File::create(log).map_err(|e| format!("create {}: {e}", log.display()))?;
+    let mut log_file = std::fs::File::create(log).map_err(|e| format!("create {}: {e}", log.display()))?;
     let mut child = command(boot)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -147,10 +140,7 @@ pub fn run_captured(boot: &Boot, timeout: Duration, log: &std::path::Path) -> Re
     let deadline = Instant::now() + timeout;
     let mut timed_out = false;
     let status: ExitStatus = loop {
-        if let Some(s) = child
-            .try_wait()
-            .map_err(|e| format!("wait for qemu: {e}"))?
-        {
+        if let Some(s) = child.try_wait().map_err(|e| format!("wait for qemu: {e}"))? {
             break s;
         }
         if Instant::now() >= deadline {
@@ -226,11 +216,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let iso = dir.join("empty.iso");
         std::fs::write(&iso, [0u8; 4096]).unwrap();
-        let boot = Boot {
-            image: Image::Cdrom(iso),
-            smp: 1,
-            extra: Vec::new(),
-        };
+        let boot = Boot { image: Image::Cdrom(iso), smp: 1, extra: Vec::new() };
         let start = Instant::now();
         let run = run_captured(&boot, Duration::from_secs(3), &dir.join("log")).unwrap();
         assert!(run.timed_out);
@@ -251,18 +237,11 @@ mod tests {
     #[test]
     fn command_line() {
         let boot = Boot {
-            image: Image::Kernel {
-                elf: "k.elf".into(),
-                cmdline: "a=1 b".into(),
-                initrd: None,
-            },
+            image: Image::Kernel { elf: "k.elf".into(), cmdline: "a=1 b".into(), initrd: None },
             smp: 2,
             extra: vec!["-s".into()],
         };
-        let args: Vec<String> = command(&boot)
-            .get_args()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
+        let args: Vec<String> = command(&boot).get_args().map(|a| a.to_string_lossy().into_owned()).collect();
         let joined = args.join(" ");
         assert!(joined.contains("-smp 2 "), "{joined}");
         assert!(joined.contains("-kernel k.elf -append"), "{joined}");

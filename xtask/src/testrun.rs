@@ -30,10 +30,7 @@ impl Totals {
     }
 
     fn one(ok: bool) -> Totals {
-        Totals {
-            passed: u64::from(ok),
-            failed: u64::from(!ok),
-        }
+        Totals { passed: u64::from(ok), failed: u64::from(!ok) }
     }
 }
 
@@ -52,10 +49,7 @@ pub fn all() -> Result<ExitCode> {
 
     header(3, "in-kernel tests (QEMU, -kernel)");
     let elf = build::kernel(Flavor::Test);
-    totals.add(report(
-        "in-kernel tests",
-        elf.clone().and_then(|elf| ktests(&elf)),
-    ));
+    totals.add(report("in-kernel tests", elf.clone().and_then(|elf| ktests(&elf))));
 
     header(4, "fatal exception reports (ktest.crash=...)");
     totals.add(report("crash reports", elf.clone().and_then(|elf| crash_reports(&elf))));
@@ -67,16 +61,14 @@ pub fn all() -> Result<ExitCode> {
     let normal = build::kernel(Flavor::Normal);
     totals.add(report(
         "user programs",
-        normal.and_then(|elf| crate::usertest::compare(&build::repo_root(), &elf)).map(|(p, f)| Totals { passed: p, failed: f }),
+        normal
+            .and_then(|elf| crate::usertest::compare(&build::repo_root(), &elf))
+            .map(|(p, f)| Totals { passed: p, failed: f }),
     ));
 
     println!();
     println!("{} passed, {} failed", totals.passed, totals.failed);
-    Ok(if totals.failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(if totals.failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 /// A stage that errored counts as one failure.
@@ -106,9 +98,7 @@ fn host_tests() -> Result<Totals> {
     let mut buf = [0u8; 4096];
     // stderr is not piped, so reading stdout alone cannot deadlock.
     loop {
-        let n = pipe
-            .read(&mut buf)
-            .map_err(|e| format!("read cargo output: {e}"))?;
+        let n = pipe.read(&mut buf).map_err(|e| format!("read cargo output: {e}"))?;
         if n == 0 {
             break;
         }
@@ -192,10 +182,8 @@ pub fn parse_ktest(output: &str) -> Ktest {
             Some("FAILED") => false,
             _ => continue,
         };
-        let start = body
-            .match_indices("test ")
-            .map(|(i, _)| i)
-            .find(|&i| i == 0 || body[..i].ends_with([' ', ']', ':']));
+        let start =
+            body.match_indices("test ").map(|(i, _)| i).find(|&i| i == 0 || body[..i].ends_with([' ', ']', ':']));
         let Some(start) = start else { continue };
         let name = body[start + 5..].trim().to_string();
         if ok {
@@ -216,10 +204,7 @@ fn parse_summary(line: &str) -> Option<Totals> {
     if !(rest.is_empty() || rest.starts_with(',')) {
         return None;
     }
-    Some(Totals {
-        passed: passed.parse().ok()?,
-        failed: failed.trim().parse().ok()?,
-    })
+    Some(Totals { passed: passed.parse().ok()?, failed: failed.trim().parse().ok()? })
 }
 
 /// Stage 3: boot the test kernel, count its tests. Anything but a clean
@@ -227,11 +212,7 @@ fn parse_summary(line: &str) -> Option<Totals> {
 /// crash after the last test line still fails the run.
 fn ktests(elf: &std::path::Path) -> Result<Totals> {
     let boot = qemu::Boot {
-        image: qemu::Image::Kernel {
-            elf: elf.to_path_buf(),
-            cmdline: ktest_cmdline(),
-            initrd: None,
-        },
+        image: qemu::Image::Kernel { elf: elf.to_path_buf(), cmdline: ktest_cmdline(), initrd: None },
         smp: 1,
         extra: Vec::new(),
     };
@@ -245,17 +226,11 @@ fn ktests(elf: &std::path::Path) -> Result<Totals> {
 /// command line arrives); `KTEST_FILTER` narrows the run, and the empty
 /// default filter matches every test.
 fn ktest_cmdline() -> String {
-    format!(
-        "ktest.filter={}",
-        std::env::var("KTEST_FILTER").unwrap_or_default()
-    )
+    format!("ktest.filter={}", std::env::var("KTEST_FILTER").unwrap_or_default())
 }
 
 pub fn ktest_verdict(k: &Ktest, status: Option<i32>, timed_out: bool) -> Totals {
-    let mut totals = k.summary.unwrap_or(Totals {
-        passed: k.passed.len() as u64,
-        failed: k.failed.len() as u64,
-    });
+    let mut totals = k.summary.unwrap_or(Totals { passed: k.passed.len() as u64, failed: k.failed.len() as u64 });
     for name in &k.failed {
         println!("  FAILED: {name}");
     }
@@ -273,10 +248,7 @@ pub fn ktest_verdict(k: &Ktest, status: Option<i32>, timed_out: bool) -> Totals 
     let problem = if timed_out {
         Some(format!("timed out after {} s", KTEST_TIMEOUT.as_secs()))
     } else if status != Some(qemu::EXIT_SUCCESS) {
-        Some(format!(
-            "QEMU exit status {status:?}, expected {}",
-            qemu::EXIT_SUCCESS
-        ))
+        Some(format!("QEMU exit status {status:?}, expected {}", qemu::EXIT_SUCCESS))
     } else if k.summary.is_none() {
         Some("no closing `N passed, N failed` line".to_string())
     } else {
@@ -296,16 +268,9 @@ fn grub_boot(elf: &std::path::Path) -> Result<Totals> {
     let out = build::out_dir();
     let iso_path = out.join("kiln-test.iso");
     iso::make(elf, "ktest.filter=boot", &iso_path)?;
-    let boot = qemu::Boot {
-        image: qemu::Image::Cdrom(iso_path),
-        smp: 1,
-        extra: Vec::new(),
-    };
+    let boot = qemu::Boot { image: qemu::Image::Cdrom(iso_path), smp: 1, extra: Vec::new() };
     let run = qemu::run_captured(&boot, GRUB_TIMEOUT, &out.join("grub-boot.log"))?;
-    let saw_multiboot2 = run
-        .output
-        .lines()
-        .any(|l| l.contains("boot loader: multiboot2"));
+    let saw_multiboot2 = run.output.lines().any(|l| l.contains("boot loader: multiboot2"));
     if run.timed_out {
         println!("  GRUB boot: timed out after {} s", GRUB_TIMEOUT.as_secs());
     } else if run.status != Some(qemu::EXIT_SUCCESS) {
@@ -314,9 +279,7 @@ fn grub_boot(elf: &std::path::Path) -> Result<Totals> {
     if !saw_multiboot2 {
         println!("  GRUB boot: no `boot loader: multiboot2` line");
     }
-    Ok(Totals::one(
-        saw_multiboot2 && run.status == Some(qemu::EXIT_SUCCESS),
-    ))
+    Ok(Totals::one(saw_multiboot2 && run.status == Some(qemu::EXIT_SUCCESS)))
 }
 
 #[cfg(test)]
@@ -329,13 +292,7 @@ mod tests {
                    test result: ok. 3 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s\n\
                    test result: FAILED. 10 passed; 2 failed; 1 ignored; 0 measured\n\
                    test result: ok. 0 passed; 0 failed; 0 ignored\n";
-        assert_eq!(
-            parse_cargo_results(out),
-            Totals {
-                passed: 13,
-                failed: 2
-            }
-        );
+        assert_eq!(parse_cargo_results(out), Totals { passed: 13, failed: 2 });
         assert_eq!(parse_cargo_results("error[E0425]: oops"), Totals::default());
     }
 
@@ -350,28 +307,14 @@ mod tests {
     #[test]
     fn ktest_log_is_parsed() {
         let k = parse_ktest(LOG);
-        assert_eq!(
-            k.passed,
-            ["boot::multiboot2_info", "testing::name with spaces"]
-        );
+        assert_eq!(k.passed, ["boot::multiboot2_info", "testing::name with spaces"]);
         assert_eq!(k.failed, ["mm::frames"]);
-        assert_eq!(
-            k.summary,
-            Some(Totals {
-                passed: 2,
-                failed: 1
-            })
-        );
+        assert_eq!(k.summary, Some(Totals { passed: 2, failed: 1 }));
     }
 
     #[test]
     fn summary_lines() {
-        let t = |p, f| {
-            Some(Totals {
-                passed: p,
-                failed: f,
-            })
-        };
+        let t = |p, f| Some(Totals { passed: p, failed: f });
         assert_eq!(parse_summary("5 passed, 0 failed"), t(5, 0));
         assert_eq!(parse_summary("5 passed, 0 failed, 2 skipped"), t(5, 0));
         assert_eq!(parse_summary("done: 12 passed, 3 failed"), t(12, 3));
@@ -388,28 +331,19 @@ mod tests {
         assert_eq!(ktest_verdict(&good, None, true).failed, 1);
         // Missing summary: count the lines and fail once.
         let cut = parse_ktest("test a ... ok\ntest b ... ok\n");
-        assert_eq!(
-            ktest_verdict(&cut, Some(33), false),
-            Totals {
-                passed: 2,
-                failed: 1
-            }
-        );
+        assert_eq!(ktest_verdict(&cut, Some(33), false), Totals { passed: 2, failed: 1 });
         let bad = parse_ktest(LOG);
-        assert_eq!(
-            ktest_verdict(&bad, Some(35), false),
-            Totals {
-                passed: 2,
-                failed: 1
-            }
-        );
+        assert_eq!(ktest_verdict(&bad, Some(35), false), Totals { passed: 2, failed: 1 });
     }
 }
 
 /// What each deliberate crash must show: the exception's name, a register
 /// dump and a backtrace that names the function that faulted.
 const CRASHES: &[(&str, &[&str])] = &[
-    ("pagefault", &["CPU exception 14 (page fault)", "fault address (cr2) = 0xfffffe0000004000", "rip=", "hal::debug::crash"]),
+    (
+        "pagefault",
+        &["CPU exception 14 (page fault)", "fault address (cr2) = 0xfffffe0000004000", "rip=", "hal::debug::crash"],
+    ),
     ("divide", &["CPU exception 0 (divide error)", "rax=", "hal::debug::crash"]),
     ("ud2", &["CPU exception 6 (invalid opcode)", "rip=", "hal::debug::crash"]),
     ("stackoverflow", &["CPU exception 8 (double fault)", "kernel stack overflow", "hal::debug::recurse"]),

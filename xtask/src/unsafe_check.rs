@@ -23,16 +23,13 @@ pub fn check(root: &Path) -> Result<Vec<String>> {
     files.sort();
     for file in &files {
         let rel = file.strip_prefix(root).unwrap_or(file);
-        let src =
-            std::fs::read_to_string(file).map_err(|e| format!("read {}: {e}", file.display()))?;
+        let src = std::fs::read_to_string(file).map_err(|e| format!("read {}: {e}", file.display()))?;
         let first = rel.components().next().and_then(|c| c.as_os_str().to_str());
         match first {
             Some("hal") => {
                 for line in missing_safety_comments(&src) {
-                    problems.push(format!(
-                        "{}:{line}: unsafe block or impl without a `// SAFETY:` comment",
-                        rel.display()
-                    ));
+                    problems
+                        .push(format!("{}:{line}: unsafe block or impl without a `// SAFETY:` comment", rel.display()));
                 }
             }
             Some("user") => {}
@@ -47,23 +44,16 @@ pub fn check(root: &Path) -> Result<Vec<String>> {
         if member == "hal" || member == "xtask" {
             continue;
         }
-        let roots: Vec<PathBuf> = ["src/lib.rs", "src/main.rs"]
-            .iter()
-            .map(|p| root.join(&member).join(p))
-            .filter(|p| p.exists())
-            .collect();
+        let roots: Vec<PathBuf> =
+            ["src/lib.rs", "src/main.rs"].iter().map(|p| root.join(&member).join(p)).filter(|p| p.exists()).collect();
         if roots.is_empty() {
             problems.push(format!("{member}: no src/lib.rs or src/main.rs to check"));
         }
         for path in roots {
-            let src = std::fs::read_to_string(&path)
-                .map_err(|e| format!("read {}: {e}", path.display()))?;
+            let src = std::fs::read_to_string(&path).map_err(|e| format!("read {}: {e}", path.display()))?;
             if !forbids_unsafe(&src) {
                 let rel = path.strip_prefix(root).unwrap_or(&path);
-                problems.push(format!(
-                    "{}:1: crate root lacks #![forbid(unsafe_code)]",
-                    rel.display()
-                ));
+                problems.push(format!("{}:1: crate root lacks #![forbid(unsafe_code)]", rel.display()));
             }
         }
     }
@@ -79,9 +69,7 @@ fn rust_files(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
         let path = entry.path();
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        let ty = entry
-            .file_type()
-            .map_err(|e| format!("stat {}: {e}", path.display()))?;
+        let ty = entry.file_type().map_err(|e| format!("stat {}: {e}", path.display()))?;
         if ty.is_dir() {
             let top = dir == root;
             if name.starts_with('.') || name == "target" || (top && name == "user") {
@@ -99,18 +87,13 @@ fn rust_files(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
 /// would be a dependency for one list of plain strings.
 fn workspace_members(root: &Path) -> Result<Vec<String>> {
     let path = root.join("Cargo.toml");
-    let toml =
-        std::fs::read_to_string(&path).map_err(|e| format!("read {}: {e}", path.display()))?;
+    let toml = std::fs::read_to_string(&path).map_err(|e| format!("read {}: {e}", path.display()))?;
     let start = toml
         .find("members")
         .and_then(|i| toml[i..].find('[').map(|j| i + j + 1))
         .ok_or("no workspace members in Cargo.toml")?;
     let end = toml[start..].find(']').ok_or("unterminated members list")? + start;
-    Ok(toml[start..end]
-        .split(',')
-        .map(|s| s.trim().trim_matches('"').to_string())
-        .filter(|s| !s.is_empty())
-        .collect())
+    Ok(toml[start..end].split(',').map(|s| s.trim().trim_matches('"').to_string()).filter(|s| !s.is_empty()).collect())
 }
 
 /// `src` with comments and the contents of string and char literals
@@ -318,8 +301,7 @@ mod tests {
 
     #[test]
     fn code_unsafe_is_found_with_its_line() {
-        let src =
-            "fn a() {}\n/* x\n y */ fn b() { unsafe { core::hint::unreachable_unchecked() } }\n\
+        let src = "fn a() {}\n/* x\n y */ fn b() { unsafe { core::hint::unreachable_unchecked() } }\n\
                    let s = \"a\"; unsafe impl Send for X {}\n";
         assert_eq!(unsafe_lines(src), vec![3, 4]);
         // A char literal with a quote must not open a string.
@@ -342,7 +324,8 @@ mod tests {
         assert_eq!(missing_safety_comments(ok), Vec::<usize>::new());
         let far = "// SAFETY: too far\n\n\n\n\nunsafe { x() }\n";
         assert_eq!(missing_safety_comments(far), vec![6]);
-        let long = "// SAFETY: a long\n// explanation\n// that goes\n// on and\n// on and on\nunsafe impl Sync for T {}\n";
+        let long =
+            "// SAFETY: a long\n// explanation\n// that goes\n// on and\n// on and on\nunsafe impl Sync for T {}\n";
         assert_eq!(missing_safety_comments(long), Vec::<usize>::new());
         // `unsafe fn` and `unsafe extern` need no comment here; `implx` is
         // not `impl`; a commented-out block does not count.
@@ -353,9 +336,7 @@ mod tests {
 
     #[test]
     fn forbid_attribute() {
-        assert!(forbids_unsafe(
-            "//! doc\n#![no_std]\n#![forbid(unsafe_code)]\n"
-        ));
+        assert!(forbids_unsafe("//! doc\n#![no_std]\n#![forbid(unsafe_code)]\n"));
         assert!(forbids_unsafe("#![forbid(missing_docs, unsafe_code)]"));
         assert!(!forbids_unsafe("#![deny(unsafe_code)]"));
         assert!(!forbids_unsafe("// #![forbid(unsafe_code)]"));

@@ -43,7 +43,14 @@ pub fn init_status(output: &str) -> Option<u8> {
 
 /// `make run CMD="prog args"`: boot, run it as init, exit with its status
 /// (1 if the kernel panicked, 124 on a timeout).
-pub fn run_command(elf: PathBuf, initrd: PathBuf, base: &str, command: &str, smp: u32, extra: Vec<String>) -> Result<ExitCode> {
+pub fn run_command(
+    elf: PathBuf,
+    initrd: PathBuf,
+    base: &str,
+    command: &str,
+    smp: u32,
+    extra: Vec<String>,
+) -> Result<ExitCode> {
     let boot = qemu::Boot {
         image: qemu::Image::Kernel { elf, cmdline: init_cmdline(base, command), initrd: Some(initrd) },
         smp,
@@ -121,7 +128,11 @@ pub fn compare(root: &Path, elf: &Path) -> Result<(u64, u64)> {
     let initrd = crate::initramfs::make(root, &build::out_dir(), None)?;
     let command = format!("/t/runall /t {}", names.join(" "));
     let boot = qemu::Boot {
-        image: qemu::Image::Kernel { elf: elf.to_path_buf(), cmdline: init_cmdline("", &command), initrd: Some(initrd) },
+        image: qemu::Image::Kernel {
+            elf: elf.to_path_buf(),
+            cmdline: init_cmdline("", &command),
+            initrd: Some(initrd),
+        },
         smp: 1,
         extra: Vec::new(),
     };
@@ -153,7 +164,8 @@ pub fn compare(root: &Path, elf: &Path) -> Result<(u64, u64)> {
         }
     }
     // After every test process has been reaped, no user memory may remain.
-    let leak_line = run.output.lines().find_map(|l| l.trim().strip_prefix("kiln: user frames in use ").map(String::from));
+    let leak_line =
+        run.output.lines().find_map(|l| l.trim().strip_prefix("kiln: user frames in use ").map(String::from));
     match leak_line.as_deref().and_then(parse_leaks) {
         Some((0, 0)) => {
             passed += 1;

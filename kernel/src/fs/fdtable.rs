@@ -91,7 +91,11 @@ impl FdTable {
     }
 
     pub fn set_cloexec(&mut self, fd: i32, cloexec: bool) -> Result<(), Errno> {
-        let entry = usize::try_from(fd).ok().and_then(|i| self.slots.get_mut(i)).and_then(|s| s.as_mut()).ok_or(Errno::EBADF)?;
+        let entry = usize::try_from(fd)
+            .ok()
+            .and_then(|i| self.slots.get_mut(i))
+            .and_then(|s| s.as_mut())
+            .ok_or(Errno::EBADF)?;
         entry.cloexec = cloexec;
         Ok(())
     }

@@ -50,7 +50,10 @@ fn command_line_passed() -> TestResult {
     // xtask always boots the test kernel with `ktest.` options, through
     // PVH and through GRUB alike: they must arrive intact.
     let cmdline = hal::boot_info().command_line();
-    ensure!(cmdline.split_whitespace().any(|a| a.starts_with("ktest.")), "command line {cmdline:?} lost its ktest options");
+    ensure!(
+        cmdline.split_whitespace().any(|a| a.starts_with("ktest.")),
+        "command line {cmdline:?} lost its ktest options"
+    );
     ensure!(!cmdline.contains('\0'), "NUL in command line");
     Ok(())
 }

@@ -206,7 +206,15 @@ impl AddressSpace {
     }
 
     /// The mmap policy: places and records a mapping, returns its address.
-    pub fn mmap(&mut self, hint: u64, len: u64, prot: Prot, backing: Backing, fixed: bool, noreplace: bool) -> Result<u64, Errno> {
+    pub fn mmap(
+        &mut self,
+        hint: u64,
+        len: u64,
+        prot: Prot,
+        backing: Backing,
+        fixed: bool,
+        noreplace: bool,
+    ) -> Result<u64, Errno> {
         let len = page_ceil(len).ok_or(Errno::ENOMEM)?;
         if len == 0 {
             return Err(Errno::EINVAL);
@@ -239,7 +247,14 @@ impl AddressSpace {
 
     /// mremap(2): shrink in place, grow in place when the space after is
     /// free, otherwise move (with MREMAP_MAYMOVE) by moving the pages.
-    pub fn mremap(&mut self, old: u64, old_len: u64, new_len: u64, may_move: bool, fixed: Option<u64>) -> Result<u64, Errno> {
+    pub fn mremap(
+        &mut self,
+        old: u64,
+        old_len: u64,
+        new_len: u64,
+        may_move: bool,
+        fixed: Option<u64>,
+    ) -> Result<u64, Errno> {
         if old % PAGE_SIZE != 0 || new_len == 0 {
             return Err(Errno::EINVAL);
         }
@@ -425,7 +440,10 @@ impl AddressSpace {
 
     /// Anonymous shared memory object for a new MAP_SHARED|MAP_ANONYMOUS.
     pub fn new_shared_backing() -> Result<Backing, Errno> {
-        Ok(Backing::SharedAnonymous { pages: Arc::try_new(SharedPages::new()).map_err(|_| Errno::ENOMEM)?, first_index: 0 })
+        Ok(Backing::SharedAnonymous {
+            pages: Arc::try_new(SharedPages::new()).map_err(|_| Errno::ENOMEM)?,
+            first_index: 0,
+        })
     }
 
     /// The physical address behind `addr` if it lies in shared memory

@@ -91,7 +91,10 @@ fn map_segments(data: &[u8], inode: &Arc<Inode>, vm: &mut AddressSpace) -> Resul
                 if memsz == 0 {
                     continue;
                 }
-                if vaddr % PAGE_SIZE != offset % PAGE_SIZE || filesz > memsz || offset.checked_add(filesz).is_none_or(|e| e > data.len() as u64) {
+                if vaddr % PAGE_SIZE != offset % PAGE_SIZE
+                    || filesz > memsz
+                    || offset.checked_add(filesz).is_none_or(|e| e > data.len() as u64)
+                {
                     return Err(Errno::ENOEXEC);
                 }
                 let va = base.checked_add(vaddr).ok_or(Errno::ENOEXEC)?;
@@ -104,7 +107,11 @@ fn map_segments(data: &[u8], inode: &Arc<Inode>, vm: &mut AddressSpace) -> Resul
                     start,
                     end,
                     prot: prot_of(ph.p_flags(endian)),
-                    backing: Backing::File { source: source.clone(), offset: offset - (va - start), file_end: offset + filesz },
+                    backing: Backing::File {
+                        source: source.clone(),
+                        offset: offset - (va - start),
+                        file_end: offset + filesz,
+                    },
                     kind: VmaKind::Normal,
                 })
                 .map_err(|_| Errno::ENOEXEC)?;
@@ -120,7 +127,15 @@ fn map_segments(data: &[u8], inode: &Arc<Inode>, vm: &mut AddressSpace) -> Resul
 }
 
 /// Lays out strings, pointers and auxv at the top of the stack.
-fn build_stack(vm: &mut AddressSpace, path: &str, argv: &[String], envp: &[String], entry: u64, phdr: u64, phnum: u64) -> Result<u64, Errno> {
+fn build_stack(
+    vm: &mut AddressSpace,
+    path: &str,
+    argv: &[String],
+    envp: &[String],
+    entry: u64,
+    phdr: u64,
+    phnum: u64,
+) -> Result<u64, Errno> {
     let mut strings: Vec<u8> = Vec::new();
     let mut push_str = |s: &[u8]| -> u64 {
         let off = strings.len() as u64;

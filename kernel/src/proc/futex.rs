@@ -51,8 +51,13 @@ pub fn wait(vm: &Vm, addr: u64, expected: u32, deadline: Option<u64>, bitset: u3
     // and must not sleep.
     uaccess::read_u32(vm, addr)?;
     let key = key_for(vm, addr);
-    let waiter = Arc::try_new(Waiter { key: SpinLock::new(key), bitset, woken: AtomicBool::new(false), queue: WaitQueue::new() })
-        .map_err(|_| Errno::ENOMEM)?;
+    let waiter = Arc::try_new(Waiter {
+        key: SpinLock::new(key),
+        bitset,
+        woken: AtomicBool::new(false),
+        queue: WaitQueue::new(),
+    })
+    .map_err(|_| Errno::ENOMEM)?;
     {
         let mut waiters = WAITERS.lock();
         let mut word = [0u8; 4];
@@ -109,7 +114,14 @@ fn wake_key(key: Key, count: u32, bitset: u32) -> u32 {
 
 /// FUTEX_(CMP_)REQUEUE: wake `wake_count` waiters on `addr`, move up to
 /// `requeue_count` others to `addr2`.
-pub fn requeue(vm: &Vm, addr: u64, addr2: u64, wake_count: u32, requeue_count: u32, expected: Option<u32>) -> Result<u32, Errno> {
+pub fn requeue(
+    vm: &Vm,
+    addr: u64,
+    addr2: u64,
+    wake_count: u32,
+    requeue_count: u32,
+    expected: Option<u32>,
+) -> Result<u32, Errno> {
     if addr % 4 != 0 || addr2 % 4 != 0 {
         return Err(Errno::EINVAL);
     }

@@ -19,7 +19,8 @@ use crate::sync::Mutex;
 /// Runs `path` with `argv` as pid 1, with the console on fds 0, 1, 2.
 pub fn start(path: &str, argv: Vec<String>) -> Result<(), Errno> {
     let inode = lookup("/", path, true)?;
-    let envp: Vec<String> = ["HOME=/", "TERM=linux", "PATH=/sbin:/bin:/usr/sbin:/usr/bin"].iter().map(|s| String::from(*s)).collect();
+    let envp: Vec<String> =
+        ["HOME=/", "TERM=linux", "PATH=/sbin:/bin:/usr/sbin:/usr/bin"].iter().map(|s| String::from(*s)).collect();
     let image = exec::load(&inode, path, &argv, &envp)?;
 
     let mut files = FdTable::new();

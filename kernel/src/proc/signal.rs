@@ -4,7 +4,6 @@
 use alloc::collections::VecDeque;
 use alloc::sync::Arc;
 
-
 use hal::sync::SpinLock;
 use hal::user::UserContext;
 use linux_abi::errno::Errno;
@@ -228,7 +227,11 @@ fn notify_parent_signal(p: &Arc<Process>, code: i32, status: i32) {
         return;
     };
     let action = parent.signals.action(sig::SIGCHLD);
-    if code != sig::CLD_EXITED && code != sig::CLD_KILLED && code != sig::CLD_DUMPED && action.flags & sig::SA_NOCLDSTOP != 0 {
+    if code != sig::CLD_EXITED
+        && code != sig::CLD_KILLED
+        && code != sig::CLD_DUMPED
+        && action.flags & sig::SA_NOCLDSTOP != 0
+    {
         return;
     }
     send_to_process(&parent, Siginfo::child(code, p.pid, 0, status));
@@ -370,7 +373,10 @@ fn deliver(t: &Arc<Task>, ctx: &mut UserContext, info: &Siginfo, action: &SigAct
     let signo = info.si_signo as u32;
     let alt = *t.altstack.lock();
     let mut sp = ctx.regs.rsp;
-    let use_alt = action.flags & sig::SA_ONSTACK != 0 && alt.flags & sig::SS_DISABLE == 0 && alt.size != 0 && !on_alt_stack(&alt, sp);
+    let use_alt = action.flags & sig::SA_ONSTACK != 0
+        && alt.flags & sig::SS_DISABLE == 0
+        && alt.size != 0
+        && !on_alt_stack(&alt, sp);
     if use_alt {
         sp = alt.sp + alt.size;
     } else {
@@ -512,7 +518,6 @@ pub fn set_altstack(t: &Arc<Task>, ss: &Stack, current_sp: u64) -> Result<(), Er
     Ok(())
 }
 
-
 /// Whether `p` has a signal pending that its threads do not all block.
 pub fn has_deliverable(t: &Task) -> bool {
     let blocked = *t.sigmask.lock();
@@ -524,5 +529,3 @@ pub fn has_deliverable(t: &Task) -> bool {
 pub fn pending_set(t: &Task) -> SigSet {
     t.pending.lock().set.union(t.process.signals.shared_pending.lock().set)
 }
-
-

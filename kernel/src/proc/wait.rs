@@ -45,7 +45,13 @@ fn exit_result(child: &Process, how: ExitKind) -> WaitResult {
             (s as i32 | if core { 0x80 } else { 0 }, if core { sig::CLD_DUMPED } else { sig::CLD_KILLED }, s as i32)
         }
     };
-    WaitResult { pid: child.pid, status, code, si_status, cpu_ns: child.cpu_ns() + child.children_cpu_ns.load(Ordering::Relaxed) }
+    WaitResult {
+        pid: child.pid,
+        status,
+        code,
+        si_status,
+        cpu_ns: child.cpu_ns() + child.children_cpu_ns.load(Ordering::Relaxed),
+    }
 }
 
 /// One pass over the children: a reportable change, or whether any child
@@ -73,7 +79,16 @@ fn scan(p: &Arc<Process>, target: WaitTarget, options: u32) -> (Option<WaitResul
                     st.stop_reported = true;
                 }
                 let status = ((signo as i32) << 8) | 0x7f;
-                return (Some(WaitResult { pid: child.pid, status, code: sig::CLD_STOPPED, si_status: signo as i32, cpu_ns: 0 }), true);
+                return (
+                    Some(WaitResult {
+                        pid: child.pid,
+                        status,
+                        code: sig::CLD_STOPPED,
+                        si_status: signo as i32,
+                        cpu_ns: 0,
+                    }),
+                    true,
+                );
             }
         }
         if options & WCONTINUED != 0 && st.continued_unreported {
@@ -81,7 +96,13 @@ fn scan(p: &Arc<Process>, target: WaitTarget, options: u32) -> (Option<WaitResul
                 st.continued_unreported = false;
             }
             return (
-                Some(WaitResult { pid: child.pid, status: 0xffff, code: sig::CLD_CONTINUED, si_status: sig::SIGCONT as i32, cpu_ns: 0 }),
+                Some(WaitResult {
+                    pid: child.pid,
+                    status: 0xffff,
+                    code: sig::CLD_CONTINUED,
+                    si_status: sig::SIGCONT as i32,
+                    cpu_ns: 0,
+                }),
                 true,
             );
         }

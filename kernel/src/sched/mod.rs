@@ -18,8 +18,8 @@ use hal::context::KernelStack;
 use hal::percpu::{PerCpu, MAX_CPUS};
 use hal::sync::{IrqGuard, SpinLock};
 
-pub use thread::{live_threads, SpawnError, State, Thread};
 use thread::ON_CPU;
+pub use thread::{live_threads, SpawnError, State, Thread};
 pub use wait::{sleep_ns, sleep_until_interruptible, Interrupted, WaitQueue};
 
 struct RunQueue {

@@ -62,7 +62,13 @@ pub struct Thread {
 }
 
 impl Thread {
-    pub(super) fn new(name: &str, stack: Option<KernelStack>, start: Option<StartFn>, cpu: usize, is_idle: bool) -> Result<Thread, SpawnError> {
+    pub(super) fn new(
+        name: &str,
+        stack: Option<KernelStack>,
+        start: Option<StartFn>,
+        cpu: usize,
+        is_idle: bool,
+    ) -> Result<Thread, SpawnError> {
         let slot = alloc_slot().ok_or(SpawnError::TooManyThreads)?;
         let mut owned_name = String::new();
         if owned_name.try_reserve_exact(name.len()).is_err() {

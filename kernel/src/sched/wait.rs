@@ -50,7 +50,11 @@ impl WaitQueue {
     /// Like [`wait_until`](Self::wait_until), but gives up with
     /// `Interrupted` when a signal is pending for the thread, or with
     /// `TimedOut` at `deadline` (monotonic ns).
-    pub fn wait_until_interruptible(&self, deadline: Option<u64>, mut condition: impl FnMut() -> bool) -> Result<(), Interrupted> {
+    pub fn wait_until_interruptible(
+        &self,
+        deadline: Option<u64>,
+        mut condition: impl FnMut() -> bool,
+    ) -> Result<(), Interrupted> {
         loop {
             let _irq = IrqGuard::new();
             let me = super::current();

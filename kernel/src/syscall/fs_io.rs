@@ -187,7 +187,8 @@ fn do_open(ctx: &SyscallContext, dirfd: i32, path: u64, flags: u32) -> SysResult
     if access != c::O_RDONLY || flags & c::O_TRUNC != 0 {
         return Err(Errno::EROFS);
     }
-    let open = Arc::try_new(OpenFile::new(Arc::new(InodeFile::new(inode)), flags & !c::O_CLOEXEC)).map_err(|_| Errno::ENOMEM)?;
+    let open = Arc::try_new(OpenFile::new(Arc::new(InodeFile::new(inode)), flags & !c::O_CLOEXEC))
+        .map_err(|_| Errno::ENOMEM)?;
     let fd = ctx.process().files().lock().install(open, flags & c::O_CLOEXEC != 0)?;
     Ok(fd as u64)
 }
@@ -243,7 +244,14 @@ fn stat_of_inode(inode: &Inode) -> Stat {
 fn stat_of_file(f: &OpenFile) -> Stat {
     match f.ops.inode() {
         Some(i) => stat_of_inode(i),
-        None => Stat { st_dev: 5, st_mode: f.ops.mode(), st_nlink: 1, st_blksize: 1024, st_rdev: (5 << 8) | 1, ..Stat::default() },
+        None => Stat {
+            st_dev: 5,
+            st_mode: f.ops.mode(),
+            st_nlink: 1,
+            st_blksize: 1024,
+            st_rdev: (5 << 8) | 1,
+            ..Stat::default()
+        },
     }
 }
 

@@ -86,7 +86,13 @@ pub fn sys_madvise(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
             Ok(0)
         }
         // Hints with no effect on what a program can observe.
-        c::MADV_NORMAL | c::MADV_RANDOM | c::MADV_SEQUENTIAL | c::MADV_WILLNEED | c::MADV_FREE | c::MADV_HUGEPAGE | c::MADV_NOHUGEPAGE => Ok(0),
+        c::MADV_NORMAL
+        | c::MADV_RANDOM
+        | c::MADV_SEQUENTIAL
+        | c::MADV_WILLNEED
+        | c::MADV_FREE
+        | c::MADV_HUGEPAGE
+        | c::MADV_NOHUGEPAGE => Ok(0),
         _ => Err(Errno::EINVAL),
     }
 }

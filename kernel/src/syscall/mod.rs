@@ -184,7 +184,12 @@ pub fn dispatch(task: &Arc<Task>, uctx: &mut UserContext) {
     let result = match handler {
         Some(h) => h(&mut ctx, &args),
         None => {
-            log::debug!("pid {}: unimplemented syscall {} ({})", task.process.pid, number, nr::name(number as usize).unwrap_or("?"));
+            log::debug!(
+                "pid {}: unimplemented syscall {} ({})",
+                task.process.pid,
+                number,
+                nr::name(number as usize).unwrap_or("?")
+            );
             Err(Errno::ENOSYS)
         }
     };

@@ -113,7 +113,8 @@ fn do_clone(ctx: &mut SyscallContext, flags: u64, stack: u64, parent_tid: u64, c
             let copy = *parent.signals.actions.lock().lock();
             Arc::try_new(SpinLock::new(copy)).map_err(|_| Errno::ENOMEM)?
         };
-        let real_parent = if flags & c::CLONE_PARENT != 0 { parent.parent.lock().clone() } else { Arc::downgrade(&parent) };
+        let real_parent =
+            if flags & c::CLONE_PARENT != 0 { parent.parent.lock().clone() } else { Arc::downgrade(&parent) };
         let mut p = Process::new(tid, real_parent.clone(), vm, files, SignalState::new(actions));
         p.exit_signal = exit_signal;
         p.pgid.store(parent.pgid.load(Ordering::Relaxed), Ordering::Relaxed);
@@ -124,7 +125,8 @@ fn do_clone(ctx: &mut SyscallContext, flags: u64, stack: u64, parent_tid: u64, c
         p.umask.store(parent.umask.load(Ordering::Relaxed), Ordering::Relaxed);
         *p.rlimits.lock() = *parent.rlimits.lock();
         let vfork = if flags & c::CLONE_VFORK != 0 {
-            let v = Arc::try_new(VforkDone { done: AtomicBool::new(false), queue: WaitQueue::new() }).map_err(|_| Errno::ENOMEM)?;
+            let v = Arc::try_new(VforkDone { done: AtomicBool::new(false), queue: WaitQueue::new() })
+                .map_err(|_| Errno::ENOMEM)?;
             *p.vfork_done.lock() = Some(v.clone());
             Some(v)
         } else {
@@ -265,7 +267,8 @@ pub fn sys_wait4(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 
 pub fn sys_waitid(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let (idtype, id, info_ptr, options) = (a[0] as u32, a[1] as i32, a[2], a[3] as u32);
-    let known = c::WNOHANG | c::WUNTRACED | c::WCONTINUED | c::WEXITED | c::WNOWAIT | c::__WALL | c::__WCLONE | c::__WNOTHREAD;
+    let known =
+        c::WNOHANG | c::WUNTRACED | c::WCONTINUED | c::WEXITED | c::WNOWAIT | c::__WALL | c::__WCLONE | c::__WNOTHREAD;
     if options & !known != 0 || options & (c::WEXITED | c::WUNTRACED | c::WCONTINUED) == 0 {
         return Err(Errno::EINVAL);
     }

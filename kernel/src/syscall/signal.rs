@@ -49,7 +49,8 @@ pub fn sys_rt_sigaction(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     };
     if let Some(n) = new {
         // Setting SIG_IGN (or a default of ignore) drops pending instances.
-        let ignored = n.handler == psig::SIG_IGN || (n.handler == psig::SIG_DFL && sig::default_action(signo) == sig::DefaultAction::Ignore);
+        let ignored = n.handler == psig::SIG_IGN
+            || (n.handler == psig::SIG_DFL && sig::default_action(signo) == sig::DefaultAction::Ignore);
         if ignored {
             ctx.process().signals.shared_pending.lock().set.remove(signo);
             for t in ctx.process().tasks.lock().iter() {

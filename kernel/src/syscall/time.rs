@@ -19,7 +19,9 @@ fn read_timespec(ctx: &SyscallContext, addr: u64) -> Result<Timespec, Errno> {
 fn clock_now(ctx: &SyscallContext, clock: u32) -> Result<u64, Errno> {
     Ok(match clock {
         c::CLOCK_REALTIME | c::CLOCK_REALTIME_COARSE | c::CLOCK_TAI => crate::clock::realtime_ns(),
-        c::CLOCK_MONOTONIC | c::CLOCK_MONOTONIC_COARSE | c::CLOCK_MONOTONIC_RAW | c::CLOCK_BOOTTIME => crate::clock::now_ns(),
+        c::CLOCK_MONOTONIC | c::CLOCK_MONOTONIC_COARSE | c::CLOCK_MONOTONIC_RAW | c::CLOCK_BOOTTIME => {
+            crate::clock::now_ns()
+        }
         c::CLOCK_PROCESS_CPUTIME_ID => ctx.process().cpu_ns(),
         c::CLOCK_THREAD_CPUTIME_ID => ctx.task.cpu_ns(),
         _ => return Err(Errno::EINVAL),
@@ -114,7 +116,10 @@ fn write_itimer(ctx: &SyscallContext, addr: u64, value: (u64, u64)) -> Result<()
     if addr == 0 {
         return Ok(());
     }
-    let it = Itimerval { it_interval: Timeval::from_micros(value.1 / 1000), it_value: Timeval::from_micros(value.0.div_ceil(1000)) };
+    let it = Itimerval {
+        it_interval: Timeval::from_micros(value.1 / 1000),
+        it_value: Timeval::from_micros(value.0.div_ceil(1000)),
+    };
     uaccess::write_bytes(&ctx.vm()?, addr, &it.to_bytes())
 }
 
@@ -192,7 +197,9 @@ pub fn sys_timer_create(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
                     return Err(Errno::EINVAL);
                 }
                 let tid = if kind == SIGEV_THREAD_ID {
-                    let t = crate::proc::find_task(tid).filter(|t| t.process.pid == ctx.process().pid).ok_or(Errno::EINVAL)?;
+                    let t = crate::proc::find_task(tid)
+                        .filter(|t| t.process.pid == ctx.process().pid)
+                        .ok_or(Errno::EINVAL)?;
                     Some(t.tid)
                 } else {
                     None
@@ -203,7 +210,8 @@ pub fn sys_timer_create(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         })
     };
     let id = timer::create(ctx.process(), timer::Notify::None)?;
-    let notify = notify.unwrap_or(timer::Notify::Signal { signo: linux_abi::signal::SIGALRM, value: id as u64, tid: None });
+    let notify =
+        notify.unwrap_or(timer::Notify::Signal { signo: linux_abi::signal::SIGALRM, value: id as u64, tid: None });
     timer::set_notify(ctx.process(), id, notify);
     if let Err(e) = uaccess::write_u32(&vm, id_ptr, id as u32) {
         let _ = timer::delete(ctx.process(), id);
@@ -213,7 +221,10 @@ pub fn sys_timer_create(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 }
 
 fn write_itimerspec(ctx: &SyscallContext, addr: u64, value: (u64, u64)) -> Result<(), Errno> {
-    let it = linux_abi::layout::Itimerspec { it_interval: Timespec::from_nanos(value.1), it_value: Timespec::from_nanos(value.0) };
+    let it = linux_abi::layout::Itimerspec {
+        it_interval: Timespec::from_nanos(value.1),
+        it_value: Timespec::from_nanos(value.0),
+    };
     uaccess::write_bytes(&ctx.vm()?, addr, &it.to_bytes())
 }
 

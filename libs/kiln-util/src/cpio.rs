@@ -173,11 +173,7 @@ fn normalize(mut name: &str) -> &str {
 
 impl<'a> Reader<'a> {
     pub fn new(archive: &'a [u8]) -> Self {
-        Reader {
-            data: archive,
-            pos: 0,
-            state: State::BetweenArchives,
-        }
+        Reader { data: archive, pos: 0, state: State::BetweenArchives }
     }
 
     /// Byte offset of the next unread header (or padding) in the input.
@@ -193,9 +189,7 @@ impl<'a> Reader<'a> {
         // Check the magic on what is there before demanding a full header,
         // so garbage is reported as such even when it is short.
         let magic_len = rest.len().min(6);
-        if rest[..magic_len] != MAGIC_NEWC[..magic_len]
-            && rest[..magic_len] != MAGIC_CRC[..magic_len]
-        {
+        if rest[..magic_len] != MAGIC_NEWC[..magic_len] && rest[..magic_len] != MAGIC_CRC[..magic_len] {
             return Err(CpioError::BadMagic);
         }
         let h = rest.get(..HEADER_LEN).ok_or(CpioError::Truncated)?;
@@ -218,13 +212,8 @@ impl<'a> Reader<'a> {
             return Err(CpioError::BadName);
         }
         let name_start = start + HEADER_LEN;
-        let name_end = name_start
-            .checked_add(namesize)
-            .ok_or(CpioError::Truncated)?;
-        let raw = self
-            .data
-            .get(name_start..name_end)
-            .ok_or(CpioError::Truncated)?;
+        let name_end = name_start.checked_add(namesize).ok_or(CpioError::Truncated)?;
+        let raw = self.data.get(name_start..name_end).ok_or(CpioError::Truncated)?;
         let (nul, name) = raw.split_last().ok_or(CpioError::BadName)?;
         if *nul != 0 || name.contains(&0) || name.is_empty() {
             return Err(CpioError::BadName);
@@ -234,31 +223,13 @@ impl<'a> Reader<'a> {
         let data_start = start
             .checked_add(align4(HEADER_LEN + namesize).ok_or(CpioError::Truncated)?)
             .ok_or(CpioError::Truncated)?;
-        let data_end = data_start
-            .checked_add(filesize)
-            .ok_or(CpioError::Truncated)?;
-        let data = self
-            .data
-            .get(data_start..data_end)
-            .ok_or(CpioError::Truncated)?;
+        let data_end = data_start.checked_add(filesize).ok_or(CpioError::Truncated)?;
+        let data = self.data.get(data_start..data_end).ok_or(CpioError::Truncated)?;
         // The final padding may be missing at the very end of the input.
-        let next =
-            (start + align4(data_end - start).ok_or(CpioError::Truncated)?).min(self.data.len());
+        let next = (start + align4(data_end - start).ok_or(CpioError::Truncated)?).min(self.data.len());
 
-        let entry = Entry {
-            name,
-            mode,
-            uid,
-            gid,
-            nlink,
-            mtime,
-            ino,
-            dev_major,
-            dev_minor,
-            rdev_major,
-            rdev_minor,
-            data,
-        };
+        let entry =
+            Entry { name, mode, uid, gid, nlink, mtime, ino, dev_major, dev_minor, rdev_major, rdev_minor, data };
         Ok((entry, next))
     }
 

@@ -49,10 +49,7 @@ struct StackStr<const N: usize> {
 
 impl<const N: usize> StackStr<N> {
     fn new() -> Self {
-        StackStr {
-            buf: [0; N],
-            len: 0,
-        }
+        StackStr { buf: [0; N], len: 0 }
     }
 
     fn as_str(&self) -> &str {
@@ -64,10 +61,7 @@ impl<const N: usize> StackStr<N> {
 impl<const N: usize> fmt::Write for StackStr<N> {
     fn write_str(&mut self, s: &str) -> fmt::Result {
         let end = self.len.checked_add(s.len()).ok_or(fmt::Error)?;
-        self.buf
-            .get_mut(self.len..end)
-            .ok_or(fmt::Error)?
-            .copy_from_slice(s.as_bytes());
+        self.buf.get_mut(self.len..end).ok_or(fmt::Error)?.copy_from_slice(s.as_bytes());
         self.len = end;
         Ok(())
     }

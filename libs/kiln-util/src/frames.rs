@@ -35,12 +35,7 @@ impl<'a> FrameBitmap<'a> {
             return None;
         }
         bits.fill(u64::MAX);
-        Some(FrameBitmap {
-            bits,
-            frame_count,
-            free: 0,
-            hint: 0,
-        })
+        Some(FrameBitmap { bits, frame_count, free: 0, hint: 0 })
     }
 
     /// Number of `u64` words needed to track `frame_count` frames
@@ -72,9 +67,7 @@ impl<'a> FrameBitmap<'a> {
         }
         let words = self.words();
         let hint = if self.hint < words { self.hint } else { 0 };
-        let idx = (hint..words)
-            .chain(0..hint)
-            .find(|&i| self.bits[i] != u64::MAX)?;
+        let idx = (hint..words).chain(0..hint).find(|&i| self.bits[i] != u64::MAX)?;
         let bit = u64::from((!self.bits[idx]).trailing_zeros());
         let frame = idx as u64 * WORD_BITS + bit;
         // Tail bits past `frame_count` are kept set, so a clear bit is
@@ -163,11 +156,7 @@ impl<'a> FrameBitmap<'a> {
 
     /// Mask of bits `[lo, hi)` within one word, `lo < hi <= 64`.
     fn mask(lo: u64, hi: u64) -> u64 {
-        let upper = if hi == WORD_BITS {
-            u64::MAX
-        } else {
-            (1u64 << hi) - 1
-        };
+        let upper = if hi == WORD_BITS { u64::MAX } else { (1u64 << hi) - 1 };
         upper & !((1u64 << lo) - 1)
     }
 
@@ -204,11 +193,7 @@ impl<'a> FrameBitmap<'a> {
             let idx = (f / WORD_BITS) as usize;
             let lo = f % WORD_BITS;
             let hi = (end - idx as u64 * WORD_BITS).min(WORD_BITS);
-            let w = if find_used {
-                self.bits[idx]
-            } else {
-                !self.bits[idx]
-            };
+            let w = if find_used { self.bits[idx] } else { !self.bits[idx] };
             let hits = w & Self::mask(lo, hi);
             if hits != 0 {
                 return Some(idx as u64 * WORD_BITS + u64::from(hits.trailing_zeros()));

@@ -117,11 +117,7 @@ impl<'a> SymbolTable<'a> {
     /// `(addr, size, name_offset)` of entry `i`.
     fn entry(&self, i: usize) -> Option<(u64, u32, u32)> {
         let off = i.checked_mul(ENTRY_SIZE)?;
-        Some((
-            u64_at(self.entries, off)?,
-            u32_at(self.entries, off + 8)?,
-            u32_at(self.entries, off + 12)?,
-        ))
+        Some((u64_at(self.entries, off)?, u32_at(self.entries, off + 8)?, u32_at(self.entries, off + 12)?))
     }
 
     fn name(&self, name_off: u32) -> Option<&'a str> {
@@ -136,8 +132,7 @@ impl<'a> SymbolTable<'a> {
 /// yields a size no buffer has).
 pub fn encoded_len(symbols: &[(u64, u32, &str)]) -> usize {
     symbols.iter().fold(HEADER_SIZE, |acc, (_, _, name)| {
-        acc.saturating_add(ENTRY_SIZE + NAME_LEN_SIZE)
-            .saturating_add(name.len())
+        acc.saturating_add(ENTRY_SIZE + NAME_LEN_SIZE).saturating_add(name.len())
     })
 }
 
@@ -257,10 +252,7 @@ mod tests {
         assert!(SymbolTable::parse(b"KILNSYM1").is_none());
         let mut b = build(SYMS);
         b.resize(b.len() + 1000, 0);
-        assert_eq!(
-            SymbolTable::parse(&b).unwrap().lookup(0x1000),
-            Some(("kmain", 0))
-        );
+        assert_eq!(SymbolTable::parse(&b).unwrap().lookup(0x1000), Some(("kmain", 0)));
     }
 
     #[test]
@@ -278,10 +270,7 @@ mod tests {
         assert_eq!(encode(&[(0, 0, &long)], &mut big), None);
         let max = "y".repeat(65_535);
         let n = encode(&[(0, 0, &max)], &mut big).unwrap();
-        assert_eq!(
-            SymbolTable::parse(&big[..n]).unwrap().lookup(9),
-            Some((&max[..], 9))
-        );
+        assert_eq!(SymbolTable::parse(&big[..n]).unwrap().lookup(9), Some((&max[..], 9)));
     }
 
     #[test]
@@ -322,15 +311,8 @@ mod tests {
         let names = ["a", "bb", "ccc", "", "core::fmt::write", "é"];
         for _ in 0..500 {
             let n = rng.below(40) as usize;
-            let mut syms: Vec<(u64, u32, &str)> = (0..n)
-                .map(|_| {
-                    (
-                        rng.below(1 << 16),
-                        rng.below(64) as u32,
-                        names[rng.below(6) as usize],
-                    )
-                })
-                .collect();
+            let mut syms: Vec<(u64, u32, &str)> =
+                (0..n).map(|_| (rng.below(1 << 16), rng.below(64) as u32, names[rng.below(6) as usize])).collect();
             syms.sort_by_key(|s| s.0);
             let b = build(&syms);
             let t = SymbolTable::parse(&b).unwrap();

@@ -64,11 +64,7 @@ pub struct Region {
 }
 
 impl Region {
-    const EMPTY: Region = Region {
-        start: 0,
-        end: 0,
-        kind: RegionKind::Reserved,
-    };
+    const EMPTY: Region = Region { start: 0, end: 0, kind: RegionKind::Reserved };
 
     fn len(&self) -> u64 {
         self.end.saturating_sub(self.start)
@@ -98,10 +94,7 @@ impl Default for MemoryMap {
 
 impl MemoryMap {
     pub const fn new() -> Self {
-        MemoryMap {
-            regions: [Region::EMPTY; MAX_REGIONS],
-            len: 0,
-        }
+        MemoryMap { regions: [Region::EMPTY; MAX_REGIONS], len: 0 }
     }
 
     /// Appends a region as-is (call [`normalize`](Self::normalize) once all
@@ -146,11 +139,7 @@ impl MemoryMap {
         src[..old_len].copy_from_slice(self.regions());
         let mut n = old_len;
         if start < end {
-            src[n] = Region {
-                start,
-                end,
-                kind: RegionKind::Reserved,
-            };
+            src[n] = Region { start, end, kind: RegionKind::Reserved };
             n += 1;
         }
         if self.rebuild_from(&src[..n]) {
@@ -172,18 +161,13 @@ impl MemoryMap {
             }
             let start = r.start.checked_add(PAGE - 1)? & !(PAGE - 1);
             let end = r.end & !(PAGE - 1);
-            (start < end).then_some(Region {
-                start,
-                end,
-                kind: RegionKind::Usable,
-            })
+            (start < end).then_some(Region { start, end, kind: RegionKind::Usable })
         })
     }
 
     /// Bytes in [`usable_pages`](Self::usable_pages).
     pub fn total_usable(&self) -> u64 {
-        self.usable_pages()
-            .fold(0u64, |acc, r| acc.saturating_add(r.len()))
+        self.usable_pages().fold(0u64, |acc, r| acc.saturating_add(r.len()))
     }
 
     /// Max end over all regions, 0 if empty.
@@ -201,12 +185,7 @@ impl MemoryMap {
     fn rebuild_from(&mut self, src: &[Region]) -> bool {
         self.len = 0;
         let mut complete = true;
-        let Some(mut p) = src
-            .iter()
-            .filter(|r| r.start < r.end)
-            .map(|r| r.start)
-            .min()
-        else {
+        let Some(mut p) = src.iter().filter(|r| r.start < r.end).map(|r| r.start).min() else {
             return true;
         };
         loop {
@@ -225,11 +204,7 @@ impl MemoryMap {
             }
             let Some(next) = next else { break };
             if let Some(kind) = kind {
-                complete &= self.emit(Region {
-                    start: p,
-                    end: next,
-                    kind,
-                });
+                complete &= self.emit(Region { start: p, end: next, kind });
             }
             p = next;
         }
@@ -254,13 +229,8 @@ impl MemoryMap {
         // Full: evict the smallest piece, which may be the new one. Removing
         // from the middle keeps address order; the gap left behind simply
         // reads as "not usable".
-        let (victim, victim_len) = self
-            .regions()
-            .iter()
-            .enumerate()
-            .map(|(i, x)| (i, x.len()))
-            .min_by_key(|&(_, l)| l)
-            .unwrap_or((0, 0));
+        let (victim, victim_len) =
+            self.regions().iter().enumerate().map(|(i, x)| (i, x.len())).min_by_key(|&(_, l)| l).unwrap_or((0, 0));
         if r.len() > victim_len {
             self.regions.copy_within(victim + 1..self.len, victim);
             self.regions[self.len - 1] = r;

@@ -59,9 +59,7 @@ impl<'a> BootInfo<'a> {
     /// header announces; anything past that is ignored.
     pub fn parse(bytes: &'a [u8]) -> Option<Self> {
         let total = usize::try_from(Self::total_size(bytes)?).ok()?;
-        Some(BootInfo {
-            bytes: bytes.get(..total)?,
-        })
+        Some(BootInfo { bytes: bytes.get(..total)? })
     }
 
     /// Reads the structure's size from its first bytes, so the caller can
@@ -74,14 +72,12 @@ impl<'a> BootInfo<'a> {
 
     /// Tag type 1. `None` if absent or not valid UTF-8.
     pub fn command_line(&self) -> Option<&'a str> {
-        self.find(TAG_CMDLINE)
-            .and_then(|t| strict_str(payload(t, 0)))
+        self.find(TAG_CMDLINE).and_then(|t| strict_str(payload(t, 0)))
     }
 
     /// Tag type 2. `None` if absent or not valid UTF-8.
     pub fn bootloader_name(&self) -> Option<&'a str> {
-        self.find(TAG_BOOTLOADER)
-            .and_then(|t| strict_str(payload(t, 0)))
+        self.find(TAG_BOOTLOADER).and_then(|t| strict_str(payload(t, 0)))
     }
 
     /// Memory map tag (type 6): pushes each entry into `map` and returns the
@@ -110,16 +106,11 @@ impl<'a> BootInfo<'a> {
         // A trailing partial entry is ignored rather than rejected: the
         // complete entries before it are still trustworthy.
         for e in tag[MMAP_HEADER_SIZE..].chunks_exact(entry_size) {
-            let (Some(base), Some(len), Some(kind)) = (u64_at(e, 0), u64_at(e, 8), u32_at(e, 16))
-            else {
+            let (Some(base), Some(len), Some(kind)) = (u64_at(e, 0), u64_at(e, 8), u32_at(e, 16)) else {
                 return Err(ParseError::Truncated);
             };
-            map.push(Region {
-                start: base,
-                end: base.saturating_add(len),
-                kind: RegionKind::from_e820(kind),
-            })
-            .map_err(|_| ParseError::Full)?;
+            map.push(Region { start: base, end: base.saturating_add(len), kind: RegionKind::from_e820(kind) })
+                .map_err(|_| ParseError::Full)?;
             n += 1;
         }
         Ok(n)
@@ -133,39 +124,24 @@ impl<'a> BootInfo<'a> {
             if ty != TAG_MODULE {
                 return None;
             }
-            Some(Module {
-                start: u32_at(t, 8)?,
-                end: u32_at(t, 12)?,
-                cmdline: lossy_prefix(payload(t, 8)),
-            })
+            Some(Module { start: u32_at(t, 8)?, end: u32_at(t, 12)?, cmdline: lossy_prefix(payload(t, 8)) })
         })
     }
 
     /// Tag 15 (ACPI 2.0+ RSDP, preferred because it leads to the XSDT) or
     /// tag 14 (ACPI 1.0 RSDP): the RSDP bytes as copied by the loader.
     pub fn rsdp(&self) -> Option<&'a [u8]> {
-        let pick = |ty| {
-            self.find(ty)
-                .map(|t| payload(t, 0))
-                .filter(|p| p.len() >= RSDP_V1_SIZE)
-        };
+        let pick = |ty| self.find(ty).map(|t| payload(t, 0)).filter(|p| p.len() >= RSDP_V1_SIZE);
         pick(TAG_ACPI_NEW).or_else(|| pick(TAG_ACPI_OLD))
     }
 
     /// The first well-formed tag of type `ty`.
     fn find(&self, ty: u32) -> Option<&'a [u8]> {
-        self.tags()
-            .map_while(Result::ok)
-            .find(|&(t, _)| t == ty)
-            .map(|(_, data)| data)
+        self.tags().map_while(Result::ok).find(|&(t, _)| t == ty).map(|(_, data)| data)
     }
 
     fn tags(&self) -> Tags<'a> {
-        Tags {
-            bytes: self.bytes,
-            off: HEADER_SIZE,
-            done: false,
-        }
+        Tags { bytes: self.bytes, off: HEADER_SIZE, done: false }
     }
 }
 
@@ -222,9 +198,7 @@ impl<'a> Iterator for Tags<'a> {
             return None;
         }
         let size = size as usize;
-        let tag = (size >= TAG_HEADER_SIZE)
-            .then(|| self.bytes.get(self.off..self.off.checked_add(size)?))
-            .flatten();
+        let tag = (size >= TAG_HEADER_SIZE).then(|| self.bytes.get(self.off..self.off.checked_add(size)?)).flatten();
         let Some(tag) = tag else {
             self.done = true;
             return Some(Err(ParseError::Truncated));

@@ -46,11 +46,8 @@ impl StartInfo {
         if bytes.len() < if version == 0 { V0_SIZE } else { Self::SIZE } {
             return None;
         }
-        let (memmap_paddr, memmap_entries) = if version >= 1 {
-            (u64_at(bytes, 40)?, u32_at(bytes, 48)?)
-        } else {
-            (0, 0)
-        };
+        let (memmap_paddr, memmap_entries) =
+            if version >= 1 { (u64_at(bytes, 40)?, u32_at(bytes, 48)?) } else { (0, 0) };
         Some(StartInfo {
             version,
             flags: u32_at(bytes, 8)?,
@@ -77,11 +74,7 @@ pub fn parse_memmap(bytes: &[u8], map: &mut MemoryMap) -> Result<usize, Full> {
         let (Some(addr), Some(size), Some(ty)) = (u64_at(e, 0), u64_at(e, 8), u32_at(e, 16)) else {
             break;
         };
-        map.push(Region {
-            start: addr,
-            end: addr.saturating_add(size),
-            kind: RegionKind::from_e820(ty),
-        })?;
+        map.push(Region { start: addr, end: addr.saturating_add(size), kind: RegionKind::from_e820(ty) })?;
         n += 1;
     }
     Ok(n)
@@ -105,11 +98,7 @@ pub fn parse_module(bytes: &[u8]) -> Option<ModEntry> {
     if bytes.len() < MODLIST_ENTRY_SIZE {
         return None;
     }
-    Some(ModEntry {
-        paddr: u64_at(bytes, 0)?,
-        size: u64_at(bytes, 8)?,
-        cmdline_paddr: u64_at(bytes, 16)?,
-    })
+    Some(ModEntry { paddr: u64_at(bytes, 0)?, size: u64_at(bytes, 8)?, cmdline_paddr: u64_at(bytes, 16)? })
 }
 
 #[cfg(test)]
@@ -197,14 +186,7 @@ mod tests {
         assert_eq!(parse_memmap(&b, &mut map), Ok(5));
         assert_eq!(map.regions().len(), 4);
         assert_eq!(map.regions()[1].kind, RegionKind::Reserved);
-        assert_eq!(
-            map.regions()[3],
-            Region {
-                start: u64::MAX - 1,
-                end: u64::MAX,
-                kind: RegionKind::Reserved
-            }
-        );
+        assert_eq!(map.regions()[3], Region { start: u64::MAX - 1, end: u64::MAX, kind: RegionKind::Reserved });
         // Partial trailing entry is ignored.
         let mut map = MemoryMap::new();
         assert_eq!(parse_memmap(&b[..24 * 2 + 23], &mut map), Ok(2));
@@ -227,14 +209,7 @@ mod tests {
         for v in [0x40_0000u64, 0x1234, 0x5000, 0xdead] {
             b.extend_from_slice(&v.to_le_bytes());
         }
-        assert_eq!(
-            parse_module(&b),
-            Some(ModEntry {
-                paddr: 0x40_0000,
-                size: 0x1234,
-                cmdline_paddr: 0x5000
-            })
-        );
+        assert_eq!(parse_module(&b), Some(ModEntry { paddr: 0x40_0000, size: 0x1234, cmdline_paddr: 0x5000 }));
         assert_eq!(parse_module(&b[..31]), None);
         b.push(9);
         assert!(parse_module(&b).is_some());

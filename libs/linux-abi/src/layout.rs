@@ -104,10 +104,7 @@ impl Timespec {
         b
     }
     pub fn from_bytes(b: &[u8; 16]) -> Self {
-        Timespec {
-            tv_sec: get_i64(b, 0),
-            tv_nsec: get_i64(b, 8),
-        }
+        Timespec { tv_sec: get_i64(b, 0), tv_nsec: get_i64(b, 8) }
     }
     /// Whether `tv_nsec` is in `0..1e9` and `tv_sec` non-negative, as most
     /// system calls require (they fail with `EINVAL` otherwise).
@@ -119,15 +116,10 @@ impl Timespec {
         if !self.is_valid() {
             return None;
         }
-        (self.tv_sec as u64)
-            .checked_mul(1_000_000_000)?
-            .checked_add(self.tv_nsec as u64)
+        (self.tv_sec as u64).checked_mul(1_000_000_000)?.checked_add(self.tv_nsec as u64)
     }
     pub fn from_nanos(ns: u64) -> Self {
-        Timespec {
-            tv_sec: (ns / 1_000_000_000) as i64,
-            tv_nsec: (ns % 1_000_000_000) as i64,
-        }
+        Timespec { tv_sec: (ns / 1_000_000_000) as i64, tv_nsec: (ns % 1_000_000_000) as i64 }
     }
 }
 from_slice!(Timespec);
@@ -148,10 +140,7 @@ impl Timeval {
         b
     }
     pub fn from_bytes(b: &[u8; 16]) -> Self {
-        Timeval {
-            tv_sec: get_i64(b, 0),
-            tv_usec: get_i64(b, 8),
-        }
+        Timeval { tv_sec: get_i64(b, 0), tv_usec: get_i64(b, 8) }
     }
     pub fn is_valid(&self) -> bool {
         self.tv_sec >= 0 && (0..1_000_000).contains(&self.tv_usec)
@@ -161,15 +150,10 @@ impl Timeval {
         if !self.is_valid() {
             return None;
         }
-        (self.tv_sec as u64)
-            .checked_mul(1_000_000)?
-            .checked_add(self.tv_usec as u64)
+        (self.tv_sec as u64).checked_mul(1_000_000)?.checked_add(self.tv_usec as u64)
     }
     pub fn from_micros(us: u64) -> Self {
-        Timeval {
-            tv_sec: (us / 1_000_000) as i64,
-            tv_usec: (us % 1_000_000) as i64,
-        }
+        Timeval { tv_sec: (us / 1_000_000) as i64, tv_usec: (us % 1_000_000) as i64 }
     }
 }
 from_slice!(Timeval);
@@ -306,11 +290,7 @@ impl Stack {
         b
     }
     pub fn from_bytes(b: &[u8; 24]) -> Self {
-        Stack {
-            ss_sp: get_u64(b, 0),
-            ss_flags: get_i32(b, 8),
-            ss_size: get_u64(b, 16),
-        }
+        Stack { ss_sp: get_u64(b, 0), ss_flags: get_i32(b, 8), ss_size: get_u64(b, 16) }
     }
 }
 from_slice!(Stack);
@@ -335,12 +315,7 @@ pub struct Siginfo {
 
 impl Default for Siginfo {
     fn default() -> Self {
-        Siginfo {
-            si_signo: 0,
-            si_errno: 0,
-            si_code: 0,
-            fields: [0; 112],
-        }
+        Siginfo { si_signo: 0, si_errno: 0, si_code: 0, fields: [0; 112] }
     }
 }
 
@@ -350,11 +325,7 @@ impl Siginfo {
     pub const UNION_OFFSET: usize = 16;
 
     fn with(signo: u32, code: i32) -> Self {
-        Siginfo {
-            si_signo: signo as i32,
-            si_code: code,
-            ..Siginfo::default()
-        }
+        Siginfo { si_signo: signo as i32, si_code: code, ..Siginfo::default() }
     }
     fn set_u32(&mut self, off: usize, v: u32) {
         put_u32(&mut self.fields, off - Self::UNION_OFFSET, v);
@@ -392,14 +363,7 @@ impl Siginfo {
         Siginfo::child_with_times(code, pid, uid, status, 0, 0)
     }
 
-    pub fn child_with_times(
-        code: i32,
-        pid: i32,
-        uid: u32,
-        status: i32,
-        utime: i64,
-        stime: i64,
-    ) -> Self {
+    pub fn child_with_times(code: i32, pid: i32, uid: u32, status: i32, utime: i64, stime: i64) -> Self {
         let mut s = Siginfo::kill(crate::signal::SIGCHLD, code, pid, uid);
         s.set_u32(24, status as u32);
         s.set_u64(32, utime as u64);
@@ -465,12 +429,7 @@ impl Siginfo {
     pub fn from_bytes(b: &[u8; 128]) -> Self {
         let mut fields = [0u8; 112];
         fields.copy_from_slice(&b[16..]);
-        Siginfo {
-            si_signo: get_i32(b, 0),
-            si_errno: get_i32(b, 4),
-            si_code: get_i32(b, 8),
-            fields,
-        }
+        Siginfo { si_signo: get_i32(b, 0), si_errno: get_i32(b, 4), si_code: get_i32(b, 8), fields }
     }
 }
 from_slice!(Siginfo);
@@ -570,10 +529,7 @@ impl Mcontext {
             self.rsp,
             self.rip,
             self.eflags,
-            (self.cs as u64)
-                | ((self.gs as u64) << 16)
-                | ((self.fs as u64) << 32)
-                | ((self.ss as u64) << 48),
+            (self.cs as u64) | ((self.gs as u64) << 16) | ((self.fs as u64) << 32) | ((self.ss as u64) << 48),
             self.err,
             self.trapno,
             self.oldmask,
@@ -780,10 +736,7 @@ impl Rlimit {
         b
     }
     pub fn from_bytes(b: &[u8; 16]) -> Self {
-        Rlimit {
-            rlim_cur: get_u64(b, 0),
-            rlim_max: get_u64(b, 8),
-        }
+        Rlimit { rlim_cur: get_u64(b, 0), rlim_max: get_u64(b, 8) }
     }
 }
 from_slice!(Rlimit);
@@ -806,14 +759,7 @@ impl Utsname {
     pub const SIZE: usize = 6 * UTSNAME_FIELD_LEN;
 
     /// Builds the struct from strings, truncating each to 64 bytes.
-    pub fn new(
-        sysname: &str,
-        nodename: &str,
-        release: &str,
-        version: &str,
-        machine: &str,
-        domainname: &str,
-    ) -> Self {
+    pub fn new(sysname: &str, nodename: &str, release: &str, version: &str, machine: &str, domainname: &str) -> Self {
         Utsname {
             sysname: c_string(sysname),
             nodename: c_string(nodename),
@@ -824,14 +770,7 @@ impl Utsname {
         }
     }
     fn fields(&self) -> [&[u8; 65]; 6] {
-        [
-            &self.sysname,
-            &self.nodename,
-            &self.release,
-            &self.version,
-            &self.machine,
-            &self.domainname,
-        ]
+        [&self.sysname, &self.nodename, &self.release, &self.version, &self.machine, &self.domainname]
     }
     pub fn to_bytes(&self) -> [u8; 390] {
         let mut b = [0u8; 390];
@@ -846,14 +785,7 @@ impl Utsname {
             a.copy_from_slice(&b[i * 65..(i + 1) * 65]);
             a
         };
-        Utsname {
-            sysname: f(0),
-            nodename: f(1),
-            release: f(2),
-            version: f(3),
-            machine: f(4),
-            domainname: f(5),
-        }
+        Utsname { sysname: f(0), nodename: f(1), release: f(2), version: f(3), machine: f(4), domainname: f(5) }
     }
 }
 from_slice!(Utsname);
@@ -1086,19 +1018,13 @@ impl StatxTimestamp {
         put_u32(b, off + 8, self.tv_nsec);
     }
     fn get(b: &[u8], off: usize) -> Self {
-        StatxTimestamp {
-            tv_sec: get_i64(b, off),
-            tv_nsec: get_u32(b, off + 8),
-        }
+        StatxTimestamp { tv_sec: get_i64(b, off), tv_nsec: get_u32(b, off + 8) }
     }
 }
 
 impl From<Timespec> for StatxTimestamp {
     fn from(t: Timespec) -> Self {
-        StatxTimestamp {
-            tv_sec: t.tv_sec,
-            tv_nsec: t.tv_nsec as u32,
-        }
+        StatxTimestamp { tv_sec: t.tv_sec, tv_nsec: t.tv_nsec as u32 }
     }
 }
 
@@ -1291,11 +1217,7 @@ impl Pollfd {
         b
     }
     pub fn from_bytes(b: &[u8; 8]) -> Self {
-        Pollfd {
-            fd: get_i32(b, 0),
-            events: get_u16(b, 4),
-            revents: get_u16(b, 6),
-        }
+        Pollfd { fd: get_i32(b, 0), events: get_u16(b, 4), revents: get_u16(b, 6) }
     }
 }
 from_slice!(Pollfd);
@@ -1316,10 +1238,7 @@ impl EpollEvent {
         b
     }
     pub fn from_bytes(b: &[u8; 12]) -> Self {
-        EpollEvent {
-            events: get_u32(b, 0),
-            data: get_u64(b, 4),
-        }
+        EpollEvent { events: get_u32(b, 0), data: get_u64(b, 4) }
     }
 }
 from_slice!(EpollEvent);
@@ -1342,10 +1261,7 @@ impl Iovec {
         b
     }
     pub fn from_bytes(b: &[u8; 16]) -> Self {
-        Iovec {
-            iov_base: get_u64(b, 0),
-            iov_len: get_u64(b, 8),
-        }
+        Iovec { iov_base: get_u64(b, 0), iov_len: get_u64(b, 8) }
     }
 }
 from_slice!(Iovec);
@@ -1370,12 +1286,7 @@ impl Winsize {
         b
     }
     pub fn from_bytes(b: &[u8; 8]) -> Self {
-        Winsize {
-            ws_row: get_u16(b, 0),
-            ws_col: get_u16(b, 2),
-            ws_xpixel: get_u16(b, 4),
-            ws_ypixel: get_u16(b, 6),
-        }
+        Winsize { ws_row: get_u16(b, 0), ws_col: get_u16(b, 2), ws_xpixel: get_u16(b, 4), ws_ypixel: get_u16(b, 6) }
     }
 }
 from_slice!(Winsize);
@@ -1489,13 +1400,7 @@ fn dirent_name_ok(name: &[u8], reclen: usize) -> bool {
 /// `d_type` (a `DT_*` value), the name, a NUL, and zero padding to an
 /// 8-byte boundary. Returns the record length, or `None` (writing nothing)
 /// if `out` is too small or the name is empty or contains a NUL.
-pub fn encode_dirent64(
-    ino: u64,
-    off: i64,
-    d_type: u8,
-    name: &[u8],
-    out: &mut [u8],
-) -> Option<usize> {
+pub fn encode_dirent64(ino: u64, off: i64, d_type: u8, name: &[u8], out: &mut [u8]) -> Option<usize> {
     let reclen = dirent64_reclen(name.len());
     if !dirent_name_ok(name, reclen) {
         return None;

@@ -287,8 +287,9 @@ pub enum DefaultAction {
 /// signals terminate.
 pub fn default_action(sig: u32) -> DefaultAction {
     match sig {
-        SIGQUIT | SIGILL | SIGTRAP | SIGABRT | SIGBUS | SIGFPE | SIGSEGV | SIGXCPU | SIGXFSZ
-        | SIGSYS => DefaultAction::CoreDump,
+        SIGQUIT | SIGILL | SIGTRAP | SIGABRT | SIGBUS | SIGFPE | SIGSEGV | SIGXCPU | SIGXFSZ | SIGSYS => {
+            DefaultAction::CoreDump
+        }
         SIGCHLD | SIGURG | SIGWINCH => DefaultAction::Ignore,
         SIGSTOP | SIGTSTP | SIGTTIN | SIGTTOU => DefaultAction::Stop,
         SIGCONT => DefaultAction::Continue,

@@ -95,10 +95,7 @@ impl WaitStatus {
         } else if let Some(c) = exit_code(status) {
             WaitStatus::Exited(c)
         } else {
-            WaitStatus::Signaled {
-                sig: (status & 0x7f) as u32,
-                core: status & 0x80 != 0,
-            }
+            WaitStatus::Signaled { sig: (status & 0x7f) as u32, core: status & 0x80 != 0 }
         }
     }
 }

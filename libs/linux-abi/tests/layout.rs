@@ -21,10 +21,7 @@ struct CValues(HashMap<String, i128>);
 
 impl CValues {
     fn get(&self, k: &str) -> i128 {
-        *self
-            .0
-            .get(k)
-            .unwrap_or_else(|| panic!("layout.c printed no value for {k}"))
+        *self.0.get(k).unwrap_or_else(|| panic!("layout.c printed no value for {k}"))
     }
     fn size(&self, k: &str, rust: usize) {
         assert_eq!(self.get(k), rust as i128, "sizeof({k})");
@@ -33,11 +30,7 @@ impl CValues {
     /// `bytes` at the offset C reports for `k`.
     fn field(&self, k: &str, bytes: &[u8], expect: &[u8]) {
         let off = self.get(k) as usize;
-        assert_eq!(
-            &bytes[off..off + expect.len()],
-            expect,
-            "field {k} should be at offset {off}"
-        );
+        assert_eq!(&bytes[off..off + expect.len()], expect, "field {k} should be at offset {off}");
     }
 }
 
@@ -62,18 +55,8 @@ fn run_layout_c(mode: &str, defines: &[&str]) -> Option<CValues> {
     }
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/layout.c");
     let exe = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("layout-{mode}"));
-    let out = Command::new(&cc)
-        .args(defines)
-        .arg("-o")
-        .arg(&exe)
-        .arg(&src)
-        .output()
-        .expect("running the C compiler");
-    assert!(
-        out.status.success(),
-        "compiling layout.c ({mode}) failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = Command::new(&cc).args(defines).arg("-o").arg(&exe).arg(&src).output().expect("running the C compiler");
+    assert!(out.status.success(), "compiling layout.c ({mode}) failed:\n{}", String::from_utf8_lossy(&out.stderr));
     let run = Command::new(&exe).output().expect("running layout.c");
     assert!(run.status.success());
     let mut map = HashMap::new();
@@ -95,15 +78,9 @@ fn check_constants(c: &CValues, table: &[(&str, i128)]) {
     }
     // Every constant the C side prints must be covered by the table.
     for k in c.0.keys() {
-        let is_const = k
-            .chars()
-            .next()
-            .is_some_and(|ch| ch.is_ascii_uppercase() || ch == '_');
+        let is_const = k.chars().next().is_some_and(|ch| ch.is_ascii_uppercase() || ch == '_');
         if is_const {
-            assert!(
-                table.iter().any(|(n, _)| n == k),
-                "layout.c prints {k} but the Rust table does not check it"
-            );
+            assert!(table.iter().any(|(n, _)| n == k), "layout.c prints {k} but the Rust table does not check it");
         }
     }
 }
@@ -130,10 +107,7 @@ fn kernel_uapi_layouts() {
     c.size("rlimit", Rlimit::SIZE);
 
     let ru = Rusage {
-        ru_stime: Timeval {
-            tv_sec: k.n() as i64,
-            tv_usec: 1,
-        },
+        ru_stime: Timeval { tv_sec: k.n() as i64, tv_usec: 1 },
         ru_maxrss: k.n() as i64,
         ru_minflt: k.n() as i64,
         ru_nivcsw: k.n() as i64,
@@ -152,12 +126,7 @@ fn kernel_uapi_layouts() {
     c.field("utsname.release", &b, b"rel\0");
     c.field("utsname.domainname", &b, b"dom\0");
 
-    let sa = KernelSigaction {
-        handler: k.n(),
-        flags: k.n(),
-        restorer: k.n(),
-        mask: SigSet(k.n()),
-    };
+    let sa = KernelSigaction { handler: k.n(), flags: k.n(), restorer: k.n(), mask: SigSet(k.n()) };
     let b = sa.to_bytes();
     c.size("sigaction", KernelSigaction::SIZE);
     c.field("sigaction.handler", &b, &sa.handler.to_le_bytes());
@@ -165,11 +134,7 @@ fn kernel_uapi_layouts() {
     c.field("sigaction.restorer", &b, &sa.restorer.to_le_bytes());
     c.field("sigaction.mask", &b, &sa.mask.0.to_le_bytes());
 
-    let st = Stack {
-        ss_sp: k.n(),
-        ss_flags: k.n() as i32,
-        ss_size: k.n(),
-    };
+    let st = Stack { ss_sp: k.n(), ss_flags: k.n() as i32, ss_size: k.n() };
     let b = st.to_bytes();
     c.size("stack", Stack::SIZE);
     c.field("stack.ss_sp", &b, &st.ss_sp.to_le_bytes());
@@ -231,13 +196,7 @@ fn kernel_uapi_layouts() {
     }
     c.size("fpstate", FPSTATE_SIZE);
 
-    let uc = Ucontext {
-        uc_flags: k.n(),
-        uc_link: k.n(),
-        uc_stack: st,
-        uc_mcontext: mc,
-        uc_sigmask: SigSet(k.n()),
-    };
+    let uc = Ucontext { uc_flags: k.n(), uc_link: k.n(), uc_stack: st, uc_mcontext: mc, uc_sigmask: SigSet(k.n()) };
     let b = uc.to_bytes();
     c.size("ucontext", Ucontext::SIZE);
     c.field("ucontext.uc_flags", &b, &uc.uc_flags.to_le_bytes());
@@ -245,14 +204,8 @@ fn kernel_uapi_layouts() {
     c.field("ucontext.uc_stack", &b, &st.to_bytes());
     c.field("ucontext.uc_mcontext", &b, &mc.to_bytes());
     c.field("ucontext.uc_sigmask", &b, &uc.uc_sigmask.0.to_le_bytes());
-    assert_eq!(
-        c.get("ucontext.uc_mcontext") as usize,
-        Ucontext::OFFSET_MCONTEXT
-    );
-    assert_eq!(
-        c.get("ucontext.uc_sigmask") as usize,
-        Ucontext::OFFSET_SIGMASK
-    );
+    assert_eq!(c.get("ucontext.uc_mcontext") as usize, Ucontext::OFFSET_MCONTEXT);
+    assert_eq!(c.get("ucontext.uc_sigmask") as usize, Ucontext::OFFSET_SIGMASK);
     assert_eq!(c.get("ucontext.uc_stack") as usize, Ucontext::OFFSET_STACK);
 
     let s = Stat {
@@ -266,18 +219,9 @@ fn kernel_uapi_layouts() {
         st_size: k.n() as i64,
         st_blksize: k.n() as i64,
         st_blocks: k.n() as i64,
-        st_atime: Timespec {
-            tv_sec: k.n() as i64,
-            tv_nsec: k.n() as i64,
-        },
-        st_mtime: Timespec {
-            tv_sec: k.n() as i64,
-            tv_nsec: k.n() as i64,
-        },
-        st_ctime: Timespec {
-            tv_sec: k.n() as i64,
-            tv_nsec: k.n() as i64,
-        },
+        st_atime: Timespec { tv_sec: k.n() as i64, tv_nsec: k.n() as i64 },
+        st_mtime: Timespec { tv_sec: k.n() as i64, tv_nsec: k.n() as i64 },
+        st_ctime: Timespec { tv_sec: k.n() as i64, tv_nsec: k.n() as i64 },
     };
     let b = s.to_bytes();
     c.size("stat", Stat::SIZE);
@@ -298,10 +242,7 @@ fn kernel_uapi_layouts() {
     c.field("stat.st_ctime", &b, &s.st_ctime.tv_sec.to_le_bytes());
     c.field("stat.st_ctime_nsec", &b, &s.st_ctime.tv_nsec.to_le_bytes());
 
-    let ts = |k: &mut Ctr| StatxTimestamp {
-        tv_sec: k.n() as i64,
-        tv_nsec: k.n() as u32,
-    };
+    let ts = |k: &mut Ctr| StatxTimestamp { tv_sec: k.n() as i64, tv_nsec: k.n() as u32 };
     let x = Statx {
         stx_mask: k.n() as u32,
         stx_blksize: k.n() as u32,
@@ -338,17 +279,9 @@ fn kernel_uapi_layouts() {
     c.field("statx.stx_ino", &b, &x.stx_ino.to_le_bytes());
     c.field("statx.stx_size", &b, &x.stx_size.to_le_bytes());
     c.field("statx.stx_blocks", &b, &x.stx_blocks.to_le_bytes());
-    c.field(
-        "statx.stx_attributes_mask",
-        &b,
-        &x.stx_attributes_mask.to_le_bytes(),
-    );
+    c.field("statx.stx_attributes_mask", &b, &x.stx_attributes_mask.to_le_bytes());
     c.field("statx.stx_atime", &b, &x.stx_atime.tv_sec.to_le_bytes());
-    c.field(
-        "statx.stx_atime.tv_nsec",
-        &b,
-        &x.stx_atime.tv_nsec.to_le_bytes(),
-    );
+    c.field("statx.stx_atime.tv_nsec", &b, &x.stx_atime.tv_nsec.to_le_bytes());
     c.field("statx.stx_btime", &b, &x.stx_btime.tv_sec.to_le_bytes());
     c.field("statx.stx_ctime", &b, &x.stx_ctime.tv_sec.to_le_bytes());
     c.field("statx.stx_mtime", &b, &x.stx_mtime.tv_sec.to_le_bytes());
@@ -357,16 +290,8 @@ fn kernel_uapi_layouts() {
     c.field("statx.stx_dev_major", &b, &x.stx_dev_major.to_le_bytes());
     c.field("statx.stx_dev_minor", &b, &x.stx_dev_minor.to_le_bytes());
     c.field("statx.stx_mnt_id", &b, &x.stx_mnt_id.to_le_bytes());
-    c.field(
-        "statx.stx_dio_mem_align",
-        &b,
-        &x.stx_dio_mem_align.to_le_bytes(),
-    );
-    c.field(
-        "statx.stx_dio_offset_align",
-        &b,
-        &x.stx_dio_offset_align.to_le_bytes(),
-    );
+    c.field("statx.stx_dio_mem_align", &b, &x.stx_dio_mem_align.to_le_bytes());
+    c.field("statx.stx_dio_offset_align", &b, &x.stx_dio_offset_align.to_le_bytes());
 
     let f = Statfs {
         f_type: k.n() as i64,
@@ -424,10 +349,7 @@ fn kernel_uapi_layouts() {
     c.field("sysinfo.freehigh", &b, &si.freehigh.to_le_bytes());
     c.field("sysinfo.mem_unit", &b, &si.mem_unit.to_le_bytes());
 
-    let iov = Iovec {
-        iov_base: k.n(),
-        iov_len: k.n(),
-    };
+    let iov = Iovec { iov_base: k.n(), iov_len: k.n() };
     c.size("iovec", Iovec::SIZE);
     c.field("iovec.iov_len", &iov.to_bytes(), &iov.iov_len.to_le_bytes());
 
@@ -457,20 +379,11 @@ fn kernel_uapi_layouts() {
     c.field("flock.l_len", &b, &fl.l_len.to_le_bytes());
     c.field("flock.l_pid", &b, &fl.l_pid.to_le_bytes());
 
-    let ev = EpollEvent {
-        events: k.n() as u32,
-        data: k.n(),
-    };
+    let ev = EpollEvent { events: k.n() as u32, data: k.n() };
     c.size("epoll_event", EpollEvent::SIZE);
     c.field("epoll_event.data", &ev.to_bytes(), &ev.data.to_le_bytes());
 
-    let ca = CloneArgs {
-        exit_signal: k.n(),
-        tls: k.n(),
-        set_tid: k.n(),
-        cgroup: k.n(),
-        ..CloneArgs::default()
-    };
+    let ca = CloneArgs { exit_signal: k.n(), tls: k.n(), set_tid: k.n(), cgroup: k.n(), ..CloneArgs::default() };
     let b = ca.to_bytes();
     c.size("clone_args", CloneArgs::SIZE);
     c.field("clone_args.exit_signal", &b, &ca.exit_signal.to_le_bytes());
@@ -547,30 +460,15 @@ fn glibc_layouts() {
         return;
     };
     // libc's ucontext_t agrees with the kernel frame where it matters.
-    assert_eq!(
-        c.get("ucontext_t.uc_stack") as usize,
-        Ucontext::OFFSET_STACK
-    );
-    assert_eq!(
-        c.get("ucontext_t.uc_mcontext") as usize,
-        Ucontext::OFFSET_MCONTEXT
-    );
-    assert_eq!(
-        c.get("ucontext_t.uc_sigmask") as usize,
-        Ucontext::OFFSET_SIGMASK
-    );
-    assert_eq!(
-        c.get("ucontext_t.fpregs") as usize,
-        Ucontext::OFFSET_MCONTEXT + NGREG * 8
-    );
+    assert_eq!(c.get("ucontext_t.uc_stack") as usize, Ucontext::OFFSET_STACK);
+    assert_eq!(c.get("ucontext_t.uc_mcontext") as usize, Ucontext::OFFSET_MCONTEXT);
+    assert_eq!(c.get("ucontext_t.uc_sigmask") as usize, Ucontext::OFFSET_SIGMASK);
+    assert_eq!(c.get("ucontext_t.fpregs") as usize, Ucontext::OFFSET_MCONTEXT + NGREG * 8);
 
     let s = Stat {
         st_mode: 0x1234_5678,
         st_rdev: 0x1122_3344_5566_7788,
-        st_atime: Timespec {
-            tv_sec: 0x0a0b_0c0d,
-            tv_nsec: 1,
-        },
+        st_atime: Timespec { tv_sec: 0x0a0b_0c0d, tv_nsec: 1 },
         ..Stat::default()
     };
     let b = s.to_bytes();
@@ -586,37 +484,20 @@ fn glibc_layouts() {
     c.field("dirent64.d_type", &buf, &[DT_SOCK]);
     c.field("dirent64.d_name", &buf, b"name\0");
 
-    let t = Tms {
-        tms_utime: 1,
-        tms_stime: 2,
-        tms_cutime: 3,
-        tms_cstime: 4,
-    };
+    let t = Tms { tms_utime: 1, tms_stime: 2, tms_cutime: 3, tms_cstime: 4 };
     c.size("tms", Tms::SIZE);
     c.field("tms.tms_cutime", &t.to_bytes(), &3i64.to_le_bytes());
-    let p = Pollfd {
-        fd: 1,
-        events: 0x0203,
-        revents: 0x0405,
-    };
+    let p = Pollfd { fd: 1, events: 0x0203, revents: 0x0405 };
     c.size("pollfd", Pollfd::SIZE);
     c.field("pollfd.events", &p.to_bytes(), &p.events.to_le_bytes());
     c.field("pollfd.revents", &p.to_bytes(), &p.revents.to_le_bytes());
-    let w = Winsize {
-        ws_row: 1,
-        ws_col: 2,
-        ws_xpixel: 3,
-        ws_ypixel: 4,
-    };
+    let w = Winsize { ws_row: 1, ws_col: 2, ws_xpixel: 3, ws_ypixel: 4 };
     c.size("winsize", Winsize::SIZE);
     c.field("winsize.ws_col", &w.to_bytes(), &2u16.to_le_bytes());
     c.field("winsize.ws_ypixel", &w.to_bytes(), &4u16.to_le_bytes());
 
     for (ma, mi) in [(259u32, 74565u32), (4095, 4096), (70000, 3)] {
-        assert_eq!(
-            c.get(&format!("makedev_{ma}_{mi}")),
-            makedev(ma, mi) as i128
-        );
+        assert_eq!(c.get(&format!("makedev_{ma}_{mi}")), makedev(ma, mi) as i128);
     }
 
     #[rustfmt::skip]

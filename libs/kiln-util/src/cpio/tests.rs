@@ -24,31 +24,10 @@ fn e<'a>(name: &'a str, mode: u32, data: &'a [u8]) -> E<'a> {
 }
 
 /// Writes a newc header + name + data (with padding) for `name`.
-fn push_raw(
-    out: &mut Vec<u8>,
-    magic: &[u8; 6],
-    name: &[u8],
-    namesize: u32,
-    mode: u32,
-    data: &[u8],
-) {
+fn push_raw(out: &mut Vec<u8>, magic: &[u8; 6], name: &[u8], namesize: u32, mode: u32, data: &[u8]) {
     let start = out.len();
     out.extend_from_slice(magic);
-    let fields = [
-        7,
-        mode,
-        1000,
-        100,
-        1,
-        MTIME,
-        data.len() as u32,
-        8,
-        1,
-        0,
-        0,
-        namesize,
-        0,
-    ];
+    let fields = [7, mode, 1000, 100, 1, MTIME, data.len() as u32, 8, 1, 0, 0, namesize, 0];
     for f in fields {
         out.extend_from_slice(format!("{f:08X}").as_bytes());
     }
@@ -159,15 +138,7 @@ fn built_archive_fields() {
     let en = Reader::new(&ar).next().unwrap().unwrap();
     assert_eq!(en.name, "x");
     assert_eq!(
-        (
-            en.ino,
-            en.mode,
-            en.uid,
-            en.gid,
-            en.nlink,
-            en.dev_major,
-            en.dev_minor
-        ),
+        (en.ino, en.mode, en.uid, en.gid, en.nlink, en.dev_major, en.dev_minor),
         (7, S_IFREG | 0o600, 1000, 100, 1, 8, 1)
     );
     assert_eq!(en.data, b"hello");
@@ -196,10 +167,7 @@ fn name_normalization() {
         e("plain", 0o100644, b""),
         e("..", 0o40755, b""),
     ]);
-    assert_eq!(
-        names(&ar),
-        ["", "", "", "etc", "bin", "usr/lib", "a/./b", "plain", ".."]
-    );
+    assert_eq!(names(&ar), ["", "", "", "etc", "bin", "usr/lib", "a/./b", "plain", ".."]);
 }
 
 #[test]

@@ -12,10 +12,7 @@ fn bits_needed_rounds_up() {
     assert_eq!(FrameBitmap::bits_needed(1), 1);
     assert_eq!(FrameBitmap::bits_needed(64), 1);
     assert_eq!(FrameBitmap::bits_needed(65), 2);
-    assert_eq!(
-        FrameBitmap::bits_needed(u64::MAX),
-        (u64::MAX / 64 + 1) as usize
-    );
+    assert_eq!(FrameBitmap::bits_needed(u64::MAX), (u64::MAX / 64 + 1) as usize);
 }
 
 #[test]
@@ -157,10 +154,7 @@ fn debug_shows_counters_only() {
     let mut fb = FrameBitmap::new(&mut bits, 100).unwrap();
     fb.mark_free_range(0, 10 * F);
     let s = format!("{fb:?}");
-    assert!(
-        s.contains("total_frames: 100") && s.contains("free_frames: 10"),
-        "{s}"
-    );
+    assert!(s.contains("total_frames: 100") && s.contains("free_frames: 10"), "{s}");
 }
 
 #[test]

@@ -20,10 +20,7 @@ fn map_of(rs: &[Region]) -> MemoryMap {
 fn assert_canonical(m: &MemoryMap) {
     for w in m.regions().windows(2) {
         assert!(w[0].end <= w[1].start, "overlap/unsorted: {w:?}");
-        assert!(
-            !(w[0].end == w[1].start && w[0].kind == w[1].kind),
-            "unmerged: {w:?}"
-        );
+        assert!(!(w[0].end == w[1].start && w[0].kind == w[1].kind), "unmerged: {w:?}");
     }
     for r in m.regions() {
         assert!(r.start < r.end);
@@ -83,14 +80,7 @@ fn normalize_sorts_and_merges() {
         reg(0x3000, 0x4000, AcpiNvs),
     ]);
     m.normalize();
-    assert_eq!(
-        m.regions(),
-        &[
-            reg(0x0, 0x3000, Usable),
-            reg(0x3000, 0x4000, AcpiNvs),
-            reg(0x4000, 0x6000, Reserved),
-        ]
-    );
+    assert_eq!(m.regions(), &[reg(0x0, 0x3000, Usable), reg(0x3000, 0x4000, AcpiNvs), reg(0x4000, 0x6000, Reserved),]);
 }
 
 #[test]
@@ -104,14 +94,7 @@ fn normalize_keeps_gaps() {
 fn reserved_wins_over_usable() {
     let mut m = map_of(&[reg(0, 100, Usable), reg(40, 60, Reserved)]);
     m.normalize();
-    assert_eq!(
-        m.regions(),
-        &[
-            reg(0, 40, Usable),
-            reg(40, 60, Reserved),
-            reg(60, 100, Usable)
-        ]
-    );
+    assert_eq!(m.regions(), &[reg(0, 40, Usable), reg(40, 60, Reserved), reg(60, 100, Usable)]);
     // Same result regardless of input order.
     let mut m2 = map_of(&[reg(40, 60, Reserved), reg(0, 100, Usable)]);
     m2.normalize();
@@ -158,14 +141,7 @@ fn reserve_splits_usable() {
     let mut m = map_of(&[reg(0, 0x10_0000, Usable)]);
     m.normalize();
     m.reserve(0x1000, 0x3000).unwrap();
-    assert_eq!(
-        m.regions(),
-        &[
-            reg(0, 0x1000, Usable),
-            reg(0x1000, 0x3000, Reserved),
-            reg(0x3000, 0x10_0000, Usable),
-        ]
-    );
+    assert_eq!(m.regions(), &[reg(0, 0x1000, Usable), reg(0x1000, 0x3000, Reserved), reg(0x3000, 0x10_0000, Usable),]);
     // Reserving adjacent range merges with the existing reservation.
     m.reserve(0x3000, 0x4000).unwrap();
     assert_eq!(m.regions()[1], reg(0x1000, 0x4000, Reserved));
@@ -183,14 +159,7 @@ fn reserve_splits_usable() {
 fn reserve_does_not_downgrade_stronger_kinds() {
     let mut m = map_of(&[reg(0, 100, Bad), reg(100, 200, Usable)]);
     m.reserve(50, 150).unwrap();
-    assert_eq!(
-        m.regions(),
-        &[
-            reg(0, 100, Bad),
-            reg(100, 150, Reserved),
-            reg(150, 200, Usable)
-        ]
-    );
+    assert_eq!(m.regions(), &[reg(0, 100, Bad), reg(100, 150, Reserved), reg(150, 200, Usable)]);
 }
 
 #[test]
@@ -219,8 +188,7 @@ fn normalize_overflow_drops_smallest_pieces() {
     let mut m = MemoryMap::new();
     m.push(reg(0, 1_000_000, Usable)).unwrap();
     for i in 0..100u64 {
-        m.push(reg(i * 5000 + 100, i * 5000 + 101 + i, Reserved))
-            .unwrap();
+        m.push(reg(i * 5000 + 100, i * 5000 + 101 + i, Reserved)).unwrap();
     }
     m.normalize();
     assert_eq!(m.regions().len(), MAX_REGIONS);
@@ -246,10 +214,7 @@ fn usable_pages_aligns_inward() {
     ]);
     m.normalize();
     let pages: Vec<Region> = m.usable_pages().collect();
-    assert_eq!(
-        pages,
-        vec![reg(0x1000, 0x3000, Usable), reg(0x6000, 0x9000, Usable)]
-    );
+    assert_eq!(pages, vec![reg(0x1000, 0x3000, Usable), reg(0x6000, 0x9000, Usable)]);
     assert_eq!(m.total_usable(), 0x2000 + 0x3000);
     assert_eq!(m.highest_address(), 0x20000);
 }
@@ -292,11 +257,7 @@ fn randomized_against_model() {
         }
         assert_canonical(&m);
         for x in 0..SPACE {
-            let got = m
-                .regions()
-                .iter()
-                .find(|r| r.start <= x && x < r.end)
-                .map(|r| r.kind);
+            let got = m.regions().iter().find(|r| r.start <= x && x < r.end).map(|r| r.kind);
             assert_eq!(got, model[x as usize], "address {x}: {:?}", m.regions());
         }
     }

@@ -14,8 +14,7 @@ impl Builder {
 
     fn tag(mut self, ty: u32, payload: &[u8]) -> Self {
         self.0.extend_from_slice(&ty.to_le_bytes());
-        self.0
-            .extend_from_slice(&(8 + payload.len() as u32).to_le_bytes());
+        self.0.extend_from_slice(&(8 + payload.len() as u32).to_le_bytes());
         self.0.extend_from_slice(payload);
         while !self.0.len().is_multiple_of(8) {
             self.0.push(0);
@@ -62,15 +61,7 @@ fn sample() -> Vec<u8> {
         .tag(TAG_BOOTLOADER, b"GRUB 2.12\0")
         .module(0x10_0000, 0x20_0000, b"initrd")
         .tag(99, &[1, 2, 3])
-        .mmap(
-            24,
-            &[
-                (0, 0x9fc00, 1),
-                (0x9fc00, 0x400, 2),
-                (0x10_0000, 0x7ee_0000, 1),
-                (0xfffc_0000, 0x4_0000, 2),
-            ],
-        )
+        .mmap(24, &[(0, 0x9fc00, 1), (0x9fc00, 0x400, 2), (0x10_0000, 0x7ee_0000, 1), (0xfffc_0000, 0x4_0000, 2)])
         .module(0x30_0000, 0x30_1000, b"")
         .tag(TAG_ACPI_NEW, &rsdp)
         .finish()
@@ -87,28 +78,13 @@ fn parses_sample() {
     assert_eq!(
         mods,
         vec![
-            Module {
-                start: 0x10_0000,
-                end: 0x20_0000,
-                cmdline: "initrd"
-            },
-            Module {
-                start: 0x30_0000,
-                end: 0x30_1000,
-                cmdline: ""
-            },
+            Module { start: 0x10_0000, end: 0x20_0000, cmdline: "initrd" },
+            Module { start: 0x30_0000, end: 0x30_1000, cmdline: "" },
         ]
     );
     let mut map = MemoryMap::new();
     assert_eq!(bi.memory_map(&mut map), Ok(4));
-    assert_eq!(
-        map.regions()[0],
-        Region {
-            start: 0,
-            end: 0x9fc00,
-            kind: RegionKind::Usable
-        }
-    );
+    assert_eq!(map.regions()[0], Region { start: 0, end: 0x9fc00, kind: RegionKind::Usable });
     assert_eq!(map.regions()[1].kind, RegionKind::Reserved);
     assert_eq!(map.highest_address(), 0x1_0000_0000);
     let r = bi.rsdp().unwrap();
@@ -141,18 +117,12 @@ fn header_checks() {
     assert_eq!(bi.command_line(), None);
     assert_eq!(bi.modules().count(), 0);
     assert_eq!(bi.rsdp(), None);
-    assert_eq!(
-        bi.memory_map(&mut MemoryMap::new()),
-        Err(ParseError::NoMemoryMap)
-    );
+    assert_eq!(bi.memory_map(&mut MemoryMap::new()), Err(ParseError::NoMemoryMap));
 }
 
 #[test]
 fn stops_at_end_tag() {
-    let mut b = Builder::new()
-        .tag(TAG_END, &[])
-        .tag(TAG_CMDLINE, b"hidden\0")
-        .0;
+    let mut b = Builder::new().tag(TAG_END, &[]).tag(TAG_CMDLINE, b"hidden\0").0;
     let n = b.len() as u32;
     b[..4].copy_from_slice(&n.to_le_bytes());
     let bi = BootInfo::parse(&b).unwrap();
@@ -161,11 +131,8 @@ fn stops_at_end_tag() {
 
 #[test]
 fn strings_without_nul_and_invalid_utf8() {
-    let b = Builder::new()
-        .tag(TAG_CMDLINE, b"no-nul")
-        .tag(TAG_BOOTLOADER, b"bad\xff\0")
-        .module(1, 2, b"ok\xc3")
-        .finish();
+    let b =
+        Builder::new().tag(TAG_CMDLINE, b"no-nul").tag(TAG_BOOTLOADER, b"bad\xff\0").module(1, 2, b"ok\xc3").finish();
     let bi = BootInfo::parse(&b).unwrap();
     assert_eq!(bi.command_line(), Some("no-nul"));
     assert_eq!(bi.bootloader_name(), None);
@@ -174,10 +141,7 @@ fn strings_without_nul_and_invalid_utf8() {
 
 #[test]
 fn first_tag_of_a_type_wins() {
-    let b = Builder::new()
-        .tag(TAG_CMDLINE, b"first\0")
-        .tag(TAG_CMDLINE, b"second\0")
-        .finish();
+    let b = Builder::new().tag(TAG_CMDLINE, b"first\0").tag(TAG_CMDLINE, b"second\0").finish();
     assert_eq!(BootInfo::parse(&b).unwrap().command_line(), Some("first"));
 }
 
@@ -185,17 +149,11 @@ fn first_tag_of_a_type_wins() {
 fn rsdp_prefers_new_and_rejects_short() {
     let old = [1u8; 20];
     let new = [2u8; 36];
-    let b = Builder::new()
-        .tag(TAG_ACPI_OLD, &old)
-        .tag(TAG_ACPI_NEW, &new)
-        .finish();
+    let b = Builder::new().tag(TAG_ACPI_OLD, &old).tag(TAG_ACPI_NEW, &new).finish();
     assert_eq!(BootInfo::parse(&b).unwrap().rsdp(), Some(&new[..]));
     let b = Builder::new().tag(TAG_ACPI_OLD, &old).finish();
     assert_eq!(BootInfo::parse(&b).unwrap().rsdp(), Some(&old[..]));
-    let b = Builder::new()
-        .tag(TAG_ACPI_NEW, &[0; 8])
-        .tag(TAG_ACPI_OLD, &old)
-        .finish();
+    let b = Builder::new().tag(TAG_ACPI_NEW, &[0; 8]).tag(TAG_ACPI_OLD, &old).finish();
     assert_eq!(BootInfo::parse(&b).unwrap().rsdp(), Some(&old[..]));
     let b = Builder::new().tag(TAG_ACPI_OLD, &[0; 19]).finish();
     assert_eq!(BootInfo::parse(&b).unwrap().rsdp(), None);
@@ -203,9 +161,7 @@ fn rsdp_prefers_new_and_rejects_short() {
 
 #[test]
 fn memory_map_with_larger_entries_and_partial_tail() {
-    let mut b = Builder::new()
-        .mmap(32, &[(0x1000, 0x1000, 1), (0x3000, 0x1000, 5), (0, 0, 1)])
-        .finish();
+    let mut b = Builder::new().mmap(32, &[(0x1000, 0x1000, 1), (0x3000, 0x1000, 5), (0, 0, 1)]).finish();
     let mut map = MemoryMap::new();
     let bi = BootInfo::parse(&b).unwrap();
     // The zero-length entry is counted but not stored.
@@ -223,33 +179,22 @@ fn memory_map_with_larger_entries_and_partial_tail() {
 fn memory_map_errors() {
     for es in [0, 8, 23] {
         let b = Builder::new().mmap(es, &[]).finish();
-        let got = BootInfo::parse(&b)
-            .unwrap()
-            .memory_map(&mut MemoryMap::new());
+        let got = BootInfo::parse(&b).unwrap().memory_map(&mut MemoryMap::new());
         assert_eq!(got, Err(ParseError::Truncated), "entry_size {es}");
     }
     // Tag too short to hold its own header.
     let b = Builder::new().tag(TAG_MMAP, &[24, 0, 0, 0]).finish();
-    let got = BootInfo::parse(&b)
-        .unwrap()
-        .memory_map(&mut MemoryMap::new());
+    let got = BootInfo::parse(&b).unwrap().memory_map(&mut MemoryMap::new());
     assert_eq!(got, Err(ParseError::Truncated));
     // A malformed tag before the memory map.
-    let mut b = Builder::new()
-        .tag(50, &[0; 8])
-        .mmap(24, &[(0, 4096, 1)])
-        .finish();
+    let mut b = Builder::new().tag(50, &[0; 8]).mmap(24, &[(0, 4096, 1)]).finish();
     b[12..16].copy_from_slice(&4u32.to_le_bytes());
-    let got = BootInfo::parse(&b)
-        .unwrap()
-        .memory_map(&mut MemoryMap::new());
+    let got = BootInfo::parse(&b).unwrap().memory_map(&mut MemoryMap::new());
     assert_eq!(got, Err(ParseError::Truncated));
     // A tag whose size runs past total_size.
     let mut b = Builder::new().mmap(24, &[(0, 4096, 1)]).finish();
     b[12..16].copy_from_slice(&0x1000u32.to_le_bytes());
-    let got = BootInfo::parse(&b)
-        .unwrap()
-        .memory_map(&mut MemoryMap::new());
+    let got = BootInfo::parse(&b).unwrap().memory_map(&mut MemoryMap::new());
     assert_eq!(got, Err(ParseError::Truncated));
     // Destination full.
     let entries: Vec<(u64, u64, u32)> = (0..200).map(|i| (i * 0x2000, 0x1000, 1)).collect();
@@ -267,29 +212,15 @@ fn memory_map_errors() {
 
 #[test]
 fn modules_stop_at_malformed_tag() {
-    let mut b = Builder::new()
-        .module(1, 2, b"a")
-        .tag(7, &[0; 16])
-        .module(3, 4, b"b")
-        .finish();
+    let mut b = Builder::new().module(1, 2, b"a").tag(7, &[0; 16]).module(3, 4, b"b").finish();
     let off = 8 + 24; // second tag
     b[off + 4..off + 8].copy_from_slice(&3u32.to_le_bytes());
     let bi = BootInfo::parse(&b).unwrap();
     assert_eq!(bi.modules().count(), 1);
     // Module tag too short for its fields is skipped.
-    let b = Builder::new()
-        .tag(TAG_MODULE, &[1, 2, 3])
-        .module(5, 6, b"x")
-        .finish();
+    let b = Builder::new().tag(TAG_MODULE, &[1, 2, 3]).module(5, 6, b"x").finish();
     let mods: Vec<Module> = BootInfo::parse(&b).unwrap().modules().collect();
-    assert_eq!(
-        mods,
-        vec![Module {
-            start: 5,
-            end: 6,
-            cmdline: "x"
-        }]
-    );
+    assert_eq!(mods, vec![Module { start: 5, end: 6, cmdline: "x" }]);
 }
 
 fn exercise(b: &[u8]) {

@@ -10,10 +10,7 @@ use crate::signal::*;
 struct Seq(u64);
 impl Seq {
     fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         self.0 >> 3
     }
 }
@@ -47,28 +44,13 @@ fn sizes() {
 #[test]
 fn round_trips() {
     let mut s = Seq(7);
-    let ts = Timespec {
-        tv_sec: s.next() as i64,
-        tv_nsec: -(s.next() as i64),
-    };
+    let ts = Timespec { tv_sec: s.next() as i64, tv_nsec: -(s.next() as i64) };
     assert_eq!(Timespec::from_bytes(&ts.to_bytes()), ts);
-    let tv = Timeval {
-        tv_sec: 1,
-        tv_usec: 2,
-    };
+    let tv = Timeval { tv_sec: 1, tv_usec: 2 };
     assert_eq!(Timeval::from_bytes(&tv.to_bytes()), tv);
-    let itv = Itimerval {
-        it_interval: tv,
-        it_value: Timeval {
-            tv_sec: 3,
-            tv_usec: 4,
-        },
-    };
+    let itv = Itimerval { it_interval: tv, it_value: Timeval { tv_sec: 3, tv_usec: 4 } };
     assert_eq!(Itimerval::from_bytes(&itv.to_bytes()), itv);
-    let its = Itimerspec {
-        it_interval: ts,
-        it_value: Timespec::from_nanos(5),
-    };
+    let its = Itimerspec { it_interval: ts, it_value: Timespec::from_nanos(5) };
     assert_eq!(Itimerspec::from_bytes(&its.to_bytes()), its);
     let sa = KernelSigaction {
         handler: s.next(),
@@ -77,11 +59,7 @@ fn round_trips() {
         mask: SigSet(s.next()),
     };
     assert_eq!(KernelSigaction::from_bytes(&sa.to_bytes()), sa);
-    let st = Stack {
-        ss_sp: s.next(),
-        ss_flags: SS_DISABLE,
-        ss_size: s.next(),
-    };
+    let st = Stack { ss_sp: s.next(), ss_flags: SS_DISABLE, ss_size: s.next() };
     assert_eq!(Stack::from_bytes(&st.to_bytes()), st);
     let mut g = [0u64; NGREG];
     for r in g.iter_mut() {
@@ -98,18 +76,11 @@ fn round_trips() {
         uc_sigmask: SigSet(s.next()),
     };
     assert_eq!(Ucontext::from_bytes(&uc.to_bytes()), uc);
-    let mut ru = Rusage {
-        ru_utime: tv,
-        ru_stime: itv.it_value,
-        ..Rusage::default()
-    };
+    let mut ru = Rusage { ru_utime: tv, ru_stime: itv.it_value, ..Rusage::default() };
     ru.ru_maxrss = 1;
     ru.ru_nivcsw = -2;
     assert_eq!(Rusage::from_bytes(&ru.to_bytes()), ru);
-    let rl = Rlimit {
-        rlim_cur: 1024,
-        rlim_max: RLIM_INFINITY,
-    };
+    let rl = Rlimit { rlim_cur: 1024, rlim_max: RLIM_INFINITY };
     assert_eq!(Rlimit::from_bytes(&rl.to_bytes()), rl);
     let u = Utsname::new("Linux", "kiln", "6.1.0-kiln", "#1", "x86_64", "(none)");
     assert_eq!(Utsname::from_bytes(&u.to_bytes()), u);
@@ -134,72 +105,30 @@ fn round_trips() {
         stx_mode: 0o100644,
         stx_ino: 9,
         stx_atime: ts.into(),
-        stx_btime: StatxTimestamp {
-            tv_sec: -1,
-            tv_nsec: 3,
-        },
+        stx_btime: StatxTimestamp { tv_sec: -1, tv_nsec: 3 },
         stx_dev_minor: 77,
         stx_dio_offset_align: 512,
         ..Statx::default()
     };
     assert_eq!(Statx::from_bytes(&stx.to_bytes()), stx);
-    let si = Sysinfo {
-        uptime: 5,
-        loads: [1, 2, 3],
-        procs: 7,
-        mem_unit: 1,
-        freehigh: 9,
-        ..Sysinfo::default()
-    };
+    let si = Sysinfo { uptime: 5, loads: [1, 2, 3], procs: 7, mem_unit: 1, freehigh: 9, ..Sysinfo::default() };
     assert_eq!(Sysinfo::from_bytes(&si.to_bytes()), si);
-    let tms = Tms {
-        tms_utime: 1,
-        tms_stime: 2,
-        tms_cutime: 3,
-        tms_cstime: 4,
-    };
+    let tms = Tms { tms_utime: 1, tms_stime: 2, tms_cutime: 3, tms_cstime: 4 };
     assert_eq!(Tms::from_bytes(&tms.to_bytes()), tms);
-    let pfd = Pollfd {
-        fd: -1,
-        events: POLLIN | POLLOUT,
-        revents: POLLNVAL,
-    };
+    let pfd = Pollfd { fd: -1, events: POLLIN | POLLOUT, revents: POLLNVAL };
     assert_eq!(Pollfd::from_bytes(&pfd.to_bytes()), pfd);
-    let iov = Iovec {
-        iov_base: s.next(),
-        iov_len: 3,
-    };
+    let iov = Iovec { iov_base: s.next(), iov_len: 3 };
     assert_eq!(Iovec::from_bytes(&iov.to_bytes()), iov);
-    let ws = Winsize {
-        ws_row: 24,
-        ws_col: 80,
-        ws_xpixel: 1,
-        ws_ypixel: 2,
-    };
+    let ws = Winsize { ws_row: 24, ws_col: 80, ws_xpixel: 1, ws_ypixel: 2 };
     assert_eq!(Winsize::from_bytes(&ws.to_bytes()), ws);
     let t = Termios::linux_default();
     assert_eq!(Termios::from_bytes(&t.to_bytes()), t);
-    let sf = Statfs {
-        f_type: 0x858458f6,
-        f_bsize: 4096,
-        f_fsid: [1, -2],
-        f_namelen: 255,
-        f_flags: 3,
-        ..Statfs::default()
-    };
+    let sf =
+        Statfs { f_type: 0x858458f6, f_bsize: 4096, f_fsid: [1, -2], f_namelen: 255, f_flags: 3, ..Statfs::default() };
     assert_eq!(Statfs::from_bytes(&sf.to_bytes()), sf);
-    let fl = Flock {
-        l_type: F_WRLCK as i16,
-        l_whence: SEEK_END as i16,
-        l_start: -10,
-        l_len: 20,
-        l_pid: 42,
-    };
+    let fl = Flock { l_type: F_WRLCK as i16, l_whence: SEEK_END as i16, l_start: -10, l_len: 20, l_pid: 42 };
     assert_eq!(Flock::from_bytes(&fl.to_bytes()), fl);
-    let ev = EpollEvent {
-        events: 5,
-        data: s.next(),
-    };
+    let ev = EpollEvent { events: 5, data: s.next() };
     assert_eq!(EpollEvent::from_bytes(&ev.to_bytes()), ev);
     let ca = CloneArgs {
         flags: CLONE_VM | CLONE_THREAD,
@@ -218,10 +147,7 @@ fn from_slice_checks_length() {
     let b = [1u8; 20];
     assert_eq!(
         Timespec::from_slice(&b),
-        Some(Timespec {
-            tv_sec: 0x0101_0101_0101_0101,
-            tv_nsec: 0x0101_0101_0101_0101
-        })
+        Some(Timespec { tv_sec: 0x0101_0101_0101_0101, tv_nsec: 0x0101_0101_0101_0101 })
     );
     assert_eq!(Stat::from_slice(&[0; 143]), None);
     assert!(Stat::from_slice(&[0; 144]).is_some());
@@ -232,10 +158,7 @@ fn hand_checked_offsets() {
     let st = Stat {
         st_mode: 0xAABBCCDD,
         st_size: 0x1122,
-        st_atime: Timespec {
-            tv_sec: 0x33,
-            tv_nsec: 0x44,
-        },
+        st_atime: Timespec { tv_sec: 0x33, tv_nsec: 0x44 },
         ..Stat::default()
     };
     let b = st.to_bytes();
@@ -244,18 +167,8 @@ fn hand_checked_offsets() {
     assert_eq!(b[72], 0x33);
     assert_eq!(b[80], 0x44);
 
-    let mc = Mcontext {
-        rip: 0x1234,
-        cs: 0x33,
-        ss: 0x2b,
-        fpstate: 0x99,
-        ..Mcontext::default()
-    };
-    let uc = Ucontext {
-        uc_mcontext: mc,
-        uc_sigmask: SigSet(0x55),
-        ..Ucontext::default()
-    };
+    let mc = Mcontext { rip: 0x1234, cs: 0x33, ss: 0x2b, fpstate: 0x99, ..Mcontext::default() };
+    let uc = Ucontext { uc_mcontext: mc, uc_sigmask: SigSet(0x55), ..Ucontext::default() };
     let b = uc.to_bytes();
     // REG_RIP is gregs[16]; gregs start at uc_mcontext (40).
     assert_eq!(b[40 + 16 * 8], 0x34);
@@ -308,34 +221,15 @@ fn siginfo_constructors() {
 #[test]
 fn timespec_helpers() {
     assert!(Timespec::from_nanos(1_500_000_000).is_valid());
-    assert_eq!(
-        Timespec::from_nanos(1_500_000_000),
-        Timespec {
-            tv_sec: 1,
-            tv_nsec: 500_000_000
-        }
-    );
+    assert_eq!(Timespec::from_nanos(1_500_000_000), Timespec { tv_sec: 1, tv_nsec: 500_000_000 });
     assert_eq!(Timespec::from_nanos(123).as_nanos(), Some(123));
-    let bad = Timespec {
-        tv_sec: 0,
-        tv_nsec: 1_000_000_000,
-    };
+    let bad = Timespec { tv_sec: 0, tv_nsec: 1_000_000_000 };
     assert!(!bad.is_valid());
     assert_eq!(bad.as_nanos(), None);
-    let huge = Timespec {
-        tv_sec: i64::MAX,
-        tv_nsec: 0,
-    };
+    let huge = Timespec { tv_sec: i64::MAX, tv_nsec: 0 };
     assert_eq!(huge.as_nanos(), None);
     assert_eq!(Timeval::from_micros(2_000_001).as_micros(), Some(2_000_001));
-    assert_eq!(
-        Timeval {
-            tv_sec: -1,
-            tv_usec: 0
-        }
-        .as_micros(),
-        None
-    );
+    assert_eq!(Timeval { tv_sec: -1, tv_usec: 0 }.as_micros(), None);
 }
 
 #[test]
@@ -352,14 +246,7 @@ fn utsname_truncates_and_terminates() {
 
 #[test]
 fn device_numbers() {
-    for (ma, mi) in [
-        (0, 0),
-        (4, 64),
-        (8, 1),
-        (259, 0x12345),
-        (0xfff, 0xff),
-        (0x1000, 0x100),
-    ] {
+    for (ma, mi) in [(0, 0), (4, 64), (8, 1), (259, 0x12345), (0xfff, 0xff), (0x1000, 0x100)] {
         let d = makedev(ma, mi);
         assert_eq!((dev_major(d), dev_minor(d)), (ma, mi));
     }
@@ -368,13 +255,7 @@ fn device_numbers() {
 
 #[test]
 fn clone_args_versions() {
-    let ca = CloneArgs {
-        flags: CLONE_VFORK,
-        tls: 5,
-        set_tid: 6,
-        cgroup: 7,
-        ..CloneArgs::default()
-    };
+    let ca = CloneArgs { flags: CLONE_VFORK, tls: 5, set_tid: 6, cgroup: 7, ..CloneArgs::default() };
     let b = ca.to_bytes();
     let v0 = CloneArgs::from_user(&b[..64]).unwrap();
     assert_eq!(v0.tls, 5);
@@ -405,34 +286,18 @@ fn dirent64_encoding() {
     assert_eq!(&buf[19..24], b"..\0\0\0");
     assert_eq!(buf[24], 0xff, "must not write past the record");
     let d = decode_dirent64(&buf).unwrap();
-    assert_eq!(
-        (d.d_ino, d.d_off, d.d_reclen, d.d_type, d.d_name),
-        (7, 2, 24, DT_DIR, &b".."[..])
-    );
+    assert_eq!((d.d_ino, d.d_off, d.d_reclen, d.d_type, d.d_name), (7, 2, 24, DT_DIR, &b".."[..]));
 
     // Too small, empty and NUL-containing names are refused.
-    assert_eq!(
-        encode_dirent64(1, 1, DT_REG, b"abcdef", &mut [0u8; 31]),
-        None
-    );
+    assert_eq!(encode_dirent64(1, 1, DT_REG, b"abcdef", &mut [0u8; 31]), None);
     assert_eq!(encode_dirent64(1, 1, DT_REG, b"", &mut buf), None);
     assert_eq!(encode_dirent64(1, 1, DT_REG, b"a\0b", &mut buf), None);
 
     // Several records back to back decode in order.
     let mut buf = [0u8; 256];
     let mut pos = 0;
-    for (i, name) in ["a", "hello-world.txt", "x".repeat(40).as_str()]
-        .iter()
-        .enumerate()
-    {
-        pos += encode_dirent64(
-            i as u64 + 1,
-            i as i64 + 1,
-            DT_REG,
-            name.as_bytes(),
-            &mut buf[pos..],
-        )
-        .unwrap();
+    for (i, name) in ["a", "hello-world.txt", "x".repeat(40).as_str()].iter().enumerate() {
+        pos += encode_dirent64(i as u64 + 1, i as i64 + 1, DT_REG, name.as_bytes(), &mut buf[pos..]).unwrap();
         assert_eq!(pos % 8, 0);
     }
     let mut at = 0;
