@@ -8,6 +8,7 @@ set -euo pipefail
 
 PACKAGES=(
     rustc-web cargo-web rust-web-src # kernel toolchain with rust-src for -Zbuild-std
+    rust-web-clippy                  # make clippy on the kernel
     lld-16                           # kernel linker
     qemu-system-x86                  # boots the kernel
     musl-tools busybox-static        # static user-space programs

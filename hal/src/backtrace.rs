@@ -38,7 +38,7 @@ pub(crate) fn print_from(out: &mut dyn Write, pc: u64, rbp: u64) {
     print_frame(out, 0, pc);
     let mut fp = rbp;
     for depth in 1..MAX_FRAMES {
-        if fp == 0 || fp % 8 != 0 {
+        if fp == 0 || !fp.is_multiple_of(8) {
             break;
         }
         let (Ok(next), Ok(ret)) = (crate::extable::probe_read_u64(fp), crate::extable::probe_read_u64(fp + 8)) else {

@@ -40,12 +40,6 @@ impl BootModule {
     }
 }
 
-impl Default for PhysAddr {
-    fn default() -> Self {
-        PhysAddr(0)
-    }
-}
-
 /// Everything the kernel learns about the machine at boot.
 pub struct BootInfo {
     pub loader: BootLoader,

@@ -75,7 +75,7 @@ pub struct Fault;
 /// goes through the checked user-copy API, and a kernel-half read cannot
 /// have side effects on Rust-visible state because it does not write.
 pub fn probe_read_u64(addr: u64) -> Result<u64, Fault> {
-    if addr < 0xffff_8000_0000_0000 || addr % 8 != 0 {
+    if addr < 0xffff_8000_0000_0000 || !addr.is_multiple_of(8) {
         return Err(Fault);
     }
     // SAFETY: the read instruction is in the extable, so a fault resumes
@@ -93,7 +93,7 @@ pub fn probe_read_u64(addr: u64) -> Result<u64, Fault> {
 /// the kernel never maps), so the write can only fault, never corrupt.
 /// Exists to test the recovery path for writes.
 pub fn probe_write_unmapped(offset: u64, value: u64) -> Result<(), Fault> {
-    let addr = PROBE_WINDOW + (offset % PROBE_WINDOW_SIZE & !7);
+    let addr = PROBE_WINDOW + ((offset % PROBE_WINDOW_SIZE) & !7);
     // SAFETY: `addr` is inside PROBE_WINDOW, which nothing ever maps, and
     // the write instruction is in the extable.
     if unsafe { hal_probe_write_u64(addr, value) } == 0 {

@@ -17,7 +17,7 @@ pub const DIRECT_MAP_BASE: u64 = 0xffff_8000_0000_0000;
 pub const KERNEL_VMA: u64 = 0xffff_ffff_8000_0000;
 
 /// A physical address.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct PhysAddr(pub u64);
 
 impl PhysAddr {

@@ -25,7 +25,7 @@ impl Mmio {
     }
 
     fn check(&self, offset: u64, size: u64) -> u64 {
-        assert!(offset % size == 0 && offset + size <= self.len, "MMIO access at {offset:#x} outside window");
+        assert!(offset.is_multiple_of(size) && offset + size <= self.len, "MMIO access at {offset:#x} outside window");
         self.base + offset
     }
 

@@ -321,7 +321,7 @@ impl PageTable {
     }
 
     fn check_user(va: u64) {
-        assert!(va < USER_END && va % PAGE_SIZE == 0, "bad user page address {va:#x}");
+        assert!(va < USER_END && va.is_multiple_of(PAGE_SIZE), "bad user page address {va:#x}");
     }
 
     /// The leaf table and index for `va`, if the path exists.

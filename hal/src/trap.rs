@@ -157,10 +157,10 @@ fn gate(handler: u64, ist: u8, user_callable: bool) -> [u64; 2] {
 
 pub(crate) fn init_idt() {
     let mut idt = IDT.lock();
-    for vector in 0..256 {
-        // SAFETY: the table is a static array of 256 stub addresses emitted
-        // by the assembly above and never written.
-        let handler = unsafe { hal_isr_table[vector] };
+    // SAFETY: the table is a static array of 256 stub addresses emitted
+    // by the assembly above and never written.
+    let stubs = unsafe { &hal_isr_table };
+    for (vector, &handler) in stubs.iter().enumerate() {
         let ist = match vector {
             8 => gdt::IST_DOUBLE_FAULT,
             2 => gdt::IST_NMI,

@@ -136,7 +136,7 @@ const IA32_FS_BASE: u32 = 0xC000_0100;
 const IA32_KERNEL_GS_BASE: u32 = 0xC000_0102;
 
 fn is_canonical(addr: u64) -> bool {
-    addr < USER_END || addr >= 0xffff_8000_0000_0000
+    !(USER_END..0xffff_8000_0000_0000).contains(&addr)
 }
 
 impl UserContext {

@@ -42,6 +42,7 @@ pub fn realtime_ns() -> u64 {
 }
 
 /// Timer ticks seen by this CPU.
+#[cfg(feature = "ktest")]
 pub fn ticks() -> u64 {
     TICKS.get().load(Ordering::Relaxed)
 }

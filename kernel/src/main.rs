@@ -72,7 +72,7 @@ fn run(info: &'static hal::BootInfo) {
         Some((path, argv)) => {
             if let Err(e) = proc::init::start(&path, argv) {
                 log::error!("cannot start init {path:?}: {}", e.name());
-                hal::serial::write_bytes(alloc::format!("\nkiln: init exited with status 127\n").as_bytes());
+                hal::serial::write_bytes(b"\nkiln: init exited with status 127\n");
                 hal::qemu::exit_success();
             }
         }

@@ -29,10 +29,6 @@ impl<T> Mutex<T> {
             self.waiters.wait_until(|| !self.data.is_locked());
         }
     }
-
-    pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
-        self.data.try_lock().map(|inner| MutexGuard { inner: Some(inner), mutex: self })
-    }
 }
 
 pub struct MutexGuard<'a, T> {

@@ -102,6 +102,22 @@ impl Flavor {
 /// The copy, not cargo's output, is patched so cargo's fingerprints stay
 /// valid and the next build is a no-op.
 pub fn kernel(flavor: Flavor) -> Result<PathBuf> {
+    let target_dir = flavor.target_dir();
+    let mut cmd = kernel_cargo("build", flavor);
+    run_checked(&mut cmd, "kernel build")?;
+
+    let built = target_dir.join(KERNEL_TARGET).join("release").join("kiln");
+    let out = out_dir();
+    std::fs::create_dir_all(&out).map_err(|e| format!("create {}: {e}", out.display()))?;
+    let elf = out.join(flavor.elf_name());
+    let report = ksyms::patch_file(&built, &elf)?;
+    println!("ksyms: {report}");
+    Ok(elf)
+}
+
+/// Debian's cargo set up for the bare-metal kernel: `subcommand` is
+/// `build` or `clippy`.
+fn kernel_cargo(subcommand: &str, flavor: Flavor) -> Command {
     let root = repo_root();
     let linker_script = root.join("kernel").join("linker.ld");
     let rustflags = [
@@ -116,24 +132,19 @@ pub fn kernel(flavor: Flavor) -> Result<PathBuf> {
     .join(" ");
     let target_dir = flavor.target_dir();
     let mut cmd = debian_cargo();
+    // Debian's cargo-clippy must win over rustup's on PATH.
+    let path = format!("/usr/bin:{}", std::env::var("PATH").unwrap_or_default());
     cmd.env("RUSTC_BOOTSTRAP", "1")
+        .env("PATH", path)
         .env("RUSTFLAGS", rustflags)
-        .args(["build", "-p", "kiln-kernel", "--release", "--target", KERNEL_TARGET])
+        .args([subcommand, "-p", "kiln-kernel", "--release", "--target", KERNEL_TARGET])
         .args(["-Zbuild-std=core,alloc,compiler_builtins", "-Zbuild-std-features=compiler-builtins-mem"])
         .arg("--target-dir")
         .arg(&target_dir);
     if flavor == Flavor::Test {
         cmd.args(["--features", "ktest"]);
     }
-    run_checked(&mut cmd, "kernel build")?;
-
-    let built = target_dir.join(KERNEL_TARGET).join("release").join("kiln");
-    let out = out_dir();
-    std::fs::create_dir_all(&out).map_err(|e| format!("create {}: {e}", out.display()))?;
-    let elf = out.join(flavor.elf_name());
-    let report = ksyms::patch_file(&built, &elf)?;
-    println!("ksyms: {report}");
-    Ok(elf)
+    cmd
 }
 
 /// `fmt` for the host crates. Debian's cargo may come without rustfmt; the
@@ -161,15 +172,28 @@ pub fn host_fmt(args: &[String]) -> Result<ExitCode> {
 /// instead of invalidating Debian's build artifacts.
 pub fn host_clippy() -> Result<ExitCode> {
     let mut cmd = if has_subcommand("clippy") {
-        debian_cargo()
+        let mut c = debian_cargo();
+        c.env("PATH", format!("/usr/bin:{}", std::env::var("PATH").unwrap_or_default()));
+        c
     } else {
         eprintln!("xtask: /usr/bin/cargo has no clippy; using the cargo on PATH");
         let mut c = path_cargo();
         c.env("CARGO_TARGET_DIR", repo_root().join("target").join("rustup"));
         c
     };
-    cmd.args(["clippy", "-p", "kiln-util", "-p", "xtask", "--all-targets"]).args(["--", "-D", "warnings"]);
+    cmd.args(["clippy", "-p", "kiln-util", "-p", "linux-abi", "-p", "xtask", "--all-targets"])
+        .args(["--", "-D", "warnings"]);
     run_checked(&mut cmd, "cargo clippy")?;
+    if has_subcommand("clippy") {
+        // The kernel (and hal) in both flavours, with the same flags as the build.
+        for flavor in [Flavor::Normal, Flavor::Test] {
+            let mut k = kernel_cargo("clippy", flavor);
+            k.args(["--", "-D", "warnings"]);
+            run_checked(&mut k, "kernel clippy")?;
+        }
+    } else {
+        eprintln!("xtask: no /usr/bin/cargo-clippy (package rust-web-clippy): kernel not linted");
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -62,13 +62,13 @@ fn push_header(out: &mut Vec<u8>, name: &str, mode: u32, ino: u32, mtime: u32, s
     out.extend_from_slice(header.as_bytes());
     out.extend_from_slice(name.as_bytes());
     out.push(0);
-    while out.len() % 4 != 0 {
+    while !out.len().is_multiple_of(4) {
         out.push(0);
     }
 }
 
 fn pad4(out: &mut Vec<u8>) {
-    while out.len() % 4 != 0 {
+    while !out.len().is_multiple_of(4) {
         out.push(0);
     }
 }

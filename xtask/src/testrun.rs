@@ -282,6 +282,43 @@ fn grub_boot(elf: &std::path::Path) -> Result<Totals> {
     Ok(Totals::one(saw_multiboot2 && run.status == Some(qemu::EXIT_SUCCESS)))
 }
 
+/// What each deliberate crash must show: the exception's name, a register
+/// dump and a backtrace that names the function that faulted.
+const CRASHES: &[(&str, &[&str])] = &[
+    (
+        "pagefault",
+        &["CPU exception 14 (page fault)", "fault address (cr2) = 0xfffffe0000004000", "rip=", "hal::debug::crash"],
+    ),
+    ("divide", &["CPU exception 0 (divide error)", "rax=", "hal::debug::crash"]),
+    ("ud2", &["CPU exception 6 (invalid opcode)", "rip=", "hal::debug::crash"]),
+    ("stackoverflow", &["CPU exception 8 (double fault)", "kernel stack overflow", "hal::debug::recurse"]),
+    ("panic", &["KERNEL PANIC", "deliberate panic", "backtrace:"]),
+];
+
+/// Stage 4: each crash kind must end the run with the failure status and
+/// a complete report.
+fn crash_reports(elf: &std::path::Path) -> Result<Totals> {
+    let mut totals = Totals::default();
+    for (kind, needles) in CRASHES {
+        let boot = qemu::Boot {
+            image: qemu::Image::Kernel { elf: elf.to_path_buf(), cmdline: format!("ktest.crash={kind}"), initrd: None },
+            smp: 1,
+            extra: Vec::new(),
+        };
+        let log = build::out_dir().join(format!("crash-{kind}.log"));
+        let run = qemu::run_captured(&boot, CRASH_TIMEOUT, &log)?;
+        let missing: Vec<&&str> = needles.iter().filter(|n| !run.output.contains(**n)).collect();
+        let ok = run.status == Some(qemu::EXIT_FAILURE) && missing.is_empty();
+        if ok {
+            println!("crash {kind} ... ok");
+        } else {
+            println!("crash {kind} ... FAILED (status {:?}, missing {missing:?})", run.status);
+        }
+        totals.add(Totals::one(ok));
+    }
+    Ok(totals)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -335,41 +372,4 @@ mod tests {
         let bad = parse_ktest(LOG);
         assert_eq!(ktest_verdict(&bad, Some(35), false), Totals { passed: 2, failed: 1 });
     }
-}
-
-/// What each deliberate crash must show: the exception's name, a register
-/// dump and a backtrace that names the function that faulted.
-const CRASHES: &[(&str, &[&str])] = &[
-    (
-        "pagefault",
-        &["CPU exception 14 (page fault)", "fault address (cr2) = 0xfffffe0000004000", "rip=", "hal::debug::crash"],
-    ),
-    ("divide", &["CPU exception 0 (divide error)", "rax=", "hal::debug::crash"]),
-    ("ud2", &["CPU exception 6 (invalid opcode)", "rip=", "hal::debug::crash"]),
-    ("stackoverflow", &["CPU exception 8 (double fault)", "kernel stack overflow", "hal::debug::recurse"]),
-    ("panic", &["KERNEL PANIC", "deliberate panic", "backtrace:"]),
-];
-
-/// Stage 4: each crash kind must end the run with the failure status and
-/// a complete report.
-fn crash_reports(elf: &std::path::Path) -> Result<Totals> {
-    let mut totals = Totals::default();
-    for (kind, needles) in CRASHES {
-        let boot = qemu::Boot {
-            image: qemu::Image::Kernel { elf: elf.to_path_buf(), cmdline: format!("ktest.crash={kind}"), initrd: None },
-            smp: 1,
-            extra: Vec::new(),
-        };
-        let log = build::out_dir().join(format!("crash-{kind}.log"));
-        let run = qemu::run_captured(&boot, CRASH_TIMEOUT, &log)?;
-        let missing: Vec<&&str> = needles.iter().filter(|n| !run.output.contains(**n)).collect();
-        let ok = run.status == Some(qemu::EXIT_FAILURE) && missing.is_empty();
-        if ok {
-            println!("crash {kind} ... ok");
-        } else {
-            println!("crash {kind} ... FAILED (status {:?}, missing {missing:?})", run.status);
-        }
-        totals.add(Totals::one(ok));
-    }
-    Ok(totals)
 }

@@ -74,10 +74,6 @@ impl FdTable {
             }
         }
     }
-
-    pub fn open_count(&self) -> usize {
-        self.slots.iter().filter(|s| s.is_some()).count()
-    }
 }
 
 impl FdTable {

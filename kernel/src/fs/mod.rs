@@ -12,5 +12,5 @@ pub mod initramfs;
 pub mod ramfs;
 
 pub use fdtable::FdTable;
-pub use file::{FileOps, OpenFile};
+pub use file::OpenFile;
 pub use ramfs::{lookup, Inode, InodeKind};

@@ -66,10 +66,6 @@ impl AddressSpace {
         &self.page_table
     }
 
-    pub fn vmas(&self) -> impl Iterator<Item = &Vma> {
-        self.vmas.values()
-    }
-
     fn find(&self, addr: u64) -> Option<&Vma> {
         self.vmas.range(..=addr).next_back().map(|(_, v)| v).filter(|v| addr < v.end)
     }
@@ -220,7 +216,7 @@ impl AddressSpace {
             return Err(Errno::EINVAL);
         }
         let start = if fixed || noreplace {
-            if hint % PAGE_SIZE != 0 {
+            if !hint.is_multiple_of(PAGE_SIZE) {
                 return Err(Errno::EINVAL);
             }
             let end = hint.checked_add(len).ok_or(Errno::ENOMEM)?;
@@ -255,7 +251,7 @@ impl AddressSpace {
         may_move: bool,
         fixed: Option<u64>,
     ) -> Result<u64, Errno> {
-        if old % PAGE_SIZE != 0 || new_len == 0 {
+        if !old.is_multiple_of(PAGE_SIZE) || new_len == 0 {
             return Err(Errno::EINVAL);
         }
         let old_len = page_ceil(old_len).ok_or(Errno::EINVAL)?;
@@ -317,7 +313,7 @@ impl AddressSpace {
     }
 
     pub fn munmap(&mut self, addr: u64, len: u64) -> Result<(), Errno> {
-        if addr % PAGE_SIZE != 0 || len == 0 {
+        if !addr.is_multiple_of(PAGE_SIZE) || len == 0 {
             return Err(Errno::EINVAL);
         }
         let end = page_ceil(addr.checked_add(len).ok_or(Errno::EINVAL)?).ok_or(Errno::EINVAL)?;
@@ -329,7 +325,7 @@ impl AddressSpace {
     }
 
     pub fn mprotect(&mut self, addr: u64, len: u64, prot: Prot) -> Result<(), Errno> {
-        if addr % PAGE_SIZE != 0 {
+        if !addr.is_multiple_of(PAGE_SIZE) {
             return Err(Errno::EINVAL);
         }
         let end = page_ceil(addr.checked_add(len).ok_or(Errno::ENOMEM)?).ok_or(Errno::ENOMEM)?;
@@ -366,7 +362,7 @@ impl AddressSpace {
     /// MADV_DONTNEED: drop the pages; private memory reads back as zero (or
     /// file contents), shared memory keeps its contents.
     pub fn discard(&mut self, addr: u64, len: u64) -> Result<(), Errno> {
-        if addr % PAGE_SIZE != 0 {
+        if !addr.is_multiple_of(PAGE_SIZE) {
             return Err(Errno::EINVAL);
         }
         let end = page_ceil(addr.checked_add(len).ok_or(Errno::EINVAL)?).ok_or(Errno::EINVAL)?;
@@ -471,11 +467,6 @@ impl AddressSpace {
             done += n;
         }
         Ok(())
-    }
-
-    /// Bytes of user memory currently backed by frames (for /proc and tests).
-    pub fn resident_pages(&self) -> usize {
-        self.page_table.mapped_pages(0, USER_END).len()
     }
 }
 

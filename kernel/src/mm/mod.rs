@@ -7,7 +7,6 @@ pub mod uaccess;
 pub mod vma;
 
 use alloc::boxed::Box;
-use alloc::vec::Vec;
 
 pub use aspace::{AddressSpace, FaultAccess, FaultError, Vm};
 
@@ -20,8 +19,9 @@ pub fn try_box<T>(value: T) -> Result<Box<T>, OutOfMemory> {
 }
 
 /// A vector with room for `capacity` elements, or `OutOfMemory`.
-pub fn try_vec_with_capacity<T>(capacity: usize) -> Result<Vec<T>, OutOfMemory> {
-    let mut v = Vec::new();
+#[cfg(feature = "ktest")]
+pub fn try_vec_with_capacity<T>(capacity: usize) -> Result<alloc::vec::Vec<T>, OutOfMemory> {
+    let mut v = alloc::vec::Vec::new();
     v.try_reserve_exact(capacity).map_err(|_| OutOfMemory)?;
     Ok(v)
 }

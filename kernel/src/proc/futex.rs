@@ -41,7 +41,7 @@ fn key_for(vm: &Vm, addr: u64) -> Key {
 
 /// FUTEX_WAIT(_BITSET): sleep while `*addr == expected`.
 pub fn wait(vm: &Vm, addr: u64, expected: u32, deadline: Option<u64>, bitset: u32) -> Result<(), Errno> {
-    if addr % 4 != 0 {
+    if !addr.is_multiple_of(4) {
         return Err(Errno::EINVAL);
     }
     if bitset == 0 {
@@ -122,7 +122,7 @@ pub fn requeue(
     requeue_count: u32,
     expected: Option<u32>,
 ) -> Result<u32, Errno> {
-    if addr % 4 != 0 || addr2 % 4 != 0 {
+    if !addr.is_multiple_of(4) || !addr2.is_multiple_of(4) {
         return Err(Errno::EINVAL);
     }
     if let Some(expected) = expected {

@@ -30,7 +30,7 @@ use crate::fs::FdTable;
 use crate::mm::Vm;
 use crate::sched::WaitQueue;
 use crate::sync::Mutex;
-pub use signal::{SigAction, SignalState};
+pub use signal::SignalState;
 pub use task::Task;
 
 pub type Pid = i32;
@@ -81,7 +81,6 @@ pub struct Process {
     pub rlimits: SpinLock<[(u64, u64); 16]>,
     /// Signal sent to the parent when this process exits (SIGCHLD or 0).
     pub exit_signal: u32,
-    pub start_ns: u64,
     /// CPU time of exited threads, and of reaped children.
     pub dead_tasks_cpu_ns: AtomicU64,
     pub children_cpu_ns: AtomicU64,
@@ -177,7 +176,6 @@ impl Process {
             umask: AtomicU32::new(0o022),
             rlimits: SpinLock::new(default_rlimits()),
             exit_signal: linux_abi::signal::SIGCHLD,
-            start_ns: crate::clock::now_ns(),
             dead_tasks_cpu_ns: AtomicU64::new(0),
             children_cpu_ns: AtomicU64::new(0),
             timers: SpinLock::new(timer::Timers::default()),

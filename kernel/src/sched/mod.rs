@@ -18,8 +18,10 @@ use hal::context::KernelStack;
 use hal::percpu::{PerCpu, MAX_CPUS};
 use hal::sync::{IrqGuard, SpinLock};
 
+#[cfg(feature = "ktest")]
+pub use thread::live_threads;
 use thread::ON_CPU;
-pub use thread::{live_threads, SpawnError, State, Thread};
+pub use thread::{SpawnError, State, Thread};
 pub use wait::{sleep_ns, sleep_until_interruptible, Interrupted, WaitQueue};
 
 struct RunQueue {
@@ -105,6 +107,7 @@ fn thread_entry(_slot: usize) -> ! {
 /// Ends the current thread.
 pub fn exit_current() -> ! {
     let me = current();
+    log::trace!("thread {} ({}) exits", me.id(), me.name());
     hal::cpu::disable_interrupts();
     me.set_state(State::Dead);
     me.exited.wake_all();
@@ -114,6 +117,7 @@ pub fn exit_current() -> ! {
 }
 
 /// Blocks until `thread` has exited.
+#[cfg(feature = "ktest")]
 pub fn join(thread: &Thread) {
     thread.exited.wait_until(|| thread.state() == State::Dead);
 }

@@ -170,6 +170,7 @@ fn free_slot(slot: usize) {
 }
 
 /// Context slots in use (threads alive, including not yet reaped ones).
+#[cfg(feature = "ktest")]
 pub fn live_threads() -> usize {
     SLOTS_USED.lock().iter().map(|w| w.count_ones() as usize).sum()
 }

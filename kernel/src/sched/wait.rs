@@ -109,6 +109,7 @@ impl WaitQueue {
         drained.iter().filter(|t| super::wake(t)).count()
     }
 
+    #[cfg(feature = "ktest")]
     pub fn len(&self) -> usize {
         self.waiters.lock().len()
     }

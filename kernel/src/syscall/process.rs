@@ -387,7 +387,7 @@ pub fn sys_prctl(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
             })?;
             let end = name.iter().position(|&b| b == 0).unwrap_or(15);
             let comm = String::from_utf8_lossy(&name[..end]).into_owned();
-            *ctx.process().exe.lock() = alloc::format!("{}", comm);
+            *ctx.process().exe.lock() = comm;
             Ok(0)
         }
         c::PR_GET_NAME => {
