@@ -191,9 +191,16 @@ impl UserContext {
         // so the registers hold exactly the user's state between FXRSTOR
         // here and FXSAVE below; the area is 16-byte aligned.
         unsafe { asm!("fxrstor64 [{}]", in(reg) &self.fpu, options(nostack, readonly)) };
+        // After an ordinary system call rcx and r11 still hold the return
+        // address and flags, which is exactly what SYSRET loads: take the
+        // fast way back. Anything else (signals, exec, sigreturn, faults)
+        // needs IRET to restore every register.
+        let fast = self.trap_kind == KIND_SYSCALL && self.regs.rcx == self.regs.rip && self.regs.r11 == self.regs.rflags;
         // SAFETY: `self` outlives the call; the assembly saves and restores
         // every callee-saved register and returns here with interrupts off.
-        unsafe { hal_run_user(self) };
+        // SYSRET is only used with a user-half rip (checked above), so it
+        // cannot fault in kernel mode.
+        unsafe { hal_run_user(self, u64::from(fast)) };
         // SAFETY: as for FXRSTOR; `self.fpu` is exclusively borrowed.
         unsafe { asm!("fxsave64 [{}]", in(reg) &mut self.fpu, options(nostack)) };
         cpu::enable_interrupts();
@@ -211,7 +218,7 @@ impl UserContext {
 }
 
 extern "C" {
-    fn hal_run_user(ctx: *mut UserContext);
+    fn hal_run_user(ctx: *mut UserContext, use_sysret: u64);
     fn hal_syscall_entry();
 }
 
@@ -239,6 +246,9 @@ hal_run_user:
     mov rax, gs:[{pcpu_tss_rsp0}]
     mov [rax], rsp
 
+    test rsi, rsi
+    jnz 5f
+
     push {user_ds}
     push qword ptr [rdi + {regs} + {rsp}]
     push qword ptr [rdi + {regs} + {rflags}]
@@ -261,6 +271,26 @@ hal_run_user:
     mov rdi, [rdi + {regs} + {rdi}]
     swapgs
     iretq
+
+5:  /* SYSRET: rcx = rip, r11 = rflags; rsp is the last thing loaded. */
+    mov rax, [rdi + {regs} + {rax}]
+    mov rbx, [rdi + {regs} + {rbx}]
+    mov rdx, [rdi + {regs} + {rdx}]
+    mov rsi, [rdi + {regs} + {rsi}]
+    mov rbp, [rdi + {regs} + {rbp}]
+    mov r8, [rdi + {regs} + {r8}]
+    mov r9, [rdi + {regs} + {r9}]
+    mov r10, [rdi + {regs} + {r10}]
+    mov r12, [rdi + {regs} + {r12}]
+    mov r13, [rdi + {regs} + {r13}]
+    mov r14, [rdi + {regs} + {r14}]
+    mov r15, [rdi + {regs} + {r15}]
+    mov rcx, [rdi + {regs} + {rip}]
+    mov r11, [rdi + {regs} + {rflags}]
+    mov rsp, [rdi + {regs} + {rsp}]
+    mov rdi, [rdi + {regs} + {rdi}]
+    swapgs
+    sysretq
 
     .global hal_syscall_entry
 hal_syscall_entry:
