@@ -127,3 +127,11 @@ impl core::fmt::Write for RawConsole {
 pub fn input_pending() -> bool {
     RX.lock().len > 0 || LINE_STATUS.read_u8() & 0x01 != 0
 }
+
+/// Writes bytes exactly as given (a terminal with output processing off).
+pub fn write_bytes_raw(bytes: &[u8]) {
+    let _guard = TX.lock();
+    for &b in bytes {
+        write_byte_raw(b);
+    }
+}

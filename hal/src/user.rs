@@ -195,7 +195,8 @@ impl UserContext {
         // address and flags, which is exactly what SYSRET loads: take the
         // fast way back. Anything else (signals, exec, sigreturn, faults)
         // needs IRET to restore every register.
-        let fast = self.trap_kind == KIND_SYSCALL && self.regs.rcx == self.regs.rip && self.regs.r11 == self.regs.rflags;
+        let fast =
+            self.trap_kind == KIND_SYSCALL && self.regs.rcx == self.regs.rip && self.regs.r11 == self.regs.rflags;
         // SAFETY: `self` outlives the call; the assembly saves and restores
         // every callee-saved register and returns here with interrupts off.
         // SYSRET is only used with a user-half rip (checked above), so it

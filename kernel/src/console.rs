@@ -1,5 +1,6 @@
-//! Console input: the serial receive interrupt wakes threads waiting for
-//! keys.
+//! Console input: the serial receive interrupt feeds the terminal line
+//! discipline once user space runs, and wakes kernel readers (the boot
+//! banner) before that.
 
 use crate::sched::WaitQueue;
 
@@ -8,11 +9,16 @@ static INPUT: WaitQueue = WaitQueue::new();
 pub fn init() {
     hal::trap::register_handler(hal::serial::IRQ_VECTOR, |_| {
         hal::serial::handle_irq();
-        INPUT.wake_all();
+        if crate::fs::tty::is_active() {
+            crate::fs::tty::receive();
+        } else {
+            INPUT.wake_all();
+        }
     });
 }
 
-/// Blocks until a byte arrives on the console.
+/// Blocks until a byte arrives on the console (kernel use, before the
+/// terminal takes over).
 pub fn read_byte() -> u8 {
     let mut byte = None;
     INPUT.wait_until(|| {
@@ -20,14 +26,4 @@ pub fn read_byte() -> u8 {
         byte.is_some()
     });
     byte.unwrap_or(0)
-}
-
-/// A received byte, if one is waiting.
-pub fn try_read_byte() -> Option<u8> {
-    hal::serial::read_byte()
-}
-
-/// Whether a byte is waiting to be read.
-pub fn input_available() -> bool {
-    hal::serial::input_pending()
 }

@@ -67,7 +67,7 @@ fn run(info: &'static hal::BootInfo) {
 
 #[cfg(not(feature = "ktest"))]
 fn run(info: &'static hal::BootInfo) {
-    load_initramfs(info);
+    fs::init(info.modules().first().map(|m| m.bytes()));
     match init_command(info.command_line()) {
         Some((path, argv)) => {
             if let Err(e) = proc::init::start(&path, argv) {
@@ -80,33 +80,44 @@ fn run(info: &'static hal::BootInfo) {
     }
 }
 
-/// `init=PATH` and, after `--`, its arguments (as Linux passes them).
-fn init_command(cmdline: &str) -> Option<(alloc::string::String, alloc::vec::Vec<alloc::string::String>)> {
-    use alloc::string::String;
-    let mut words = cmdline.split_whitespace();
-    let mut path = None;
-    for w in words.by_ref() {
-        if w == "--" {
-            break;
-        }
-        if let Some(p) = w.strip_prefix("init=") {
-            path = Some(String::from(p));
+/// Splits a command line into words; double quotes group words (as
+/// Linux's parser does, without escapes).
+fn cmdline_words(cmdline: &str) -> alloc::vec::Vec<alloc::string::String> {
+    let mut words = alloc::vec::Vec::new();
+    let mut cur = alloc::string::String::new();
+    let (mut quoted, mut any) = (false, false);
+    for ch in cmdline.chars() {
+        match ch {
+            '"' => {
+                quoted = !quoted;
+                any = true;
+            }
+            c if c.is_whitespace() && !quoted => {
+                if any || !cur.is_empty() {
+                    words.push(core::mem::take(&mut cur));
+                }
+                any = false;
+            }
+            c => cur.push(c),
         }
     }
-    let path = path?;
-    let mut argv = alloc::vec![path.clone()];
-    argv.extend(words.map(String::from));
-    Some((path, argv))
+    if any || !cur.is_empty() {
+        words.push(cur);
+    }
+    words
 }
 
-/// Unpacks the boot module (the initramfs) into the root file system.
-fn load_initramfs(info: &'static hal::BootInfo) {
-    let Some(module) = info.modules().first() else {
-        log::info!("no initramfs");
-        return;
-    };
-    match fs::initramfs::unpack(module.bytes()) {
-        Ok(n) => log::info!("initramfs: {} entries from {} KiB", n, module.len / 1024),
-        Err(e) => log::error!("initramfs: {e}"),
+/// `init=PATH` and, after `--`, its arguments (as Linux passes them).
+/// `banner` on the command line keeps the live boot banner instead.
+fn init_command(cmdline: &str) -> Option<(alloc::string::String, alloc::vec::Vec<alloc::string::String>)> {
+    let words = cmdline_words(cmdline);
+    if words.iter().any(|w| w == "banner") {
+        return None;
     }
+    let split = words.iter().position(|w| w == "--").unwrap_or(words.len());
+    let path = words[..split].iter().find_map(|w| w.strip_prefix("init="))?;
+    let path = alloc::string::String::from(path);
+    let mut argv = alloc::vec![path.clone()];
+    argv.extend(words.iter().skip(split + 1).cloned());
+    Some((path, argv))
 }

@@ -108,11 +108,47 @@ pub fn cpio(dirs: &[(&str, &Path)]) -> Result<Vec<u8>> {
     Ok(out)
 }
 
+/// The busybox binary the userland comes from (Debian's busybox-static).
+pub const BUSYBOX: &str = "/bin/busybox";
+
+/// Lays out the base root file system under `out_dir/rootfs`: busybox with
+/// a symlink per applet in /bin, and the few files in /etc that tools
+/// look for. Rebuilt each time (it is small).
+pub fn base_rootfs(out_dir: &Path) -> Result<PathBuf> {
+    let rootfs = out_dir.join("rootfs");
+    let _ = fs::remove_dir_all(&rootfs);
+    for d in ["bin", "sbin", "usr/bin", "usr/sbin", "etc", "root", "home", "var/log", "mnt"] {
+        fs::create_dir_all(rootfs.join(d)).map_err(|e| format!("create rootfs/{d}: {e}"))?;
+    }
+    if Path::new(BUSYBOX).exists() {
+        fs::copy(BUSYBOX, rootfs.join("bin/busybox")).map_err(|e| format!("copy busybox: {e}"))?;
+        let list = Command::new(BUSYBOX).arg("--list").output().map_err(|e| format!("busybox --list: {e}"))?;
+        for applet in String::from_utf8_lossy(&list.stdout).split_whitespace() {
+            if applet == "busybox" || applet.contains('/') {
+                continue;
+            }
+            std::os::unix::fs::symlink("busybox", rootfs.join("bin").join(applet))
+                .map_err(|e| format!("link {applet}: {e}"))?;
+        }
+    }
+    let files = [
+        ("etc/passwd", "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n"),
+        ("etc/group", "root:x:0:\nnogroup:x:65534:\n"),
+        ("etc/hostname", "kiln\n"),
+        ("etc/profile", "export PS1='kiln:\\w# '\nexport PATH=/sbin:/bin:/usr/sbin:/usr/bin\n"),
+    ];
+    for (path, text) in files {
+        fs::write(rootfs.join(path), text).map_err(|e| format!("write {path}: {e}"))?;
+    }
+    Ok(rootfs)
+}
+
 /// Builds the gzip'd initramfs with the test programs under /t and the
 /// `extra` folder's contents at the root; returns its path.
 pub fn make(root: &Path, out_dir: &Path, extra: Option<&Path>) -> Result<PathBuf> {
     let t = build_user_programs(root)?;
-    let mut dirs: Vec<(&str, &Path)> = vec![("t/", t.as_path())];
+    let base = base_rootfs(out_dir)?;
+    let mut dirs: Vec<(&str, &Path)> = vec![("", base.as_path()), ("t/", t.as_path())];
     if let Some(extra) = extra {
         if !extra.is_dir() {
             return Err(format!("EXTRA={} is not a folder", extra.display()));

@@ -5,6 +5,7 @@
 //! dependency-free parser keeps the tool quick to build before every `make`.
 #![forbid(unsafe_code)]
 
+mod bench;
 mod build;
 mod initramfs;
 mod iso;
@@ -81,10 +82,7 @@ fn dispatch(args: &[String]) -> Result<ExitCode> {
             no_args(cmd, rest)?;
             testrun::all()
         }
-        "bench" => {
-            println!("no benchmarks yet");
-            Ok(ExitCode::SUCCESS)
-        }
+        "bench" => bench::main(rest),
         "fmt" => build::host_fmt(rest),
         "clippy" => {
             no_args(cmd, rest)?;
@@ -134,8 +132,14 @@ fn run(args: &[String]) -> Result<ExitCode> {
     if !command.trim().is_empty() {
         return usertest::run_command(elf, initrd, &cmdline, &command, smp, extra);
     }
+    // Without a command, boot to an interactive shell unless the command
+    // line picks something else (init=..., or `banner` for the live banner).
+    let mut cmdline = cmdline;
+    if !cmdline.split_whitespace().any(|w| w.starts_with("init=") || w == "banner") {
+        cmdline = format!("{} init=/bin/sh", cmdline.trim()).trim().to_string();
+    }
     let boot = qemu::Boot { image: qemu::Image::Kernel { elf, cmdline, initrd: Some(initrd) }, smp, extra };
-    println!("Ctrl-A X quits QEMU");
+    println!("Ctrl-A X quits QEMU; `exit` in the shell powers off");
     let status = qemu::run_interactive(&boot)?;
     Ok(ExitCode::from(qemu::exit_code(status)))
 }

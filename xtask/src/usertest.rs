@@ -41,8 +41,23 @@ pub fn init_status(output: &str) -> Option<u8> {
     output.lines().rev().find_map(|l| l.trim().strip_prefix(INIT_EXIT)).and_then(|s| s.trim().parse().ok())
 }
 
-/// `make run CMD="prog args"`: boot, run it as init, exit with its status
-/// (1 if the kernel panicked, 124 on a timeout).
+/// The kernel command line that runs `command` under `sh -c` as the
+/// first process. Linux's command-line quoting has no escapes, so the
+/// command itself must not contain double quotes.
+pub fn shell_cmdline(base: &str, command: &str) -> Result<String> {
+    if command.contains('"') {
+        return Err("CMD cannot contain double quotes (use single quotes)".to_string());
+    }
+    let mut line = String::from(base.trim());
+    if !line.is_empty() {
+        line.push(' ');
+    }
+    line.push_str(&format!("init=/bin/sh -- -c \"{command}\""));
+    Ok(line)
+}
+
+/// `make run CMD="prog args"`: boot, run it under `sh -c` as init, exit
+/// with its status (1 if the kernel panicked, 124 on a timeout).
 pub fn run_command(
     elf: PathBuf,
     initrd: PathBuf,
@@ -52,7 +67,7 @@ pub fn run_command(
     extra: Vec<String>,
 ) -> Result<ExitCode> {
     let boot = qemu::Boot {
-        image: qemu::Image::Kernel { elf, cmdline: init_cmdline(base, command), initrd: Some(initrd) },
+        image: qemu::Image::Kernel { elf, cmdline: shell_cmdline(base, command)?, initrd: Some(initrd) },
         smp,
         extra,
     };
@@ -207,6 +222,12 @@ mod tests {
     fn leak_line() {
         assert_eq!(parse_leaks("3, user page-table frames in use 0"), Some((3, 0)));
         assert_eq!(parse_leaks("garbage"), None);
+    }
+
+    #[test]
+    fn shell_command_line() {
+        assert_eq!(shell_cmdline("", "echo hi | wc -c").unwrap(), "init=/bin/sh -- -c \"echo hi | wc -c\"");
+        assert!(shell_cmdline("", "echo \"x\"").is_err());
     }
 
     #[test]

@@ -2,46 +2,91 @@
 //! descriptors (after dup or fork) share one description and its offset.
 
 use alloc::sync::Arc;
+use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU32, Ordering};
 
+use linux_abi::consts as c;
 use linux_abi::errno::Errno;
 
-use super::ramfs::{Inode, InodeKind};
+use super::dentry::Dentry;
+use super::inode::{FileType, Inode};
+use crate::mm::Vm;
+use crate::sched::WaitQueue;
 use crate::sync::Mutex;
 
-/// What a kind of file does. Offsets are handled by [`OpenFile`]; files
-/// that ignore them (consoles, pipes) say so with `seekable() == false`.
+pub const POLLIN: u16 = 0x1;
+pub const POLLPRI: u16 = 0x2;
+pub const POLLOUT: u16 = 0x4;
+pub const POLLERR: u16 = 0x8;
+pub const POLLHUP: u16 = 0x10;
+pub const POLLNVAL: u16 = 0x20;
+pub const POLLRDNORM: u16 = 0x40;
+pub const POLLWRNORM: u16 = 0x100;
+
+/// Woken whenever any file becomes readable or writable, so poll and
+/// select sleep on one queue and re-check.
+pub static POLL_EVENTS: WaitQueue = WaitQueue::new();
+pub static POLL_SEQ: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+
+/// Something changed that a poller may care about.
+pub fn notify_poll() {
+    POLL_SEQ.fetch_add(1, Ordering::Release);
+    POLL_EVENTS.wake_all();
+}
+
+/// What a kind of open file does. Files that ignore the offset (pipes,
+/// terminals, devices) say so with `seekable() == false`.
 pub trait FileOps: Send + Sync {
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize, Errno>;
-    fn write_at(&self, offset: u64, buf: &[u8]) -> Result<usize, Errno>;
+    fn read_at(&self, offset: u64, buf: &mut [u8], nonblock: bool) -> Result<usize, Errno>;
+    fn write_at(&self, offset: u64, buf: &[u8], nonblock: bool) -> Result<usize, Errno>;
     fn seekable(&self) -> bool {
         true
     }
-    /// The inode behind the file, for stat and mmap.
-    fn inode(&self) -> Option<&Arc<Inode>> {
+    /// The inode behind the file, for stat, mmap and directories.
+    fn inode(&self) -> Option<&Arc<dyn Inode>> {
         None
     }
-    fn ioctl(&self, _cmd: u32, _arg: u64) -> Result<u64, Errno> {
+    fn ioctl(&self, _cmd: u32, _arg: u64, _vm: &Vm) -> Result<u64, Errno> {
         Err(Errno::ENOTTY)
     }
-    /// `st_mode` file type and permission bits.
-    fn mode(&self) -> u32;
+    /// Ready events (POLLIN, POLLOUT, POLLHUP...).
+    fn poll(&self) -> u16 {
+        POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM
+    }
+    /// `st_mode` for files without an inode.
+    fn mode(&self) -> u32 {
+        0
+    }
+    /// Is this a terminal (isatty, job control)?
+    fn is_tty(&self) -> bool {
+        false
+    }
 }
 
 pub struct OpenFile {
     pub ops: Arc<dyn FileOps>,
+    /// Where the file was opened (for fchdir, /proc/<pid>/fd, *at calls).
+    pub dentry: Option<Arc<Dentry>>,
     pub offset: Mutex<u64>,
-    /// O_* status flags (O_APPEND, O_NONBLOCK, access mode).
+    /// O_* status flags (O_APPEND, O_NONBLOCK, access mode, O_PATH).
     pub flags: AtomicU32,
 }
 
 impl OpenFile {
     pub fn new(ops: Arc<dyn FileOps>, flags: u32) -> OpenFile {
-        OpenFile { ops, offset: Mutex::new(0), flags: AtomicU32::new(flags) }
+        OpenFile { ops, dentry: None, offset: Mutex::new(0), flags: AtomicU32::new(flags) }
+    }
+
+    pub fn with_dentry(ops: Arc<dyn FileOps>, flags: u32, dentry: Arc<Dentry>) -> OpenFile {
+        OpenFile { ops, dentry: Some(dentry), offset: Mutex::new(0), flags: AtomicU32::new(flags) }
     }
 
     pub fn flags(&self) -> u32 {
         self.flags.load(Ordering::Relaxed)
+    }
+
+    pub fn is_path_only(&self) -> bool {
+        self.flags() & c::O_PATH != 0
     }
 
     fn access_mode(&self) -> u32 {
@@ -49,11 +94,15 @@ impl OpenFile {
     }
 
     pub fn readable(&self) -> bool {
-        self.access_mode() != linux_abi::consts::O_WRONLY
+        !self.is_path_only() && self.access_mode() != c::O_WRONLY
     }
 
     pub fn writable(&self) -> bool {
-        self.access_mode() != linux_abi::consts::O_RDONLY
+        !self.is_path_only() && self.access_mode() != c::O_RDONLY
+    }
+
+    pub fn nonblocking(&self) -> bool {
+        self.flags() & c::O_NONBLOCK != 0
     }
 
     pub fn read(&self, buf: &mut [u8]) -> Result<usize, Errno> {
@@ -61,10 +110,10 @@ impl OpenFile {
             return Err(Errno::EBADF);
         }
         if !self.ops.seekable() {
-            return self.ops.read_at(0, buf);
+            return self.ops.read_at(0, buf, self.nonblocking());
         }
         let mut off = self.offset.lock();
-        let n = self.ops.read_at(*off, buf)?;
+        let n = self.ops.read_at(*off, buf, self.nonblocking())?;
         *off += n as u64;
         Ok(n)
     }
@@ -74,54 +123,76 @@ impl OpenFile {
             return Err(Errno::EBADF);
         }
         if !self.ops.seekable() {
-            return self.ops.write_at(0, buf);
+            return self.ops.write_at(0, buf, self.nonblocking());
         }
         let mut off = self.offset.lock();
-        let n = self.ops.write_at(*off, buf)?;
+        if self.flags() & c::O_APPEND != 0 {
+            *off = self.ops.inode().map_or(*off, |i| i.metadata().size);
+        }
+        let n = self.ops.write_at(*off, buf, self.nonblocking())?;
         *off += n as u64;
         Ok(n)
     }
+
+    pub fn is_dir(&self) -> bool {
+        self.ops.inode().is_some_and(|i| i.file_type() == FileType::Directory)
+    }
 }
 
-/// A regular file or directory of the in-memory tree.
+/// A regular file or directory of some file system.
 pub struct InodeFile {
-    inode: Arc<Inode>,
+    inode: Arc<dyn Inode>,
 }
 
 impl InodeFile {
-    pub fn new(inode: Arc<Inode>) -> InodeFile {
+    pub fn new(inode: Arc<dyn Inode>) -> InodeFile {
         InodeFile { inode }
     }
 }
 
 impl FileOps for InodeFile {
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize, Errno> {
+    fn read_at(&self, offset: u64, buf: &mut [u8], _nonblock: bool) -> Result<usize, Errno> {
         self.inode.read_at(offset, buf)
     }
 
-    fn write_at(&self, offset: u64, buf: &[u8]) -> Result<usize, Errno> {
-        match &self.inode.kind {
-            InodeKind::File(data) => {
-                let mut data = data.lock();
-                let end = (offset as usize).checked_add(buf.len()).ok_or(Errno::EFBIG)?;
-                if end > data.len() {
-                    let grow = end - data.len();
-                    data.try_reserve(grow).map_err(|_| Errno::ENOSPC)?;
-                    data.resize(end, 0);
-                }
-                data[offset as usize..end].copy_from_slice(buf);
-                Ok(buf.len())
-            }
-            InodeKind::Dir(_) => Err(Errno::EISDIR),
-            InodeKind::Symlink(_) => Err(Errno::EINVAL),
-        }
+    fn write_at(&self, offset: u64, buf: &[u8], _nonblock: bool) -> Result<usize, Errno> {
+        self.inode.write_at(offset, buf)
     }
 
-    fn inode(&self) -> Option<&Arc<Inode>> {
+    fn inode(&self) -> Option<&Arc<dyn Inode>> {
         Some(&self.inode)
     }
 
     fn mode(&self) -> u32 {
-        self.inode.mode
+        self.inode.metadata().mode
+    }
+}
+
+/// A file whose whole content is produced when it is opened (/proc files).
+pub struct SnapshotFile {
+    data: Vec<u8>,
+    mode: u32,
+}
+
+impl SnapshotFile {
+    pub fn new(data: Vec<u8>, mode: u32) -> SnapshotFile {
+        SnapshotFile { data, mode }
+    }
+}
+
+impl FileOps for SnapshotFile {
+    fn read_at(&self, offset: u64, buf: &mut [u8], _nonblock: bool) -> Result<usize, Errno> {
+        let start = (offset as usize).min(self.data.len());
+        let n = buf.len().min(self.data.len() - start);
+        buf[..n].copy_from_slice(&self.data[start..start + n]);
+        Ok(n)
+    }
+
+    fn write_at(&self, _offset: u64, _buf: &[u8], _nonblock: bool) -> Result<usize, Errno> {
+        Err(Errno::EACCES)
+    }
+
+    fn mode(&self) -> u32 {
+        self.mode
     }
 }

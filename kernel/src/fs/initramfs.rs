@@ -1,15 +1,15 @@
 //! Unpacks the boot module (a gzip'd or plain cpio "newc" archive) into
-//! the in-memory file tree.
+//! the root tmpfs.
 
 use alloc::string::String;
 use alloc::vec::Vec;
 
 use kiln_util::cpio;
 
-use super::ramfs::{mkdir_all, split_parent, Inode, InodeKind, S_IFDIR, S_IFLNK, S_IFREG};
-use crate::sync::Mutex;
+use super::dentry::{resolve, resolve_parent, root};
+use super::inode::{S_IFDIR, S_IFLNK, S_IFMT, S_IFREG};
 
-/// Populates the tree from `archive`; returns how many entries were added.
+/// Populates the root from `archive`; returns how many entries were added.
 pub fn unpack(archive: &[u8]) -> Result<usize, &'static str> {
     let inflated: Vec<u8>;
     let bytes = if archive.starts_with(&[0x1f, 0x8b]) {
@@ -18,31 +18,38 @@ pub fn unpack(archive: &[u8]) -> Result<usize, &'static str> {
     } else {
         archive
     };
+    let root = root();
     let mut count = 0;
     for entry in cpio::Reader::new(bytes) {
         let entry = entry.map_err(|_| "malformed cpio archive")?;
-        if entry.name == "." || entry.name.is_empty() {
+        if entry.name.is_empty() || entry.name == "." {
             continue;
         }
-        let kind = entry.mode & 0o170000;
+        let path = alloc::format!("/{}", entry.name);
+        let (dir, name) = resolve_parent(&root, &path).map_err(|_| "cpio entry under a missing directory")?;
         let perm = entry.mode & 0o7777;
-        let (parent, name) = split_parent(entry.name);
-        let dir = mkdir_all(parent).map_err(|_| "cpio path through a non-directory")?;
-        let inode = match kind {
+        let parent = dir.inode();
+        match entry.mode & S_IFMT {
             S_IFDIR => {
-                if dir.child(name).is_some_and(|d| d.is_dir()) {
+                if resolve(&root, &path, true).is_ok_and(|d| d.is_dir()) {
                     continue;
                 }
-                Inode::new_dir(perm)
+                parent.create(&name, S_IFDIR | perm, 0).map_err(|_| "cannot create a directory")?;
             }
-            S_IFREG => Inode::new(S_IFREG | perm, InodeKind::File(Mutex::new(entry.data.to_vec()))),
+            S_IFREG => {
+                let file = parent.create(&name, S_IFREG | perm, 0).map_err(|_| "cannot create a file")?;
+                file.write_at(0, entry.data).map_err(|_| "out of memory unpacking the initramfs")?;
+            }
             S_IFLNK => {
                 let target = core::str::from_utf8(entry.data).map_err(|_| "symlink target not UTF-8")?;
-                Inode::new(S_IFLNK | 0o777, InodeKind::Symlink(String::from(target)))
+                parent.symlink(&name, &String::from(target)).map_err(|_| "cannot create a symlink")?;
             }
-            _ => continue, // device nodes and FIFOs come with devfs
-        };
-        dir.insert_child(name, inode).map_err(|_| "cpio parent is not a directory")?;
+            kind => {
+                // Device nodes and FIFOs are kept as nodes.
+                let rdev = super::devfs::makedev(u64::from(entry.rdev_major), u64::from(entry.rdev_minor));
+                parent.create(&name, kind | perm, rdev).map_err(|_| "cannot create a special file")?;
+            }
+        }
         count += 1;
     }
     Ok(count)

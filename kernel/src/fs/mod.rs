@@ -1,16 +1,79 @@
-//! Files: an in-memory file tree (the initramfs), open file descriptions
-//! and per-process descriptor tables.
-//!
-//! This is the minimal file layer that running programs needs: regular
-//! files, directories and symlinks held in memory, and the console. The
-//! VFS proper (mounts, tmpfs writes, devfs, procfs) grows from here.
+//! Files: the VFS (inodes, the dentry cache, mounts, path walk), the file
+//! systems (tmpfs for / and /tmp, devfs nodes, procfs, a minimal sysfs),
+//! pipes, the console terminal, open file descriptions and fd tables.
 
-pub mod console;
+pub mod dentry;
+pub mod devfs;
 pub mod fdtable;
 pub mod file;
 pub mod initramfs;
-pub mod ramfs;
+pub mod inode;
+pub mod pipe;
+pub mod procfs;
+pub mod tmpfs;
+pub mod tty;
 
+use alloc::sync::Arc;
+
+use linux_abi::errno::Errno;
+
+pub use dentry::Dentry;
 pub use fdtable::FdTable;
 pub use file::OpenFile;
-pub use ramfs::{lookup, Inode, InodeKind};
+pub use inode::Inode;
+
+/// Builds the root file system: a tmpfs filled from the initramfs, with
+/// /dev, /proc, /sys and /tmp mounted on it.
+pub fn init(initramfs: Option<&[u8]>) {
+    let root: Arc<dyn Inode> = tmpfs::Tmpfs::new_root(0o755);
+    dentry::set_root(Dentry::new_root(root));
+    dentry::record_root_mount("rootfs");
+    if let Some(archive) = initramfs {
+        match initramfs::unpack(archive) {
+            Ok(n) => log::info!("initramfs: {} entries from {} KiB", n, archive.len() / 1024),
+            Err(e) => log::error!("initramfs: {e}"),
+        }
+    }
+    for (path, fstype) in [("/dev", "devtmpfs"), ("/proc", "proc"), ("/sys", "sysfs"), ("/tmp", "tmpfs")] {
+        if let Err(e) = mount_at(path, fstype, "none") {
+            log::error!("cannot mount {fstype} on {path}: {}", e.name());
+        }
+    }
+}
+
+/// Creates the directory if needed and mounts a new file system there.
+pub fn mount_at(path: &str, fstype: &str, source: &str) -> Result<(), Errno> {
+    let root = dentry::root();
+    let target = match dentry::resolve(&root, path, true) {
+        Ok(d) => d,
+        Err(Errno::ENOENT) => {
+            let (dir, name) = dentry::resolve_parent(&root, path)?;
+            dir.inode().create(&name, inode::S_IFDIR | 0o755, 0)?;
+            dentry::resolve(&root, path, true)?
+        }
+        Err(e) => return Err(e),
+    };
+    let fs_root = new_fs(fstype)?;
+    dentry::mount(&target, Dentry::new_root(fs_root), source, fstype)
+}
+
+/// A fresh instance of a file system type, by its mount(2) name.
+pub fn new_fs(fstype: &str) -> Result<Arc<dyn Inode>, Errno> {
+    Ok(match fstype {
+        "tmpfs" | "ramfs" => tmpfs::Tmpfs::new_root(0o1777),
+        "devtmpfs" => {
+            let dev: Arc<dyn Inode> = tmpfs::Tmpfs::new_root(0o755);
+            devfs::populate(&dev)?;
+            dev
+        }
+        "proc" => procfs::new_root(),
+        "sysfs" => {
+            let sys: Arc<dyn Inode> = tmpfs::Tmpfs::new_root(0o555);
+            for d in ["block", "bus", "class", "dev", "devices", "firmware", "fs", "kernel", "module", "power"] {
+                sys.create(d, inode::S_IFDIR | 0o755, 0)?;
+            }
+            sys
+        }
+        _ => return Err(Errno::ENODEV),
+    })
+}

@@ -132,7 +132,7 @@ impl AddressSpace {
                 if file_off < *file_end {
                     let mut buf = [0u8; PAGE_SIZE as usize];
                     let want = ((*file_end - file_off) as usize).min(buf.len());
-                    let got = source.read_page(file_off, &mut buf[..want]);
+                    let got = source.read_at(file_off, &mut buf[..want]).unwrap_or(0);
                     frame.write(0, &buf[..got.min(want)]);
                 }
                 Ok(frame)
@@ -237,7 +237,7 @@ impl AddressSpace {
                 _ => self.find_free(len).ok_or(Errno::ENOMEM)?,
             }
         };
-        self.vmas.insert(start, Vma { start, end: start + len, prot, backing, kind: VmaKind::Normal });
+        self.vmas.insert(start, Vma { start, end: start + len, prot, backing, kind: VmaKind::Normal, name: None });
         Ok(start)
     }
 
@@ -399,6 +399,7 @@ impl AddressSpace {
                         prot: Prot { read: true, write: true, exec: false },
                         backing: Backing::Anonymous,
                         kind: VmaKind::Heap,
+                        name: None,
                     };
                     self.vmas.insert(old_top, vma);
                 }
@@ -440,6 +441,50 @@ impl AddressSpace {
             pages: Arc::try_new(SharedPages::new()).map_err(|_| Errno::ENOMEM)?,
             first_index: 0,
         })
+    }
+
+    /// Names the VMA starting at `start` (the file it maps).
+    pub fn set_name(&mut self, start: u64, name: &str) {
+        if let Some(v) = self.vmas.get_mut(&start) {
+            v.name = Some(alloc::string::String::from(name));
+        }
+    }
+
+    /// Bytes covered by VMAs (VmSize).
+    pub fn mapped_bytes(&self) -> u64 {
+        self.vmas.values().map(|v| v.end - v.start).sum()
+    }
+
+    /// The text of /proc/<pid>/maps.
+    pub fn describe_maps(&self, _exe: &str) -> alloc::string::String {
+        use core::fmt::Write;
+        let mut s = alloc::string::String::new();
+        for v in self.vmas.values() {
+            let offset = match &v.backing {
+                Backing::File { offset, .. } => *offset,
+                _ => 0,
+            };
+            let name = match (v.kind, &v.name) {
+                (VmaKind::Heap, _) => "[heap]",
+                (VmaKind::Stack, _) => "[stack]",
+                (_, Some(n)) => n.as_str(),
+                _ => "",
+            };
+            let _ = writeln!(
+                s,
+                "{:08x}-{:08x} {}{}{}{} {:08x} 00:00 0 {}{}",
+                v.start,
+                v.end,
+                if v.prot.read { 'r' } else { '-' },
+                if v.prot.write { 'w' } else { '-' },
+                if v.prot.exec { 'x' } else { '-' },
+                if v.is_shared() { 's' } else { 'p' },
+                offset,
+                if name.is_empty() { "" } else { "                   " },
+                name
+            );
+        }
+        s
     }
 
     /// The physical address behind `addr` if it lies in shared memory

@@ -7,13 +7,6 @@ use alloc::sync::Arc;
 use hal::frame::UserFrame;
 use hal::sync::SpinLock;
 
-/// Where a page's contents come from when it is first touched.
-pub trait PageSource: Send + Sync {
-    /// Fills `buf` (one page) from byte `offset`; returns how many bytes
-    /// came from the source (the rest of the page stays zero).
-    fn read_page(&self, offset: u64, buf: &mut [u8]) -> usize;
-}
-
 /// Pages of a MAP_SHARED|MAP_ANONYMOUS mapping, shared by every process
 /// that maps it (fork children included).
 pub struct SharedPages {
@@ -52,7 +45,7 @@ pub enum Backing {
     /// A private copy of file contents: `offset` is the file offset of the
     /// area's start; bytes past `file_end` (a file offset) read as zero,
     /// which is how ELF .bss shares a page with .data.
-    File { source: Arc<dyn PageSource>, offset: u64, file_end: u64 },
+    File { source: Arc<dyn crate::fs::Inode>, offset: u64, file_end: u64 },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -87,6 +80,8 @@ pub struct Vma {
     pub prot: Prot,
     pub backing: Backing,
     pub kind: VmaKind,
+    /// The mapped file's path, for /proc/<pid>/maps.
+    pub name: Option<alloc::string::String>,
 }
 
 impl Vma {

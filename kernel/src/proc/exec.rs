@@ -16,7 +16,7 @@ use object::elf;
 use object::read::elf::{FileHeader, ProgramHeader};
 use object::LittleEndian as LE;
 
-use crate::fs::{Inode, InodeKind};
+use crate::fs::Inode;
 use crate::mm::aspace::{AddressSpace, STACK_SIZE, STACK_TOP};
 use crate::mm::vma::{Backing, Prot, Vma, VmaKind};
 use crate::mm::{page_ceil, page_floor, PAGE_SIZE};
@@ -36,16 +36,29 @@ fn prot_of(flags: u32) -> Prot {
     Prot { read: flags & elf::PF_R != 0, write: flags & elf::PF_W != 0, exec: flags & elf::PF_X != 0 }
 }
 
+/// Reads the part of the file that holds the ELF and program headers.
+fn read_headers(inode: &Arc<dyn Inode>) -> Result<Vec<u8>, Errno> {
+    let mut head = alloc::vec![0u8; 4096];
+    let n = inode.read_at(0, &mut head)?;
+    head.truncate(n);
+    if n >= 64 {
+        let phoff = u64::from_le_bytes(head[32..40].try_into().unwrap_or([0; 8]));
+        let phnum = u16::from_le_bytes([head[56], head[57]]) as u64;
+        let need = phoff.saturating_add(phnum * 56).min(1 << 20) as usize;
+        if need > head.len() {
+            head.resize(need, 0);
+            let n = inode.read_at(0, &mut head)?;
+            head.truncate(n);
+        }
+    }
+    Ok(head)
+}
+
 /// Loads the executable in `inode` with the given arguments.
-pub fn load(inode: &Arc<Inode>, path: &str, argv: &[String], envp: &[String]) -> Result<Image, Errno> {
-    let InodeKind::File(data) = &inode.kind else {
-        return Err(Errno::EACCES);
-    };
+pub fn load(inode: &Arc<dyn Inode>, path: &str, argv: &[String], envp: &[String]) -> Result<Image, Errno> {
+    let headers = read_headers(inode)?;
     let mut vm = AddressSpace::new()?;
-    let (entry, phdr, phnum, brk) = {
-        let data = data.lock();
-        map_segments(&data, inode, &mut vm)?
-    };
+    let (entry, phdr, phnum, brk) = map_segments(&headers, inode, &mut vm, path)?;
     vm.set_brk_base(brk);
     vm.insert(Vma {
         start: STACK_TOP - STACK_SIZE,
@@ -53,13 +66,19 @@ pub fn load(inode: &Arc<Inode>, path: &str, argv: &[String], envp: &[String]) ->
         prot: Prot { read: true, write: true, exec: false },
         backing: Backing::Anonymous,
         kind: VmaKind::Stack,
+        name: None,
     })?;
     let sp = build_stack(&mut vm, path, argv, envp, entry, phdr, phnum)?;
     Ok(Image { vm, entry, stack_pointer: sp })
 }
 
 /// Maps every PT_LOAD; returns (entry, phdr address, phnum, end of image).
-fn map_segments(data: &[u8], inode: &Arc<Inode>, vm: &mut AddressSpace) -> Result<(u64, u64, u64, u64), Errno> {
+fn map_segments(
+    data: &[u8],
+    inode: &Arc<dyn Inode>,
+    vm: &mut AddressSpace,
+    path: &str,
+) -> Result<(u64, u64, u64, u64), Errno> {
     if data.len() < 4 || &data[..4] != b"\x7fELF" {
         return Err(Errno::ENOEXEC);
     }
@@ -81,7 +100,7 @@ fn map_segments(data: &[u8], inode: &Arc<Inode>, vm: &mut AddressSpace) -> Resul
     let phoff = header.e_phoff(endian);
     let mut phdr_addr = 0;
     let mut image_end = 0;
-    let source: Arc<dyn crate::mm::vma::PageSource> = inode.clone();
+    let file_size = inode.metadata().size;
     for ph in phdrs.iter() {
         match ph.p_type(endian) {
             elf::PT_PHDR => phdr_addr = base + ph.p_vaddr(endian),
@@ -93,7 +112,7 @@ fn map_segments(data: &[u8], inode: &Arc<Inode>, vm: &mut AddressSpace) -> Resul
                 }
                 if vaddr % PAGE_SIZE != offset % PAGE_SIZE
                     || filesz > memsz
-                    || offset.checked_add(filesz).is_none_or(|e| e > data.len() as u64)
+                    || offset.checked_add(filesz).is_none_or(|e| e > file_size)
                 {
                     return Err(Errno::ENOEXEC);
                 }
@@ -108,11 +127,12 @@ fn map_segments(data: &[u8], inode: &Arc<Inode>, vm: &mut AddressSpace) -> Resul
                     end,
                     prot: prot_of(ph.p_flags(endian)),
                     backing: Backing::File {
-                        source: source.clone(),
+                        source: inode.clone(),
                         offset: offset - (va - start),
                         file_end: offset + filesz,
                     },
                     kind: VmaKind::Normal,
+                    name: Some(String::from(path)),
                 })
                 .map_err(|_| Errno::ENOEXEC)?;
                 image_end = image_end.max(end);

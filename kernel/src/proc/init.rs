@@ -12,29 +12,34 @@ use linux_abi::signal::SigSet;
 
 use super::signal::{default_actions, SignalState};
 use super::{exec, register_process, task, Process, Task};
+use crate::fs::dentry::{resolve, root};
 use crate::fs::file::OpenFile;
-use crate::fs::{console, lookup, FdTable};
+use crate::fs::FdTable;
 use crate::sync::Mutex;
 
-/// Runs `path` with `argv` as pid 1, with the console on fds 0, 1, 2.
+/// Runs `path` with `argv` as pid 1, with the console terminal on fds
+/// 0, 1 and 2 as its controlling terminal.
 pub fn start(path: &str, argv: Vec<String>) -> Result<(), Errno> {
-    let inode = lookup("/", path, true)?;
+    let dentry = resolve(&root(), path, true)?;
+    let inode = dentry.inode().clone();
     let envp: Vec<String> =
         ["HOME=/", "TERM=linux", "PATH=/sbin:/bin:/usr/sbin:/usr/bin"].iter().map(|s| String::from(*s)).collect();
     let image = exec::load(&inode, path, &argv, &envp)?;
 
     let mut files = FdTable::new();
-    let console = console::new();
+    let console_node = resolve(&root(), "/dev/console", true)?;
     for _ in 0..3 {
-        files.install(Arc::new(OpenFile::new(console.clone(), linux_abi::consts::O_RDWR)), false)?;
+        let ops = crate::fs::tty::open(0)?;
+        files.install(Arc::new(OpenFile::with_dentry(ops, linux_abi::consts::O_RDWR, console_node.clone())), false)?;
     }
     let pid = super::alloc_pid()?;
     let vm = Arc::new(Mutex::new(image.vm));
     let signals = SignalState::new(Arc::new(SpinLock::new(default_actions())));
     let p = Arc::new(Process::new(pid, Weak::new(), vm, Arc::new(Mutex::new(files)), signals));
-    *p.exe.lock() = String::from(path);
+    *p.exe.lock() = dentry.path();
     *p.cmdline.lock() = argv;
     register_process(&p);
+    crate::fs::tty::activate(pid);
     let t = Arc::new(Task::new(pid, p.clone(), SigSet(0)));
     p.tasks.lock().push(t.clone());
     let mut ctx = Box::new(UserContext::new());

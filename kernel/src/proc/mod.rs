@@ -74,10 +74,12 @@ pub struct Process {
     pub resume: WaitQueue,
     pub pgid: AtomicI32,
     pub sid: AtomicI32,
-    pub cwd: SpinLock<String>,
+    pub cwd: SpinLock<Arc<crate::fs::Dentry>>,
     pub exe: SpinLock<String>,
     pub cmdline: SpinLock<Vec<String>>,
     pub umask: AtomicU32,
+    /// When the process started (monotonic ns), for /proc/<pid>/stat.
+    pub start_ns: u64,
     pub rlimits: SpinLock<[(u64, u64); 16]>,
     /// Signal sent to the parent when this process exits (SIGCHLD or 0).
     pub exit_signal: u32,
@@ -109,6 +111,20 @@ pub fn alloc_pid() -> Result<Pid, Errno> {
         }
     }
     Err(Errno::EAGAIN)
+}
+
+/// The most recently allocated id (/proc/loadavg).
+pub fn last_pid() -> Pid {
+    NEXT_PID.load(Ordering::Relaxed) - 1
+}
+
+/// The user task running on this CPU, if the current thread is one.
+pub fn current_task() -> Option<Arc<Task>> {
+    let tid = crate::sched::current_opt()?.task_id();
+    if tid == 0 {
+        return None;
+    }
+    find_task(tid)
 }
 
 pub fn find_process(pid: Pid) -> Option<Arc<Process>> {
@@ -170,7 +186,8 @@ impl Process {
             resume: WaitQueue::new(),
             pgid: AtomicI32::new(pid),
             sid: AtomicI32::new(pid),
-            cwd: SpinLock::new(String::from("/")),
+            cwd: SpinLock::new(crate::fs::dentry::root()),
+            start_ns: crate::clock::now_ns(),
             exe: SpinLock::new(String::new()),
             cmdline: SpinLock::new(Vec::new()),
             umask: AtomicU32::new(0o022),
@@ -182,6 +199,11 @@ impl Process {
             cpu_timer_armed: core::sync::atomic::AtomicBool::new(false),
             vfork_done: SpinLock::new(None),
         }
+    }
+
+    /// Start time in clock ticks since boot (USER_HZ = 100).
+    pub fn start_ticks(&self) -> u64 {
+        self.start_ns / 10_000_000
     }
 
     pub fn vm(&self) -> Result<Vm, Errno> {

@@ -60,6 +60,11 @@ impl Task {
         self.cpu_ns.load(Ordering::Relaxed)
     }
 
+    /// Whether the thread is runnable (for /proc state letters).
+    pub fn is_running(&self) -> bool {
+        self.kthread.get().is_some_and(|t| matches!(t.state(), sched::State::Running | sched::State::Ready))
+    }
+
     pub fn is_leader(&self) -> bool {
         self.tid == self.process.pid
     }
@@ -84,10 +89,21 @@ pub enum Flow {
 pub fn start(task: Arc<Task>, ctx: Box<UserContext>) -> Result<(), linux_abi::errno::Errno> {
     let vm_root = task.process.vm()?.lock().page_table().clone();
     let t = task.clone();
-    let kthread = sched::spawn("user", move || run_task(t, ctx)).map_err(|_| linux_abi::errno::Errno::EAGAIN)?;
-    kthread.set_vm_root(Some(vm_root));
-    task.kthread.set(kthread);
+    // Registered before the thread can run, so it can find itself.
     super::register_task(&task);
+    let tid = task.tid;
+    let configure = |k: &sched::Thread| {
+        k.set_vm_root(Some(vm_root));
+        k.set_task_id(tid);
+    };
+    let kthread = match sched::spawn_configured("user", configure, move || run_task(t, ctx)) {
+        Ok(k) => k,
+        Err(_) => {
+            super::unregister_task(tid);
+            return Err(linux_abi::errno::Errno::EAGAIN);
+        }
+    };
+    task.kthread.set(kthread);
     Ok(())
 }
 

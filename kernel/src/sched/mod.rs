@@ -81,12 +81,23 @@ pub fn current_opt() -> Option<Arc<Thread>> {
 
 /// Starts a kernel thread running `f` on this CPU's run queue.
 pub fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<Arc<Thread>, SpawnError> {
+    spawn_configured(name, |_| {}, f)
+}
+
+/// Like [`spawn`], but `configure` sets the thread up (address space,
+/// task id) before it can first run.
+pub fn spawn_configured(
+    name: &str,
+    configure: impl FnOnce(&Thread),
+    f: impl FnOnce() + Send + 'static,
+) -> Result<Arc<Thread>, SpawnError> {
     let stack = KernelStack::new().map_err(|_| SpawnError::OutOfMemory)?;
     let start = crate::mm::try_box(f).map_err(|_| SpawnError::OutOfMemory)?;
     let cpu = hal::percpu::cpu_id();
     let thread = Thread::new(name, None, Some(start), cpu, false)?;
     thread.context().prepare(&stack, thread_entry, thread.slot());
     *thread.stack.lock() = Some(stack);
+    configure(&thread);
     let thread = Arc::try_new(thread).map_err(|_| SpawnError::OutOfMemory)?;
     let mut rq = RUN_QUEUES.get_for(cpu).lock();
     rq.ready.try_reserve(1).map_err(|_| SpawnError::OutOfMemory)?;

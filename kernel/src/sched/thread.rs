@@ -59,6 +59,8 @@ pub struct Thread {
     pub(super) vm_root: SpinLock<Option<Arc<PageTable>>>,
     /// Set when a signal is pending, so interruptible waits end early.
     interrupt: AtomicBool,
+    /// The user task this thread runs (0 for kernel threads).
+    task_id: core::sync::atomic::AtomicI32,
 }
 
 impl Thread {
@@ -88,6 +90,7 @@ impl Thread {
             is_idle,
             vm_root: SpinLock::new(None),
             interrupt: AtomicBool::new(false),
+            task_id: core::sync::atomic::AtomicI32::new(0),
         })
     }
 
@@ -133,6 +136,14 @@ impl Thread {
         let old = core::mem::replace(&mut *self.vm_root.lock(), root);
         // Freeing an address space is long work: not under the lock.
         drop(old);
+    }
+
+    pub fn task_id(&self) -> i32 {
+        self.task_id.load(Ordering::Relaxed)
+    }
+
+    pub fn set_task_id(&self, tid: i32) {
+        self.task_id.store(tid, Ordering::Relaxed);
     }
 
     pub fn set_interrupt(&self, pending: bool) {

@@ -41,13 +41,18 @@ pub fn sys_mmap(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         if !file.readable() || (shared && prot & c::PROT_WRITE as u64 != 0 && !file.writable()) {
             return Err(Errno::EACCES);
         }
-        let inode = file.ops.inode().filter(|i| !i.is_dir()).cloned().ok_or(Errno::ENODEV)?;
+        let inode = file
+            .ops
+            .inode()
+            .filter(|i| i.file_type() == crate::fs::inode::FileType::Regular)
+            .cloned()
+            .ok_or(Errno::ENODEV)?;
         if shared {
             // Shared file mappings need a page cache; not there yet.
             log::debug!("mmap: MAP_SHARED of a file is not supported yet");
             return Err(Errno::ENODEV);
         }
-        let size = inode.size();
+        let size = inode.metadata().size;
         Backing::File { source: inode, offset, file_end: size }
     };
     let accountable = prot & c::PROT_WRITE as u64 != 0 && flags & c::MAP_NORESERVE == 0;
@@ -56,8 +61,17 @@ pub fn sys_mmap(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     }
     let fixed = flags & c::MAP_FIXED != 0;
     let noreplace = flags & c::MAP_FIXED_NOREPLACE != 0;
+    let name = if flags & c::MAP_ANONYMOUS == 0 {
+        ctx.process().files().lock().get(fd).ok().and_then(|f| f.dentry.clone()).map(|d| d.path())
+    } else {
+        None
+    };
     let vm = ctx.vm()?;
-    let start = vm.lock().mmap(addr, len, Prot::from_bits(prot), backing, fixed, noreplace)?;
+    let mut space = vm.lock();
+    let start = space.mmap(addr, len, Prot::from_bits(prot), backing, fixed, noreplace)?;
+    if let Some(n) = name {
+        space.set_name(start, &n);
+    }
     Ok(start)
 }
 

@@ -14,7 +14,7 @@ use linux_abi::layout::{Rusage, Siginfo, Timeval};
 use linux_abi::signal as sig;
 
 use super::{SysResult, SyscallContext};
-use crate::fs::ramfs::S_IFREG;
+use crate::fs::inode::FileType;
 use crate::mm::uaccess;
 use crate::proc::exec;
 use crate::proc::signal::SignalState;
@@ -173,16 +173,23 @@ pub fn sys_execve(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     drop(vm);
     let p = ctx.process().clone();
     let cwd = p.cwd.lock().clone();
-    let inode = crate::fs::lookup(&cwd, &path, true)?;
-    if inode.is_dir() {
+    let dentry = crate::fs::dentry::resolve(&cwd, &path, true)?;
+    let inode = dentry.inode().clone();
+    let meta = inode.metadata();
+    if meta.file_type() != FileType::Regular || meta.mode & 0o111 == 0 {
         return Err(Errno::EACCES);
     }
-    if inode.mode & 0o170000 != S_IFREG || inode.mode & 0o111 == 0 {
-        return Err(Errno::EACCES);
-    }
-    let image = exec::load(&inode, &path, &argv, &envp)?;
+    let image = match exec::load(&inode, &path, &argv, &envp) {
+        Err(Errno::ENOEXEC) => return exec_script(ctx, &inode, &path, &argv, &envp),
+        other => other?,
+    };
 
-    // Point of no return: the old image goes.
+    commit_exec(ctx, image, dentry.path(), argv)
+}
+
+/// The point of no return of execve: the old image goes.
+fn commit_exec(ctx: &mut SyscallContext, image: exec::Image, exe: String, argv: alloc::vec::Vec<String>) -> SysResult {
+    let p = ctx.process().clone();
     let new_vm = Arc::try_new(Mutex::new(image.vm)).map_err(|_| Errno::ENOMEM)?;
     let root = new_vm.lock().page_table().clone();
     if let Some(kt) = ctx.task.kthread.get() {
@@ -212,13 +219,55 @@ pub fn sys_execve(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         *p.signals.actions.lock() = Arc::try_new(SpinLock::new(fresh)).map_err(|_| Errno::ENOMEM)?;
     }
     *ctx.task.altstack.lock() = task::AltStack { sp: 0, size: 0, flags: sig::SS_DISABLE };
-    *p.exe.lock() = path;
+    *p.exe.lock() = exe;
     *p.cmdline.lock() = argv;
+    crate::proc::timer::clear(&p);
     *ctx.uctx = UserContext::new();
     ctx.uctx.regs.rip = image.entry;
     ctx.uctx.regs.rsp = image.stack_pointer;
     proc::wait::complete_vfork(&p);
     Ok(0)
+}
+
+/// `#!interpreter [arg]` scripts: run the interpreter with the script's
+/// path as an argument (one level, as Linux allows several).
+fn exec_script(
+    ctx: &mut SyscallContext,
+    inode: &Arc<dyn crate::fs::Inode>,
+    path: &str,
+    argv: &[String],
+    envp: &[String],
+) -> SysResult {
+    let mut head = [0u8; 256];
+    let n = inode.read_at(0, &mut head)?;
+    if n < 2 || &head[..2] != b"#!" {
+        return Err(Errno::ENOEXEC);
+    }
+    let line_end = head[..n].iter().position(|&b| b == b'\n').unwrap_or(n);
+    let line = core::str::from_utf8(&head[2..line_end]).map_err(|_| Errno::ENOEXEC)?.trim();
+    let (interp, arg) = match line.split_once(|c: char| c == ' ' || c == '\t') {
+        Some((i, a)) => (i, Some(a.trim())),
+        None => (line, None),
+    };
+    if interp.is_empty() {
+        return Err(Errno::ENOEXEC);
+    }
+    let mut new_argv: alloc::vec::Vec<String> = alloc::vec![String::from(interp)];
+    if let Some(a) = arg.filter(|a| !a.is_empty()) {
+        new_argv.push(String::from(a));
+    }
+    new_argv.push(String::from(path));
+    new_argv.extend(argv.iter().skip(1).cloned());
+    let p = ctx.process().clone();
+    let cwd = p.cwd.lock().clone();
+    let dentry = crate::fs::dentry::resolve(&cwd, interp, true)?;
+    let interp_inode = dentry.inode().clone();
+    let meta = interp_inode.metadata();
+    if meta.file_type() != FileType::Regular || meta.mode & 0o111 == 0 {
+        return Err(Errno::EACCES);
+    }
+    let image = exec::load(&interp_inode, interp, &new_argv, envp)?;
+    commit_exec(ctx, image, dentry.path(), new_argv)
 }
 
 pub fn sys_exit(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {

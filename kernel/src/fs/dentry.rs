@@ -1,0 +1,288 @@
+//! The dentry cache, mounts and path resolution.
+//!
+//! A [`Dentry`] names an inode within its parent directory. Looked-up
+//! children stay cached in their parent (strong references down, weak up),
+//! so repeated walks of the same path never ask the file system again. A
+//! mount hangs the root dentry of another file system on a dentry; walks
+//! step into it, and `..` from a mounted root steps back out.
+
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+use alloc::sync::{Arc, Weak};
+use alloc::vec::Vec;
+
+use hal::sync::{Once, SpinLock};
+use linux_abi::errno::Errno;
+
+use super::inode::{FileType, Inode};
+
+pub struct Dentry {
+    name: String,
+    inode: Arc<dyn Inode>,
+    parent: Weak<Dentry>,
+    children: SpinLock<BTreeMap<String, Arc<Dentry>>>,
+    /// The root of a file system mounted on this dentry.
+    mounted: SpinLock<Option<Arc<Dentry>>>,
+    /// For the root of a mounted file system: where it is mounted.
+    covers: SpinLock<Weak<Dentry>>,
+}
+
+static ROOT: Once<Arc<Dentry>> = Once::new();
+
+/// A mounted file system, for /proc/mounts.
+#[derive(Clone)]
+pub struct MountInfo {
+    pub source: String,
+    pub path: String,
+    pub fstype: String,
+    pub root: Arc<Dentry>,
+}
+
+static MOUNTS: SpinLock<Vec<MountInfo>> = SpinLock::new(Vec::new());
+
+impl Dentry {
+    pub fn new_root(inode: Arc<dyn Inode>) -> Arc<Dentry> {
+        Arc::new(Dentry {
+            name: String::from("/"),
+            inode,
+            parent: Weak::new(),
+            children: SpinLock::new(BTreeMap::new()),
+            mounted: SpinLock::new(None),
+            covers: SpinLock::new(Weak::new()),
+        })
+    }
+
+    pub fn inode(&self) -> &Arc<dyn Inode> {
+        &self.inode
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn is_dir(&self) -> bool {
+        self.inode.file_type() == FileType::Directory
+    }
+
+    /// The child `name`, from the cache or the file system.
+    pub fn child(self: &Arc<Self>, name: &str) -> Result<Arc<Dentry>, Errno> {
+        if let Some(d) = self.children.lock().get(name) {
+            return Ok(d.clone());
+        }
+        let inode = self.inode.lookup(name)?;
+        let d = Arc::new(Dentry {
+            name: String::from(name),
+            inode,
+            parent: Arc::downgrade(self),
+            children: SpinLock::new(BTreeMap::new()),
+            mounted: SpinLock::new(None),
+            covers: SpinLock::new(Weak::new()),
+        });
+        self.children.lock().insert(String::from(name), d.clone());
+        Ok(d)
+    }
+
+    /// Forgets a cached child (after unlink, rmdir or rename).
+    pub fn forget(&self, name: &str) {
+        self.children.lock().remove(name);
+    }
+
+    /// The parent directory, stepping out of mounts; the root is its own parent.
+    pub fn parent(self: &Arc<Self>) -> Arc<Dentry> {
+        let mut d = self.clone();
+        loop {
+            let up = d.covers.lock().upgrade();
+            match up {
+                Some(mp) => d = mp,
+                None => break,
+            }
+        }
+        d.parent.upgrade().unwrap_or(d)
+    }
+
+    /// Follows mounts stacked on this dentry.
+    fn mounted_root(self: &Arc<Self>) -> Arc<Dentry> {
+        let mut d = self.clone();
+        loop {
+            let next = d.mounted.lock().clone();
+            match next {
+                Some(m) => d = m,
+                None => return d,
+            }
+        }
+    }
+
+    pub fn is_mount_root(&self) -> bool {
+        self.covers.lock().upgrade().is_some()
+    }
+
+    /// The absolute path of this dentry.
+    pub fn path(self: &Arc<Self>) -> String {
+        let mut parts: Vec<String> = Vec::new();
+        let mut d = self.clone();
+        loop {
+            loop {
+                let up = d.covers.lock().upgrade();
+                match up {
+                    Some(mp) => d = mp,
+                    None => break,
+                }
+            }
+            match d.parent.upgrade() {
+                Some(p) => {
+                    parts.push(d.name.clone());
+                    d = p;
+                }
+                None => break,
+            }
+        }
+        if parts.is_empty() {
+            return String::from("/");
+        }
+        let mut s = String::new();
+        for p in parts.iter().rev() {
+            s.push('/');
+            s.push_str(p);
+        }
+        s
+    }
+}
+
+pub fn set_root(root: Arc<Dentry>) {
+    ROOT.set(root);
+}
+
+pub fn root() -> Arc<Dentry> {
+    ROOT.get().cloned().expect("root file system not mounted")
+}
+
+const MAX_SYMLINKS: usize = 40;
+pub const PATH_MAX: usize = 4096;
+const NAME_MAX: usize = 255;
+
+/// Resolves `path` from `start` (ignored for absolute paths); a trailing
+/// symlink is followed only if `follow`.
+pub fn resolve(start: &Arc<Dentry>, path: &str, follow: bool) -> Result<Arc<Dentry>, Errno> {
+    let mut budget = MAX_SYMLINKS;
+    walk(start, path, follow, &mut budget)
+}
+
+fn walk(start: &Arc<Dentry>, path: &str, follow: bool, budget: &mut usize) -> Result<Arc<Dentry>, Errno> {
+    if path.is_empty() {
+        return Err(Errno::ENOENT);
+    }
+    if path.len() >= PATH_MAX {
+        return Err(Errno::ENAMETOOLONG);
+    }
+    let mut cur = if path.starts_with('/') { root() } else { start.clone() };
+    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    let must_be_dir = path.ends_with('/');
+    for (i, part) in parts.iter().enumerate() {
+        let last = i + 1 == parts.len();
+        if !cur.is_dir() {
+            return Err(Errno::ENOTDIR);
+        }
+        match *part {
+            "." => continue,
+            ".." => {
+                cur = cur.parent();
+                continue;
+            }
+            name if name.len() > NAME_MAX => return Err(Errno::ENAMETOOLONG),
+            _ => {}
+        }
+        let child = cur.child(part)?.mounted_root();
+        if child.inode.file_type() == FileType::Symlink && (!last || follow || must_be_dir) {
+            if *budget == 0 {
+                return Err(Errno::ELOOP);
+            }
+            *budget -= 1;
+            let target = child.inode.readlink()?;
+            cur = walk(&cur, &target, true, budget)?;
+            continue;
+        }
+        cur = child;
+    }
+    if must_be_dir && !cur.is_dir() {
+        return Err(Errno::ENOTDIR);
+    }
+    Ok(cur)
+}
+
+/// Resolves all but the last component: (directory, last name). The name
+/// is "." for paths like "/" or "a/..": callers that create or remove
+/// reject it.
+pub fn resolve_parent(start: &Arc<Dentry>, path: &str) -> Result<(Arc<Dentry>, String), Errno> {
+    if path.is_empty() {
+        return Err(Errno::ENOENT);
+    }
+    if path.len() >= PATH_MAX {
+        return Err(Errno::ENAMETOOLONG);
+    }
+    let trimmed = path.trim_end_matches('/');
+    let (dir_part, name) = match trimmed.rfind('/') {
+        Some(i) => (&trimmed[..=i], &trimmed[i + 1..]),
+        None => ("", trimmed),
+    };
+    let dir = if dir_part.is_empty() {
+        if path.starts_with('/') {
+            root()
+        } else {
+            start.clone()
+        }
+    } else {
+        resolve(start, dir_part, true)?
+    };
+    if !dir.is_dir() {
+        return Err(Errno::ENOTDIR);
+    }
+    if name.len() > NAME_MAX {
+        return Err(Errno::ENAMETOOLONG);
+    }
+    let name = if name.is_empty() { "." } else { name };
+    Ok((dir, String::from(name)))
+}
+
+/// Mounts `fs_root` on `target`.
+pub fn mount(target: &Arc<Dentry>, fs_root: Arc<Dentry>, source: &str, fstype: &str) -> Result<(), Errno> {
+    if !target.is_dir() {
+        return Err(Errno::ENOTDIR);
+    }
+    let top = target.mounted_root();
+    *fs_root.covers.lock() = Arc::downgrade(&top);
+    *top.mounted.lock() = Some(fs_root.clone());
+    MOUNTS.lock().push(MountInfo {
+        source: String::from(source),
+        path: top.path(),
+        fstype: String::from(fstype),
+        root: fs_root,
+    });
+    Ok(())
+}
+
+/// Unmounts the file system whose root `root` is.
+pub fn umount(root: &Arc<Dentry>) -> Result<(), Errno> {
+    let Some(mp) = root.covers.lock().upgrade() else {
+        return Err(Errno::EINVAL);
+    };
+    if root.mounted.lock().is_some() {
+        return Err(Errno::EBUSY);
+    }
+    *mp.mounted.lock() = None;
+    *root.covers.lock() = Weak::new();
+    MOUNTS.lock().retain(|m| !Arc::ptr_eq(&m.root, root));
+    Ok(())
+}
+
+pub fn mounts() -> Vec<MountInfo> {
+    MOUNTS.lock().clone()
+}
+
+pub fn record_root_mount(fstype: &str) {
+    MOUNTS.lock().push(MountInfo {
+        source: String::from("rootfs"),
+        path: String::from("/"),
+        fstype: String::from(fstype),
+        root: root(),
+    });
+}

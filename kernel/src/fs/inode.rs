@@ -1,0 +1,194 @@
+//! The inode interface every file system implements, and the metadata
+//! it reports. Operations a kind of inode does not support have default
+//! implementations that return the errno Linux gives for them.
+
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::any::Any;
+
+use linux_abi::errno::Errno;
+
+use super::file::FileOps;
+
+pub const S_IFMT: u32 = 0o170000;
+pub const S_IFSOCK: u32 = 0o140000;
+pub const S_IFLNK: u32 = 0o120000;
+pub const S_IFREG: u32 = 0o100000;
+pub const S_IFBLK: u32 = 0o060000;
+pub const S_IFDIR: u32 = 0o040000;
+pub const S_IFCHR: u32 = 0o020000;
+pub const S_IFIFO: u32 = 0o010000;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileType {
+    Regular,
+    Directory,
+    Symlink,
+    CharDevice,
+    BlockDevice,
+    Fifo,
+    Socket,
+}
+
+impl FileType {
+    pub fn from_mode(mode: u32) -> Option<FileType> {
+        Some(match mode & S_IFMT {
+            S_IFREG => FileType::Regular,
+            S_IFDIR => FileType::Directory,
+            S_IFLNK => FileType::Symlink,
+            S_IFCHR => FileType::CharDevice,
+            S_IFBLK => FileType::BlockDevice,
+            S_IFIFO => FileType::Fifo,
+            S_IFSOCK => FileType::Socket,
+            _ => return None,
+        })
+    }
+
+    pub fn mode_bits(self) -> u32 {
+        match self {
+            FileType::Regular => S_IFREG,
+            FileType::Directory => S_IFDIR,
+            FileType::Symlink => S_IFLNK,
+            FileType::CharDevice => S_IFCHR,
+            FileType::BlockDevice => S_IFBLK,
+            FileType::Fifo => S_IFIFO,
+            FileType::Socket => S_IFSOCK,
+        }
+    }
+
+    /// The `d_type` of getdents64.
+    pub fn dirent_type(self) -> u8 {
+        match self {
+            FileType::Fifo => 1,
+            FileType::CharDevice => 2,
+            FileType::Directory => 4,
+            FileType::BlockDevice => 6,
+            FileType::Regular => 8,
+            FileType::Symlink => 10,
+            FileType::Socket => 12,
+        }
+    }
+}
+
+/// What stat reports. Times are nanoseconds since the epoch.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Metadata {
+    pub dev: u64,
+    pub ino: u64,
+    pub mode: u32,
+    pub nlink: u64,
+    pub uid: u32,
+    pub gid: u32,
+    pub rdev: u64,
+    pub size: u64,
+    pub blocks: u64,
+    pub atime: u64,
+    pub mtime: u64,
+    pub ctime: u64,
+}
+
+impl Metadata {
+    pub fn file_type(&self) -> FileType {
+        FileType::from_mode(self.mode).unwrap_or(FileType::Regular)
+    }
+}
+
+/// statfs facts of a file system.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FsStats {
+    pub magic: u64,
+    pub block_size: u64,
+    pub blocks: u64,
+    pub blocks_free: u64,
+    pub files: u64,
+    pub files_free: u64,
+    pub name_max: u64,
+}
+
+pub struct DirEntry {
+    pub name: String,
+    pub ino: u64,
+    pub kind: FileType,
+}
+
+pub trait Inode: Send + Sync {
+    fn metadata(&self) -> Metadata;
+
+    fn file_type(&self) -> FileType {
+        self.metadata().file_type()
+    }
+
+    fn fs_stats(&self) -> FsStats;
+
+    fn as_any(&self) -> &dyn Any;
+
+    fn set_mode(&self, _mode: u32) -> Result<(), Errno> {
+        Err(Errno::EPERM)
+    }
+
+    fn set_owner(&self, _uid: Option<u32>, _gid: Option<u32>) -> Result<(), Errno> {
+        Err(Errno::EPERM)
+    }
+
+    fn set_times(&self, _atime: Option<u64>, _mtime: Option<u64>) -> Result<(), Errno> {
+        Err(Errno::EPERM)
+    }
+
+    fn read_at(&self, _offset: u64, _buf: &mut [u8]) -> Result<usize, Errno> {
+        Err(if self.file_type() == FileType::Directory { Errno::EISDIR } else { Errno::EINVAL })
+    }
+
+    fn write_at(&self, _offset: u64, _buf: &[u8]) -> Result<usize, Errno> {
+        Err(if self.file_type() == FileType::Directory { Errno::EISDIR } else { Errno::EINVAL })
+    }
+
+    fn truncate(&self, _size: u64) -> Result<(), Errno> {
+        Err(if self.file_type() == FileType::Directory { Errno::EISDIR } else { Errno::EINVAL })
+    }
+
+    fn lookup(&self, _name: &str) -> Result<Arc<dyn Inode>, Errno> {
+        Err(Errno::ENOTDIR)
+    }
+
+    /// Creates a file, directory, FIFO or device node (`mode` carries the type).
+    fn create(&self, _name: &str, _mode: u32, _rdev: u64) -> Result<Arc<dyn Inode>, Errno> {
+        Err(Errno::ENOTDIR)
+    }
+
+    fn symlink(&self, _name: &str, _target: &str) -> Result<Arc<dyn Inode>, Errno> {
+        Err(Errno::ENOTDIR)
+    }
+
+    fn link(&self, _name: &str, _inode: &Arc<dyn Inode>) -> Result<(), Errno> {
+        Err(Errno::ENOTDIR)
+    }
+
+    fn unlink(&self, _name: &str) -> Result<(), Errno> {
+        Err(Errno::ENOTDIR)
+    }
+
+    fn rmdir(&self, _name: &str) -> Result<(), Errno> {
+        Err(Errno::ENOTDIR)
+    }
+
+    /// Moves `old` in this directory to `new` in `new_dir` (same file system).
+    fn rename(&self, _old: &str, _new_dir: &Arc<dyn Inode>, _new: &str, _flags: u32) -> Result<(), Errno> {
+        Err(Errno::ENOTDIR)
+    }
+
+    fn readdir(&self) -> Result<Vec<DirEntry>, Errno> {
+        Err(Errno::ENOTDIR)
+    }
+
+    fn readlink(&self) -> Result<String, Errno> {
+        Err(Errno::EINVAL)
+    }
+
+    /// Files with behaviour of their own (devices, FIFOs, /proc files)
+    /// return their open-file operations; plain files and directories
+    /// return None and get the generic ones.
+    fn open(&self, _flags: u32) -> Option<Result<Arc<dyn FileOps>, Errno>> {
+        None
+    }
+}

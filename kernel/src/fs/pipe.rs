@@ -1,0 +1,270 @@
+//! Pipes and FIFOs: a 64 KiB ring shared by a read end and a write end.
+//!
+//! Writes of at most PIPE_BUF bytes are atomic: they wait until the whole
+//! write fits. A write with no reader left raises SIGPIPE and fails with
+//! EPIPE; a read with no writer left sees end of file.
+
+use alloc::collections::VecDeque;
+use alloc::sync::Arc;
+use core::sync::atomic::{AtomicUsize, Ordering};
+
+use hal::sync::SpinLock;
+use linux_abi::consts as c;
+use linux_abi::errno::Errno;
+use linux_abi::layout::Siginfo;
+use linux_abi::signal as sig;
+
+use super::file::{notify_poll, FileOps, POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+use super::inode::S_IFIFO;
+use crate::mm::{uaccess, Vm};
+use crate::sched::{Interrupted, WaitQueue};
+
+pub const PIPE_BUF: usize = 4096;
+pub const PIPE_CAPACITY: usize = 65536;
+
+pub struct Pipe {
+    buf: SpinLock<VecDeque<u8>>,
+    readers: AtomicUsize,
+    writers: AtomicUsize,
+    /// Woken when data arrives or the last writer leaves.
+    readable: WaitQueue,
+    /// Woken when room appears or the last reader leaves.
+    writable: WaitQueue,
+}
+
+impl Pipe {
+    pub fn new() -> Arc<Pipe> {
+        Arc::new(Pipe {
+            buf: SpinLock::new(VecDeque::new()),
+            readers: AtomicUsize::new(0),
+            writers: AtomicUsize::new(0),
+            readable: WaitQueue::new(),
+            writable: WaitQueue::new(),
+        })
+    }
+
+    fn wake_all(&self) {
+        self.readable.wake_all();
+        self.writable.wake_all();
+        notify_poll();
+    }
+}
+
+pub struct PipeEnd {
+    pipe: Arc<Pipe>,
+    write: bool,
+}
+
+impl PipeEnd {
+    pub fn new(pipe: Arc<Pipe>, write: bool) -> PipeEnd {
+        if write {
+            pipe.writers.fetch_add(1, Ordering::AcqRel);
+        } else {
+            pipe.readers.fetch_add(1, Ordering::AcqRel);
+        }
+        pipe.wake_all();
+        PipeEnd { pipe, write }
+    }
+}
+
+impl Drop for PipeEnd {
+    fn drop(&mut self) {
+        if self.write {
+            self.pipe.writers.fetch_sub(1, Ordering::AcqRel);
+        } else {
+            self.pipe.readers.fetch_sub(1, Ordering::AcqRel);
+        }
+        self.pipe.wake_all();
+    }
+}
+
+/// A pair of ends for pipe(2).
+pub fn new_pair() -> (Arc<dyn FileOps>, Arc<dyn FileOps>) {
+    let pipe = Pipe::new();
+    (Arc::new(PipeEnd::new(pipe.clone(), false)), Arc::new(PipeEnd::new(pipe, true)))
+}
+
+fn interrupted(e: Interrupted) -> Errno {
+    match e {
+        Interrupted::Signal => Errno::ERESTARTSYS,
+        Interrupted::TimedOut => Errno::EAGAIN,
+    }
+}
+
+impl FileOps for PipeEnd {
+    fn read_at(&self, _offset: u64, out: &mut [u8], nonblock: bool) -> Result<usize, Errno> {
+        if self.write {
+            return Err(Errno::EBADF);
+        }
+        if out.is_empty() {
+            return Ok(0);
+        }
+        let p = &self.pipe;
+        loop {
+            {
+                let mut buf = p.buf.lock();
+                if !buf.is_empty() {
+                    let n = out.len().min(buf.len());
+                    for (i, b) in buf.drain(..n).enumerate() {
+                        out[i] = b;
+                    }
+                    drop(buf);
+                    p.writable.wake_all();
+                    notify_poll();
+                    return Ok(n);
+                }
+            }
+            if p.writers.load(Ordering::Acquire) == 0 {
+                return Ok(0);
+            }
+            if nonblock {
+                return Err(Errno::EAGAIN);
+            }
+            p.readable
+                .wait_until_interruptible(None, || !p.buf.lock().is_empty() || p.writers.load(Ordering::Acquire) == 0)
+                .map_err(interrupted)?;
+        }
+    }
+
+    fn write_at(&self, _offset: u64, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
+        if !self.write {
+            return Err(Errno::EBADF);
+        }
+        let p = &self.pipe;
+        let mut written = 0;
+        while written < data.len() {
+            if p.readers.load(Ordering::Acquire) == 0 {
+                if let Some(t) = crate::proc::current_task() {
+                    crate::proc::signal::send_to_task(&t, Siginfo::kill(sig::SIGPIPE, sig::SI_USER, t.process.pid, 0));
+                }
+                return if written > 0 { Ok(written) } else { Err(Errno::EPIPE) };
+            }
+            let left = data.len() - written;
+            // Small writes go in whole or not at all.
+            let need = if data.len() <= PIPE_BUF { left } else { 1 };
+            {
+                let mut buf = p.buf.lock();
+                let room = PIPE_CAPACITY - buf.len();
+                if room >= need {
+                    let n = room.min(left);
+                    if buf.try_reserve(n).is_err() {
+                        return if written > 0 { Ok(written) } else { Err(Errno::ENOMEM) };
+                    }
+                    buf.extend(&data[written..written + n]);
+                    written += n;
+                    drop(buf);
+                    p.readable.wake_all();
+                    notify_poll();
+                    continue;
+                }
+            }
+            if nonblock {
+                return if written > 0 { Ok(written) } else { Err(Errno::EAGAIN) };
+            }
+            let wait = p.writable.wait_until_interruptible(None, || {
+                PIPE_CAPACITY - p.buf.lock().len() >= need || p.readers.load(Ordering::Acquire) == 0
+            });
+            if let Err(e) = wait {
+                return if written > 0 { Ok(written) } else { Err(interrupted(e)) };
+            }
+        }
+        Ok(written)
+    }
+
+    fn seekable(&self) -> bool {
+        false
+    }
+
+    fn ioctl(&self, cmd: u32, arg: u64, vm: &Vm) -> Result<u64, Errno> {
+        match cmd {
+            c::FIONREAD => {
+                let n = self.pipe.buf.lock().len() as u32;
+                uaccess::write_u32(vm, arg, n)?;
+                Ok(0)
+            }
+            _ => Err(Errno::ENOTTY),
+        }
+    }
+
+    fn poll(&self) -> u16 {
+        let p = &self.pipe;
+        let len = p.buf.lock().len();
+        if self.write {
+            let mut r = 0;
+            if p.readers.load(Ordering::Acquire) == 0 {
+                r |= POLLERR;
+            } else if PIPE_CAPACITY - len >= PIPE_BUF {
+                r |= POLLOUT | POLLWRNORM;
+            }
+            r
+        } else {
+            let mut r = 0;
+            if len > 0 {
+                r |= POLLIN | POLLRDNORM;
+            }
+            if p.writers.load(Ordering::Acquire) == 0 {
+                r |= POLLHUP;
+            }
+            r
+        }
+    }
+
+    fn mode(&self) -> u32 {
+        S_IFIFO | 0o600
+    }
+}
+
+/// Opens a FIFO: read-only opens wait for a writer and write-only opens
+/// for a reader, unless O_NONBLOCK (then a lone writer gets ENXIO).
+pub fn open_fifo(pipe: Arc<Pipe>, flags: u32) -> Result<Arc<dyn FileOps>, Errno> {
+    let nonblock = flags & c::O_NONBLOCK != 0;
+    match flags & 3 {
+        c::O_RDONLY => {
+            let end = Arc::new(PipeEnd::new(pipe.clone(), false));
+            if !nonblock {
+                pipe.readable
+                    .wait_until_interruptible(None, || pipe.writers.load(Ordering::Acquire) > 0)
+                    .map_err(interrupted)?;
+            }
+            Ok(end)
+        }
+        c::O_WRONLY => {
+            if nonblock && pipe.readers.load(Ordering::Acquire) == 0 {
+                return Err(Errno::ENXIO);
+            }
+            let end = Arc::new(PipeEnd::new(pipe.clone(), true));
+            if !nonblock {
+                pipe.writable
+                    .wait_until_interruptible(None, || pipe.readers.load(Ordering::Acquire) > 0)
+                    .map_err(interrupted)?;
+            }
+            Ok(end)
+        }
+        // O_RDWR never blocks (Linux behaviour): it is both ends.
+        _ => Ok(Arc::new(PipeBoth { read: PipeEnd::new(pipe.clone(), false), write: PipeEnd::new(pipe, true) })),
+    }
+}
+
+/// A FIFO opened O_RDWR.
+struct PipeBoth {
+    read: PipeEnd,
+    write: PipeEnd,
+}
+
+impl FileOps for PipeBoth {
+    fn read_at(&self, o: u64, buf: &mut [u8], nb: bool) -> Result<usize, Errno> {
+        self.read.read_at(o, buf, nb)
+    }
+    fn write_at(&self, o: u64, buf: &[u8], nb: bool) -> Result<usize, Errno> {
+        self.write.write_at(o, buf, nb)
+    }
+    fn seekable(&self) -> bool {
+        false
+    }
+    fn poll(&self) -> u16 {
+        self.read.poll() | self.write.poll()
+    }
+    fn mode(&self) -> u32 {
+        S_IFIFO | 0o600
+    }
+}

@@ -1,0 +1,423 @@
+//! /proc: files generated from kernel state when they are opened.
+//!
+//! The root lists one directory per process plus `self`, `meminfo`,
+//! `cpuinfo`, `uptime`, `loadavg`, `mounts`, `filesystems`, `stat`,
+//! `version` and `sys/kernel/pid_max`. Each process directory has `stat`,
+//! `status`, `cmdline`, `comm`, `maps`, `fd/`, `exe` and `cwd`.
+
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::any::Any;
+use core::fmt::Write;
+use core::sync::atomic::Ordering;
+
+use linux_abi::errno::Errno;
+
+use super::file::{FileOps, SnapshotFile};
+use super::inode::{DirEntry, FileType, FsStats, Inode, Metadata, S_IFDIR, S_IFLNK, S_IFREG};
+use crate::proc::{self, Pid, Process};
+
+pub const PROC_MAGIC: u64 = 0x9fa0;
+const PROC_DEV: u64 = 0x4;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Node {
+    Root,
+    SelfLink,
+    Global(&'static str),
+    SysDir,
+    SysKernelDir,
+    PidMax,
+    PidDir(Pid),
+    PidFile(Pid, &'static str),
+    PidLink(Pid, &'static str),
+    FdDir(Pid),
+    FdLink(Pid, i32),
+}
+
+pub struct ProcInode {
+    node: Node,
+}
+
+const GLOBALS: &[&str] = &["meminfo", "cpuinfo", "uptime", "loadavg", "mounts", "filesystems", "stat", "version"];
+const PID_FILES: &[&str] = &["stat", "status", "cmdline", "comm", "maps", "statm"];
+const PID_LINKS: &[&str] = &["exe", "cwd", "root"];
+
+pub fn new_root() -> Arc<dyn Inode> {
+    Arc::new(ProcInode { node: Node::Root })
+}
+
+fn node(n: Node) -> Arc<dyn Inode> {
+    Arc::new(ProcInode { node: n })
+}
+
+fn ino_of(n: Node) -> u64 {
+    match n {
+        Node::Root => 1,
+        Node::SelfLink => 2,
+        Node::Global(name) => 10 + GLOBALS.iter().position(|g| *g == name).unwrap_or(0) as u64,
+        Node::SysDir => 30,
+        Node::SysKernelDir => 31,
+        Node::PidMax => 32,
+        Node::PidDir(p) => (p as u64) << 16,
+        Node::PidFile(p, f) => ((p as u64) << 16) | (1 + PID_FILES.iter().position(|x| *x == f).unwrap_or(0) as u64),
+        Node::PidLink(p, f) => ((p as u64) << 16) | (100 + PID_LINKS.iter().position(|x| *x == f).unwrap_or(0) as u64),
+        Node::FdDir(p) => ((p as u64) << 16) | 200,
+        Node::FdLink(p, fd) => ((p as u64) << 16) | (1000 + fd as u64),
+    }
+}
+
+fn process(pid: Pid) -> Result<Arc<Process>, Errno> {
+    proc::find_process(pid).ok_or(Errno::ENOENT)
+}
+
+impl ProcInode {
+    fn kind(&self) -> FileType {
+        match self.node {
+            Node::Root | Node::SysDir | Node::SysKernelDir | Node::PidDir(_) | Node::FdDir(_) => FileType::Directory,
+            Node::SelfLink | Node::PidLink(..) | Node::FdLink(..) => FileType::Symlink,
+            _ => FileType::Regular,
+        }
+    }
+
+    fn content(&self) -> Result<String, Errno> {
+        match self.node {
+            Node::Global(name) => global(name),
+            Node::PidMax => Ok(format!("{}\n", proc::PID_MAX)),
+            Node::PidFile(pid, f) => pid_file(&process(pid)?, f),
+            _ => Err(Errno::EISDIR),
+        }
+    }
+}
+
+impl Inode for ProcInode {
+    fn metadata(&self) -> Metadata {
+        let kind = self.kind();
+        let perm = match kind {
+            FileType::Directory => 0o555,
+            FileType::Symlink => 0o777,
+            _ => 0o444,
+        };
+        let t = crate::clock::realtime_ns();
+        Metadata {
+            dev: PROC_DEV,
+            ino: ino_of(self.node),
+            mode: kind.mode_bits() | perm,
+            nlink: if kind == FileType::Directory { 2 } else { 1 },
+            atime: t,
+            mtime: t,
+            ctime: t,
+            ..Metadata::default()
+        }
+    }
+
+    fn fs_stats(&self) -> FsStats {
+        FsStats { magic: PROC_MAGIC, block_size: 4096, name_max: 255, ..FsStats::default() }
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize, Errno> {
+        let data = self.content()?;
+        let bytes = data.as_bytes();
+        let start = (offset as usize).min(bytes.len());
+        let n = buf.len().min(bytes.len() - start);
+        buf[..n].copy_from_slice(&bytes[start..start + n]);
+        Ok(n)
+    }
+
+    fn write_at(&self, _offset: u64, _buf: &[u8]) -> Result<usize, Errno> {
+        Err(Errno::EACCES)
+    }
+
+    fn lookup(&self, name: &str) -> Result<Arc<dyn Inode>, Errno> {
+        match self.node {
+            Node::Root => {
+                if name == "self" {
+                    return Ok(node(Node::SelfLink));
+                }
+                if name == "sys" {
+                    return Ok(node(Node::SysDir));
+                }
+                if let Some(g) = GLOBALS.iter().find(|g| **g == name) {
+                    return Ok(node(Node::Global(g)));
+                }
+                let pid: Pid = name.parse().map_err(|_| Errno::ENOENT)?;
+                process(pid)?;
+                Ok(node(Node::PidDir(pid)))
+            }
+            Node::SysDir if name == "kernel" => Ok(node(Node::SysKernelDir)),
+            Node::SysKernelDir if name == "pid_max" => Ok(node(Node::PidMax)),
+            Node::PidDir(pid) => {
+                if let Some(f) = PID_FILES.iter().find(|f| **f == name) {
+                    return Ok(node(Node::PidFile(pid, f)));
+                }
+                if let Some(l) = PID_LINKS.iter().find(|l| **l == name) {
+                    return Ok(node(Node::PidLink(pid, l)));
+                }
+                if name == "fd" {
+                    return Ok(node(Node::FdDir(pid)));
+                }
+                Err(Errno::ENOENT)
+            }
+            Node::FdDir(pid) => {
+                let fd: i32 = name.parse().map_err(|_| Errno::ENOENT)?;
+                process(pid)?.files().lock().get(fd).map_err(|_| Errno::ENOENT)?;
+                Ok(node(Node::FdLink(pid, fd)))
+            }
+            _ if self.kind() == FileType::Directory => Err(Errno::ENOENT),
+            _ => Err(Errno::ENOTDIR),
+        }
+    }
+
+    fn readdir(&self) -> Result<Vec<DirEntry>, Errno> {
+        let mut out = Vec::new();
+        let mut push = |name: String, n: Node| {
+            let kind = ProcInode { node: n }.kind();
+            out.push(DirEntry { name, ino: ino_of(n), kind });
+        };
+        match self.node {
+            Node::Root => {
+                for g in GLOBALS {
+                    push(g.to_string(), Node::Global(g));
+                }
+                push("self".to_string(), Node::SelfLink);
+                push("sys".to_string(), Node::SysDir);
+                let mut pids: Vec<Pid> = proc::all_processes().iter().map(|p| p.pid).collect();
+                pids.sort_unstable();
+                for pid in pids {
+                    push(format!("{pid}"), Node::PidDir(pid));
+                }
+            }
+            Node::SysDir => push("kernel".to_string(), Node::SysKernelDir),
+            Node::SysKernelDir => push("pid_max".to_string(), Node::PidMax),
+            Node::PidDir(pid) => {
+                for f in PID_FILES {
+                    push(f.to_string(), Node::PidFile(pid, f));
+                }
+                for l in PID_LINKS {
+                    push(l.to_string(), Node::PidLink(pid, l));
+                }
+                push("fd".to_string(), Node::FdDir(pid));
+            }
+            Node::FdDir(pid) => {
+                let files = process(pid)?.files();
+                let table = files.lock();
+                for fd in 0..1024 {
+                    if table.get(fd).is_ok() {
+                        push(format!("{fd}"), Node::FdLink(pid, fd));
+                    }
+                }
+            }
+            _ => return Err(Errno::ENOTDIR),
+        }
+        Ok(out)
+    }
+
+    fn readlink(&self) -> Result<String, Errno> {
+        match self.node {
+            Node::SelfLink => {
+                let t = proc::current_task().ok_or(Errno::ENOENT)?;
+                Ok(format!("{}", t.process.pid))
+            }
+            Node::PidLink(pid, "exe") => Ok(process(pid)?.exe.lock().clone()),
+            Node::PidLink(pid, "cwd") => Ok(process(pid)?.cwd.lock().path()),
+            Node::PidLink(_, _) => Ok(String::from("/")),
+            Node::FdLink(pid, fd) => {
+                let f = process(pid)?.files().lock().get(fd).map_err(|_| Errno::ENOENT)?;
+                Ok(describe_file(&f))
+            }
+            _ => Err(Errno::EINVAL),
+        }
+    }
+
+    fn open(&self, _flags: u32) -> Option<Result<Arc<dyn FileOps>, Errno>> {
+        if self.kind() != FileType::Regular {
+            return None;
+        }
+        Some(self.content().map(|s| Arc::new(SnapshotFile::new(s.into_bytes(), S_IFREG | 0o444)) as Arc<dyn FileOps>))
+    }
+}
+
+/// What /proc/<pid>/fd/<n> points at.
+fn describe_file(f: &super::OpenFile) -> String {
+    if let Some(d) = &f.dentry {
+        return d.path();
+    }
+    let mode = f.ops.mode();
+    match mode & super::inode::S_IFMT {
+        super::inode::S_IFIFO => format!("pipe:[{}]", Arc::as_ptr(&f.ops) as *const () as usize & 0xffffff),
+        super::inode::S_IFCHR => String::from("/dev/console"),
+        _ => String::from("anon_inode:[unknown]"),
+    }
+}
+
+fn global(name: &str) -> Result<String, Errno> {
+    let mut s = String::new();
+    match name {
+        "meminfo" => {
+            let total_kb = hal::mm::total_frame_count() * 4;
+            let free_kb = hal::mm::free_frame_count() * 4;
+            let _ = write!(
+                s,
+                "MemTotal:       {total_kb:8} kB\nMemFree:        {free_kb:8} kB\nMemAvailable:   {free_kb:8} kB\n\
+                 Buffers:               0 kB\nCached:                0 kB\nSwapCached:            0 kB\n\
+                 SwapTotal:             0 kB\nSwapFree:              0 kB\nShmem:                 0 kB\n"
+            );
+        }
+        "cpuinfo" => {
+            let info = hal::boot_info();
+            for cpu in 0..hal::percpu::online_cpus().max(1) {
+                let _ = write!(
+                    s,
+                    "processor\t: {cpu}\nvendor_id\t: {}\ncpu family\t: {}\nmodel\t\t: {}\nmodel name\t: {}\n\
+                     stepping\t: {}\ncpu MHz\t\t: {}.{:03}\nflags\t\t: fpu sse sse2{}{}\n\n",
+                    info.cpu.vendor_str(),
+                    info.cpu.family,
+                    info.cpu.model,
+                    info.cpu.brand_str(),
+                    info.cpu.stepping,
+                    info.tsc_hz / 1_000_000,
+                    info.tsc_hz / 1000 % 1000,
+                    if info.cpu.x2apic { " x2apic" } else { "" },
+                    if info.cpu.nx { " nx" } else { "" },
+                );
+            }
+        }
+        "uptime" => {
+            let ns = crate::clock::now_ns();
+            let _ = writeln!(
+                s,
+                "{}.{:02} {}.{:02}",
+                ns / 1_000_000_000,
+                ns / 10_000_000 % 100,
+                ns / 1_000_000_000,
+                ns / 10_000_000 % 100
+            );
+        }
+        "loadavg" => {
+            let n = proc::all_processes().len();
+            let _ = writeln!(s, "0.00 0.00 0.00 1/{n} {}", proc::last_pid());
+        }
+        "mounts" => {
+            for m in super::dentry::mounts() {
+                let _ = writeln!(s, "{} {} {} rw 0 0", m.source, m.path, m.fstype);
+            }
+        }
+        "filesystems" => s.push_str("nodev\ttmpfs\nnodev\tproc\nnodev\tsysfs\nnodev\tdevtmpfs\nnodev\tramfs\n"),
+        "version" => s.push_str("Linux version 6.1.0-kiln (kiln@kiln) #1 SMP Kiln\n"),
+        "stat" => {
+            let ticks = crate::clock::now_ns() / 10_000_000;
+            let _ = write!(
+                s,
+                "cpu  {ticks} 0 0 0 0 0 0 0 0 0\ncpu0 {ticks} 0 0 0 0 0 0 0 0 0\nbtime {}\nprocesses {}\nprocs_running 1\nprocs_blocked 0\n",
+                crate::clock::realtime_ns() / 1_000_000_000 - crate::clock::now_ns() / 1_000_000_000,
+                proc::last_pid()
+            );
+        }
+        _ => return Err(Errno::ENOENT),
+    }
+    Ok(s)
+}
+
+fn comm(p: &Process) -> String {
+    let exe = p.exe.lock().clone();
+    let base = exe.rsplit('/').next().unwrap_or("");
+    base.chars().take(15).collect()
+}
+
+fn state_char(p: &Process) -> char {
+    let st = p.state.lock();
+    if st.zombie {
+        'Z'
+    } else if st.stopped.is_some() {
+        'T'
+    } else if p.tasks.lock().iter().any(|t| t.is_running()) {
+        'R'
+    } else {
+        'S'
+    }
+}
+
+fn pid_file(p: &Arc<Process>, f: &str) -> Result<String, Errno> {
+    let mut s = String::new();
+    let vm_pages = p.vm.lock().as_ref().map_or(0, |vm| vm.lock().mapped_bytes() / 4096);
+    match f {
+        "stat" => {
+            let ticks = p.cpu_ns() / 10_000_000;
+            let _ = writeln!(
+                s,
+                "{} ({}) {} {} {} {} 0 -1 4194560 0 0 0 0 {} 0 0 0 20 0 {} 0 {} {} {} 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0",
+                p.pid,
+                comm(p),
+                state_char(p),
+                p.parent_pid(),
+                p.pgid.load(Ordering::Relaxed),
+                p.sid.load(Ordering::Relaxed),
+                ticks,
+                p.tasks.lock().len().max(1),
+                p.start_ticks(),
+                vm_pages * 4096,
+                vm_pages,
+            );
+        }
+        "statm" => {
+            let _ = writeln!(s, "{vm_pages} {vm_pages} 0 0 0 {vm_pages} 0");
+        }
+        "status" => {
+            let st = state_char(p);
+            let state_name = match st {
+                'R' => "R (running)",
+                'Z' => "Z (zombie)",
+                'T' => "T (stopped)",
+                _ => "S (sleeping)",
+            };
+            let mask = p.tasks.lock().first().map_or(0, |t| t.sigmask.lock().0);
+            let _ = write!(
+                s,
+                "Name:\t{}\nUmask:\t{:04o}\nState:\t{}\nTgid:\t{}\nNgid:\t0\nPid:\t{}\nPPid:\t{}\nTracerPid:\t0\n\
+                 Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nFDSize:\t64\nVmSize:\t{:8} kB\nVmRSS:\t{:8} kB\nThreads:\t{}\n\
+                 SigBlk:\t{:016x}\nCpus_allowed:\t1\n",
+                comm(p),
+                p.umask.load(Ordering::Relaxed),
+                state_name,
+                p.pid,
+                p.pid,
+                p.parent_pid(),
+                vm_pages * 4,
+                vm_pages * 4,
+                p.tasks.lock().len().max(1),
+                mask
+            );
+        }
+        "cmdline" => {
+            for a in p.cmdline.lock().iter() {
+                s.push_str(a);
+                s.push('\0');
+            }
+        }
+        "comm" => {
+            s = comm(p);
+            s.push('\n');
+        }
+        "maps" => {
+            if let Some(vm) = p.vm.lock().clone() {
+                s = vm.lock().describe_maps(&p.exe.lock());
+            }
+        }
+        _ => return Err(Errno::ENOENT),
+    }
+    Ok(s)
+}
+
+pub const fn dir_mode() -> u32 {
+    S_IFDIR | 0o555
+}
+
+pub const fn link_mode() -> u32 {
+    S_IFLNK | 0o777
+}

@@ -1,0 +1,500 @@
+//! tmpfs: a file system that lives in kernel memory. The root file system
+//! (populated from the initramfs) and every `mount -t tmpfs` are tmpfs.
+
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+use alloc::sync::{Arc, Weak};
+use alloc::vec::Vec;
+use core::any::Any;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use hal::sync::{Once, SpinLock};
+use linux_abi::errno::Errno;
+
+use super::file::FileOps;
+use super::inode::{DirEntry, FileType, FsStats, Inode, Metadata, S_IFDIR, S_IFLNK, S_IFMT};
+use crate::sync::Mutex;
+
+pub const TMPFS_MAGIC: u64 = 0x0102_1994;
+static NEXT_DEV: AtomicU64 = AtomicU64::new(0x20);
+
+pub struct Tmpfs {
+    dev: u64,
+    next_ino: AtomicU64,
+    bytes: AtomicU64,
+    inodes: AtomicU64,
+}
+
+enum Node {
+    Dir(SpinLock<BTreeMap<String, Arc<TmpInode>>>),
+    File(Mutex<Vec<u8>>),
+    Symlink(String),
+    /// FIFOs and device nodes: behaviour comes from elsewhere.
+    Special {
+        fifo: Once<Arc<super::pipe::Pipe>>,
+    },
+}
+
+struct Meta {
+    mode: u32,
+    uid: u32,
+    gid: u32,
+    nlink: u64,
+    rdev: u64,
+    atime: u64,
+    mtime: u64,
+    ctime: u64,
+}
+
+pub struct TmpInode {
+    fs: Arc<Tmpfs>,
+    ino: u64,
+    meta: SpinLock<Meta>,
+    node: Node,
+    me: Weak<TmpInode>,
+}
+
+fn now() -> u64 {
+    crate::clock::realtime_ns()
+}
+
+impl Tmpfs {
+    /// A new empty tmpfs; returns its root directory.
+    pub fn new_root(perm: u32) -> Arc<TmpInode> {
+        let fs = Arc::new(Tmpfs {
+            dev: NEXT_DEV.fetch_add(1, Ordering::Relaxed),
+            next_ino: AtomicU64::new(1),
+            bytes: AtomicU64::new(0),
+            inodes: AtomicU64::new(0),
+        });
+        TmpInode::new(&fs, S_IFDIR | perm, 0, Node::Dir(SpinLock::new(BTreeMap::new())))
+    }
+}
+
+impl TmpInode {
+    fn new(fs: &Arc<Tmpfs>, mode: u32, rdev: u64, node: Node) -> Arc<TmpInode> {
+        let t = now();
+        let nlink = if mode & S_IFMT == S_IFDIR { 2 } else { 1 };
+        fs.inodes.fetch_add(1, Ordering::Relaxed);
+        Arc::new_cyclic(|me| TmpInode {
+            fs: fs.clone(),
+            ino: fs.next_ino.fetch_add(1, Ordering::Relaxed),
+            meta: SpinLock::new(Meta { mode, uid: 0, gid: 0, nlink, rdev, atime: t, mtime: t, ctime: t }),
+            node,
+            me: me.clone(),
+        })
+    }
+
+    fn dir(&self) -> Result<&SpinLock<BTreeMap<String, Arc<TmpInode>>>, Errno> {
+        match &self.node {
+            Node::Dir(d) => Ok(d),
+            _ => Err(Errno::ENOTDIR),
+        }
+    }
+
+    fn touch_dir(&self) {
+        let t = now();
+        let mut m = self.meta.lock();
+        m.mtime = t;
+        m.ctime = t;
+    }
+
+    fn check_name(name: &str) -> Result<(), Errno> {
+        if name == "." || name == ".." {
+            return Err(Errno::EEXIST);
+        }
+        if name.is_empty() || name.contains('/') {
+            return Err(Errno::EINVAL);
+        }
+        Ok(())
+    }
+
+    fn add_child(&self, name: &str, child: Arc<TmpInode>) -> Result<Arc<dyn Inode>, Errno> {
+        Self::check_name(name)?;
+        let mut dir = self.dir()?.lock();
+        if dir.contains_key(name) {
+            return Err(Errno::EEXIST);
+        }
+        if child.node_is_dir() {
+            self.meta.lock().nlink += 1;
+        }
+        dir.insert(String::from(name), child.clone());
+        drop(dir);
+        self.touch_dir();
+        Ok(child)
+    }
+
+    fn node_is_dir(&self) -> bool {
+        matches!(self.node, Node::Dir(_))
+    }
+
+    /// The pipe behind a FIFO node (created on first open).
+    pub fn fifo(&self) -> Option<Arc<super::pipe::Pipe>> {
+        match &self.node {
+            Node::Special { fifo } if self.meta.lock().mode & S_IFMT == super::inode::S_IFIFO => {
+                if fifo.get().is_none() {
+                    fifo.set(super::pipe::Pipe::new());
+                }
+                fifo.get().cloned()
+            }
+            _ => None,
+        }
+    }
+
+    fn drop_link(&self) {
+        let mut m = self.meta.lock();
+        m.nlink = m.nlink.saturating_sub(1);
+        m.ctime = now();
+    }
+}
+
+impl Drop for TmpInode {
+    fn drop(&mut self) {
+        self.fs.inodes.fetch_sub(1, Ordering::Relaxed);
+        if let Node::File(data) = &self.node {
+            let len = data.lock().len();
+            self.fs.bytes.fetch_sub(len as u64, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Inode for TmpInode {
+    fn metadata(&self) -> Metadata {
+        let m = self.meta.lock();
+        let size = match &self.node {
+            Node::File(data) => data.lock().len() as u64,
+            Node::Symlink(t) => t.len() as u64,
+            Node::Dir(_) => 4096,
+            Node::Special { .. } => 0,
+        };
+        Metadata {
+            dev: self.fs.dev,
+            ino: self.ino,
+            mode: m.mode,
+            nlink: m.nlink,
+            uid: m.uid,
+            gid: m.gid,
+            rdev: m.rdev,
+            size,
+            blocks: size.div_ceil(4096) * 8,
+            atime: m.atime,
+            mtime: m.mtime,
+            ctime: m.ctime,
+        }
+    }
+
+    fn fs_stats(&self) -> FsStats {
+        let total = hal::mm::total_frame_count() / 2;
+        let used = self.fs.bytes.load(Ordering::Relaxed).div_ceil(4096);
+        FsStats {
+            magic: TMPFS_MAGIC,
+            block_size: 4096,
+            blocks: total,
+            blocks_free: total.saturating_sub(used),
+            files: 65536,
+            files_free: 65536u64.saturating_sub(self.fs.inodes.load(Ordering::Relaxed)),
+            name_max: 255,
+        }
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn set_mode(&self, mode: u32) -> Result<(), Errno> {
+        let mut m = self.meta.lock();
+        m.mode = (m.mode & S_IFMT) | (mode & 0o7777);
+        m.ctime = now();
+        Ok(())
+    }
+
+    fn set_owner(&self, uid: Option<u32>, gid: Option<u32>) -> Result<(), Errno> {
+        let mut m = self.meta.lock();
+        if let Some(u) = uid {
+            m.uid = u;
+        }
+        if let Some(g) = gid {
+            m.gid = g;
+        }
+        m.ctime = now();
+        Ok(())
+    }
+
+    fn set_times(&self, atime: Option<u64>, mtime: Option<u64>) -> Result<(), Errno> {
+        let mut m = self.meta.lock();
+        if let Some(a) = atime {
+            m.atime = a;
+        }
+        if let Some(t) = mtime {
+            m.mtime = t;
+        }
+        m.ctime = now();
+        Ok(())
+    }
+
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize, Errno> {
+        match &self.node {
+            Node::File(data) => {
+                let data = data.lock();
+                let start = (offset.min(data.len() as u64)) as usize;
+                let n = buf.len().min(data.len() - start);
+                buf[..n].copy_from_slice(&data[start..start + n]);
+                Ok(n)
+            }
+            Node::Dir(_) => Err(Errno::EISDIR),
+            _ => Err(Errno::EINVAL),
+        }
+    }
+
+    fn write_at(&self, offset: u64, buf: &[u8]) -> Result<usize, Errno> {
+        let Node::File(data) = &self.node else {
+            return Err(if self.node_is_dir() { Errno::EISDIR } else { Errno::EINVAL });
+        };
+        let end = offset.checked_add(buf.len() as u64).ok_or(Errno::EFBIG)?;
+        if end > isize::MAX as u64 {
+            return Err(Errno::EFBIG);
+        }
+        let mut data = data.lock();
+        let end = end as usize;
+        if end > data.len() {
+            let grow = end - data.len();
+            data.try_reserve(grow).map_err(|_| Errno::ENOSPC)?;
+            data.resize(end, 0);
+            self.fs.bytes.fetch_add(grow as u64, Ordering::Relaxed);
+        }
+        data[offset as usize..end].copy_from_slice(buf);
+        drop(data);
+        let t = now();
+        let mut m = self.meta.lock();
+        m.mtime = t;
+        m.ctime = t;
+        Ok(buf.len())
+    }
+
+    fn truncate(&self, size: u64) -> Result<(), Errno> {
+        let Node::File(data) = &self.node else {
+            return Err(if self.node_is_dir() { Errno::EISDIR } else { Errno::EINVAL });
+        };
+        if size > isize::MAX as u64 {
+            return Err(Errno::EFBIG);
+        }
+        let mut data = data.lock();
+        let old = data.len();
+        let size = size as usize;
+        if size > old {
+            data.try_reserve(size - old).map_err(|_| Errno::ENOSPC)?;
+            self.fs.bytes.fetch_add((size - old) as u64, Ordering::Relaxed);
+        } else {
+            self.fs.bytes.fetch_sub((old - size) as u64, Ordering::Relaxed);
+        }
+        data.resize(size, 0);
+        if size < old {
+            data.shrink_to_fit();
+        }
+        drop(data);
+        let t = now();
+        let mut m = self.meta.lock();
+        m.mtime = t;
+        m.ctime = t;
+        Ok(())
+    }
+
+    fn lookup(&self, name: &str) -> Result<Arc<dyn Inode>, Errno> {
+        let dir = self.dir()?.lock();
+        dir.get(name).map(|i| i.clone() as Arc<dyn Inode>).ok_or(Errno::ENOENT)
+    }
+
+    fn create(&self, name: &str, mode: u32, rdev: u64) -> Result<Arc<dyn Inode>, Errno> {
+        self.dir()?;
+        let node = match FileType::from_mode(mode).ok_or(Errno::EINVAL)? {
+            FileType::Regular => Node::File(Mutex::new(Vec::new())),
+            FileType::Directory => Node::Dir(SpinLock::new(BTreeMap::new())),
+            FileType::Symlink => return Err(Errno::EINVAL),
+            _ => Node::Special { fifo: Once::new() },
+        };
+        let child = TmpInode::new(&self.fs, mode, rdev, node);
+        self.add_child(name, child)
+    }
+
+    fn symlink(&self, name: &str, target: &str) -> Result<Arc<dyn Inode>, Errno> {
+        self.dir()?;
+        let child = TmpInode::new(&self.fs, S_IFLNK | 0o777, 0, Node::Symlink(String::from(target)));
+        self.add_child(name, child)
+    }
+
+    fn link(&self, name: &str, inode: &Arc<dyn Inode>) -> Result<(), Errno> {
+        let other = inode.as_any().downcast_ref::<TmpInode>().ok_or(Errno::EXDEV)?;
+        if !Arc::ptr_eq(&other.fs, &self.fs) {
+            return Err(Errno::EXDEV);
+        }
+        if other.node_is_dir() {
+            return Err(Errno::EPERM);
+        }
+        let strong = other.me.upgrade().ok_or(Errno::ENOENT)?;
+        Self::check_name(name)?;
+        let mut dir = self.dir()?.lock();
+        if dir.contains_key(name) {
+            return Err(Errno::EEXIST);
+        }
+        dir.insert(String::from(name), strong);
+        drop(dir);
+        {
+            let mut m = other.meta.lock();
+            m.nlink += 1;
+            m.ctime = now();
+        }
+        self.touch_dir();
+        Ok(())
+    }
+
+    fn unlink(&self, name: &str) -> Result<(), Errno> {
+        let mut dir = self.dir()?.lock();
+        let child = dir.get(name).ok_or(Errno::ENOENT)?;
+        if child.node_is_dir() {
+            return Err(Errno::EISDIR);
+        }
+        let child = dir.remove(name).ok_or(Errno::ENOENT)?;
+        drop(dir);
+        child.drop_link();
+        self.touch_dir();
+        Ok(())
+    }
+
+    fn rmdir(&self, name: &str) -> Result<(), Errno> {
+        if name == "." {
+            return Err(Errno::EINVAL);
+        }
+        if name == ".." {
+            return Err(Errno::ENOTEMPTY);
+        }
+        let mut dir = self.dir()?.lock();
+        let child = dir.get(name).ok_or(Errno::ENOENT)?;
+        let Node::Dir(entries) = &child.node else {
+            return Err(Errno::ENOTDIR);
+        };
+        if !entries.lock().is_empty() {
+            return Err(Errno::ENOTEMPTY);
+        }
+        let child = dir.remove(name).ok_or(Errno::ENOENT)?;
+        drop(dir);
+        child.meta.lock().nlink = 0;
+        self.meta.lock().nlink -= 1;
+        self.touch_dir();
+        Ok(())
+    }
+
+    fn rename(&self, old: &str, new_dir: &Arc<dyn Inode>, new: &str, flags: u32) -> Result<(), Errno> {
+        const NOREPLACE: u32 = 1;
+        const EXCHANGE: u32 = 2;
+        let target = new_dir.as_any().downcast_ref::<TmpInode>().ok_or(Errno::EXDEV)?;
+        if !Arc::ptr_eq(&target.fs, &self.fs) {
+            return Err(Errno::EXDEV);
+        }
+        if flags & !(NOREPLACE | EXCHANGE) != 0 || flags == NOREPLACE | EXCHANGE {
+            return Err(Errno::EINVAL);
+        }
+        if matches!(old, "." | "..") || matches!(new, "." | "..") {
+            return Err(Errno::EBUSY);
+        }
+        let same_dir = core::ptr::eq(self, target);
+        let moving = self.dir()?.lock().get(old).cloned().ok_or(Errno::ENOENT)?;
+        // A directory cannot move into itself or below itself.
+        if moving.node_is_dir() && !same_dir && is_ancestor(&moving, target) {
+            return Err(Errno::EINVAL);
+        }
+        let existing = target.dir()?.lock().get(new).cloned();
+        if flags & EXCHANGE != 0 {
+            let other = existing.ok_or(Errno::ENOENT)?;
+            self.dir()?.lock().insert(String::from(old), other.clone());
+            target.dir()?.lock().insert(String::from(new), moving.clone());
+            if !same_dir && moving.node_is_dir() != other.node_is_dir() {
+                let (gain, lose) = if moving.node_is_dir() { (target, self) } else { (self, target) };
+                gain.meta.lock().nlink += 1;
+                lose.meta.lock().nlink -= 1;
+            }
+            self.touch_dir();
+            target.touch_dir();
+            return Ok(());
+        }
+        if let Some(existing) = &existing {
+            if Arc::ptr_eq(existing, &moving) {
+                return Ok(());
+            }
+            if flags & NOREPLACE != 0 {
+                return Err(Errno::EEXIST);
+            }
+            match (moving.node_is_dir(), existing.node_is_dir()) {
+                (true, false) => return Err(Errno::ENOTDIR),
+                (false, true) => return Err(Errno::EISDIR),
+                (true, true) => {
+                    if let Node::Dir(e) = &existing.node {
+                        if !e.lock().is_empty() {
+                            return Err(Errno::ENOTEMPTY);
+                        }
+                    }
+                    target.meta.lock().nlink -= 1;
+                    existing.meta.lock().nlink = 0;
+                }
+                (false, false) => existing.drop_link(),
+            }
+        }
+        self.dir()?.lock().remove(old);
+        target.dir()?.lock().insert(String::from(new), moving.clone());
+        if moving.node_is_dir() && !same_dir {
+            self.meta.lock().nlink -= 1;
+            target.meta.lock().nlink += 1;
+        }
+        moving.meta.lock().ctime = now();
+        self.touch_dir();
+        target.touch_dir();
+        Ok(())
+    }
+
+    fn readdir(&self) -> Result<Vec<DirEntry>, Errno> {
+        let dir = self.dir()?.lock();
+        let mut out = Vec::new();
+        out.try_reserve(dir.len()).map_err(|_| Errno::ENOMEM)?;
+        for (name, inode) in dir.iter() {
+            out.push(DirEntry { name: name.clone(), ino: inode.ino, kind: inode.metadata_type() });
+        }
+        Ok(out)
+    }
+
+    fn readlink(&self) -> Result<String, Errno> {
+        match &self.node {
+            Node::Symlink(t) => Ok(t.clone()),
+            _ => Err(Errno::EINVAL),
+        }
+    }
+
+    fn open(&self, flags: u32) -> Option<Result<Arc<dyn FileOps>, Errno>> {
+        let (mode, rdev) = {
+            let m = self.meta.lock();
+            (m.mode, m.rdev)
+        };
+        match mode & S_IFMT {
+            super::inode::S_IFIFO => Some(super::pipe::open_fifo(self.fifo()?, flags)),
+            super::inode::S_IFCHR => Some(super::devfs::open_device(rdev, flags)),
+            super::inode::S_IFBLK => Some(Err(Errno::ENXIO)),
+            _ => None,
+        }
+    }
+}
+
+impl TmpInode {
+    fn metadata_type(&self) -> FileType {
+        FileType::from_mode(self.meta.lock().mode).unwrap_or(FileType::Regular)
+    }
+}
+
+/// Whether `dir` is `ancestor` or lies below it (directories only).
+fn is_ancestor(ancestor: &Arc<TmpInode>, dir: &TmpInode) -> bool {
+    if core::ptr::eq(ancestor.as_ref(), dir) {
+        return true;
+    }
+    let Node::Dir(children) = &ancestor.node else {
+        return false;
+    };
+    let subdirs: Vec<Arc<TmpInode>> = children.lock().values().filter(|c| c.node_is_dir()).cloned().collect();
+    subdirs.iter().any(|c| is_ancestor(c, dir))
+}

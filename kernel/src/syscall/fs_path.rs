@@ -1,0 +1,695 @@
+//! Path calls: stat and statx, getdents64, the namespace (mkdir, unlink,
+//! rename, link, symlink, readlink, mknod), permissions and times,
+//! truncate, statfs, the working directory, mount and umount2.
+
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::sync::atomic::Ordering;
+
+use linux_abi::consts as c;
+use linux_abi::errno::Errno;
+use linux_abi::layout::{Stat, Statfs, Statx, StatxTimestamp, Timespec};
+
+use super::fs_io::file;
+use super::{SysResult, SyscallContext};
+use crate::fs::dentry::{resolve, resolve_parent, Dentry};
+use crate::fs::inode::{FileType, Metadata, S_IFDIR, S_IFMT, S_IFREG};
+use crate::mm::uaccess;
+
+pub fn path_arg(ctx: &SyscallContext, ptr: u64) -> Result<String, Errno> {
+    let p = uaccess::read_cstring(&ctx.vm()?, ptr, crate::fs::dentry::PATH_MAX)?;
+    if p.is_empty() {
+        return Err(Errno::ENOENT);
+    }
+    Ok(p)
+}
+
+/// Like `path_arg`, but an empty path is allowed (AT_EMPTY_PATH).
+fn path_arg_maybe_empty(ctx: &SyscallContext, ptr: u64) -> Result<String, Errno> {
+    uaccess::read_cstring(&ctx.vm()?, ptr, crate::fs::dentry::PATH_MAX)
+}
+
+/// The directory a relative path starts from: the cwd or `dirfd`'s.
+pub fn start_dir(ctx: &SyscallContext, dirfd: i32) -> Result<Arc<Dentry>, Errno> {
+    if dirfd == c::AT_FDCWD {
+        return Ok(ctx.process().cwd.lock().clone());
+    }
+    let f = file(ctx, dirfd)?;
+    let d = f.dentry.clone().ok_or(Errno::ENOTDIR)?;
+    if !d.is_dir() {
+        return Err(Errno::ENOTDIR);
+    }
+    Ok(d)
+}
+
+/// Resolves (dirfd, path, flags) the way the *at calls do.
+fn lookup_at(ctx: &SyscallContext, dirfd: i32, path: &str, follow: bool, empty_ok: bool) -> Result<Arc<Dentry>, Errno> {
+    if path.is_empty() {
+        if !empty_ok {
+            return Err(Errno::ENOENT);
+        }
+        if dirfd == c::AT_FDCWD {
+            return Ok(ctx.process().cwd.lock().clone());
+        }
+        return file(ctx, dirfd)?.dentry.clone().ok_or(Errno::EBADF);
+    }
+    if path.starts_with('/') {
+        return resolve(&crate::fs::dentry::root(), path, follow);
+    }
+    let start = start_dir(ctx, dirfd)?;
+    resolve(&start, path, follow)
+}
+
+fn ts(ns: u64) -> Timespec {
+    Timespec::from_nanos(ns)
+}
+
+fn to_stat(m: &Metadata) -> Stat {
+    Stat {
+        st_dev: m.dev,
+        st_ino: m.ino,
+        st_nlink: m.nlink,
+        st_mode: m.mode,
+        st_uid: m.uid,
+        st_gid: m.gid,
+        st_rdev: m.rdev,
+        st_size: m.size as i64,
+        st_blksize: 4096,
+        st_blocks: m.blocks as i64,
+        st_atime: ts(m.atime),
+        st_mtime: ts(m.mtime),
+        st_ctime: ts(m.ctime),
+        ..Stat::default()
+    }
+}
+
+/// Metadata of an open file: its inode's, or synthesized for pipes and
+/// devices without one.
+pub fn file_metadata(f: &crate::fs::OpenFile) -> Metadata {
+    match f.ops.inode() {
+        Some(i) => i.metadata(),
+        None => Metadata {
+            dev: 0xc,
+            ino: (Arc::as_ptr(&f.ops) as *const () as usize as u64) >> 4,
+            mode: f.ops.mode(),
+            nlink: 1,
+            ..Metadata::default()
+        },
+    }
+}
+
+fn write_stat(ctx: &SyscallContext, ptr: u64, m: &Metadata) -> SysResult {
+    uaccess::write_bytes(&ctx.vm()?, ptr, &to_stat(m).to_bytes())?;
+    Ok(0)
+}
+
+pub fn sys_fstat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let f = file(ctx, a[0] as i32)?;
+    // A file opened through a dentry (even O_PATH) reports that inode.
+    let m = match &f.dentry {
+        Some(d) if f.ops.inode().is_none() => d.inode().metadata(),
+        _ => file_metadata(&f),
+    };
+    write_stat(ctx, a[1], &m)
+}
+
+pub fn sys_stat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let path = path_arg(ctx, a[0])?;
+    let d = lookup_at(ctx, c::AT_FDCWD, &path, true, false)?;
+    write_stat(ctx, a[1], &d.inode().metadata())
+}
+
+pub fn sys_lstat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let path = path_arg(ctx, a[0])?;
+    let d = lookup_at(ctx, c::AT_FDCWD, &path, false, false)?;
+    write_stat(ctx, a[1], &d.inode().metadata())
+}
+
+fn metadata_at(ctx: &SyscallContext, dirfd: i32, path: &str, flags: u32) -> Result<Metadata, Errno> {
+    if path.is_empty() && flags & c::AT_EMPTY_PATH != 0 && dirfd != c::AT_FDCWD {
+        let f = file(ctx, dirfd)?;
+        return Ok(match &f.dentry {
+            Some(d) => d.inode().metadata(),
+            None => file_metadata(&f),
+        });
+    }
+    let d = lookup_at(ctx, dirfd, path, flags & c::AT_SYMLINK_NOFOLLOW == 0, flags & c::AT_EMPTY_PATH != 0)?;
+    Ok(d.inode().metadata())
+}
+
+pub fn sys_newfstatat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (dirfd, path_ptr, buf, flags) = (a[0] as i32, a[1], a[2], a[3] as u32);
+    if flags & !(c::AT_SYMLINK_NOFOLLOW | c::AT_EMPTY_PATH | c::AT_NO_AUTOMOUNT) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let path = path_arg_maybe_empty(ctx, path_ptr)?;
+    let m = metadata_at(ctx, dirfd, &path, flags)?;
+    write_stat(ctx, buf, &m)
+}
+
+pub fn sys_statx(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (dirfd, path_ptr, flags, mask, buf) = (a[0] as i32, a[1], a[2] as u32, a[3] as u32, a[4]);
+    const AT_STATX_SYNC_TYPE: u32 = 0x6000;
+    if flags & !(c::AT_SYMLINK_NOFOLLOW | c::AT_EMPTY_PATH | c::AT_NO_AUTOMOUNT | AT_STATX_SYNC_TYPE) != 0
+        || flags & AT_STATX_SYNC_TYPE == AT_STATX_SYNC_TYPE
+    {
+        return Err(Errno::EINVAL);
+    }
+    if mask & 0x8000_0000 != 0 {
+        return Err(Errno::EINVAL); // STATX__RESERVED
+    }
+    let path = path_arg_maybe_empty(ctx, path_ptr)?;
+    let m = metadata_at(ctx, dirfd, &path, flags)?;
+    let t = |ns: u64| StatxTimestamp { tv_sec: (ns / 1_000_000_000) as i64, tv_nsec: (ns % 1_000_000_000) as u32 };
+    let sx = Statx {
+        stx_mask: c::STATX_BASIC_STATS,
+        stx_blksize: 4096,
+        stx_nlink: m.nlink as u32,
+        stx_uid: m.uid,
+        stx_gid: m.gid,
+        stx_mode: m.mode as u16,
+        stx_ino: m.ino,
+        stx_size: m.size,
+        stx_blocks: m.blocks,
+        stx_atime: t(m.atime),
+        stx_btime: t(m.ctime),
+        stx_ctime: t(m.ctime),
+        stx_mtime: t(m.mtime),
+        stx_rdev_major: ((m.rdev >> 8) & 0xfff) as u32,
+        stx_rdev_minor: ((m.rdev & 0xff) | ((m.rdev >> 12) & !0xff)) as u32,
+        stx_dev_major: ((m.dev >> 8) & 0xfff) as u32,
+        stx_dev_minor: ((m.dev & 0xff) | ((m.dev >> 12) & !0xff)) as u32,
+        ..Statx::default()
+    };
+    uaccess::write_bytes(&ctx.vm()?, buf, &sx.to_bytes())?;
+    Ok(0)
+}
+
+pub fn sys_getdents64(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (fd, buf, count) = (a[0] as i32, a[1], a[2] as usize);
+    let f = file(ctx, fd)?;
+    if f.is_path_only() {
+        return Err(Errno::EBADF);
+    }
+    let inode = f.ops.inode().cloned().ok_or(Errno::ENOTDIR)?;
+    if inode.file_type() != FileType::Directory {
+        return Err(Errno::ENOTDIR);
+    }
+    let dentry = f.dentry.clone();
+    // "." and ".." first, then the directory's entries; the file offset
+    // counts entries already returned.
+    let mut entries: Vec<(String, u64, u8)> = Vec::new();
+    let me = inode.metadata().ino;
+    let parent_ino = dentry.as_ref().map_or(me, |d| d.parent().inode().metadata().ino);
+    entries.push((String::from("."), me, FileType::Directory.dirent_type()));
+    entries.push((String::from(".."), parent_ino, FileType::Directory.dirent_type()));
+    for e in inode.readdir()? {
+        entries.push((e.name, e.ino, e.kind.dirent_type()));
+    }
+    let mut pos = f.offset.lock();
+    let mut out = Vec::new();
+    out.try_reserve(count.min(1 << 20)).map_err(|_| Errno::ENOMEM)?;
+    let mut index = *pos as usize;
+    while index < entries.len() {
+        let (name, ino, kind) = &entries[index];
+        let mut rec = [0u8; 280];
+        let Some(len) = linux_abi::layout::encode_dirent64(*ino, (index + 1) as i64, *kind, name.as_bytes(), &mut rec)
+        else {
+            break;
+        };
+        if out.len() + len > count {
+            if out.is_empty() {
+                return Err(Errno::EINVAL);
+            }
+            break;
+        }
+        out.extend_from_slice(&rec[..len]);
+        index += 1;
+    }
+    uaccess::write_bytes(&ctx.vm()?, buf, &out)?;
+    *pos = index as u64;
+    Ok(out.len() as u64)
+}
+
+fn create_at(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, mode: u32, rdev: u64) -> SysResult {
+    let path = path_arg(ctx, path_ptr)?;
+    let start = start_dir(ctx, dirfd)?;
+    let (dir, name) = resolve_parent(&start, &path)?;
+    if name == "." || name == ".." {
+        return Err(Errno::EEXIST);
+    }
+    if dir.child(&name).is_ok() {
+        return Err(Errno::EEXIST);
+    }
+    let umask = ctx.process().umask.load(Ordering::Relaxed);
+    let kind = mode & S_IFMT;
+    if kind != S_IFDIR && path.ends_with('/') {
+        return Err(Errno::ENOENT);
+    }
+    dir.inode().create(&name, kind | (mode & 0o7777 & !umask), rdev)?;
+    Ok(0)
+}
+
+pub fn sys_mkdir(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    create_at(ctx, c::AT_FDCWD, a[0], S_IFDIR | (a[1] as u32 & 0o7777), 0)
+}
+
+pub fn sys_mkdirat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    create_at(ctx, a[0] as i32, a[1], S_IFDIR | (a[2] as u32 & 0o7777), 0)
+}
+
+fn mknod_mode(mode: u32) -> Result<u32, Errno> {
+    match mode & S_IFMT {
+        0 => Ok(S_IFREG | (mode & 0o7777)),
+        S_IFREG
+        | crate::fs::inode::S_IFIFO
+        | crate::fs::inode::S_IFCHR
+        | crate::fs::inode::S_IFBLK
+        | crate::fs::inode::S_IFSOCK => Ok(mode),
+        S_IFDIR => Err(Errno::EPERM),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+pub fn sys_mknod(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    create_at(ctx, c::AT_FDCWD, a[0], mknod_mode(a[1] as u32)?, a[2])
+}
+
+pub fn sys_mknodat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    create_at(ctx, a[0] as i32, a[1], mknod_mode(a[2] as u32)?, a[3])
+}
+
+fn unlink_at(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, dir_wanted: bool) -> SysResult {
+    let path = path_arg(ctx, path_ptr)?;
+    let start = start_dir(ctx, dirfd)?;
+    let (dir, name) = resolve_parent(&start, &path)?;
+    if dir_wanted {
+        if name == "." {
+            return Err(Errno::EINVAL);
+        }
+        if name == ".." {
+            return Err(Errno::ENOTEMPTY);
+        }
+        let target = dir.child(&name)?;
+        if target.is_mount_root() || target.inode().file_type() != FileType::Directory {
+            if target.inode().file_type() != FileType::Directory {
+                return Err(Errno::ENOTDIR);
+            }
+            return Err(Errno::EBUSY);
+        }
+        dir.inode().rmdir(&name)?;
+    } else {
+        if path.ends_with('/') {
+            let target = dir.child(&name)?;
+            return Err(if target.is_dir() { Errno::EISDIR } else { Errno::ENOTDIR });
+        }
+        if name == "." || name == ".." {
+            return Err(Errno::EISDIR);
+        }
+        dir.inode().unlink(&name)?;
+    }
+    dir.forget(&name);
+    Ok(0)
+}
+
+pub fn sys_unlink(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    unlink_at(ctx, c::AT_FDCWD, a[0], false)
+}
+
+pub fn sys_rmdir(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    unlink_at(ctx, c::AT_FDCWD, a[0], true)
+}
+
+pub fn sys_unlinkat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let flags = a[2] as u32;
+    if flags & !c::AT_REMOVEDIR != 0 {
+        return Err(Errno::EINVAL);
+    }
+    unlink_at(ctx, a[0] as i32, a[1], flags & c::AT_REMOVEDIR != 0)
+}
+
+fn rename_at(ctx: &SyscallContext, olddir: i32, old_ptr: u64, newdir: i32, new_ptr: u64, flags: u32) -> SysResult {
+    let old = path_arg(ctx, old_ptr)?;
+    let new = path_arg(ctx, new_ptr)?;
+    let (odir, oname) = resolve_parent(&start_dir(ctx, olddir)?, &old)?;
+    let (ndir, nname) = resolve_parent(&start_dir(ctx, newdir)?, &new)?;
+    if matches!(oname.as_str(), "." | "..") || matches!(nname.as_str(), "." | "..") {
+        return Err(Errno::EBUSY);
+    }
+    let moving = odir.child(&oname)?;
+    if (old.ends_with('/') || new.ends_with('/')) && !moving.is_dir() {
+        return Err(Errno::ENOTDIR);
+    }
+    if moving.is_mount_root() {
+        return Err(Errno::EBUSY);
+    }
+    odir.inode().rename(&oname, ndir.inode(), &nname, flags)?;
+    odir.forget(&oname);
+    ndir.forget(&nname);
+    Ok(0)
+}
+
+pub fn sys_rename(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    rename_at(ctx, c::AT_FDCWD, a[0], c::AT_FDCWD, a[1], 0)
+}
+
+pub fn sys_renameat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    rename_at(ctx, a[0] as i32, a[1], a[2] as i32, a[3], 0)
+}
+
+pub fn sys_renameat2(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    rename_at(ctx, a[0] as i32, a[1], a[2] as i32, a[3], a[4] as u32)
+}
+
+fn link_at(ctx: &SyscallContext, olddir: i32, old_ptr: u64, newdir: i32, new_ptr: u64, flags: u32) -> SysResult {
+    if flags & !(c::AT_SYMLINK_FOLLOW | c::AT_EMPTY_PATH) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let old = path_arg_maybe_empty(ctx, old_ptr)?;
+    let new = path_arg(ctx, new_ptr)?;
+    let target = lookup_at(ctx, olddir, &old, flags & c::AT_SYMLINK_FOLLOW != 0, flags & c::AT_EMPTY_PATH != 0)?;
+    if target.is_dir() {
+        return Err(Errno::EPERM);
+    }
+    let (dir, name) = resolve_parent(&start_dir(ctx, newdir)?, &new)?;
+    if new.ends_with('/') {
+        return Err(Errno::ENOENT);
+    }
+    if dir.child(&name).is_ok() {
+        return Err(Errno::EEXIST);
+    }
+    dir.inode().link(&name, target.inode())?;
+    Ok(0)
+}
+
+pub fn sys_link(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    link_at(ctx, c::AT_FDCWD, a[0], c::AT_FDCWD, a[1], 0)
+}
+
+pub fn sys_linkat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    link_at(ctx, a[0] as i32, a[1], a[2] as i32, a[3], a[4] as u32)
+}
+
+fn symlink_at(ctx: &SyscallContext, target_ptr: u64, dirfd: i32, path_ptr: u64) -> SysResult {
+    let target = path_arg(ctx, target_ptr)?;
+    let path = path_arg(ctx, path_ptr)?;
+    let (dir, name) = resolve_parent(&start_dir(ctx, dirfd)?, &path)?;
+    if dir.child(&name).is_ok() || name == "." || name == ".." {
+        return Err(Errno::EEXIST);
+    }
+    dir.inode().symlink(&name, &target)?;
+    Ok(0)
+}
+
+pub fn sys_symlink(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    symlink_at(ctx, a[0], c::AT_FDCWD, a[1])
+}
+
+pub fn sys_symlinkat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    symlink_at(ctx, a[0], a[1] as i32, a[2])
+}
+
+fn readlink_at(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, buf: u64, size: u64) -> SysResult {
+    if (size as i64) <= 0 {
+        return Err(Errno::EINVAL);
+    }
+    let path = path_arg_maybe_empty(ctx, path_ptr)?;
+    let d = lookup_at(ctx, dirfd, &path, false, true)?;
+    let target = d.inode().readlink()?;
+    let n = target.len().min(size as usize);
+    uaccess::write_bytes(&ctx.vm()?, buf, &target.as_bytes()[..n])?;
+    Ok(n as u64)
+}
+
+pub fn sys_readlink(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    readlink_at(ctx, c::AT_FDCWD, a[0], a[1], a[2])
+}
+
+pub fn sys_readlinkat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    readlink_at(ctx, a[0] as i32, a[1], a[2], a[3])
+}
+
+fn access_at(ctx: &SyscallContext, dirfd: i32, path: u64, mode: u32, flags: u32) -> SysResult {
+    if mode & !7 != 0 || flags & !(c::AT_EACCESS | c::AT_SYMLINK_NOFOLLOW | c::AT_EMPTY_PATH) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let path = path_arg_maybe_empty(ctx, path)?;
+    let d = lookup_at(ctx, dirfd, &path, flags & c::AT_SYMLINK_NOFOLLOW == 0, flags & c::AT_EMPTY_PATH != 0)?;
+    let m = d.inode().metadata();
+    // Root may read and write anything; execute needs some x bit (or a directory).
+    if mode & 1 != 0 && m.file_type() != FileType::Directory && m.mode & 0o111 == 0 {
+        return Err(Errno::EACCES);
+    }
+    Ok(0)
+}
+
+pub fn sys_access(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    access_at(ctx, c::AT_FDCWD, a[0], a[1] as u32, 0)
+}
+
+pub fn sys_faccessat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    access_at(ctx, a[0] as i32, a[1], a[2] as u32, 0)
+}
+
+pub fn sys_faccessat2(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    access_at(ctx, a[0] as i32, a[1], a[2] as u32, a[3] as u32)
+}
+
+fn chmod_dentry(d: &Arc<Dentry>, mode: u32) -> SysResult {
+    d.inode().set_mode(mode & 0o7777)?;
+    Ok(0)
+}
+
+pub fn sys_chmod(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let path = path_arg(ctx, a[0])?;
+    chmod_dentry(&lookup_at(ctx, c::AT_FDCWD, &path, true, false)?, a[1] as u32)
+}
+
+pub fn sys_fchmod(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let f = file(ctx, a[0] as i32)?;
+    if f.is_path_only() {
+        return Err(Errno::EBADF);
+    }
+    match f.ops.inode() {
+        Some(i) => i.set_mode(a[1] as u32 & 0o7777).map(|_| 0),
+        None => Ok(0),
+    }
+}
+
+pub fn sys_fchmodat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let path = path_arg(ctx, a[1])?;
+    chmod_dentry(&lookup_at(ctx, a[0] as i32, &path, true, false)?, a[2] as u32)
+}
+
+fn id(v: u64) -> Option<u32> {
+    let v = v as u32;
+    (v != u32::MAX).then_some(v)
+}
+
+fn chown_at(ctx: &SyscallContext, dirfd: i32, path: u64, uid: u64, gid: u64, flags: u32) -> SysResult {
+    if flags & !(c::AT_SYMLINK_NOFOLLOW | c::AT_EMPTY_PATH) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let path = path_arg_maybe_empty(ctx, path)?;
+    let d = lookup_at(ctx, dirfd, &path, flags & c::AT_SYMLINK_NOFOLLOW == 0, flags & c::AT_EMPTY_PATH != 0)?;
+    d.inode().set_owner(id(uid), id(gid))?;
+    Ok(0)
+}
+
+pub fn sys_chown(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    chown_at(ctx, c::AT_FDCWD, a[0], a[1], a[2], 0)
+}
+
+pub fn sys_lchown(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    chown_at(ctx, c::AT_FDCWD, a[0], a[1], a[2], c::AT_SYMLINK_NOFOLLOW)
+}
+
+pub fn sys_fchownat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    chown_at(ctx, a[0] as i32, a[1], a[2], a[3], a[4] as u32)
+}
+
+pub fn sys_fchown(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let f = file(ctx, a[0] as i32)?;
+    if f.is_path_only() {
+        return Err(Errno::EBADF);
+    }
+    match f.ops.inode() {
+        Some(i) => i.set_owner(id(a[1]), id(a[2])).map(|_| 0),
+        None => Ok(0),
+    }
+}
+
+pub fn sys_truncate(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let path = path_arg(ctx, a[0])?;
+    if (a[1] as i64) < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let d = lookup_at(ctx, c::AT_FDCWD, &path, true, false)?;
+    match d.inode().file_type() {
+        FileType::Directory => return Err(Errno::EISDIR),
+        FileType::Regular => {}
+        _ => return Err(Errno::EINVAL),
+    }
+    d.inode().truncate(a[1])?;
+    Ok(0)
+}
+
+pub fn sys_ftruncate(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let f = file(ctx, a[0] as i32)?;
+    if (a[1] as i64) < 0 {
+        return Err(Errno::EINVAL);
+    }
+    if !f.writable() {
+        return Err(if f.is_path_only() { Errno::EBADF } else { Errno::EINVAL });
+    }
+    let inode = f.ops.inode().filter(|i| i.file_type() == FileType::Regular).ok_or(Errno::EINVAL)?;
+    inode.truncate(a[1])?;
+    Ok(0)
+}
+
+pub fn sys_utimensat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    const UTIME_NOW: i64 = (1 << 30) - 1;
+    const UTIME_OMIT: i64 = (1 << 30) - 2;
+    let (dirfd, path_ptr, times_ptr, flags) = (a[0] as i32, a[1], a[2], a[3] as u32);
+    if flags & !(c::AT_SYMLINK_NOFOLLOW | c::AT_EMPTY_PATH) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let now = crate::clock::realtime_ns();
+    let (atime, mtime) = if times_ptr == 0 {
+        (Some(now), Some(now))
+    } else {
+        let vm = ctx.vm()?;
+        let mut b = [0u8; 32];
+        uaccess::read_bytes(&vm, times_ptr, &mut b)?;
+        let parse = |s: &[u8]| -> Result<Option<u64>, Errno> {
+            let sec = i64::from_le_bytes(s[0..8].try_into().unwrap_or([0; 8]));
+            let nsec = i64::from_le_bytes(s[8..16].try_into().unwrap_or([0; 8]));
+            match nsec {
+                UTIME_NOW => Ok(Some(now)),
+                UTIME_OMIT => Ok(None),
+                n if !(0..1_000_000_000).contains(&n) => Err(Errno::EINVAL),
+                n => Ok(Some((sec.max(0) as u64).saturating_mul(1_000_000_000) + n as u64)),
+            }
+        };
+        (parse(&b[..16])?, parse(&b[16..])?)
+    };
+    let d = if path_ptr == 0 {
+        // utimensat(fd, NULL, ...) is futimens.
+        file(ctx, dirfd)?.dentry.clone().ok_or(Errno::EBADF)?
+    } else {
+        let path = path_arg_maybe_empty(ctx, path_ptr)?;
+        lookup_at(ctx, dirfd, &path, flags & c::AT_SYMLINK_NOFOLLOW == 0, flags & c::AT_EMPTY_PATH != 0)?
+    };
+    d.inode().set_times(atime, mtime)?;
+    Ok(0)
+}
+
+fn write_statfs(ctx: &SyscallContext, ptr: u64, d: &Arc<dyn crate::fs::Inode>) -> SysResult {
+    let s = d.fs_stats();
+    let st = Statfs {
+        f_type: s.magic as i64,
+        f_bsize: s.block_size as i64,
+        f_blocks: s.blocks,
+        f_bfree: s.blocks_free,
+        f_bavail: s.blocks_free,
+        f_files: s.files,
+        f_ffree: s.files_free,
+        f_namelen: s.name_max as i64,
+        f_frsize: s.block_size as i64,
+        ..Statfs::default()
+    };
+    uaccess::write_bytes(&ctx.vm()?, ptr, &st.to_bytes())?;
+    Ok(0)
+}
+
+pub fn sys_statfs(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let path = path_arg(ctx, a[0])?;
+    let d = lookup_at(ctx, c::AT_FDCWD, &path, true, false)?;
+    write_statfs(ctx, a[1], d.inode())
+}
+
+pub fn sys_fstatfs(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let f = file(ctx, a[0] as i32)?;
+    match (&f.dentry, f.ops.inode()) {
+        (Some(d), _) => write_statfs(ctx, a[1], d.inode()),
+        (None, Some(i)) => write_statfs(ctx, a[1], i),
+        // Pipes live in pipefs.
+        _ => {
+            let st = Statfs { f_type: 0x5049_5045, f_bsize: 4096, f_namelen: 255, f_frsize: 4096, ..Statfs::default() };
+            uaccess::write_bytes(&ctx.vm()?, a[1], &st.to_bytes())?;
+            Ok(0)
+        }
+    }
+}
+
+pub fn sys_getcwd(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let cwd = ctx.process().cwd.lock().path();
+    let needed = cwd.len() + 1;
+    if (a[1] as usize) < needed {
+        return Err(Errno::ERANGE);
+    }
+    let mut bytes = cwd.into_bytes();
+    bytes.push(0);
+    uaccess::write_bytes(&ctx.vm()?, a[0], &bytes)?;
+    Ok(needed as u64)
+}
+
+pub fn sys_chdir(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let path = path_arg(ctx, a[0])?;
+    let d = lookup_at(ctx, c::AT_FDCWD, &path, true, false)?;
+    if !d.is_dir() {
+        return Err(Errno::ENOTDIR);
+    }
+    *ctx.process().cwd.lock() = d;
+    Ok(0)
+}
+
+pub fn sys_fchdir(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let f = file(ctx, a[0] as i32)?;
+    let d = f.dentry.clone().ok_or(Errno::ENOTDIR)?;
+    if !d.is_dir() {
+        return Err(Errno::ENOTDIR);
+    }
+    *ctx.process().cwd.lock() = d;
+    Ok(0)
+}
+
+pub fn sys_mount(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (source_ptr, target_ptr, type_ptr, flags) = (a[0], a[1], a[2], a[3]);
+    const MS_REMOUNT: u64 = 32;
+    const MS_BIND: u64 = 4096;
+    let target = path_arg(ctx, target_ptr)?;
+    let d = lookup_at(ctx, c::AT_FDCWD, &target, true, false)?;
+    if !d.is_dir() {
+        return Err(Errno::ENOTDIR);
+    }
+    if flags & (MS_REMOUNT | MS_BIND) != 0 {
+        log::debug!("mount: remount and bind mounts are not supported");
+        return Err(Errno::EINVAL);
+    }
+    let fstype = path_arg(ctx, type_ptr).map_err(|_| Errno::ENODEV)?;
+    let source = if source_ptr != 0 { path_arg(ctx, source_ptr).unwrap_or_default() } else { String::from("none") };
+    let root = crate::fs::new_fs(&fstype)?;
+    crate::fs::dentry::mount(&d, Dentry::new_root(root), &source, &fstype)?;
+    Ok(0)
+}
+
+pub fn sys_umount2(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    const MNT_FORCE: u32 = 1;
+    const MNT_DETACH: u32 = 2;
+    const MNT_EXPIRE: u32 = 4;
+    const UMOUNT_NOFOLLOW: u32 = 8;
+    let flags = a[1] as u32;
+    if flags & !(MNT_FORCE | MNT_DETACH | MNT_EXPIRE | UMOUNT_NOFOLLOW) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let path = path_arg(ctx, a[0])?;
+    let d = lookup_at(ctx, c::AT_FDCWD, &path, flags & UMOUNT_NOFOLLOW == 0, false)?;
+    crate::fs::dentry::umount(&d)?;
+    Ok(0)
+}
+
+pub fn sys_sync(_ctx: &mut SyscallContext, _a: &[u64; 6]) -> SysResult {
+    Ok(0)
+}

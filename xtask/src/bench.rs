@@ -1,0 +1,284 @@
+//! `make bench`: Kiln against Linux on the same emulated machine. The C
+//! programs in `user/bench` run under Kiln and under Debian's
+//! `linux-image-cloud-amd64`, booted by the same QEMU command, first once
+//! under `-icount shift=0` (guest time = instructions executed:
+//! deterministic, the primary comparison), then `BENCH_RUNS` times (default
+//! 5) under plain TCG wall time. The report goes to bench/results/
+//! (latest.md, latest.json, latest.png) and into docs/performance.md.
+//!
+//! A benchmark that a kernel cannot run yet is "n/a" with its reason; the
+//! others go on. `smoke` runs every benchmark once at a tiny size inside
+//! Kiln for `make test`, with no timing checks.
+//!
+//! Knobs (environment): `BENCH_RUNS=N` wall-clock runs, `BENCH_FILTER=a,b`
+//! only benchmarks whose names contain a word, `BENCH_SCALE=PCT` iteration
+//! counts in percent of the defaults, `BENCH_TIMEOUT=SECS` per boot,
+//! `BENCH_KERNEL=path` a Kiln ELF to measure instead of building one.
+
+mod guest;
+mod report;
+
+use std::path::Path;
+use std::process::{Command, ExitCode};
+use std::time::Duration;
+
+use guest::{Clock, Guest, Kernel, Outcome, RunResult};
+use report::Row;
+
+use crate::build;
+use crate::Result;
+
+/// One benchmark of `kbench`, in the table's order.
+pub struct Bench {
+    pub name: &'static str,
+    pub group: &'static str,
+    /// What one operation is: the unit of the ns/op figures.
+    pub op: &'static str,
+}
+
+const fn b(group: &'static str, name: &'static str, op: &'static str) -> Bench {
+    Bench { name, group, op }
+}
+
+/// Must list the same names, in the same order, as `benches[]` in
+/// user/bench/kbench.c; `smoke` fails on any name the program does not
+/// report.
+pub const BENCHES: &[Bench] = &[
+    b("syscalls", "getppid", "getppid()"),
+    b("syscalls", "read_null", "1-byte read of /dev/null"),
+    b("syscalls", "write_null", "1-byte write to /dev/null"),
+    b("syscalls", "read_zero", "1-byte read of /dev/zero"),
+    b("syscalls", "write_zero", "1-byte write to /dev/zero"),
+    b("syscalls", "open_close", "open+close of /b/kbench"),
+    b("syscalls", "stat", "stat of /b/kbench"),
+    b("switching", "pipe_pingpong", "1-byte round trip, 2 processes, 2 pipes"),
+    b("switching", "futex_pingpong", "round trip between 2 threads via futex (2 switches)"),
+    b("switching", "signal", "kill(self) + handler + sigreturn"),
+    b("memory", "page_fault", "first write to an anonymous page"),
+    b("memory", "mmap_munmap", "mmap+munmap of 1 MiB (untouched)"),
+    b("memory", "cow_fault", "copy-on-write fault in a forked child"),
+    b("process", "fork_exit", "fork+exit+wait"),
+    b("process", "fork_exec", "fork+execve(static musl)+wait"),
+    b("process", "sh_true", "fork+execve busybox `sh -c true`+wait"),
+    b("bandwidth", "pipe_bw", "64 KiB through a pipe to another process"),
+    b("bandwidth", "memcpy_bw", "user-space memcpy of 1 MiB (control)"),
+    b("files", "tmpfs_file", "create+write 4 KiB+close+unlink in /tmp"),
+    b("files", "getdents", "open+getdents64+close of a 1,000-entry dir"),
+];
+
+struct Config {
+    runs: usize,
+    filter: String,
+    scale: u32,
+    timeout: Duration,
+}
+
+fn env_num(name: &str, default: u64) -> Result<u64> {
+    match std::env::var(name) {
+        Ok(v) if !v.trim().is_empty() => v.trim().parse().map_err(|_| format!("{name}={v} is not a number")),
+        _ => Ok(default),
+    }
+}
+
+impl Config {
+    fn from_env() -> Result<Config> {
+        let filter = std::env::var("BENCH_FILTER").unwrap_or_default().split_whitespace().collect::<Vec<_>>().join(",");
+        Ok(Config {
+            runs: env_num("BENCH_RUNS", 5)? as usize,
+            filter,
+            scale: env_num("BENCH_SCALE", 100)? as u32,
+            timeout: Duration::from_secs(env_num("BENCH_TIMEOUT", 900)?),
+        })
+    }
+
+    fn selected(&self, name: &str) -> bool {
+        self.filter.is_empty() || self.filter.split(',').any(|w| !w.is_empty() && name.contains(w))
+    }
+
+    fn kbench_args(&self) -> String {
+        let mut a = format!("all {}", self.scale);
+        if !self.filter.is_empty() {
+            a.push(' ');
+            a.push_str(&self.filter);
+        }
+        a
+    }
+}
+
+/// `xtask bench`.
+/// `xtask bench smoke` runs `smoke` alone against the normal kernel.
+pub fn main(args: &[String]) -> Result<ExitCode> {
+    if let [one] = args {
+        if one == "smoke" {
+            let root = build::repo_root();
+            let (passed, failed) = smoke(&root, &kiln_kernel()?)?;
+            println!("bench smoke: {passed} passed, {failed} failed");
+            return Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE });
+        }
+    }
+    if !args.is_empty() {
+        return Err(format!("bench: unexpected arguments {args:?} (use BENCH_RUNS, BENCH_FILTER, BENCH_SCALE)"));
+    }
+    let cfg = Config::from_env()?;
+    let root = build::repo_root();
+    let out_dir = build::out_dir();
+    let kiln_elf = kiln_kernel()?;
+    let progs = guest::build_programs(&root)?;
+    let initrd = guest::initramfs(&progs, &out_dir)?;
+    let linux = guest::linux_kernel()?;
+    let guest = Guest {
+        kiln_elf: &kiln_elf,
+        linux: Some(&linux),
+        initrd: &initrd,
+        args: cfg.kbench_args(),
+        timeout: cfg.timeout,
+    };
+    let benches: Vec<&Bench> = BENCHES.iter().filter(|b| cfg.selected(b.name)).collect();
+    if benches.is_empty() {
+        return Err(format!("BENCH_FILTER={} matches no benchmark", cfg.filter));
+    }
+    let mut rows: Vec<Row> = benches.iter().map(|_| Row::default()).collect();
+    let record = |rows: &mut Vec<Row>, clock: Clock, kernel: Kernel, run: &RunResult| {
+        let k = if kernel == Kernel::Kiln { 0 } else { 1 };
+        for (b, row) in benches.iter().zip(rows.iter_mut()) {
+            let cells = if clock == Clock::Icount { &mut row.icount } else { &mut row.wall };
+            cells[k].add(run.results.get(b.name), run.problem.as_deref());
+        }
+    };
+
+    // The icount runs are deterministic, so the two kernels may share the
+    // host's CPUs; the wall-clock runs go one at a time, alternating
+    // kernels so slow drift on the host touches both alike.
+    println!("bench: icount runs (Kiln and Linux side by side)");
+    let (kiln_ic, linux_ic) = std::thread::scope(|s| {
+        let g = &guest;
+        let od = &out_dir;
+        let k = s.spawn(move || g.run(Kernel::Kiln, Clock::Icount, "kiln icount", &od.join("bench-kiln-icount.log")));
+        let l = g.run(Kernel::Linux, Clock::Icount, "linux icount", &od.join("bench-linux-icount.log"));
+        (k.join().unwrap_or_else(|_| Err("the Kiln icount run panicked".into())), l)
+    });
+    for (kernel, run) in [(Kernel::Kiln, kiln_ic?), (Kernel::Linux, linux_ic?)] {
+        report_run(kernel, Clock::Icount, &run);
+        record(&mut rows, Clock::Icount, kernel, &run);
+    }
+    for i in 1..=cfg.runs {
+        for kernel in [Kernel::Kiln, Kernel::Linux] {
+            let tag = format!("{} wall {i}/{}", kernel.name(), cfg.runs);
+            let log = out_dir.join(format!("bench-{}-wall-{i}.log", kernel.name()));
+            let run = guest.run(kernel, Clock::Wall, &tag, &log)?;
+            report_run(kernel, Clock::Wall, &run);
+            record(&mut rows, Clock::Wall, kernel, &run);
+        }
+    }
+
+    let meta = report::Meta {
+        date: command_line_output("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
+        qemu: command_line_output("qemu-system-x86_64", &["--version"]),
+        linux: guest::linux_version(&linux),
+        kiln_commit: command_line_output("git", &["-C", &root.to_string_lossy(), "describe", "--always", "--dirty"]),
+        wall_runs: cfg.runs,
+        scale: cfg.scale,
+    };
+    let table = report::markdown(&meta, &benches, &rows);
+    println!("\n{table}");
+    let results = root.join("bench/results");
+    std::fs::create_dir_all(&results).map_err(|e| format!("create {}: {e}", results.display()))?;
+    let write = |name: &str, text: &str| {
+        let p = results.join(name);
+        std::fs::write(&p, text).map_err(|e| format!("write {}: {e}", p.display()))
+    };
+    write("latest.md", &table)?;
+    write("latest.json", &report::json(&meta, &benches, &rows))?;
+    // A filtered or shortened run is for development: it must not replace
+    // the documented table.
+    if cfg.filter.is_empty() && cfg.scale == 100 {
+        report::update_doc(&root.join("docs/performance.md"), &table)?;
+    } else {
+        println!("bench: docs/performance.md left alone (BENCH_FILTER or BENCH_SCALE set)");
+    }
+    match report::chart(&root, &results.join("latest.json"), &results.join("latest.png")) {
+        Ok(()) => println!("bench: wrote bench/results/latest.{{md,json,png}}"),
+        Err(e) => println!("bench: wrote bench/results/latest.{{md,json}}; no chart: {e}"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The Kiln to measure: `BENCH_KERNEL` (an already built ELF, e.g. of
+/// another commit) or the working tree's, built now.
+fn kiln_kernel() -> Result<std::path::PathBuf> {
+    match std::env::var("BENCH_KERNEL") {
+        Ok(p) if !p.trim().is_empty() => {
+            let p = std::path::PathBuf::from(p.trim());
+            if p.is_file() {
+                Ok(p)
+            } else {
+                Err(format!("BENCH_KERNEL={} is not a file", p.display()))
+            }
+        }
+        _ => build::kernel(build::Flavor::Normal),
+    }
+}
+
+fn report_run(kernel: Kernel, clock: Clock, run: &RunResult) {
+    let ok = run.results.values().filter(|o| matches!(o, Outcome::Ok { .. })).count();
+    print!("bench: {} {}: {ok} results in {:.0} s", kernel.name(), clock.name(), run.seconds);
+    match &run.problem {
+        Some(p) => println!(" ({p})"),
+        None => println!(),
+    }
+}
+
+/// The first line a command prints, or "unknown" (for the report's header
+/// only, so a missing tool is not an error).
+fn command_line_output(cmd: &str, args: &[&str]) -> String {
+    Command::new(cmd)
+        .args(args)
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8_lossy(&o.stdout).lines().next().map(|l| l.trim().to_string()))
+        .filter(|l| !l.is_empty())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// For `make test`: every benchmark once at a tiny size inside Kiln. A
+/// benchmark passes when it printed a number; no timing is checked.
+/// Returns (passed, failed).
+pub fn smoke(root: &Path, kernel_elf: &Path) -> Result<(u64, u64)> {
+    let out_dir = build::out_dir();
+    let progs = guest::build_programs(root)?;
+    let initrd = guest::initramfs(&progs, &out_dir)?;
+    let guest = Guest {
+        kiln_elf: kernel_elf,
+        linux: None,
+        initrd: &initrd,
+        args: "all 0".into(),
+        timeout: Duration::from_secs(env_num("BENCH_TIMEOUT", 600)?),
+    };
+    let run = guest.run(Kernel::Kiln, Clock::Wall, "bench smoke", &out_dir.join("bench-smoke.log"))?;
+    let (mut passed, mut failed) = (0, 0);
+    for b in BENCHES {
+        match run.results.get(b.name) {
+            Some(Outcome::Ok { .. }) => {
+                passed += 1;
+                println!("bench {} ... ok", b.name);
+            }
+            Some(Outcome::Failed(e)) => {
+                failed += 1;
+                println!("bench {} ... FAILED ({e})", b.name);
+            }
+            None => {
+                failed += 1;
+                println!(
+                    "bench {} ... FAILED (no result: {})",
+                    b.name,
+                    run.problem.as_deref().unwrap_or("not reported")
+                );
+            }
+        }
+    }
+    if let Some(p) = &run.problem {
+        failed += 1;
+        println!("bench smoke run ... FAILED ({p})");
+    }
+    Ok((passed, failed))
+}

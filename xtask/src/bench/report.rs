@@ -1,0 +1,325 @@
+//! Turning runs into the report: per benchmark and kernel, the icount
+//! figure and the wall-clock median/min/max; the Kiln/Linux ratios; and
+//! the three outputs (markdown table, JSON, PNG chart) plus the table's
+//! copy in docs/performance.md.
+//!
+//! JSON is written by hand: the shape is small and fixed, and the tool
+//! stays free of a serialization dependency.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::Command;
+
+use super::guest::Outcome;
+use super::Bench;
+use crate::Result;
+
+/// The two markers in docs/performance.md between which the latest table
+/// is kept.
+const DOC_BEGIN: &str = "<!-- bench-table:begin -->";
+const DOC_END: &str = "<!-- bench-table:end -->";
+
+/// One kernel's figure for one benchmark under one clock.
+#[derive(Clone, Debug, Default)]
+pub struct Cell {
+    /// ns/op of every run that produced a number.
+    pub values: Vec<f64>,
+    /// Why runs produced no number (deduplicated).
+    pub errors: Vec<String>,
+}
+
+impl Cell {
+    pub fn add(&mut self, outcome: Option<&Outcome>, run_problem: Option<&str>) {
+        let error = match outcome {
+            Some(Outcome::Ok { ns, .. }) => {
+                self.values.push(*ns);
+                return;
+            }
+            Some(Outcome::Failed(e)) => e.clone(),
+            None => match run_problem {
+                Some(p) => format!("did not run: {p}"),
+                None => "did not run".to_string(),
+            },
+        };
+        if !self.errors.contains(&error) {
+            self.errors.push(error);
+        }
+    }
+
+    pub fn median(&self) -> Option<f64> {
+        let mut v = self.values.clone();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        let m = v.len() / 2;
+        Some(if v.len() % 2 == 1 { v[m] } else { (v[m - 1] + v[m]) / 2.0 })
+    }
+
+    pub fn min(&self) -> Option<f64> {
+        self.values.iter().copied().reduce(f64::min)
+    }
+
+    pub fn max(&self) -> Option<f64> {
+        self.values.iter().copied().reduce(f64::max)
+    }
+}
+
+/// Everything measured for one benchmark: `[kiln, linux]` per clock.
+#[derive(Clone, Debug, Default)]
+pub struct Row {
+    pub icount: [Cell; 2],
+    pub wall: [Cell; 2],
+}
+
+fn ratio(cells: &[Cell; 2]) -> Option<f64> {
+    match (cells[0].median(), cells[1].median()) {
+        (Some(k), Some(l)) if l > 0.0 => Some(k / l),
+        _ => None,
+    }
+}
+
+/// A time in ns with a unit that keeps three significant digits.
+pub fn human(ns: f64) -> String {
+    if ns < 1e3 {
+        format!("{ns:.0} ns")
+    } else if ns < 1e6 {
+        format!("{:.2} µs", ns / 1e3)
+    } else {
+        format!("{:.2} ms", ns / 1e6)
+    }
+}
+
+fn first_error(cell: &Cell) -> String {
+    let e = cell.errors.first().map(String::as_str).unwrap_or("no result");
+    // Table cells cannot hold `|`, and long reasons belong in the JSON.
+    let short: String = e.replace('|', "/").chars().take(48).collect();
+    format!("n/a ({short})")
+}
+
+fn icount_cell(cell: &Cell) -> String {
+    match cell.median() {
+        Some(v) => human(v),
+        None => first_error(cell),
+    }
+}
+
+fn wall_cell(cell: &Cell) -> String {
+    match (cell.median(), cell.min(), cell.max()) {
+        (Some(m), Some(lo), Some(hi)) if cell.values.len() > 1 => {
+            format!("{} ({}–{})", human(m), human(lo), human(hi))
+        }
+        (Some(m), _, _) => human(m),
+        _ => first_error(cell),
+    }
+}
+
+fn ratio_cell(r: Option<f64>) -> String {
+    r.map(|r| format!("{r:.2}")).unwrap_or_else(|| "n/a".into())
+}
+
+/// Facts about the measurement that go above the table and into the JSON.
+pub struct Meta {
+    pub date: String,
+    pub qemu: String,
+    pub linux: String,
+    pub kiln_commit: String,
+    pub wall_runs: usize,
+    pub scale: u32,
+}
+
+/// The markdown table (with a short header naming the setup).
+pub fn markdown(meta: &Meta, benches: &[&Bench], rows: &[Row]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "Measured {} on {}, Linux {}, Kiln {}; QEMU TCG, `-cpu max -m 512M -smp 1`; {} wall-clock run(s); size {}%.\n",
+        meta.date, meta.qemu, meta.linux, meta.kiln_commit, meta.wall_runs, meta.scale
+    );
+    s.push_str(
+        "icount columns: guest ns per operation under `-icount shift=0` (= instructions per operation). \
+         wall columns: median (min–max) of TCG wall-clock ns per operation. ratio = Kiln / Linux; below 1 = Kiln \
+         faster.\n\n",
+    );
+    s.push_str(
+        "| group | benchmark | one operation | Kiln icount | Linux icount | ratio | Kiln wall | Linux wall | ratio \
+         |\n",
+    );
+    s.push_str("|---|---|---|---:|---:|---:|---:|---:|---:|\n");
+    for (b, r) in benches.iter().zip(rows) {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            b.group,
+            b.name,
+            b.op,
+            icount_cell(&r.icount[0]),
+            icount_cell(&r.icount[1]),
+            ratio_cell(ratio(&r.icount)),
+            wall_cell(&r.wall[0]),
+            wall_cell(&r.wall[1]),
+            ratio_cell(ratio(&r.wall)),
+        );
+    }
+    s
+}
+
+fn json_str(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn json_num(v: Option<f64>) -> String {
+    match v {
+        Some(v) if v.is_finite() => format!("{v}"),
+        _ => "null".into(),
+    }
+}
+
+fn json_cell(c: &Cell) -> String {
+    let values: Vec<String> = c.values.iter().map(|v| format!("{v}")).collect();
+    let errors: Vec<String> = c.errors.iter().map(|e| json_str(e)).collect();
+    format!(
+        "{{\"median\": {}, \"min\": {}, \"max\": {}, \"values\": [{}], \"errors\": [{}]}}",
+        json_num(c.median()),
+        json_num(c.min()),
+        json_num(c.max()),
+        values.join(", "),
+        errors.join(", ")
+    )
+}
+
+/// The raw data: every run's value per benchmark, kernel and clock.
+pub fn json(meta: &Meta, benches: &[&Bench], rows: &[Row]) -> String {
+    let mut s = String::from("{\n");
+    let _ = writeln!(s, "  \"date\": {},", json_str(&meta.date));
+    let _ = writeln!(s, "  \"qemu\": {},", json_str(&meta.qemu));
+    let _ = writeln!(s, "  \"linux\": {},", json_str(&meta.linux));
+    let _ = writeln!(s, "  \"kiln_commit\": {},", json_str(&meta.kiln_commit));
+    let _ = writeln!(s, "  \"machine\": \"qemu-system-x86_64 -accel tcg -cpu max -m 512M -smp 1\",");
+    let _ = writeln!(s, "  \"icount\": {},", json_str(super::guest::ICOUNT));
+    let _ = writeln!(s, "  \"wall_runs\": {},", meta.wall_runs);
+    let _ = writeln!(s, "  \"scale_percent\": {},", meta.scale);
+    s.push_str("  \"unit\": \"ns per operation (icount: 1 ns = 1 guest instruction)\",\n");
+    s.push_str("  \"benchmarks\": [\n");
+    for (i, (b, r)) in benches.iter().zip(rows).enumerate() {
+        let _ = write!(
+            s,
+            "    {{\"name\": {}, \"group\": {}, \"op\": {},\n     \"icount\": {{\"kiln\": {}, \"linux\": {}, \
+             \"ratio\": {}}},\n     \"wall\": {{\"kiln\": {}, \"linux\": {}, \"ratio\": {}}}}}{}\n",
+            json_str(b.name),
+            json_str(b.group),
+            json_str(b.op),
+            json_cell(&r.icount[0]),
+            json_cell(&r.icount[1]),
+            json_num(ratio(&r.icount)),
+            json_cell(&r.wall[0]),
+            json_cell(&r.wall[1]),
+            json_num(ratio(&r.wall)),
+            if i + 1 < benches.len() { "," } else { "" }
+        );
+    }
+    s.push_str("  ]\n}\n");
+    s
+}
+
+/// Replaces the table between the markers in docs/performance.md; the
+/// prose around it is written by people and left alone.
+pub fn update_doc(doc: &Path, table: &str) -> Result<()> {
+    let text = std::fs::read_to_string(doc).map_err(|e| format!("read {}: {e}", doc.display()))?;
+    let (Some(b), Some(e)) = (text.find(DOC_BEGIN), text.find(DOC_END)) else {
+        return Err(format!("{} has no {DOC_BEGIN} ... {DOC_END} markers", doc.display()));
+    };
+    if e < b {
+        return Err(format!("{}: the table markers are out of order", doc.display()));
+    }
+    let new = format!("{}{DOC_BEGIN}\n{table}{}", &text[..b], &text[e..]);
+    std::fs::write(doc, new).map_err(|e| format!("write {}: {e}", doc.display()))
+}
+
+fn has_matplotlib(python: &str) -> bool {
+    Command::new(python)
+        .args(["-c", "import matplotlib"])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+/// A Python that can import matplotlib, installing it if needed: first
+/// with pip for the `python3` on PATH, then Debian's python3-matplotlib
+/// for the system Python.
+fn python_with_matplotlib() -> Result<String> {
+    if has_matplotlib("python3") {
+        return Ok("python3".into());
+    }
+    println!("xtask: installing matplotlib for the chart");
+    let _ = Command::new("python3").args(["-m", "pip", "install", "-q", "matplotlib"]).status();
+    if has_matplotlib("python3") {
+        return Ok("python3".into());
+    }
+    let _ = Command::new("apt-get")
+        .args(["install", "-y", "-q", "python3-matplotlib"])
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .status();
+    if has_matplotlib("/usr/bin/python3") {
+        return Ok("/usr/bin/python3".into());
+    }
+    Err("matplotlib is not available (pip install matplotlib, or apt-get install python3-matplotlib)".into())
+}
+
+/// Draws the ratio chart from the JSON with bench/chart.py.
+pub fn chart(root: &Path, json: &Path, png: &Path) -> Result<()> {
+    let python = python_with_matplotlib()?;
+    crate::build::run_checked(
+        Command::new(python).arg(root.join("bench/chart.py")).arg(json).arg(png),
+        "bench/chart.py",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statistics() {
+        let c = Cell { values: vec![5.0, 1.0, 3.0, 4.0], errors: vec![] };
+        assert_eq!(c.median(), Some(3.5));
+        assert_eq!(c.min(), Some(1.0));
+        assert_eq!(c.max(), Some(5.0));
+        let mut e = Cell::default();
+        e.add(Some(&Outcome::Failed("pipe: ENOSYS".into())), None);
+        e.add(None, Some("timed out"));
+        e.add(Some(&Outcome::Failed("pipe: ENOSYS".into())), None);
+        assert_eq!(e.errors, ["pipe: ENOSYS", "did not run: timed out"]);
+        assert_eq!(e.median(), None);
+    }
+
+    #[test]
+    fn ratios_and_units() {
+        let k = Cell { values: vec![200.0], errors: vec![] };
+        let l = Cell { values: vec![100.0], errors: vec![] };
+        assert_eq!(ratio(&[k, l.clone()]), Some(2.0));
+        assert_eq!(ratio(&[Cell::default(), l]), None);
+        assert_eq!(human(999.0), "999 ns");
+        assert_eq!(human(1500.0), "1.50 µs");
+        assert_eq!(human(2_500_000.0), "2.50 ms");
+    }
+
+    #[test]
+    fn json_escapes() {
+        assert_eq!(json_str("a\"b\\c\n"), "\"a\\\"b\\\\c\\u000a\"");
+        assert_eq!(json_num(None), "null");
+    }
+}
