@@ -411,8 +411,13 @@ static int spawn_wait(const char *path, char *const argv[], uint64_t base, uint6
             execve(path, argv, envp);
             _exit(127);
         }
-        if (reap(pid) != 0)
+        if (reap(pid) != 0) {
+            /* Which round failed tells a crash at start-up from a rare one. */
+            size_t len = strlen(err);
+            snprintf(err + len, sizeof err - len, " in round %llu of %llu", (unsigned long long)i + 1,
+                     (unsigned long long)(warm(n) + n));
             return -1;
+        }
     }
     *ns = now() - *ns;
     *ops = n;

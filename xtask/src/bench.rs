@@ -175,7 +175,10 @@ pub fn main(args: &[String]) -> Result<ExitCode> {
         date: command_line_output("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
         qemu: command_line_output("qemu-system-x86_64", &["--version"]),
         linux: guest::linux_version(&linux),
-        kiln_commit: command_line_output("git", &["-C", &root.to_string_lossy(), "describe", "--always", "--dirty"]),
+        kiln_commit: match std::env::var("BENCH_KERNEL") {
+            Ok(p) if !p.trim().is_empty() => format!("from BENCH_KERNEL={}", p.trim()),
+            _ => command_line_output("git", &["-C", &root.to_string_lossy(), "describe", "--always", "--dirty"]),
+        },
         wall_runs: cfg.runs,
         scale: cfg.scale,
     };

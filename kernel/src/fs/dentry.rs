@@ -56,10 +56,6 @@ impl Dentry {
         &self.inode
     }
 
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
     pub fn is_dir(&self) -> bool {
         self.inode.file_type() == FileType::Directory
     }

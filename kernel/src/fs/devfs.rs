@@ -90,6 +90,7 @@ pub fn populate(dev: &Arc<dyn Inode>) -> Result<(), Errno> {
     register(TTY, |f| super::tty::open(f));
     register(CONSOLE, |f| super::tty::open(f));
     register(TTYS0, |f| super::tty::open(f));
+    register(crate::dev::mymem::RDEV, crate::dev::mymem::open);
     for (name, rdev, perm) in [
         ("null", NULL, 0o666),
         ("zero", ZERO, 0o666),
@@ -99,6 +100,7 @@ pub fn populate(dev: &Arc<dyn Inode>) -> Result<(), Errno> {
         ("tty", TTY, 0o666),
         ("console", CONSOLE, 0o600),
         ("ttyS0", TTYS0, 0o660),
+        ("mymem", crate::dev::mymem::RDEV, 0o666),
     ] {
         dev.create(name, S_IFCHR | perm, rdev)?;
     }

@@ -53,13 +53,17 @@ pub trait FileOps: Send + Sync {
     fn poll(&self) -> u16 {
         POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM
     }
+    /// The size SEEK_END counts from, for files without an inode.
+    fn size(&self) -> Option<u64> {
+        self.inode().map(|i| i.metadata().size)
+    }
+    /// Devices with a fixed extent refuse seeks past it (EINVAL).
+    fn seek_limit(&self) -> Option<u64> {
+        None
+    }
     /// `st_mode` for files without an inode.
     fn mode(&self) -> u32 {
         0
-    }
-    /// Is this a terminal (isatty, job control)?
-    fn is_tty(&self) -> bool {
-        false
     }
 }
 

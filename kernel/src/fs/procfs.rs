@@ -16,7 +16,7 @@ use core::sync::atomic::Ordering;
 use linux_abi::errno::Errno;
 
 use super::file::{FileOps, SnapshotFile};
-use super::inode::{DirEntry, FileType, FsStats, Inode, Metadata, S_IFDIR, S_IFLNK, S_IFREG};
+use super::inode::{DirEntry, FileType, FsStats, Inode, Metadata, S_IFREG};
 use crate::proc::{self, Pid, Process};
 
 pub const PROC_MAGIC: u64 = 0x9fa0;
@@ -325,9 +325,7 @@ fn global(name: &str) -> Result<String, Errno> {
 }
 
 fn comm(p: &Process) -> String {
-    let exe = p.exe.lock().clone();
-    let base = exe.rsplit('/').next().unwrap_or("");
-    base.chars().take(15).collect()
+    p.comm.lock().clone()
 }
 
 fn state_char(p: &Process) -> char {
@@ -414,10 +412,3 @@ fn pid_file(p: &Arc<Process>, f: &str) -> Result<String, Errno> {
     Ok(s)
 }
 
-pub const fn dir_mode() -> u32 {
-    S_IFDIR | 0o555
-}
-
-pub const fn link_mode() -> u32 {
-    S_IFLNK | 0o777
-}

@@ -274,10 +274,6 @@ impl FileOps for Console {
         false
     }
 
-    fn is_tty(&self) -> bool {
-        true
-    }
-
     fn poll(&self) -> u16 {
         let readable = LDISC.lock().as_ref().is_some_and(has_input);
         POLLOUT | POLLWRNORM | if readable { POLLIN | POLLRDNORM } else { 0 }

@@ -37,6 +37,7 @@ pub fn start(path: &str, argv: Vec<String>) -> Result<(), Errno> {
     let signals = SignalState::new(Arc::new(SpinLock::new(default_actions())));
     let p = Arc::new(Process::new(pid, Weak::new(), vm, Arc::new(Mutex::new(files)), signals));
     *p.exe.lock() = dentry.path();
+    p.set_comm_from_path(path);
     *p.cmdline.lock() = argv;
     register_process(&p);
     crate::fs::tty::activate(pid);

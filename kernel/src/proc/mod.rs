@@ -76,6 +76,8 @@ pub struct Process {
     pub sid: AtomicI32,
     pub cwd: SpinLock<Arc<crate::fs::Dentry>>,
     pub exe: SpinLock<String>,
+    /// The command name (basename of the exec'd path, or PR_SET_NAME), at most 15 bytes.
+    pub comm: SpinLock<String>,
     pub cmdline: SpinLock<Vec<String>>,
     pub umask: AtomicU32,
     /// When the process started (monotonic ns), for /proc/<pid>/stat.
@@ -189,6 +191,7 @@ impl Process {
             cwd: SpinLock::new(crate::fs::dentry::root()),
             start_ns: crate::clock::now_ns(),
             exe: SpinLock::new(String::new()),
+            comm: SpinLock::new(String::new()),
             cmdline: SpinLock::new(Vec::new()),
             umask: AtomicU32::new(0o022),
             rlimits: SpinLock::new(default_rlimits()),
@@ -199,6 +202,12 @@ impl Process {
             cpu_timer_armed: core::sync::atomic::AtomicBool::new(false),
             vfork_done: SpinLock::new(None),
         }
+    }
+
+    /// Sets the command name from an exec'd path, as Linux does.
+    pub fn set_comm_from_path(&self, path: &str) {
+        let base = path.rsplit('/').next().unwrap_or(path);
+        *self.comm.lock() = base.chars().take(15).collect();
     }
 
     /// Start time in clock ticks since boot (USER_HZ = 100).

@@ -43,6 +43,21 @@ fn bounce(len: usize) -> Result<Vec<u8>, Errno> {
     Ok(v)
 }
 
+/// Devices with a fixed extent take a request whole or not at all: one
+/// that crosses the end fails before any byte moves.
+fn check_extent(f: &OpenFile, len: usize, at: Option<u64>) -> Result<(), Errno> {
+    if let Some(limit) = f.ops.seek_limit() {
+        let start = match at {
+            Some(o) => o,
+            None => *f.offset.lock(),
+        };
+        if start.checked_add(len as u64).is_none_or(|end| end > limit) {
+            return Err(Errno::EINVAL);
+        }
+    }
+    Ok(())
+}
+
 /// Reads from `f` into user memory; `at` reads at an offset without moving it.
 fn read_into_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at: Option<u64>) -> SysResult {
     if !f.readable() {
@@ -56,6 +71,7 @@ fn read_into_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at: 
     if len == 0 {
         return Ok(0);
     }
+    check_extent(f, len, at)?;
     let mut tmp = bounce(len.min(CHUNK))?;
     let mut done = 0;
     while done < len {
@@ -90,6 +106,7 @@ fn write_from_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at:
     if len == 0 {
         return Ok(0);
     }
+    check_extent(f, len, at)?;
     let mut tmp = bounce(len.min(CHUNK))?;
     let mut done = 0;
     while done < len {
@@ -246,7 +263,7 @@ pub fn do_open(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, flags: u32, mode
             return Err(Errno::EISDIR);
         }
         match dir.child(&name) {
-            Ok(existing) => {
+            Ok(_) => {
                 if flags & c::O_EXCL != 0 {
                     return Err(Errno::EEXIST);
                 }
@@ -358,7 +375,7 @@ pub fn sys_lseek(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         return Err(Errno::ESPIPE);
     }
     let (offset, whence) = (a[1] as i64, a[2] as u32);
-    let size = f.ops.inode().map_or(0, |i| i.metadata().size) as i64;
+    let size = f.ops.size().unwrap_or(0) as i64;
     let mut pos = f.offset.lock();
     let new = match whence {
         c::SEEK_SET => offset,
@@ -378,7 +395,7 @@ pub fn sys_lseek(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         }
         _ => return Err(Errno::EINVAL),
     };
-    if new < 0 {
+    if new < 0 || f.ops.seek_limit().is_some_and(|limit| new as u64 > limit) {
         return Err(Errno::EINVAL);
     }
     *pos = new as u64;

@@ -121,6 +121,7 @@ fn do_clone(ctx: &mut SyscallContext, flags: u64, stack: u64, parent_tid: u64, c
         p.sid.store(parent.sid.load(Ordering::Relaxed), Ordering::Relaxed);
         *p.cwd.lock() = parent.cwd.lock().clone();
         *p.exe.lock() = parent.exe.lock().clone();
+        *p.comm.lock() = parent.comm.lock().clone();
         *p.cmdline.lock() = parent.cmdline.lock().clone();
         p.umask.store(parent.umask.load(Ordering::Relaxed), Ordering::Relaxed);
         *p.rlimits.lock() = *parent.rlimits.lock();
@@ -219,6 +220,7 @@ fn commit_exec(ctx: &mut SyscallContext, image: exec::Image, exe: String, argv: 
         *p.signals.actions.lock() = Arc::try_new(SpinLock::new(fresh)).map_err(|_| Errno::ENOMEM)?;
     }
     *ctx.task.altstack.lock() = task::AltStack { sp: 0, size: 0, flags: sig::SS_DISABLE };
+    p.set_comm_from_path(argv.first().map_or(exe.as_str(), |a| a.as_str()));
     *p.exe.lock() = exe;
     *p.cmdline.lock() = argv;
     crate::proc::timer::clear(&p);
@@ -436,13 +438,12 @@ pub fn sys_prctl(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
             })?;
             let end = name.iter().position(|&b| b == 0).unwrap_or(15);
             let comm = String::from_utf8_lossy(&name[..end]).into_owned();
-            *ctx.process().exe.lock() = comm;
+            *ctx.process().comm.lock() = comm;
             Ok(0)
         }
         c::PR_GET_NAME => {
             let vm = ctx.vm()?;
-            let exe = ctx.process().exe.lock().clone();
-            let base = exe.rsplit('/').next().unwrap_or("");
+            let base = ctx.process().comm.lock().clone();
             let mut name = [0u8; 16];
             let n = base.len().min(15);
             name[..n].copy_from_slice(&base.as_bytes()[..n]);
