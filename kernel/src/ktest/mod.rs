@@ -8,6 +8,7 @@
 //! command line runs only tests whose name contains `<text>`.
 
 mod boot_tests;
+mod dev_tests;
 mod mm_tests;
 mod sched_tests;
 mod trap_tests;
@@ -39,7 +40,8 @@ macro_rules! ensure {
     };
 }
 
-const SUITES: &[&[KTest]] = &[boot_tests::TESTS, mm_tests::TESTS, trap_tests::TESTS, sched_tests::TESTS];
+const SUITES: &[&[KTest]] =
+    &[boot_tests::TESTS, mm_tests::TESTS, trap_tests::TESTS, sched_tests::TESTS, dev_tests::TESTS];
 
 pub fn run_all(info: &'static hal::BootInfo) {
     let mut out = Console;

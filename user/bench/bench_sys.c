@@ -1,0 +1,256 @@
+/*
+ * bench_sys.c: system calls, switching and files: getppid, 1-byte I/O on
+ * /dev/null and /dev/zero, open+close, stat, pipe and futex ping-pong,
+ * signal delivery, tmpfs file life cycle and getdents64.
+ */
+#include "kbench.h"
+
+int b_getppid(uint64_t *ns, uint64_t *ops)
+{
+    uint64_t n = iters(200000);
+    for (uint64_t i = 0; i < warm(n); i++)
+        syscall(SYS_getppid);
+    uint64_t t0 = now();
+    for (uint64_t i = 0; i < n; i++)
+        syscall(SYS_getppid);
+    *ns = now() - t0;
+    *ops = n;
+    return 0;
+}
+
+/* One-byte read or write on a device; `want` is what each call must
+ * return (0 for reading /dev/null, 1 otherwise). */
+static int dev_io(const char *path, int writing, long want, uint64_t *ns, uint64_t *ops)
+{
+    int fd = open(path, writing ? O_WRONLY : O_RDONLY);
+    if (fd < 0)
+        return fail(path);
+    char c = 0;
+    uint64_t n = iters(100000);
+    for (uint64_t i = 0; i < warm(n) + n; i++) {
+        if (i == warm(n))
+            *ns = now();
+        long r = writing ? write(fd, &c, 1) : read(fd, &c, 1);
+        if (r != want) {
+            close(fd);
+            return r < 0 ? fail(writing ? "write" : "read") : fail_msg("short or long transfer");
+        }
+    }
+    *ns = now() - *ns;
+    *ops = n;
+    close(fd);
+    return 0;
+}
+
+int b_read_null(uint64_t *ns, uint64_t *ops) { return dev_io("/dev/null", 0, 0, ns, ops); }
+int b_write_null(uint64_t *ns, uint64_t *ops) { return dev_io("/dev/null", 1, 1, ns, ops); }
+int b_read_zero(uint64_t *ns, uint64_t *ops) { return dev_io("/dev/zero", 0, 1, ns, ops); }
+int b_write_zero(uint64_t *ns, uint64_t *ops) { return dev_io("/dev/zero", 1, 1, ns, ops); }
+
+int b_open_close(uint64_t *ns, uint64_t *ops)
+{
+    uint64_t n = iters(50000);
+    for (uint64_t i = 0; i < warm(n) + n; i++) {
+        if (i == warm(n))
+            *ns = now();
+        int fd = open(self, O_RDONLY);
+        if (fd < 0)
+            return fail(self);
+        if (close(fd) != 0)
+            return fail("close");
+    }
+    *ns = now() - *ns;
+    *ops = n;
+    return 0;
+}
+
+int b_stat(uint64_t *ns, uint64_t *ops)
+{
+    struct stat st;
+    uint64_t n = iters(50000);
+    for (uint64_t i = 0; i < warm(n) + n; i++) {
+        if (i == warm(n))
+            *ns = now();
+        if (stat(self, &st) != 0)
+            return fail(self);
+    }
+    *ns = now() - *ns;
+    *ops = n;
+    return 0;
+}
+/* A one-byte round trip between two processes over two pipes. */
+int b_pipe_pingpong(uint64_t *ns, uint64_t *ops)
+{
+    int there[2], back[2];
+    if (pipe(there) != 0 || pipe(back) != 0)
+        return fail("pipe");
+    pid_t pid = fork();
+    if (pid < 0)
+        return fail("fork");
+    if (pid == 0) {
+        char c;
+        close(there[1]);
+        close(back[0]);
+        while (read(there[0], &c, 1) == 1)
+            if (write(back[1], &c, 1) != 1)
+                _exit(1);
+        _exit(0);
+    }
+    close(there[0]);
+    close(back[1]);
+    uint64_t n = iters(20000);
+    char c = 'x';
+    for (uint64_t i = 0; i < warm(n) + n; i++) {
+        if (i == warm(n))
+            *ns = now();
+        if (write(there[1], &c, 1) != 1 || read(back[0], &c, 1) != 1)
+            return fail("pipe round trip");
+    }
+    *ns = now() - *ns;
+    *ops = n;
+    close(there[1]);
+    close(back[0]);
+    return reap(pid);
+}
+
+/* Two threads hand a turn back and forth through one futex word: each
+ * round trip is two wakeups and, on one CPU, two context switches. */
+static int turn;
+static uint64_t futex_rounds;
+
+static void futex_pass(int mine, int theirs)
+{
+    while (__atomic_load_n(&turn, __ATOMIC_ACQUIRE) != mine)
+        syscall(SYS_futex, &turn, FUTEX_WAIT_PRIVATE, theirs, NULL, NULL, 0);
+}
+
+static void *futex_partner(void *arg)
+{
+    (void)arg;
+    for (uint64_t i = 0; i < futex_rounds; i++) {
+        futex_pass(1, 0);
+        __atomic_store_n(&turn, 0, __ATOMIC_RELEASE);
+        syscall(SYS_futex, &turn, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    }
+    return NULL;
+}
+
+int b_futex_pingpong(uint64_t *ns, uint64_t *ops)
+{
+    uint64_t n = iters(20000);
+    futex_rounds = warm(n) + n;
+    pthread_t t;
+    if ((errno = pthread_create(&t, NULL, futex_partner, NULL)) != 0)
+        return fail("pthread_create");
+    for (uint64_t i = 0; i < futex_rounds; i++) {
+        if (i == warm(n))
+            *ns = now();
+        __atomic_store_n(&turn, 1, __ATOMIC_RELEASE);
+        syscall(SYS_futex, &turn, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+        futex_pass(0, 1);
+    }
+    *ns = now() - *ns;
+    *ops = n;
+    if ((errno = pthread_join(t, NULL)) != 0)
+        return fail("pthread_join");
+    return 0;
+}
+
+static volatile uint64_t caught;
+
+static void on_usr1(int sig)
+{
+    (void)sig;
+    caught++;
+}
+
+/* kill(2) to oneself: the signal is delivered on the way out of the call,
+ * so each operation is a syscall, a handler frame and rt_sigreturn. */
+int b_signal(uint64_t *ns, uint64_t *ops)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_usr1;
+    if (sigaction(SIGUSR1, &sa, NULL) != 0)
+        return fail("sigaction");
+    pid_t me = getpid();
+    uint64_t n = iters(50000);
+    for (uint64_t i = 0; i < warm(n) + n; i++) {
+        if (i == warm(n))
+            *ns = now();
+        if (kill(me, SIGUSR1) != 0)
+            return fail("kill");
+    }
+    *ns = now() - *ns;
+    *ops = n;
+    if (caught != warm(n) + n)
+        return fail_msg("a signal was not delivered");
+    return 0;
+}
+int b_tmpfs_file(uint64_t *ns, uint64_t *ops)
+{
+    static char page[PAGE];
+    const char *path = "/tmp/kbench-file";
+    uint64_t n = iters(10000);
+    for (uint64_t i = 0; i < warm(n) + n; i++) {
+        if (i == warm(n))
+            *ns = now();
+        int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+        if (fd < 0)
+            return fail(path);
+        if (write(fd, page, PAGE) != PAGE)
+            return fail("write");
+        if (close(fd) != 0)
+            return fail("close");
+        if (unlink(path) != 0)
+            return fail("unlink");
+    }
+    *ns = now() - *ns;
+    *ops = n;
+    return 0;
+}
+
+#define DIR_ENTRIES 1000
+
+/* Lists a 1,000-entry tmpfs directory: open, getdents64 until the end,
+ * close. Each file name is also the check that every entry came back. */
+int b_getdents(uint64_t *ns, uint64_t *ops)
+{
+    const char *dir = "/tmp/kbench-dir";
+    char name[64];
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+        return fail(dir);
+    for (int i = 0; i < DIR_ENTRIES; i++) {
+        snprintf(name, sizeof name, "%s/entry-%04d", dir, i);
+        int fd = open(name, O_CREAT | O_WRONLY, 0644);
+        if (fd < 0)
+            return fail(name);
+        close(fd);
+    }
+    static char buf[32768];
+    uint64_t n = iters(500);
+    for (uint64_t i = 0; i < warm(n) + n; i++) {
+        if (i == warm(n))
+            *ns = now();
+        int fd = open(dir, O_RDONLY | O_DIRECTORY);
+        if (fd < 0)
+            return fail(dir);
+        long r, entries = 0;
+        while ((r = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0)
+            for (long off = 0; off < r; off += *(unsigned short *)(buf + off + 16))
+                entries++;
+        if (r < 0)
+            return fail("getdents64");
+        close(fd);
+        if (entries < DIR_ENTRIES)
+            return fail_msg("getdents64 returned too few entries");
+    }
+    *ns = now() - *ns;
+    *ops = n;
+    for (int i = 0; i < DIR_ENTRIES; i++) {
+        snprintf(name, sizeof name, "%s/entry-%04d", dir, i);
+        unlink(name);
+    }
+    rmdir(dir);
+    return 0;
+}

@@ -1,0 +1,76 @@
+/*
+ * kbench.h: what the benchmark files share: the helpers defined in
+ * kbench.c and every benchmark's entry point. A benchmark sets *ns to the
+ * time of its timed part and *ops to the operations done in it, and
+ * returns 0, or -1 with the reason in `err`.
+ */
+#ifndef KBENCH_H
+#define KBENCH_H
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PAGE 4096
+#define MIB (1024 * 1024)
+#define CHUNK (64 * 1024)
+
+/* musl-gcc ships no kernel headers: the futex ABI constants. */
+#define FUTEX_WAIT_PRIVATE 128
+#define FUTEX_WAKE_PRIVATE 129
+
+
+#define ERR_LEN 160
+
+extern const char *self; /* this program's path: opened, stat'ed, exec'ed */
+extern char err[ERR_LEN];
+extern long pct;
+
+void say(const char *fmt, ...);
+int fail(const char *what);
+int fail_msg(const char *what);
+uint64_t now(void);
+uint64_t iters(uint64_t base);
+uint64_t warm(uint64_t n);
+int reap(pid_t pid);
+char *map_anon(size_t len, int flags);
+
+typedef int (*bench_fn)(uint64_t *ns, uint64_t *ops);
+
+/* bench_sys.c */
+int b_getppid(uint64_t *ns, uint64_t *ops);
+int b_read_null(uint64_t *ns, uint64_t *ops);
+int b_write_null(uint64_t *ns, uint64_t *ops);
+int b_read_zero(uint64_t *ns, uint64_t *ops);
+int b_write_zero(uint64_t *ns, uint64_t *ops);
+int b_open_close(uint64_t *ns, uint64_t *ops);
+int b_stat(uint64_t *ns, uint64_t *ops);
+int b_pipe_pingpong(uint64_t *ns, uint64_t *ops);
+int b_futex_pingpong(uint64_t *ns, uint64_t *ops);
+int b_signal(uint64_t *ns, uint64_t *ops);
+int b_tmpfs_file(uint64_t *ns, uint64_t *ops);
+int b_getdents(uint64_t *ns, uint64_t *ops);
+
+/* bench_mem.c */
+int b_page_fault(uint64_t *ns, uint64_t *ops);
+int b_mmap_munmap(uint64_t *ns, uint64_t *ops);
+int b_cow_fault(uint64_t *ns, uint64_t *ops);
+int b_fork_exit(uint64_t *ns, uint64_t *ops);
+int b_fork_exec(uint64_t *ns, uint64_t *ops);
+int b_sh_true(uint64_t *ns, uint64_t *ops);
+int b_pipe_bw(uint64_t *ns, uint64_t *ops);
+int b_memcpy_bw(uint64_t *ns, uint64_t *ops);
+
+#endif
