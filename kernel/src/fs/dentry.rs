@@ -20,11 +20,16 @@ pub struct Dentry {
     name: String,
     inode: Arc<dyn Inode>,
     parent: Weak<Dentry>,
+    /// Uncached dentries (/proc) keep their parent alive themselves, since
+    /// no cache holds the chain from the root.
+    pinned_parent: Option<Arc<Dentry>>,
     children: SpinLock<BTreeMap<String, Arc<Dentry>>>,
     /// The root of a file system mounted on this dentry.
     mounted: SpinLock<Option<Arc<Dentry>>>,
     /// For the root of a mounted file system: where it is mounted.
     covers: SpinLock<Weak<Dentry>>,
+    /// For the root of a file system mounted MS_RDONLY.
+    read_only: core::sync::atomic::AtomicBool,
 }
 
 static ROOT: Once<Arc<Dentry>> = Once::new();
@@ -46,9 +51,11 @@ impl Dentry {
             name: String::from("/"),
             inode,
             parent: Weak::new(),
+            pinned_parent: None,
             children: SpinLock::new(BTreeMap::new()),
             mounted: SpinLock::new(None),
             covers: SpinLock::new(Weak::new()),
+            read_only: core::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -66,15 +73,20 @@ impl Dentry {
             return Ok(d.clone());
         }
         let inode = self.inode.lookup(name)?;
+        let cacheable = inode.cacheable();
         let d = Arc::new(Dentry {
             name: String::from(name),
             inode,
             parent: Arc::downgrade(self),
+            pinned_parent: if cacheable { None } else { Some(self.clone()) },
             children: SpinLock::new(BTreeMap::new()),
             mounted: SpinLock::new(None),
             covers: SpinLock::new(Weak::new()),
+            read_only: core::sync::atomic::AtomicBool::new(false),
         });
-        self.children.lock().insert(String::from(name), d.clone());
+        if cacheable {
+            self.children.lock().insert(String::from(name), d.clone());
+        }
         Ok(d)
     }
 
@@ -93,7 +105,7 @@ impl Dentry {
                 None => break,
             }
         }
-        d.parent.upgrade().unwrap_or(d)
+        d.pinned_parent.clone().or_else(|| d.parent.upgrade()).unwrap_or(d)
     }
 
     /// Follows mounts stacked on this dentry.
@@ -112,6 +124,34 @@ impl Dentry {
         self.covers.lock().upgrade().is_some()
     }
 
+    /// Whether a file system is mounted on this dentry.
+    pub fn is_mountpoint(&self) -> bool {
+        self.mounted.lock().is_some()
+    }
+
+    /// The root of the file system this dentry belongs to.
+    pub fn fs_root(self: &Arc<Self>) -> Arc<Dentry> {
+        let mut d = self.clone();
+        loop {
+            if d.is_mount_root() {
+                return d;
+            }
+            match d.pinned_parent.clone().or_else(|| d.parent.upgrade()) {
+                Some(p) => d = p,
+                None => return d,
+            }
+        }
+    }
+
+    /// Whether this dentry lies in the file system rooted at `root`.
+    pub fn is_within(self: &Arc<Self>, root: &Arc<Dentry>) -> bool {
+        Arc::ptr_eq(&self.fs_root(), root)
+    }
+
+    pub fn is_read_only(self: &Arc<Self>) -> bool {
+        self.fs_root().read_only.load(core::sync::atomic::Ordering::Relaxed)
+    }
+
     /// The absolute path of this dentry.
     pub fn path(self: &Arc<Self>) -> String {
         let mut parts: Vec<String> = Vec::new();
@@ -124,7 +164,7 @@ impl Dentry {
                     None => break,
                 }
             }
-            match d.parent.upgrade() {
+            match d.pinned_parent.clone().or_else(|| d.parent.upgrade()) {
                 Some(p) => {
                     parts.push(d.name.clone());
                     d = p;
@@ -189,6 +229,11 @@ fn walk(start: &Arc<Dentry>, path: &str, follow: bool, budget: &mut usize) -> Re
         }
         let child = cur.child(part)?.mounted_root();
         if child.inode.file_type() == FileType::Symlink && (!last || follow || must_be_dir) {
+            // /proc/<pid>/fd/N and friends name a file, not a path.
+            if let Some(target) = child.inode.magic_link() {
+                cur = target?;
+                continue;
+            }
             if *budget == 0 {
                 return Err(Errno::ELOOP);
             }
@@ -239,11 +284,36 @@ pub fn resolve_parent(start: &Arc<Dentry>, path: &str) -> Result<(Arc<Dentry>, S
     Ok((dir, String::from(name)))
 }
 
+/// Fails with EROFS if `d` is on a read-only mount.
+pub fn check_writable(d: &Arc<Dentry>) -> Result<(), Errno> {
+    if d.is_read_only() {
+        Err(Errno::EROFS)
+    } else {
+        Ok(())
+    }
+}
+
 /// Mounts `fs_root` on `target`.
 pub fn mount(target: &Arc<Dentry>, fs_root: Arc<Dentry>, source: &str, fstype: &str) -> Result<(), Errno> {
+    mount_with(target, fs_root, source, fstype, false)
+}
+
+/// A dentry standing for an already open file (a /proc magic link).
+pub fn anonymous(inode: Arc<dyn Inode>) -> Arc<Dentry> {
+    Dentry::new_root(inode)
+}
+
+pub fn mount_with(
+    target: &Arc<Dentry>,
+    fs_root: Arc<Dentry>,
+    source: &str,
+    fstype: &str,
+    read_only: bool,
+) -> Result<(), Errno> {
     if !target.is_dir() {
         return Err(Errno::ENOTDIR);
     }
+    fs_root.read_only.store(read_only, core::sync::atomic::Ordering::Relaxed);
     let top = target.mounted_root();
     *fs_root.covers.lock() = Arc::downgrade(&top);
     *top.mounted.lock() = Some(fs_root.clone());
@@ -256,12 +326,13 @@ pub fn mount(target: &Arc<Dentry>, fs_root: Arc<Dentry>, source: &str, fstype: &
     Ok(())
 }
 
-/// Unmounts the file system whose root `root` is.
-pub fn umount(root: &Arc<Dentry>) -> Result<(), Errno> {
+/// Unmounts the file system whose root `root` is; `busy` says whether
+/// something still uses it (open files, working directories).
+pub fn umount(root: &Arc<Dentry>, detach: bool, busy: impl Fn(&Arc<Dentry>) -> bool) -> Result<(), Errno> {
     let Some(mp) = root.covers.lock().upgrade() else {
         return Err(Errno::EINVAL);
     };
-    if root.mounted.lock().is_some() {
+    if !detach && (root.mounted.lock().is_some() || busy(root)) {
         return Err(Errno::EBUSY);
     }
     *mp.mounted.lock() = None;

@@ -71,8 +71,16 @@ impl FileOps for Mem {
         }
     }
 
-    fn seekable(&self) -> bool {
+    fn partial_reads(&self) -> bool {
         false
+    }
+
+    fn fixed_seek(&self) -> Option<u64> {
+        Some(0)
+    }
+
+    fn maps_anonymous(&self) -> bool {
+        matches!(self, Mem::Zero)
     }
 
     fn mode(&self) -> u32 {

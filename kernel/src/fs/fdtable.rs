@@ -77,6 +77,11 @@ impl FdTable {
 }
 
 impl FdTable {
+    /// The dentries of every open file (umount's busy check).
+    pub fn open_dentries(&self) -> Vec<Arc<crate::fs::Dentry>> {
+        self.slots.iter().flatten().filter_map(|e| e.file.dentry.clone()).collect()
+    }
+
     pub fn is_cloexec(&self, fd: i32) -> Result<bool, Errno> {
         usize::try_from(fd)
             .ok()

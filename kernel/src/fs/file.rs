@@ -53,6 +53,29 @@ pub trait FileOps: Send + Sync {
     fn poll(&self) -> u16 {
         POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM
     }
+    /// Whether a short read ends the read(2) (pipes, terminals): files
+    /// that always fill the buffer (regular files, /dev/zero) say false.
+    fn partial_reads(&self) -> bool {
+        !self.seekable()
+    }
+    /// Devices whose position is always the same (/dev/null: 0).
+    fn fixed_seek(&self) -> Option<u64> {
+        None
+    }
+    /// Mapping this file gives anonymous memory (/dev/zero).
+    fn maps_anonymous(&self) -> bool {
+        false
+    }
+    /// An inode number for files without an inode (both ends of a pipe share one).
+    fn ino(&self) -> Option<u64> {
+        None
+    }
+    fn pipe_size(&self) -> Option<usize> {
+        None
+    }
+    fn set_pipe_size(&self, _size: usize) -> Result<usize, Errno> {
+        Err(Errno::EBADF)
+    }
     /// The size SEEK_END counts from, for files without an inode.
     fn size(&self) -> Option<u64> {
         self.inode().map(|i| i.metadata().size)

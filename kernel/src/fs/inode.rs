@@ -185,6 +185,17 @@ pub trait Inode: Send + Sync {
         Err(Errno::EINVAL)
     }
 
+    /// Whether lookups of this inode may be cached (not for /proc, whose
+    /// entries come and go with processes).
+    fn cacheable(&self) -> bool {
+        true
+    }
+
+    /// For /proc's fd links: the open file itself instead of a path.
+    fn magic_link(&self) -> Option<Result<Arc<super::dentry::Dentry>, Errno>> {
+        None
+    }
+
     /// Files with behaviour of their own (devices, FIFOs, /proc files)
     /// return their open-file operations; plain files and directories
     /// return None and get the generic ones.

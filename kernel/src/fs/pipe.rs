@@ -24,6 +24,7 @@ pub const PIPE_CAPACITY: usize = 65536;
 
 pub struct Pipe {
     buf: SpinLock<VecDeque<u8>>,
+    capacity: AtomicUsize,
     readers: AtomicUsize,
     writers: AtomicUsize,
     /// Woken when data arrives or the last writer leaves.
@@ -36,6 +37,7 @@ impl Pipe {
     pub fn new() -> Arc<Pipe> {
         Arc::new(Pipe {
             buf: SpinLock::new(VecDeque::new()),
+            capacity: AtomicUsize::new(PIPE_CAPACITY),
             readers: AtomicUsize::new(0),
             writers: AtomicUsize::new(0),
             readable: WaitQueue::new(),
@@ -144,7 +146,7 @@ impl FileOps for PipeEnd {
             let need = if data.len() <= PIPE_BUF { left } else { 1 };
             {
                 let mut buf = p.buf.lock();
-                let room = PIPE_CAPACITY - buf.len();
+                let room = p.capacity.load(Ordering::Relaxed).saturating_sub(buf.len());
                 if room >= need {
                     let n = room.min(left);
                     if buf.try_reserve(n).is_err() {
@@ -162,7 +164,8 @@ impl FileOps for PipeEnd {
                 return if written > 0 { Ok(written) } else { Err(Errno::EAGAIN) };
             }
             let wait = p.writable.wait_until_interruptible(None, || {
-                PIPE_CAPACITY - p.buf.lock().len() >= need || p.readers.load(Ordering::Acquire) == 0
+                p.capacity.load(Ordering::Relaxed).saturating_sub(p.buf.lock().len()) >= need
+                    || p.readers.load(Ordering::Acquire) == 0
             });
             if let Err(e) = wait {
                 return if written > 0 { Ok(written) } else { Err(interrupted(e)) };
@@ -191,10 +194,11 @@ impl FileOps for PipeEnd {
         let len = p.buf.lock().len();
         if self.write {
             let mut r = 0;
+            if p.capacity.load(Ordering::Relaxed).saturating_sub(len) >= PIPE_BUF {
+                r |= POLLOUT | POLLWRNORM;
+            }
             if p.readers.load(Ordering::Acquire) == 0 {
                 r |= POLLERR;
-            } else if PIPE_CAPACITY - len >= PIPE_BUF {
-                r |= POLLOUT | POLLWRNORM;
             }
             r
         } else {
@@ -212,6 +216,36 @@ impl FileOps for PipeEnd {
     fn mode(&self) -> u32 {
         S_IFIFO | 0o600
     }
+
+    fn ino(&self) -> Option<u64> {
+        Some(pipe_ino(&self.pipe))
+    }
+
+    fn pipe_size(&self) -> Option<usize> {
+        Some(self.pipe.capacity.load(Ordering::Relaxed))
+    }
+
+    fn set_pipe_size(&self, size: usize) -> Result<usize, Errno> {
+        // Rounded up to a power-of-two number of pages, at most 1 MiB
+        // (the default /proc/sys/fs/pipe-max-size).
+        if size > 1 << 20 {
+            return Err(Errno::EPERM);
+        }
+        let size = size.max(4096).next_power_of_two();
+        let buf = self.pipe.buf.lock();
+        if buf.len() > size {
+            return Err(Errno::EBUSY);
+        }
+        self.pipe.capacity.store(size, Ordering::Relaxed);
+        drop(buf);
+        self.pipe.wake_all();
+        Ok(size)
+    }
+}
+
+/// The inode number both ends of a pipe report.
+fn pipe_ino(pipe: &Arc<Pipe>) -> u64 {
+    (Arc::as_ptr(pipe) as *const () as usize as u64 >> 4) & 0xff_ffff
 }
 
 /// Opens a FIFO: read-only opens wait for a writer and write-only opens

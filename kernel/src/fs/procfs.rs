@@ -26,10 +26,14 @@ const PROC_DEV: u64 = 0x4;
 enum Node {
     Root,
     SelfLink,
+    ThreadSelfLink,
+    MountsLink,
+    SysKernelFile(&'static str),
+    TaskDir(Pid),
+    TaskEntry(Pid, Pid),
     Global(&'static str),
     SysDir,
     SysKernelDir,
-    PidMax,
     PidDir(Pid),
     PidFile(Pid, &'static str),
     PidLink(Pid, &'static str),
@@ -41,8 +45,9 @@ pub struct ProcInode {
     node: Node,
 }
 
-const GLOBALS: &[&str] = &["meminfo", "cpuinfo", "uptime", "loadavg", "mounts", "filesystems", "stat", "version"];
-const PID_FILES: &[&str] = &["stat", "status", "cmdline", "comm", "maps", "statm"];
+const GLOBALS: &[&str] = &["meminfo", "cpuinfo", "uptime", "loadavg", "filesystems", "stat", "version"];
+const PID_FILES: &[&str] = &["stat", "status", "cmdline", "comm", "maps", "statm", "environ", "mounts"];
+const SYS_KERNEL_FILES: &[&str] = &["pid_max", "ostype", "osrelease", "hostname"];
 const PID_LINKS: &[&str] = &["exe", "cwd", "root"];
 
 pub fn new_root() -> Arc<dyn Inode> {
@@ -57,10 +62,14 @@ fn ino_of(n: Node) -> u64 {
     match n {
         Node::Root => 1,
         Node::SelfLink => 2,
+        Node::ThreadSelfLink => 3,
+        Node::MountsLink => 4,
+        Node::SysKernelFile(name) => 40 + SYS_KERNEL_FILES.iter().position(|g| *g == name).unwrap_or(0) as u64,
+        Node::TaskDir(p) => ((p as u64) << 16) | 300,
+        Node::TaskEntry(p, t) => ((p as u64) << 16) | (0x8000 + (t as u64 & 0x7fff)),
         Node::Global(name) => 10 + GLOBALS.iter().position(|g| *g == name).unwrap_or(0) as u64,
         Node::SysDir => 30,
         Node::SysKernelDir => 31,
-        Node::PidMax => 32,
         Node::PidDir(p) => (p as u64) << 16,
         Node::PidFile(p, f) => ((p as u64) << 16) | (1 + PID_FILES.iter().position(|x| *x == f).unwrap_or(0) as u64),
         Node::PidLink(p, f) => ((p as u64) << 16) | (100 + PID_LINKS.iter().position(|x| *x == f).unwrap_or(0) as u64),
@@ -76,8 +85,16 @@ fn process(pid: Pid) -> Result<Arc<Process>, Errno> {
 impl ProcInode {
     fn kind(&self) -> FileType {
         match self.node {
-            Node::Root | Node::SysDir | Node::SysKernelDir | Node::PidDir(_) | Node::FdDir(_) => FileType::Directory,
-            Node::SelfLink | Node::PidLink(..) | Node::FdLink(..) => FileType::Symlink,
+            Node::Root
+            | Node::SysDir
+            | Node::SysKernelDir
+            | Node::PidDir(_)
+            | Node::FdDir(_)
+            | Node::TaskDir(_)
+            | Node::TaskEntry(..) => FileType::Directory,
+            Node::SelfLink | Node::ThreadSelfLink | Node::MountsLink | Node::PidLink(..) | Node::FdLink(..) => {
+                FileType::Symlink
+            }
             _ => FileType::Regular,
         }
     }
@@ -85,7 +102,10 @@ impl ProcInode {
     fn content(&self) -> Result<String, Errno> {
         match self.node {
             Node::Global(name) => global(name),
-            Node::PidMax => Ok(format!("{}\n", proc::PID_MAX)),
+            Node::SysKernelFile("pid_max") => Ok(format!("{}\n", proc::PID_MAX)),
+            Node::SysKernelFile("ostype") => Ok(String::from("Linux\n")),
+            Node::SysKernelFile("osrelease") => Ok(String::from("6.1.0-kiln\n")),
+            Node::SysKernelFile(_) => Ok(String::from("kiln\n")),
             Node::PidFile(pid, f) => pid_file(&process(pid)?, f),
             _ => Err(Errno::EISDIR),
         }
@@ -140,6 +160,12 @@ impl Inode for ProcInode {
                 if name == "self" {
                     return Ok(node(Node::SelfLink));
                 }
+                if name == "thread-self" {
+                    return Ok(node(Node::ThreadSelfLink));
+                }
+                if name == "mounts" {
+                    return Ok(node(Node::MountsLink));
+                }
                 if name == "sys" {
                     return Ok(node(Node::SysDir));
                 }
@@ -151,7 +177,21 @@ impl Inode for ProcInode {
                 Ok(node(Node::PidDir(pid)))
             }
             Node::SysDir if name == "kernel" => Ok(node(Node::SysKernelDir)),
-            Node::SysKernelDir if name == "pid_max" => Ok(node(Node::PidMax)),
+            Node::SysKernelDir => match SYS_KERNEL_FILES.iter().find(|f| **f == name) {
+                Some(f) => Ok(node(Node::SysKernelFile(f))),
+                None => Err(Errno::ENOENT),
+            },
+            Node::TaskDir(pid) => {
+                let tid: Pid = name.parse().map_err(|_| Errno::ENOENT)?;
+                if !process(pid)?.tasks.lock().iter().any(|t| t.tid == tid) {
+                    return Err(Errno::ENOENT);
+                }
+                Ok(node(Node::TaskEntry(pid, tid)))
+            }
+            Node::TaskEntry(pid, _) => {
+                // A thread's directory shows the process's files.
+                ProcInode { node: Node::PidDir(pid) }.lookup(name)
+            }
             Node::PidDir(pid) => {
                 if let Some(f) = PID_FILES.iter().find(|f| **f == name) {
                     return Ok(node(Node::PidFile(pid, f)));
@@ -161,6 +201,9 @@ impl Inode for ProcInode {
                 }
                 if name == "fd" {
                     return Ok(node(Node::FdDir(pid)));
+                }
+                if name == "task" {
+                    return Ok(node(Node::TaskDir(pid)));
                 }
                 Err(Errno::ENOENT)
             }
@@ -186,6 +229,8 @@ impl Inode for ProcInode {
                     push(g.to_string(), Node::Global(g));
                 }
                 push("self".to_string(), Node::SelfLink);
+                push("thread-self".to_string(), Node::ThreadSelfLink);
+                push("mounts".to_string(), Node::MountsLink);
                 push("sys".to_string(), Node::SysDir);
                 let mut pids: Vec<Pid> = proc::all_processes().iter().map(|p| p.pid).collect();
                 pids.sort_unstable();
@@ -194,7 +239,18 @@ impl Inode for ProcInode {
                 }
             }
             Node::SysDir => push("kernel".to_string(), Node::SysKernelDir),
-            Node::SysKernelDir => push("pid_max".to_string(), Node::PidMax),
+            Node::SysKernelDir => {
+                for f in SYS_KERNEL_FILES {
+                    push(f.to_string(), Node::SysKernelFile(f));
+                }
+            }
+            Node::TaskDir(pid) => {
+                let tids: Vec<Pid> = process(pid)?.tasks.lock().iter().map(|t| t.tid).collect();
+                for tid in tids {
+                    push(format!("{tid}"), Node::TaskEntry(pid, tid));
+                }
+            }
+            Node::TaskEntry(pid, _) => return ProcInode { node: Node::PidDir(pid) }.readdir(),
             Node::PidDir(pid) => {
                 for f in PID_FILES {
                     push(f.to_string(), Node::PidFile(pid, f));
@@ -203,6 +259,7 @@ impl Inode for ProcInode {
                     push(l.to_string(), Node::PidLink(pid, l));
                 }
                 push("fd".to_string(), Node::FdDir(pid));
+                push("task".to_string(), Node::TaskDir(pid));
             }
             Node::FdDir(pid) => {
                 let files = process(pid)?.files();
@@ -224,6 +281,11 @@ impl Inode for ProcInode {
                 let t = proc::current_task().ok_or(Errno::ENOENT)?;
                 Ok(format!("{}", t.process.pid))
             }
+            Node::ThreadSelfLink => {
+                let t = proc::current_task().ok_or(Errno::ENOENT)?;
+                Ok(format!("{}/task/{}", t.process.pid, t.tid))
+            }
+            Node::MountsLink => Ok(String::from("self/mounts")),
             Node::PidLink(pid, "exe") => Ok(process(pid)?.exe.lock().clone()),
             Node::PidLink(pid, "cwd") => Ok(process(pid)?.cwd.lock().path()),
             Node::PidLink(_, _) => Ok(String::from("/")),
@@ -233,6 +295,24 @@ impl Inode for ProcInode {
             }
             _ => Err(Errno::EINVAL),
         }
+    }
+
+    fn cacheable(&self) -> bool {
+        false
+    }
+
+    fn magic_link(&self) -> Option<Result<Arc<super::dentry::Dentry>, Errno>> {
+        let Node::FdLink(pid, fd) = self.node else {
+            return None;
+        };
+        let f = match process(pid).and_then(|p| p.files().lock().get(fd).map_err(|_| Errno::ENOENT)) {
+            Ok(f) => f,
+            Err(e) => return Some(Err(e)),
+        };
+        if let Some(d) = &f.dentry {
+            return Some(Ok(d.clone()));
+        }
+        Some(Ok(super::dentry::anonymous(Arc::new(OpenFileInode { file: f }))))
     }
 
     fn open(&self, _flags: u32) -> Option<Result<Arc<dyn FileOps>, Errno>> {
@@ -303,11 +383,7 @@ fn global(name: &str) -> Result<String, Errno> {
             let n = proc::all_processes().len();
             let _ = writeln!(s, "0.00 0.00 0.00 1/{n} {}", proc::last_pid());
         }
-        "mounts" => {
-            for m in super::dentry::mounts() {
-                let _ = writeln!(s, "{} {} {} rw 0 0", m.source, m.path, m.fstype);
-            }
-        }
+
         "filesystems" => s.push_str("nodev\ttmpfs\nnodev\tproc\nnodev\tsysfs\nnodev\tdevtmpfs\nnodev\tramfs\n"),
         "version" => s.push_str("Linux version 6.1.0-kiln (kiln@kiln) #1 SMP Kiln\n"),
         "stat" => {
@@ -322,6 +398,41 @@ fn global(name: &str) -> Result<String, Errno> {
         _ => return Err(Errno::ENOENT),
     }
     Ok(s)
+}
+
+fn global_mounts() -> String {
+    let mut s = String::new();
+    for m in super::dentry::mounts() {
+        let ro = if m.root.is_read_only() { "ro" } else { "rw" };
+        let _ = writeln!(s, "{} {} {} {ro} 0 0", m.source, m.path, m.fstype);
+    }
+    s
+}
+
+/// An already open file reached through /proc/<pid>/fd (a pipe, say):
+/// opening it again shares the original file's operations.
+struct OpenFileInode {
+    file: Arc<super::OpenFile>,
+}
+
+impl Inode for OpenFileInode {
+    fn metadata(&self) -> Metadata {
+        let mut m = Metadata { mode: self.file.ops.mode(), nlink: 1, ..Metadata::default() };
+        m.ino = self.file.ops.ino().unwrap_or(0);
+        m
+    }
+
+    fn fs_stats(&self) -> FsStats {
+        FsStats { magic: 0x5049_5045, block_size: 4096, name_max: 255, ..FsStats::default() }
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn open(&self, _flags: u32) -> Option<Result<Arc<dyn FileOps>, Errno>> {
+        Some(Ok(self.file.ops.clone()))
+    }
 }
 
 fn comm(p: &Process) -> String {
@@ -349,7 +460,7 @@ fn pid_file(p: &Arc<Process>, f: &str) -> Result<String, Errno> {
             let ticks = p.cpu_ns() / 10_000_000;
             let _ = writeln!(
                 s,
-                "{} ({}) {} {} {} {} 0 -1 4194560 0 0 0 0 {} 0 0 0 20 0 {} 0 {} {} {} 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0",
+                "{} ({}) {} {} {} {} 0 -1 4194560 0 0 0 0 {} 0 0 0 20 0 {} 0 {} {} {} 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0",
                 p.pid,
                 comm(p),
                 state_char(p),
@@ -398,6 +509,13 @@ fn pid_file(p: &Arc<Process>, f: &str) -> Result<String, Errno> {
                 s.push('\0');
             }
         }
+        "environ" => {
+            for e in p.environ.lock().iter() {
+                s.push_str(e);
+                s.push('\0');
+            }
+        }
+        "mounts" => s = global_mounts(),
         "comm" => {
             s = comm(p);
             s.push('\n');
@@ -411,4 +529,3 @@ fn pid_file(p: &Arc<Process>, f: &str) -> Result<String, Errno> {
     }
     Ok(s)
 }
-

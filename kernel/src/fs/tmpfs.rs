@@ -111,6 +111,9 @@ impl TmpInode {
 
     fn add_child(&self, name: &str, child: Arc<TmpInode>) -> Result<Arc<dyn Inode>, Errno> {
         Self::check_name(name)?;
+        if self.meta.lock().nlink == 0 {
+            return Err(Errno::ENOENT); // the directory was removed
+        }
         let mut dir = self.dir()?.lock();
         if dir.contains_key(name) {
             return Err(Errno::EEXIST);
@@ -210,6 +213,14 @@ impl Inode for TmpInode {
 
     fn set_owner(&self, uid: Option<u32>, gid: Option<u32>) -> Result<(), Errno> {
         let mut m = self.meta.lock();
+        // Linux drops set-user-id (and set-group-id with group execute) on
+        // regular files at every chown, even by root.
+        if m.mode & S_IFMT == super::inode::S_IFREG {
+            m.mode &= !0o4000;
+            if m.mode & 0o010 != 0 {
+                m.mode &= !0o2000;
+            }
+        }
         if let Some(u) = uid {
             m.uid = u;
         }
@@ -451,6 +462,9 @@ impl Inode for TmpInode {
     }
 
     fn readdir(&self) -> Result<Vec<DirEntry>, Errno> {
+        if self.meta.lock().nlink == 0 {
+            return Err(Errno::ENOENT);
+        }
         let dir = self.dir()?.lock();
         let mut out = Vec::new();
         out.try_reserve(dir.len()).map_err(|_| Errno::ENOMEM)?;

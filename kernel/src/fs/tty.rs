@@ -249,7 +249,20 @@ impl FileOps for Console {
                     return Ok(n);
                 }
                 if !canonical && vmin == 0 {
-                    return Ok(0);
+                    let vtime = u64::from(ld.termios.c_cc[c::VTIME]);
+                    if vtime == 0 {
+                        return Ok(0);
+                    }
+                    // Wait VTIME tenths of a second for the first byte.
+                    drop(guard);
+                    let deadline = crate::clock::now_ns() + vtime * 100_000_000;
+                    match READERS
+                        .wait_until_interruptible(Some(deadline), || LDISC.lock().as_ref().is_none_or(has_input))
+                    {
+                        Ok(()) => continue,
+                        Err(Interrupted::TimedOut) => return Ok(0),
+                        Err(Interrupted::Signal) => return Err(Errno::ERESTARTSYS),
+                    }
                 }
             }
             if nonblock {

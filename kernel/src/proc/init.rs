@@ -25,6 +25,7 @@ pub fn start(path: &str, argv: Vec<String>) -> Result<(), Errno> {
     let envp: Vec<String> =
         ["HOME=/", "TERM=linux", "PATH=/sbin:/bin:/usr/sbin:/usr/bin"].iter().map(|s| String::from(*s)).collect();
     let image = exec::load(&inode, path, &argv, &envp)?;
+    let envp = envp.clone();
 
     let mut files = FdTable::new();
     let console_node = resolve(&root(), "/dev/console", true)?;
@@ -39,6 +40,7 @@ pub fn start(path: &str, argv: Vec<String>) -> Result<(), Errno> {
     *p.exe.lock() = dentry.path();
     p.set_comm_from_path(path);
     *p.cmdline.lock() = argv;
+    *p.environ.lock() = envp;
     register_process(&p);
     crate::fs::tty::activate(pid);
     let t = Arc::new(Task::new(pid, p.clone(), SigSet(0)));

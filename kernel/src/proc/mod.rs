@@ -79,6 +79,7 @@ pub struct Process {
     /// The command name (basename of the exec'd path, or PR_SET_NAME), at most 15 bytes.
     pub comm: SpinLock<String>,
     pub cmdline: SpinLock<Vec<String>>,
+    pub environ: SpinLock<Vec<String>>,
     pub umask: AtomicU32,
     /// When the process started (monotonic ns), for /proc/<pid>/stat.
     pub start_ns: u64,
@@ -193,6 +194,7 @@ impl Process {
             exe: SpinLock::new(String::new()),
             comm: SpinLock::new(String::new()),
             cmdline: SpinLock::new(Vec::new()),
+            environ: SpinLock::new(Vec::new()),
             umask: AtomicU32::new(0o022),
             rlimits: SpinLock::new(default_rlimits()),
             exit_signal: linux_abi::signal::SIGCHLD,

@@ -90,7 +90,7 @@ fn read_into_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at: 
         }
         uaccess::write_bytes(&vm, buf + done as u64, &tmp[..n])?;
         done += n;
-        if n < want || !f.ops.seekable() {
+        if n < want || f.ops.partial_reads() {
             break;
         }
     }
@@ -104,6 +104,10 @@ fn write_from_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at:
     let vm = ctx.vm()?;
     let len = len.min(MAX_RW);
     if len == 0 {
+        // Devices still see empty writes (/dev/full fails them).
+        if f.ops.inode().is_none() {
+            return f.ops.write_at(0, &[], f.nonblocking()).map(|n| n as u64);
+        }
         return Ok(0);
     }
     check_extent(f, len, at)?;
@@ -112,7 +116,9 @@ fn write_from_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at:
     while done < len {
         let n = (len - done).min(CHUNK);
         uaccess::read_bytes(&vm, buf + done as u64, &mut tmp[..n])?;
+        // pwrite on an O_APPEND file appends, as on Linux.
         let written = match at {
+            Some(_) if f.flags() & c::O_APPEND != 0 => f.write(&tmp[..n]),
             Some(off) => f.ops.write_at(off + done as u64, &tmp[..n], f.nonblocking()),
             None => f.write(&tmp[..n]),
         };
@@ -252,9 +258,13 @@ const OPEN_KNOWN: u32 = 3
 pub fn do_open(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, flags: u32, mode: u32) -> SysResult {
     let path = path_arg(ctx, path_ptr)?;
     if flags & c::O_TMPFILE == c::O_TMPFILE {
-        return Err(Errno::EOPNOTSUPP);
+        // O_TMPFILE needs write access; anonymous tmpfs files are not supported.
+        return Err(if flags & 3 == c::O_RDONLY { Errno::EINVAL } else { Errno::EOPNOTSUPP });
     }
-    let start = start_dir(ctx, dirfd)?;
+    if flags & c::O_CREAT != 0 && flags & c::O_DIRECTORY != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let start = if path.starts_with('/') { crate::fs::dentry::root() } else { start_dir(ctx, dirfd)? };
     let follow = flags & c::O_NOFOLLOW == 0;
     let access = flags & 3;
     let dentry = if flags & c::O_CREAT != 0 && flags & c::O_PATH == 0 {
@@ -271,6 +281,7 @@ pub fn do_open(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, flags: u32, mode
                 resolve(&dir, &name, follow)?
             }
             Err(Errno::ENOENT) => {
+                crate::fs::dentry::check_writable(&dir)?;
                 let umask = ctx.process().umask.load(Ordering::Relaxed);
                 dir.inode().create(&name, S_IFREG | (mode & 0o7777 & !umask), 0)?;
                 dir.child(&name)?
@@ -309,7 +320,11 @@ pub fn do_open(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, flags: u32, mode
         Some(r) => r?,
         None => Arc::new(InodeFile::new(inode.clone())),
     };
-    if flags & c::O_TRUNC != 0 && kind == FileType::Regular && access != c::O_RDONLY {
+    if (access != c::O_RDONLY || flags & c::O_TRUNC != 0) && kind == FileType::Regular {
+        crate::fs::dentry::check_writable(&dentry)?;
+    }
+    // Linux truncates even for O_RDONLY when O_TRUNC is given.
+    if flags & c::O_TRUNC != 0 && kind == FileType::Regular {
         inode.truncate(0)?;
     }
     let status = flags
@@ -371,6 +386,9 @@ pub fn sys_close_range(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 
 pub fn sys_lseek(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let f = file(ctx, a[0] as i32)?;
+    if let Some(pos) = f.ops.fixed_seek() {
+        return Ok(pos);
+    }
     if !f.ops.seekable() {
         return Err(Errno::ESPIPE);
     }
@@ -519,6 +537,11 @@ pub fn sys_fcntl(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
             f.flags.store((old & !changeable) | (arg as u32 & changeable), Ordering::Relaxed);
             Ok(0)
         }
+        c::F_GETPIPE_SZ => f.ops.pipe_size().map(|s| s as u64).ok_or(Errno::EBADF),
+        c::F_SETPIPE_SZ => {
+            drop(table);
+            f.ops.set_pipe_size(arg as usize).map(|s| s as u64)
+        }
         c::F_GETLK | c::F_SETLK | c::F_SETLKW => {
             log::debug!("fcntl: record locks are not implemented");
             Err(Errno::ENOLCK)
@@ -588,6 +611,11 @@ pub fn sys_pipe(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 
 pub fn sys_pipe2(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     make_pipe(ctx, a[0], a[1] as u32)
+}
+
+pub fn sys_syncfs(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    file(ctx, a[0] as i32)?;
+    Ok(0)
 }
 
 pub fn sys_fsync(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {

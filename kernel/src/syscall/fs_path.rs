@@ -13,7 +13,7 @@ use linux_abi::layout::{Stat, Statfs, Statx, StatxTimestamp, Timespec};
 
 use super::fs_io::file;
 use super::{SysResult, SyscallContext};
-use crate::fs::dentry::{resolve, resolve_parent, Dentry};
+use crate::fs::dentry::{check_writable, resolve, resolve_parent, Dentry};
 use crate::fs::inode::{FileType, Metadata, S_IFDIR, S_IFMT, S_IFREG};
 use crate::mm::uaccess;
 
@@ -91,7 +91,7 @@ pub fn file_metadata(f: &crate::fs::OpenFile) -> Metadata {
         Some(i) => i.metadata(),
         None => Metadata {
             dev: 0xc,
-            ino: (Arc::as_ptr(&f.ops) as *const () as usize as u64) >> 4,
+            ino: f.ops.ino().unwrap_or((Arc::as_ptr(&f.ops) as *const () as usize as u64) >> 4),
             mode: f.ops.mode(),
             nlink: 1,
             ..Metadata::default()
@@ -242,6 +242,7 @@ fn create_at(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, mode: u32, rdev: u
     if dir.child(&name).is_ok() {
         return Err(Errno::EEXIST);
     }
+    check_writable(&dir)?;
     let umask = ctx.process().umask.load(Ordering::Relaxed);
     let kind = mode & S_IFMT;
     if kind != S_IFDIR && path.ends_with('/') {
@@ -292,12 +293,13 @@ fn unlink_at(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, dir_wanted: bool) 
             return Err(Errno::ENOTEMPTY);
         }
         let target = dir.child(&name)?;
-        if target.is_mount_root() || target.inode().file_type() != FileType::Directory {
-            if target.inode().file_type() != FileType::Directory {
-                return Err(Errno::ENOTDIR);
-            }
+        if target.inode().file_type() != FileType::Directory {
+            return Err(Errno::ENOTDIR);
+        }
+        if target.is_mountpoint() {
             return Err(Errno::EBUSY);
         }
+        check_writable(&dir)?;
         dir.inode().rmdir(&name)?;
     } else {
         if path.ends_with('/') {
@@ -307,6 +309,7 @@ fn unlink_at(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, dir_wanted: bool) 
         if name == "." || name == ".." {
             return Err(Errno::EISDIR);
         }
+        check_writable(&dir)?;
         dir.inode().unlink(&name)?;
     }
     dir.forget(&name);
@@ -341,9 +344,11 @@ fn rename_at(ctx: &SyscallContext, olddir: i32, old_ptr: u64, newdir: i32, new_p
     if (old.ends_with('/') || new.ends_with('/')) && !moving.is_dir() {
         return Err(Errno::ENOTDIR);
     }
-    if moving.is_mount_root() {
+    if moving.is_mount_root() || moving.is_mountpoint() {
         return Err(Errno::EBUSY);
     }
+    check_writable(&odir)?;
+    check_writable(&ndir)?;
     odir.inode().rename(&oname, ndir.inode(), &nname, flags)?;
     odir.forget(&oname);
     ndir.forget(&nname);
@@ -379,6 +384,7 @@ fn link_at(ctx: &SyscallContext, olddir: i32, old_ptr: u64, newdir: i32, new_ptr
     if dir.child(&name).is_ok() {
         return Err(Errno::EEXIST);
     }
+    check_writable(&dir)?;
     dir.inode().link(&name, target.inode())?;
     Ok(0)
 }
@@ -398,6 +404,7 @@ fn symlink_at(ctx: &SyscallContext, target_ptr: u64, dirfd: i32, path_ptr: u64) 
     if dir.child(&name).is_ok() || name == "." || name == ".." {
         return Err(Errno::EEXIST);
     }
+    check_writable(&dir)?;
     dir.inode().symlink(&name, &target)?;
     Ok(0)
 }
@@ -457,6 +464,7 @@ pub fn sys_faccessat2(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 }
 
 fn chmod_dentry(d: &Arc<Dentry>, mode: u32) -> SysResult {
+    check_writable(d)?;
     d.inode().set_mode(mode & 0o7777)?;
     Ok(0)
 }
@@ -493,6 +501,7 @@ fn chown_at(ctx: &SyscallContext, dirfd: i32, path: u64, uid: u64, gid: u64, fla
     }
     let path = path_arg_maybe_empty(ctx, path)?;
     let d = lookup_at(ctx, dirfd, &path, flags & c::AT_SYMLINK_NOFOLLOW == 0, flags & c::AT_EMPTY_PATH != 0)?;
+    check_writable(&d)?;
     d.inode().set_owner(id(uid), id(gid))?;
     Ok(0)
 }
@@ -531,6 +540,7 @@ pub fn sys_truncate(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         FileType::Regular => {}
         _ => return Err(Errno::EINVAL),
     }
+    check_writable(&d)?;
     d.inode().truncate(a[1])?;
     Ok(0)
 }
@@ -581,11 +591,12 @@ pub fn sys_utimensat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         let path = path_arg_maybe_empty(ctx, path_ptr)?;
         lookup_at(ctx, dirfd, &path, flags & c::AT_SYMLINK_NOFOLLOW == 0, flags & c::AT_EMPTY_PATH != 0)?
     };
+    check_writable(&d)?;
     d.inode().set_times(atime, mtime)?;
     Ok(0)
 }
 
-fn write_statfs(ctx: &SyscallContext, ptr: u64, d: &Arc<dyn crate::fs::Inode>) -> SysResult {
+fn write_statfs(ctx: &SyscallContext, ptr: u64, d: &Arc<dyn crate::fs::Inode>, read_only: bool) -> SysResult {
     let s = d.fs_stats();
     let st = Statfs {
         f_type: s.magic as i64,
@@ -597,6 +608,7 @@ fn write_statfs(ctx: &SyscallContext, ptr: u64, d: &Arc<dyn crate::fs::Inode>) -
         f_ffree: s.files_free,
         f_namelen: s.name_max as i64,
         f_frsize: s.block_size as i64,
+        f_flags: if read_only { 1 } else { 0 } | 0x20, // ST_RDONLY, ST_RELATIME
         ..Statfs::default()
     };
     uaccess::write_bytes(&ctx.vm()?, ptr, &st.to_bytes())?;
@@ -606,14 +618,14 @@ fn write_statfs(ctx: &SyscallContext, ptr: u64, d: &Arc<dyn crate::fs::Inode>) -
 pub fn sys_statfs(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let path = path_arg(ctx, a[0])?;
     let d = lookup_at(ctx, c::AT_FDCWD, &path, true, false)?;
-    write_statfs(ctx, a[1], d.inode())
+    write_statfs(ctx, a[1], d.inode(), d.is_read_only())
 }
 
 pub fn sys_fstatfs(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let f = file(ctx, a[0] as i32)?;
     match (&f.dentry, f.ops.inode()) {
-        (Some(d), _) => write_statfs(ctx, a[1], d.inode()),
-        (None, Some(i)) => write_statfs(ctx, a[1], i),
+        (Some(d), _) => write_statfs(ctx, a[1], d.inode(), d.is_read_only()),
+        (None, Some(i)) => write_statfs(ctx, a[1], i, false),
         // Pipes live in pipefs.
         _ => {
             let st = Statfs { f_type: 0x5049_5045, f_bsize: 4096, f_namelen: 255, f_frsize: 4096, ..Statfs::default() };
@@ -624,7 +636,11 @@ pub fn sys_fstatfs(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 }
 
 pub fn sys_getcwd(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    let cwd = ctx.process().cwd.lock().path();
+    let dentry = ctx.process().cwd.lock().clone();
+    if dentry.inode().metadata().nlink == 0 {
+        return Err(Errno::ENOENT); // the working directory was removed
+    }
+    let cwd = dentry.path();
     let needed = cwd.len() + 1;
     if (a[1] as usize) < needed {
         return Err(Errno::ERANGE);
@@ -657,6 +673,7 @@ pub fn sys_fchdir(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 
 pub fn sys_mount(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let (source_ptr, target_ptr, type_ptr, flags) = (a[0], a[1], a[2], a[3]);
+    const MS_RDONLY: u64 = 1;
     const MS_REMOUNT: u64 = 32;
     const MS_BIND: u64 = 4096;
     let target = path_arg(ctx, target_ptr)?;
@@ -671,7 +688,7 @@ pub fn sys_mount(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let fstype = path_arg(ctx, type_ptr).map_err(|_| Errno::ENODEV)?;
     let source = if source_ptr != 0 { path_arg(ctx, source_ptr).unwrap_or_default() } else { String::from("none") };
     let root = crate::fs::new_fs(&fstype)?;
-    crate::fs::dentry::mount(&d, Dentry::new_root(root), &source, &fstype)?;
+    crate::fs::dentry::mount_with(&d, Dentry::new_root(root), &source, &fstype, flags & MS_RDONLY != 0)?;
     Ok(0)
 }
 
@@ -686,7 +703,13 @@ pub fn sys_umount2(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     }
     let path = path_arg(ctx, a[0])?;
     let d = lookup_at(ctx, c::AT_FDCWD, &path, flags & UMOUNT_NOFOLLOW == 0, false)?;
-    crate::fs::dentry::umount(&d)?;
+    // Busy: some process has a file open in it or works inside it.
+    let busy = |root: &Arc<Dentry>| {
+        crate::proc::all_processes()
+            .iter()
+            .any(|p| p.cwd.lock().is_within(root) || p.files().lock().open_dentries().iter().any(|f| f.is_within(root)))
+    };
+    crate::fs::dentry::umount(&d, flags & MNT_DETACH != 0, busy)?;
     Ok(0)
 }
 

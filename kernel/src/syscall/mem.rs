@@ -30,7 +30,9 @@ pub fn sys_mmap(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         // No huge pages are reserved, as on a Linux with nr_hugepages=0.
         return Err(Errno::ENOMEM);
     }
-    let backing = if flags & c::MAP_ANONYMOUS != 0 {
+    let zero_device =
+        flags & c::MAP_ANONYMOUS == 0 && ctx.process().files().lock().get(fd).is_ok_and(|f| f.ops.maps_anonymous());
+    let backing = if flags & c::MAP_ANONYMOUS != 0 || zero_device {
         if shared {
             AddressSpace::new_shared_backing()?
         } else {
@@ -61,7 +63,7 @@ pub fn sys_mmap(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     }
     let fixed = flags & c::MAP_FIXED != 0;
     let noreplace = flags & c::MAP_FIXED_NOREPLACE != 0;
-    let name = if flags & c::MAP_ANONYMOUS == 0 {
+    let name = if flags & c::MAP_ANONYMOUS == 0 && !zero_device {
         ctx.process().files().lock().get(fd).ok().and_then(|f| f.dentry.clone()).map(|d| d.path())
     } else {
         None

@@ -171,6 +171,7 @@ syscall_table! {
     FSYNC => fs_io::sys_fsync,
     FDATASYNC => fs_io::sys_fsync,
     SYNC => fs_path::sys_sync,
+    SYNCFS => fs_io::sys_syncfs,
     STATX => fs_path::sys_statx,
     GETDENTS64 => fs_path::sys_getdents64,
     MKDIR => fs_path::sys_mkdir,

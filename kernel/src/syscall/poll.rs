@@ -61,6 +61,9 @@ fn do_poll(ctx: &SyscallContext, fds_ptr: u64, nfds: u64, deadline: Option<u64>)
             }
         }
         let expired = deadline.is_some_and(|d| crate::clock::now_ns() >= d);
+        if ready == 0 && !expired && crate::proc::signal::has_deliverable(ctx.task) {
+            return Err(Errno::ERESTARTNOHAND);
+        }
         if ready > 0 || expired || !wait_for_change(seq, deadline)? {
             for (i, pfd) in fds.iter().enumerate() {
                 uaccess::write_bytes(&vm, fds_ptr + (i * Pollfd::SIZE) as u64, &pfd.to_bytes())?;
@@ -159,6 +162,9 @@ fn do_select(
             }
         }
         let expired = deadline.is_some_and(|d| crate::clock::now_ns() >= d);
+        if count == 0 && !expired && crate::proc::signal::has_deliverable(ctx.task) {
+            return Err(Errno::ERESTARTNOHAND);
+        }
         if count > 0 || expired || !wait_for_change(seq, deadline)? {
             return Ok((count, out));
         }
@@ -189,6 +195,11 @@ pub fn sys_select(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     };
     let (count, sets) = do_select(ctx, a[0], ptrs, deadline)?;
     write_sets(ctx, ptrs, &sets)?;
+    if let Some(d) = deadline {
+        // Linux reports the time left.
+        let left = d.saturating_sub(crate::clock::now_ns());
+        uaccess::write_bytes(&ctx.vm()?, a[4], &Timeval::from_micros(left / 1000).to_bytes())?;
+    }
     Ok(count)
 }
 
@@ -210,6 +221,10 @@ pub fn sys_pselect6(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     with_sigmask(ctx, mask_ptr, || {
         let (count, sets) = do_select(ctx, a[0], ptrs, deadline)?;
         write_sets(ctx, ptrs, &sets)?;
+        if let Some(d) = deadline {
+            let left = d.saturating_sub(crate::clock::now_ns());
+            uaccess::write_bytes(&ctx.vm()?, a[4], &Timespec::from_nanos(left).to_bytes())?;
+        }
         Ok(count)
     })
 }

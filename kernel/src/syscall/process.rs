@@ -123,6 +123,7 @@ fn do_clone(ctx: &mut SyscallContext, flags: u64, stack: u64, parent_tid: u64, c
         *p.exe.lock() = parent.exe.lock().clone();
         *p.comm.lock() = parent.comm.lock().clone();
         *p.cmdline.lock() = parent.cmdline.lock().clone();
+        *p.environ.lock() = parent.environ.lock().clone();
         p.umask.store(parent.umask.load(Ordering::Relaxed), Ordering::Relaxed);
         *p.rlimits.lock() = *parent.rlimits.lock();
         let vfork = if flags & c::CLONE_VFORK != 0 {
@@ -185,6 +186,7 @@ pub fn sys_execve(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         other => other?,
     };
 
+    *ctx.process().environ.lock() = envp;
     commit_exec(ctx, image, dentry.path(), argv)
 }
 
@@ -269,6 +271,7 @@ fn exec_script(
         return Err(Errno::EACCES);
     }
     let image = exec::load(&interp_inode, interp, &new_argv, envp)?;
+    *ctx.process().environ.lock() = envp.to_vec();
     commit_exec(ctx, image, dentry.path(), new_argv)
 }
 
