@@ -203,6 +203,18 @@ pub fn register_handler(vector: u8, handler: IrqHandler) {
 
 static EXCEPTION_COUNT: AtomicUsize = AtomicUsize::new(0);
 
+/// Per CPU: whether the interrupt being handled arrived in user mode.
+static FROM_USER: crate::percpu::PerCpu<core::sync::atomic::AtomicBool> =
+    crate::percpu::PerCpu::new([const { core::sync::atomic::AtomicBool::new(false) }; crate::percpu::MAX_CPUS]);
+
+/// Whether the interrupt being handled on this CPU interrupted user mode.
+/// A handler must not switch threads then: the user thread's FPU state is
+/// still live in the registers until `UserContext::run` saves it, so the
+/// switch has to wait until the thread is back in its run loop.
+pub fn interrupted_user_mode() -> bool {
+    FROM_USER.get().load(Ordering::Relaxed)
+}
+
 /// How many exceptions the fault-recovery table has absorbed (for tests).
 pub fn recovered_faults() -> usize {
     EXCEPTION_COUNT.load(Ordering::Relaxed)
@@ -221,9 +233,12 @@ extern "C" fn hal_trap_dispatch(frame: &mut TrapFrame) {
     // here for a long time.
     crate::apic::end_of_interrupt();
     let handler = HANDLERS.lock()[vector as usize];
+    let from_user = FROM_USER.get();
+    let outer = from_user.swap(frame.from_user(), Ordering::Relaxed);
     if let Some(handler) = handler {
         handler(vector);
     }
+    from_user.store(outer, Ordering::Relaxed);
 }
 
 fn handle_exception(frame: &mut TrapFrame) {

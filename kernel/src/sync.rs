@@ -21,7 +21,11 @@ impl<T> Mutex<T> {
     }
 
     /// Takes the lock, sleeping while another thread holds it.
+    ///
+    /// Panics if interrupts are off: that means a spin lock is held (or
+    /// we are in an interrupt handler), and sleeping there would deadlock.
     pub fn lock(&self) -> MutexGuard<'_, T> {
+        assert!(hal::cpu::interrupts_enabled(), "sleeping mutex taken with interrupts off (inside a spin lock?)");
         loop {
             if let Some(inner) = self.data.try_lock() {
                 return MutexGuard { inner: Some(inner), mutex: self };

@@ -15,7 +15,7 @@
 //! counts in percent of the defaults, `BENCH_TIMEOUT=SECS` per boot,
 //! `BENCH_KERNEL=path` a Kiln ELF to measure instead of building one.
 
-mod guest;
+pub mod guest;
 mod report;
 
 use std::path::Path;

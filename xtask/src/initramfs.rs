@@ -148,7 +148,10 @@ pub fn base_rootfs(out_dir: &Path) -> Result<PathBuf> {
 pub fn make(root: &Path, out_dir: &Path, extra: Option<&Path>) -> Result<PathBuf> {
     let t = build_user_programs(root)?;
     let base = base_rootfs(out_dir)?;
-    let mut dirs: Vec<(&str, &Path)> = vec![("", base.as_path()), ("t/", t.as_path())];
+    let scripts = root.join("user/busybox");
+    let bench = crate::bench::guest::build_programs(root)?;
+    let mut dirs: Vec<(&str, &Path)> =
+        vec![("", base.as_path()), ("t/", t.as_path()), ("bb/", scripts.as_path()), ("b/", bench.as_path())];
     if let Some(extra) = extra {
         if !extra.is_dir() {
             return Err(format!("EXTRA={} is not a folder", extra.display()));

@@ -32,7 +32,8 @@ commands:
   iso                       build the kernel and make target/kiln/kiln.iso
   test                      host tests, unsafe check, in-kernel tests, GRUB boot
                             (env: KTEST_FILTER=TEXT runs only matching kernel tests)
-  bench                     benchmarks (none yet)
+  bench [smoke]             Kiln against Linux under icount and wall clock
+                            (env: BENCH_RUNS, BENCH_FILTER, BENCH_SCALE, BENCH_KERNEL)
   fmt [--check]             rustfmt the host crates
   clippy                    clippy on the host crates";
 
@@ -134,7 +135,6 @@ fn run(args: &[String]) -> Result<ExitCode> {
     }
     // Without a command, boot to an interactive shell unless the command
     // line picks something else (init=..., or `banner` for the live banner).
-    let mut cmdline = cmdline;
     if !cmdline.split_whitespace().any(|w| w.starts_with("init=") || w == "banner") {
         cmdline = format!("{} init=/bin/sh", cmdline.trim()).trim().to_string();
     }

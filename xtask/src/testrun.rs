@@ -14,7 +14,7 @@ use crate::{iso, qemu, unsafe_check, Result};
 
 const KTEST_TIMEOUT: Duration = Duration::from_secs(300);
 const GRUB_TIMEOUT: Duration = Duration::from_secs(120);
-const STAGES: usize = 6;
+const STAGES: usize = 8;
 const CRASH_TIMEOUT: Duration = Duration::from_secs(60);
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -62,7 +62,25 @@ pub fn all() -> Result<ExitCode> {
     totals.add(report(
         "user programs",
         normal
+            .clone()
             .and_then(|elf| crate::usertest::compare(&build::repo_root(), &elf))
+            .map(|(p, f)| Totals { passed: p, failed: f }),
+    ));
+
+    header(7, "busybox sessions: Kiln against the host Linux");
+    totals.add(report(
+        "busybox sessions",
+        normal
+            .clone()
+            .and_then(|elf| crate::usertest::busybox_sessions(&build::repo_root(), &elf))
+            .map(|(p, f)| Totals { passed: p, failed: f }),
+    ));
+
+    header(8, "benchmark programs, once each at a tiny size, in Kiln");
+    totals.add(report(
+        "benchmark smoke",
+        normal
+            .and_then(|elf| crate::bench::smoke(&build::repo_root(), &elf))
             .map(|(p, f)| Totals { passed: p, failed: f }),
     ));
 

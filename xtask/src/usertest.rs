@@ -234,6 +234,61 @@ fn parse_leaks(rest: &str) -> Option<(u64, u64)> {
     Some((frames.trim().parse().ok()?, tables.trim().parse().ok()?))
 }
 
+/// The busybox scripted sessions (user/busybox): `busybox sh run.sh`
+/// on the host and in Kiln, compared section by section.
+pub fn busybox_sessions(root: &Path, elf: &Path) -> Result<(u64, u64)> {
+    let scripts = root.join("user/busybox");
+    let host = Command::new(crate::initramfs::BUSYBOX)
+        .arg("sh")
+        .arg(scripts.join("run.sh"))
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("run busybox on the host: {e}"))?;
+    let host_out = String::from_utf8_lossy(&host.stdout).into_owned();
+    let initrd = crate::initramfs::make(root, &build::out_dir(), None)?;
+    let boot = qemu::Boot {
+        image: qemu::Image::Kernel {
+            elf: elf.to_path_buf(),
+            cmdline: "init=/bin/sh -- /bb/run.sh".to_string(),
+            initrd: Some(initrd),
+        },
+        smp: 1,
+        extra: Vec::new(),
+    };
+    let log = build::out_dir().join("busybox.log");
+    let run = qemu::run_captured(&boot, timeout(), &log)?;
+    let host_sections = sections(&host_out);
+    let kiln_sections = sections(&run.output);
+    let (mut passed, mut failed) = (0, 0);
+    for (name, h) in &host_sections {
+        match kiln_sections.iter().find(|(n, _)| n == name) {
+            Some((_, k)) if k == h => {
+                passed += 1;
+                println!("busybox {name} ... ok");
+            }
+            Some((_, k)) => {
+                failed += 1;
+                println!("busybox {name} ... FAILED (output differs from Linux)\n    {}", first_difference(h, k));
+            }
+            None => {
+                failed += 1;
+                println!("busybox {name} ... FAILED (did not run in Kiln)");
+            }
+        }
+    }
+    if host_sections.is_empty() {
+        failed += 1;
+        println!("busybox sessions: the host run printed nothing");
+    }
+    if run.timed_out || run.status != Some(qemu::EXIT_SUCCESS) {
+        println!("kiln run ended badly (status {:?}, timed out: {})", run.status, run.timed_out);
+        failed += 1;
+    }
+    Ok((passed, failed))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

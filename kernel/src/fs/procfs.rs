@@ -454,7 +454,9 @@ fn state_char(p: &Process) -> char {
 
 fn pid_file(p: &Arc<Process>, f: &str) -> Result<String, Errno> {
     let mut s = String::new();
-    let vm_pages = p.vm.lock().as_ref().map_or(0, |vm| vm.lock().mapped_bytes() / 4096);
+    // Never hold a spin lock (p.vm) while taking the sleeping address-space lock.
+    let vm = p.vm.lock().clone();
+    let vm_pages = vm.as_ref().map_or(0, |vm| vm.lock().mapped_bytes() / 4096);
     match f {
         "stat" => {
             let ticks = p.cpu_ns() / 10_000_000;
@@ -521,8 +523,9 @@ fn pid_file(p: &Arc<Process>, f: &str) -> Result<String, Errno> {
             s.push('\n');
         }
         "maps" => {
-            if let Some(vm) = p.vm.lock().clone() {
-                s = vm.lock().describe_maps(&p.exe.lock());
+            let exe = p.exe.lock().clone();
+            if let Some(vm) = vm {
+                s = vm.lock().describe_maps(&exe);
             }
         }
         _ => return Err(Errno::ENOENT),

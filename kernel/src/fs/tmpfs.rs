@@ -48,6 +48,12 @@ struct Meta {
 
 pub struct TmpInode {
     fs: Arc<Tmpfs>,
+    /// Pages of a regular file that were ever written (the rest are holes,
+    /// which take no blocks), one bit each.
+    written: SpinLock<Vec<u64>>,
+    /// Length of a regular file, kept beside the data so that stat and
+    /// drop never need the (sleeping) data lock.
+    size: AtomicU64,
     ino: u64,
     meta: SpinLock<Meta>,
     node: Node,
@@ -78,6 +84,8 @@ impl TmpInode {
         fs.inodes.fetch_add(1, Ordering::Relaxed);
         Arc::new_cyclic(|me| TmpInode {
             fs: fs.clone(),
+            written: SpinLock::new(Vec::new()),
+            size: AtomicU64::new(0),
             ino: fs.next_ino.fetch_add(1, Ordering::Relaxed),
             meta: SpinLock::new(Meta { mode, uid: 0, gid: 0, nlink, rdev, atime: t, mtime: t, ctime: t }),
             node,
@@ -154,9 +162,8 @@ impl TmpInode {
 impl Drop for TmpInode {
     fn drop(&mut self) {
         self.fs.inodes.fetch_sub(1, Ordering::Relaxed);
-        if let Node::File(data) = &self.node {
-            let len = data.lock().len();
-            self.fs.bytes.fetch_sub(len as u64, Ordering::Relaxed);
+        if let Node::File(_) = &self.node {
+            self.fs.bytes.fetch_sub(self.size.load(Ordering::Relaxed), Ordering::Relaxed);
         }
     }
 }
@@ -165,7 +172,7 @@ impl Inode for TmpInode {
     fn metadata(&self) -> Metadata {
         let m = self.meta.lock();
         let size = match &self.node {
-            Node::File(data) => data.lock().len() as u64,
+            Node::File(_) => self.size.load(Ordering::Relaxed),
             Node::Symlink(t) => t.len() as u64,
             Node::Dir(_) => 4096,
             Node::Special { .. } => 0,
@@ -179,7 +186,10 @@ impl Inode for TmpInode {
             gid: m.gid,
             rdev: m.rdev,
             size,
-            blocks: size.div_ceil(4096) * 8,
+            blocks: match &self.node {
+                Node::File(_) => self.written.lock().iter().map(|w| u64::from(w.count_ones())).sum::<u64>() * 8,
+                _ => size.div_ceil(4096) * 8,
+            },
             atime: m.atime,
             mtime: m.mtime,
             ctime: m.ctime,
@@ -272,9 +282,24 @@ impl Inode for TmpInode {
             data.try_reserve(grow).map_err(|_| Errno::ENOSPC)?;
             data.resize(end, 0);
             self.fs.bytes.fetch_add(grow as u64, Ordering::Relaxed);
+            self.size.store(end as u64, Ordering::Relaxed);
         }
         data[offset as usize..end].copy_from_slice(buf);
         drop(data);
+        if !buf.is_empty() {
+            let (first, last) = (offset / 4096, (end as u64 - 1) / 4096);
+            let mut written = self.written.lock();
+            let words = (last / 64 + 1) as usize;
+            let have = written.len();
+            if have < words && written.try_reserve(words - have).is_ok() {
+                written.resize(words, 0);
+            }
+            for page in first..=last {
+                if let Some(w) = written.get_mut((page / 64) as usize) {
+                    *w |= 1 << (page % 64);
+                }
+            }
+        }
         let t = now();
         let mut m = self.meta.lock();
         m.mtime = t;
@@ -299,8 +324,20 @@ impl Inode for TmpInode {
             self.fs.bytes.fetch_sub((old - size) as u64, Ordering::Relaxed);
         }
         data.resize(size, 0);
+        self.size.store(size as u64, Ordering::Relaxed);
         if size < old {
             data.shrink_to_fit();
+            // Pages past the new end are gone.
+            let pages = (size as u64).div_ceil(4096);
+            let mut written = self.written.lock();
+            for (i, w) in written.iter_mut().enumerate() {
+                let base = i as u64 * 64;
+                if base >= pages {
+                    *w = 0;
+                } else if base + 64 > pages {
+                    *w &= (1u64 << (pages - base)) - 1;
+                }
+            }
         }
         drop(data);
         let t = now();

@@ -43,8 +43,12 @@ pub fn exit_task(t: &Arc<Task>, how: ExitKind) {
 fn exit_process(p: &Arc<Process>, how: ExitKind) {
     // Release what the process holds right away; the zombie keeps only
     // its status for the parent.
-    *p.files.lock() = Arc::new(Mutex::new(FdTable::new()));
-    drop(p.vm.lock().take());
+    // Values are taken out of the spin locks before they drop: dropping
+    // files or an address space may sleep.
+    let files = core::mem::replace(&mut *p.files.lock(), Arc::new(Mutex::new(FdTable::new())));
+    drop(files);
+    let vm = p.vm.lock().take();
+    drop(vm);
     // The last thread still runs on these page tables: switch away and
     // release them now rather than when the kernel thread is reaped.
     if let Some(kt) = crate::sched::current_opt() {

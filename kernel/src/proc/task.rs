@@ -125,6 +125,7 @@ fn run_task(task: Arc<Task>, mut ctx: Box<UserContext>) {
             }
             ReturnReason::Interrupt => {}
         }
+        sched::preempt_point();
     }
 }
 

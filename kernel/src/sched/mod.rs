@@ -155,11 +155,28 @@ pub fn yield_now() {
     schedule();
 }
 
+/// Per CPU: a preemption is owed to the thread the timer interrupted in
+/// user mode (taken when it is back in its run loop).
+static NEED_RESCHED: PerCpu<core::sync::atomic::AtomicBool> =
+    PerCpu::new([const { core::sync::atomic::AtomicBool::new(false) }; MAX_CPUS]);
+
 /// Timer tick: wake sleepers, preempt if someone else is waiting.
 pub(crate) fn on_tick() {
     wait::wake_sleepers(hal::time::monotonic_ns());
     let preempt = !RUN_QUEUES.get().lock().ready.is_empty();
     if preempt {
+        if hal::trap::interrupted_user_mode() {
+            NEED_RESCHED.get().store(true, Ordering::Relaxed);
+        } else {
+            schedule();
+        }
+    }
+}
+
+/// Called by user threads between runs: take a preemption the timer owed.
+pub fn preempt_point() {
+    let _irq = IrqGuard::new();
+    if NEED_RESCHED.get().swap(false, Ordering::Relaxed) {
         schedule();
     }
 }

@@ -657,7 +657,8 @@ pub fn sys_chdir(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if !d.is_dir() {
         return Err(Errno::ENOTDIR);
     }
-    *ctx.process().cwd.lock() = d;
+    let old = core::mem::replace(&mut *ctx.process().cwd.lock(), d);
+    drop(old);
     Ok(0)
 }
 
@@ -667,7 +668,8 @@ pub fn sys_fchdir(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if !d.is_dir() {
         return Err(Errno::ENOTDIR);
     }
-    *ctx.process().cwd.lock() = d;
+    let old = core::mem::replace(&mut *ctx.process().cwd.lock(), d);
+    drop(old);
     Ok(0)
 }
 

@@ -199,7 +199,8 @@ fn commit_exec(ctx: &mut SyscallContext, image: exec::Image, exe: String, argv: 
         kt.set_vm_root(Some(root.clone()));
     }
     root.activate();
-    *p.vm.lock() = Some(new_vm);
+    let old_vm = p.vm.lock().replace(new_vm);
+    drop(old_vm);
     for other in p.tasks.lock().iter().filter(|t| !Arc::ptr_eq(t, ctx.task)) {
         *other.exit_request.lock() = Some(ExitKind::Exited(0));
         other.interrupt();
