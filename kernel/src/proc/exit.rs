@@ -78,8 +78,15 @@ fn exit_process(p: &Arc<Process>, how: ExitKind) {
     }
     super::signal::notify_parent_exit(p, how);
     if auto_reap {
-        if let Some(parent) = p.parent.lock().upgrade() {
-            parent.children.lock().retain(|c| !Arc::ptr_eq(c, p));
+        let parent = p.parent.lock().upgrade();
+        if let Some(parent) = parent {
+            let removed: alloc::vec::Vec<_> = {
+                let mut children = parent.children.lock();
+                let (gone, kept) = core::mem::take(&mut *children).into_iter().partition(|c| Arc::ptr_eq(c, p));
+                *children = kept;
+                gone
+            };
+            drop(removed);
         }
         super::unregister_process(p.pid);
     }

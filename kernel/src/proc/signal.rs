@@ -276,7 +276,9 @@ fn wait_while_stopped(t: &Arc<Task>) {
 /// one pending signal (building a handler frame if it has a handler).
 pub fn handle_pending(t: &Arc<Task>, ctx: &mut UserContext) -> Flow {
     loop {
-        if let Some(how) = t.exit_request.lock().take() {
+        // Bound first: a guard in the `if let` would stay held through the exit.
+        let requested = t.exit_request.lock().take();
+        if let Some(how) = requested {
             super::exit::exit_task(t, how);
             return Flow::Exit;
         }
