@@ -104,9 +104,21 @@ pub(crate) fn end_of_interrupt() {
     write(REG_EOI, 0);
 }
 
-/// Measures the TSC and the APIC timer against the PIT over 10 ms.
-/// Returns (TSC Hz, APIC timer Hz at divide-by-16).
+/// Measures the TSC and the APIC timer against the PIT three times and
+/// keeps the median of each: under emulation one 10 ms window can be
+/// stretched by the host, and a single bad sample would skew every clock.
 pub(crate) fn calibrate() -> (u64, u32) {
+    let mut samples = [calibrate_once(), calibrate_once(), calibrate_once()];
+    samples.sort_unstable_by_key(|s| s.0);
+    let tsc = samples[1].0;
+    samples.sort_unstable_by_key(|s| s.1);
+    let apic = samples[1].1;
+    TIMER_HZ.store(apic, Ordering::Relaxed);
+    (tsc, apic)
+}
+
+/// One measurement of the TSC and the APIC timer against the PIT over 10 ms.
+fn calibrate_once() -> (u64, u32) {
     const PIT_HZ: u64 = 1_193_182;
     const MS: u64 = 10;
     let gate = Port::new(0x61);

@@ -418,7 +418,10 @@ impl PageTable {
         out: &mut alloc::vec::Vec<(u64, PteFlags)>,
     ) {
         let span = 1u64 << (12 + 9 * level);
-        for idx in 0..512u64 {
+        // Start at the first entry that overlaps `start` instead of
+        // stepping over the ones below it.
+        let first = if start > base { ((start - base) / span).min(512) } else { 0 };
+        for idx in first..512u64 {
             let va = base + idx * span;
             if va >= end {
                 break;

@@ -107,9 +107,11 @@ impl FileOps for PipeEnd {
                 let mut buf = p.buf.lock();
                 if !buf.is_empty() {
                     let n = out.len().min(buf.len());
-                    for (i, b) in buf.drain(..n).enumerate() {
-                        out[i] = b;
-                    }
+                    let (front, back) = buf.as_slices();
+                    let a = n.min(front.len());
+                    out[..a].copy_from_slice(&front[..a]);
+                    out[a..n].copy_from_slice(&back[..n - a]);
+                    buf.drain(..n);
                     drop(buf);
                     p.writable.wake_all();
                     notify_poll();

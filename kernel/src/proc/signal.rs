@@ -275,6 +275,11 @@ fn wait_while_stopped(t: &Arc<Task>) {
 /// Runs before every return to user mode: exits, stops, and delivers
 /// one pending signal (building a handler frame if it has a handler).
 pub fn handle_pending(t: &Arc<Task>, ctx: &mut UserContext) -> Flow {
+    // Fast path: nothing was signalled, requested or interrupted since the
+    // last check (every sender sets `attention` through Task::interrupt).
+    if !t.attention.swap(false, core::sync::atomic::Ordering::AcqRel) {
+        return Flow::Continue;
+    }
     loop {
         // Bound first: a guard in the `if let` would stay held through the exit.
         let requested = t.exit_request.lock().take();
@@ -493,6 +498,7 @@ pub fn sigreturn(t: &Arc<Task>, ctx: &mut UserContext) -> Result<u64, Errno> {
         ctx.fpu_mut().set_bytes(&fp);
     }
     *t.sigmask.lock() = uc.uc_sigmask.without_unblockable();
+    t.attention.store(true, core::sync::atomic::Ordering::Release);
     // Linux restores the alternate stack setting too (errors ignored).
     let _ = set_altstack(t, &uc.uc_stack, ctx.regs.rsp);
     // Never restart: this "call" returns the interrupted rax.

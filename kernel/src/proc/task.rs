@@ -36,6 +36,10 @@ pub struct Task {
     pub restart_nr: SpinLock<Option<u64>>,
     /// Set by exit(2): this thread leaves before its next return to user.
     pub exit_request: SpinLock<Option<super::ExitKind>>,
+    /// Something may need doing before the next return to user mode (a
+    /// signal, an exit, a stop, a syscall restart). Clear means the return
+    /// path can skip signal handling entirely.
+    pub attention: core::sync::atomic::AtomicBool,
     cpu_ns: AtomicU64,
 }
 
@@ -52,12 +56,15 @@ impl Task {
             saved_sigmask: SpinLock::new(None),
             restart_nr: SpinLock::new(None),
             exit_request: SpinLock::new(None),
+            attention: core::sync::atomic::AtomicBool::new(true),
             cpu_ns: AtomicU64::new(0),
         }
     }
 
+    /// CPU time in user mode so far (kept in TSC ticks; converted here, so
+    /// the hot path never divides).
     pub fn cpu_ns(&self) -> u64 {
-        self.cpu_ns.load(Ordering::Relaxed)
+        hal::time::tsc_to_ns(self.cpu_ns.load(Ordering::Relaxed))
     }
 
     /// Whether the thread is runnable (for /proc state letters).
@@ -71,6 +78,7 @@ impl Task {
 
     /// Wakes the thread out of an interruptible wait.
     pub fn interrupt(&self) {
+        self.attention.store(true, Ordering::Release);
         if let Some(t) = self.kthread.get() {
             t.set_interrupt(true);
             sched::wake(t);
@@ -113,11 +121,13 @@ fn run_task(task: Arc<Task>, mut ctx: Box<UserContext>) {
         if super::signal::handle_pending(&task, &mut ctx) == Flow::Exit {
             return;
         }
-        let entered = hal::time::monotonic_ns();
+        let entered = hal::cpu::rdtsc();
         let reason = ctx.run();
-        let ran = hal::time::monotonic_ns().saturating_sub(entered);
+        let ran = hal::cpu::rdtsc().saturating_sub(entered);
         task.cpu_ns.fetch_add(ran, Ordering::Relaxed);
-        super::timer::charge_cpu(&task.process, ran);
+        if task.process.cpu_timer_armed.load(Ordering::Relaxed) {
+            super::timer::charge_cpu(&task.process, hal::time::tsc_to_ns(ran));
+        }
         match reason {
             ReturnReason::Syscall => crate::syscall::dispatch(&task, &mut ctx),
             ReturnReason::Exception { vector, error_code, fault_addr } => {

@@ -36,6 +36,29 @@ pub fn install(ctx: &SyscallContext, f: OpenFile, cloexec: bool) -> SysResult {
     Ok(ctx.process().files().lock().install_from(0, f, cloexec, limit)? as u64)
 }
 
+/// Small transfers use a stack buffer; larger ones a heap buffer.
+enum Bounce {
+    Stack([u8; 512]),
+    Heap(Vec<u8>),
+}
+
+impl Bounce {
+    fn new(len: usize) -> Result<Bounce, Errno> {
+        if len <= 512 {
+            Ok(Bounce::Stack([0; 512]))
+        } else {
+            bounce(len).map(Bounce::Heap)
+        }
+    }
+
+    fn buf(&mut self) -> &mut [u8] {
+        match self {
+            Bounce::Stack(b) => b,
+            Bounce::Heap(v) => v,
+        }
+    }
+}
+
 fn bounce(len: usize) -> Result<Vec<u8>, Errno> {
     let mut v = Vec::new();
     v.try_reserve_exact(len).map_err(|_| Errno::ENOMEM)?;
@@ -72,7 +95,8 @@ fn read_into_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at: 
         return Ok(0);
     }
     check_extent(f, len, at)?;
-    let mut tmp = bounce(len.min(CHUNK))?;
+    let mut storage = Bounce::new(len.min(CHUNK))?;
+    let tmp = storage.buf();
     let mut done = 0;
     while done < len {
         let want = (len - done).min(CHUNK);
@@ -111,7 +135,8 @@ fn write_from_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at:
         return Ok(0);
     }
     check_extent(f, len, at)?;
-    let mut tmp = bounce(len.min(CHUNK))?;
+    let mut storage = Bounce::new(len.min(CHUNK))?;
+    let tmp = storage.buf();
     let mut done = 0;
     while done < len {
         let n = (len - done).min(CHUNK);

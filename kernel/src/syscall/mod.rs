@@ -256,6 +256,7 @@ pub fn dispatch(task: &Arc<Task>, uctx: &mut UserContext) {
         Err(e) => {
             if is_restart(e) {
                 *task.restart_nr.lock() = Some(number);
+                task.attention.store(true, Ordering::Release);
             }
             ctx.uctx.regs.rax = e.as_neg_isize() as u64;
         }

@@ -104,6 +104,8 @@ fn with_sigmask(ctx: &SyscallContext, mask_ptr: u64, f: impl FnOnce() -> SysResu
     } else {
         *ctx.task.sigmask.lock() = old;
     }
+    // The mask changed back: let the return path look for signals.
+    ctx.task.attention.store(true, Ordering::Release);
     r
 }
 

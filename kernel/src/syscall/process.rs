@@ -278,6 +278,7 @@ fn exec_script(
 
 pub fn sys_exit(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     *ctx.task.exit_request.lock() = Some(ExitKind::Exited(a[0] as u8));
+    ctx.task.attention.store(true, Ordering::Release);
     Ok(0)
 }
 
