@@ -207,6 +207,15 @@ static EXCEPTION_COUNT: AtomicUsize = AtomicUsize::new(0);
 static FROM_USER: crate::percpu::PerCpu<core::sync::atomic::AtomicBool> =
     crate::percpu::PerCpu::new([const { core::sync::atomic::AtomicBool::new(false) }; crate::percpu::MAX_CPUS]);
 
+static LAST_USER_RIP: crate::percpu::PerCpu<core::sync::atomic::AtomicU64> =
+    crate::percpu::PerCpu::new([const { core::sync::atomic::AtomicU64::new(0) }; crate::percpu::MAX_CPUS]);
+
+/// The user instruction pointer the last interrupt from user mode hit
+/// (for diagnostics).
+pub fn last_user_rip() -> u64 {
+    LAST_USER_RIP.get().load(Ordering::Relaxed)
+}
+
 /// Whether the interrupt being handled on this CPU interrupted user mode.
 /// A handler must not switch threads then: the user thread's FPU state is
 /// still live in the registers until `UserContext::run` saves it, so the
@@ -235,6 +244,9 @@ extern "C" fn hal_trap_dispatch(frame: &mut TrapFrame) {
     let handler = HANDLERS.lock()[vector as usize];
     let from_user = FROM_USER.get();
     let outer = from_user.swap(frame.from_user(), Ordering::Relaxed);
+    if frame.from_user() {
+        LAST_USER_RIP.get().store(frame.rip, Ordering::Relaxed);
+    }
     if let Some(handler) = handler {
         handler(vector);
     }

@@ -8,7 +8,9 @@
  * a full, correct result; every later call must fail cleanly with EBADF.
  * Anything else (a short read, wrong data, another errno, a crash) is a bug.
  *
- * Prints `mymem closerace ok before B after A ebadf E` or `... FAILED why`.
+ * Prints `mymem closerace ok before B after A straddling S ebadf E` (B
+ * full reads begun before the close, A begun after it, S of the B seen
+ * finishing after close() returned) or `mymem closerace FAILED why`.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -27,7 +29,7 @@
 
 static int fd;
 static atomic_int closed;
-static atomic_long ok_before, ok_after, ebadf, bad;
+static atomic_long ok_before, ok_after, straddled, ebadf, bad;
 
 static void *worker(void *arg)
 {
@@ -36,8 +38,15 @@ static void *worker(void *arg)
     for (;;) {
         int was_closed = atomic_load(&closed);
         ssize_t r = pread(fd, buf, MYMEM_SIZE, 0);
-        if (r == MYMEM_SIZE && buf[0] == 0xa5 && buf[MYMEM_SIZE - 1] == 0x5a)
+        int now_closed = atomic_load(&closed);
+        if (r == MYMEM_SIZE && buf[0] == 0xa5 && buf[MYMEM_SIZE - 1] == 0x5a) {
             atomic_fetch_add(was_closed ? &ok_after : &ok_before, 1);
+            /* Began before close() and seen ending after it returned:
+             * usually a read that was inside the kernel (e.g. waiting for
+             * the device lock) while the descriptor went away. */
+            if (was_closed == 0 && now_closed == 2)
+                atomic_fetch_add(&straddled, 1);
+        }
         else if (r < 0 && errno == EBADF)
             break;
         else {
@@ -73,12 +82,13 @@ int main(void)
         sched_yield();
     atomic_store(&closed, 1);
     int c = close(fd);
+    atomic_store(&closed, 2);
     for (int i = 0; i < WORKERS; i++)
         pthread_join(t[i], NULL);
     if (c != 0 || bad != 0 || ebadf != WORKERS)
         printf("mymem closerace FAILED close %d bad %ld ebadf %ld\n", c, (long)bad, (long)ebadf);
     else
-        printf("mymem closerace ok before %ld after %ld ebadf %ld\n", (long)ok_before, (long)ok_after,
-               (long)ebadf);
+        printf("mymem closerace ok before %ld after %ld straddling %ld ebadf %ld\n", (long)ok_before,
+               (long)ok_after, (long)straddled, (long)ebadf);
     return 0;
 }

@@ -16,6 +16,7 @@
 //! `BENCH_KERNEL=path` a Kiln ELF to measure instead of building one.
 
 pub mod guest;
+mod mymem;
 mod report;
 
 use std::path::Path;
@@ -116,6 +117,15 @@ pub fn main(args: &[String]) -> Result<ExitCode> {
             return Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE });
         }
     }
+    // `xtask bench mymem [report]`: only the /dev/mymem labs
+    // (docs/mymem.md); `report` redraws from the last run's logs.
+    if args.first().map(String::as_str) == Some("mymem") && args.len() <= 2 {
+        let root = build::repo_root();
+        let reuse = args.get(1).map(String::as_str) == Some("report");
+        let (kiln, linux) = if reuse { Default::default() } else { (kiln_kernel()?, guest::linux_kernel()?) };
+        mymem::run(&root, &kiln, &linux, &mymem_meta(&root), reuse)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if !args.is_empty() {
         return Err(format!("bench: unexpected arguments {args:?} (use BENCH_RUNS, BENCH_FILTER, BENCH_SCALE)"));
     }
@@ -203,7 +213,24 @@ pub fn main(args: &[String]) -> Result<ExitCode> {
         Ok(()) => println!("bench: wrote bench/results/latest.{{md,json,png}}"),
         Err(e) => println!("bench: wrote bench/results/latest.{{md,json}}; no chart: {e}"),
     }
+    // The /dev/mymem labs, on a full run only; a failure there leaves the
+    // main report standing.
+    if cfg.filter.is_empty() && cfg.scale == 100 {
+        if let Err(e) = mymem::run(&root, &kiln_elf, &linux, &mymem_meta(&root), false) {
+            println!("bench mymem: {e}");
+        }
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The first line of the /dev/mymem report: what was measured with what.
+fn mymem_meta(root: &Path) -> String {
+    format!(
+        "{}, QEMU TCG ({}), Kiln {}",
+        command_line_output("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
+        command_line_output("qemu-system-x86_64", &["--version"]),
+        command_line_output("git", &["-C", &root.to_string_lossy(), "describe", "--always", "--dirty"]),
+    )
 }
 
 /// The Kiln to measure: `BENCH_KERNEL` (an already built ELF, e.g. of

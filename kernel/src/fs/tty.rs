@@ -109,6 +109,12 @@ pub fn receive() {
                 b = b'\r';
             }
             let cc = t.c_cc;
+            if b == 0x14 {
+                // ^T: a process status report (as BSD's SIGINFO key), for
+                // finding out what a hung system is waiting on.
+                crate::proc::dump_processes();
+                continue;
+            }
             if t.c_lflag & c::ISIG != 0 {
                 let signo = if b == cc[c::VINTR] {
                     Some(sig::SIGINT)

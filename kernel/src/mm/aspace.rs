@@ -443,6 +443,16 @@ impl AddressSpace {
         })
     }
 
+    /// Diagnostic text for the VMA around `addr`.
+    pub fn describe_fault(&self, addr: u64) -> alloc::string::String {
+        match self.find(addr) {
+            Some(v) => {
+                alloc::format!("{:#x}-{:#x} {:?} shared={} kind={:?}", v.start, v.end, v.prot, v.is_shared(), v.kind)
+            }
+            None => alloc::string::String::from("none"),
+        }
+    }
+
     /// Names the VMA starting at `start` (the file it maps).
     pub fn set_name(&mut self, start: u64, name: &str) {
         if let Some(v) = self.vmas.get_mut(&start) {

@@ -116,6 +116,42 @@ pub fn alloc_pid() -> Result<Pid, Errno> {
     Err(Errno::EAGAIN)
 }
 
+/// Prints every process and thread with its state and the system call it
+/// is in (the console's ^T).
+pub fn dump_processes() {
+    use core::fmt::Write;
+    let mut out = hal::serial::Console;
+    let _ = writeln!(out, "\n--- processes (last user rip {:#x}) ---", hal::trap::last_user_rip());
+    for p in all_processes() {
+        let st = p.state.lock();
+        let _ = writeln!(
+            out,
+            "pid {} ppid {} pgid {} {} zombie={} stopped={:?} exiting={:?}",
+            p.pid,
+            p.parent_pid(),
+            p.pgid.load(Ordering::Relaxed),
+            p.comm.lock().as_str(),
+            st.zombie,
+            st.stopped,
+            st.exiting
+        );
+        drop(st);
+        for t in p.tasks.lock().iter() {
+            let sc = t.in_syscall.load(Ordering::Relaxed);
+            let state = t.kthread.get().map(|k| k.state());
+            let _ = writeln!(
+                out,
+                "  tid {} {:?} syscall {} pending {:#x} blocked {:#x}",
+                t.tid,
+                state,
+                if sc == 0 { "-" } else { linux_abi::nr::name((sc - 1) as usize).unwrap_or("?") },
+                t.pending.lock().set.0 | p.signals.shared_pending.lock().set.0,
+                t.sigmask.lock().0
+            );
+        }
+    }
+}
+
 /// The most recently allocated id (/proc/loadavg).
 pub fn last_pid() -> Pid {
     NEXT_PID.load(Ordering::Relaxed) - 1

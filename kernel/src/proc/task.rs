@@ -40,6 +40,11 @@ pub struct Task {
     /// signal, an exit, a stop, a syscall restart). Clear means the return
     /// path can skip signal handling entirely.
     pub attention: core::sync::atomic::AtomicBool,
+    /// The system call in progress + 1 (0: none), for the ^T dump.
+    pub in_syscall: AtomicU64,
+    /// The last user page fault (address, error code, repeats): a fault
+    /// that keeps coming back is a kernel bug worth reporting.
+    pub last_fault: SpinLock<(u64, u64, u64)>,
     cpu_ns: AtomicU64,
 }
 
@@ -57,6 +62,8 @@ impl Task {
             restart_nr: SpinLock::new(None),
             exit_request: SpinLock::new(None),
             attention: core::sync::atomic::AtomicBool::new(true),
+            in_syscall: AtomicU64::new(0),
+            last_fault: SpinLock::new((0, 0, 0)),
             cpu_ns: AtomicU64::new(0),
         }
     }
@@ -155,6 +162,33 @@ fn handle_exception(task: &Arc<Task>, ctx: &mut UserContext, vector: u8, error_c
                 Ok(vm) => vm.lock().handle_fault(addr, access),
                 Err(_) => Err(FaultError::Unmapped),
             };
+            // A fault that "resolves" without the access then succeeding
+            // would loop forever: report it loudly.
+            let same = {
+                let mut last = task.last_fault.lock();
+                let same = last.0 == addr && last.1 == error_code;
+                if same {
+                    last.2 += 1
+                } else {
+                    *last = (addr, error_code, 0)
+                };
+                last.2
+            };
+            if same > 0 && same % 1000 == 0 {
+                let (pte, vma) = match task.process.vm() {
+                    Ok(vm) => {
+                        let space = vm.lock();
+                        (space.page_table().query(addr & !0xfff), space.describe_fault(addr))
+                    }
+                    Err(_) => (None, alloc::string::String::new()),
+                };
+                log::error!(
+                    "pid {}: page fault at {addr:#x} (error {error_code:#x}, rip {:#x}) repeats {same} times: pte {pte:?} vma {vma} cr3 {:#x}",
+                    task.process.pid,
+                    ctx.regs.rip,
+                    hal::paging::current_root().0
+                );
+            }
             match result {
                 Ok(()) => return,
                 Err(FaultError::Unmapped) => SigInfo::fault(sig::SIGSEGV, sig::SEGV_MAPERR, addr),

@@ -227,6 +227,7 @@ pub fn dispatch(task: &Arc<Task>, uctx: &mut UserContext) {
     let r = &uctx.regs;
     let args = [r.rdi, r.rsi, r.rdx, r.r10, r.r8, r.r9];
     let handler = usize::try_from(number).ok().and_then(|n| TABLE.get(n).copied().flatten());
+    task.in_syscall.store(number + 1, Ordering::Relaxed);
     let mut ctx = SyscallContext { task, uctx };
     let result = match handler {
         Some(h) => h(&mut ctx, &args),
@@ -240,6 +241,7 @@ pub fn dispatch(task: &Arc<Task>, uctx: &mut UserContext) {
             Err(Errno::ENOSYS)
         }
     };
+    task.in_syscall.store(0, Ordering::Relaxed);
     if TRACE.load(Ordering::Relaxed) {
         log::info!(
             "[{}] {}({:#x}, {:#x}, {:#x}) = {:?}",

@@ -273,8 +273,7 @@ pub fn measure(root: &Path, kiln_elf: &Path, linux: &Path) -> Result<Results> {
     for (i, clock) in [Clock::Icount, Clock::Wall].into_iter().enumerate() {
         println!("bench mymem: kiln in-kernel {}", clock.name());
         let log = out.join(format!("mymem-kiln-ktest-{}.log", clock.name()));
-        let img =
-            qemu::Image::Kernel { elf: test_elf.clone(), cmdline: "ktest.filter=mymem".into(), initrd: None };
+        let img = qemu::Image::Kernel { elf: test_elf.clone(), cmdline: "ktest.filter=mymem".into(), initrd: None };
         res.kiln_ktest[i] = boot(img, clock, &log, timeout)?;
     }
     Ok(res)
@@ -326,7 +325,9 @@ pub fn markdown(res: &Results, meta: &str) -> String {
         s.push('\n');
     }
     s.push_str("In-kernel (no system call, no user copy): read / write\n\n");
-    s.push_str("| size | Kiln icount | Kiln wall | Linux C module icount | Linux C module wall |\n|---|---|---|---|---|\n");
+    s.push_str(
+        "| size | Kiln icount | Kiln wall | Linux C module icount | Linux C module wall |\n|---|---|---|---|---|\n",
+    );
     for size in SIZES {
         let cells = [
             pair(&res.kiln_ktest[0], "in-kernel", size),
@@ -361,30 +362,37 @@ pub fn markdown(res: &Results, meta: &str) -> String {
     s
 }
 
-/// The figures the chart needs, as JSON written by hand (see report.rs).
+/// The figures the chart needs, per clock, as JSON written by hand (see
+/// report.rs).
 pub fn json(res: &Results) -> String {
-    let mut series = Vec::new();
-    let mut add = |label: &str, run: &Run, kind: &str, read: bool| {
-        let vals: Vec<String> = SIZES
-            .iter()
-            .map(|sz| {
-                run.timing
-                    .get(kind)
-                    .and_then(|m| m.get(sz))
-                    .map(|(r, w)| format!("{:.1}", if read { r } else { w }))
-                    .unwrap_or("null".into())
-            })
-            .collect();
-        series.push(format!("    {{\"label\": \"{label}\", \"ns\": [{}]}}", vals.join(", ")));
+    let series = |runs: &[Run; 2], ktest: &Run| {
+        let mut out = Vec::new();
+        for (rw, read) in [("read", true), ("write", false)] {
+            for (label, run, kind) in [
+                (format!("Kiln user {rw}"), &runs[0], "timing"),
+                (format!("Linux module user {rw}"), &runs[1], "timing"),
+                (format!("Kiln in-kernel {rw}"), ktest, "in-kernel"),
+                (format!("Linux module in-kernel {rw}"), &runs[1], "in-kernel"),
+            ] {
+                let vals: Vec<String> = SIZES
+                    .iter()
+                    .map(|sz| match run.timing.get(kind).and_then(|m| m.get(sz)) {
+                        Some((r, w)) => format!("{:.1}", if read { r } else { w }),
+                        None => "null".into(),
+                    })
+                    .collect();
+                out.push(format!("      {{\"label\": \"{label}\", \"ns\": [{}]}}", vals.join(", ")));
+            }
+        }
+        out.join(",\n")
     };
-    for (rw, read) in [("read", true), ("write", false)] {
-        add(&format!("Kiln user {rw}"), &res.icount[0], "timing", read);
-        add(&format!("Linux module user {rw}"), &res.icount[1], "timing", read);
-        add(&format!("Kiln in-kernel {rw}"), &res.kiln_ktest[0], "in-kernel", read);
-        add(&format!("Linux module in-kernel {rw}"), &res.icount[1], "in-kernel", read);
-    }
     let sizes: Vec<String> = SIZES.iter().map(u64::to_string).collect();
-    format!("{{\n  \"clock\": \"icount\",\n  \"sizes\": [{}],\n  \"series\": [\n{}\n  ]\n}}\n", sizes.join(", "), series.join(",\n"))
+    format!(
+        "{{\n  \"sizes\": [{}],\n  \"clocks\": {{\n    \"icount\": [\n{}\n    ],\n    \"wall\": [\n{}\n    ]\n  }}\n}}\n",
+        sizes.join(", "),
+        series(&res.icount, &res.kiln_ktest[0]),
+        series(&res.wall, &res.kiln_ktest[1])
+    )
 }
 
 /// Replaces the text between the markers in docs/mymem.md.
@@ -397,10 +405,27 @@ fn update_doc(path: &Path, table: &str) -> Result<()> {
     fs::write(path, new).map_err(|e| format!("write {}: {e}", path.display()))
 }
 
-/// Measures, then writes bench/results/mymem.{md,json,png} and the table
-/// in docs/mymem.md.
-pub fn run(root: &Path, kiln_elf: &Path, linux: &Path, meta: &str) -> Result<()> {
-    let res = measure(root, kiln_elf, linux)?;
+/// The last measurement again, from the boot logs it left in the build
+/// folder: for redrawing the report without booting anything.
+pub fn from_logs() -> Result<Results> {
+    let out = build::out_dir();
+    let read = |name: &str| -> Result<Run> {
+        let p = out.join(name);
+        Ok(parse(&fs::read_to_string(&p).map_err(|e| format!("read {}: {e}", p.display()))?))
+    };
+    Ok(Results {
+        icount: [read("mymem-kiln-icount.log")?, read("mymem-linux-icount.log")?],
+        wall: [read("mymem-kiln-wall.log")?, read("mymem-linux-wall.log")?],
+        kiln_ktest: [read("mymem-kiln-ktest-icount.log")?, read("mymem-kiln-ktest-wall.log")?],
+        module_error: None,
+        trials: env_u64("MYMEM_TRIALS", 1000),
+    })
+}
+
+/// Measures (or with `reuse`, takes the last logs), then writes
+/// bench/results/mymem.{md,json,png} and the table in docs/mymem.md.
+pub fn run(root: &Path, kiln_elf: &Path, linux: &Path, meta: &str, reuse: bool) -> Result<()> {
+    let res = if reuse { from_logs()? } else { measure(root, kiln_elf, linux)? };
     let table = markdown(&res, meta);
     println!("\n{table}");
     let dir = root.join("bench/results");
