@@ -107,18 +107,18 @@ pub fn start(task: Arc<Task>, ctx: Box<UserContext>) -> Result<(), linux_abi::er
     // Registered before the thread can run, so it can find itself.
     super::register_task(&task);
     let tid = task.tid;
-    let configure = |k: &sched::Thread| {
+    let publish = task.clone();
+    let configure = move |k: &Arc<sched::Thread>| {
         k.set_vm_root(Some(vm_root));
         k.set_task_id(tid);
+        // Published before the thread can run: it may exec, or be
+        // signalled, before spawn returns here.
+        publish.kthread.set(k.clone());
     };
-    let kthread = match sched::spawn_configured("user", configure, move || run_task(t, ctx)) {
-        Ok(k) => k,
-        Err(_) => {
-            super::unregister_task(tid);
-            return Err(linux_abi::errno::Errno::EAGAIN);
-        }
-    };
-    task.kthread.set(kthread);
+    if sched::spawn_configured("user", configure, move || run_task(t, ctx)).is_err() {
+        super::unregister_task(tid);
+        return Err(linux_abi::errno::Errno::EAGAIN);
+    }
     Ok(())
 }
 

@@ -85,10 +85,11 @@ pub fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<Arc<Thread
 }
 
 /// Like [`spawn`], but `configure` sets the thread up (address space,
-/// task id) before it can first run.
+/// task id, and publishing it to its owner) before it can first run: a
+/// new thread may run before `spawn` returns to its creator.
 pub fn spawn_configured(
     name: &str,
-    configure: impl FnOnce(&Thread),
+    configure: impl FnOnce(&Arc<Thread>),
     f: impl FnOnce() + Send + 'static,
 ) -> Result<Arc<Thread>, SpawnError> {
     let stack = KernelStack::new().map_err(|_| SpawnError::OutOfMemory)?;
@@ -97,8 +98,8 @@ pub fn spawn_configured(
     let thread = Thread::new(name, None, Some(start), cpu, false)?;
     thread.context().prepare(&stack, thread_entry, thread.slot());
     *thread.stack.lock() = Some(stack);
-    configure(&thread);
     let thread = Arc::try_new(thread).map_err(|_| SpawnError::OutOfMemory)?;
+    configure(&thread);
     let mut rq = RUN_QUEUES.get_for(cpu).lock();
     rq.ready.try_reserve(1).map_err(|_| SpawnError::OutOfMemory)?;
     rq.ready.push_back(thread.clone());

@@ -195,9 +195,8 @@ fn commit_exec(ctx: &mut SyscallContext, image: exec::Image, exe: String, argv: 
     let p = ctx.process().clone();
     let new_vm = Arc::try_new(Mutex::new(image.vm)).map_err(|_| Errno::ENOMEM)?;
     let root = new_vm.lock().page_table().clone();
-    if let Some(kt) = ctx.task.kthread.get() {
-        kt.set_vm_root(Some(root.clone()));
-    }
+    // The running thread is this task's: switch it for good.
+    crate::sched::current().set_vm_root(Some(root.clone()));
     root.activate();
     let old_vm = p.vm.lock().replace(new_vm);
     drop(old_vm);
