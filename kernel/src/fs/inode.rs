@@ -174,6 +174,13 @@ pub trait Inode: Send + Sync {
         Err(Errno::ENOTDIR)
     }
 
+    /// At most `max` entries after skipping `skip` (getdents reads a
+    /// directory in pieces; file systems with an ordered index avoid
+    /// building the whole list each time).
+    fn readdir_range(&self, skip: usize, max: usize) -> Result<Vec<DirEntry>, Errno> {
+        Ok(self.readdir()?.into_iter().skip(skip).take(max).collect())
+    }
+
     fn readlink(&self) -> Result<String, Errno> {
         Err(Errno::EINVAL)
     }

@@ -511,6 +511,19 @@ impl Inode for TmpInode {
         Ok(out)
     }
 
+    fn readdir_range(&self, skip: usize, max: usize) -> Result<Vec<DirEntry>, Errno> {
+        if self.meta.lock().nlink == 0 {
+            return Err(Errno::ENOENT);
+        }
+        let dir = self.dir()?.lock();
+        let mut out = Vec::new();
+        out.try_reserve(max.min(dir.len())).map_err(|_| Errno::ENOMEM)?;
+        for (name, inode) in dir.iter().skip(skip).take(max) {
+            out.push(DirEntry { name: name.clone(), ino: inode.ino, kind: inode.metadata_type() });
+        }
+        Ok(out)
+    }
+
     fn readlink(&self) -> Result<String, Errno> {
         match &self.node {
             Node::Symlink(t) => Ok(t.clone()),

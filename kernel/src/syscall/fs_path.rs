@@ -198,21 +198,27 @@ pub fn sys_getdents64(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     }
     let dentry = f.dentry.clone();
     // "." and ".." first, then the directory's entries; the file offset
-    // counts entries already returned.
+    // counts entries already returned. Only the entries that can fit in
+    // this call are fetched (the smallest record is 24 bytes).
+    let mut pos = f.offset.lock();
+    let start = *pos as usize;
     let mut entries: Vec<(String, u64, u8)> = Vec::new();
     let me = inode.metadata().ino;
-    let parent_ino = dentry.as_ref().map_or(me, |d| d.parent().inode().metadata().ino);
-    entries.push((String::from("."), me, FileType::Directory.dirent_type()));
-    entries.push((String::from(".."), parent_ino, FileType::Directory.dirent_type()));
-    for e in inode.readdir()? {
+    if start == 0 {
+        entries.push((String::from("."), me, FileType::Directory.dirent_type()));
+    }
+    if start <= 1 {
+        let parent_ino = dentry.as_ref().map_or(me, |d| d.parent().inode().metadata().ino);
+        entries.push((String::from(".."), parent_ino, FileType::Directory.dirent_type()));
+    }
+    let want = count / 24 + 1;
+    for e in inode.readdir_range(start.saturating_sub(2), want)? {
         entries.push((e.name, e.ino, e.kind.dirent_type()));
     }
-    let mut pos = f.offset.lock();
     let mut out = Vec::new();
     out.try_reserve(count.min(1 << 20)).map_err(|_| Errno::ENOMEM)?;
-    let mut index = *pos as usize;
-    while index < entries.len() {
-        let (name, ino, kind) = &entries[index];
+    let mut index = start;
+    for (name, ino, kind) in &entries {
         let mut rec = [0u8; 280];
         let Some(len) = linux_abi::layout::encode_dirent64(*ino, (index + 1) as i64, *kind, name.as_bytes(), &mut rec)
         else {
