@@ -71,6 +71,12 @@ impl FileOps for Mem {
         }
     }
 
+    fn seekable(&self) -> bool {
+        // The position never matters; keeping it unseekable avoids the
+        // offset lock on every read and write.
+        false
+    }
+
     fn partial_reads(&self) -> bool {
         false
     }

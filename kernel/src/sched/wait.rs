@@ -8,6 +8,7 @@
 use alloc::collections::VecDeque;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
+use core::sync::atomic::{fence, AtomicUsize, Ordering};
 
 use hal::sync::{IrqGuard, SpinLock};
 
@@ -15,11 +16,17 @@ use super::thread::{State, Thread};
 
 pub struct WaitQueue {
     waiters: SpinLock<VecDeque<Arc<Thread>>>,
+    /// `waiters.len()`, readable without the lock: wakers with nobody to
+    /// wake (every uncontended mutex unlock) return without locking. A
+    /// waiter publishes itself here before it checks its condition, and a
+    /// waker changes the condition before it reads this, with a full fence
+    /// on both sides, so one of the two always sees the other.
+    queued: AtomicUsize,
 }
 
 impl WaitQueue {
     pub const fn new() -> WaitQueue {
-        WaitQueue { waiters: SpinLock::new(VecDeque::new()) }
+        WaitQueue { waiters: SpinLock::new(VecDeque::new()), queued: AtomicUsize::new(0) }
     }
 
     /// Blocks until `condition` holds. The condition runs with the queue
@@ -29,19 +36,21 @@ impl WaitQueue {
             let _irq = IrqGuard::new();
             {
                 let mut waiters = self.waiters.lock();
-                if condition() {
-                    return;
-                }
                 let me = super::current();
-                me.set_state(State::Blocked);
                 if waiters.try_reserve(1).is_err() {
                     // Cannot queue without memory: stay runnable and poll.
-                    me.set_state(State::Running);
                     drop(waiters);
                     super::yield_now();
                     continue;
                 }
-                waiters.push_back(me);
+                waiters.push_back(me.clone());
+                self.publish(&waiters);
+                if condition() {
+                    waiters.retain(|t| !Arc::ptr_eq(t, &me));
+                    self.publish(&waiters);
+                    return;
+                }
+                me.set_state(State::Blocked);
             }
             super::schedule();
         }
@@ -60,18 +69,6 @@ impl WaitQueue {
             let me = super::current();
             {
                 let mut waiters = self.waiters.lock();
-                if condition() {
-                    waiters.retain(|t| !Arc::ptr_eq(t, &me));
-                    return Ok(());
-                }
-                if me.interrupt_pending() {
-                    waiters.retain(|t| !Arc::ptr_eq(t, &me));
-                    return Err(Interrupted::Signal);
-                }
-                if deadline.is_some_and(|d| hal::time::monotonic_ns() >= d) {
-                    waiters.retain(|t| !Arc::ptr_eq(t, &me));
-                    return Err(Interrupted::TimedOut);
-                }
                 if !waiters.iter().any(|t| Arc::ptr_eq(t, &me)) {
                     if waiters.try_reserve(1).is_err() {
                         drop(waiters);
@@ -79,6 +76,21 @@ impl WaitQueue {
                         continue;
                     }
                     waiters.push_back(me.clone());
+                    self.publish(&waiters);
+                }
+                let outcome = if condition() {
+                    Some(Ok(()))
+                } else if me.interrupt_pending() {
+                    Some(Err(Interrupted::Signal))
+                } else if deadline.is_some_and(|d| hal::time::monotonic_ns() >= d) {
+                    Some(Err(Interrupted::TimedOut))
+                } else {
+                    None
+                };
+                if let Some(outcome) = outcome {
+                    waiters.retain(|t| !Arc::ptr_eq(t, &me));
+                    self.publish(&waiters);
+                    return outcome;
                 }
                 me.set_state(State::Blocked);
             }
@@ -91,10 +103,31 @@ impl WaitQueue {
         }
     }
 
+    /// Records the queue length for lock-free readers (lock held).
+    fn publish(&self, waiters: &VecDeque<Arc<Thread>>) {
+        self.queued.store(waiters.len(), Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+    }
+
+    /// Whether anyone may be waiting (the waker's side of the fence pair).
+    fn maybe_waiters(&self) -> bool {
+        fence(Ordering::SeqCst);
+        self.queued.load(Ordering::SeqCst) != 0
+    }
+
     /// Wakes the longest waiter; returns whether one was woken.
     pub fn wake_one(&self) -> bool {
+        if !self.maybe_waiters() {
+            return false;
+        }
         loop {
-            let Some(thread) = self.waiters.lock().pop_front() else {
+            let popped = {
+                let mut waiters = self.waiters.lock();
+                let t = waiters.pop_front();
+                self.publish(&waiters);
+                t
+            };
+            let Some(thread) = popped else {
                 return false;
             };
             if super::wake(&thread) {
@@ -105,7 +138,15 @@ impl WaitQueue {
 
     /// Wakes every waiter; returns how many were woken.
     pub fn wake_all(&self) -> usize {
-        let drained: VecDeque<Arc<Thread>> = core::mem::take(&mut *self.waiters.lock());
+        if !self.maybe_waiters() {
+            return 0;
+        }
+        let drained: VecDeque<Arc<Thread>> = {
+            let mut waiters = self.waiters.lock();
+            let all = core::mem::take(&mut *waiters);
+            self.publish(&waiters);
+            all
+        };
         drained.iter().filter(|t| super::wake(t)).count()
     }
 

@@ -38,14 +38,14 @@ pub fn install(ctx: &SyscallContext, f: OpenFile, cloexec: bool) -> SysResult {
 
 /// Small transfers use a stack buffer; larger ones a heap buffer.
 enum Bounce {
-    Stack([u8; 512]),
+    Stack([u8; 64]),
     Heap(Vec<u8>),
 }
 
 impl Bounce {
     fn new(len: usize) -> Result<Bounce, Errno> {
-        if len <= 512 {
-            Ok(Bounce::Stack([0; 512]))
+        if len <= 64 {
+            Ok(Bounce::Stack([0; 64]))
         } else {
             bounce(len).map(Bounce::Heap)
         }
@@ -171,7 +171,7 @@ pub fn sys_write(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 }
 
 fn positional(f: &OpenFile, offset: u64) -> Result<u64, Errno> {
-    if !f.ops.seekable() {
+    if !f.ops.seekable() && f.ops.fixed_seek().is_none() {
         return Err(Errno::ESPIPE);
     }
     if (offset as i64) < 0 {
