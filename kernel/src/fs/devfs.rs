@@ -101,9 +101,9 @@ pub fn populate(dev: &Arc<dyn Inode>) -> Result<(), Errno> {
     register(FULL, |_| Ok(Arc::new(Mem::Full)));
     register(RANDOM, |_| Ok(Arc::new(Mem::Random)));
     register(URANDOM, |_| Ok(Arc::new(Mem::Random)));
-    register(TTY, |f| super::tty::open(f));
-    register(CONSOLE, |f| super::tty::open(f));
-    register(TTYS0, |f| super::tty::open(f));
+    register(TTY, super::tty::open);
+    register(CONSOLE, super::tty::open);
+    register(TTYS0, super::tty::open);
     register(crate::dev::mymem::RDEV, crate::dev::mymem::open);
     for (name, rdev, perm) in [
         ("null", NULL, 0o666),

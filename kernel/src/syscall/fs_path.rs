@@ -80,7 +80,6 @@ fn to_stat(m: &Metadata) -> Stat {
         st_atime: ts(m.atime),
         st_mtime: ts(m.mtime),
         st_ctime: ts(m.ctime),
-        ..Stat::default()
     }
 }
 

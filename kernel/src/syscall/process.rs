@@ -249,7 +249,7 @@ fn exec_script(
     }
     let line_end = head[..n].iter().position(|&b| b == b'\n').unwrap_or(n);
     let line = core::str::from_utf8(&head[2..line_end]).map_err(|_| Errno::ENOEXEC)?.trim();
-    let (interp, arg) = match line.split_once(|c: char| c == ' ' || c == '\t') {
+    let (interp, arg) = match line.split_once([' ', '\t']) {
         Some((i, a)) => (i, Some(a.trim())),
         None => (line, None),
     };
