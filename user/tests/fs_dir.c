@@ -5,6 +5,7 @@
  * sorted before printing), getcwd/chdir/fchdir.  Works under /tmp/fs_dir.
  */
 #include "common.h"
+#include "fsutil.h"
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -15,45 +16,7 @@
 #define RENAME_EXCHANGE 2
 #define RENAME_WHITEOUT 4
 
-static void rm_rf(const char *path)
-{
-    char sub[512];
-    struct stat st;
-    if (lstat(path, &st) != 0)
-        return;
-    if (!S_ISDIR(st.st_mode)) {
-        unlink(path);
-        return;
-    }
-    int fd = open(path, O_RDONLY | O_DIRECTORY);
-    if (fd < 0)
-        return;
-    char buf[4096];
-    for (;;) {
-        long n = syscall(SYS_getdents64, fd, buf, sizeof buf);
-        if (n <= 0)
-            break;
-        for (long off = 0; off < n;) {
-            unsigned short reclen = *(unsigned short *)(buf + off + 16);
-            const char *name = buf + off + 19;
-            if (strcmp(name, ".") && strcmp(name, "..")) {
-                snprintf(sub, sizeof sub, "%s/%s", path, name);
-                rm_rf(sub);
-            }
-            off += reclen;
-        }
-    }
-    close(fd);
-    rmdir(path);
-}
 
-static void mkfile(const char *p, const char *content)
-{
-    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (content)
-        write(fd, content, strlen(content));
-    close(fd);
-}
 
 static const char *content(const char *p)
 {

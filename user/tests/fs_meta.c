@@ -5,6 +5,7 @@
  * on new files, mount/umount2 of a tmpfs.  Works under /tmp/fs_meta.
  */
 #include "common.h"
+#include "fsutil.h"
 #include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -34,45 +35,7 @@ struct kstatx {
 #define AT_STATX_FORCE_SYNC 0x2000
 #define AT_STATX_DONT_SYNC 0x4000
 
-static void rm_rf(const char *path)
-{
-    char sub[512];
-    struct stat st;
-    if (lstat(path, &st) != 0)
-        return;
-    if (!S_ISDIR(st.st_mode)) {
-        unlink(path);
-        return;
-    }
-    int fd = open(path, O_RDONLY | O_DIRECTORY);
-    if (fd < 0)
-        return;
-    char buf[4096];
-    for (;;) {
-        long n = syscall(SYS_getdents64, fd, buf, sizeof buf);
-        if (n <= 0)
-            break;
-        for (long off = 0; off < n;) {
-            unsigned short reclen = *(unsigned short *)(buf + off + 16);
-            const char *name = buf + off + 19;
-            if (strcmp(name, ".") && strcmp(name, "..")) {
-                snprintf(sub, sizeof sub, "%s/%s", path, name);
-                rm_rf(sub);
-            }
-            off += reclen;
-        }
-    }
-    close(fd);
-    rmdir(path);
-}
 
-static void mkfile(const char *p, const char *content)
-{
-    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (content)
-        write(fd, content, strlen(content));
-    close(fd);
-}
 
 static unsigned mode_of(const char *p)
 {
