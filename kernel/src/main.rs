@@ -71,6 +71,18 @@ fn run(info: &'static hal::BootInfo) {
     fs::init(info.modules().first().map(|m| m.bytes()));
     match init_command(info.command_line()) {
         Some((path, argv)) => {
+            // An interactive shell (no arguments) gets the machine report
+            // first; commands run with arguments keep their output clean.
+            if argv.len() == 1 {
+                banner::print_machine(info);
+                use core::fmt::Write;
+                let _ = writeln!(
+                    hal::serial::Console,
+                    "ticks so far: {} ({} Hz); Ctrl-T lists processes; `exit` powers off\n",
+                    clock::total_ticks(),
+                    clock::HZ
+                );
+            }
             if let Err(e) = proc::init::start(&path, argv) {
                 log::error!("cannot start init {path:?}: {}", e.name());
                 hal::serial::write_bytes(b"\nkiln: init exited with status 127\n");
