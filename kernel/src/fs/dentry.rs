@@ -30,6 +30,8 @@ pub struct Dentry {
     covers: SpinLock<Weak<Dentry>>,
     /// For the root of a file system mounted MS_RDONLY.
     read_only: core::sync::atomic::AtomicBool,
+    /// For the root of a mounted file system: MS_NODEV and MS_NOEXEC.
+    mount_flags: core::sync::atomic::AtomicU64,
 }
 
 static ROOT: Once<Arc<Dentry>> = Once::new();
@@ -56,6 +58,7 @@ impl Dentry {
             mounted: SpinLock::new(None),
             covers: SpinLock::new(Weak::new()),
             read_only: core::sync::atomic::AtomicBool::new(false),
+            mount_flags: core::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -83,6 +86,7 @@ impl Dentry {
             mounted: SpinLock::new(None),
             covers: SpinLock::new(Weak::new()),
             read_only: core::sync::atomic::AtomicBool::new(false),
+            mount_flags: core::sync::atomic::AtomicU64::new(0),
         });
         if cacheable {
             self.children.lock().insert(String::from(name), d.clone());
@@ -146,6 +150,16 @@ impl Dentry {
     /// Whether this dentry lies in the file system rooted at `root`.
     pub fn is_within(self: &Arc<Self>, root: &Arc<Dentry>) -> bool {
         Arc::ptr_eq(&self.fs_root(), root)
+    }
+
+    /// MS_NODEV: device nodes on this mount cannot be opened.
+    pub fn no_dev(self: &Arc<Self>) -> bool {
+        self.fs_root().mount_flags.load(core::sync::atomic::Ordering::Relaxed) & MS_NODEV != 0
+    }
+
+    /// MS_NOEXEC: files on this mount cannot be executed or mapped executable.
+    pub fn no_exec(self: &Arc<Self>) -> bool {
+        self.fs_root().mount_flags.load(core::sync::atomic::Ordering::Relaxed) & MS_NOEXEC != 0
     }
 
     pub fn is_read_only(self: &Arc<Self>) -> bool {
@@ -295,8 +309,11 @@ pub fn check_writable(d: &Arc<Dentry>) -> Result<(), Errno> {
 
 /// Mounts `fs_root` on `target`.
 pub fn mount(target: &Arc<Dentry>, fs_root: Arc<Dentry>, source: &str, fstype: &str) -> Result<(), Errno> {
-    mount_with(target, fs_root, source, fstype, false)
+    mount_with(target, fs_root, source, fstype, false, 0)
 }
+
+pub const MS_NODEV: u64 = 4;
+pub const MS_NOEXEC: u64 = 8;
 
 /// A dentry standing for an already open file (a /proc magic link).
 pub fn anonymous(inode: Arc<dyn Inode>) -> Arc<Dentry> {
@@ -309,11 +326,13 @@ pub fn mount_with(
     source: &str,
     fstype: &str,
     read_only: bool,
+    flags: u64,
 ) -> Result<(), Errno> {
     if !target.is_dir() {
         return Err(Errno::ENOTDIR);
     }
     fs_root.read_only.store(read_only, core::sync::atomic::Ordering::Relaxed);
+    fs_root.mount_flags.store(flags & (MS_NODEV | MS_NOEXEC), core::sync::atomic::Ordering::Relaxed);
     let top = target.mounted_root();
     *fs_root.covers.lock() = Arc::downgrade(&top);
     *top.mounted.lock() = Some(fs_root.clone());

@@ -404,7 +404,9 @@ fn global_mounts() -> String {
     let mut s = String::new();
     for m in super::dentry::mounts() {
         let ro = if m.root.is_read_only() { "ro" } else { "rw" };
-        let _ = writeln!(s, "{} {} {} {ro} 0 0", m.source, m.path, m.fstype);
+        let nodev = if m.root.no_dev() { ",nodev" } else { "" };
+        let noexec = if m.root.no_exec() { ",noexec" } else { "" };
+        let _ = writeln!(s, "{} {} {} {ro}{nodev}{noexec} 0 0", m.source, m.path, m.fstype);
     }
     s
 }

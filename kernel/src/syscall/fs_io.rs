@@ -335,6 +335,9 @@ pub fn do_open(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, flags: u32, mode
     if flags & c::O_DIRECTORY != 0 && kind != FileType::Directory {
         return Err(Errno::ENOTDIR);
     }
+    if matches!(kind, FileType::CharDevice | FileType::BlockDevice) && dentry.no_dev() {
+        return Err(Errno::EACCES);
+    }
     if kind == FileType::Directory && (access != c::O_RDONLY || flags & (c::O_CREAT | c::O_TRUNC) != 0) {
         return Err(Errno::EISDIR);
     }

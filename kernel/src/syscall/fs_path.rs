@@ -695,7 +695,7 @@ pub fn sys_mount(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let fstype = path_arg(ctx, type_ptr).map_err(|_| Errno::ENODEV)?;
     let source = if source_ptr != 0 { path_arg(ctx, source_ptr).unwrap_or_default() } else { String::from("none") };
     let root = crate::fs::new_fs(&fstype)?;
-    crate::fs::dentry::mount_with(&d, Dentry::new_root(root), &source, &fstype, flags & MS_RDONLY != 0)?;
+    crate::fs::dentry::mount_with(&d, Dentry::new_root(root), &source, &fstype, flags & MS_RDONLY != 0, flags)?;
     Ok(0)
 }
 

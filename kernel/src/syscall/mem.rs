@@ -43,6 +43,9 @@ pub fn sys_mmap(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         if !file.readable() || (shared && prot & c::PROT_WRITE as u64 != 0 && !file.writable()) {
             return Err(Errno::EACCES);
         }
+        if prot & c::PROT_EXEC as u64 != 0 && file.dentry.as_ref().is_some_and(|d| d.no_exec()) {
+            return Err(Errno::EPERM);
+        }
         let inode = file
             .ops
             .inode()

@@ -178,7 +178,7 @@ pub fn sys_execve(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let dentry = crate::fs::dentry::resolve(&cwd, &path, true)?;
     let inode = dentry.inode().clone();
     let meta = inode.metadata();
-    if meta.file_type() != FileType::Regular || meta.mode & 0o111 == 0 {
+    if meta.file_type() != FileType::Regular || meta.mode & 0o111 == 0 || dentry.no_exec() {
         return Err(Errno::EACCES);
     }
     let image = match exec::load(&inode, &path, &argv, &envp) {
