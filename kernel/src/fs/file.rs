@@ -97,15 +97,31 @@ pub struct OpenFile {
     pub offset: Mutex<u64>,
     /// O_* status flags (O_APPEND, O_NONBLOCK, access mode, O_PATH).
     pub flags: AtomicU32,
+    /// getdents64's place: the entry index the offset stood at after the
+    /// last call, and the last name returned, so the next call resumes by
+    /// name instead of counting from the start.
+    pub dir_cursor: hal::sync::SpinLock<Option<(u64, alloc::string::String)>>,
 }
 
 impl OpenFile {
     pub fn new(ops: Arc<dyn FileOps>, flags: u32) -> OpenFile {
-        OpenFile { ops, dentry: None, offset: Mutex::new(0), flags: AtomicU32::new(flags) }
+        OpenFile {
+            ops,
+            dentry: None,
+            offset: Mutex::new(0),
+            flags: AtomicU32::new(flags),
+            dir_cursor: hal::sync::SpinLock::new(None),
+        }
     }
 
     pub fn with_dentry(ops: Arc<dyn FileOps>, flags: u32, dentry: Arc<Dentry>) -> OpenFile {
-        OpenFile { ops, dentry: Some(dentry), offset: Mutex::new(0), flags: AtomicU32::new(flags) }
+        OpenFile {
+            ops,
+            dentry: Some(dentry),
+            offset: Mutex::new(0),
+            flags: AtomicU32::new(flags),
+            dir_cursor: hal::sync::SpinLock::new(None),
+        }
     }
 
     pub fn flags(&self) -> u32 {

@@ -181,6 +181,12 @@ pub trait Inode: Send + Sync {
         Ok(self.readdir()?.into_iter().skip(skip).take(max).collect())
     }
 
+    /// Entries whose names sort after `after` (file systems that keep
+    /// entries in name order resume a getdents64 walk in O(log n) this way).
+    fn readdir_after(&self, _after: &str, _max: usize) -> Option<Result<Vec<DirEntry>, Errno>> {
+        None
+    }
+
     fn readlink(&self) -> Result<String, Errno> {
         Err(Errno::EINVAL)
     }

@@ -524,6 +524,26 @@ impl Inode for TmpInode {
         Ok(out)
     }
 
+    fn readdir_after(&self, after: &str, max: usize) -> Option<Result<Vec<DirEntry>, Errno>> {
+        use core::ops::Bound;
+        if self.meta.lock().nlink == 0 {
+            return Some(Err(Errno::ENOENT));
+        }
+        let dir = match self.dir() {
+            Ok(d) => d.lock(),
+            Err(e) => return Some(Err(e)),
+        };
+        let mut out = Vec::new();
+        if out.try_reserve(max.min(dir.len())).is_err() {
+            return Some(Err(Errno::ENOMEM));
+        }
+        let range = dir.range::<str, _>((Bound::Excluded(after), Bound::Unbounded));
+        for (name, inode) in range.take(max) {
+            out.push(DirEntry { name: name.clone(), ino: inode.ino, kind: inode.metadata_type() });
+        }
+        Some(Ok(out))
+    }
+
     fn readlink(&self) -> Result<String, Errno> {
         match &self.node {
             Node::Symlink(t) => Ok(t.clone()),

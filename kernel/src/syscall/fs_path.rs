@@ -211,7 +211,16 @@ pub fn sys_getdents64(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         entries.push((String::from(".."), parent_ino, FileType::Directory.dirent_type()));
     }
     let want = count / 24 + 1;
-    for e in inode.readdir_range(start.saturating_sub(2), want)? {
+    let cursor = f.dir_cursor.lock().clone();
+    let resumed = match cursor {
+        Some((at, last)) if at == start as u64 && start > 2 => inode.readdir_after(&last, want),
+        _ => None,
+    };
+    let fetched = match resumed {
+        Some(r) => r?,
+        None => inode.readdir_range(start.saturating_sub(2), want)?,
+    };
+    for e in fetched {
         entries.push((e.name, e.ino, e.kind.dirent_type()));
     }
     let mut out = Vec::new();
@@ -234,6 +243,10 @@ pub fn sys_getdents64(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     }
     uaccess::write_bytes(&ctx.vm()?, buf, &out)?;
     *pos = index as u64;
+    if index > start && index > 2 {
+        let last = entries[index - start - 1].0.clone();
+        *f.dir_cursor.lock() = Some((index as u64, last));
+    }
     Ok(out.len() as u64)
 }
 
