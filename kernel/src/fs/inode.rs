@@ -174,16 +174,14 @@ pub trait Inode: Send + Sync {
         Err(Errno::ENOTDIR)
     }
 
-    /// At most `max` entries after skipping `skip` (getdents reads a
-    /// directory in pieces; file systems with an ordered index avoid
-    /// building the whole list each time).
-    fn readdir_range(&self, skip: usize, max: usize) -> Result<Vec<DirEntry>, Errno> {
-        Ok(self.readdir()?.into_iter().skip(skip).take(max).collect())
-    }
-
-    /// Entries whose names sort after `after` (file systems that keep
-    /// entries in name order resume a getdents64 walk in O(log n) this way).
-    fn readdir_after(&self, _after: &str, _max: usize) -> Option<Result<Vec<DirEntry>, Errno>> {
+    /// Calls `f(name, ino, type)` for the entries after `after` (or from
+    /// the start) until it returns false, without allocating per entry.
+    /// None if the file system has no name-ordered index.
+    fn visit_entries(
+        &self,
+        _after: Option<&str>,
+        _f: &mut dyn FnMut(&str, u64, FileType) -> bool,
+    ) -> Option<Result<(), Errno>> {
         None
     }
 

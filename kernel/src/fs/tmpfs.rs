@@ -511,20 +511,11 @@ impl Inode for TmpInode {
         Ok(out)
     }
 
-    fn readdir_range(&self, skip: usize, max: usize) -> Result<Vec<DirEntry>, Errno> {
-        if self.meta.lock().nlink == 0 {
-            return Err(Errno::ENOENT);
-        }
-        let dir = self.dir()?.lock();
-        let mut out = Vec::new();
-        out.try_reserve(max.min(dir.len())).map_err(|_| Errno::ENOMEM)?;
-        for (name, inode) in dir.iter().skip(skip).take(max) {
-            out.push(DirEntry { name: name.clone(), ino: inode.ino, kind: inode.metadata_type() });
-        }
-        Ok(out)
-    }
-
-    fn readdir_after(&self, after: &str, max: usize) -> Option<Result<Vec<DirEntry>, Errno>> {
+    fn visit_entries(
+        &self,
+        after: Option<&str>,
+        f: &mut dyn FnMut(&str, u64, FileType) -> bool,
+    ) -> Option<Result<(), Errno>> {
         use core::ops::Bound;
         if self.meta.lock().nlink == 0 {
             return Some(Err(Errno::ENOENT));
@@ -533,15 +524,16 @@ impl Inode for TmpInode {
             Ok(d) => d.lock(),
             Err(e) => return Some(Err(e)),
         };
-        let mut out = Vec::new();
-        if out.try_reserve(max.min(dir.len())).is_err() {
-            return Some(Err(Errno::ENOMEM));
+        let lower = match after {
+            Some(a) => Bound::Excluded(a),
+            None => Bound::Unbounded,
+        };
+        for (name, inode) in dir.range::<str, _>((lower, Bound::Unbounded)) {
+            if !f(name, inode.ino, inode.metadata_type()) {
+                break;
+            }
         }
-        let range = dir.range::<str, _>((Bound::Excluded(after), Bound::Unbounded));
-        for (name, inode) in range.take(max) {
-            out.push(DirEntry { name: name.clone(), ino: inode.ino, kind: inode.metadata_type() });
-        }
-        Some(Ok(out))
+        Some(Ok(()))
     }
 
     fn readlink(&self) -> Result<String, Errno> {

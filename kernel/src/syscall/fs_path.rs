@@ -210,42 +210,79 @@ pub fn sys_getdents64(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         let parent_ino = dentry.as_ref().map_or(me, |d| d.parent().inode().metadata().ino);
         entries.push((String::from(".."), parent_ino, FileType::Directory.dirent_type()));
     }
-    let want = count / 24 + 1;
     let cursor = f.dir_cursor.lock().clone();
-    let resumed = match cursor {
-        Some((at, last)) if at == start as u64 && start > 2 => inode.readdir_after(&last, want),
-        _ => None,
-    };
-    let fetched = match resumed {
-        Some(r) => r?,
-        None => inode.readdir_range(start.saturating_sub(2), want)?,
-    };
-    for e in fetched {
-        entries.push((e.name, e.ino, e.kind.dirent_type()));
-    }
     let mut out = Vec::new();
     out.try_reserve(count.min(1 << 20)).map_err(|_| Errno::ENOMEM)?;
     let mut index = start;
-    for (name, ino, kind) in &entries {
-        let mut rec = [0u8; 280];
-        let Some(len) = linux_abi::layout::encode_dirent64(*ino, (index + 1) as i64, *kind, name.as_bytes(), &mut rec)
-        else {
-            break;
-        };
-        if out.len() + len > count {
-            if out.is_empty() {
-                return Err(Errno::EINVAL);
-            }
+    // The last name returned, in one reused buffer (no allocation per entry).
+    let mut last_name = String::new();
+    let mut full = false;
+    // Appends one record straight into `out`; false once the buffer is full.
+    let emit = |out: &mut Vec<u8>, index: &mut usize, name: &str, ino: u64, kind: u8| -> bool {
+        let reclen = linux_abi::layout::dirent64_reclen(name.len());
+        if out.len() + reclen > count {
+            return false;
+        }
+        let at = out.len();
+        out.resize(at + reclen, 0);
+        if linux_abi::layout::encode_dirent64(ino, (*index + 1) as i64, kind, name.as_bytes(), &mut out[at..]).is_none()
+        {
+            out.truncate(at);
+            return false;
+        }
+        *index += 1;
+        true
+    };
+    for (name, ino, kind) in entries.iter() {
+        if !emit(&mut out, &mut index, name, *ino, *kind) {
+            full = true;
             break;
         }
-        out.extend_from_slice(&rec[..len]);
-        index += 1;
+    }
+    if !full {
+        // Name-ordered file systems stream their entries; others are
+        // listed and skipped to the offset.
+        let after = match &cursor {
+            Some((at, last)) if *at == start as u64 && start > 2 => Some(last.as_str()),
+            _ => None,
+        };
+        // With a cursor an ordered file system resumes after the last
+        // name; without one (or without an ordered index) the first
+        // `start - 2` entries are skipped.
+        let skip = core::cell::Cell::new(if after.is_some() { 0 } else { start.saturating_sub(2) });
+        let mut skipped = 0;
+        let mut visit = |name: &str, ino: u64, kind: FileType| -> bool {
+            if skipped < skip.get() {
+                skipped += 1;
+                return true;
+            }
+            if !emit(&mut out, &mut index, name, ino, kind.dirent_type()) {
+                full = true;
+                return false;
+            }
+            last_name.clear();
+            last_name.push_str(name);
+            true
+        };
+        match inode.visit_entries(after, &mut visit) {
+            Some(r) => r?,
+            None => {
+                skip.set(start.saturating_sub(2));
+                for e in inode.readdir()?.into_iter() {
+                    if !visit(&e.name, e.ino, e.kind) {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    if out.is_empty() && full {
+        return Err(Errno::EINVAL); // not even one record fits
     }
     uaccess::write_bytes(&ctx.vm()?, buf, &out)?;
     *pos = index as u64;
-    if index > start && index > 2 {
-        let last = entries[index - start - 1].0.clone();
-        *f.dir_cursor.lock() = Some((index as u64, last));
+    if !last_name.is_empty() {
+        *f.dir_cursor.lock() = Some((index as u64, last_name));
     }
     Ok(out.len() as u64)
 }
