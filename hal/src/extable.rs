@@ -111,11 +111,10 @@ const PROBE_WINDOW_SIZE: u64 = 1 << 30;
 /// unmapped byte. Returns `Err(copied)` with the number of bytes copied
 /// before the fault.
 pub fn probe_copy(dst: &mut [u8], src: u64) -> Result<(), usize> {
-    let end = src.checked_add(dst.len() as u64).ok_or(0usize)?;
-    if src < 0xffff_8000_0000_0000 {
+    // The whole range must be in the kernel half (and not wrap around).
+    if src < 0xffff_8000_0000_0000 || src.checked_add(dst.len() as u64).is_none() {
         return Err(0);
     }
-    let _ = end;
     // SAFETY: `dst` is an exclusive Rust buffer of exactly `dst.len()`
     // bytes; the source is kernel-half memory that is only read, and any
     // fault on it resumes at the fixup, which reports the bytes left.

@@ -6,6 +6,7 @@
  * fsync/fdatasync, and their error cases.  Works under /tmp/fs_basic.
  */
 #include "common.h"
+#include "fsutil.h"
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/sendfile.h>
@@ -13,39 +14,6 @@
 #include <sys/uio.h>
 
 #define DIR_ "/tmp/fs_basic"
-
-static void rm_rf(const char *path)
-{
-    char cmd[256];
-    /* Only our own scratch directory, removed with plain syscalls. */
-    struct stat st;
-    if (lstat(path, &st) != 0)
-        return;
-    if (!S_ISDIR(st.st_mode)) {
-        unlink(path);
-        return;
-    }
-    int fd = open(path, O_RDONLY | O_DIRECTORY);
-    if (fd < 0)
-        return;
-    char buf[4096];
-    for (;;) {
-        long n = syscall(SYS_getdents64, fd, buf, sizeof buf);
-        if (n <= 0)
-            break;
-        for (long off = 0; off < n;) {
-            unsigned short reclen = *(unsigned short *)(buf + off + 16);
-            const char *name = buf + off + 19;
-            if (strcmp(name, ".") && strcmp(name, "..")) {
-                snprintf(cmd, sizeof cmd, "%s/%s", path, name);
-                rm_rf(cmd);
-            }
-            off += reclen;
-        }
-    }
-    close(fd);
-    rmdir(path);
-}
 
 static long file_size(const char *p)
 {

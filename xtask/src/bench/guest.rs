@@ -81,17 +81,27 @@ pub fn build_programs(root: &Path) -> Result<PathBuf> {
     Ok(out)
 }
 
-/// The benchmark initramfs: `/init`, `/b/kbench`, `/bin/busybox` with a
-/// `/bin/sh` link, and empty `/dev`, `/proc` and `/tmp` to mount on.
-pub fn initramfs(progs: &Path, out_dir: &Path) -> Result<PathBuf> {
-    let stage = out_dir.join("bench-root");
+/// An empty guest root under `out_dir/name` with the directories both
+/// kernels' `/init` expects.
+pub fn fresh_stage(out_dir: &Path, name: &str) -> Result<PathBuf> {
+    let stage = out_dir.join(name);
     let _ = fs::remove_dir_all(&stage);
     for d in ["b", "bin", "dev", "proc", "tmp"] {
         fs::create_dir_all(stage.join(d)).map_err(|e| format!("create {}: {e}", stage.join(d).display()))?;
     }
-    let copy = |from: &Path, to: &str| {
-        fs::copy(from, stage.join(to)).map(|_| ()).map_err(|e| format!("copy {}: {e}", from.display()))
-    };
+    Ok(stage)
+}
+
+/// Copies a host file into the guest root at `to`.
+pub fn copy_into(stage: &Path, from: &Path, to: &str) -> Result<()> {
+    fs::copy(from, stage.join(to)).map(|_| ()).map_err(|e| format!("copy {}: {e}", from.display()))
+}
+
+/// The benchmark initramfs: `/init`, `/b/kbench`, `/bin/busybox` with a
+/// `/bin/sh` link, and empty `/dev`, `/proc` and `/tmp` to mount on.
+pub fn initramfs(progs: &Path, out_dir: &Path) -> Result<PathBuf> {
+    let stage = fresh_stage(out_dir, "bench-root")?;
+    let copy = |from: &Path, to: &str| copy_into(&stage, from, to);
     copy(&progs.join("init"), "init")?;
     copy(&progs.join("kbench"), "b/kbench")?;
     let busybox = Path::new("/bin/busybox");

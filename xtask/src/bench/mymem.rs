@@ -172,14 +172,8 @@ fn initramfs(root: &Path, ko: Option<&Path>, trials: u64, n: u64) -> Result<Path
     let progs = root.join("build/mymem");
     build_programs(root, &progs)?;
     let out_dir = build::out_dir();
-    let stage = out_dir.join("mymem-root");
-    let _ = fs::remove_dir_all(&stage);
-    for d in ["b", "bin", "dev", "proc", "tmp"] {
-        fs::create_dir_all(stage.join(d)).map_err(|e| format!("create {}: {e}", stage.join(d).display()))?;
-    }
-    let copy = |from: &Path, to: &str| {
-        fs::copy(from, stage.join(to)).map(|_| ()).map_err(|e| format!("copy {}: {e}", from.display()))
-    };
+    let stage = super::guest::fresh_stage(&out_dir, "mymem-root")?;
+    let copy = |from: &Path, to: &str| super::guest::copy_into(&stage, from, to);
     copy(&bench_progs.join("init"), "init")?;
     copy(Path::new("/bin/busybox"), "bin/busybox")?;
     std::os::unix::fs::symlink("busybox", stage.join("bin/sh")).map_err(|e| format!("symlink bin/sh: {e}"))?;
