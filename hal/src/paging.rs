@@ -228,12 +228,19 @@ pub(crate) fn init_kernel_space(phys_limit: u64) {
 
 /// Maps `count` fresh zeroed frames at `vaddr` in the kernel half, as
 /// writable, no-execute memory. Used for kernel stacks.
+/// Serializes changes to the kernel half: two CPUs creating the same
+/// missing page table at once would each install their own, and the
+/// mappings made through the loser would vanish.
+static KERNEL_MAP_LOCK: crate::sync::SpinLock<()> = crate::sync::SpinLock::new(());
+
 pub(crate) fn map_kernel_range(vaddr: u64, count: u64) -> Result<(), MapError> {
+    let _guard = KERNEL_MAP_LOCK.lock();
     let root = kernel_root();
     for i in 0..count {
         let frame = match mm::alloc_frame_zeroed() {
             Some(f) => f,
             None => {
+                drop(_guard);
                 unmap_kernel_range(vaddr, i);
                 return Err(MapError::OutOfMemory);
             }
@@ -251,7 +258,11 @@ pub(crate) fn unmap_kernel_range(vaddr: u64, count: u64) {
     let mut frames = [PhysAddr(0); 16];
     let mut held = 0;
     for i in 0..count {
-        if let Some(frame) = unmap_page(root, vaddr + i * PAGE_SIZE) {
+        let unmapped = {
+            let _guard = KERNEL_MAP_LOCK.lock();
+            unmap_page(root, vaddr + i * PAGE_SIZE)
+        };
+        if let Some(frame) = unmapped {
             if held == frames.len() {
                 crate::tlb::shoot_kernel_range(vaddr, vaddr + count * PAGE_SIZE);
                 frames.iter().for_each(|&f| mm::free_frame(f));

@@ -65,7 +65,6 @@ pub(crate) unsafe fn load_root(root: u64) {
     unsafe { crate::cpu::write_cr3(root) };
 }
 
-
 /// The other CPUs that have `root` loaded.
 fn remote_cpus(root: u64) -> u64 {
     core::sync::atomic::fence(Ordering::SeqCst);

@@ -31,6 +31,12 @@ pub fn print_machine(info: &hal::BootInfo) {
     );
     let _ = writeln!(
         out,
+        "cpus: {} online (of {} the ACPI MADT lists)",
+        hal::smp::cpu_count(),
+        info.acpi.cpu_apic_ids().len()
+    );
+    let _ = writeln!(
+        out,
         "cpu features: x2apic={} nx={} smep={} smap={} 1g-pages={} invariant-tsc={}",
         cpu.x2apic, cpu.nx, cpu.smep, cpu.smap, cpu.gb_pages, cpu.invariant_tsc
     );

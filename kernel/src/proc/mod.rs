@@ -121,7 +121,14 @@ pub fn alloc_pid() -> Result<Pid, Errno> {
 pub fn dump_processes() {
     use core::fmt::Write;
     let mut out = hal::serial::Console;
-    let _ = writeln!(out, "\n--- processes (last user rip {:#x}) ---", hal::trap::last_user_rip());
+    let _ = writeln!(
+        out,
+        "\n--- processes (last user rip {:#x}; cpus online {:#b}, {} steals, {} TLB shootdowns) ---",
+        hal::trap::last_user_rip(),
+        crate::sched::online_cpus(),
+        crate::sched::steals(),
+        hal::tlb::shootdowns_sent()
+    );
     for p in all_processes() {
         let st = p.state.lock();
         let _ = writeln!(
@@ -141,9 +148,10 @@ pub fn dump_processes() {
             let state = t.kthread.get().map(|k| k.state());
             let _ = writeln!(
                 out,
-                "  tid {} {:?} syscall {} pending {:#x} blocked {:#x}",
+                "  tid {} {:?} cpu {} syscall {} pending {:#x} blocked {:#x}",
                 t.tid,
                 state,
+                t.kthread.get().map_or(0, |k| k.last_cpu()),
                 if sc == 0 { "-" } else { linux_abi::nr::name((sc - 1) as usize).unwrap_or("?") },
                 t.pending.lock().set.0 | p.signals.shared_pending.lock().set.0,
                 t.sigmask.lock().0

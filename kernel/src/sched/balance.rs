@@ -99,7 +99,9 @@ pub(super) fn place_woken(thread: &Thread) -> usize {
 pub(super) fn steal() -> bool {
     let here = hal::percpu::cpu_id();
     let victims = online_cpus() & !(1 << here);
-    let Some(victim) = cpus(victims).filter(|&c| LOAD[c].load(Ordering::Relaxed) > 1).max_by_key(|&c| LOAD[c].load(Ordering::Relaxed)) else {
+    let Some(victim) =
+        cpus(victims).filter(|&c| LOAD[c].load(Ordering::Relaxed) > 1).max_by_key(|&c| LOAD[c].load(Ordering::Relaxed))
+    else {
         return false;
     };
     let stolen: Option<Arc<Thread>> = {

@@ -32,10 +32,10 @@ use hal::context::KernelStack;
 use hal::percpu::{PerCpu, MAX_CPUS};
 use hal::sync::{IrqGuard, SpinLock};
 
+pub use balance::{online_cpus, set_affinity, steals};
 #[cfg(feature = "ktest")]
 pub use thread::live_threads;
 use thread::ON_CPU;
-pub use balance::{online_cpus, set_affinity, steals};
 pub use thread::{SpawnError, State, Thread};
 pub use wait::{sleep_ns, sleep_until_interruptible, Interrupted, WaitQueue};
 

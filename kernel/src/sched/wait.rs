@@ -90,6 +90,10 @@ impl WaitQueue {
                 if let Some(outcome) = outcome {
                     waiters.retain(|t| !Arc::ptr_eq(t, &me));
                     self.publish(&waiters);
+                    drop(waiters);
+                    if deadline.is_some() {
+                        remove_sleeper(&me);
+                    }
                     return outcome;
                 }
                 me.set_state(State::Blocked);
@@ -171,9 +175,19 @@ pub enum Interrupted {
 
 fn add_sleeper(deadline: u64, thread: Arc<Thread>) {
     let mut sleepers = SLEEPERS.lock();
+    // A thread sleeps at most once: an entry left from an earlier wait
+    // that ended early is replaced, not kept to wake it spuriously later.
+    sleepers.retain(|(_, t)| !Arc::ptr_eq(t, &thread));
     if sleepers.try_reserve(1).is_ok() {
         sleepers.push((deadline, thread));
     }
+}
+
+/// Drops `thread`'s deadline after its wait ended some other way, so the
+/// entry neither keeps the thread (and its process's memory) alive until
+/// the deadline nor wakes it from a later, unrelated wait.
+fn remove_sleeper(thread: &Arc<Thread>) {
+    SLEEPERS.lock().retain(|(_, t)| !Arc::ptr_eq(t, thread));
 }
 
 /// Sleeps until `deadline` (monotonic ns) or until a signal is pending.
@@ -185,6 +199,7 @@ pub fn sleep_until_interruptible(deadline: u64) -> Result<(), Interrupted> {
             return Ok(());
         }
         if me.interrupt_pending() {
+            remove_sleeper(&me);
             return Err(Interrupted::Signal);
         }
         me.set_state(State::Blocked);

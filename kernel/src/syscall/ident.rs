@@ -64,31 +64,55 @@ fn target_process(ctx: &SyscallContext, pid: i32) -> Result<Arc<Process>, Errno>
     }
 }
 
+/// The thread `tid` names for the affinity calls (0: the caller).
+fn target_thread(ctx: &SyscallContext, tid: i32) -> Result<Arc<crate::sched::Thread>, Errno> {
+    let task = match tid {
+        0 => ctx.task.clone(),
+        t if t < 0 => return Err(Errno::ESRCH),
+        t => proc::find_task(t).ok_or(Errno::ESRCH)?,
+    };
+    task.kthread.get().cloned().ok_or(Errno::ESRCH)
+}
+
+/// Bytes of a CPU mask: one `unsigned long` covers Kiln's CPUs.
+const CPU_MASK_BYTES: u64 = 8;
+
 pub fn sys_sched_getaffinity(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    let (pid, size, mask_ptr) = (a[0] as i32, a[1], a[2]);
-    target_process(ctx, pid)?;
-    if size < 8 || size % 8 != 0 {
+    let (tid, size, mask_ptr) = (a[0] as i32, a[1], a[2]);
+    // Linux: the buffer must hold nr_cpu_ids bits and be whole longs.
+    let cpus = crate::sched::online_cpus().count_ones().max(1) as u64;
+    if size * 8 < cpus || size % 8 != 0 {
         return Err(Errno::EINVAL);
     }
-    let cpus = hal::percpu::online_cpus().clamp(1, 64);
-    let mask: u64 = if cpus == 64 { u64::MAX } else { (1 << cpus) - 1 };
+    let thread = target_thread(ctx, tid)?;
+    let mask = thread.affinity() & crate::sched::online_cpus();
     uaccess::write_u64(&ctx.vm()?, mask_ptr, mask)?;
-    Ok(8)
+    Ok(CPU_MASK_BYTES)
 }
 
 pub fn sys_sched_setaffinity(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    let (pid, size, mask_ptr) = (a[0] as i32, a[1], a[2]);
-    target_process(ctx, pid)?;
-    if size < 8 {
-        return Err(Errno::EINVAL);
+    let (tid, size, mask_ptr) = (a[0] as i32, a[1], a[2]);
+    let thread = target_thread(ctx, tid)?;
+    // Linux reads at most a mask's worth and treats missing bytes as 0.
+    let mut bytes = [0u8; 8];
+    let len = size.min(CPU_MASK_BYTES) as usize;
+    uaccess::read_bytes(&ctx.vm()?, mask_ptr, &mut bytes[..len])?;
+    let mask = u64::from_le_bytes(bytes);
+    crate::sched::set_affinity(&thread, mask).map_err(|_| Errno::EINVAL)?;
+    Ok(0)
+}
+
+/// getcpu(2): the CPU the caller runs on (it may move right after), and
+/// NUMA node 0, the only one.
+pub fn sys_getcpu(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let cpu = hal::percpu::cpu_id() as u32;
+    let vm = ctx.vm()?;
+    if a[0] != 0 {
+        uaccess::write_bytes(&vm, a[0], &cpu.to_le_bytes())?;
     }
-    let mask = uaccess::read_u64(&ctx.vm()?, mask_ptr)?;
-    let cpus = hal::percpu::online_cpus().clamp(1, 64);
-    let online: u64 = if cpus == 64 { u64::MAX } else { (1 << cpus) - 1 };
-    if mask & online == 0 {
-        return Err(Errno::EINVAL);
+    if a[1] != 0 {
+        uaccess::write_bytes(&vm, a[1], &0u32.to_le_bytes())?;
     }
-    // One CPU runs everything for now, so any mask containing it holds.
     Ok(0)
 }
 

@@ -131,6 +131,7 @@ syscall_table! {
     FUTEX => futex::sys_futex,
     SCHED_SETAFFINITY => ident::sys_sched_setaffinity,
     SCHED_GETAFFINITY => ident::sys_sched_getaffinity,
+    GETCPU => ident::sys_getcpu,
     SET_TID_ADDRESS => process::sys_set_tid_address,
     CLOCK_GETTIME => time::sys_clock_gettime,
     CLOCK_SETTIME => time::sys_clock_settime,
