@@ -8,6 +8,7 @@
 //! treat their input as untrusted (it comes from firmware, a bootloader or a
 //! build tool) and report malformed data instead of panicking.
 
+pub mod acpi;
 pub mod cpio;
 pub mod fmt_util;
 pub mod frames;
