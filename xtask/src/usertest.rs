@@ -271,7 +271,7 @@ const SMP_KILN_ONLY: &[&str] = &["smp_race"];
 
 /// How long one SMP program may run in Kiln before runall kills it; they
 /// take a few seconds, so this is only hit by a hang.
-const SMP_TEST_LIMIT: u64 = 60;
+const SMP_TEST_LIMIT: u64 = 90;
 
 /// How long one SMP boot may take in all: every program hitting its limit,
 /// plus boot and slack. A kernel deadlock that runall cannot kill ends here.
