@@ -18,6 +18,8 @@ const IOAPIC_PHYS: u64 = 0xFEC0_0000;
 
 const REG_ID: u32 = 0x20;
 const REG_EOI: u32 = 0xB0;
+const REG_ICR_LOW: u32 = 0x300;
+const REG_ICR_HIGH: u32 = 0x310;
 const REG_SVR: u32 = 0xF0;
 const REG_LVT_TIMER: u32 = 0x320;
 const REG_TIMER_INIT: u32 = 0x380;
@@ -69,8 +71,19 @@ fn disable_pic() {
 }
 
 /// Enables this CPU's local APIC; returns whether x2APIC mode is in use.
+/// The boot CPU calls this first and decides the mode for every CPU.
 pub(crate) fn init_local(use_x2apic: bool) -> bool {
     disable_pic();
+    enable_local(use_x2apic)
+}
+
+/// Enables an application processor's local APIC in the mode the boot
+/// CPU chose.
+pub(crate) fn init_local_ap() {
+    enable_local(is_x2apic());
+}
+
+fn enable_local(use_x2apic: bool) -> bool {
     let base = cpu::rdmsr(IA32_APIC_BASE);
     if use_x2apic {
         // SAFETY: CPUID reported x2APIC; bit 11 enables the APIC and bit 10
@@ -78,7 +91,9 @@ pub(crate) fn init_local(use_x2apic: bool) -> bool {
         unsafe { cpu::wrmsr(IA32_APIC_BASE, base | (1 << 11) | (1 << 10)) };
         X2APIC.store(true, Ordering::Relaxed);
     } else {
-        XAPIC.set(Mmio::new(PhysAddr(XAPIC_PHYS), 0x1000).expect("xAPIC window"));
+        if XAPIC.get().is_none() {
+            XAPIC.set(Mmio::new(PhysAddr(XAPIC_PHYS), 0x1000).expect("xAPIC window"));
+        }
         // SAFETY: bit 11 enables the APIC at its default base address.
         unsafe { cpu::wrmsr(IA32_APIC_BASE, base | (1 << 11)) };
     }
@@ -97,6 +112,43 @@ pub fn local_apic_id() -> u32 {
         id
     } else {
         id >> 24
+    }
+}
+
+/// Delivery modes of the interrupt command register.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Ipi {
+    /// A fixed interrupt at a vector.
+    Fixed(u8),
+    /// INIT, level assert: resets an application processor to wait for SIPI.
+    Init,
+    /// Start-up at physical page `page` (address `page << 12`, below 1 MiB).
+    Startup(u8),
+}
+
+/// Sends `ipi` to the CPU with local APIC id `apic_id`.
+pub(crate) fn send_ipi(apic_id: u32, ipi: Ipi) {
+    let low = match ipi {
+        Ipi::Fixed(vector) => u32::from(vector),
+        Ipi::Init => 0x4500,
+        Ipi::Startup(page) => 0x4600 | u32::from(page),
+    };
+    // An interrupt handler sending its own IPI between the two xAPIC
+    // writes would redirect this one.
+    let _irq = crate::sync::IrqGuard::new();
+    if is_x2apic() {
+        // SAFETY: the x2APIC ICR takes the destination in the high half and
+        // the command in the low half in one write; the command is one of
+        // the three above.
+        unsafe { cpu::wrmsr(X2APIC_MSR_BASE + (REG_ICR_LOW >> 4), (u64::from(apic_id) << 32) | u64::from(low)) };
+    } else {
+        // The xAPIC ICR has one slot: wait until the previous IPI left
+        // (delivery status, bit 12) before writing the next.
+        while read(REG_ICR_LOW) & (1 << 12) != 0 {
+            cpu::pause();
+        }
+        write(REG_ICR_HIGH, apic_id << 24);
+        write(REG_ICR_LOW, low);
     }
 }
 
@@ -165,8 +217,9 @@ pub fn timer_frequency() -> u32 {
     TIMER_HZ.load(Ordering::Relaxed)
 }
 
-pub(crate) fn init_ioapic() {
-    IOAPIC.set(Mmio::new(PhysAddr(IOAPIC_PHYS), 0x20).expect("IO APIC window"));
+/// Finds the IO APIC at `phys` (from the ACPI MADT, or the PC default).
+pub(crate) fn init_ioapic(phys: Option<u64>) {
+    IOAPIC.set(Mmio::new(PhysAddr(phys.unwrap_or(IOAPIC_PHYS)), 0x20).expect("IO APIC window"));
     let max_entry = (ioapic_read(1) >> 16) & 0xff;
     for irq in 0..=max_entry {
         ioapic_write(0x10 + 2 * irq, 1 << 16); // masked

@@ -47,6 +47,8 @@ mb2_header_end:
 
     .section .boot.bss, "aw", @nobits
     .balign 4096
+    .global hal_boot_pml4
+hal_boot_pml4:
 boot_pml4:      .skip 4096
 boot_pdpt_low:  .skip 4096
 boot_pdpt_high: .skip 4096

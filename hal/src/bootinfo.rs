@@ -49,6 +49,8 @@ pub struct BootInfo {
     modules: [BootModule; MAX_MODULES],
     module_count: usize,
     pub rsdp: Option<PhysAddr>,
+    /// The CPUs and IO APIC the ACPI MADT lists.
+    pub acpi: crate::acpi::AcpiFacts,
     pub cpu: crate::cpu::CpuInfo,
     pub tsc_hz: u64,
     pub apic_timer_hz: u32,
@@ -86,6 +88,12 @@ fn phys_bytes(paddr: u64, len: usize) -> &'static [u8] {
     unsafe { core::slice::from_raw_parts(PhysAddr(paddr).to_virt() as *const u8, len) }
 }
 
+/// Like [`phys_bytes`], but None instead of a panic for ranges that are
+/// not below 4 GiB (addresses from firmware tables).
+fn phys_bytes_checked(paddr: u64, len: usize) -> Option<&'static [u8]> {
+    (paddr.checked_add(len as u64)? <= 0x1_0000_0000).then(|| phys_bytes(paddr, len))
+}
+
 fn c_string_at(paddr: u64) -> &'static [u8] {
     let bytes = phys_bytes(paddr, CMDLINE_MAX.min((0x1_0000_0000 - paddr) as usize));
     let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
@@ -104,6 +112,7 @@ pub(crate) fn collect(magic: u32, info_paddr: u64, boot_tsc: u64) -> BootInfo {
         modules: [BootModule::default(); MAX_MODULES],
         module_count: 0,
         rsdp: None,
+        acpi: crate::acpi::AcpiFacts::none(),
         cpu: crate::cpu::CpuInfo::read(),
         tsc_hz: 0,
         apic_timer_hz: 0,
@@ -131,6 +140,10 @@ pub(crate) fn collect(magic: u32, info_paddr: u64, boot_tsc: u64) -> BootInfo {
                 BootModule { start: PhysAddr(u64::from(m.start)), len: u64::from(m.end.saturating_sub(m.start)) };
             info.module_count += 1;
         }
+        info.acpi = crate::acpi::read_facts(
+            mb.rsdp().map_or(crate::acpi::RsdpSource::Search, crate::acpi::RsdpSource::Bytes),
+            phys_bytes_checked,
+        );
         // The info structure itself must survive until we are done with it.
         let _ = info.memory_map.reserve(info_paddr, info_paddr + size as u64);
     } else {
@@ -152,7 +165,13 @@ pub(crate) fn collect(magic: u32, info_paddr: u64, boot_tsc: u64) -> BootInfo {
         if start.rsdp_paddr != 0 {
             info.rsdp = Some(PhysAddr(start.rsdp_paddr));
         }
+        let source = match start.rsdp_paddr {
+            0 => crate::acpi::RsdpSource::Search,
+            addr => crate::acpi::RsdpSource::Phys(addr),
+        };
+        info.acpi = crate::acpi::read_facts(source, phys_bytes_checked);
     }
+
     info.memory_map.normalize();
     // The kernel image, from 1 MiB up: the loader put it in usable RAM.
     let _ = info.memory_map.reserve(0x10_0000, info.kernel_end.0);
@@ -166,6 +185,7 @@ pub(crate) fn collect(magic: u32, info_paddr: u64, boot_tsc: u64) -> BootInfo {
 /// Marks the loader data the kernel keeps using as taken.
 pub(crate) fn reserve_boot_ranges(info: &BootInfo) {
     crate::mm::reserve_range(0x10_0000, info.kernel_end.0);
+    crate::mm::reserve_range(crate::smp::TRAMPOLINE_PHYS, crate::smp::TRAMPOLINE_PHYS + 4096);
     for m in info.modules() {
         crate::mm::reserve_range(m.start.0, m.start.0 + m.len);
     }

@@ -13,6 +13,7 @@
 
 extern crate alloc;
 
+pub mod acpi;
 pub mod apic;
 pub mod backtrace;
 mod boot;
@@ -31,8 +32,10 @@ pub mod port;
 pub mod qemu;
 pub mod rtc;
 pub mod serial;
+pub mod smp;
 pub mod sync;
 pub mod time;
+pub mod tlb;
 pub mod trap;
 pub mod user;
 
@@ -87,7 +90,7 @@ extern "C" fn hal_start(magic: u32, info_paddr: u32) -> ! {
     let x2apic = apic::init_local(cpu.x2apic);
     let (tsc_hz, apic_hz) = apic::calibrate();
     time::set_tsc(tsc_hz, boot_tsc);
-    apic::init_ioapic();
+    apic::init_ioapic(info.acpi.ioapic);
     apic::route_isa_irq(serial::COM1_IRQ, trap::IRQ_BASE + serial::COM1_IRQ, apic::local_apic_id());
     // Received bytes queue up in the serial ring; the kernel registers the
     // handler for `serial::IRQ_VECTOR` to drain it and wake readers.
@@ -113,7 +116,7 @@ fn run_kernel_main(_arg: usize) -> ! {
 }
 
 /// Turns on NX-related and supervisor-protection features the CPU has.
-fn enable_cpu_protections(cpu: &cpu::CpuInfo) {
+pub(crate) fn enable_cpu_protections(cpu: &cpu::CpuInfo) {
     let mut cr4 = cpu::read_cr4();
     cr4 |= 1 << 7; // PGE: global kernel pages survive CR3 switches
     if cpu.smep {

@@ -223,7 +223,7 @@ pub(crate) fn init_kernel_space(phys_limit: u64) {
     // SAFETY: the new tables map the kernel image (code we are running,
     // the boot stack in .bss) and the direct map, which is everything the
     // kernel touches from here on.
-    unsafe { crate::cpu::write_cr3(root.0) };
+    unsafe { crate::tlb::load_root(root.0) };
 }
 
 /// Maps `count` fresh zeroed frames at `vaddr` in the kernel half, as
@@ -243,14 +243,26 @@ pub(crate) fn map_kernel_range(vaddr: u64, count: u64) -> Result<(), MapError> {
     Ok(())
 }
 
-/// Unmaps and frees `count` pages mapped by [`map_kernel_range`].
+/// Unmaps and frees `count` pages mapped by [`map_kernel_range`]. Every
+/// CPU may have cached these global translations, so all of them forget
+/// the range before the frames can be reused.
 pub(crate) fn unmap_kernel_range(vaddr: u64, count: u64) {
     let root = kernel_root();
+    let mut frames = [PhysAddr(0); 16];
+    let mut held = 0;
     for i in 0..count {
         if let Some(frame) = unmap_page(root, vaddr + i * PAGE_SIZE) {
-            mm::free_frame(frame);
+            if held == frames.len() {
+                crate::tlb::shoot_kernel_range(vaddr, vaddr + count * PAGE_SIZE);
+                frames.iter().for_each(|&f| mm::free_frame(f));
+                held = 0;
+            }
+            frames[held] = frame;
+            held += 1;
         }
     }
+    crate::tlb::shoot_kernel_range(vaddr, vaddr + count * PAGE_SIZE);
+    frames[..held].iter().for_each(|&f| mm::free_frame(f));
 }
 
 /// The page-table root in use on this CPU.
@@ -348,15 +360,26 @@ impl PageTable {
         let idx = index_at(va, 0);
         let old = read_entry(pt, idx);
         write_entry(pt, idx, frame.into_pte_reference().0 | flags.to_bits());
+        drop(_guard);
         if holds_frame(old) {
-            self.flush(va);
+            // Other CPUs may still write through the old translation: the
+            // old frame goes only after they forgot it.
+            self.flush_everywhere(va, va + PAGE_SIZE);
             drop(UserFrame::from_pte_reference(PhysAddr(old & ADDR_MASK)));
         }
         Ok(())
     }
 
-    /// Removes the page at `va`, returning the reference it held.
+    /// Removes the page at `va`, returning the reference it held once no
+    /// CPU can reach the page through `va` any more.
     pub fn unmap(&self, va: u64) -> Option<UserFrame> {
+        let frame = self.unmap_local(va)?;
+        self.flush_everywhere(va, va + PAGE_SIZE);
+        Some(frame)
+    }
+
+    /// Removes the page at `va`, flushing only this CPU's TLB.
+    fn unmap_local(&self, va: u64) -> Option<UserFrame> {
         Self::check_user(va);
         let _guard = self.lock.lock();
         let (pt, idx) = self.leaf(va)?;
@@ -386,6 +409,15 @@ impl PageTable {
 
     /// Changes the permissions of the page at `va`; false if unmapped.
     pub fn protect(&self, va: u64, flags: PteFlags) -> bool {
+        let changed = self.protect_local(va, flags);
+        if changed {
+            self.flush_everywhere(va, va + PAGE_SIZE);
+        }
+        changed
+    }
+
+    /// Like [`protect`](Self::protect), flushing only this CPU's TLB.
+    fn protect_local(&self, va: u64, flags: PteFlags) -> bool {
         Self::check_user(va);
         let _guard = self.lock.lock();
         let Some((pt, idx)) = self.leaf(va) else {
@@ -450,8 +482,9 @@ impl PageTable {
         if !self.is_active() {
             // SAFETY: the kernel half of this table is the kernel's own, so
             // kernel code, data, stacks and the direct map stay mapped; the
-            // table stays alive while active because `Drop` switches away.
-            unsafe { crate::cpu::write_cr3(self.root.0) };
+            // table stays alive while loaded anywhere because `Drop` makes
+            // every CPU switch away first.
+            unsafe { crate::tlb::load_root(self.root.0) };
         }
     }
 
@@ -459,6 +492,18 @@ impl PageTable {
         if self.is_active() {
             crate::cpu::invlpg(va);
         }
+    }
+
+    /// Makes the other CPUs running in this address space forget
+    /// `start..end` (this CPU already did).
+    fn flush_everywhere(&self, start: u64, end: u64) {
+        crate::tlb::shoot_range(self.root.0, start, end);
+    }
+
+    /// Starts a batch of changes whose remote TLB flush is done once, for
+    /// the whole range, when the batch ends.
+    pub fn batch(&self) -> TlbBatch<'_> {
+        TlbBatch { table: self, start: u64::MAX, end: 0, frames: alloc::vec::Vec::new() }
     }
 
     fn free_level(table: PhysAddr, level: u32) {
@@ -481,9 +526,11 @@ impl PageTable {
 
 impl Drop for PageTable {
     fn drop(&mut self) {
+        // Idle CPUs keep the last user tables loaded; none may keep these.
+        crate::tlb::leave_everywhere(self.root.0);
         if self.is_active() {
             // SAFETY: the kernel's own tables map everything the kernel uses.
-            unsafe { crate::cpu::write_cr3(kernel_root().0) };
+            unsafe { crate::tlb::load_root(kernel_root().0) };
         }
         for idx in 0..256 {
             let entry = read_entry(self.root, idx);
@@ -496,5 +543,73 @@ impl Drop for PageTable {
         }
         mm::free_frame(self.root);
         USER_TABLE_FRAMES.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Unmappings and permission changes on one [`PageTable`] whose remote TLB
+/// flush is deferred to the end of the batch: one shootdown for a whole
+/// `munmap` or `mprotect` instead of one per page. Frames unmapped in the
+/// batch are kept until the flush, so no CPU can reach a reused frame.
+pub struct TlbBatch<'a> {
+    table: &'a PageTable,
+    start: u64,
+    end: u64,
+    frames: alloc::vec::Vec<UserFrame>,
+}
+
+impl TlbBatch<'_> {
+    fn cover(&mut self, va: u64) {
+        self.start = self.start.min(va);
+        self.end = self.end.max(va + PAGE_SIZE);
+    }
+
+    /// Unmaps the page at `va`; false if nothing was mapped there.
+    pub fn unmap(&mut self, va: u64) -> bool {
+        let Some(frame) = self.table.unmap_local(va) else {
+            return false;
+        };
+        self.cover(va);
+        if self.frames.try_reserve(1).is_ok() {
+            self.frames.push(frame);
+        } else {
+            // No room to defer the release: flush now instead.
+            self.flush();
+            drop(frame);
+        }
+        true
+    }
+
+    /// Unmaps the page at `va` and hands its frame over for a new mapping
+    /// in the same address space (`mremap`): the frame stays in use, so
+    /// it need not wait for the flush.
+    pub fn take(&mut self, va: u64) -> Option<UserFrame> {
+        let frame = self.table.unmap_local(va)?;
+        self.cover(va);
+        Some(frame)
+    }
+
+    /// Changes the permissions of the page at `va`; false if unmapped.
+    pub fn protect(&mut self, va: u64, flags: PteFlags) -> bool {
+        let changed = self.table.protect_local(va, flags);
+        if changed {
+            self.cover(va);
+        }
+        changed
+    }
+
+    /// Does the deferred remote flush now and releases the held frames.
+    pub fn flush(&mut self) {
+        if self.start < self.end {
+            self.table.flush_everywhere(self.start, self.end);
+        }
+        self.start = u64::MAX;
+        self.end = 0;
+        self.frames.clear();
+    }
+}
+
+impl Drop for TlbBatch<'_> {
+    fn drop(&mut self) {
+        self.flush();
     }
 }

@@ -66,13 +66,19 @@ impl<T> SpinLock<T> {
 
 impl<T: ?Sized> SpinLock<T> {
     pub fn lock(&self) -> SpinLockGuard<'_, T> {
-        let irq = IrqGuard::new();
-        while self.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+        loop {
+            let irq = IrqGuard::new();
+            if self.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+                return SpinLockGuard { lock: self, _irq: irq };
+            }
+            // Wait with interrupts as the caller had them: a CPU spinning
+            // here can still answer another CPU's TLB shootdown, which that
+            // CPU may be waiting for while it holds this lock's holder up.
+            drop(irq);
             while self.locked.load(Ordering::Relaxed) {
                 cpu::pause();
             }
         }
-        SpinLockGuard { lock: self, _irq: irq }
     }
 
     pub fn try_lock(&self) -> Option<SpinLockGuard<'_, T>> {

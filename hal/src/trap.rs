@@ -16,6 +16,11 @@ use crate::sync::SpinLock;
 /// First vector used for device interrupts (below are CPU exceptions).
 pub const IRQ_BASE: u8 = 32;
 pub const TIMER_VECTOR: u8 = 0xEF;
+/// IPI: another CPU queued work for this one (handled by the kernel).
+pub const RESCHEDULE_VECTOR: u8 = 0xF0;
+/// IPI: another CPU changed page tables this CPU may have cached
+/// (handled here, see [`crate::tlb`]).
+pub const TLB_SHOOTDOWN_VECTOR: u8 = 0xF1;
 pub const SPURIOUS_VECTOR: u8 = 0xFF;
 
 /// Registers saved on entry, in the order the common stub pushes them.
@@ -171,8 +176,7 @@ pub(crate) fn init_idt() {
     load_idt(&idt.0);
 }
 
-/// Loads the (already built) IDT on an additional CPU.
-#[allow(dead_code)] // application processors (SMP bring-up)
+/// Loads the (already built) IDT on an application processor.
 pub(crate) fn load_on_this_cpu() {
     let idt = IDT.lock();
     load_idt(&idt.0);
@@ -236,6 +240,11 @@ extern "C" fn hal_trap_dispatch(frame: &mut TrapFrame) {
         return;
     }
     if vector == SPURIOUS_VECTOR {
+        return;
+    }
+    if vector == TLB_SHOOTDOWN_VECTOR {
+        crate::apic::end_of_interrupt();
+        crate::tlb::answer();
         return;
     }
     // Acknowledge first: the handler may switch threads and not come back

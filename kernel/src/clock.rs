@@ -20,6 +20,11 @@ pub fn init() {
     hal::apic::start_periodic_timer(TIMER_VECTOR, HZ);
 }
 
+/// Starts this application processor's tick (the handler is shared).
+pub fn init_ap() {
+    hal::apic::start_periodic_timer(TIMER_VECTOR, HZ);
+}
+
 fn on_tick(_vector: u8) {
     TICKS.get().fetch_add(1, Ordering::Relaxed);
     if hal::percpu::cpu_id() == 0 {

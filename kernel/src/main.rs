@@ -43,6 +43,7 @@ fn kmain(info: &'static hal::BootInfo) -> ! {
     clock::init();
     console::init();
     syscall::init(info.command_line());
+    start_other_cpus(info.command_line());
 
     // The first kernel thread marks the end of boot.
     let booted = sched::spawn("init", move || {
@@ -58,6 +59,26 @@ fn kmain(info: &'static hal::BootInfo) -> ! {
         panic!("cannot start the first kernel thread: {e:?}");
     }
     // The boot context becomes this CPU's idle loop.
+    sched::idle_loop()
+}
+
+/// Starts the application processors, up to `maxcpus=N` CPUs in all
+/// (Linux's parameter; `maxcpus=1` keeps Kiln on the boot CPU).
+fn start_other_cpus(cmdline: &str) {
+    let limit = cmdline_words(cmdline)
+        .iter()
+        .find_map(|w| w.strip_prefix("maxcpus=").and_then(|n| n.parse::<usize>().ok()))
+        .unwrap_or(hal::percpu::MAX_CPUS)
+        .max(1);
+    let started = hal::smp::start_application_processors(limit, ap_main);
+    log::info!("smp: {started} CPU{} online", if started == 1 { "" } else { "s" });
+}
+
+/// An application processor, set up by the hardware layer: it becomes
+/// that CPU's idle thread.
+fn ap_main(_cpu: usize) -> ! {
+    sched::init();
+    clock::init_ap();
     sched::idle_loop()
 }
 

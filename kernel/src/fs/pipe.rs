@@ -27,6 +27,12 @@ pub struct Pipe {
     capacity: AtomicUsize,
     readers: AtomicUsize,
     writers: AtomicUsize,
+    /// Opens of each end so far: a FIFO open waiting for the other side
+    /// waits for one of these to move, not for the count to be non-zero,
+    /// because the other side may open and close again before the waiter
+    /// looks (Linux's `r_counter`/`w_counter`).
+    reader_opens: AtomicUsize,
+    writer_opens: AtomicUsize,
     /// Woken when data arrives or the last writer leaves.
     readable: WaitQueue,
     /// Woken when room appears or the last reader leaves.
@@ -40,6 +46,8 @@ impl Pipe {
             capacity: AtomicUsize::new(PIPE_CAPACITY),
             readers: AtomicUsize::new(0),
             writers: AtomicUsize::new(0),
+            reader_opens: AtomicUsize::new(0),
+            writer_opens: AtomicUsize::new(0),
             readable: WaitQueue::new(),
             writable: WaitQueue::new(),
         })
@@ -61,8 +69,10 @@ impl PipeEnd {
     pub fn new(pipe: Arc<Pipe>, write: bool) -> PipeEnd {
         if write {
             pipe.writers.fetch_add(1, Ordering::AcqRel);
+            pipe.writer_opens.fetch_add(1, Ordering::AcqRel);
         } else {
             pipe.readers.fetch_add(1, Ordering::AcqRel);
+            pipe.reader_opens.fetch_add(1, Ordering::AcqRel);
         }
         pipe.wake_all();
         PipeEnd { pipe, write }
@@ -256,10 +266,13 @@ pub fn open_fifo(pipe: Arc<Pipe>, flags: u32) -> Result<Arc<dyn FileOps>, Errno>
     let nonblock = flags & c::O_NONBLOCK != 0;
     match flags & 3 {
         c::O_RDONLY => {
+            let seen = pipe.writer_opens.load(Ordering::Acquire);
             let end = Arc::new(PipeEnd::new(pipe.clone(), false));
             if !nonblock {
                 pipe.readable
-                    .wait_until_interruptible(None, || pipe.writers.load(Ordering::Acquire) > 0)
+                    .wait_until_interruptible(None, || {
+                        pipe.writers.load(Ordering::Acquire) > 0 || pipe.writer_opens.load(Ordering::Acquire) != seen
+                    })
                     .map_err(interrupted)?;
             }
             Ok(end)
@@ -268,10 +281,13 @@ pub fn open_fifo(pipe: Arc<Pipe>, flags: u32) -> Result<Arc<dyn FileOps>, Errno>
             if nonblock && pipe.readers.load(Ordering::Acquire) == 0 {
                 return Err(Errno::ENXIO);
             }
+            let seen = pipe.reader_opens.load(Ordering::Acquire);
             let end = Arc::new(PipeEnd::new(pipe.clone(), true));
             if !nonblock {
                 pipe.writable
-                    .wait_until_interruptible(None, || pipe.readers.load(Ordering::Acquire) > 0)
+                    .wait_until_interruptible(None, || {
+                        pipe.readers.load(Ordering::Acquire) > 0 || pipe.reader_opens.load(Ordering::Acquire) != seen
+                    })
                     .map_err(interrupted)?;
             }
             Ok(end)

@@ -1,12 +1,26 @@
 //! The scheduler: per-CPU run queues of kernel threads, round robin with
-//! timer-driven preemption.
+//! timer-driven preemption, spread over the CPUs.
 //!
 //! Each CPU owns a [`RunQueue`] with its current thread, its ready threads
 //! and its idle thread. [`schedule`] puts the current thread back (unless
 //! it blocked or died), picks the next, and switches. A thread that died
 //! is released by the thread that runs after it (`finish_switch`), because
 //! a thread cannot free the stack it is running on.
+//!
+//! Placement and balancing live in [`balance`]: new and woken threads go
+//! to an idle CPU they may run on when there is one, an idle CPU steals
+//! from the busiest queue, and a reschedule IPI tells a CPU about work
+//! queued for it.
+//!
+//! Lock order: a CPU holds at most one run-queue lock at a time and never
+//! takes another lock under it except a thread's own small locks; threads
+//! moving between queues are handed over after the lock is dropped
+//! (`finish_switch`'s migration). No spin lock is held across
+//! `hal::context::switch`: `schedule` drops its run-queue lock first, and
+//! `ON_CPU` keeps another CPU from resuming the thread until the switch
+//! away from it is complete.
 
+mod balance;
 mod thread;
 mod wait;
 
@@ -21,6 +35,7 @@ use hal::sync::{IrqGuard, SpinLock};
 #[cfg(feature = "ktest")]
 pub use thread::live_threads;
 use thread::ON_CPU;
+pub use balance::{online_cpus, set_affinity, steals};
 pub use thread::{SpawnError, State, Thread};
 pub use wait::{sleep_ns, sleep_until_interruptible, Interrupted, WaitQueue};
 
@@ -31,35 +46,67 @@ struct RunQueue {
     /// The thread switched away from, to be finished by the next one.
     prev_slot: Option<usize>,
     dead: Option<Arc<Thread>>,
+    /// A thread switched away from that must move to another CPU (its
+    /// affinity excludes this one), handed over by `finish_switch`.
+    migrate: Option<Arc<Thread>>,
     switches: u64,
 }
 
 impl RunQueue {
     const fn new() -> RunQueue {
-        RunQueue { current: None, ready: VecDeque::new(), idle: None, prev_slot: None, dead: None, switches: 0 }
+        RunQueue {
+            current: None,
+            ready: VecDeque::new(),
+            idle: None,
+            prev_slot: None,
+            dead: None,
+            migrate: None,
+            switches: 0,
+        }
+    }
+
+    /// Threads running or waiting here, not counting the idle thread.
+    fn load(&self) -> usize {
+        self.ready.len() + usize::from(self.current.as_ref().is_some_and(|t| !t.is_idle()))
     }
 }
 
 static RUN_QUEUES: PerCpu<SpinLock<RunQueue>> = PerCpu::new([const { SpinLock::new(RunQueue::new()) }; MAX_CPUS]);
 
-/// Adopts the running boot context as this CPU's idle thread.
+/// Adopts the running boot context as this CPU's idle thread and opens
+/// the CPU for threads.
 pub fn init() {
     let cpu = hal::percpu::cpu_id();
     let idle = Thread::new("idle", None, None, cpu, true).expect("no memory for the idle thread");
     let idle = Arc::new(idle);
     idle.set_state(State::Running);
+    idle.set_affinity_mask(1 << cpu);
     ON_CPU[idle.slot()].store(true, Ordering::Release);
-    let mut rq = RUN_QUEUES.get().lock();
-    rq.idle = Some(idle.clone());
-    rq.current = Some(idle);
+    {
+        let mut rq = RUN_QUEUES.get().lock();
+        rq.idle = Some(idle.clone());
+        rq.current = Some(idle);
+    }
+    if cpu == 0 {
+        hal::trap::register_handler(hal::trap::RESCHEDULE_VECTOR, |_| on_reschedule_ipi());
+    }
+    balance::cpu_online(cpu);
 }
 
-/// The idle loop: halt until an interrupt, run whatever became ready.
+/// The idle loop: run whatever is ready here, else steal from a busy CPU,
+/// else halt until an interrupt.
 pub fn idle_loop() -> ! {
     loop {
         hal::cpu::disable_interrupts();
-        if RUN_QUEUES.get().lock().ready.is_empty() {
-            hal::cpu::enable_interrupts_and_halt();
+        if RUN_QUEUES.get().lock().ready.is_empty() && !balance::steal() {
+            balance::set_idle(true);
+            // A wakeup that queued work after the check above sent an IPI,
+            // which ends the halt (STI; HLT is atomic).
+            if RUN_QUEUES.get().lock().ready.is_empty() {
+                hal::cpu::enable_interrupts_and_halt();
+            }
+            balance::set_idle(false);
+            hal::cpu::enable_interrupts();
         } else {
             hal::cpu::enable_interrupts();
             schedule();
@@ -94,16 +141,32 @@ pub fn spawn_configured(
 ) -> Result<Arc<Thread>, SpawnError> {
     let stack = KernelStack::new().map_err(|_| SpawnError::OutOfMemory)?;
     let start = crate::mm::try_box(f).map_err(|_| SpawnError::OutOfMemory)?;
-    let cpu = hal::percpu::cpu_id();
-    let thread = Thread::new(name, None, Some(start), cpu, false)?;
+    let here = hal::percpu::cpu_id();
+    let thread = Thread::new(name, None, Some(start), here, false)?;
     thread.context().prepare(&stack, thread_entry, thread.slot());
     *thread.stack.lock() = Some(stack);
     let thread = Arc::try_new(thread).map_err(|_| SpawnError::OutOfMemory)?;
+    // Inherit the creator's CPUs (a forked child keeps its parent's
+    // affinity, as on Linux); `configure` may change that.
+    if let Some(me) = current_opt() {
+        thread.set_affinity_mask(if me.is_idle() { u64::MAX } else { me.affinity() });
+    }
     configure(&thread);
-    let mut rq = RUN_QUEUES.get_for(cpu).lock();
-    rq.ready.try_reserve(1).map_err(|_| SpawnError::OutOfMemory)?;
-    rq.ready.push_back(thread.clone());
+    let cpu = balance::place_new(&thread);
+    enqueue(cpu, &thread).map_err(|_| SpawnError::OutOfMemory)?;
     Ok(thread)
+}
+
+/// Puts a ready thread on `cpu`'s queue and tells that CPU.
+fn enqueue(cpu: usize, thread: &Arc<Thread>) -> Result<(), ()> {
+    thread.cpu.store(cpu, Ordering::Relaxed);
+    {
+        let mut rq = RUN_QUEUES.get_for(cpu).lock();
+        rq.ready.try_reserve(1).map_err(|_| ())?;
+        rq.ready.push_back(thread.clone());
+    }
+    balance::kick(cpu);
+    Ok(())
 }
 
 fn thread_entry(_slot: usize) -> ! {
@@ -139,15 +202,13 @@ pub fn wake(thread: &Arc<Thread>) -> bool {
     if !thread.unblock() {
         return false;
     }
-    let cpu = thread.cpu.load(Ordering::Relaxed);
-    let mut rq = RUN_QUEUES.get_for(cpu).lock();
-    if rq.ready.try_reserve(1).is_err() {
+    let cpu = balance::place_woken(thread);
+    if enqueue(cpu, thread).is_err() {
         // Cannot queue it: leave it blocked rather than lose it silently.
         thread.set_state(State::Blocked);
         log::error!("out of memory waking thread {}", thread.id());
         return false;
     }
-    rq.ready.push_back(thread.clone());
     true
 }
 
@@ -163,7 +224,19 @@ static NEED_RESCHED: PerCpu<core::sync::atomic::AtomicBool> =
 
 /// Timer tick: wake sleepers, preempt if someone else is waiting.
 pub(crate) fn on_tick() {
-    wait::wake_sleepers(hal::time::monotonic_ns());
+    // One CPU keeps the sleepers, so their list is not fought over.
+    if hal::percpu::cpu_id() == 0 {
+        wait::wake_sleepers(hal::time::monotonic_ns());
+    }
+    preempt_if_waiting();
+}
+
+/// Another CPU queued a thread here.
+fn on_reschedule_ipi() {
+    preempt_if_waiting();
+}
+
+fn preempt_if_waiting() {
     let preempt = !RUN_QUEUES.get().lock().ready.is_empty();
     if preempt {
         if hal::trap::interrupted_user_mode() {
@@ -193,10 +266,17 @@ pub fn switch_count() -> u64 {
 /// the switch.
 pub fn schedule() {
     let _irq = IrqGuard::new();
+    let cpu = hal::percpu::cpu_id();
     let (from, to) = {
         let mut rq = RUN_QUEUES.get().lock();
         let prev = rq.current.take().expect("scheduler not initialized");
         match prev.state() {
+            State::Running if !prev.is_idle() && !prev.allowed_on(cpu) => {
+                // Its affinity no longer includes this CPU: hand it over
+                // once we are off its stack.
+                prev.set_state(State::Ready);
+                rq.migrate = Some(prev.clone());
+            }
             State::Running if !prev.is_idle() => {
                 prev.set_state(State::Ready);
                 if rq.ready.try_reserve(1).is_ok() {
@@ -218,15 +298,21 @@ pub fn schedule() {
                 None => break rq.idle.clone().expect("no idle thread"),
             }
         };
-        next.set_state(State::Running);
+        next.cpu.store(cpu, Ordering::Relaxed);
+        balance::set_load(cpu, rq.load() + usize::from(!next.is_idle()));
         if next.slot() == prev.slot() {
+            next.set_state(State::Running);
             rq.current = Some(next);
             return;
         }
-        // Another CPU may still be finishing its switch away from `next`.
+        // Another CPU may still be finishing its switch away from `next`
+        // (it was woken while blocking there). Only once that is done may
+        // it be marked Running: that CPU's `schedule` reads its state to
+        // decide whether to queue it again.
         while ON_CPU[next.slot()].load(Ordering::Acquire) {
             hal::cpu::pause();
         }
+        next.set_state(State::Running);
         ON_CPU[next.slot()].store(true, Ordering::Release);
         rq.prev_slot = Some(prev.slot());
         rq.switches += 1;
@@ -241,12 +327,21 @@ pub fn schedule() {
 /// Runs on the new thread right after a switch: the previous thread is
 /// now off its stack, so it may be resumed elsewhere or freed.
 fn finish_switch() {
-    let (prev_slot, dead) = {
+    let (prev_slot, dead, migrate) = {
         let mut rq = RUN_QUEUES.get().lock();
-        (rq.prev_slot.take(), rq.dead.take())
+        (rq.prev_slot.take(), rq.dead.take(), rq.migrate.take())
     };
     if let Some(slot) = prev_slot {
         ON_CPU[slot].store(false, Ordering::Release);
+    }
+    if let Some(thread) = migrate {
+        let cpu = balance::place_woken(&thread);
+        if enqueue(cpu, &thread).is_err() {
+            // Cannot queue it elsewhere: it keeps its place here, against
+            // its affinity, rather than being lost.
+            let here = hal::percpu::cpu_id();
+            let _ = enqueue(here, &thread);
+        }
     }
     // Kernel threads keep whatever address space was active (its kernel
     // half is the same everywhere); user threads bring their own.

@@ -48,8 +48,10 @@ pub struct Thread {
     name: String,
     slot: usize,
     state: AtomicU8,
-    /// The CPU whose run queue takes this thread when it wakes.
+    /// The CPU whose run queue holds this thread, or last ran it.
     pub(super) cpu: AtomicUsize,
+    /// CPUs this thread may run on (bit n = CPU n), `sched_setaffinity`.
+    affinity: AtomicU64,
     pub(super) stack: SpinLock<Option<KernelStack>>,
     pub(super) start: SpinLock<Option<StartFn>>,
     pub(super) exited: WaitQueue,
@@ -84,6 +86,7 @@ impl Thread {
             slot,
             state: AtomicU8::new(State::Ready as u8),
             cpu: AtomicUsize::new(cpu),
+            affinity: AtomicU64::new(u64::MAX),
             stack: SpinLock::new(stack),
             start: SpinLock::new(start),
             exited: WaitQueue::new(),
@@ -156,6 +159,24 @@ impl Thread {
 
     pub(super) fn is_idle(&self) -> bool {
         self.is_idle
+    }
+
+    /// The CPUs this thread may run on.
+    pub fn affinity(&self) -> u64 {
+        self.affinity.load(Ordering::Relaxed)
+    }
+
+    pub(super) fn set_affinity_mask(&self, mask: u64) {
+        self.affinity.store(mask, Ordering::Relaxed);
+    }
+
+    pub(super) fn allowed_on(&self, cpu: usize) -> bool {
+        self.affinity() & (1 << cpu) != 0
+    }
+
+    /// The CPU this thread last ran on (or is queued on).
+    pub fn last_cpu(&self) -> usize {
+        self.cpu.load(Ordering::Relaxed)
     }
 }
 
