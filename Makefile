@@ -9,7 +9,15 @@ DEPS := scripts/deps.sh
 
 # `make run` knobs: CPUs, kernel command line, extra QEMU arguments.
 # EXTRA and CMD are accepted for a later change and ignored for now.
-SMP ?= 1
+#
+# `make test` has its own CPU counts per stage (-smp 1, and 2 and 4 for
+# the SMP stage); only an SMP given by the user (command line or
+# environment) overrides them, so remember whether it was before the
+# default below fills it in.
+ifneq ($(strip $(SMP)),)
+TEST_SMP := --smp $(strip $(SMP))
+endif
+SMP ?= 2
 CMDLINE ?=
 QEMU_EXTRA ?=
 EXTRA ?=
@@ -17,7 +25,7 @@ CMD ?=
 export SMP CMDLINE QEMU_EXTRA EXTRA CMD
 
 .DEFAULT_GOAL := run
-.PHONY: run test iso build bench clean fmt clippy deps
+.PHONY: run test test-smp iso build bench clean fmt clippy deps
 
 deps:
 	@$(DEPS)
@@ -30,7 +38,12 @@ run:
 
 test:
 	@$(DEPS)
-	@$(XTASK) test
+	@$(XTASK) test $(TEST_SMP)
+
+# Only the SMP stage of `make test` (same SMP rule).
+test-smp:
+	@$(DEPS)
+	@$(XTASK) test-smp $(TEST_SMP)
 
 iso:
 	@$(DEPS)

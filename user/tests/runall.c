@@ -1,7 +1,7 @@
 /*
  * runall: run test programs one after another.
  *
- *   runall [DIR] [NAME...]
+ *   runall [-t SECS] [DIR] [NAME...]
  *
  * DIR (recognised because it contains a '/' or is "." or "..", or given as
  * "-d DIR") defaults
@@ -13,8 +13,8 @@
  *   ...output of the test...
  *   === name exit 0 ===           (or "exit 3", "signal 11")
  *
- * A test running longer than the timeout (KILN_TIMEOUT seconds, default
- * 300) is killed with SIGKILL.  Exit status 0 iff every test exited 0.
+ * A test running longer than the timeout (-t SECS, else KILN_TIMEOUT
+ * seconds, default 300) is killed with SIGKILL.  Exit status 0 iff every test exited 0.
  */
 #include "common.h"
 
@@ -106,6 +106,16 @@ int main(int argc, char **argv)
     int i = 1;
     path_dir(argc > 0 ? argv[0] : "runall", dir, sizeof dir);
 
+    unsigned timeout = 300;
+    const char *t = getenv("KILN_TIMEOUT");
+    if (t && atoi(t) > 0)
+        timeout = (unsigned)atoi(t);
+    if (i + 1 < argc && strcmp(argv[i], "-t") == 0) {
+        if (atoi(argv[i + 1]) > 0)
+            timeout = (unsigned)atoi(argv[i + 1]);
+        i += 2;
+    }
+
     if (i < argc && strcmp(argv[i], "-d") == 0 && i + 1 < argc) {
         snprintf(dir, sizeof dir, "%s", argv[i + 1]);
         i += 2;
@@ -118,11 +128,6 @@ int main(int argc, char **argv)
     size_t len = strlen(dir);
     while (len > 1 && dir[len - 1] == '/')
         dir[--len] = 0;
-
-    unsigned timeout = 300;
-    const char *t = getenv("KILN_TIMEOUT");
-    if (t && atoi(t) > 0)
-        timeout = (unsigned)atoi(t);
 
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

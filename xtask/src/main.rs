@@ -28,10 +28,13 @@ commands:
   deps                      install missing Debian packages (scripts/deps.sh)
   build [--test]            build the kernel (or the ktest kernel), patch ksyms
   run [--smp N] [--cmdline \"...\"] [-- <qemu args>]
-                            build and boot in QEMU (env: SMP, QEMU_EXTRA, KVM=1)
+                            build and boot in QEMU (env: SMP, default 2;
+                            QEMU_EXTRA, KVM=1)
   iso                       build the kernel and make target/kiln/kiln.iso
-  test                      host tests, unsafe check, in-kernel tests, GRUB boot
+  test [--smp N]            every test stage; QEMU stages at -smp 1 and the SMP
+                            stage at 2 and 4, or all of them at N with --smp
                             (env: KTEST_FILTER=TEXT runs only matching kernel tests)
+  test-smp [--smp N]        only the SMP stage (at 2 and 4, or at N)
   bench [smoke]             Kiln against Linux under icount and wall clock
                             (env: BENCH_RUNS, BENCH_FILTER, BENCH_SCALE, BENCH_KERNEL)
   fmt [--check]             rustfmt the host crates
@@ -80,8 +83,20 @@ fn dispatch(args: &[String]) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         "test" => {
-            no_args(cmd, rest)?;
-            testrun::all()
+            let smp = match rest {
+                [] => None,
+                [flag, n] if flag == "--smp" => Some(parse_smp(n)?),
+                _ => return Err(format!("test: unexpected arguments {rest:?}")),
+            };
+            testrun::all(&testrun::Cpus::new(smp))
+        }
+        "test-smp" => {
+            let smp = match rest {
+                [] => None,
+                [flag, n] if flag == "--smp" => Some(parse_smp(n)?),
+                _ => return Err(format!("test-smp: unexpected arguments {rest:?}")),
+            };
+            testrun::smp_only(&testrun::Cpus::new(smp))
         }
         "bench" => bench::main(rest),
         "fmt" => build::host_fmt(rest),
@@ -111,7 +126,7 @@ fn no_args(cmd: &str, rest: &[String]) -> Result<()> {
 fn run(args: &[String]) -> Result<ExitCode> {
     let mut smp = match std::env::var("SMP") {
         Ok(s) if !s.trim().is_empty() => parse_smp(&s)?,
-        _ => 1,
+        _ => 2,
     };
     let mut cmdline = std::env::var("CMDLINE").unwrap_or_default();
     let mut extra = qemu::env_extra();

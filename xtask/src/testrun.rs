@@ -14,7 +14,7 @@ use crate::{iso, qemu, unsafe_check, Result};
 
 const KTEST_TIMEOUT: Duration = Duration::from_secs(300);
 const GRUB_TIMEOUT: Duration = Duration::from_secs(120);
-const STAGES: usize = 8;
+const STAGES: usize = 9;
 const CRASH_TIMEOUT: Duration = Duration::from_secs(60);
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -38,8 +38,37 @@ fn header(n: usize, title: &str) {
     println!("\n==> [{n}/{STAGES}] {title}");
 }
 
-pub fn all() -> Result<ExitCode> {
+/// The CPU counts the QEMU stages boot with. By default everything runs
+/// at `-smp 1` but the SMP stage, which runs at 2 and at 4; `make test
+/// SMP=n` (`xtask test --smp n`) runs every QEMU stage at `-smp n`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cpus {
+    /// Every QEMU stage but the SMP one.
+    pub stages: u32,
+    /// The SMP stage, once per count.
+    pub smp_stage: Vec<u32>,
+}
+
+impl Cpus {
+    pub fn new(explicit: Option<u32>) -> Cpus {
+        match explicit {
+            Some(n) => Cpus { stages: n, smp_stage: vec![n] },
+            None => Cpus { stages: 1, smp_stage: vec![2, 4] },
+        }
+    }
+
+    fn describe(&self) -> String {
+        let list: Vec<String> = self.smp_stage.iter().map(|n| format!("-smp {n}")).collect();
+        list.join(" and ")
+    }
+}
+
+pub fn all(cpus: &Cpus) -> Result<ExitCode> {
     let mut totals = Totals::default();
+    let n = cpus.stages;
+    if n != 1 {
+        println!("QEMU stages run at -smp {n}");
+    }
 
     header(1, "host unit tests (kiln-util, linux-abi, xtask)");
     totals.add(report("host unit tests", host_tests()));
@@ -49,13 +78,13 @@ pub fn all() -> Result<ExitCode> {
 
     header(3, "in-kernel tests (QEMU, -kernel)");
     let elf = build::kernel(Flavor::Test);
-    totals.add(report("in-kernel tests", elf.clone().and_then(|elf| ktests(&elf))));
+    totals.add(report("in-kernel tests", elf.clone().and_then(|elf| ktests(&elf, n))));
 
     header(4, "fatal exception reports (ktest.crash=...)");
-    totals.add(report("crash reports", elf.clone().and_then(|elf| crash_reports(&elf))));
+    totals.add(report("crash reports", elf.clone().and_then(|elf| crash_reports(&elf, n))));
 
     header(5, "GRUB boot (multiboot2, -cdrom)");
-    totals.add(report("GRUB boot", elf.and_then(|elf| grub_boot(&elf))));
+    totals.add(report("GRUB boot", elf.and_then(|elf| grub_boot(&elf, n))));
 
     header(6, "user programs: Kiln against the host Linux");
     let normal = build::kernel(Flavor::Normal);
@@ -63,20 +92,29 @@ pub fn all() -> Result<ExitCode> {
         "user programs",
         normal
             .clone()
-            .and_then(|elf| crate::usertest::compare(&build::repo_root(), &elf))
+            .and_then(|elf| crate::usertest::compare(&build::repo_root(), &elf, n))
             .map(|(p, f)| Totals { passed: p, failed: f }),
     ));
 
-    header(7, "busybox sessions: Kiln against the host Linux");
+    header(7, &format!("SMP programs at {}: Kiln against the host Linux", cpus.describe()));
+    totals.add(report(
+        "SMP programs",
+        normal
+            .clone()
+            .and_then(|elf| crate::usertest::smp(&build::repo_root(), &elf, &cpus.smp_stage))
+            .map(|(p, f)| Totals { passed: p, failed: f }),
+    ));
+
+    header(8, "busybox sessions: Kiln against the host Linux");
     totals.add(report(
         "busybox sessions",
         normal
             .clone()
-            .and_then(|elf| crate::usertest::busybox_sessions(&build::repo_root(), &elf))
+            .and_then(|elf| crate::usertest::busybox_sessions(&build::repo_root(), &elf, n))
             .map(|(p, f)| Totals { passed: p, failed: f }),
     ));
 
-    header(8, "benchmark programs, once each at a tiny size, in Kiln");
+    header(9, "benchmark programs, once each at a tiny size, in Kiln");
     totals.add(report(
         "benchmark smoke",
         normal
@@ -84,6 +122,19 @@ pub fn all() -> Result<ExitCode> {
             .map(|(p, f)| Totals { passed: p, failed: f }),
     ));
 
+    println!();
+    println!("{} passed, {} failed", totals.passed, totals.failed);
+    Ok(if totals.failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// `xtask test-smp`: the SMP stage alone, for work on the SMP kernel.
+pub fn smp_only(cpus: &Cpus) -> Result<ExitCode> {
+    let totals = report(
+        "SMP programs",
+        build::kernel(Flavor::Normal)
+            .and_then(|elf| crate::usertest::smp(&build::repo_root(), &elf, &cpus.smp_stage))
+            .map(|(p, f)| Totals { passed: p, failed: f }),
+    );
     println!();
     println!("{} passed, {} failed", totals.passed, totals.failed);
     Ok(if totals.failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
@@ -228,10 +279,10 @@ fn parse_summary(line: &str) -> Option<Totals> {
 /// Stage 3: boot the test kernel, count its tests. Anything but a clean
 /// exit with a complete, failure-free summary adds one failure, so a
 /// crash after the last test line still fails the run.
-fn ktests(elf: &std::path::Path) -> Result<Totals> {
+fn ktests(elf: &std::path::Path, smp: u32) -> Result<Totals> {
     let boot = qemu::Boot {
         image: qemu::Image::Kernel { elf: elf.to_path_buf(), cmdline: ktest_cmdline(), initrd: None },
-        smp: 1,
+        smp,
         extra: Vec::new(),
     };
     let log = build::out_dir().join("ktest.log");
@@ -282,11 +333,11 @@ pub fn ktest_verdict(k: &Ktest, status: Option<i32>, timed_out: bool) -> Totals 
 }
 
 /// Stage 4: the test kernel through GRUB, running only the boot tests.
-fn grub_boot(elf: &std::path::Path) -> Result<Totals> {
+fn grub_boot(elf: &std::path::Path, smp: u32) -> Result<Totals> {
     let out = build::out_dir();
     let iso_path = out.join("kiln-test.iso");
     iso::make(elf, "ktest.filter=boot", &iso_path)?;
-    let boot = qemu::Boot { image: qemu::Image::Cdrom(iso_path), smp: 1, extra: Vec::new() };
+    let boot = qemu::Boot { image: qemu::Image::Cdrom(iso_path), smp, extra: Vec::new() };
     let run = qemu::run_captured(&boot, GRUB_TIMEOUT, &out.join("grub-boot.log"))?;
     let saw_multiboot2 = run.output.lines().any(|l| l.contains("boot loader: multiboot2"));
     if run.timed_out {
@@ -315,12 +366,12 @@ const CRASHES: &[(&str, &[&str])] = &[
 
 /// Stage 4: each crash kind must end the run with the failure status and
 /// a complete report.
-fn crash_reports(elf: &std::path::Path) -> Result<Totals> {
+fn crash_reports(elf: &std::path::Path, smp: u32) -> Result<Totals> {
     let mut totals = Totals::default();
     for (kind, needles) in CRASHES {
         let boot = qemu::Boot {
             image: qemu::Image::Kernel { elf: elf.to_path_buf(), cmdline: format!("ktest.crash={kind}"), initrd: None },
-            smp: 1,
+            smp,
             extra: Vec::new(),
         };
         let log = build::out_dir().join(format!("crash-{kind}.log"));
@@ -375,6 +426,13 @@ mod tests {
         assert_eq!(parse_summary("done: 12 passed, 3 failed"), t(12, 3));
         assert_eq!(parse_summary("test x passed, y failed"), None);
         assert_eq!(parse_summary("5 passed, 0 failedx"), None);
+    }
+
+    #[test]
+    fn cpu_counts() {
+        assert_eq!(Cpus::new(None), Cpus { stages: 1, smp_stage: vec![2, 4] });
+        assert_eq!(Cpus::new(Some(4)), Cpus { stages: 4, smp_stage: vec![4] });
+        assert_eq!(Cpus::new(None).describe(), "-smp 2 and -smp 4");
     }
 
     #[test]

@@ -124,68 +124,106 @@ fn first_difference(a: &str, b: &str) -> String {
     format!("linux has {} lines, kiln {}", a.lines().count(), b.lines().count())
 }
 
-/// The test stage: every program under `user/tests` runs natively and in
-/// Kiln through `runall`; a test passes when both outputs are identical.
-pub fn compare(root: &Path, elf: &Path) -> Result<(u64, u64)> {
-    let t = crate::initramfs::build_user_programs(root)?;
-    let names: Vec<String> = std::fs::read_to_string(t.join("tests.txt"))
-        .map_err(|e| format!("read tests.txt: {e}"))?
-        .split_whitespace()
-        .map(String::from)
-        .collect();
+/// Runs `names` natively through `runall` (the oracle's output).
+fn host_runall(t: &Path, names: &[String]) -> Result<String> {
     let host = Command::new(t.join("runall"))
-        .arg(&t)
-        .args(&names)
+        .arg(t)
+        .args(names)
         .env_clear()
         .output()
         .map_err(|e| format!("run runall on the host: {e}"))?;
-    let host_out = String::from_utf8_lossy(&host.stdout).into_owned();
+    Ok(String::from_utf8_lossy(&host.stdout).into_owned())
+}
+
+/// The names listed (one per line) in a list file `make -C user` wrote.
+fn read_list(t: &Path, file: &str) -> Result<Vec<String>> {
+    Ok(std::fs::read_to_string(t.join(file))
+        .map_err(|e| format!("read {file}: {e}"))?
+        .split_whitespace()
+        .map(String::from)
+        .collect())
+}
+
+/// Boots Kiln with `/t/runall <args>` as init at `-smp smp`.
+fn kiln_runall(
+    root: &Path,
+    elf: &Path,
+    runall_args: &str,
+    smp: u32,
+    limit: Duration,
+    log: &str,
+) -> Result<qemu::Captured> {
     let initrd = crate::initramfs::make(root, &build::out_dir(), None)?;
-    let command = format!("/t/runall /t {}", names.join(" "));
     let boot = qemu::Boot {
         image: qemu::Image::Kernel {
             elf: elf.to_path_buf(),
-            cmdline: init_cmdline("", &command),
+            cmdline: init_cmdline("", &format!("/t/runall {runall_args}")),
             initrd: Some(initrd),
         },
-        smp: 1,
+        smp,
         extra: Vec::new(),
     };
-    let log = build::out_dir().join("usertest.log");
-    let run = qemu::run_captured(&boot, timeout(), &log)?;
-    let host_sections = sections(&host_out);
+    qemu::run_captured(&boot, limit, &build::out_dir().join(log))
+}
+
+/// Judges one Kiln run of `names` against the host's output: one verdict
+/// line per test (`<label> <name> ... ok`), then the frame-leak check and
+/// the run's own end. `kiln_only` tests are judged by `kiln_only_passed`
+/// instead of the host. Returns (passed, failed).
+fn judge(
+    label: &str,
+    names: &[String],
+    host_out: &str,
+    run: &qemu::Captured,
+    kiln_only: &dyn Fn(&str, &str) -> Option<String>,
+    is_kiln_only: &dyn Fn(&str) -> bool,
+) -> (u64, u64) {
+    let host_sections = sections(host_out);
     let kiln_sections = sections(&run.output);
     let (mut passed, mut failed) = (0, 0);
-    for name in &names {
+    for name in names {
         let h = host_sections.iter().find(|(n, _)| n == name).map(|(_, t)| t.as_str());
         let k = kiln_sections.iter().find(|(n, _)| n == name).map(|(_, t)| t.as_str());
-        if TERMINAL_TESTS.contains(&name.as_str()) {
-            // Kiln-only (see TERMINAL_TESTS): pass when every check passed.
-            let ok = k.is_some_and(|k| terminal_test_passed(name, k));
-            println!("user {name} ... {}", if ok { "ok (Kiln-only checks)" } else { "FAILED" });
-            if ok {
-                passed += 1;
-            } else {
-                failed += 1;
+        if is_kiln_only(name) {
+            // Kiln-only: pass when every check passed (and whatever else
+            // `kiln_only` requires holds).
+            let verdict = match k {
+                None => Some("did not run in Kiln".to_string()),
+                Some(k) => kiln_only(name, k),
+            };
+            match verdict {
+                None => {
+                    passed += 1;
+                    println!("{label} {name} ... ok (Kiln-only checks)");
+                }
+                Some(why) => {
+                    failed += 1;
+                    println!("{label} {name} ... FAILED ({why})");
+                    if let Some(k) = k {
+                        for l in k.lines().filter(|l| l.starts_with("FAIL")) {
+                            println!("    {l}");
+                        }
+                    }
+                }
             }
             continue;
         }
         match (h, k) {
             (Some(h), Some(k)) if h == k => {
                 passed += 1;
-                println!("user {name} ... ok");
+                println!("{label} {name} ... ok");
             }
             (Some(h), Some(k)) => {
                 failed += 1;
-                println!("user {name} ... FAILED (output differs from Linux)\n    {}", first_difference(h, k));
+                println!("{label} {name} ... FAILED (output differs from Linux)\n    {}", first_difference(h, k));
             }
             (None, _) => {
                 failed += 1;
-                println!("user {name} ... FAILED (no output on the host)");
+                println!("{label} {name} ... FAILED (no output on the host)");
             }
             (_, None) => {
                 failed += 1;
-                println!("user {name} ... FAILED (did not run in Kiln)");
+                println!("{label} {name} ... FAILED (did not run in Kiln)");
             }
         }
     }
@@ -195,20 +233,91 @@ pub fn compare(root: &Path, elf: &Path) -> Result<(u64, u64)> {
     match leak_line.as_deref().and_then(parse_leaks) {
         Some((0, 0)) => {
             passed += 1;
-            println!("user no-leaked-frames ... ok (0 user frames, 0 page-table frames left)");
+            println!("{label} no-leaked-frames ... ok (0 user frames, 0 page-table frames left)");
         }
         Some((frames, tables)) => {
             failed += 1;
-            println!("user no-leaked-frames ... FAILED ({frames} user frames, {tables} page-table frames left)");
+            println!("{label} no-leaked-frames ... FAILED ({frames} user frames, {tables} page-table frames left)");
         }
         None => {
             failed += 1;
-            println!("user no-leaked-frames ... FAILED (no frame report)");
+            println!("{label} no-leaked-frames ... FAILED (no frame report)");
         }
     }
     if run.timed_out || run.status != Some(qemu::EXIT_SUCCESS) {
-        println!("kiln run ended badly (status {:?}, timed out: {})", run.status, run.timed_out);
+        println!("{label}: kiln run ended badly (status {:?}, timed out: {})", run.status, run.timed_out);
         failed += 1;
+    }
+    (passed, failed)
+}
+
+/// The test stage: every program under `user/tests` runs natively and in
+/// Kiln (at `-smp smp`) through `runall`; a test passes when both outputs
+/// are identical.
+pub fn compare(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
+    let t = crate::initramfs::build_user_programs(root)?;
+    let names = read_list(&t, "tests.txt")?;
+    let host_out = host_runall(&t, &names)?;
+    let run = kiln_runall(root, elf, &format!("/t {}", names.join(" ")), smp, timeout(), "usertest.log")?;
+    let terminal = |name: &str, section: &str| {
+        (!terminal_test_passed(name, section)).then(|| "a check failed in Kiln".to_string())
+    };
+    Ok(judge("user", &names, &host_out, &run, &terminal, &|n| TERMINAL_TESTS.contains(&n)))
+}
+
+/// The SMP programs that only Kiln can run (/dev/mymem), and only with at
+/// least two CPUs.
+const SMP_KILN_ONLY: &[&str] = &["smp_race"];
+
+/// How long one SMP program may run in Kiln before runall kills it; they
+/// take a few seconds, so this is only hit by a hang.
+const SMP_TEST_LIMIT: u64 = 90;
+
+/// How long one SMP boot may take in all: every program hitting its limit,
+/// plus boot and slack. A kernel deadlock that runall cannot kill ends here.
+fn smp_boot_limit(programs: usize) -> Duration {
+    Duration::from_secs(SMP_TEST_LIMIT * programs as u64 + 60)
+}
+
+/// The names an SMP run at `-smp cpus` includes: the Kiln-only ones need
+/// two CPUs or more.
+pub fn smp_names(all: &[String], cpus: u32) -> Vec<String> {
+    all.iter().filter(|n| cpus >= 2 || !SMP_KILN_ONLY.contains(&n.as_str())).cloned().collect()
+}
+
+/// The Kiln-only verdict for an SMP program at `-smp cpus`: every check
+/// passed, and the CPU count it saw (`online CPUs: N`) is `cpus`.
+pub fn smp_kiln_only_verdict(name: &str, section: &str, cpus: u32) -> Option<String> {
+    let online = section.lines().find_map(|l| l.strip_prefix("online CPUs: ")).map(str::trim);
+    if online != Some(cpus.to_string().as_str()) {
+        return Some(format!("the kernel shows {} online CPUs, QEMU has {cpus}", online.unwrap_or("no count of")));
+    }
+    if !terminal_test_passed(name, section) {
+        return Some("a check failed in Kiln".to_string());
+    }
+    None
+}
+
+/// The SMP stage: the `smp_*` programs (user/tests, listed in
+/// smp_tests.txt) in Kiln at each CPU count in `cpus`, against one host
+/// run; `smp_race` is Kiln-only and runs from two CPUs up.
+pub fn smp(root: &Path, elf: &Path, cpus: &[u32]) -> Result<(u64, u64)> {
+    let t = crate::initramfs::build_user_programs(root)?;
+    let all = read_list(&t, "smp_tests.txt")?;
+    let host_names: Vec<String> = all.iter().filter(|n| !SMP_KILN_ONLY.contains(&n.as_str())).cloned().collect();
+    let host_out = host_runall(&t, &host_names)?;
+    let (mut passed, mut failed) = (0, 0);
+    for &n in cpus {
+        let names = smp_names(&all, n);
+        let start = std::time::Instant::now();
+        let args = format!("-t {SMP_TEST_LIMIT} /t {}", names.join(" "));
+        let run = kiln_runall(root, elf, &args, n, smp_boot_limit(names.len()), &format!("smp{n}.log"))?;
+        let label = format!("smp{n}");
+        let verdict = |name: &str, section: &str| smp_kiln_only_verdict(name, section, n);
+        let (p, f) = judge(&label, &names, &host_out, &run, &verdict, &|name| SMP_KILN_ONLY.contains(&name));
+        println!("{label}: {p} passed, {f} failed in {:.1} s", start.elapsed().as_secs_f64());
+        passed += p;
+        failed += f;
     }
     Ok((passed, failed))
 }
@@ -236,7 +345,7 @@ fn parse_leaks(rest: &str) -> Option<(u64, u64)> {
 
 /// The busybox scripted sessions (user/busybox): `busybox sh run.sh`
 /// on the host and in Kiln, compared section by section.
-pub fn busybox_sessions(root: &Path, elf: &Path) -> Result<(u64, u64)> {
+pub fn busybox_sessions(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
     let scripts = root.join("user/busybox");
     let host = Command::new(crate::initramfs::BUSYBOX)
         .arg("sh")
@@ -254,7 +363,7 @@ pub fn busybox_sessions(root: &Path, elf: &Path) -> Result<(u64, u64)> {
             cmdline: "init=/bin/sh -- /bb/run.sh".to_string(),
             initrd: Some(initrd),
         },
-        smp: 1,
+        smp,
         extra: Vec::new(),
     };
     let log = build::out_dir().join("busybox.log");
@@ -316,6 +425,19 @@ mod tests {
         assert!(terminal_test_passed("tty", "a\ntty: 24 checks, 0 failed\nexit 0\n"));
         assert!(!terminal_test_passed("tty", "tty: 0 checks, 0 failed\nexit 0\n"));
         assert!(!terminal_test_passed("tty", "tty: 24 checks, 1 failed\nexit 1\n"));
+    }
+
+    #[test]
+    fn smp_kiln_only() {
+        let good = "online CPUs: 2\nsmp_race: 5 checks, 0 failed\nexit 0\n";
+        assert_eq!(smp_kiln_only_verdict("smp_race", good, 2), None);
+        assert!(smp_kiln_only_verdict("smp_race", good, 4).unwrap().contains("shows 2 online CPUs"));
+        let failing = "online CPUs: 2\nsmp_race: 5 checks, 1 failed\nexit 1\n";
+        assert!(smp_kiln_only_verdict("smp_race", failing, 2).is_some());
+        assert!(smp_kiln_only_verdict("smp_race", "smp_race: 5 checks, 0 failed\nexit 0\n", 2).is_some());
+        let all: Vec<String> = ["smp_futex", "smp_race"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(smp_names(&all, 1), ["smp_futex"]);
+        assert_eq!(smp_names(&all, 2), all);
     }
 
     #[test]
