@@ -6,7 +6,7 @@ use crate::ensure;
 pub const TESTS: &[KTest] = &[
     KTest { name: "boot::memory_map_has_usable_ram", run: memory_map_has_usable_ram },
     KTest { name: "boot::kernel_image_reserved", run: kernel_image_reserved },
-    KTest { name: "boot::running_on_cpu0", run: running_on_cpu0 },
+    KTest { name: "boot::every_listed_cpu_online", run: every_listed_cpu_online },
     KTest { name: "boot::tsc_and_timer_calibrated", run: tsc_and_timer_calibrated },
     KTest { name: "boot::command_line_passed", run: command_line_passed },
 ];
@@ -33,9 +33,13 @@ fn kernel_image_reserved() -> TestResult {
     Ok(())
 }
 
-fn running_on_cpu0() -> TestResult {
-    ensure!(hal::percpu::cpu_id() == 0);
-    ensure!(hal::percpu::online_cpus() == 1);
+/// Every CPU the firmware lists runs (up to MAX_CPUS), with dense numbers.
+fn every_listed_cpu_online() -> TestResult {
+    let listed = hal::boot_info().acpi.cpu_apic_ids().len().clamp(1, hal::percpu::MAX_CPUS);
+    let online = crate::sched::online_cpus();
+    ensure!(online == (1u64 << listed) - 1, "online mask {online:#b}, MADT lists {listed} CPUs");
+    ensure!(hal::smp::cpu_count() == listed);
+    ensure!(hal::percpu::cpu_id() < listed);
     Ok(())
 }
 

@@ -69,7 +69,11 @@ fn wait_queue_wakeup() -> TestResult {
         w.store(true, Ordering::SeqCst);
     })
     .map_err(|e| alloc::format!("{e:?}"))?;
-    sched::sleep_ns(10_000_000);
+    // Wait for the waiter to queue itself (however slowly its CPU runs).
+    let start = crate::clock::now_ns();
+    while QUEUE.len() == 0 && crate::clock::now_ns() - start < 2_000_000_000 {
+        sched::sleep_ns(1_000_000);
+    }
     ensure!(!woke.load(Ordering::SeqCst), "waiter ran before the condition held");
     ensure!(QUEUE.len() == 1, "waiter not queued ({} waiting)", QUEUE.len());
     FLAG.store(true, Ordering::SeqCst);
@@ -82,11 +86,14 @@ fn wait_queue_wakeup() -> TestResult {
 fn sleep_orders_wakeups() -> TestResult {
     let order = Arc::new(hal::sync::SpinLock::new(Vec::new()));
     let mut threads = Vec::new();
-    for (i, ms) in [30u64, 10, 20].into_iter().enumerate() {
+    // Absolute deadlines from one base, with room for the threads to start
+    // late (a loaded host can stall a virtual CPU for tens of ms).
+    let base = crate::clock::now_ns() + 100_000_000;
+    for (i, ms) in [60u64, 20, 40].into_iter().enumerate() {
         let order = order.clone();
         threads.push(
             sched::spawn("sleeper", move || {
-                sched::sleep_ns(ms * 1_000_000);
+                let _ = sched::sleep_until_interruptible(base + ms * 1_000_000);
                 order.lock().push(i);
             })
             .map_err(|e| alloc::format!("{e:?}"))?,
@@ -142,8 +149,16 @@ fn threads_are_reaped() -> TestResult {
         let t = sched::spawn("short", || {}).map_err(|e| alloc::format!("{e:?}"))?;
         sched::join(&t);
     }
-    sched::yield_now();
-    ensure!(sched::live_threads() == threads_before, "{} threads not reaped", sched::live_threads() - threads_before);
+    // A dead thread is released by the next switch on the CPU it died
+    // on, which with several CPUs may come a moment after `join`.
+    let start = crate::clock::now_ns();
+    while (sched::live_threads() > threads_before || hal::mm::free_frame_count() < frames_before)
+        && crate::clock::now_ns() - start < 2_000_000_000
+    {
+        sched::sleep_ns(1_000_000);
+    }
+    let live = sched::live_threads();
+    ensure!(live <= threads_before, "{} threads not reaped", live - threads_before);
     let leaked = frames_before.saturating_sub(hal::mm::free_frame_count());
     ensure!(leaked == 0, "{leaked} frames leaked by 200 threads");
     Ok(())
