@@ -33,6 +33,8 @@ pub struct Pipe {
     /// looks (Linux's `r_counter`/`w_counter`).
     reader_opens: AtomicUsize,
     writer_opens: AtomicUsize,
+    /// Makes opening an end and looking at the other side one step.
+    open_lock: SpinLock<()>,
     /// Woken when data arrives or the last writer leaves.
     readable: WaitQueue,
     /// Woken when room appears or the last reader leaves.
@@ -48,6 +50,7 @@ impl Pipe {
             writers: AtomicUsize::new(0),
             reader_opens: AtomicUsize::new(0),
             writer_opens: AtomicUsize::new(0),
+            open_lock: SpinLock::new(()),
             readable: WaitQueue::new(),
             writable: WaitQueue::new(),
         })
@@ -67,15 +70,28 @@ pub struct PipeEnd {
 
 impl PipeEnd {
     pub fn new(pipe: Arc<Pipe>, write: bool) -> PipeEnd {
-        if write {
-            pipe.writers.fetch_add(1, Ordering::AcqRel);
-            pipe.writer_opens.fetch_add(1, Ordering::AcqRel);
-        } else {
-            pipe.readers.fetch_add(1, Ordering::AcqRel);
-            pipe.reader_opens.fetch_add(1, Ordering::AcqRel);
-        }
+        PipeEnd::register(pipe, write).0
+    }
+
+    /// Opens an end and returns, as of that moment, how many ends of the
+    /// other kind are open and how often one was opened. Taken together
+    /// under `open_lock`, so a FIFO open sees a partner that is already
+    /// there even if it goes away again before the opener runs on.
+    fn register(pipe: Arc<Pipe>, write: bool) -> (PipeEnd, usize, usize) {
+        let (others, other_opens) = {
+            let _guard = pipe.open_lock.lock();
+            if write {
+                pipe.writers.fetch_add(1, Ordering::AcqRel);
+                pipe.writer_opens.fetch_add(1, Ordering::AcqRel);
+                (pipe.readers.load(Ordering::Acquire), pipe.reader_opens.load(Ordering::Acquire))
+            } else {
+                pipe.readers.fetch_add(1, Ordering::AcqRel);
+                pipe.reader_opens.fetch_add(1, Ordering::AcqRel);
+                (pipe.writers.load(Ordering::Acquire), pipe.writer_opens.load(Ordering::Acquire))
+            }
+        };
         pipe.wake_all();
-        PipeEnd { pipe, write }
+        (PipeEnd { pipe, write }, others, other_opens)
     }
 }
 
@@ -266,31 +282,27 @@ pub fn open_fifo(pipe: Arc<Pipe>, flags: u32) -> Result<Arc<dyn FileOps>, Errno>
     let nonblock = flags & c::O_NONBLOCK != 0;
     match flags & 3 {
         c::O_RDONLY => {
-            let seen = pipe.writer_opens.load(Ordering::Acquire);
-            let end = Arc::new(PipeEnd::new(pipe.clone(), false));
-            if !nonblock {
+            let (end, writers, seen) = PipeEnd::register(pipe.clone(), false);
+            // Linux waits only when no writer was there at open time, and
+            // then for a writer to open (not to still be open when we look).
+            if !nonblock && writers == 0 {
                 pipe.readable
-                    .wait_until_interruptible(None, || {
-                        pipe.writers.load(Ordering::Acquire) > 0 || pipe.writer_opens.load(Ordering::Acquire) != seen
-                    })
+                    .wait_until_interruptible(None, || pipe.writer_opens.load(Ordering::Acquire) != seen)
                     .map_err(interrupted)?;
             }
-            Ok(end)
+            Ok(Arc::new(end))
         }
         c::O_WRONLY => {
             if nonblock && pipe.readers.load(Ordering::Acquire) == 0 {
                 return Err(Errno::ENXIO);
             }
-            let seen = pipe.reader_opens.load(Ordering::Acquire);
-            let end = Arc::new(PipeEnd::new(pipe.clone(), true));
-            if !nonblock {
+            let (end, readers, seen) = PipeEnd::register(pipe.clone(), true);
+            if !nonblock && readers == 0 {
                 pipe.writable
-                    .wait_until_interruptible(None, || {
-                        pipe.readers.load(Ordering::Acquire) > 0 || pipe.reader_opens.load(Ordering::Acquire) != seen
-                    })
+                    .wait_until_interruptible(None, || pipe.reader_opens.load(Ordering::Acquire) != seen)
                     .map_err(interrupted)?;
             }
-            Ok(end)
+            Ok(Arc::new(end))
         }
         // O_RDWR never blocks (Linux behaviour): it is both ends.
         _ => Ok(Arc::new(PipeBoth { read: PipeEnd::new(pipe.clone(), false), write: PipeEnd::new(pipe, true) })),
