@@ -7,8 +7,9 @@ CARGO := RUSTC=/usr/bin/rustc /usr/bin/cargo
 XTASK := $(CARGO) run -q -p xtask --
 DEPS := scripts/deps.sh
 
-# `make run` knobs: CPUs, kernel command line, extra QEMU arguments.
-# EXTRA and CMD are accepted for a later change and ignored for now.
+# `make run` knobs: SMP (CPUs, default 2), CMDLINE (kernel command line),
+# QEMU_EXTRA (more QEMU arguments), EXTRA (a host directory copied into the
+# root file system), CMD (a command run under `sh -c`; its status ends QEMU).
 #
 # `make test` has its own CPU counts per stage (-smp 1, and 2 and 4 for
 # the SMP stage); only an SMP given by the user (command line or

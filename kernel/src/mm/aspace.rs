@@ -187,8 +187,10 @@ impl AddressSpace {
     }
 
     fn unmap_pages(&self, start: u64, end: u64) {
+        // One TLB shootdown for the range, not one per page.
+        let mut batch = self.page_table.batch();
         for (va, _) in self.page_table.mapped_pages(start, end) {
-            drop(self.page_table.unmap(va));
+            batch.unmap(va);
         }
     }
 
@@ -292,11 +294,13 @@ impl AddressSpace {
         moved.start = dest;
         moved.end = dest + new_len;
         let keep = old_len.min(new_len);
+        let mut batch = self.page_table.batch();
         for (va, flags) in self.page_table.mapped_pages(old, old + keep) {
-            if let Some(frame) = self.page_table.unmap(va) {
+            if let Some(frame) = batch.take(va) {
                 self.page_table.map(dest + (va - old), frame, flags).map_err(|_| Errno::ENOMEM)?;
             }
         }
+        drop(batch);
         self.remove_range(old, old + old_len);
         self.vmas.insert(dest, moved);
         Ok(dest)
@@ -350,10 +354,11 @@ impl AddressSpace {
             let vma = self.vmas.get_mut(&k).expect("vma present");
             vma.prot = prot;
             let vma = vma.clone();
+            let mut batch = self.page_table.batch();
             for (va, _) in self.page_table.mapped_pages(vma.start, vma.end) {
                 // Private pages get write access back through a fault, which
                 // checks whether they are still shared.
-                self.page_table.protect(va, Self::page_flags(&vma, false));
+                batch.protect(va, Self::page_flags(&vma, false));
             }
         }
         Ok(())
@@ -414,6 +419,9 @@ impl AddressSpace {
     /// A copy-on-write duplicate for `fork`.
     pub fn fork(&mut self) -> Result<AddressSpace, Errno> {
         let child = AddressSpace::new()?;
+        // The parent's other threads may run on other CPUs with writable
+        // translations cached: they must lose them before fork returns.
+        let mut batch = self.page_table.batch();
         for vma in self.vmas.values() {
             for (va, flags) in self.page_table.mapped_pages(vma.start, vma.end) {
                 let frame = self.page_table.frame_at(va).ok_or(Errno::EFAULT)?;
@@ -421,7 +429,7 @@ impl AddressSpace {
                     flags
                 } else {
                     if flags.writable {
-                        self.page_table.protect(va, PteFlags { writable: false, ..flags });
+                        batch.protect(va, PteFlags { writable: false, ..flags });
                     }
                     PteFlags { writable: false, ..flags }
                 };

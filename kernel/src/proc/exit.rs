@@ -127,8 +127,24 @@ fn init_exited(how: ExitKind) -> ! {
             128 + sig as u8
         }
     };
-    // Every other process has been reaped by now, so nothing should hold
-    // user memory: the host tool checks these figures for leaks.
+    // Nothing should hold user memory now: the host tool checks these
+    // figures for leaks. Orphans init never waited for, and threads being
+    // killed on other CPUs, may still be on their way out: give them a
+    // moment (bounded) before counting.
+    let start = hal::time::monotonic_ns();
+    while (hal::frame::live_user_frames() != 0 || hal::paging::live_user_table_frames() != 0)
+        && hal::time::monotonic_ns() - start < 2_000_000_000
+    {
+        if hal::cpu::interrupts_enabled() {
+            crate::sched::sleep_ns(5_000_000);
+        } else {
+            hal::cpu::pause();
+        }
+    }
+    let survivors = super::all_processes().iter().filter(|p| p.pid != 1).count();
+    if survivors > 0 {
+        hal::serial::write_bytes(alloc::format!("\nkiln: {survivors} processes outlived init\n").as_bytes());
+    }
     hal::serial::write_bytes(
         alloc::format!(
             "\nkiln: user frames in use {}, user page-table frames in use {}\n",
