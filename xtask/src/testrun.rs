@@ -79,6 +79,10 @@ pub fn all(cpus: &Cpus) -> Result<ExitCode> {
     header(3, "in-kernel tests (QEMU, -kernel)");
     let elf = build::kernel(Flavor::Test);
     totals.add(report("in-kernel tests", elf.clone().and_then(|elf| ktests(&elf, n))));
+    // The SMP suite only has something to test with several CPUs.
+    if n == 1 {
+        totals.add(report("in-kernel tests at -smp 4", elf.clone().and_then(|elf| ktests(&elf, 4))));
+    }
 
     header(4, "fatal exception reports (ktest.crash=...)");
     totals.add(report("crash reports", elf.clone().and_then(|elf| crash_reports(&elf, n))));
@@ -285,7 +289,7 @@ fn ktests(elf: &std::path::Path, smp: u32) -> Result<Totals> {
         smp,
         extra: Vec::new(),
     };
-    let log = build::out_dir().join("ktest.log");
+    let log = build::out_dir().join(if smp == 1 { "ktest.log".to_string() } else { format!("ktest-smp{smp}.log") });
     let run = qemu::run_captured(&boot, KTEST_TIMEOUT, &log)?;
     let k = parse_ktest(&run.output);
     Ok(ktest_verdict(&k, run.status, run.timed_out))

@@ -11,6 +11,7 @@ mod boot_tests;
 mod dev_tests;
 mod mm_tests;
 mod sched_tests;
+mod smp_tests;
 mod trap_tests;
 
 use alloc::string::String;
@@ -41,7 +42,7 @@ macro_rules! ensure {
 }
 
 const SUITES: &[&[KTest]] =
-    &[boot_tests::TESTS, mm_tests::TESTS, trap_tests::TESTS, sched_tests::TESTS, dev_tests::TESTS];
+    &[boot_tests::TESTS, mm_tests::TESTS, trap_tests::TESTS, sched_tests::TESTS, smp_tests::TESTS, dev_tests::TESTS];
 
 pub fn run_all(info: &'static hal::BootInfo) {
     let mut out = Console;
