@@ -1,7 +1,8 @@
 /*
- * bench_sys.c: system calls, switching and files: getppid, 1-byte I/O on
- * /dev/null and /dev/zero, open+close, stat, pipe and futex ping-pong,
- * signal delivery, tmpfs file life cycle and getdents64.
+ * bench_sys.c: system calls, switching, files and scaling: getppid,
+ * 1-byte I/O on /dev/null and /dev/zero, open+close, stat, pipe and futex
+ * ping-pong, signal delivery, tmpfs file life cycle, getdents64, and
+ * getppid in two processes at once (parallel).
  */
 #include "kbench.h"
 
@@ -252,5 +253,77 @@ int b_getdents(uint64_t *ns, uint64_t *ops)
         unlink(name);
     }
     rmdir(dir);
+    return 0;
+}
+
+/* Parallel scaling: PAR_PROCS processes each make the same number of
+ * getppid calls at once. The parent times from the start barrier (it
+ * closes a pipe all children block on) to the last child's exit, so the
+ * figure is machine throughput: wall time over all calls made. With one
+ * CPU the children take turns; with two a kernel that scales runs them
+ * side by side and the figure halves. N is fixed, not the CPU count, so
+ * the work is the same at every -smp and the speedup is a plain ratio of
+ * times. Each child first runs a warm-up share untimed, then reports the
+ * CPU it ended on (getcpu) through a shared page; the parent prints how
+ * many distinct CPUs the children used as a `kbench parallel` note. */
+#define PAR_PROCS 2
+
+int b_parallel(uint64_t *ns, uint64_t *ops)
+{
+    uint64_t n = iters(300000);
+    int ready[2], start[2];
+    if (pipe(ready) != 0 || pipe(start) != 0)
+        return fail("pipe");
+    volatile unsigned *cpu = (volatile unsigned *)map_anon(PAGE, MAP_SHARED);
+    if (!cpu)
+        return fail("mmap");
+    pid_t pids[PAR_PROCS];
+    for (int p = 0; p < PAR_PROCS; p++) {
+        cpu[p] = ~0u;
+        pids[p] = fork();
+        if (pids[p] < 0)
+            return fail("fork");
+        if (pids[p] == 0) {
+            char c = 'r';
+            close(ready[0]);
+            close(start[1]);
+            for (uint64_t i = 0; i < warm(n); i++)
+                syscall(SYS_getppid);
+            if (write(ready[1], &c, 1) != 1 || read(start[0], &c, 1) != 0)
+                _exit(1);
+            for (uint64_t i = 0; i < n; i++)
+                syscall(SYS_getppid);
+            unsigned mine = ~0u;
+            if (syscall(SYS_getcpu, &mine, NULL, NULL) == 0)
+                cpu[p] = mine;
+            _exit(0);
+        }
+    }
+    close(ready[1]);
+    close(start[0]);
+    char c;
+    for (int p = 0; p < PAR_PROCS; p++)
+        if (read(ready[0], &c, 1) != 1)
+            return fail_msg("a child did not reach the start barrier");
+    uint64_t t0 = now();
+    close(start[1]); /* every child's read returns 0: go */
+    for (int p = 0; p < PAR_PROCS; p++)
+        if (reap(pids[p]) != 0)
+            return -1;
+    *ns = now() - t0;
+    *ops = n * PAR_PROCS;
+    close(ready[0]);
+    cpu_set_t set;
+    int online = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+    int distinct = 0;
+    for (int p = 0; p < PAR_PROCS; p++) {
+        int seen = 0;
+        for (int q = 0; q < p; q++)
+            seen |= cpu[q] == cpu[p];
+        distinct += !seen && cpu[p] != ~0u;
+    }
+    say("kbench parallel: %d processes, %d CPUs allowed, finished on %d distinct CPUs\n", PAR_PROCS, online,
+        distinct);
+    munmap((void *)cpu, PAGE);
     return 0;
 }

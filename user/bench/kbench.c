@@ -126,6 +126,7 @@ static const struct {
     {"memcpy_bw", b_memcpy_bw},
     {"tmpfs_file", b_tmpfs_file},
     {"getdents", b_getdents},
+    {"parallel", b_parallel},
 };
 #define NBENCH (sizeof benches / sizeof benches[0])
 

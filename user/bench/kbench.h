@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -62,6 +63,7 @@ int b_futex_pingpong(uint64_t *ns, uint64_t *ops);
 int b_signal(uint64_t *ns, uint64_t *ops);
 int b_tmpfs_file(uint64_t *ns, uint64_t *ops);
 int b_getdents(uint64_t *ns, uint64_t *ops);
+int b_parallel(uint64_t *ns, uint64_t *ops);
 
 /* bench_mem.c */
 int b_page_fault(uint64_t *ns, uint64_t *ops);

@@ -3,8 +3,11 @@
 //! `linux-image-cloud-amd64`, booted by the same QEMU command, first once
 //! under `-icount shift=0` (guest time = instructions executed:
 //! deterministic, the primary comparison), then `BENCH_RUNS` times (default
-//! 5) under plain TCG wall time. The report goes to bench/results/
-//! (latest.md, latest.json, latest.png) and into docs/performance.md.
+//! 5) under plain TCG wall time. Every benchmark runs at `-smp 1`; those in
+//! `SMP2_BENCHES` (context switches, forks, parallel scaling) run again at
+//! `-smp 2` as rows `NAME@smp2`, in boots of their own under both clocks.
+//! The report goes to bench/results/ (latest.md, latest.json, latest.png)
+//! and into docs/performance.md.
 //!
 //! A benchmark that a kernel cannot run yet is "n/a" with its reason; the
 //! others go on. `smoke` runs every benchmark once at a tiny size inside
@@ -65,7 +68,56 @@ pub const BENCHES: &[Bench] = &[
     b("bandwidth", "memcpy_bw", "user-space memcpy of 1 MiB (control)"),
     b("files", "tmpfs_file", "create+write 4 KiB+close+unlink in /tmp"),
     b("files", "getdents", "open+getdents64+close of a 1,000-entry dir"),
+    b("scaling", "parallel", "getppid() in 2 processes at once (wall time / all calls)"),
 ];
+
+/// The benchmarks that run a second time at `-smp 2`: the context
+/// switches and forks (a second CPU turns a switch into a cross-CPU
+/// wakeup) and the parallel-scaling row. Exact names: they are passed to
+/// kbench as its filter.
+pub const SMP2_BENCHES: &[&str] = &["pipe_pingpong", "futex_pingpong", "fork_exit", "fork_exec", "parallel"];
+
+/// The CPU counts `make bench` boots with, in order.
+pub const SMP_COUNTS: [u32; 2] = [1, 2];
+
+/// Why Linux has no icount figures above one CPU: Debian's 6.1 hangs at
+/// "x86: Booting SMP configuration" under QEMU 7.2's `-icount` at `-smp 2`
+/// (guest clock frozen; with sleep=on, idle=poll, tsc=reliable or
+/// lapic=notscdeadline too), so the boot is skipped rather than left to
+/// time out. `BENCH_LINUX_ICOUNT_SMP=1` tries it anyway.
+const LINUX_ICOUNT_SMP: &str = "skipped: Linux hangs bringing up CPU 1 under -icount";
+
+/// One row of the report: a benchmark at a CPU count.
+#[derive(Clone, Copy)]
+pub struct Entry {
+    pub bench: &'static Bench,
+    pub smp: u32,
+}
+
+impl Entry {
+    /// The row's name: the benchmark's, with `@smpN` unless N is 1.
+    pub fn label(&self) -> String {
+        if self.smp == 1 {
+            self.bench.name.to_string()
+        } else {
+            format!("{}@smp{}", self.bench.name, self.smp)
+        }
+    }
+}
+
+/// The rows for the benchmarks `selected` picks: each at `-smp 1`, and
+/// those in `SMP2_BENCHES` at `-smp 2` right after.
+fn entries(selected: impl Fn(&str) -> bool) -> Vec<Entry> {
+    let mut out = Vec::new();
+    for bench in BENCHES.iter().filter(|b| selected(b.name)) {
+        for smp in SMP_COUNTS {
+            if smp == 1 || SMP2_BENCHES.contains(&bench.name) {
+                out.push(Entry { bench, smp });
+            }
+        }
+    }
+    out
+}
 
 struct Config {
     runs: usize,
@@ -96,11 +148,19 @@ impl Config {
         self.filter.is_empty() || self.filter.split(',').any(|w| !w.is_empty() && name.contains(w))
     }
 
-    fn kbench_args(&self) -> String {
+    /// kbench's arguments for a boot at `smp` CPUs: at 1 the user's
+    /// filter as it is (kbench matches words the same way); at more, the
+    /// exact names of that CPU count's rows.
+    fn kbench_args(&self, smp: u32, entries: &[Entry]) -> String {
         let mut a = format!("all {}", self.scale);
-        if !self.filter.is_empty() {
+        let filter = if smp == 1 {
+            self.filter.clone()
+        } else {
+            entries.iter().filter(|e| e.smp == smp).map(|e| e.bench.name).collect::<Vec<_>>().join(",")
+        };
+        if !filter.is_empty() {
             a.push(' ');
-            a.push_str(&self.filter);
+            a.push_str(&filter);
         }
         a
     }
@@ -136,48 +196,74 @@ pub fn main(args: &[String]) -> Result<ExitCode> {
     let progs = guest::build_programs(&root)?;
     let initrd = guest::initramfs(&progs, &out_dir)?;
     let linux = guest::linux_kernel()?;
-    let guest = Guest {
-        kiln_elf: &kiln_elf,
-        linux: Some(&linux),
-        initrd: &initrd,
-        args: cfg.kbench_args(),
-        timeout: cfg.timeout,
-    };
-    let benches: Vec<&Bench> = BENCHES.iter().filter(|b| cfg.selected(b.name)).collect();
-    if benches.is_empty() {
+    let entries = entries(|name| cfg.selected(name));
+    if entries.is_empty() {
         return Err(format!("BENCH_FILTER={} matches no benchmark", cfg.filter));
     }
-    let mut rows: Vec<Row> = benches.iter().map(|_| Row::default()).collect();
-    let record = |rows: &mut Vec<Row>, clock: Clock, kernel: Kernel, run: &RunResult| {
+    // One guest per CPU count that has rows.
+    let guests: Vec<Guest> = SMP_COUNTS
+        .iter()
+        .filter(|&&smp| entries.iter().any(|e| e.smp == smp))
+        .map(|&smp| Guest {
+            kiln_elf: &kiln_elf,
+            linux: Some(&linux),
+            initrd: &initrd,
+            args: cfg.kbench_args(smp, &entries),
+            timeout: cfg.timeout,
+            smp,
+        })
+        .collect();
+    let mut rows: Vec<Row> = entries.iter().map(|_| Row::default()).collect();
+    let record = |rows: &mut Vec<Row>, smp: u32, clock: Clock, kernel: Kernel, run: &RunResult| {
         let k = if kernel == Kernel::Kiln { 0 } else { 1 };
-        for (b, row) in benches.iter().zip(rows.iter_mut()) {
+        for (e, row) in entries.iter().zip(rows.iter_mut()).filter(|(e, _)| e.smp == smp) {
             let cells = if clock == Clock::Icount { &mut row.icount } else { &mut row.wall };
-            cells[k].add(run.results.get(b.name), run.problem.as_deref());
+            cells[k].add(run.results.get(e.bench.name), run.problem.as_deref());
         }
     };
+    // Log names: `bench-KERNEL-CLOCK.log` at -smp 1 (as before), with
+    // `-smpN` after the kernel otherwise.
+    let log_name = |kernel: Kernel, smp: u32, rest: &str| {
+        let cpus = if smp == 1 { String::new() } else { format!("-smp{smp}") };
+        out_dir.join(format!("bench-{}{cpus}-{rest}.log", kernel.name()))
+    };
+    let tag = |kernel: Kernel, smp: u32, rest: &str| format!("{} smp{smp} {rest}", kernel.name());
 
-    // The icount runs are deterministic, so the two kernels may share the
-    // host's CPUs; the wall-clock runs go one at a time, alternating
+    // The icount runs are deterministic (at -smp 2 too: QEMU then runs
+    // the vCPUs in turn on one host thread), so the two kernels may share
+    // the host's CPUs; the wall-clock runs go one at a time, alternating
     // kernels so slow drift on the host touches both alike.
-    println!("bench: icount runs (Kiln and Linux side by side)");
-    let (kiln_ic, linux_ic) = std::thread::scope(|s| {
-        let g = &guest;
-        let od = &out_dir;
-        let k = s.spawn(move || g.run(Kernel::Kiln, Clock::Icount, "kiln icount", &od.join("bench-kiln-icount.log")));
-        let l = g.run(Kernel::Linux, Clock::Icount, "linux icount", &od.join("bench-linux-icount.log"));
-        (k.join().unwrap_or_else(|_| Err("the Kiln icount run panicked".into())), l)
-    });
-    for (kernel, run) in [(Kernel::Kiln, kiln_ic?), (Kernel::Linux, linux_ic?)] {
-        report_run(kernel, Clock::Icount, &run);
-        record(&mut rows, Clock::Icount, kernel, &run);
+    for g in &guests {
+        println!("bench: icount runs at -smp {} (Kiln and Linux side by side)", g.smp);
+        let try_linux = g.smp == 1 || env_num("BENCH_LINUX_ICOUNT_SMP", 0)? == 1;
+        let (kiln_ic, linux_ic) = std::thread::scope(|s| {
+            let (kt, kl) = (tag(Kernel::Kiln, g.smp, "icount"), log_name(Kernel::Kiln, g.smp, "icount"));
+            let k = s.spawn(move || g.run(Kernel::Kiln, Clock::Icount, &kt, &kl));
+            let l = if try_linux {
+                g.run(
+                    Kernel::Linux,
+                    Clock::Icount,
+                    &tag(Kernel::Linux, g.smp, "icount"),
+                    &log_name(Kernel::Linux, g.smp, "icount"),
+                )
+            } else {
+                Ok(RunResult { results: Default::default(), problem: Some(LINUX_ICOUNT_SMP.into()), seconds: 0.0 })
+            };
+            (k.join().unwrap_or_else(|_| Err("the Kiln icount run panicked".into())), l)
+        });
+        for (kernel, run) in [(Kernel::Kiln, kiln_ic?), (Kernel::Linux, linux_ic?)] {
+            report_run(kernel, g.smp, Clock::Icount, &run);
+            record(&mut rows, g.smp, Clock::Icount, kernel, &run);
+        }
     }
     for i in 1..=cfg.runs {
-        for kernel in [Kernel::Kiln, Kernel::Linux] {
-            let tag = format!("{} wall {i}/{}", kernel.name(), cfg.runs);
-            let log = out_dir.join(format!("bench-{}-wall-{i}.log", kernel.name()));
-            let run = guest.run(kernel, Clock::Wall, &tag, &log)?;
-            report_run(kernel, Clock::Wall, &run);
-            record(&mut rows, Clock::Wall, kernel, &run);
+        for g in &guests {
+            for kernel in [Kernel::Kiln, Kernel::Linux] {
+                let t = tag(kernel, g.smp, &format!("wall {i}/{}", cfg.runs));
+                let run = g.run(kernel, Clock::Wall, &t, &log_name(kernel, g.smp, &format!("wall-{i}")))?;
+                report_run(kernel, g.smp, Clock::Wall, &run);
+                record(&mut rows, g.smp, Clock::Wall, kernel, &run);
+            }
         }
     }
 
@@ -192,7 +278,7 @@ pub fn main(args: &[String]) -> Result<ExitCode> {
         wall_runs: cfg.runs,
         scale: cfg.scale,
     };
-    let table = report::markdown(&meta, &benches, &rows);
+    let table = report::markdown(&meta, &entries, &rows);
     println!("\n{table}");
     let results = root.join("bench/results");
     std::fs::create_dir_all(&results).map_err(|e| format!("create {}: {e}", results.display()))?;
@@ -201,7 +287,7 @@ pub fn main(args: &[String]) -> Result<ExitCode> {
         std::fs::write(&p, text).map_err(|e| format!("write {}: {e}", p.display()))
     };
     write("latest.md", &table)?;
-    write("latest.json", &report::json(&meta, &benches, &rows))?;
+    write("latest.json", &report::json(&meta, &entries, &rows))?;
     // A filtered or shortened run is for development: it must not replace
     // the documented table.
     if cfg.filter.is_empty() && cfg.scale == 100 {
@@ -249,9 +335,9 @@ fn kiln_kernel() -> Result<std::path::PathBuf> {
     }
 }
 
-fn report_run(kernel: Kernel, clock: Clock, run: &RunResult) {
+fn report_run(kernel: Kernel, smp: u32, clock: Clock, run: &RunResult) {
     let ok = run.results.values().filter(|o| matches!(o, Outcome::Ok { .. })).count();
-    print!("bench: {} {}: {ok} results in {:.0} s", kernel.name(), clock.name(), run.seconds);
+    print!("bench: {} -smp {smp} {}: {ok} results in {:.0} s", kernel.name(), clock.name(), run.seconds);
     match &run.problem {
         Some(p) => println!(" ({p})"),
         None => println!(),
@@ -283,6 +369,7 @@ pub fn smoke(root: &Path, kernel_elf: &Path) -> Result<(u64, u64)> {
         initrd: &initrd,
         args: "all 0".into(),
         timeout: Duration::from_secs(env_num("BENCH_TIMEOUT", 600)?),
+        smp: 1,
     };
     let run = guest.run(Kernel::Kiln, Clock::Wall, "bench smoke", &out_dir.join("bench-smoke.log"))?;
     let (mut passed, mut failed) = (0, 0);
@@ -311,4 +398,26 @@ pub fn smoke(root: &Path, kernel_elf: &Path) -> Result<(u64, u64)> {
         println!("bench smoke run ... FAILED ({p})");
     }
     Ok((passed, failed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn smp2_rows_follow_their_smp1_rows() {
+        let all = entries(|_| true);
+        assert_eq!(all.len(), BENCHES.len() + SMP2_BENCHES.len());
+        for name in SMP2_BENCHES {
+            let i = all.iter().position(|e| e.bench.name == *name).expect("an SMP2 name is not in BENCHES");
+            assert_eq!((all[i].smp, all[i + 1].smp), (1, 2));
+            assert_eq!(all[i + 1].label(), format!("{name}@smp2"));
+        }
+        let cfg = Config { runs: 1, filter: "pipe,getppid".into(), scale: 10, timeout: Duration::from_secs(1) };
+        let some = entries(|n| cfg.selected(n));
+        let labels: Vec<String> = some.iter().map(Entry::label).collect();
+        assert_eq!(labels, ["getppid", "pipe_pingpong", "pipe_pingpong@smp2", "pipe_bw"]);
+        assert_eq!(cfg.kbench_args(1, &some), "all 10 pipe,getppid");
+        assert_eq!(cfg.kbench_args(2, &some), "all 10 pipe_pingpong");
+    }
 }

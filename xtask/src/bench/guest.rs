@@ -5,6 +5,8 @@
 //! Both kernels get the same initramfs and the same QEMU machine
 //! (`qemu::command`: CPU model, memory, CPU count); only `-kernel` and the
 //! command line differ, so a difference in the numbers is the kernels'.
+//! A `Guest` is one CPU count: `make bench` boots every kernel at `-smp 1`
+//! and again at `-smp 2` for the rows that compare CPU counts.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -173,6 +175,8 @@ pub struct Guest<'a> {
     /// Arguments for `/b/kbench`: `all PCT [FILTER]`.
     pub args: String,
     pub timeout: Duration,
+    /// QEMU's `-smp`: the number of CPUs both kernels get.
+    pub smp: u32,
 }
 
 impl Guest<'_> {
@@ -192,7 +196,7 @@ impl Guest<'_> {
         };
         Ok(qemu::Boot {
             image: qemu::Image::Kernel { elf, cmdline, initrd: Some(self.initrd.to_path_buf()) },
-            smp: 1,
+            smp: self.smp,
             extra,
         })
     }
@@ -225,7 +229,11 @@ impl Guest<'_> {
                 let line = String::from_utf8_lossy(&clean).into_owned();
                 let _ = log_file.write_all(line.as_bytes());
                 let t = line.trim();
-                if t.starts_with("bench ") || t.starts_with("init:") || t.contains("panic") {
+                if t.starts_with("bench ")
+                    || t.starts_with("kbench parallel")
+                    || t.starts_with("init:")
+                    || t.contains("panic")
+                {
                     println!("[{tag_owned}] {t}");
                 }
                 out.push_str(&line);

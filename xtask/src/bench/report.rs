@@ -1,7 +1,8 @@
-//! Turning runs into the report: per benchmark and kernel, the icount
-//! figure and the wall-clock median/min/max; the Kiln/Linux ratios; and
-//! the three outputs (markdown table, JSON, PNG chart) plus the table's
-//! copy in docs/performance.md.
+//! Turning runs into the report: per benchmark, CPU count and kernel, the
+//! icount figure and the wall-clock median/min/max; the Kiln/Linux ratios;
+//! the parallel-scaling speedups (1 CPU against 2); and the three outputs
+//! (markdown tables, JSON, PNG chart) plus the tables' copy in
+//! docs/performance.md.
 //!
 //! JSON is written by hand: the shape is small and fixed, and the tool
 //! stays free of a serialization dependency.
@@ -11,7 +12,7 @@ use std::path::Path;
 use std::process::Command;
 
 use super::guest::Outcome;
-use super::Bench;
+use super::Entry;
 use crate::Result;
 
 /// The two markers in docs/performance.md between which the latest table
@@ -128,31 +129,58 @@ pub struct Meta {
     pub scale: u32,
 }
 
-/// The markdown table (with a short header naming the setup).
-pub fn markdown(meta: &Meta, benches: &[&Bench], rows: &[Row]) -> String {
+/// The scaling row: its name in `BENCHES` and the CPU counts compared.
+const SCALING: &str = "parallel";
+
+/// Median at 1 CPU over median at 2 for one kernel (index 0 Kiln, 1
+/// Linux) under one clock: the parallel speedup (2 is perfect).
+fn speedup(entries: &[Entry], rows: &[Row], kernel: usize, wall: bool) -> Option<f64> {
+    let at = |smp: u32| {
+        let i = entries.iter().position(|e| e.bench.name == SCALING && e.smp == smp)?;
+        let cells = if wall { &rows[i].wall } else { &rows[i].icount };
+        cells[kernel].median()
+    };
+    match (at(1), at(2)) {
+        (Some(one), Some(two)) if two > 0.0 => Some(one / two),
+        _ => None,
+    }
+}
+
+fn scaling_cell(entries: &[Entry], rows: &[Row], kernel: usize, smp: u32, wall: bool) -> String {
+    match entries.iter().position(|e| e.bench.name == SCALING && e.smp == smp) {
+        Some(i) if wall => wall_cell(&rows[i].wall[kernel]),
+        Some(i) => icount_cell(&rows[i].icount[kernel]),
+        None => "n/a".into(),
+    }
+}
+
+/// The markdown tables (with a short header naming the setup): every row,
+/// then the parallel speedups when both CPU counts of `parallel` ran.
+pub fn markdown(meta: &Meta, entries: &[Entry], rows: &[Row]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "Measured {} on {}, Linux {}, Kiln {}; QEMU TCG, `-cpu max -m 512M -smp 1`; {} wall-clock run(s); size {}%.\n",
+        "Measured {} on {}, Linux {}, Kiln {}; QEMU TCG, `-cpu max -m 512M -smp 1` (rows NAME@smp2: `-smp 2`); {} \
+         wall-clock run(s); size {}%.\n",
         meta.date, meta.qemu, meta.linux, meta.kiln_commit, meta.wall_runs, meta.scale
     );
     s.push_str(
-        "icount columns: guest ns per operation under `-icount shift=0` (= instructions per operation). \
-         wall columns: median (min–max) of TCG wall-clock ns per operation. ratio = Kiln / Linux; below 1 = Kiln \
-         faster.\n\n",
+        "icount columns: guest ns per operation under `-icount shift=0` (= instructions per operation; at -smp 2 \
+         the instructions of both CPUs, which QEMU runs in turn). wall columns: median (min–max) of TCG wall-clock \
+         ns per operation (at -smp 2 one host thread per CPU). ratio = Kiln / Linux; below 1 = Kiln faster.\n\n",
     );
     s.push_str(
         "| group | benchmark | one operation | Kiln icount | Linux icount | ratio | Kiln wall | Linux wall | ratio \
          |\n",
     );
     s.push_str("|---|---|---|---:|---:|---:|---:|---:|---:|\n");
-    for (b, r) in benches.iter().zip(rows) {
+    for (e, r) in entries.iter().zip(rows) {
         let _ = writeln!(
             s,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            b.group,
-            b.name,
-            b.op,
+            e.bench.group,
+            e.label(),
+            e.bench.op,
             icount_cell(&r.icount[0]),
             icount_cell(&r.icount[1]),
             ratio_cell(ratio(&r.icount)),
@@ -160,6 +188,31 @@ pub fn markdown(meta: &Meta, benches: &[&Bench], rows: &[Row]) -> String {
             wall_cell(&r.wall[1]),
             ratio_cell(ratio(&r.wall)),
         );
+    }
+    let has = |smp: u32| entries.iter().any(|e| e.bench.name == SCALING && e.smp == smp);
+    if has(1) && has(2) {
+        s.push_str(
+            "\nParallel scaling (`parallel`: 2 processes of getppid() started together; wall time from the start \
+             barrier to the last exit, per call). speedup = time at 1 CPU / time at 2 CPUs (2.00 = perfect; wall \
+             medians). icount at 2 CPUs sums both CPUs' instructions, so its 1/2 ratio shows added work, not \
+             parallelism.\n\n",
+        );
+        s.push_str(
+            "| kernel | wall, 1 CPU | wall, 2 CPUs | speedup | icount, 1 CPU | icount, 2 CPUs | icount 1/2 |\n\
+             |---|---:|---:|---:|---:|---:|---:|\n",
+        );
+        for (k, name) in ["Kiln", "Linux"].iter().enumerate() {
+            let _ = writeln!(
+                s,
+                "| {name} | {} | {} | {} | {} | {} | {} |",
+                scaling_cell(entries, rows, k, 1, true),
+                scaling_cell(entries, rows, k, 2, true),
+                ratio_cell(speedup(entries, rows, k, true)),
+                scaling_cell(entries, rows, k, 1, false),
+                scaling_cell(entries, rows, k, 2, false),
+                ratio_cell(speedup(entries, rows, k, false)),
+            );
+        }
     }
     s
 }
@@ -200,34 +253,51 @@ fn json_cell(c: &Cell) -> String {
     )
 }
 
-/// The raw data: every run's value per benchmark, kernel and clock.
-pub fn json(meta: &Meta, benches: &[&Bench], rows: &[Row]) -> String {
+/// The raw data: every run's value per benchmark, CPU count, kernel and
+/// clock, and the parallel speedups.
+pub fn json(meta: &Meta, entries: &[Entry], rows: &[Row]) -> String {
     let mut s = String::from("{\n");
     let _ = writeln!(s, "  \"date\": {},", json_str(&meta.date));
     let _ = writeln!(s, "  \"qemu\": {},", json_str(&meta.qemu));
     let _ = writeln!(s, "  \"linux\": {},", json_str(&meta.linux));
     let _ = writeln!(s, "  \"kiln_commit\": {},", json_str(&meta.kiln_commit));
-    let _ = writeln!(s, "  \"machine\": \"qemu-system-x86_64 -accel tcg -cpu max -m 512M -smp 1\",");
+    let _ = writeln!(
+        s,
+        "  \"machine\": \"qemu-system-x86_64 -accel tcg -cpu max -m 512M -smp N (N = each benchmark's smp)\","
+    );
     let _ = writeln!(s, "  \"icount\": {},", json_str(super::guest::ICOUNT));
     let _ = writeln!(s, "  \"wall_runs\": {},", meta.wall_runs);
     let _ = writeln!(s, "  \"scale_percent\": {},", meta.scale);
     s.push_str("  \"unit\": \"ns per operation (icount: 1 ns = 1 guest instruction)\",\n");
+    let _ = writeln!(
+        s,
+        "  \"scaling\": {{\"benchmark\": {}, \"speedup\": \"median at 1 CPU / median at 2 CPUs\", \"kiln\": \
+         {{\"wall\": {}, \"icount\": {}}}, \"linux\": {{\"wall\": {}, \"icount\": {}}}}},",
+        json_str(SCALING),
+        json_num(speedup(entries, rows, 0, true)),
+        json_num(speedup(entries, rows, 0, false)),
+        json_num(speedup(entries, rows, 1, true)),
+        json_num(speedup(entries, rows, 1, false)),
+    );
     s.push_str("  \"benchmarks\": [\n");
-    for (i, (b, r)) in benches.iter().zip(rows).enumerate() {
+    for (i, (e, r)) in entries.iter().zip(rows).enumerate() {
         let _ = write!(
             s,
-            "    {{\"name\": {}, \"group\": {}, \"op\": {},\n     \"icount\": {{\"kiln\": {}, \"linux\": {}, \
-             \"ratio\": {}}},\n     \"wall\": {{\"kiln\": {}, \"linux\": {}, \"ratio\": {}}}}}{}\n",
-            json_str(b.name),
-            json_str(b.group),
-            json_str(b.op),
+            "    {{\"name\": {}, \"benchmark\": {}, \"smp\": {}, \"group\": {}, \"op\": {},\n     \"icount\": \
+             {{\"kiln\": {}, \"linux\": {}, \"ratio\": {}}},\n     \"wall\": {{\"kiln\": {}, \"linux\": {}, \"ratio\": \
+             {}}}}}{}\n",
+            json_str(&e.label()),
+            json_str(e.bench.name),
+            e.smp,
+            json_str(e.bench.group),
+            json_str(e.bench.op),
             json_cell(&r.icount[0]),
             json_cell(&r.icount[1]),
             json_num(ratio(&r.icount)),
             json_cell(&r.wall[0]),
             json_cell(&r.wall[1]),
             json_num(ratio(&r.wall)),
-            if i + 1 < benches.len() { "," } else { "" }
+            if i + 1 < entries.len() { "," } else { "" }
         );
     }
     s.push_str("  ]\n}\n");
@@ -315,6 +385,33 @@ mod tests {
         assert_eq!(human(999.0), "999 ns");
         assert_eq!(human(1500.0), "1.50 µs");
         assert_eq!(human(2_500_000.0), "2.50 ms");
+    }
+
+    #[test]
+    fn scaling_table() {
+        let par = super::super::BENCHES.iter().find(|b| b.name == SCALING).expect("no parallel benchmark");
+        let entries = [Entry { bench: par, smp: 1 }, Entry { bench: par, smp: 2 }];
+        let c = |v: f64| Cell { values: vec![v], errors: vec![] };
+        let rows = [
+            Row { icount: [c(400.0), c(380.0)], wall: [c(1000.0), c(900.0)] },
+            Row { icount: [c(420.0), c(400.0)], wall: [c(500.0), c(600.0)] },
+        ];
+        assert_eq!(speedup(&entries, &rows, 0, true), Some(2.0));
+        assert_eq!(speedup(&entries, &rows, 1, true), Some(1.5));
+        let meta = Meta {
+            date: "d".into(),
+            qemu: "q".into(),
+            linux: "l".into(),
+            kiln_commit: "k".into(),
+            wall_runs: 1,
+            scale: 100,
+        };
+        let md = markdown(&meta, &entries, &rows);
+        assert!(md.contains("| scaling | parallel@smp2 |"), "{md}");
+        assert!(md.contains("| Kiln | 1.00 µs | 500 ns | 2.00 | 400 ns | 420 ns | 0.95 |"), "{md}");
+        let js = json(&meta, &entries, &rows);
+        assert!(js.contains("\"kiln\": {\"wall\": 2, \"icount\": 0.9523809523809523}"), "{js}");
+        assert!(js.contains("\"name\": \"parallel@smp2\", \"benchmark\": \"parallel\", \"smp\": 2"), "{js}");
     }
 
     #[test]
