@@ -104,7 +104,7 @@ fn reparent_children(p: &Arc<Process>) {
     };
     let mut any_zombie = false;
     for c in &children {
-        *c.parent.lock() = Arc::downgrade(&init);
+        c.set_parent(&init);
         any_zombie |= c.state.lock().zombie;
     }
     init.children.lock().extend(children);

@@ -61,6 +61,10 @@ pub struct ProcState {
 pub struct Process {
     pub pid: Pid,
     pub parent: SpinLock<Weak<Process>>,
+    /// The parent's pid, kept beside `parent` so getppid reads one word
+    /// instead of bumping the parent's reference count, which every sibling
+    /// would fight over across CPUs. Changed with `parent` (reparenting).
+    ppid: core::sync::atomic::AtomicI32,
     pub children: SpinLock<Vec<Arc<Process>>>,
     pub tasks: SpinLock<Vec<Arc<Task>>>,
     pub vm: SpinLock<Option<Vm>>,
@@ -219,8 +223,10 @@ fn default_rlimits() -> [(u64, u64); 16] {
 
 impl Process {
     pub fn new(pid: Pid, parent: Weak<Process>, vm: Vm, files: Arc<Mutex<FdTable>>, signals: SignalState) -> Process {
+        let ppid = parent.upgrade().map_or(0, |p| p.pid);
         Process {
             pid,
+            ppid: core::sync::atomic::AtomicI32::new(ppid),
             parent: SpinLock::new(parent),
             children: SpinLock::new(Vec::new()),
             tasks: SpinLock::new(Vec::new()),
@@ -270,7 +276,14 @@ impl Process {
     }
 
     pub fn parent_pid(&self) -> Pid {
-        self.parent.lock().upgrade().map_or(0, |p| p.pid)
+        self.ppid.load(Ordering::Relaxed)
+    }
+
+    /// Makes `parent` this process's parent (reparenting on exit).
+    pub fn set_parent(&self, parent: &Arc<Process>) {
+        let mut slot = self.parent.lock();
+        *slot = Arc::downgrade(parent);
+        self.ppid.store(parent.pid, Ordering::Relaxed);
     }
 
     /// Tells waiters in the parent that a child changed state.
