@@ -44,12 +44,17 @@ pub fn interrupts_enabled() -> bool {
 pub fn enable_interrupts() {
     // SAFETY: handlers are installed before the kernel can call this (the
     // IDT is loaded in `crate::init`), so any interrupt has somewhere to go.
-    unsafe { asm!("sti", options(nomem, nostack)) };
+    // Not `nomem`: this must be a compiler barrier, or memory accesses
+    // made under a lock or with interrupts masked (a spin lock's release,
+    // say) could be moved past it, into the window with interrupts on.
+    unsafe { asm!("sti", options(nostack)) };
 }
 
 pub fn disable_interrupts() {
     // SAFETY: masking interrupts cannot break memory safety.
-    unsafe { asm!("cli", options(nomem, nostack)) };
+    // Not `nomem`, as for `enable_interrupts`: accesses meant to happen
+    // with interrupts masked must not be hoisted above this.
+    unsafe { asm!("cli", options(nostack)) };
 }
 
 /// Enables interrupts and halts in one step, so a wakeup interrupt that
@@ -57,12 +62,14 @@ pub fn disable_interrupts() {
 pub fn enable_interrupts_and_halt() {
     // SAFETY: as in `enable_interrupts`; STI's one-instruction shadow
     // makes the pair atomic.
-    unsafe { asm!("sti; hlt", options(nomem, nostack)) };
+    // makes the pair atomic. Not `nomem`: a lock released just before
+    // must be released before the CPU halts with interrupts on.
+    unsafe { asm!("sti; hlt", options(nostack)) };
 }
 
 pub fn halt() {
     // SAFETY: HLT waits for the next interrupt.
-    unsafe { asm!("hlt", options(nomem, nostack)) };
+    unsafe { asm!("hlt", options(nostack)) };
 }
 
 pub fn pause() {

@@ -23,7 +23,7 @@ impl Port {
 
     pub fn write_u8(self, value: u8) {
         // SAFETY: as in `read_u8`.
-        unsafe { asm!("out dx, al", in("dx") self.0, in("al") value, options(nomem, nostack, preserves_flags)) };
+        unsafe { asm!("out dx, al", in("dx") self.0, in("al") value, options(nostack, preserves_flags)) };
     }
 
     pub fn read_u32(self) -> u32 {
@@ -35,6 +35,6 @@ impl Port {
 
     pub fn write_u32(self, value: u32) {
         // SAFETY: as in `read_u8`.
-        unsafe { asm!("out dx, eax", in("dx") self.0, in("eax") value, options(nomem, nostack, preserves_flags)) };
+        unsafe { asm!("out dx, eax", in("dx") self.0, in("eax") value, options(nostack, preserves_flags)) };
     }
 }

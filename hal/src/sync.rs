@@ -8,9 +8,24 @@
 
 use core::cell::UnsafeCell;
 use core::ops::{Deref, DerefMut};
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crate::cpu;
+
+/// Spin locks held per CPU, so a context switch can check it holds none:
+/// a thread switched out with a spin lock held would leave interrupts off
+/// in the next one and deadlock whoever wants the lock on that CPU.
+/// Counting starts once the CPU's per-CPU block exists.
+static HELD: [AtomicUsize; crate::percpu::MAX_CPUS] = [const { AtomicUsize::new(0) }; crate::percpu::MAX_CPUS];
+
+fn held_slot() -> Option<&'static AtomicUsize> {
+    crate::percpu::this_cpu_ready().then(|| &HELD[crate::percpu::cpu_id()])
+}
+
+/// Spin locks this CPU holds now.
+pub fn held_spinlocks() -> usize {
+    held_slot().map_or(0, |h| h.load(Ordering::Relaxed))
+}
 
 /// Interrupts stay masked on this CPU while an `IrqGuard` lives; dropping
 /// it restores whatever state was there before.
@@ -37,6 +52,12 @@ impl Default for IrqGuard {
 impl Drop for IrqGuard {
     fn drop(&mut self) {
         if self.was_enabled {
+            // Guards dropped out of order (an outer IrqGuard before an
+            // inner spin lock's guard, e.g. a lock taken in a function's
+            // tail expression) would open a window where an interrupt
+            // handler spins forever on the lock this CPU holds.
+            let held = held_spinlocks();
+            assert!(held == 0, "interrupts re-enabled with {held} spin lock(s) held");
             cpu::enable_interrupts();
         }
     }
@@ -69,6 +90,9 @@ impl<T: ?Sized> SpinLock<T> {
         loop {
             let irq = IrqGuard::new();
             if self.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+                if let Some(h) = held_slot() {
+                    h.fetch_add(1, Ordering::Relaxed);
+                }
                 return SpinLockGuard { lock: self, _irq: irq };
             }
             // Wait with interrupts as the caller had them: a CPU spinning
@@ -83,10 +107,12 @@ impl<T: ?Sized> SpinLock<T> {
 
     pub fn try_lock(&self) -> Option<SpinLockGuard<'_, T>> {
         let irq = IrqGuard::new();
-        self.locked
-            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .ok()
-            .map(|_| SpinLockGuard { lock: self, _irq: irq })
+        self.locked.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).ok().map(|_| {
+            if let Some(h) = held_slot() {
+                h.fetch_add(1, Ordering::Relaxed);
+            }
+            SpinLockGuard { lock: self, _irq: irq }
+        })
     }
 
     pub fn is_locked(&self) -> bool {
@@ -122,6 +148,11 @@ impl<T: ?Sized> DerefMut for SpinLockGuard<'_, T> {
 
 impl<T: ?Sized> Drop for SpinLockGuard<'_, T> {
     fn drop(&mut self) {
+        // Interrupts are still off (the IRQ guard drops after this), so the
+        // CPU cannot change between the lock and the unlock.
+        if let Some(h) = held_slot() {
+            h.fetch_sub(1, Ordering::Relaxed);
+        }
         self.lock.locked.store(false, Ordering::Release);
     }
 }

@@ -116,14 +116,18 @@ pub fn idle_loop() -> ! {
 
 /// The thread running on this CPU.
 pub fn current() -> Arc<Thread> {
-    let _irq = IrqGuard::new();
-    RUN_QUEUES.get().lock().current.clone().expect("scheduler not initialized")
+    current_opt().expect("scheduler not initialized")
 }
 
 /// The current thread, if the scheduler runs yet.
+#[allow(clippy::let_and_return)] // the binding fixes the drop order, see below
 pub fn current_opt() -> Option<Arc<Thread>> {
     let _irq = IrqGuard::new();
-    RUN_QUEUES.get().lock().current.clone()
+    // Not the tail expression: a tail temporary (the run-queue guard) is
+    // dropped after `_irq`, which would turn interrupts back on while the
+    // lock is still held, and a timer interrupt taking it would deadlock.
+    let current = RUN_QUEUES.get().lock().current.clone();
+    current
 }
 
 /// Starts a kernel thread running `f` on this CPU's run queue.
