@@ -88,7 +88,12 @@ impl Task {
         self.attention.store(true, Ordering::Release);
         if let Some(t) = self.kthread.get() {
             t.set_interrupt(true);
-            sched::wake(t);
+            if !sched::wake(t) {
+                // Running, perhaps in user mode on another CPU: an IPI
+                // brings it back to its run loop, which sees `attention`,
+                // instead of waiting up to a tick.
+                sched::kick_running(t);
+            }
         }
     }
 }

@@ -216,6 +216,14 @@ pub fn wake(thread: &Arc<Thread>) -> bool {
     true
 }
 
+/// Interrupts the CPU `thread` is running on, if it is running on another
+/// one, so that it leaves user mode and looks at what changed for it.
+pub fn kick_running(thread: &Thread) {
+    if thread.state() == State::Running {
+        hal::smp::send_reschedule(thread.last_cpu());
+    }
+}
+
 /// Gives up the CPU to another ready thread, if any.
 pub fn yield_now() {
     schedule();
@@ -304,6 +312,11 @@ pub fn schedule() {
         };
         next.cpu.store(cpu, Ordering::Relaxed);
         balance::set_load(cpu, rq.load() + usize::from(!next.is_idle()));
+        // A switch from the idle thread inside an interrupt (a reschedule
+        // IPI) skips the idle loop's own bookkeeping.
+        if !next.is_idle() {
+            balance::set_cpu_busy(cpu);
+        }
         if next.slot() == prev.slot() {
             next.set_state(State::Running);
             rq.current = Some(next);
