@@ -141,12 +141,7 @@ pub(crate) fn answer() {
     }
     let root = REQUEST.root.load(Ordering::Relaxed);
     if REQUEST.kind.load(Ordering::Relaxed) == Kind::Kernel as u8 {
-        let mut va = REQUEST.start.load(Ordering::Relaxed);
-        let end = REQUEST.end.load(Ordering::Relaxed);
-        while va < end {
-            crate::cpu::invlpg(va);
-            va += 4096;
-        }
+        invlpg_range(REQUEST.start.load(Ordering::Relaxed), REQUEST.end.load(Ordering::Relaxed));
     } else if crate::cpu::read_cr3() & !0xfff == root {
         if REQUEST.kind.load(Ordering::Relaxed) == Kind::Leave as u8 {
             // SAFETY: the kernel's tables map everything the kernel uses.
@@ -169,11 +164,15 @@ pub(crate) fn flush_local(root: u64, start: u64, end: u64) {
         // SAFETY: reloading the current root only drops non-global entries.
         unsafe { crate::cpu::write_cr3(root) };
     } else {
-        let mut va = start;
-        while va < end {
-            crate::cpu::invlpg(va);
-            va += 4096;
-        }
+        invlpg_range(start, end);
+    }
+}
+
+fn invlpg_range(start: u64, end: u64) {
+    let mut va = start;
+    while va < end {
+        crate::cpu::invlpg(va);
+        va += 4096;
     }
 }
 
