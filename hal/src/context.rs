@@ -215,8 +215,11 @@ pub fn switch(from: &Context, to: &Context) {
     assert!(to.is_resumable(), "switch to a context that is not saved");
     // No spin lock may be held across a switch (lock discipline, see
     // docs/architecture.md): the next thread would run with it held.
-    let held = crate::sync::held_spinlocks();
-    assert!(held == 0, "context switch with {held} spin lock(s) held");
+    #[cfg(feature = "lockcheck")]
+    {
+        let held = crate::sync::held_spinlocks();
+        assert!(held == 0, "context switch with {held} spin lock(s) held");
+    }
     // SAFETY: `to` holds a stack pointer saved by this function or built by
     // `Context::new`, and is consumed by the switch so it is resumed at most
     // once; `from` receives the current stack pointer, which stays valid

@@ -42,18 +42,18 @@ pub fn interrupts_enabled() -> bool {
 }
 
 pub fn enable_interrupts() {
-    // SAFETY: handlers are installed before the kernel can call this (the
-    // IDT is loaded in `crate::init`), so any interrupt has somewhere to go.
     // Not `nomem`: this must be a compiler barrier, or memory accesses
     // made under a lock or with interrupts masked (a spin lock's release,
     // say) could be moved past it, into the window with interrupts on.
+    // SAFETY: handlers are installed before the kernel can call this (the
+    // IDT is loaded in `crate::init`), so any interrupt has somewhere to go.
     unsafe { asm!("sti", options(nostack)) };
 }
 
 pub fn disable_interrupts() {
-    // SAFETY: masking interrupts cannot break memory safety.
     // Not `nomem`, as for `enable_interrupts`: accesses meant to happen
     // with interrupts masked must not be hoisted above this.
+    // SAFETY: masking interrupts cannot break memory safety.
     unsafe { asm!("cli", options(nostack)) };
 }
 

@@ -42,9 +42,6 @@ static CPU_LOCALS: [CpuLocal; MAX_CPUS] = [const {
 }; MAX_CPUS];
 
 static ONLINE: AtomicUsize = AtomicUsize::new(0);
-/// Per CPU: GS points at its block (before that, `cpu_id` cannot work).
-static READY: [core::sync::atomic::AtomicBool; MAX_CPUS] =
-    [const { core::sync::atomic::AtomicBool::new(false) }; MAX_CPUS];
 
 pub(crate) fn init(cpu: usize) {
     let local = &CPU_LOCALS[cpu];
@@ -58,24 +55,21 @@ pub(crate) fn init(cpu: usize) {
         crate::cpu::wrmsr(IA32_GS_BASE, addr);
         crate::cpu::wrmsr(IA32_KERNEL_GS_BASE, 0);
     }
-    READY[cpu].store(true, Ordering::Release);
     ONLINE.fetch_add(1, Ordering::Release);
 }
 
-/// Whether this CPU's per-CPU block is set up. A CPU before `init` has GS
-/// base 0; once any CPU is set up, GS base 0 is the only way `cpu_id`
-/// could be wrong, so the check reads the GS base MSR only then.
+/// Whether `cpu_id` works on this CPU. Before the boot CPU's `init`, GS
+/// base is 0 and it cannot; after it, every CPU that runs kernel code has
+/// its block (an application processor's first act is its `init`, with no
+/// lock taken before).
+#[cfg(feature = "lockcheck")]
+#[inline]
 pub(crate) fn this_cpu_ready() -> bool {
-    if !READY[0].load(Ordering::Acquire) {
-        return false;
-    }
-    // An AP before its `init` runs with interrupts off and takes no locks
-    // (see `smp::hal_ap_start`), so after the boot CPU's init every CPU
-    // that gets here has its block.
-    true
+    ONLINE.load(Ordering::Acquire) != 0
 }
 
 /// The number of the CPU this code runs on.
+#[inline]
 pub fn cpu_id() -> usize {
     let id: usize;
     // SAFETY: GS base is set in `init` before any code can call this, and

@@ -131,6 +131,11 @@ extern "C" {
     static hal_boot_pml4: u8;
 }
 
+/// How long a STARTUP IPI gets to show signs of life before the second
+/// one (and then before giving up on the CPU). Generous: a host can stall
+/// an emulated CPU's first instructions.
+const STARTUP_WAIT_NS: u64 = 200_000_000;
+
 /// What the kernel runs on each application processor once it is set up:
 /// `f(cpu)` never returns (it becomes the CPU's idle loop).
 pub type ApMain = fn(cpu: usize) -> !;
@@ -156,9 +161,9 @@ pub fn cpu_count() -> usize {
 /// Starts every usable CPU the MADT lists, up to `limit` CPUs in all, one
 /// at a time, each running `ap_main`. Returns how many CPUs run now.
 pub fn start_application_processors(limit: usize, ap_main: ApMain) -> usize {
-    APIC_IDS[0].store(apic::local_apic_id(), Ordering::Relaxed);
-    AP_MAIN.set(ap_main);
     let bsp = apic::local_apic_id();
+    APIC_IDS[0].store(bsp, Ordering::Relaxed);
+    AP_MAIN.set(ap_main);
     let Some(ids) = crate::acpi::cpu_apic_ids() else {
         log_line(format_args!("smp: no ACPI MADT, running on the boot CPU only"));
         return 1;
@@ -230,7 +235,7 @@ fn start_one(cpu: usize, apic_id: u32) -> bool {
     crate::time::spin_ns(10_000_000);
     for _ in 0..2 {
         apic::send_ipi(apic_id, Ipi::Startup(page));
-        if wait_alive(if cfg!(debug_assertions) { 1_000_000_000 } else { 200_000_000 }) {
+        if wait_alive(STARTUP_WAIT_NS) {
             // The stack is the AP's for good: it becomes its idle thread's.
             core::mem::forget(stack);
             // Wait for it to finish its setup, so CPU numbers stay dense.

@@ -8,23 +8,45 @@
 
 use core::cell::UnsafeCell;
 use core::ops::{Deref, DerefMut};
-use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+#[cfg(feature = "lockcheck")]
+use core::sync::atomic::AtomicUsize;
+use core::sync::atomic::{AtomicBool, Ordering};
 
 use crate::cpu;
 
-/// Spin locks held per CPU, so a context switch can check it holds none:
-/// a thread switched out with a spin lock held would leave interrupts off
-/// in the next one and deadlock whoever wants the lock on that CPU.
-/// Counting starts once the CPU's per-CPU block exists.
+/// Spin locks held per CPU (with the `lockcheck` feature), so a context
+/// switch can check it holds none: a thread switched out with a spin lock
+/// held would leave interrupts off in the next one and deadlock whoever
+/// wants the lock on that CPU. Counting starts once the CPU's per-CPU
+/// block exists.
+#[cfg(feature = "lockcheck")]
 static HELD: [AtomicUsize; crate::percpu::MAX_CPUS] = [const { AtomicUsize::new(0) }; crate::percpu::MAX_CPUS];
 
+#[cfg(feature = "lockcheck")]
+#[inline]
 fn held_slot() -> Option<&'static AtomicUsize> {
     crate::percpu::this_cpu_ready().then(|| &HELD[crate::percpu::cpu_id()])
 }
 
-/// Spin locks this CPU holds now.
+/// Counts a lock taken (+1) or released (-1) on this CPU. Only this CPU
+/// writes its slot, with interrupts masked, so a plain load and store do:
+/// no locked instruction on every lock and unlock.
+#[inline]
+fn note_held(delta: isize) {
+    #[cfg(feature = "lockcheck")]
+    if let Some(h) = held_slot() {
+        h.store(h.load(Ordering::Relaxed).wrapping_add_signed(delta), Ordering::Relaxed);
+    }
+    #[cfg(not(feature = "lockcheck"))]
+    let _ = delta;
+}
+
+/// Spin locks this CPU holds now (always 0 without `lockcheck`).
 pub fn held_spinlocks() -> usize {
-    held_slot().map_or(0, |h| h.load(Ordering::Relaxed))
+    #[cfg(feature = "lockcheck")]
+    return held_slot().map_or(0, |h| h.load(Ordering::Relaxed));
+    #[cfg(not(feature = "lockcheck"))]
+    0
 }
 
 /// Interrupts stay masked on this CPU while an `IrqGuard` lives; dropping
@@ -56,8 +78,11 @@ impl Drop for IrqGuard {
             // inner spin lock's guard, e.g. a lock taken in a function's
             // tail expression) would open a window where an interrupt
             // handler spins forever on the lock this CPU holds.
-            let held = held_spinlocks();
-            assert!(held == 0, "interrupts re-enabled with {held} spin lock(s) held");
+            #[cfg(feature = "lockcheck")]
+            {
+                let held = held_spinlocks();
+                assert!(held == 0, "interrupts re-enabled with {held} spin lock(s) held");
+            }
             cpu::enable_interrupts();
         }
     }
@@ -90,9 +115,7 @@ impl<T: ?Sized> SpinLock<T> {
         loop {
             let irq = IrqGuard::new();
             if self.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok() {
-                if let Some(h) = held_slot() {
-                    h.fetch_add(1, Ordering::Relaxed);
-                }
+                note_held(1);
                 return SpinLockGuard { lock: self, _irq: irq };
             }
             // Wait with interrupts as the caller had them: a CPU spinning
@@ -108,9 +131,7 @@ impl<T: ?Sized> SpinLock<T> {
     pub fn try_lock(&self) -> Option<SpinLockGuard<'_, T>> {
         let irq = IrqGuard::new();
         self.locked.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).ok().map(|_| {
-            if let Some(h) = held_slot() {
-                h.fetch_add(1, Ordering::Relaxed);
-            }
+            note_held(1);
             SpinLockGuard { lock: self, _irq: irq }
         })
     }
@@ -150,9 +171,7 @@ impl<T: ?Sized> Drop for SpinLockGuard<'_, T> {
     fn drop(&mut self) {
         // Interrupts are still off (the IRQ guard drops after this), so the
         // CPU cannot change between the lock and the unlock.
-        if let Some(h) = held_slot() {
-            h.fetch_sub(1, Ordering::Relaxed);
-        }
+        note_held(-1);
         self.lock.locked.store(false, Ordering::Release);
     }
 }

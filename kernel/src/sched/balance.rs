@@ -40,11 +40,6 @@ pub(super) fn set_idle(idle: bool) {
     IDLE[hal::percpu::cpu_id()].store(idle, Ordering::SeqCst);
 }
 
-/// `cpu` is about to run a thread (it is no longer idle).
-pub(super) fn set_cpu_busy(cpu: usize) {
-    IDLE[cpu].store(false, Ordering::SeqCst);
-}
-
 pub(super) fn set_load(cpu: usize, load: usize) {
     LOAD[cpu].store(load, Ordering::Relaxed);
 }

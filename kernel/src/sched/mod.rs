@@ -88,7 +88,8 @@ pub fn init() {
         rq.current = Some(idle);
     }
     if cpu == 0 {
-        hal::trap::register_handler(hal::trap::RESCHEDULE_VECTOR, |_| on_reschedule_ipi());
+        // Another CPU queued a thread here.
+        hal::trap::register_handler(hal::trap::RESCHEDULE_VECTOR, |_| preempt_if_waiting());
     }
     balance::cpu_online(cpu);
 }
@@ -243,11 +244,6 @@ pub(crate) fn on_tick() {
     preempt_if_waiting();
 }
 
-/// Another CPU queued a thread here.
-fn on_reschedule_ipi() {
-    preempt_if_waiting();
-}
-
 fn preempt_if_waiting() {
     let preempt = !RUN_QUEUES.get().lock().ready.is_empty();
     if preempt {
@@ -315,7 +311,7 @@ pub fn schedule() {
         // A switch from the idle thread inside an interrupt (a reschedule
         // IPI) skips the idle loop's own bookkeeping.
         if !next.is_idle() {
-            balance::set_cpu_busy(cpu);
+            balance::set_idle(false);
         }
         if next.slot() == prev.slot() {
             next.set_state(State::Running);
