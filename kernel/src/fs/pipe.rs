@@ -129,6 +129,11 @@ impl FileOps for PipeEnd {
         }
         let p = &self.pipe;
         loop {
+            // Look for writers *before* the buffer: a writer that writes and
+            // closes between the two checks must not turn its last bytes
+            // into an early end of file (its writes happen before its
+            // close, so seeing the close means seeing the bytes).
+            let writers_gone = p.writers.load(Ordering::Acquire) == 0;
             {
                 let mut buf = p.buf.lock();
                 if !buf.is_empty() {
@@ -144,7 +149,7 @@ impl FileOps for PipeEnd {
                     return Ok(n);
                 }
             }
-            if p.writers.load(Ordering::Acquire) == 0 {
+            if writers_gone {
                 return Ok(0);
             }
             if nonblock {
@@ -219,6 +224,9 @@ impl FileOps for PipeEnd {
 
     fn poll(&self) -> u16 {
         let p = &self.pipe;
+        // The other side's count before the buffer, as in `read_at`: a
+        // hang-up seen here comes with every byte written before it.
+        let writers_gone = p.writers.load(Ordering::Acquire) == 0;
         let len = p.buf.lock().len();
         if self.write {
             let mut r = 0;
@@ -234,7 +242,7 @@ impl FileOps for PipeEnd {
             if len > 0 {
                 r |= POLLIN | POLLRDNORM;
             }
-            if p.writers.load(Ordering::Acquire) == 0 {
+            if writers_gone {
                 r |= POLLHUP;
             }
             r
