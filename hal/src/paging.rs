@@ -384,13 +384,13 @@ impl PageTable {
     /// Removes the page at `va`, returning the reference it held once no
     /// CPU can reach the page through `va` any more.
     pub fn unmap(&self, va: u64) -> Option<UserFrame> {
-        let frame = self.unmap_local(va)?;
+        let frame = self.unmap_unflushed(va)?;
         self.flush_everywhere(va, va + PAGE_SIZE);
         Some(frame)
     }
 
-    /// Removes the page at `va`, flushing only this CPU's TLB.
-    fn unmap_local(&self, va: u64) -> Option<UserFrame> {
+    /// Removes the page at `va`, leaving the TLB flush to the caller.
+    fn unmap_unflushed(&self, va: u64) -> Option<UserFrame> {
         Self::check_user(va);
         let _guard = self.lock.lock();
         let (pt, idx) = self.leaf(va)?;
@@ -399,7 +399,6 @@ impl PageTable {
             return None;
         }
         write_entry(pt, idx, 0);
-        self.flush(va);
         Some(UserFrame::from_pte_reference(PhysAddr(entry & ADDR_MASK)))
     }
 
@@ -420,15 +419,15 @@ impl PageTable {
 
     /// Changes the permissions of the page at `va`; false if unmapped.
     pub fn protect(&self, va: u64, flags: PteFlags) -> bool {
-        let changed = self.protect_local(va, flags);
+        let changed = self.protect_unflushed(va, flags);
         if changed {
             self.flush_everywhere(va, va + PAGE_SIZE);
         }
         changed
     }
 
-    /// Like [`protect`](Self::protect), flushing only this CPU's TLB.
-    fn protect_local(&self, va: u64, flags: PteFlags) -> bool {
+    /// Like [`protect`](Self::protect), leaving the TLB flush to the caller.
+    fn protect_unflushed(&self, va: u64, flags: PteFlags) -> bool {
         Self::check_user(va);
         let _guard = self.lock.lock();
         let Some((pt, idx)) = self.leaf(va) else {
@@ -439,7 +438,6 @@ impl PageTable {
             return false;
         }
         write_entry(pt, idx, (entry & ADDR_MASK) | flags.to_bits());
-        self.flush(va);
         true
     }
 
@@ -499,19 +497,12 @@ impl PageTable {
         }
     }
 
-    fn flush(&self, va: u64) {
-        if self.is_active() {
-            crate::cpu::invlpg(va);
-        }
-    }
-
-    /// Makes the other CPUs running in this address space forget
-    /// `start..end` (this CPU already did).
+    /// Makes every CPU running in this address space forget `start..end`.
     fn flush_everywhere(&self, start: u64, end: u64) {
         crate::tlb::shoot_range(self.root.0, start, end);
     }
 
-    /// Starts a batch of changes whose remote TLB flush is done once, for
+    /// Starts a batch of changes whose TLB flush is done once, for
     /// the whole range, when the batch ends.
     pub fn batch(&self) -> TlbBatch<'_> {
         TlbBatch { table: self, start: u64::MAX, end: 0, frames: alloc::vec::Vec::new() }
@@ -537,12 +528,9 @@ impl PageTable {
 
 impl Drop for PageTable {
     fn drop(&mut self) {
-        // Idle CPUs keep the last user tables loaded; none may keep these.
+        // Idle CPUs keep the last user tables loaded; none may keep these,
+        // this one included.
         crate::tlb::leave_everywhere(self.root.0);
-        if self.is_active() {
-            // SAFETY: the kernel's own tables map everything the kernel uses.
-            unsafe { crate::tlb::load_root(kernel_root().0) };
-        }
         for idx in 0..256 {
             let entry = read_entry(self.root, idx);
             if entry & PRESENT != 0 {
@@ -576,7 +564,7 @@ impl TlbBatch<'_> {
 
     /// Unmaps the page at `va`; false if nothing was mapped there.
     pub fn unmap(&mut self, va: u64) -> bool {
-        let Some(frame) = self.table.unmap_local(va) else {
+        let Some(frame) = self.table.unmap_unflushed(va) else {
             return false;
         };
         self.cover(va);
@@ -594,21 +582,21 @@ impl TlbBatch<'_> {
     /// in the same address space (`mremap`): the frame stays in use, so
     /// it need not wait for the flush.
     pub fn take(&mut self, va: u64) -> Option<UserFrame> {
-        let frame = self.table.unmap_local(va)?;
+        let frame = self.table.unmap_unflushed(va)?;
         self.cover(va);
         Some(frame)
     }
 
     /// Changes the permissions of the page at `va`; false if unmapped.
     pub fn protect(&mut self, va: u64, flags: PteFlags) -> bool {
-        let changed = self.table.protect_local(va, flags);
+        let changed = self.table.protect_unflushed(va, flags);
         if changed {
             self.cover(va);
         }
         changed
     }
 
-    /// Does the deferred remote flush now and releases the held frames.
+    /// Does the deferred flush now and releases the held frames.
     pub fn flush(&mut self) {
         if self.start < self.end {
             self.table.flush_everywhere(self.start, self.end);

@@ -83,17 +83,29 @@ fn other_cpus() -> u64 {
     all & !(1 << cpu_id())
 }
 
-/// Flushes `start..end` of the address space `root` on every other CPU
-/// that has it loaded (the caller flushed this CPU already).
+/// Flushes `start..end` of the address space `root` on every CPU that has
+/// it loaded.
 pub(crate) fn shoot_range(root: u64, start: u64, end: u64) {
     if start < end {
+        // This CPU too, with no migration between it and the others: the
+        // caller's own flush may have happened on the CPU it ran on before
+        // a preemption, and this one may hold the root loaded from before.
+        let _irq = crate::sync::IrqGuard::new();
+        flush_local(root, start, end);
         send(Kind::Range, root, start, end);
     }
 }
 
-/// Makes every other CPU that still has `root` loaded switch to the
-/// kernel's tables, before the tables are freed.
+/// Makes every CPU that still has `root` loaded, this one included,
+/// switch to the kernel's tables, before the tables are freed. A CPU left
+/// on a freed root would later take a new table at the same address for
+/// one already loaded, and keep the old translations.
 pub(crate) fn leave_everywhere(root: u64) {
+    let _irq = crate::sync::IrqGuard::new();
+    if crate::cpu::read_cr3() & !0xfff == root {
+        // SAFETY: the kernel's tables map everything the kernel uses.
+        unsafe { load_root(crate::paging::kernel_root().0) };
+    }
     send(Kind::Leave, root, 0, 0);
 }
 

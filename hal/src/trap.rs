@@ -251,15 +251,19 @@ extern "C" fn hal_trap_dispatch(frame: &mut TrapFrame) {
     // here for a long time.
     crate::apic::end_of_interrupt();
     let handler = HANDLERS.lock()[vector as usize];
-    let from_user = FROM_USER.get();
-    let outer = from_user.swap(frame.from_user(), Ordering::Relaxed);
+    let outer = FROM_USER.get().swap(frame.from_user(), Ordering::Relaxed);
     if frame.from_user() {
         LAST_USER_RIP.get().store(frame.rip, Ordering::Relaxed);
     }
     if let Some(handler) = handler {
         handler(vector);
     }
-    from_user.store(outer, Ordering::Relaxed);
+    // Look the slot up again: a handler that switched threads (only ones
+    // that interrupted kernel mode do) may return on another CPU, and
+    // writing the first CPU's flag would make an interrupt from user mode
+    // being handled there look like one from kernel mode, which would then
+    // switch threads with that user thread's FPU state still live.
+    FROM_USER.get().store(outer, Ordering::Relaxed);
 }
 
 fn handle_exception(frame: &mut TrapFrame) {
