@@ -381,21 +381,22 @@ pub fn smoke(root: &Path, kernel_elf: &Path) -> Result<(u64, u64)> {
             }
             Some(Outcome::Failed(e)) => {
                 failed += 1;
-                println!("bench {} ... FAILED ({e})", b.name);
+                crate::recap::failure(format!("bench {} ... FAILED ({e})", b.name));
             }
             None => {
                 failed += 1;
-                println!(
+                crate::recap::failure(format!(
                     "bench {} ... FAILED (no result: {})",
                     b.name,
                     run.problem.as_deref().unwrap_or("not reported")
-                );
+                ));
             }
         }
     }
     if let Some(p) = &run.problem {
         failed += 1;
-        println!("bench smoke run ... FAILED ({p})");
+        let console = std::fs::read_to_string(out_dir.join("bench-smoke.log")).unwrap_or_default();
+        crate::recap::bad_run(&format!("bench smoke run ... FAILED ({p})"), &console);
     }
     Ok((passed, failed))
 }

@@ -11,6 +11,7 @@ mod initramfs;
 mod iso;
 mod ksyms;
 mod qemu;
+mod recap;
 mod testrun;
 mod unsafe_check;
 mod usertest;

@@ -126,6 +126,7 @@ pub fn all(cpus: &Cpus) -> Result<ExitCode> {
             .map(|(p, f)| Totals { passed: p, failed: f }),
     ));
 
+    crate::recap::print();
     println!();
     println!("{} passed, {} failed", totals.passed, totals.failed);
     Ok(if totals.failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
@@ -139,6 +140,7 @@ pub fn smp_only(cpus: &Cpus) -> Result<ExitCode> {
             .and_then(|elf| crate::usertest::smp(&build::repo_root(), &elf, &cpus.smp_stage))
             .map(|(p, f)| Totals { passed: p, failed: f }),
     );
+    crate::recap::print();
     println!();
     println!("{} passed, {} failed", totals.passed, totals.failed);
     Ok(if totals.failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
@@ -152,7 +154,7 @@ fn report(stage: &str, result: Result<Totals>) -> Totals {
             t
         }
         Err(e) => {
-            println!("{stage}: FAILED: {e}");
+            crate::recap::failure(format!("{stage}: FAILED: {e}"));
             Totals::one(false)
         }
     }
@@ -184,7 +186,7 @@ fn host_tests() -> Result<Totals> {
     let mut totals = parse_cargo_results(&String::from_utf8_lossy(&all));
     if !status.success() && totals.failed == 0 {
         // Compile errors print no `test result:` line at all.
-        println!("cargo test exited with {status}");
+        crate::recap::failure(format!("host unit tests: cargo test exited with {status}"));
         totals.failed += 1;
     }
     Ok(totals)
@@ -218,7 +220,7 @@ pub fn parse_cargo_results(output: &str) -> Totals {
 fn unsafe_boundary() -> Result<Totals> {
     let problems = unsafe_check::check(&build::repo_root())?;
     for p in &problems {
-        println!("  {p}");
+        crate::recap::failure(format!("unsafe boundary: {p}"));
     }
     if problems.is_empty() {
         println!("no unsafe outside hal/, every crate root forbids it, hal/ is justified");
@@ -292,7 +294,34 @@ fn ktests(elf: &std::path::Path, smp: u32) -> Result<Totals> {
     let log = build::out_dir().join(if smp == 1 { "ktest.log".to_string() } else { format!("ktest-smp{smp}.log") });
     let run = qemu::run_captured(&boot, KTEST_TIMEOUT, &log)?;
     let k = parse_ktest(&run.output);
-    Ok(ktest_verdict(&k, run.status, run.timed_out))
+    let totals = ktest_verdict(&k, run.status, run.timed_out);
+    let label = format!("in-kernel tests at -smp {smp}");
+    for line in failure_details(&run.output) {
+        crate::recap::failure(format!("{label}: {line}"));
+    }
+    if run.timed_out || run.status != Some(qemu::EXIT_SUCCESS) || k.summary.is_none() {
+        crate::recap::bad_run(&format!("{label}: the test kernel ended badly"), &run.output);
+    }
+    Ok(totals)
+}
+
+/// Each `test <name> ... FAILED` line with the indented message lines
+/// that follow it.
+fn failure_details(output: &str) -> Vec<String> {
+    let lines: Vec<&str> = output.lines().map(|l| l.trim_end_matches('\r')).collect();
+    let mut found = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        if !line.contains(" ... FAILED") {
+            continue;
+        }
+        let mut text = line.trim().to_string();
+        for more in lines[i + 1..].iter().take_while(|l| l.starts_with("    ")).take(8) {
+            text.push('\n');
+            text.push_str(more);
+        }
+        found.push(text);
+    }
+    found
 }
 
 /// The test kernel always gets a `ktest.` option (its boot tests check the
@@ -352,7 +381,11 @@ fn grub_boot(elf: &std::path::Path, smp: u32) -> Result<Totals> {
     if !saw_multiboot2 {
         println!("  GRUB boot: no `boot loader: multiboot2` line");
     }
-    Ok(Totals::one(saw_multiboot2 && run.status == Some(qemu::EXIT_SUCCESS)))
+    let ok = saw_multiboot2 && run.status == Some(qemu::EXIT_SUCCESS);
+    if !ok {
+        crate::recap::bad_run("GRUB boot ... FAILED", &run.output);
+    }
+    Ok(Totals::one(ok))
 }
 
 /// What each deliberate crash must show: the exception's name, a register
@@ -385,7 +418,10 @@ fn crash_reports(elf: &std::path::Path, smp: u32) -> Result<Totals> {
         if ok {
             println!("crash {kind} ... ok");
         } else {
-            println!("crash {kind} ... FAILED (status {:?}, missing {missing:?})", run.status);
+            crate::recap::bad_run(
+                &format!("crash {kind} ... FAILED (status {:?}, missing {missing:?})", run.status),
+                &run.output,
+            );
         }
         totals.add(Totals::one(ok));
     }

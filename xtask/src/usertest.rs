@@ -124,9 +124,12 @@ fn first_difference(a: &str, b: &str) -> String {
     format!("linux has {} lines, kiln {}", a.lines().count(), b.lines().count())
 }
 
-/// Runs `names` natively through `runall` (the oracle's output).
+/// Runs `names` natively through `runall` (the oracle's output), under
+/// `pristine`: signals a CI runner or a background job ignores would
+/// otherwise be ignored in the host tests too, and not in Kiln's.
 fn host_runall(t: &Path, names: &[String]) -> Result<String> {
-    let host = Command::new(t.join("runall"))
+    let host = Command::new(t.join("pristine"))
+        .arg(t.join("runall"))
         .arg(t)
         .args(names)
         .env_clear()
@@ -198,12 +201,13 @@ fn judge(
                 }
                 Some(why) => {
                     failed += 1;
-                    println!("{label} {name} ... FAILED ({why})");
+                    let mut text = format!("{label} {name} ... FAILED ({why})");
                     if let Some(k) = k {
                         for l in k.lines().filter(|l| l.starts_with("FAIL")) {
-                            println!("    {l}");
+                            text.push_str(&format!("\n    {l}"));
                         }
                     }
+                    crate::recap::failure(text);
                 }
             }
             continue;
@@ -215,15 +219,18 @@ fn judge(
             }
             (Some(h), Some(k)) => {
                 failed += 1;
-                println!("{label} {name} ... FAILED (output differs from Linux)\n    {}", first_difference(h, k));
+                crate::recap::failure(format!(
+                    "{label} {name} ... FAILED (output differs from Linux)\n    {}",
+                    first_difference(h, k)
+                ));
             }
             (None, _) => {
                 failed += 1;
-                println!("{label} {name} ... FAILED (no output on the host)");
+                crate::recap::failure(format!("{label} {name} ... FAILED (no output on the host)"));
             }
             (_, None) => {
                 failed += 1;
-                println!("{label} {name} ... FAILED (did not run in Kiln)");
+                crate::recap::failure(format!("{label} {name} ... FAILED (did not run in Kiln)"));
             }
         }
     }
@@ -237,15 +244,20 @@ fn judge(
         }
         Some((frames, tables)) => {
             failed += 1;
-            println!("{label} no-leaked-frames ... FAILED ({frames} user frames, {tables} page-table frames left)");
+            crate::recap::failure(format!(
+                "{label} no-leaked-frames ... FAILED ({frames} user frames, {tables} page-table frames left)"
+            ));
         }
         None => {
             failed += 1;
-            println!("{label} no-leaked-frames ... FAILED (no frame report)");
+            crate::recap::failure(format!("{label} no-leaked-frames ... FAILED (no frame report)"));
         }
     }
     if run.timed_out || run.status != Some(qemu::EXIT_SUCCESS) {
-        println!("{label}: kiln run ended badly (status {:?}, timed out: {})", run.status, run.timed_out);
+        crate::recap::bad_run(
+            &format!("{label}: kiln run ended badly (status {:?}, timed out: {})", run.status, run.timed_out),
+            &run.output,
+        );
         failed += 1;
     }
     (passed, failed)
@@ -347,7 +359,9 @@ fn parse_leaks(rest: &str) -> Option<(u64, u64)> {
 /// on the host and in Kiln, compared section by section.
 pub fn busybox_sessions(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
     let scripts = root.join("user/busybox");
-    let host = Command::new(crate::initramfs::BUSYBOX)
+    let t = crate::initramfs::build_user_programs(root)?;
+    let host = Command::new(t.join("pristine"))
+        .arg(crate::initramfs::BUSYBOX)
         .arg("sh")
         .arg(scripts.join("run.sh"))
         .env_clear()
@@ -379,20 +393,26 @@ pub fn busybox_sessions(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)>
             }
             Some((_, k)) => {
                 failed += 1;
-                println!("busybox {name} ... FAILED (output differs from Linux)\n    {}", first_difference(h, k));
+                crate::recap::failure(format!(
+                    "busybox {name} ... FAILED (output differs from Linux)\n    {}",
+                    first_difference(h, k)
+                ));
             }
             None => {
                 failed += 1;
-                println!("busybox {name} ... FAILED (did not run in Kiln)");
+                crate::recap::failure(format!("busybox {name} ... FAILED (did not run in Kiln)"));
             }
         }
     }
     if host_sections.is_empty() {
         failed += 1;
-        println!("busybox sessions: the host run printed nothing");
+        crate::recap::failure(format!("busybox sessions: the host run printed nothing"));
     }
     if run.timed_out || run.status != Some(qemu::EXIT_SUCCESS) {
-        println!("kiln run ended badly (status {:?}, timed out: {})", run.status, run.timed_out);
+        crate::recap::bad_run(
+            &format!("busybox: kiln run ended badly (status {:?}, timed out: {})", run.status, run.timed_out),
+            &run.output,
+        );
         failed += 1;
     }
     Ok((passed, failed))
