@@ -193,6 +193,11 @@ static void test_requeue(void)
     pthread_create(&t, NULL, waiter_fn, &wt);
     while (!wt.started)
         sched_yield();
+    /* Linux 6.16+ resizes a process's private futex hash as threads are
+     * created; once (in ~12 loaded host runs) a requeue racing that left
+     * the waiter findable at the old address. Letting the new thread
+     * settle first keeps the oracle's answer stable. */
+    sleep_ms(20);
     long moved = 0;
     for (int i = 0; i < 2000 && moved == 0; i++) {
         /* wake 0, requeue up to 1 */

@@ -13,6 +13,7 @@ use linux_abi::errno::Errno;
 
 use super::file::FileOps;
 use super::inode::{DirEntry, FileType, FsStats, Inode, Metadata, S_IFDIR, S_IFLNK, S_IFMT};
+use super::pagestore::PageStore;
 use crate::sync::Mutex;
 
 pub const TMPFS_MAGIC: u64 = 0x0102_1994;
@@ -27,7 +28,7 @@ pub struct Tmpfs {
 
 enum Node {
     Dir(SpinLock<BTreeMap<String, Arc<TmpInode>>>),
-    File(Mutex<Vec<u8>>),
+    File(Mutex<PageStore>),
     Symlink(String),
     /// FIFOs and device nodes: behaviour comes from elsewhere.
     Special {
@@ -48,11 +49,10 @@ struct Meta {
 
 pub struct TmpInode {
     fs: Arc<Tmpfs>,
-    /// Pages of a regular file that were ever written (the rest are holes,
-    /// which take no blocks), one bit each.
-    written: SpinLock<Vec<u64>>,
-    /// Length of a regular file, kept beside the data so that stat and
-    /// drop never need the (sleeping) data lock.
+    /// Pages of a regular file that have a frame (holes take no blocks)
+    /// and its length, kept beside the data so that stat and drop never
+    /// need the (sleeping) data lock.
+    frames: AtomicU64,
     size: AtomicU64,
     ino: u64,
     meta: SpinLock<Meta>,
@@ -84,13 +84,26 @@ impl TmpInode {
         fs.inodes.fetch_add(1, Ordering::Relaxed);
         Arc::new_cyclic(|me| TmpInode {
             fs: fs.clone(),
-            written: SpinLock::new(Vec::new()),
+            frames: AtomicU64::new(0),
             size: AtomicU64::new(0),
             ino: fs.next_ino.fetch_add(1, Ordering::Relaxed),
             meta: SpinLock::new(Meta { mode, uid: 0, gid: 0, nlink, rdev, atime: t, mtime: t, ctime: t }),
             node,
             me: me.clone(),
         })
+    }
+
+    /// Publishes a file's size and frame count after a change, and keeps
+    /// the file system's byte total in step.
+    fn sync_sizes(&self, data: &PageStore) {
+        let old = self.size.swap(data.size(), Ordering::Relaxed);
+        let new = data.size();
+        if new >= old {
+            self.fs.bytes.fetch_add(new - old, Ordering::Relaxed);
+        } else {
+            self.fs.bytes.fetch_sub(old - new, Ordering::Relaxed);
+        }
+        self.frames.store(data.frame_count(), Ordering::Relaxed);
     }
 
     fn dir(&self) -> Result<&SpinLock<BTreeMap<String, Arc<TmpInode>>>, Errno> {
@@ -187,7 +200,7 @@ impl Inode for TmpInode {
             rdev: m.rdev,
             size,
             blocks: match &self.node {
-                Node::File(_) => self.written.lock().iter().map(|w| u64::from(w.count_ones())).sum::<u64>() * 8,
+                Node::File(_) => self.frames.load(Ordering::Relaxed) * 8,
                 _ => size.div_ceil(4096) * 8,
             },
             atime: m.atime,
@@ -255,13 +268,7 @@ impl Inode for TmpInode {
 
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize, Errno> {
         match &self.node {
-            Node::File(data) => {
-                let data = data.lock();
-                let start = (offset.min(data.len() as u64)) as usize;
-                let n = buf.len().min(data.len() - start);
-                buf[..n].copy_from_slice(&data[start..start + n]);
-                Ok(n)
-            }
+            Node::File(data) => Ok(data.lock().read(offset, buf)),
             Node::Dir(_) => Err(Errno::EISDIR),
             _ => Err(Errno::EINVAL),
         }
@@ -276,35 +283,15 @@ impl Inode for TmpInode {
             return Err(Errno::EFBIG);
         }
         let mut data = data.lock();
-        let end = end as usize;
-        if end > data.len() {
-            let grow = end - data.len();
-            data.try_reserve(grow).map_err(|_| Errno::ENOSPC)?;
-            data.resize(end, 0);
-            self.fs.bytes.fetch_add(grow as u64, Ordering::Relaxed);
-            self.size.store(end as u64, Ordering::Relaxed);
-        }
-        data[offset as usize..end].copy_from_slice(buf);
+        let written = data.write(offset, buf);
+        self.sync_sizes(&data);
         drop(data);
-        if !buf.is_empty() {
-            let (first, last) = (offset / 4096, (end as u64 - 1) / 4096);
-            let mut written = self.written.lock();
-            let words = (last / 64 + 1) as usize;
-            let have = written.len();
-            if have < words && written.try_reserve(words - have).is_ok() {
-                written.resize(words, 0);
-            }
-            for page in first..=last {
-                if let Some(w) = written.get_mut((page / 64) as usize) {
-                    *w |= 1 << (page % 64);
-                }
-            }
-        }
+        let written = written?;
         let t = now();
         let mut m = self.meta.lock();
         m.mtime = t;
         m.ctime = t;
-        Ok(buf.len())
+        Ok(written)
     }
 
     fn truncate(&self, size: u64) -> Result<(), Errno> {
@@ -315,36 +302,26 @@ impl Inode for TmpInode {
             return Err(Errno::EFBIG);
         }
         let mut data = data.lock();
-        let old = data.len();
-        let size = size as usize;
-        if size > old {
-            data.try_reserve(size - old).map_err(|_| Errno::ENOSPC)?;
-            self.fs.bytes.fetch_add((size - old) as u64, Ordering::Relaxed);
-        } else {
-            self.fs.bytes.fetch_sub((old - size) as u64, Ordering::Relaxed);
-        }
-        data.resize(size, 0);
-        self.size.store(size as u64, Ordering::Relaxed);
-        if size < old {
-            data.shrink_to_fit();
-            // Pages past the new end are gone.
-            let pages = (size as u64).div_ceil(4096);
-            let mut written = self.written.lock();
-            for (i, w) in written.iter_mut().enumerate() {
-                let base = i as u64 * 64;
-                if base >= pages {
-                    *w = 0;
-                } else if base + 64 > pages {
-                    *w &= (1u64 << (pages - base)) - 1;
-                }
-            }
-        }
+        data.truncate(size);
+        self.sync_sizes(&data);
         drop(data);
         let t = now();
         let mut m = self.meta.lock();
         m.mtime = t;
         m.ctime = t;
         Ok(())
+    }
+
+    fn has_page_frames(&self) -> bool {
+        matches!(self.node, Node::File(_))
+    }
+
+    fn frame_to_map(&self, index: u64, partial: bool) -> Option<Result<Option<hal::frame::UserFrame>, Errno>> {
+        let Node::File(data) = &self.node else { return None };
+        let mut data = data.lock();
+        let frame = data.frame_to_map(index, partial);
+        self.sync_sizes(&data);
+        Some(frame)
     }
 
     fn lookup(&self, name: &str) -> Result<Arc<dyn Inode>, Errno> {
@@ -355,7 +332,7 @@ impl Inode for TmpInode {
     fn create(&self, name: &str, mode: u32, rdev: u64) -> Result<Arc<dyn Inode>, Errno> {
         self.dir()?;
         let node = match FileType::from_mode(mode).ok_or(Errno::EINVAL)? {
-            FileType::Regular => Node::File(Mutex::new(Vec::new())),
+            FileType::Regular => Node::File(Mutex::new(PageStore::new())),
             FileType::Directory => Node::Dir(SpinLock::new(BTreeMap::new())),
             FileType::Symlink => return Err(Errno::EINVAL),
             _ => Node::Special { fifo: Once::new() },

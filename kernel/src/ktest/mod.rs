@@ -10,6 +10,7 @@
 mod boot_tests;
 mod dev_tests;
 mod mm_tests;
+mod pagestore_tests;
 mod sched_tests;
 mod smp_tests;
 mod trap_tests;
@@ -41,8 +42,15 @@ macro_rules! ensure {
     };
 }
 
-const SUITES: &[&[KTest]] =
-    &[boot_tests::TESTS, mm_tests::TESTS, trap_tests::TESTS, sched_tests::TESTS, smp_tests::TESTS, dev_tests::TESTS];
+const SUITES: &[&[KTest]] = &[
+    boot_tests::TESTS,
+    mm_tests::TESTS,
+    pagestore_tests::TESTS,
+    trap_tests::TESTS,
+    sched_tests::TESTS,
+    smp_tests::TESTS,
+    dev_tests::TESTS,
+];
 
 pub fn run_all(info: &'static hal::BootInfo) {
     let mut out = Console;

@@ -42,6 +42,8 @@ pub enum FaultError {
     /// A VMA covers it but forbids the access (SEGV_ACCERR).
     Forbidden,
     OutOfMemory,
+    /// A shared file mapping past the end of its file (SIGBUS, BUS_ADRERR).
+    PastEndOfFile,
 }
 
 pub struct AddressSpace {
@@ -104,8 +106,7 @@ impl AddressSpace {
             }
             return self.break_cow(&vma, va);
         }
-        let frame = self.fill_page(&vma, va)?;
-        let exclusive = !vma.is_shared();
+        let (frame, exclusive) = self.fill_page(&vma, va)?;
         self.page_table.map(va, frame, Self::page_flags(&vma, exclusive)).map_err(|_| FaultError::OutOfMemory)
     }
 
@@ -120,22 +121,43 @@ impl AddressSpace {
         self.page_table.map(va, copy, Self::page_flags(vma, true)).map_err(|_| FaultError::OutOfMemory)
     }
 
-    fn fill_page(&self, vma: &Vma, va: u64) -> Result<UserFrame, FaultError> {
+    /// The frame for a missing page, and whether this address space owns
+    /// it alone (so a private writable mapping may map it writable).
+    fn fill_page(&self, vma: &Vma, va: u64) -> Result<(UserFrame, bool), FaultError> {
         match &vma.backing {
-            Backing::Anonymous => UserFrame::alloc_zeroed().map_err(|_| FaultError::OutOfMemory),
+            Backing::Anonymous => Ok((UserFrame::alloc_zeroed().map_err(|_| FaultError::OutOfMemory)?, true)),
             Backing::SharedAnonymous { pages, first_index } => {
-                pages.page(first_index + (va - vma.start) / PAGE_SIZE).ok_or(FaultError::OutOfMemory)
+                Ok((pages.page(first_index + (va - vma.start) / PAGE_SIZE).ok_or(FaultError::OutOfMemory)?, false))
+            }
+            Backing::SharedFile { source, offset, .. } => {
+                let index = (offset + (va - vma.start)) / PAGE_SIZE;
+                match source.frame_to_map(index, true) {
+                    Some(Ok(Some(frame))) => Ok((frame, false)),
+                    Some(Ok(None)) => Err(FaultError::PastEndOfFile),
+                    Some(Err(_)) => Err(FaultError::OutOfMemory),
+                    // mmap only makes shared file mappings of files with frames.
+                    None => Err(FaultError::Unmapped),
+                }
             }
             Backing::File { source, offset, file_end } => {
-                let frame = UserFrame::alloc_zeroed().map_err(|_| FaultError::OutOfMemory)?;
                 let file_off = offset + (va - vma.start);
+                // A page wholly inside the file's mapped bytes maps the
+                // file's own frame, read-only: a write copies it first.
+                if file_off % PAGE_SIZE == 0 && file_off + PAGE_SIZE <= *file_end {
+                    match source.frame_to_map(file_off / PAGE_SIZE, false) {
+                        Some(Ok(Some(frame))) => return Ok((frame, false)),
+                        Some(Err(_)) => return Err(FaultError::OutOfMemory),
+                        Some(Ok(None)) | None => {}
+                    }
+                }
+                let frame = UserFrame::alloc_zeroed().map_err(|_| FaultError::OutOfMemory)?;
                 if file_off < *file_end {
                     let mut buf = [0u8; PAGE_SIZE as usize];
                     let want = ((*file_end - file_off) as usize).min(buf.len());
                     let got = source.read_at(file_off, &mut buf[..want]).unwrap_or(0);
                     frame.write(0, &buf[..got.min(want)]);
                 }
-                Ok(frame)
+                Ok((frame, true))
             }
         }
     }
@@ -328,6 +350,18 @@ impl AddressSpace {
         Ok(())
     }
 
+    /// Do VMAs cover every page of [start, end), with no gap?
+    pub fn covers(&self, start: u64, end: u64) -> bool {
+        let mut cursor = start;
+        for v in self.vmas.range(..end).map(|(_, v)| v).filter(|v| v.end > start) {
+            if v.start > cursor {
+                return false;
+            }
+            cursor = v.end;
+        }
+        cursor >= end
+    }
+
     pub fn mprotect(&mut self, addr: u64, len: u64, prot: Prot) -> Result<(), Errno> {
         if !addr.is_multiple_of(PAGE_SIZE) {
             return Err(Errno::EINVAL);
@@ -337,15 +371,13 @@ impl AddressSpace {
             return Ok(());
         }
         // Linux: every page of the range must be mapped.
-        let mut cursor = addr;
-        for v in self.vmas.range(..end).map(|(_, v)| v).filter(|v| v.end > addr) {
-            if v.start > cursor {
-                return Err(Errno::ENOMEM);
-            }
-            cursor = v.end;
-        }
-        if cursor < end {
+        if !self.covers(addr, end) {
             return Err(Errno::ENOMEM);
+        }
+        // A shared mapping of a file opened read-only may never be written.
+        let read_only_file = |v: &Vma| matches!(v.backing, Backing::SharedFile { may_write: false, .. });
+        if prot.write && self.vmas.range(..end).map(|(_, v)| v).any(|v| v.end > addr && read_only_file(v)) {
+            return Err(Errno::EACCES);
         }
         self.split_at(addr);
         self.split_at(end);
@@ -479,7 +511,7 @@ impl AddressSpace {
         let mut s = alloc::string::String::new();
         for v in self.vmas.values() {
             let offset = match &v.backing {
-                Backing::File { offset, .. } => *offset,
+                Backing::File { offset, .. } | Backing::SharedFile { offset, .. } => *offset,
                 _ => 0,
             };
             let name = match (v.kind, &v.name) {

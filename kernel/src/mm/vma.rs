@@ -46,6 +46,11 @@ pub enum Backing {
     /// area's start; bytes past `file_end` (a file offset) read as zero,
     /// which is how ELF .bss shares a page with .data.
     File { source: Arc<dyn crate::fs::Inode>, offset: u64, file_end: u64 },
+    /// MAP_SHARED of a file whose data lives in page frames (tmpfs): the
+    /// file's own frames are mapped, so stores reach the file and every
+    /// other mapper at once. `may_write`: the file was opened for writing,
+    /// so mprotect may add PROT_WRITE later.
+    SharedFile { source: Arc<dyn crate::fs::Inode>, offset: u64, may_write: bool },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -86,7 +91,7 @@ pub struct Vma {
 
 impl Vma {
     pub fn is_shared(&self) -> bool {
-        matches!(self.backing, Backing::SharedAnonymous { .. })
+        matches!(self.backing, Backing::SharedAnonymous { .. } | Backing::SharedFile { .. })
     }
 
     /// The part of this area from `at` on, adjusting the backing offset.
@@ -98,7 +103,7 @@ impl Vma {
         match &mut tail.backing {
             Backing::Anonymous => {}
             Backing::SharedAnonymous { first_index, .. } => *first_index += delta / crate::mm::PAGE_SIZE,
-            Backing::File { offset, .. } => *offset += delta,
+            Backing::File { offset, .. } | Backing::SharedFile { offset, .. } => *offset += delta,
         }
         self.end = at;
         tail

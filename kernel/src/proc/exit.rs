@@ -147,8 +147,11 @@ fn init_exited(how: ExitKind) -> ! {
     }
     hal::serial::write_bytes(
         alloc::format!(
-            "\nkiln: user frames in use {}, user page-table frames in use {}\n",
-            hal::frame::live_user_frames(),
+            "\nkiln: file frames {}\nkiln: user frames in use {}, user page-table frames in use {}\n",
+            crate::fs::pagestore::file_frames(),
+            // tmpfs file data lives in user frames too; what is left
+            // beyond it belongs to some process and should be gone.
+            hal::frame::live_user_frames().saturating_sub(crate::fs::pagestore::file_frames() as usize),
             hal::paging::live_user_table_frames()
         )
         .as_bytes(),

@@ -53,12 +53,16 @@ pub fn sys_mmap(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
             .cloned()
             .ok_or(Errno::ENODEV)?;
         if shared {
-            // Shared file mappings need a page cache; not there yet.
-            log::debug!("mmap: MAP_SHARED of a file is not supported yet");
-            return Err(Errno::ENODEV);
+            // Only files whose data lives in page frames (tmpfs) can share
+            // them; Linux answers ENODEV for files that cannot be mapped.
+            if !inode.has_page_frames() {
+                return Err(Errno::ENODEV);
+            }
+            Backing::SharedFile { source: inode, offset, may_write: file.writable() }
+        } else {
+            let size = inode.metadata().size;
+            Backing::File { source: inode, offset, file_end: size }
         }
-        let size = inode.metadata().size;
-        Backing::File { source: inode, offset, file_end: size }
     };
     let accountable = prot & c::PROT_WRITE as u64 != 0 && flags & c::MAP_NORESERVE == 0;
     if accountable {
@@ -91,6 +95,28 @@ pub fn sys_mprotect(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         return Err(Errno::EINVAL);
     }
     ctx.vm()?.lock().mprotect(a[0], a[1], Prot::from_bits(prot))?;
+    Ok(0)
+}
+
+/// msync: shared file mappings are the file's own frames (tmpfs), so
+/// their stores are in the file already; what is left is Linux's checks.
+pub fn sys_msync(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (addr, len, flags) = (a[0], a[1], a[2]);
+    let known = (c::MS_ASYNC | c::MS_INVALIDATE | c::MS_SYNC) as u64;
+    if flags & !known != 0 || addr % crate::mm::PAGE_SIZE != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if flags & c::MS_ASYNC as u64 != 0 && flags & c::MS_SYNC as u64 != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let end =
+        addr.checked_add(len).and_then(|e| e.checked_next_multiple_of(crate::mm::PAGE_SIZE)).ok_or(Errno::ENOMEM)?;
+    if end == addr {
+        return Ok(0);
+    }
+    if !ctx.vm()?.lock().covers(addr, end) {
+        return Err(Errno::ENOMEM);
+    }
     Ok(0)
 }
 

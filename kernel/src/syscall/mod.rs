@@ -77,6 +77,7 @@ syscall_table! {
     SCHED_YIELD => ident::sys_sched_yield,
     MADVISE => mem::sys_madvise,
     MREMAP => mem::sys_mremap,
+    MSYNC => mem::sys_msync,
     DUP => fs_io::sys_dup,
     DUP2 => fs_io::sys_dup2,
     PAUSE => signal::sys_pause,

@@ -1,0 +1,152 @@
+//! The pages of a memory-resident file: tmpfs keeps a regular file's data
+//! here, one frame per 4 KiB page, and holes have no frame.
+//!
+//! Keeping file data in page frames (rather than one growable buffer)
+//! is what lets a file mapping use the file's own frames: every process
+//! that runs /bin/busybox maps the same physical text pages, as Linux's
+//! page cache does. Besides saving the copy, that matters a great deal
+//! under QEMU's TCG: translated code is keyed by physical address, so
+//! text copied into fresh frames at every exec is translated again every
+//! time (about 1,200 blocks per `sh -c true`).
+//!
+//! A page past the last one has no frame. The last page's bytes past the
+//! size may be dirtied through a shared mapping (as on Linux), so growing
+//! the file zeroes them first: an extension always reads zeros.
+
+use alloc::collections::BTreeMap;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use hal::frame::UserFrame;
+use linux_abi::errno::Errno;
+
+use crate::mm::PAGE_SIZE;
+
+/// Frames held by every page store: the leak report subtracts them from
+/// the live user frames, and /proc/meminfo shows them as Shmem.
+static FILE_FRAMES: AtomicU64 = AtomicU64::new(0);
+
+/// Frames that hold file data right now.
+pub fn file_frames() -> u64 {
+    FILE_FRAMES.load(Ordering::Relaxed)
+}
+
+const PAGE: usize = PAGE_SIZE as usize;
+
+#[derive(Default)]
+pub struct PageStore {
+    pages: BTreeMap<u64, UserFrame>,
+    size: u64,
+}
+
+impl PageStore {
+    pub const fn new() -> PageStore {
+        PageStore { pages: BTreeMap::new(), size: 0 }
+    }
+
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Pages with a frame (the file's blocks, in pages).
+    pub fn frame_count(&self) -> u64 {
+        self.pages.len() as u64
+    }
+
+    /// Copies file bytes from `offset` into `buf`; holes read as zero.
+    /// Returns how many bytes were read (short at the end of the file).
+    pub fn read(&self, offset: u64, buf: &mut [u8]) -> usize {
+        let end = offset.saturating_add(buf.len() as u64).min(self.size);
+        let mut pos = offset;
+        while pos < end {
+            let in_page = (pos % PAGE_SIZE) as usize;
+            let n = (PAGE - in_page).min((end - pos) as usize);
+            let out = &mut buf[(pos - offset) as usize..][..n];
+            match self.pages.get(&(pos / PAGE_SIZE)) {
+                Some(frame) => frame.read(in_page, out),
+                None => out.fill(0),
+            }
+            pos += n as u64;
+        }
+        end.saturating_sub(offset) as usize
+    }
+
+    /// Writes `data` at `offset`, growing the file as needed. A write that
+    /// runs out of memory part-way keeps what it wrote and reports that
+    /// count; one that wrote nothing fails with ENOSPC, as tmpfs does.
+    pub fn write(&mut self, offset: u64, data: &[u8]) -> Result<usize, Errno> {
+        let end = offset.checked_add(data.len() as u64).ok_or(Errno::EFBIG)?;
+        if end > self.size {
+            self.clear_tail();
+        }
+        let mut pos = offset;
+        while pos < end {
+            let in_page = (pos % PAGE_SIZE) as usize;
+            let n = (PAGE - in_page).min((end - pos) as usize);
+            let frame = match self.frame_for_write(pos / PAGE_SIZE) {
+                Ok(f) => f,
+                Err(e) if pos == offset => return Err(e),
+                Err(_) => break,
+            };
+            frame.write(in_page, &data[(pos - offset) as usize..][..n]);
+            pos += n as u64;
+        }
+        if pos > self.size {
+            self.size = pos;
+        }
+        Ok((pos - offset) as usize)
+    }
+
+    /// Sets the size. Shrinking frees whole pages past the end; growing
+    /// again reads zeros.
+    pub fn truncate(&mut self, size: u64) {
+        if size > self.size {
+            self.clear_tail();
+        }
+        if size < self.size {
+            let keep = size.div_ceil(PAGE_SIZE);
+            let gone = self.pages.split_off(&keep);
+            FILE_FRAMES.fetch_sub(gone.len() as u64, Ordering::Relaxed);
+            drop(gone);
+        }
+        self.size = size;
+    }
+
+    /// The frame of page `index`, to map into a process. A hole gets its
+    /// frame now, so every mapper shares the same one. `None` for a page
+    /// past the end of the file, and, unless `partial` is set, for the
+    /// last page when the file ends inside it: a private mapping must see
+    /// zeros past the end, so the caller copies that page instead.
+    pub fn frame_to_map(&mut self, index: u64, partial: bool) -> Result<Option<UserFrame>, Errno> {
+        let Some(start) = index.checked_mul(PAGE_SIZE) else { return Ok(None) };
+        let inside = if partial { start < self.size } else { start.saturating_add(PAGE_SIZE) <= self.size };
+        if !inside {
+            return Ok(None);
+        }
+        self.frame_for_write(index).map(|f| Some(f.clone()))
+    }
+
+    /// Zeroes the last page past the size.
+    fn clear_tail(&mut self) {
+        let in_page = (self.size % PAGE_SIZE) as usize;
+        if in_page != 0 {
+            if let Some(frame) = self.pages.get(&(self.size / PAGE_SIZE)) {
+                frame.zero(in_page, PAGE - in_page);
+            }
+        }
+    }
+
+    fn frame_for_write(&mut self, index: u64) -> Result<&UserFrame, Errno> {
+        if !self.pages.contains_key(&index) {
+            let frame = UserFrame::alloc_zeroed().map_err(|_| Errno::ENOSPC)?;
+            FILE_FRAMES.fetch_add(1, Ordering::Relaxed);
+            self.pages.insert(index, frame);
+        }
+        self.pages.get(&index).ok_or(Errno::ENOSPC)
+    }
+}
+
+impl Drop for PageStore {
+    fn drop(&mut self) {
+        FILE_FRAMES.fetch_sub(self.pages.len() as u64, Ordering::Relaxed);
+    }
+}
