@@ -108,7 +108,9 @@ pub(crate) fn init(cpu: usize) {
             cs = const KERNEL_CS as u64,
             ds = in(reg) KERNEL_DS as u64,
             tss = in(reg) TSS_SELECTOR as u64,
-            tmp = lateout(reg) _,
+            // Written before `ds` and `tss` are read: it must not share a
+            // register with them, so `out`, not `lateout`.
+            tmp = out(reg) _,
         );
     }
 }
