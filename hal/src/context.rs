@@ -96,9 +96,16 @@ hal_context_switch:
     push r13
     push r14
     push r15
+    /* The x87/SSE registers belong to the thread: they go on its stack.
+       rsp is 8 mod 16 at the call, so after six pushes and 520 bytes the
+       image is 16-byte aligned, as FXSAVE needs. */
+    sub rsp, {fpu_frame}
+    fxsave64 [rsp]
     mov [rdi], rsp
     mov rsp, [rsi]
     mov qword ptr [rsi], 0
+    fxrstor64 [rsp]
+    add rsp, {fpu_frame}
     pop r15
     pop r14
     pop r13
@@ -115,7 +122,12 @@ hal_thread_trampoline:
     ud2
 "#,
     start = sym thread_start,
+    fpu_frame = const FPU_FRAME,
 );
+
+/// Stack bytes a switched-out thread keeps its x87/SSE image in (512,
+/// plus 8 that keep the image 16-byte aligned).
+const FPU_FRAME: usize = 520;
 
 extern "C" {
     fn hal_context_switch(from: *const AtomicU64, to: *const AtomicU64);
@@ -184,7 +196,16 @@ impl Context {
             // one runs on yet (the thread has not started).
             unsafe { core::ptr::write_volatile((base + 8 * i as u64) as *mut u64, *w) };
         }
-        Context { rsp: AtomicU64::new(base) }
+        // Below the registers, the x87/SSE image the switch restores first:
+        // the initial state, so a new thread never inherits another's.
+        let fpu = base - FPU_FRAME as u64;
+        let image = crate::user::FpuState::initial();
+        for (i, chunk) in image.as_bytes().chunks_exact(8).enumerate() {
+            let word = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+            // SAFETY: [fpu, base) lies in the same unused stack pages.
+            unsafe { core::ptr::write_volatile((fpu + 8 * i as u64) as *mut u64, word) };
+        }
+        Context { rsp: AtomicU64::new(fpu) }
     }
 
     /// Makes this (not running, not resumable) context start `entry(arg)`

@@ -101,8 +101,14 @@ impl FpuState {
 }
 
 /// Everything needed to resume a user thread.
+///
+/// The x87/SSE registers are not saved here at every trap: the kernel
+/// never uses them, so between two entries to user mode they keep holding
+/// the thread's state, and a context switch saves and restores them on
+/// the thread's kernel stack (`context.rs`). `fpu` only carries a state
+/// to load at the next entry (a new program, a signal handler, a
+/// sigreturn, a fork child) while `fpu_pending` is set.
 #[repr(C)]
-#[derive(Clone)]
 pub struct UserContext {
     fpu: FpuState,
     pub regs: GeneralRegs,
@@ -110,6 +116,23 @@ pub struct UserContext {
     trap_vector: u64,
     trap_error: u64,
     trap_addr: u64,
+    fpu_pending: bool,
+}
+
+/// A copy made on the thread that runs the context (fork and clone) takes
+/// that thread's current x87/SSE state with it.
+impl Clone for UserContext {
+    fn clone(&self) -> UserContext {
+        UserContext {
+            fpu: self.fpu_snapshot(),
+            regs: self.regs.clone(),
+            trap_kind: self.trap_kind,
+            trap_vector: self.trap_vector,
+            trap_error: self.trap_error,
+            trap_addr: self.trap_addr,
+            fpu_pending: true,
+        }
+    }
 }
 
 impl core::fmt::Debug for UserContext {
@@ -148,15 +171,28 @@ impl UserContext {
             trap_vector: 0,
             trap_error: 0,
             trap_addr: 0,
+            fpu_pending: true,
         }
     }
 
-    pub fn fpu(&self) -> &FpuState {
-        &self.fpu
+    /// The thread's x87/SSE state as user mode would see it next. Only
+    /// meaningful on the thread that runs this context: the live
+    /// registers are that thread's.
+    pub fn fpu_snapshot(&self) -> FpuState {
+        if self.fpu_pending {
+            return self.fpu;
+        }
+        let mut state = FpuState([0; 512]);
+        // SAFETY: FXSAVE writes exactly the 512-byte, 16-byte aligned
+        // image it is given and changes no register.
+        unsafe { asm!("fxsave64 [{}]", in(reg) &mut state, options(nostack)) };
+        state
     }
 
-    pub fn fpu_mut(&mut self) -> &mut FpuState {
-        &mut self.fpu
+    /// Makes `state` the x87/SSE state user mode resumes with.
+    pub fn set_fpu(&mut self, state: FpuState) {
+        self.fpu = state;
+        self.fpu_pending = true;
     }
 
     /// Runs the thread in user mode until it traps back into the kernel.
@@ -187,10 +223,14 @@ impl UserContext {
             unsafe { cpu::wrmsr(IA32_KERNEL_GS_BASE, self.regs.gs_base) };
             gs.store(self.regs.gs_base, Ordering::Relaxed);
         }
-        // SAFETY: the kernel is soft-float and never touches x87/SSE state,
-        // so the registers hold exactly the user's state between FXRSTOR
-        // here and FXSAVE below; the area is 16-byte aligned.
-        unsafe { asm!("fxrstor64 [{}]", in(reg) &self.fpu, options(nostack, readonly)) };
+        if self.fpu_pending {
+            // SAFETY: the image is 16-byte aligned and its MXCSR has no
+            // reserved bit set (`FpuState` keeps them clear), so FXRSTOR
+            // cannot fault; the kernel is soft-float and never reads the
+            // registers it replaces.
+            unsafe { asm!("fxrstor64 [{}]", in(reg) &self.fpu, options(nostack, readonly)) };
+            self.fpu_pending = false;
+        }
         // After an ordinary system call rcx and r11 still hold the return
         // address and flags, which is exactly what SYSRET loads: take the
         // fast way back. Anything else (signals, exec, sigreturn, faults)
@@ -202,8 +242,6 @@ impl UserContext {
         // SYSRET is only used with a user-half rip (checked above), so it
         // cannot fault in kernel mode.
         unsafe { hal_run_user(self, u64::from(fast)) };
-        // SAFETY: as for FXRSTOR; `self.fpu` is exclusively borrowed.
-        unsafe { asm!("fxsave64 [{}]", in(reg) &mut self.fpu, options(nostack)) };
         cpu::enable_interrupts();
 
         match self.trap_kind {

@@ -440,7 +440,7 @@ fn deliver(t: &Arc<Task>, ctx: &mut UserContext, info: &Siginfo, action: &SigAct
     bytes[rt_sigframe::PRETCODE..rt_sigframe::PRETCODE + 8].copy_from_slice(&restorer.to_le_bytes());
     bytes[rt_sigframe::UC..rt_sigframe::UC + Ucontext::SIZE].copy_from_slice(&uc.to_bytes());
     bytes[rt_sigframe::INFO..rt_sigframe::INFO + Siginfo::SIZE].copy_from_slice(&info.to_bytes());
-    uaccess::write_bytes(&vm, fpstate, ctx.fpu().as_bytes())?;
+    uaccess::write_bytes(&vm, fpstate, ctx.fpu_snapshot().as_bytes())?;
     uaccess::write_bytes(&vm, frame, &bytes)?;
 
     let mut new_mask = old_mask.union(action.mask);
@@ -461,7 +461,7 @@ fn deliver(t: &Arc<Task>, ctx: &mut UserContext, info: &Siginfo, action: &SigAct
     ctx.regs.rax = 0;
     // Handlers start with a clean direction flag.
     ctx.regs.rflags &= !(1 << 10);
-    *ctx.fpu_mut() = hal::user::FpuState::initial();
+    ctx.set_fpu(hal::user::FpuState::initial());
     Ok(())
 }
 
@@ -495,7 +495,9 @@ pub fn sigreturn(t: &Arc<Task>, ctx: &mut UserContext) -> Result<u64, Errno> {
     if m.fpstate != 0 {
         let mut fp = [0u8; 512];
         uaccess::read_bytes(&vm, m.fpstate, &mut fp)?;
-        ctx.fpu_mut().set_bytes(&fp);
+        let mut state = hal::user::FpuState::initial();
+        state.set_bytes(&fp);
+        ctx.set_fpu(state);
     }
     *t.sigmask.lock() = uc.uc_sigmask.without_unblockable();
     t.attention.store(true, core::sync::atomic::Ordering::Release);
