@@ -274,12 +274,26 @@ fn wait_while_stopped(t: &Arc<Task>) {
 
 /// Runs before every return to user mode: exits, stops, and delivers
 /// one pending signal (building a handler frame if it has a handler).
+///
+/// Inlined: this runs before every return to user mode, and almost always
+/// finds nothing to do, which a plain load decides.
+#[inline]
 pub fn handle_pending(t: &Arc<Task>, ctx: &mut UserContext) -> Flow {
     // Fast path: nothing was signalled, requested or interrupted since the
     // last check (every sender sets `attention` through Task::interrupt).
+    // A flag set just after the load is seen at the next return: the
+    // sender also interrupts the thread, which brings it back here.
+    if !t.attention.load(core::sync::atomic::Ordering::Acquire) {
+        return Flow::Continue;
+    }
     if !t.attention.swap(false, core::sync::atomic::Ordering::AcqRel) {
         return Flow::Continue;
     }
+    handle_attention(t, ctx)
+}
+
+#[inline(never)]
+fn handle_attention(t: &Arc<Task>, ctx: &mut UserContext) -> Flow {
     loop {
         // Bound first: a guard in the `if let` would stay held through the exit.
         let requested = t.exit_request.lock().take();

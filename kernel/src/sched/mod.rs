@@ -256,7 +256,14 @@ fn preempt_if_waiting() {
 }
 
 /// Called by user threads between runs: take a preemption the timer owed.
+#[inline]
 pub fn preempt_point() {
+    // Usually nothing is due, which a plain load of this CPU's flag says;
+    // if the thread moves CPU between the two lines, the worst case is a
+    // schedule() that finds nothing to do, or a tick's delay.
+    if !NEED_RESCHED.get().load(Ordering::Relaxed) {
+        return;
+    }
     let _irq = IrqGuard::new();
     if NEED_RESCHED.get().swap(false, Ordering::Relaxed) {
         schedule();
