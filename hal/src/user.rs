@@ -496,11 +496,23 @@ hal_user_copy:
     test cl, cl
     jz 1f
     stac
+    /* Eight bytes at a time, then the tail. A fault in the quadword loop
+       leaves rsi/rdi at the quadword that faulted; the byte loop then
+       copies up to the exact faulting byte, so the count returned (and the
+       address the caller resolves and retries at) is exact. */
 1:  mov rcx, rdx
-40: rep movsb
+    shr rcx, 3
+40: rep movsq
+    mov rcx, rdx
+    and rcx, 7
+42: rep movsb
     xor eax, eax
     jmp 2f
-41: mov rax, rcx
+41: shl rcx, 3
+    and rdx, 7
+    add rcx, rdx
+    jmp 42b
+43: mov rax, rcx
 2:  test r8b, r8b
     jz 3f
     clac
@@ -509,6 +521,7 @@ hal_user_copy:
     .section .kiln_extable, "a"
     .balign 8
     .quad 40b, 41b
+    .quad 42b, 43b
 "#
 );
 
