@@ -55,6 +55,9 @@ pub struct TmpInode {
     frames: AtomicU64,
     size: AtomicU64,
     ino: u64,
+    /// The file type, fixed at creation (chmod keeps it), so that listing
+    /// a directory reads it without the metadata lock.
+    kind: FileType,
     meta: SpinLock<Meta>,
     node: Node,
     me: Weak<TmpInode>,
@@ -87,6 +90,7 @@ impl TmpInode {
             frames: AtomicU64::new(0),
             size: AtomicU64::new(0),
             ino: fs.next_ino.fetch_add(1, Ordering::Relaxed),
+            kind: FileType::from_mode(mode).unwrap_or(FileType::Regular),
             meta: SpinLock::new(Meta { mode, uid: 0, gid: 0, nlink, rdev, atime: t, mtime: t, ctime: t }),
             node,
             me: me.clone(),
@@ -536,7 +540,7 @@ impl Inode for TmpInode {
 
 impl TmpInode {
     fn metadata_type(&self) -> FileType {
-        FileType::from_mode(self.meta.lock().mode).unwrap_or(FileType::Regular)
+        self.kind
     }
 }
 

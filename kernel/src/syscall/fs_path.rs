@@ -214,22 +214,23 @@ pub fn sys_getdents64(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let mut out = Vec::new();
     out.try_reserve(count.min(1 << 20)).map_err(|_| Errno::ENOMEM)?;
     let mut index = start;
-    // The last name returned, in one reused buffer (no allocation per entry).
-    let mut last_name = String::new();
+    // Where the last record that came from the directory starts: its name
+    // is the cursor for the next call (read back from `out` at the end,
+    // rather than copied at every entry).
+    let mut last_at: Option<usize> = None;
     let mut full = false;
-    // Appends one record straight into `out`; false once the buffer is full.
+    // Appends one record straight into `out` (capacity reserved above, each
+    // byte written once); false once the buffer is full.
     let emit = |out: &mut Vec<u8>, index: &mut usize, name: &str, ino: u64, kind: u8| -> bool {
-        let reclen = linux_abi::layout::dirent64_reclen(name.len());
-        if out.len() + reclen > count {
+        use linux_abi::layout::{dirent64_header, dirent64_reclen, dirent_name_ok, DIRENT64_NAME_OFFSET};
+        let name = name.as_bytes();
+        let reclen = dirent64_reclen(name.len());
+        if out.len() + reclen > count || !dirent_name_ok(name, reclen) {
             return false;
         }
-        let at = out.len();
-        out.resize(at + reclen, 0);
-        if linux_abi::layout::encode_dirent64(ino, (*index + 1) as i64, kind, name.as_bytes(), &mut out[at..]).is_none()
-        {
-            out.truncate(at);
-            return false;
-        }
+        out.extend_from_slice(&dirent64_header(ino, (*index + 1) as i64, kind, reclen as u16));
+        out.extend_from_slice(name);
+        out.extend_from_slice(&[0u8; 8][..reclen - DIRENT64_NAME_OFFSET - name.len()]);
         *index += 1;
         true
     };
@@ -256,12 +257,12 @@ pub fn sys_getdents64(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
                 skipped += 1;
                 return true;
             }
+            let at = out.len();
             if !emit(&mut out, &mut index, name, ino, kind.dirent_type()) {
                 full = true;
                 return false;
             }
-            last_name.clear();
-            last_name.push_str(name);
+            last_at = Some(at);
             true
         };
         match inode.visit_entries(after, &mut visit) {
@@ -281,7 +282,11 @@ pub fn sys_getdents64(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     }
     uaccess::write_bytes(&ctx.vm()?, buf, &out)?;
     *pos = index as u64;
-    if !last_name.is_empty() {
+    if let Some(at) = last_at {
+        let name = &out[at + linux_abi::layout::DIRENT64_NAME_OFFSET..];
+        let len = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+        // Names came from `&str`s, so the bytes are UTF-8.
+        let last_name = String::from(core::str::from_utf8(&name[..len]).unwrap_or_default());
         *f.dir_cursor.lock() = Some((index as u64, last_name));
     }
     Ok(out.len() as u64)

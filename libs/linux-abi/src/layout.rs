@@ -1391,7 +1391,9 @@ pub fn dirent_reclen(name_len: usize) -> usize {
     align8(DIRENT_NAME_OFFSET + name_len + 2)
 }
 
-fn dirent_name_ok(name: &[u8], reclen: usize) -> bool {
+/// Whether `name` can be a directory entry's name in a record of
+/// `reclen` bytes: not empty, no NUL, and a length `d_reclen` can hold.
+pub fn dirent_name_ok(name: &[u8], reclen: usize) -> bool {
     !name.is_empty() && !name.contains(&0) && reclen <= u16::MAX as usize
 }
 
@@ -1413,6 +1415,18 @@ pub fn encode_dirent64(ino: u64, off: i64, d_type: u8, name: &[u8], out: &mut [u
     rec[18] = d_type;
     rec[DIRENT64_NAME_OFFSET..DIRENT64_NAME_OFFSET + name.len()].copy_from_slice(name);
     Some(reclen)
+}
+
+/// The fixed part of a `struct linux_dirent64` record (`d_ino`, `d_off`,
+/// `d_reclen`, `d_type`), for callers that append the name and padding
+/// themselves instead of encoding into a zeroed buffer.
+pub fn dirent64_header(ino: u64, off: i64, d_type: u8, reclen: u16) -> [u8; DIRENT64_NAME_OFFSET] {
+    let mut h = [0u8; DIRENT64_NAME_OFFSET];
+    put_u64(&mut h, 0, ino);
+    put_i64(&mut h, 8, off);
+    put_u16(&mut h, 16, reclen);
+    h[18] = d_type;
+    h
 }
 
 /// Like [`encode_dirent64`] for the old `getdents` (`struct linux_dirent`),
