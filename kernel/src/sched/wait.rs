@@ -114,16 +114,26 @@ impl WaitQueue {
     }
 
     /// Whether anyone may be waiting (the waker's side of the fence pair).
+    #[inline]
     fn maybe_waiters(&self) -> bool {
         fence(Ordering::SeqCst);
         self.queued.load(Ordering::SeqCst) != 0
     }
 
     /// Wakes the longest waiter; returns whether one was woken.
+    ///
+    /// Inlined for the common case of nobody waiting (every sleeping
+    /// mutex's unlock comes here).
+    #[inline]
     pub fn wake_one(&self) -> bool {
         if !self.maybe_waiters() {
             return false;
         }
+        self.wake_one_queued()
+    }
+
+    #[inline(never)]
+    fn wake_one_queued(&self) -> bool {
         loop {
             let popped = {
                 let mut waiters = self.waiters.lock();
