@@ -41,6 +41,9 @@ struct Gdt([u64; 7]);
 #[repr(C, align(16))]
 struct IstStack([u8; IST_STACK_SIZE]);
 
+/// One CPU's GDT and TSS, in cache lines of their own: every entry to user
+/// mode writes the TSS's rsp0.
+#[repr(C, align(64))]
 struct CpuTables {
     gdt: Gdt,
     tss: Tss,

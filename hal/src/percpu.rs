@@ -13,8 +13,12 @@ const IA32_GS_BASE: u32 = 0xC000_0101;
 const IA32_KERNEL_GS_BASE: u32 = 0xC000_0102;
 
 /// The block GS points at. Field offsets are used by assembly (syscall
-/// entry), so the layout is fixed.
-#[repr(C)]
+/// entry), so the layout is fixed. Every system call writes two of its
+/// fields, so each CPU's block has a cache line of its own: shared, the
+/// line bounced between CPUs on every call (under TCG between host
+/// threads), and two processes making system calls on two CPUs ran no
+/// faster than on one.
+#[repr(C, align(64))]
 pub(crate) struct CpuLocal {
     /// Address of this block, so `gs:[0]` yields a normal pointer.
     self_ptr: AtomicU64,
@@ -92,23 +96,30 @@ pub fn online_cpus() -> usize {
 /// the slot hold an [`crate::sync::IrqGuard`] (the scheduler only switches
 /// on interrupts or explicit yields).
 pub struct PerCpu<T> {
-    slots: [T; MAX_CPUS],
+    slots: [CacheAligned<T>; MAX_CPUS],
 }
 
+/// A value alone in its cache line(s). Per-CPU slots are written by their
+/// own CPU only; packed side by side, those writes would still make the
+/// shared line bounce between CPUs.
+#[repr(align(64))]
+pub struct CacheAligned<T>(pub T);
+
 impl<T> PerCpu<T> {
-    pub const fn new(slots: [T; MAX_CPUS]) -> PerCpu<T> {
+    /// `slots` is built as `[const { CacheAligned(value) }; MAX_CPUS]`.
+    pub const fn new(slots: [CacheAligned<T>; MAX_CPUS]) -> PerCpu<T> {
         PerCpu { slots }
     }
 
     pub fn get(&self) -> &T {
-        &self.slots[cpu_id()]
+        &self.slots[cpu_id()].0
     }
 
     pub fn get_for(&self, cpu: usize) -> &T {
-        &self.slots[cpu]
+        &self.slots[cpu].0
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &T> {
-        self.slots[..online_cpus().max(1)].iter()
+        self.slots[..online_cpus().max(1)].iter().map(|s| &s.0)
     }
 }

@@ -208,11 +208,13 @@ pub fn register_handler(vector: u8, handler: IrqHandler) {
 static EXCEPTION_COUNT: AtomicUsize = AtomicUsize::new(0);
 
 /// Per CPU: whether the interrupt being handled arrived in user mode.
-static FROM_USER: crate::percpu::PerCpu<core::sync::atomic::AtomicBool> =
-    crate::percpu::PerCpu::new([const { core::sync::atomic::AtomicBool::new(false) }; crate::percpu::MAX_CPUS]);
+static FROM_USER: crate::percpu::PerCpu<core::sync::atomic::AtomicBool> = crate::percpu::PerCpu::new(
+    [const { crate::percpu::CacheAligned(core::sync::atomic::AtomicBool::new(false)) }; crate::percpu::MAX_CPUS],
+);
 
-static LAST_USER_RIP: crate::percpu::PerCpu<core::sync::atomic::AtomicU64> =
-    crate::percpu::PerCpu::new([const { core::sync::atomic::AtomicU64::new(0) }; crate::percpu::MAX_CPUS]);
+static LAST_USER_RIP: crate::percpu::PerCpu<core::sync::atomic::AtomicU64> = crate::percpu::PerCpu::new(
+    [const { crate::percpu::CacheAligned(core::sync::atomic::AtomicU64::new(0)) }; crate::percpu::MAX_CPUS],
+);
 
 /// The user instruction pointer the last interrupt from user mode hit
 /// (for diagnostics).

@@ -152,8 +152,10 @@ const RFLAGS_IF: u64 = 1 << 9;
 const RFLAGS_RESERVED1: u64 = 1 << 1;
 
 /// Per-CPU copy of the FS base last loaded, to skip redundant MSR writes.
-static LOADED_FS_BASE: PerCpu<AtomicU64> = PerCpu::new([const { AtomicU64::new(0) }; crate::percpu::MAX_CPUS]);
-static LOADED_GS_BASE: PerCpu<AtomicU64> = PerCpu::new([const { AtomicU64::new(0) }; crate::percpu::MAX_CPUS]);
+static LOADED_FS_BASE: PerCpu<AtomicU64> =
+    PerCpu::new([const { crate::percpu::CacheAligned(AtomicU64::new(0)) }; crate::percpu::MAX_CPUS]);
+static LOADED_GS_BASE: PerCpu<AtomicU64> =
+    PerCpu::new([const { crate::percpu::CacheAligned(AtomicU64::new(0)) }; crate::percpu::MAX_CPUS]);
 
 const IA32_FS_BASE: u32 = 0xC000_0100;
 const IA32_KERNEL_GS_BASE: u32 = 0xC000_0102;

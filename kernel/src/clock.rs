@@ -11,7 +11,7 @@ use hal::percpu::{PerCpu, MAX_CPUS};
 pub const HZ: u32 = 250;
 pub const TIMER_VECTOR: u8 = hal::trap::TIMER_VECTOR;
 
-static TICKS: PerCpu<AtomicU64> = PerCpu::new([const { AtomicU64::new(0) }; MAX_CPUS]);
+static TICKS: PerCpu<AtomicU64> = PerCpu::new([const { hal::percpu::CacheAligned(AtomicU64::new(0)) }; MAX_CPUS]);
 
 pub fn init() {
     let wall = hal::rtc::read_unix_seconds() * 1_000_000_000;

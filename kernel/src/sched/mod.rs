@@ -71,7 +71,8 @@ impl RunQueue {
     }
 }
 
-static RUN_QUEUES: PerCpu<SpinLock<RunQueue>> = PerCpu::new([const { SpinLock::new(RunQueue::new()) }; MAX_CPUS]);
+static RUN_QUEUES: PerCpu<SpinLock<RunQueue>> =
+    PerCpu::new([const { hal::percpu::CacheAligned(SpinLock::new(RunQueue::new())) }; MAX_CPUS]);
 
 /// Adopts the running boot context as this CPU's idle thread and opens
 /// the CPU for threads.
@@ -233,7 +234,7 @@ pub fn yield_now() {
 /// Per CPU: a preemption is owed to the thread the timer interrupted in
 /// user mode (taken when it is back in its run loop).
 static NEED_RESCHED: PerCpu<core::sync::atomic::AtomicBool> =
-    PerCpu::new([const { core::sync::atomic::AtomicBool::new(false) }; MAX_CPUS]);
+    PerCpu::new([const { hal::percpu::CacheAligned(core::sync::atomic::AtomicBool::new(false)) }; MAX_CPUS]);
 
 /// Timer tick: wake sleepers, preempt if someone else is waiting.
 pub(crate) fn on_tick() {
