@@ -101,11 +101,19 @@ pub struct OpenFile {
     /// last call, and the last name returned, so the next call resumes by
     /// name instead of counting from the start.
     pub dir_cursor: hal::sync::SpinLock<Option<(u64, alloc::string::String)>>,
+    /// Whether this is a directory, decided once at open (a file's type
+    /// never changes): read and write ask on every call.
+    is_dir: bool,
+}
+
+fn opens_a_directory(ops: &Arc<dyn FileOps>) -> bool {
+    ops.inode().is_some_and(|i| i.file_type() == FileType::Directory)
 }
 
 impl OpenFile {
     pub fn new(ops: Arc<dyn FileOps>, flags: u32) -> OpenFile {
         OpenFile {
+            is_dir: opens_a_directory(&ops),
             ops,
             dentry: None,
             offset: Mutex::new(0),
@@ -116,6 +124,7 @@ impl OpenFile {
 
     pub fn with_dentry(ops: Arc<dyn FileOps>, flags: u32, dentry: Arc<Dentry>) -> OpenFile {
         OpenFile {
+            is_dir: opens_a_directory(&ops),
             ops,
             dentry: Some(dentry),
             offset: Mutex::new(0),
@@ -178,7 +187,7 @@ impl OpenFile {
     }
 
     pub fn is_dir(&self) -> bool {
-        self.ops.inode().is_some_and(|i| i.file_type() == FileType::Directory)
+        self.is_dir
     }
 }
 

@@ -89,7 +89,6 @@ fn read_into_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at: 
     if f.is_dir() {
         return Err(Errno::EISDIR);
     }
-    let vm = ctx.vm()?;
     let len = len.min(MAX_RW);
     if len == 0 {
         return Ok(0);
@@ -112,7 +111,7 @@ fn read_into_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at: 
         if n == 0 {
             break;
         }
-        uaccess::write_bytes(&vm, buf + done as u64, &tmp[..n])?;
+        ctx.copy_to_user(buf + done as u64, &tmp[..n])?;
         done += n;
         if n < want || f.ops.partial_reads() {
             break;
@@ -125,7 +124,6 @@ fn write_from_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at:
     if !f.writable() {
         return Err(Errno::EBADF);
     }
-    let vm = ctx.vm()?;
     let len = len.min(MAX_RW);
     if len == 0 {
         // Devices still see empty writes (/dev/full fails them).
@@ -140,7 +138,7 @@ fn write_from_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at:
     let mut done = 0;
     while done < len {
         let n = (len - done).min(CHUNK);
-        uaccess::read_bytes(&vm, buf + done as u64, &mut tmp[..n])?;
+        ctx.copy_from_user(buf + done as u64, &mut tmp[..n])?;
         // pwrite on an O_APPEND file appends, as on Linux.
         let written = match at {
             Some(_) if f.flags() & c::O_APPEND != 0 => f.write(&tmp[..n]),

@@ -37,6 +37,24 @@ impl SyscallContext<'_> {
     pub fn vm(&self) -> Result<Vm, Errno> {
         self.task.process.vm()
     }
+
+    /// Copies `data` to user memory at `addr`. The address space is only
+    /// looked up when the direct copy faults (a page to fault in, or a bad
+    /// address), so the common case skips its lock and reference count.
+    pub fn copy_to_user(&self, addr: u64, data: &[u8]) -> Result<(), Errno> {
+        if hal::user::copy_to_user(addr, data).is_ok() {
+            return Ok(());
+        }
+        crate::mm::uaccess::write_bytes(&self.vm()?, addr, data)
+    }
+
+    /// Copies user memory at `addr` into `buf`, like `copy_to_user`.
+    pub fn copy_from_user(&self, addr: u64, buf: &mut [u8]) -> Result<(), Errno> {
+        if hal::user::copy_from_user(buf, addr).is_ok() {
+            return Ok(());
+        }
+        crate::mm::uaccess::read_bytes(&self.vm()?, addr, buf)
+    }
 }
 
 pub type SysResult = Result<u64, Errno>;
