@@ -36,28 +36,9 @@ pub fn install(ctx: &SyscallContext, f: OpenFile, cloexec: bool) -> SysResult {
     Ok(ctx.process().files().lock().install_from(0, f, cloexec, limit)? as u64)
 }
 
-/// Small transfers use a stack buffer; larger ones a heap buffer.
-enum Bounce {
-    Stack([u8; 64]),
-    Heap(Vec<u8>),
-}
-
-impl Bounce {
-    fn new(len: usize) -> Result<Bounce, Errno> {
-        if len <= 64 {
-            Ok(Bounce::Stack([0; 64]))
-        } else {
-            bounce(len).map(Bounce::Heap)
-        }
-    }
-
-    fn buf(&mut self) -> &mut [u8] {
-        match self {
-            Bounce::Stack(b) => b,
-            Bounce::Heap(v) => v,
-        }
-    }
-}
+/// Transfers up to this size go through a stack buffer, larger ones
+/// through a heap buffer.
+const SMALL: usize = 64;
 
 fn bounce(len: usize) -> Result<Vec<u8>, Errno> {
     let mut v = Vec::new();
@@ -94,8 +75,14 @@ fn read_into_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at: 
         return Ok(0);
     }
     check_extent(f, len, at)?;
-    let mut storage = Bounce::new(len.min(CHUNK))?;
-    let tmp = storage.buf();
+    let mut small = [0u8; SMALL];
+    let mut heap: Vec<u8>;
+    let tmp: &mut [u8] = if len <= SMALL {
+        &mut small
+    } else {
+        heap = bounce(len.min(CHUNK))?;
+        &mut heap
+    };
     let mut done = 0;
     while done < len {
         let want = (len - done).min(CHUNK);
@@ -133,8 +120,14 @@ fn write_from_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at:
         return Ok(0);
     }
     check_extent(f, len, at)?;
-    let mut storage = Bounce::new(len.min(CHUNK))?;
-    let tmp = storage.buf();
+    let mut small = [0u8; SMALL];
+    let mut heap: Vec<u8>;
+    let tmp: &mut [u8] = if len <= SMALL {
+        &mut small
+    } else {
+        heap = bounce(len.min(CHUNK))?;
+        &mut heap
+    };
     let mut done = 0;
     while done < len {
         let n = (len - done).min(CHUNK);
