@@ -11,6 +11,9 @@ ps > ps.out; ck $? 0 'ps exits 0'
 head -1 ps.out | awk '{ print $1 }'
 echo "own shell listed: $(yn $(awk -v p=$$ '$1 == p' ps.out | wc -l))"
 sleep 5 & sp=$!
+# The child is still a copy of this shell until it has exec'd sleep; wait
+# for that (at most 2 s) so ps sees what this test is about.
+i=0; while [ "$(cat /proc/$sp/comm 2>/dev/null)" != sleep ] && [ $i -lt 200 ]; do sleep 0.01; i=$((i + 1)); done
 ps > ps2.out
 echo "background sleep listed: $(yn $(awk -v p=$sp '$1 == p' ps2.out | grep -c sleep))"
 ps -o pid,comm > ps3.out; echo "ps -o pid,comm header: $(head -1 ps3.out | awk '{ print $1, $2 }')"
