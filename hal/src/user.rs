@@ -125,7 +125,7 @@ impl Clone for UserContext {
     fn clone(&self) -> UserContext {
         UserContext {
             fpu: self.fpu_snapshot(),
-            regs: self.regs.clone(),
+            regs: self.regs,
             trap_kind: self.trap_kind,
             trap_vector: self.trap_vector,
             trap_error: self.trap_error,

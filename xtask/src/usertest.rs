@@ -406,7 +406,7 @@ pub fn busybox_sessions(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)>
     }
     if host_sections.is_empty() {
         failed += 1;
-        crate::recap::failure(format!("busybox sessions: the host run printed nothing"));
+        crate::recap::failure("busybox sessions: the host run printed nothing");
     }
     if run.timed_out || run.status != Some(qemu::EXIT_SUCCESS) {
         crate::recap::bad_run(

@@ -136,12 +136,14 @@ impl PageStore {
     }
 
     fn frame_for_write(&mut self, index: u64) -> Result<&UserFrame, Errno> {
-        if !self.pages.contains_key(&index) {
-            let frame = UserFrame::alloc_zeroed().map_err(|_| Errno::ENOSPC)?;
-            FILE_FRAMES.fetch_add(1, Ordering::Relaxed);
-            self.pages.insert(index, frame);
+        match self.pages.entry(index) {
+            alloc::collections::btree_map::Entry::Occupied(e) => Ok(e.into_mut()),
+            alloc::collections::btree_map::Entry::Vacant(e) => {
+                let frame = UserFrame::alloc_zeroed().map_err(|_| Errno::ENOSPC)?;
+                FILE_FRAMES.fetch_add(1, Ordering::Relaxed);
+                Ok(e.insert(frame))
+            }
         }
-        self.pages.get(&index).ok_or(Errno::ENOSPC)
     }
 }
 

@@ -143,7 +143,7 @@ impl AddressSpace {
                 let file_off = offset + (va - vma.start);
                 // A page wholly inside the file's mapped bytes maps the
                 // file's own frame, read-only: a write copies it first.
-                if file_off % PAGE_SIZE == 0 && file_off + PAGE_SIZE <= *file_end {
+                if file_off.is_multiple_of(PAGE_SIZE) && file_off + PAGE_SIZE <= *file_end {
                     match source.frame_to_map(file_off / PAGE_SIZE, false) {
                         Some(Ok(Some(frame))) => return Ok((frame, false)),
                         Some(Err(_)) => return Err(FaultError::OutOfMemory),
