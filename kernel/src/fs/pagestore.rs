@@ -14,6 +14,7 @@
 //! the file zeroes them first: an extension always reads zeros.
 
 use alloc::collections::BTreeMap;
+use alloc::sync::Arc;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use hal::frame::UserFrame;
@@ -32,15 +33,46 @@ pub fn file_frames() -> u64 {
 
 const PAGE: usize = PAGE_SIZE as usize;
 
-#[derive(Default)]
+/// The pages a file system may hold, shared by all its files: a tmpfs is
+/// full (ENOSPC) at its size, as on Linux, instead of taking every free
+/// frame and leaving the next page fault to the OOM killer.
+pub struct PageBudget {
+    used: AtomicU64,
+    limit: u64,
+}
+
+impl PageBudget {
+    pub fn new(limit: u64) -> PageBudget {
+        PageBudget { used: AtomicU64::new(0), limit }
+    }
+
+    /// Pages held now.
+    pub fn used(&self) -> u64 {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    fn take(&self) -> bool {
+        self.used.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| (u < self.limit).then_some(u + 1)).is_ok()
+    }
+
+    fn give_back(&self, pages: u64) {
+        self.used.fetch_sub(pages, Ordering::Relaxed);
+    }
+}
+
 pub struct PageStore {
     pages: BTreeMap<u64, UserFrame>,
     size: u64,
+    budget: Arc<PageBudget>,
 }
 
 impl PageStore {
-    pub const fn new() -> PageStore {
-        PageStore { pages: BTreeMap::new(), size: 0 }
+    pub const fn new(budget: Arc<PageBudget>) -> PageStore {
+        PageStore { pages: BTreeMap::new(), size: 0, budget }
     }
 
     pub fn size(&self) -> u64 {
@@ -106,6 +138,7 @@ impl PageStore {
             let keep = size.div_ceil(PAGE_SIZE);
             let gone = self.pages.split_off(&keep);
             FILE_FRAMES.fetch_sub(gone.len() as u64, Ordering::Relaxed);
+            self.budget.give_back(gone.len() as u64);
             drop(gone);
         }
         self.size = size;
@@ -139,7 +172,13 @@ impl PageStore {
         match self.pages.entry(index) {
             alloc::collections::btree_map::Entry::Occupied(e) => Ok(e.into_mut()),
             alloc::collections::btree_map::Entry::Vacant(e) => {
-                let frame = UserFrame::alloc_zeroed().map_err(|_| Errno::ENOSPC)?;
+                if !self.budget.take() {
+                    return Err(Errno::ENOSPC);
+                }
+                let Ok(frame) = UserFrame::alloc_zeroed() else {
+                    self.budget.give_back(1);
+                    return Err(Errno::ENOSPC);
+                };
                 FILE_FRAMES.fetch_add(1, Ordering::Relaxed);
                 Ok(e.insert(frame))
             }
@@ -150,5 +189,6 @@ impl PageStore {
 impl Drop for PageStore {
     fn drop(&mut self) {
         FILE_FRAMES.fetch_sub(self.pages.len() as u64, Ordering::Relaxed);
+        self.budget.give_back(self.pages.len() as u64);
     }
 }

@@ -13,7 +13,7 @@ use linux_abi::errno::Errno;
 
 use super::file::FileOps;
 use super::inode::{DirEntry, FileType, FsStats, Inode, Metadata, S_IFDIR, S_IFLNK, S_IFMT};
-use super::pagestore::PageStore;
+use super::pagestore::{PageBudget, PageStore};
 use crate::sync::Mutex;
 
 pub const TMPFS_MAGIC: u64 = 0x0102_1994;
@@ -22,8 +22,9 @@ static NEXT_DEV: AtomicU64 = AtomicU64::new(0x20);
 pub struct Tmpfs {
     dev: u64,
     next_ino: AtomicU64,
-    bytes: AtomicU64,
     inodes: AtomicU64,
+    /// Pages its files hold, up to half the memory (Linux's default size).
+    pages: Arc<PageBudget>,
 }
 
 enum Node {
@@ -73,8 +74,8 @@ impl Tmpfs {
         let fs = Arc::new(Tmpfs {
             dev: NEXT_DEV.fetch_add(1, Ordering::Relaxed),
             next_ino: AtomicU64::new(1),
-            bytes: AtomicU64::new(0),
             inodes: AtomicU64::new(0),
+            pages: Arc::new(PageBudget::new(hal::mm::total_frame_count() as u64 / 2)),
         });
         TmpInode::new(&fs, S_IFDIR | perm, 0, Node::Dir(SpinLock::new(BTreeMap::new())))
     }
@@ -97,16 +98,10 @@ impl TmpInode {
         })
     }
 
-    /// Publishes a file's size and frame count after a change, and keeps
-    /// the file system's byte total in step.
+    /// Publishes a file's size and frame count after a change (the
+    /// file system's page total is kept by its `PageBudget`).
     fn sync_sizes(&self, data: &PageStore) {
-        let old = self.size.swap(data.size(), Ordering::Relaxed);
-        let new = data.size();
-        if new >= old {
-            self.fs.bytes.fetch_add(new - old, Ordering::Relaxed);
-        } else {
-            self.fs.bytes.fetch_sub(old - new, Ordering::Relaxed);
-        }
+        self.size.store(data.size(), Ordering::Relaxed);
         self.frames.store(data.frame_count(), Ordering::Relaxed);
     }
 
@@ -179,9 +174,6 @@ impl TmpInode {
 impl Drop for TmpInode {
     fn drop(&mut self) {
         self.fs.inodes.fetch_sub(1, Ordering::Relaxed);
-        if let Node::File(_) = &self.node {
-            self.fs.bytes.fetch_sub(self.size.load(Ordering::Relaxed), Ordering::Relaxed);
-        }
     }
 }
 
@@ -214,8 +206,9 @@ impl Inode for TmpInode {
     }
 
     fn fs_stats(&self) -> FsStats {
-        let total = hal::mm::total_frame_count() / 2;
-        let used = self.fs.bytes.load(Ordering::Relaxed).div_ceil(4096);
+        // Blocks are the pages files hold (holes hold none), as on Linux.
+        let total = self.fs.pages.limit();
+        let used = self.fs.pages.used();
         FsStats {
             magic: TMPFS_MAGIC,
             block_size: 4096,
@@ -336,7 +329,7 @@ impl Inode for TmpInode {
     fn create(&self, name: &str, mode: u32, rdev: u64) -> Result<Arc<dyn Inode>, Errno> {
         self.dir()?;
         let node = match FileType::from_mode(mode).ok_or(Errno::EINVAL)? {
-            FileType::Regular => Node::File(Mutex::new(PageStore::new())),
+            FileType::Regular => Node::File(Mutex::new(PageStore::new(self.fs.pages.clone()))),
             FileType::Directory => Node::Dir(SpinLock::new(BTreeMap::new())),
             FileType::Symlink => return Err(Errno::EINVAL),
             _ => Node::Special { fifo: Once::new() },

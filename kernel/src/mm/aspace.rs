@@ -42,8 +42,9 @@ pub enum FaultError {
     /// A VMA covers it but forbids the access (SEGV_ACCERR).
     Forbidden,
     OutOfMemory,
-    /// A shared file mapping past the end of its file (SIGBUS, BUS_ADRERR).
-    PastEndOfFile,
+    /// A shared file mapping past the end of its file, or over a hole its
+    /// full file system cannot fill (SIGBUS, BUS_ADRERR, as on Linux).
+    BusError,
 }
 
 pub struct AddressSpace {
@@ -133,8 +134,7 @@ impl AddressSpace {
                 let index = (offset + (va - vma.start)) / PAGE_SIZE;
                 match source.frame_to_map(index, true) {
                     Some(Ok(Some(frame))) => Ok((frame, false)),
-                    Some(Ok(None)) => Err(FaultError::PastEndOfFile),
-                    Some(Err(_)) => Err(FaultError::OutOfMemory),
+                    Some(Ok(None)) | Some(Err(_)) => Err(FaultError::BusError),
                     // mmap only makes shared file mappings of files with frames.
                     None => Err(FaultError::Unmapped),
                 }

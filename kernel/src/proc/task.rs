@@ -198,7 +198,7 @@ fn handle_exception(task: &Arc<Task>, ctx: &mut UserContext, vector: u8, error_c
                 Ok(()) => return,
                 Err(FaultError::Unmapped) => SigInfo::fault(sig::SIGSEGV, sig::SEGV_MAPERR, addr),
                 Err(FaultError::Forbidden) => SigInfo::fault(sig::SIGSEGV, sig::SEGV_ACCERR, addr),
-                Err(FaultError::PastEndOfFile) => SigInfo::fault(sig::SIGBUS, sig::BUS_ADRERR, addr),
+                Err(FaultError::BusError) => SigInfo::fault(sig::SIGBUS, sig::BUS_ADRERR, addr),
                 Err(FaultError::OutOfMemory) => {
                     log::warn!("pid {}: out of memory on a page fault at {addr:#x}", task.process.pid);
                     SigInfo::fault(sig::SIGKILL, sig::SI_KERNEL, 0)
