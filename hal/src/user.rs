@@ -520,15 +520,57 @@ hal_user_copy:
     clac
 3:  ret
 
+    /* rdi = user address (4-aligned), esi = expected, edx = new, cl = smap;
+       r8 = where to store the value found. Returns rax = 0, or 1 on a fault. */
+    .global hal_user_cmpxchg_u32
+hal_user_cmpxchg_u32:
+    test cl, cl
+    jz 1f
+    stac
+1:  mov eax, esi
+50: lock cmpxchg [rdi], edx
+    mov [r8], eax
+    xor eax, eax
+    jmp 2f
+51: mov eax, 1
+2:  test cl, cl
+    jz 3f
+    clac
+3:  ret
+
     .section .kiln_extable, "a"
     .balign 8
     .quad 40b, 41b
     .quad 42b, 43b
+    .quad 50b, 51b
 "#
 );
 
 extern "C" {
     fn hal_user_copy(dst: *mut u8, src: *const u8, len: usize, smap: u8, smap_again: u8) -> usize;
+    fn hal_user_cmpxchg_u32(addr: u64, expected: u32, new: u32, smap: u8, found: *mut u32) -> u64;
+}
+
+/// Atomically replaces the 32-bit user word at `addr` with `new` if it
+/// holds `expected`, as another CPU's `lock cmpxchg` on it would; returns
+/// the value it held (equal to `expected` when the store happened). For
+/// words user threads update concurrently (robust futexes). A fault is
+/// reported, not resolved: the caller faults the page in and retries.
+pub fn cmpxchg_u32(addr: u64, expected: u32, new: u32) -> Result<u32, UserFault> {
+    if !addr.is_multiple_of(4) || !user_range_ok(addr, 4) {
+        return Err(UserFault { addr });
+    }
+    let smap = u8::from(SMAP.load(Ordering::Relaxed));
+    let mut found = 0u32;
+    // SAFETY: the 4 aligned bytes are in the user half (checked), which
+    // holds no Rust objects; a fault resumes at the fixup and reports it;
+    // `found` is a local the assembly writes once.
+    let failed = unsafe { hal_user_cmpxchg_u32(addr, expected, new, smap, &mut found) };
+    if failed == 0 {
+        Ok(found)
+    } else {
+        Err(UserFault { addr })
+    }
 }
 
 /// A user access failed at `addr` (nothing mapped, or not permitted).

@@ -42,6 +42,26 @@ pub fn write_bytes(vm: &Vm, addr: u64, data: &[u8]) -> Result<(), Errno> {
     }
 }
 
+/// Atomically replaces the u32 at `addr` with `new` if it holds
+/// `expected`; returns the value found. Faults in the page first if it
+/// must (a write fault, so copy-on-write pages are broken).
+pub fn cmpxchg_u32(vm: &Vm, addr: u64, expected: u32, new: u32) -> Result<u32, Errno> {
+    if !addr.is_multiple_of(4) {
+        return Err(Errno::EINVAL);
+    }
+    // One fault to resolve is the normal worst case; a page that a racing
+    // munmap keeps taking away ends in EFAULT rather than a loop.
+    for _ in 0..4 {
+        match hal::user::cmpxchg_u32(addr, expected, new) {
+            Ok(found) => return Ok(found),
+            Err(fault) => {
+                vm.lock().handle_fault(fault.addr, FaultAccess::Write).map_err(|_| Errno::EFAULT)?;
+            }
+        }
+    }
+    Err(Errno::EFAULT)
+}
+
 pub fn read_u64(vm: &Vm, addr: u64) -> Result<u64, Errno> {
     let mut b = [0u8; 8];
     read_bytes(vm, addr, &mut b)?;

@@ -30,6 +30,9 @@ pub struct Task {
     pub altstack: SpinLock<AltStack>,
     /// set_tid_address / CLONE_CHILD_CLEARTID: zeroed and futex-woken at exit.
     pub clear_child_tid: AtomicU64,
+    /// set_robust_list: the user address of this thread's robust-futex
+    /// list head (0: none), walked when the thread exits or execs.
+    pub robust_list: AtomicU64,
     /// Mask to restore after a handler that rt_sigsuspend set up.
     pub saved_sigmask: SpinLock<Option<SigSet>>,
     /// The number of an interrupted syscall that may restart.
@@ -58,6 +61,7 @@ impl Task {
             pending: SpinLock::new(PendingSignals::default()),
             altstack: SpinLock::new(AltStack { flags: sig::SS_DISABLE, ..AltStack::default() }),
             clear_child_tid: AtomicU64::new(0),
+            robust_list: AtomicU64::new(0),
             saved_sigmask: SpinLock::new(None),
             restart_nr: SpinLock::new(None),
             exit_request: SpinLock::new(None),

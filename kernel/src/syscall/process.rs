@@ -194,6 +194,14 @@ pub fn sys_execve(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 fn commit_exec(ctx: &mut SyscallContext, image: exec::Image, exe: String, argv: alloc::vec::Vec<String>) -> SysResult {
     let p = ctx.process().clone();
     let new_vm = Arc::try_new(Mutex::new(image.vm)).map_err(|_| Errno::ENOMEM)?;
+    // Every thread's robust list lives in the old image: walk them while
+    // it is still the one mapped (the other threads are ended below).
+    if let Ok(old) = ctx.vm() {
+        let tasks: alloc::vec::Vec<Arc<task::Task>> = p.tasks.lock().clone();
+        for t in &tasks {
+            crate::proc::robust::release(t, &old);
+        }
+    }
     let root = new_vm.lock().page_table().clone();
     // The running thread is this task's: switch it for good.
     crate::sched::current().set_vm_root(Some(root.clone()));
@@ -343,6 +351,30 @@ pub fn sys_waitid(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         };
         uaccess::write_bytes(&ctx.vm()?, info_ptr, &info.to_bytes())?;
     }
+    Ok(0)
+}
+
+/// set_robust_list(head, len): only the head's size is checked, as on
+/// Linux; the list itself is read when the thread exits or execs.
+pub fn sys_set_robust_list(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    if a[1] != crate::proc::robust::HEAD_SIZE {
+        return Err(Errno::EINVAL);
+    }
+    ctx.task.robust_list.store(a[0], Ordering::Relaxed);
+    Ok(0)
+}
+
+/// get_robust_list(tid, &head, &len): any thread's head (0: the caller).
+pub fn sys_get_robust_list(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let tid = a[0] as i32;
+    let head = if tid == 0 {
+        ctx.task.robust_list.load(Ordering::Relaxed)
+    } else {
+        let t = crate::proc::find_task(tid).ok_or(Errno::ESRCH)?;
+        t.robust_list.load(Ordering::Relaxed)
+    };
+    ctx.copy_to_user(a[2], &crate::proc::robust::HEAD_SIZE.to_le_bytes())?;
+    ctx.copy_to_user(a[1], &head.to_le_bytes())?;
     Ok(0)
 }
 
