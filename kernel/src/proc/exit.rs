@@ -137,7 +137,10 @@ fn init_exited(how: ExitKind) -> ! {
     // killed on other CPUs, may still be on their way out: give them a
     // moment (bounded) before counting.
     let start = hal::time::monotonic_ns();
-    while (hal::frame::live_user_frames() != 0 || hal::paging::live_user_table_frames() != 0)
+    // tmpfs file data is in user frames too and stays: only frames beyond
+    // it belong to processes still on their way out.
+    let process_frames = || hal::frame::live_user_frames().saturating_sub(crate::fs::pagestore::file_frames() as usize);
+    while (process_frames() != 0 || hal::paging::live_user_table_frames() != 0)
         && hal::time::monotonic_ns() - start < 2_000_000_000
     {
         if hal::cpu::interrupts_enabled() {
@@ -154,9 +157,7 @@ fn init_exited(how: ExitKind) -> ! {
         alloc::format!(
             "\nkiln: file frames {}\nkiln: user frames in use {}, user page-table frames in use {}\n",
             crate::fs::pagestore::file_frames(),
-            // tmpfs file data lives in user frames too; what is left
-            // beyond it belongs to some process and should be gone.
-            hal::frame::live_user_frames().saturating_sub(crate::fs::pagestore::file_frames() as usize),
+            process_frames(),
             hal::paging::live_user_table_frames()
         )
         .as_bytes(),

@@ -45,6 +45,46 @@ pub fn sys_umask(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     Ok(u64::from(ctx.process().umask.swap(a[0] as u32 & 0o777, Ordering::Relaxed)))
 }
 
+/// Ctrl-Alt-Del's meaning (LINUX_REBOOT_CMD_CAD_ON/OFF). Kiln has no
+/// keyboard that could send it; the setting is kept all the same.
+static CAD_REBOOTS: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(true);
+
+/// reboot(2). Power-off and halt end the machine; restart asks for a
+/// reset, which under `make run` (QEMU `-no-reboot`) also ends QEMU.
+pub fn sys_reboot(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (magic1, magic2, cmd, arg) = (a[0] as u32, a[1] as u32, a[2] as u32, a[3]);
+    if magic1 != c::LINUX_REBOOT_MAGIC1 || !c::LINUX_REBOOT_MAGIC2.contains(&magic2) {
+        return Err(Errno::EINVAL);
+    }
+    match cmd {
+        c::LINUX_REBOOT_CMD_CAD_ON | c::LINUX_REBOOT_CMD_CAD_OFF => {
+            CAD_REBOOTS.store(cmd == c::LINUX_REBOOT_CMD_CAD_ON, core::sync::atomic::Ordering::Relaxed);
+            Ok(0)
+        }
+        c::LINUX_REBOOT_CMD_POWER_OFF | c::LINUX_REBOOT_CMD_HALT => {
+            log::info!(
+                "reboot(2): {} by pid {}",
+                if cmd == c::LINUX_REBOOT_CMD_HALT { "halt" } else { "power off" },
+                ctx.process().pid
+            );
+            hal::serial::write_bytes(b"\nkiln: power off (reboot(2))\n");
+            hal::qemu::exit_success()
+        }
+        c::LINUX_REBOOT_CMD_RESTART | c::LINUX_REBOOT_CMD_RESTART2 => {
+            if cmd == c::LINUX_REBOOT_CMD_RESTART2 {
+                // The command string must be readable, as on Linux.
+                crate::mm::uaccess::read_cstring(&ctx.vm()?, arg, 256)?;
+            }
+            log::info!("reboot(2): restart by pid {}", ctx.process().pid);
+            hal::serial::write_bytes(b"\nkiln: restart (reboot(2))\n");
+            hal::qemu::reset()
+        }
+        // No hibernation, and no kexec image can have been loaded.
+        c::LINUX_REBOOT_CMD_SW_SUSPEND => Err(Errno::ENOSYS),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
 pub fn sys_uname(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let uts = Utsname::new("Linux", "kiln", "6.1.0-kiln", "#1 SMP Kiln", "x86_64", "(none)");
     uaccess::write_bytes(&ctx.vm()?, a[0], &uts.to_bytes())?;

@@ -152,6 +152,7 @@ syscall_table! {
     SCHED_GETAFFINITY => ident::sys_sched_getaffinity,
     GETCPU => ident::sys_getcpu,
     SET_TID_ADDRESS => process::sys_set_tid_address,
+    REBOOT => ident::sys_reboot,
     SET_ROBUST_LIST => process::sys_set_robust_list,
     GET_ROBUST_LIST => process::sys_get_robust_list,
     CLOCK_GETTIME => time::sys_clock_gettime,

@@ -655,6 +655,19 @@ pub const STATX_ATTR_MOUNT_ROOT: u64 = 0x0000_2000;
 pub const STATX_ATTR_VERITY: u64 = 0x0010_0000;
 pub const STATX_ATTR_DAX: u64 = 0x0020_0000;
 
+// ---- reboot(2) ----
+pub const LINUX_REBOOT_MAGIC1: u32 = 0xfee1_dead;
+/// The accepted second magic numbers (Linus's and his daughters' birthdays).
+pub const LINUX_REBOOT_MAGIC2: [u32; 4] = [672_274_793, 85_072_278, 369_367_448, 537_993_216];
+pub const LINUX_REBOOT_CMD_RESTART: u32 = 0x0123_4567;
+pub const LINUX_REBOOT_CMD_HALT: u32 = 0xcdef_0123;
+pub const LINUX_REBOOT_CMD_CAD_ON: u32 = 0x89ab_cdef;
+pub const LINUX_REBOOT_CMD_CAD_OFF: u32 = 0x0000_0000;
+pub const LINUX_REBOOT_CMD_POWER_OFF: u32 = 0x4321_fedc;
+pub const LINUX_REBOOT_CMD_RESTART2: u32 = 0xa1b2_c3d4;
+pub const LINUX_REBOOT_CMD_SW_SUSPEND: u32 = 0xd000_fce2;
+pub const LINUX_REBOOT_CMD_KEXEC: u32 = 0x4558_4543;
+
 #[cfg(test)]
 mod tests {
     use super::*;
