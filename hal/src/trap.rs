@@ -263,8 +263,9 @@ extern "C" fn hal_trap_dispatch(frame: &mut TrapFrame) {
     // Look the slot up again: a handler that switched threads (only ones
     // that interrupted kernel mode do) may return on another CPU, and
     // writing the first CPU's flag would make an interrupt from user mode
-    // being handled there look like one from kernel mode, which would then
-    // switch threads with that user thread's FPU state still live.
+    // being handled there look like one from kernel mode, which may switch
+    // threads inside the handler instead of deferring the preemption to
+    // the user thread's run loop.
     FROM_USER.get().store(outer, Ordering::Relaxed);
 }
 

@@ -140,15 +140,15 @@ pub trait Inode: Send + Sync {
         Err(if self.file_type() == FileType::Directory { Errno::EISDIR } else { Errno::EINVAL })
     }
 
-    /// The frame holding page `index` of a file whose data lives in page
-    /// frames (tmpfs), for a mapping to use directly; see
-    /// `PageStore::frame_to_map`. `None` when the file system has no such
-    /// frames, and mappings copy through `read_at` instead.
     /// Whether `frame_to_map` serves this file (MAP_SHARED needs it).
     fn has_page_frames(&self) -> bool {
         false
     }
 
+    /// The frame holding page `index` of a file whose data lives in page
+    /// frames (tmpfs), for a mapping to use directly; see
+    /// `PageStore::frame_to_map`. `None` when the file system has no such
+    /// frames, and mappings copy through `read_at` instead.
     fn frame_to_map(&self, _index: u64, _partial: bool) -> Option<Result<Option<hal::frame::UserFrame>, Errno>> {
         None
     }

@@ -137,9 +137,7 @@ impl PageStore {
         if size < self.size {
             let keep = size.div_ceil(PAGE_SIZE);
             let gone = self.pages.split_off(&keep);
-            FILE_FRAMES.fetch_sub(gone.len() as u64, Ordering::Relaxed);
-            self.budget.give_back(gone.len() as u64);
-            drop(gone);
+            self.released(gone.len());
         }
         self.size = size;
     }
@@ -168,6 +166,12 @@ impl PageStore {
         }
     }
 
+    /// Accounts for `frames` frames leaving the store.
+    fn released(&self, frames: usize) {
+        FILE_FRAMES.fetch_sub(frames as u64, Ordering::Relaxed);
+        self.budget.give_back(frames as u64);
+    }
+
     fn frame_for_write(&mut self, index: u64) -> Result<&UserFrame, Errno> {
         match self.pages.entry(index) {
             alloc::collections::btree_map::Entry::Occupied(e) => Ok(e.into_mut()),
@@ -188,7 +192,6 @@ impl PageStore {
 
 impl Drop for PageStore {
     fn drop(&mut self) {
-        FILE_FRAMES.fetch_sub(self.pages.len() as u64, Ordering::Relaxed);
-        self.budget.give_back(self.pages.len() as u64);
+        self.released(self.pages.len());
     }
 }

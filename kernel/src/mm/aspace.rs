@@ -143,11 +143,12 @@ impl AddressSpace {
                 let file_off = offset + (va - vma.start);
                 // A page wholly inside the file's mapped bytes maps the
                 // file's own frame, read-only: a write copies it first.
+                // Otherwise (no frames, the file's end inside the page, or
+                // a hole its full file system cannot give a frame) the
+                // page is a private copy.
                 if file_off.is_multiple_of(PAGE_SIZE) && file_off + PAGE_SIZE <= *file_end {
-                    match source.frame_to_map(file_off / PAGE_SIZE, false) {
-                        Some(Ok(Some(frame))) => return Ok((frame, false)),
-                        Some(Err(_)) => return Err(FaultError::OutOfMemory),
-                        Some(Ok(None)) | None => {}
+                    if let Some(Ok(Some(frame))) = source.frame_to_map(file_off / PAGE_SIZE, false) {
+                        return Ok((frame, false));
                     }
                 }
                 let frame = UserFrame::alloc_zeroed().map_err(|_| FaultError::OutOfMemory)?;

@@ -14,31 +14,91 @@ use super::aspace::{FaultAccess, Vm};
 
 /// Copies `buf.len()` bytes from user address `addr`.
 pub fn read_bytes(vm: &Vm, addr: u64, buf: &mut [u8]) -> Result<(), Errno> {
-    let mut done = 0;
-    loop {
-        match copy_from_user(&mut buf[done..], addr + done as u64) {
-            Ok(()) => return Ok(()),
-            Err(fault) => {
-                let copied = (fault.addr - (addr + done as u64)) as usize;
-                done += copied;
-                vm.lock().handle_fault(fault.addr, FaultAccess::Read).map_err(|_| Errno::EFAULT)?;
-            }
-        }
-    }
+    read_bytes_with(|| Ok(vm.clone()), addr, buf)
 }
 
 /// Copies `data` to user address `addr`.
 pub fn write_bytes(vm: &Vm, addr: u64, data: &[u8]) -> Result<(), Errno> {
-    let mut done = 0;
+    write_bytes_with(|| Ok(vm.clone()), addr, data)
+}
+
+/// `read_bytes` for callers that have not looked the address space up:
+/// `vm` is called only if the copy faults, so the common case takes no
+/// lock and no reference.
+#[inline]
+pub fn read_bytes_with(vm: impl FnOnce() -> Result<Vm, Errno>, addr: u64, buf: &mut [u8]) -> Result<(), Errno> {
+    match copy_from_user(buf, addr) {
+        Ok(()) => Ok(()),
+        Err(fault) => read_resuming(LazyVm::new(vm), addr, buf, fault.addr),
+    }
+}
+
+/// `write_bytes` with the address space looked up on the first fault only.
+#[inline]
+pub fn write_bytes_with(vm: impl FnOnce() -> Result<Vm, Errno>, addr: u64, data: &[u8]) -> Result<(), Errno> {
+    match copy_to_user(addr, data) {
+        Ok(()) => Ok(()),
+        Err(fault) => write_resuming(LazyVm::new(vm), addr, data, fault.addr),
+    }
+}
+
+/// Resolves the fault at `fault` and copies the rest, resolving faults
+/// until it is done; bytes before `fault` were copied already.
+#[inline(never)]
+fn read_resuming(
+    mut space: LazyVm<impl FnOnce() -> Result<Vm, Errno>>,
+    addr: u64,
+    buf: &mut [u8],
+    mut fault: u64,
+) -> Result<(), Errno> {
     loop {
-        match copy_to_user(addr + done as u64, &data[done..]) {
+        space.fault_in(fault, FaultAccess::Read)?;
+        let done = (fault - addr) as usize;
+        match copy_from_user(&mut buf[done..], fault) {
             Ok(()) => return Ok(()),
-            Err(fault) => {
-                let copied = (fault.addr - (addr + done as u64)) as usize;
-                done += copied;
-                vm.lock().handle_fault(fault.addr, FaultAccess::Write).map_err(|_| Errno::EFAULT)?;
-            }
+            Err(f) => fault = f.addr,
         }
+    }
+}
+
+/// `read_resuming` for copies to user memory.
+#[inline(never)]
+fn write_resuming(
+    mut space: LazyVm<impl FnOnce() -> Result<Vm, Errno>>,
+    addr: u64,
+    data: &[u8],
+    mut fault: u64,
+) -> Result<(), Errno> {
+    loop {
+        space.fault_in(fault, FaultAccess::Write)?;
+        let done = (fault - addr) as usize;
+        match copy_to_user(fault, &data[done..]) {
+            Ok(()) => return Ok(()),
+            Err(f) => fault = f.addr,
+        }
+    }
+}
+
+/// An address space fetched the first time a fault needs it.
+struct LazyVm<F> {
+    get: Option<F>,
+    vm: Option<Vm>,
+}
+
+impl<F: FnOnce() -> Result<Vm, Errno>> LazyVm<F> {
+    fn new(get: F) -> Self {
+        LazyVm { get: Some(get), vm: None }
+    }
+
+    /// Resolves a demand or copy-on-write fault at `addr`; EFAULT if the
+    /// address space does not allow the access.
+    fn fault_in(&mut self, addr: u64, access: FaultAccess) -> Result<(), Errno> {
+        if self.vm.is_none() {
+            let get = self.get.take().ok_or(Errno::EFAULT)?;
+            self.vm = Some(get()?);
+        }
+        let vm = self.vm.as_ref().ok_or(Errno::EFAULT)?;
+        vm.lock().handle_fault(addr, access).map_err(|_| Errno::EFAULT)
     }
 }
 

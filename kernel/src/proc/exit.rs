@@ -17,17 +17,13 @@ pub const INIT_PID: i32 = 1;
 /// The last thread out ends the process with `how`.
 pub fn exit_task(t: &Arc<Task>, how: ExitKind) {
     let p = &t.process;
-    // Robust mutexes it still holds become owner-dead (before the
-    // clear-child-tid wake, as on Linux).
     if let Ok(vm) = p.vm() {
+        // Robust mutexes it still holds become owner-dead, then the
+        // clear-child-tid word is zeroed and woken (Linux's order).
         super::robust::release(t, &vm);
-    }
-    let addr = t.clear_child_tid.swap(0, Ordering::AcqRel);
-    if addr != 0 {
-        if let Ok(vm) = p.vm() {
-            if uaccess::write_u32(&vm, addr, 0).is_ok() {
-                super::futex::wake(&vm, addr, 1, u32::MAX);
-            }
+        let addr = t.clear_child_tid.swap(0, Ordering::AcqRel);
+        if addr != 0 && uaccess::write_u32(&vm, addr, 0).is_ok() {
+            super::futex::wake(&vm, addr, 1, u32::MAX);
         }
     }
     let last = {

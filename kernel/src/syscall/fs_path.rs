@@ -280,7 +280,7 @@ pub fn sys_getdents64(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if out.is_empty() && full {
         return Err(Errno::EINVAL); // not even one record fits
     }
-    uaccess::write_bytes(&ctx.vm()?, buf, &out)?;
+    ctx.copy_to_user(buf, &out)?;
     *pos = index as u64;
     if let Some(at) = last_at {
         let name = &out[at + linux_abi::layout::DIRENT64_NAME_OFFSET..];

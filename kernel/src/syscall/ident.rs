@@ -79,8 +79,11 @@ pub fn sys_reboot(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
             hal::serial::write_bytes(b"\nkiln: restart (reboot(2))\n");
             hal::qemu::reset()
         }
-        // No hibernation, and no kexec image can have been loaded.
+        // Linux without hibernation support.
         c::LINUX_REBOOT_CMD_SW_SUSPEND => Err(Errno::ENOSYS),
+        // kexec_load is not implemented, so no image can be loaded:
+        // Linux answers EINVAL then.
+        c::LINUX_REBOOT_CMD_KEXEC => Err(Errno::EINVAL),
         _ => Err(Errno::EINVAL),
     }
 }
@@ -146,12 +149,11 @@ pub fn sys_sched_setaffinity(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResul
 /// NUMA node 0, the only one.
 pub fn sys_getcpu(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let cpu = hal::percpu::cpu_id() as u32;
-    let vm = ctx.vm()?;
     if a[0] != 0 {
-        uaccess::write_bytes(&vm, a[0], &cpu.to_le_bytes())?;
+        ctx.copy_to_user(a[0], &cpu.to_le_bytes())?;
     }
     if a[1] != 0 {
-        uaccess::write_bytes(&vm, a[1], &0u32.to_le_bytes())?;
+        ctx.copy_to_user(a[1], &0u32.to_le_bytes())?;
     }
     Ok(0)
 }

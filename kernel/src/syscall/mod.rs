@@ -39,21 +39,15 @@ impl SyscallContext<'_> {
     }
 
     /// Copies `data` to user memory at `addr`. The address space is only
-    /// looked up when the direct copy faults (a page to fault in, or a bad
+    /// looked up when the copy faults (a page to fault in, or a bad
     /// address), so the common case skips its lock and reference count.
     pub fn copy_to_user(&self, addr: u64, data: &[u8]) -> Result<(), Errno> {
-        if hal::user::copy_to_user(addr, data).is_ok() {
-            return Ok(());
-        }
-        crate::mm::uaccess::write_bytes(&self.vm()?, addr, data)
+        crate::mm::uaccess::write_bytes_with(|| self.vm(), addr, data)
     }
 
     /// Copies user memory at `addr` into `buf`, like `copy_to_user`.
     pub fn copy_from_user(&self, addr: u64, buf: &mut [u8]) -> Result<(), Errno> {
-        if hal::user::copy_from_user(buf, addr).is_ok() {
-            return Ok(());
-        }
-        crate::mm::uaccess::read_bytes(&self.vm()?, addr, buf)
+        crate::mm::uaccess::read_bytes_with(|| self.vm(), addr, buf)
     }
 }
 

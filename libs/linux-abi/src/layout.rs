@@ -1409,10 +1409,7 @@ pub fn encode_dirent64(ino: u64, off: i64, d_type: u8, name: &[u8], out: &mut [u
     }
     let rec = out.get_mut(..reclen)?;
     rec.fill(0);
-    put_u64(rec, 0, ino);
-    put_i64(rec, 8, off);
-    put_u16(rec, 16, reclen as u16);
-    rec[18] = d_type;
+    rec[..DIRENT64_NAME_OFFSET].copy_from_slice(&dirent64_header(ino, off, d_type, reclen as u16));
     rec[DIRENT64_NAME_OFFSET..DIRENT64_NAME_OFFSET + name.len()].copy_from_slice(name);
     Some(reclen)
 }
