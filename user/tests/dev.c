@@ -3,7 +3,8 @@
  * (zeros, also via mmap), /dev/full (ENOSPC), /dev/random and /dev/urandom
  * (full-length reads), their fixed device numbers (1:3, 1:5, 1:7, 1:8,
  * 1:9), /dev/tty and /dev/console exist as character devices, and a
- * device node made with mknod behaves like the original.
+ * device node made with mknod behaves like the original. Writes to the
+ * sinks never read their buffer (only its range is checked).
  */
 #include "common.h"
 #include <fcntl.h>
@@ -97,6 +98,36 @@ static void test_zero(void)
     close(fd);
 }
 
+/*
+ * Linux never reads the buffer of a write to /dev/null or /dev/zero, nor
+ * writes one for a read of /dev/null; only the range is checked. A read of
+ * /dev/zero that faults part way returns the bytes that landed.
+ */
+static void test_sink_buffers(void)
+{
+    int n = open("/dev/null", O_RDWR), z = open("/dev/zero", O_RDWR);
+    void *unmapped = (void *)8;
+    check(write(n, unmapped, 4) == 4, "write(/dev/null, unmapped buffer) == 4");
+    check(read(n, unmapped, 4) == 0, "read(/dev/null, unmapped buffer) == 0");
+    check(pwrite(n, unmapped, 4, 9) == 4, "pwrite(/dev/null, unmapped buffer) == 4");
+    check(write(z, unmapped, 4) == 4, "write(/dev/zero, unmapped buffer) == 4");
+    EXPECT_ERR(EFAULT, "read(/dev/zero, unmapped buffer)", read(z, unmapped, 4));
+    EXPECT_ERR(EFAULT, "write(/dev/null, kernel address)", write(n, (void *)0xffff800000001000UL, 4));
+    EXPECT_ERR(EFAULT, "read(/dev/null, kernel address)", read(n, (void *)0xffff800000001000UL, 4));
+    EXPECT_ERR(EFAULT, "write(/dev/null, range past the user half)", write(n, (void *)0x7fffffffe000UL, 0x3000));
+
+    char *p = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    check(p != MAP_FAILED && munmap(p + 4096, 4096) == 0, "two pages mapped, the second unmapped");
+    memset(p, 0x55, 4096);
+    check(read(z, p, 8192) == 4096 && p[0] == 0 && p[4095] == 0, "read(/dev/zero) into 1 good page of 2 == 4096");
+    memset(p, 0x55, 4096);
+    check(read(z, p + 100, 8192) == 3996 && p[99] == 0x55 && p[100] == 0 && p[4095] == 0,
+          "read(/dev/zero) at an unaligned start returns the 3996 bytes before the hole");
+    munmap(p, 4096);
+    close(n);
+    close(z);
+}
+
 static void test_full(void)
 {
     int fd = open("/dev/full", O_RDWR);
@@ -174,6 +205,7 @@ int main(void)
     test_numbers();
     test_null();
     test_zero();
+    test_sink_buffers();
     test_full();
     test_random();
     test_mknod();

@@ -8,7 +8,7 @@ use alloc::vec::Vec;
 use hal::sync::SpinLock;
 use linux_abi::errno::Errno;
 
-use super::file::FileOps;
+use super::file::{FileOps, SinkKind};
 use super::inode::{Inode, S_IFCHR};
 
 pub const fn makedev(major: u64, minor: u64) -> u64 {
@@ -87,6 +87,14 @@ impl FileOps for Mem {
 
     fn maps_anonymous(&self) -> bool {
         matches!(self, Mem::Zero)
+    }
+
+    fn sink(&self) -> Option<SinkKind> {
+        match self {
+            Mem::Null => Some(SinkKind::Null),
+            Mem::Zero => Some(SinkKind::Zero),
+            Mem::Full | Mem::Random => None,
+        }
     }
 
     fn mode(&self) -> u32 {

@@ -1,11 +1,51 @@
-//! Per-process file descriptor tables.
+//! Per-process file descriptor tables, and their sharing between
+//! processes created with CLONE_FILES.
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
+use core::sync::atomic::{AtomicUsize, Ordering};
 
 use linux_abi::errno::Errno;
 
 use super::file::OpenFile;
+use crate::sync::{Mutex, MutexGuard};
+
+/// A descriptor table and the number of processes sharing it. A process
+/// holds its handle for its whole life, so a descriptor lookup (every
+/// read and write) takes the table's lock and nothing else; the table is
+/// emptied, closing its files, when the last sharer exits.
+pub struct SharedFdTable {
+    table: Mutex<FdTable>,
+    sharers: AtomicUsize,
+}
+
+impl SharedFdTable {
+    /// A table with one sharer, the process it is made for.
+    pub fn new(table: FdTable) -> Result<Arc<SharedFdTable>, Errno> {
+        Arc::try_new(SharedFdTable { table: Mutex::new(table), sharers: AtomicUsize::new(1) })
+            .map_err(|_| Errno::ENOMEM)
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, FdTable> {
+        self.table.lock()
+    }
+
+    /// The handle for a new process that shares this table (CLONE_FILES).
+    pub fn share(self: &Arc<Self>) -> Arc<SharedFdTable> {
+        self.sharers.fetch_add(1, Ordering::Relaxed);
+        self.clone()
+    }
+
+    /// An exiting process is done with the table. The last sharer closes
+    /// every descriptor now (pipe readers must see end of file before the
+    /// parent's wait returns), outside the lock, since closing may sleep.
+    pub fn release(&self) {
+        if self.sharers.fetch_sub(1, Ordering::AcqRel) == 1 {
+            let files = core::mem::take(&mut *self.table.lock());
+            drop(files);
+        }
+    }
+}
 
 #[derive(Clone)]
 pub struct FdEntry {

@@ -84,9 +84,51 @@ pub trait FileOps: Send + Sync {
     fn seek_limit(&self) -> Option<u64> {
         None
     }
+    /// Devices whose reads do not depend on what was written to them
+    /// (/dev/null, /dev/zero): read(2) and write(2) serve them without a
+    /// staging buffer or a call into the driver.
+    fn sink(&self) -> Option<SinkKind> {
+        None
+    }
     /// `st_mode` for files without an inode.
     fn mode(&self) -> u32 {
         0
+    }
+}
+
+/// What a sink device gives to reads; writes to either are discarded
+/// without reading the caller's buffer, as Linux does (only the buffer's
+/// range is checked).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum SinkKind {
+    /// Reads see end of file (/dev/null).
+    Null,
+    /// Reads see zero bytes (/dev/zero).
+    Zero,
+}
+
+/// The properties of a file that read(2) and write(2) consult on every
+/// call, asked of its `FileOps` once at open: a file's kind never changes,
+/// and the hot paths then make no virtual calls to learn them.
+#[derive(Clone, Copy, Debug)]
+pub struct IoTraits {
+    pub seekable: bool,
+    pub partial_reads: bool,
+    pub seek_limit: Option<u64>,
+    pub sink: Option<SinkKind>,
+    /// A directory, which read(2) refuses with EISDIR.
+    pub is_dir: bool,
+}
+
+impl IoTraits {
+    fn of(ops: &Arc<dyn FileOps>) -> IoTraits {
+        IoTraits {
+            seekable: ops.seekable(),
+            partial_reads: ops.partial_reads(),
+            seek_limit: ops.seek_limit(),
+            sink: ops.sink(),
+            is_dir: ops.inode().is_some_and(|i| i.file_type() == FileType::Directory),
+        }
     }
 }
 
@@ -101,19 +143,13 @@ pub struct OpenFile {
     /// last call, and the last name returned, so the next call resumes by
     /// name instead of counting from the start.
     pub dir_cursor: hal::sync::SpinLock<Option<(u64, alloc::string::String)>>,
-    /// Whether this is a directory, decided once at open (a file's type
-    /// never changes): read and write ask on every call.
-    is_dir: bool,
-}
-
-fn opens_a_directory(ops: &Arc<dyn FileOps>) -> bool {
-    ops.inode().is_some_and(|i| i.file_type() == FileType::Directory)
+    pub io: IoTraits,
 }
 
 impl OpenFile {
     pub fn new(ops: Arc<dyn FileOps>, flags: u32) -> OpenFile {
         OpenFile {
-            is_dir: opens_a_directory(&ops),
+            io: IoTraits::of(&ops),
             ops,
             dentry: None,
             offset: Mutex::new(0),
@@ -124,7 +160,7 @@ impl OpenFile {
 
     pub fn with_dentry(ops: Arc<dyn FileOps>, flags: u32, dentry: Arc<Dentry>) -> OpenFile {
         OpenFile {
-            is_dir: opens_a_directory(&ops),
+            io: IoTraits::of(&ops),
             ops,
             dentry: Some(dentry),
             offset: Mutex::new(0),
@@ -161,7 +197,7 @@ impl OpenFile {
         if !self.readable() {
             return Err(Errno::EBADF);
         }
-        if !self.ops.seekable() {
+        if !self.io.seekable {
             return self.ops.read_at(0, buf, self.nonblocking());
         }
         let mut off = self.offset.lock();
@@ -174,7 +210,7 @@ impl OpenFile {
         if !self.writable() {
             return Err(Errno::EBADF);
         }
-        if !self.ops.seekable() {
+        if !self.io.seekable {
             return self.ops.write_at(0, buf, self.nonblocking());
         }
         let mut off = self.offset.lock();
@@ -187,7 +223,7 @@ impl OpenFile {
     }
 
     pub fn is_dir(&self) -> bool {
-        self.is_dir
+        self.io.is_dir
     }
 }
 

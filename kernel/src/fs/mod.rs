@@ -19,7 +19,7 @@ use alloc::sync::Arc;
 use linux_abi::errno::Errno;
 
 pub use dentry::Dentry;
-pub use fdtable::FdTable;
+pub use fdtable::{FdTable, SharedFdTable};
 pub use file::OpenFile;
 pub use inode::Inode;
 

@@ -262,8 +262,8 @@ impl Inode for ProcInode {
                 push("task".to_string(), Node::TaskDir(pid));
             }
             Node::FdDir(pid) => {
-                let files = process(pid)?.files();
-                let table = files.lock();
+                let process = process(pid)?;
+                let table = process.files().lock();
                 for fd in 0..1024 {
                     if table.get(fd).is_ok() {
                         push(format!("{fd}"), Node::FdLink(pid, fd));

@@ -12,6 +12,17 @@ use linux_abi::errno::Errno;
 
 use super::aspace::{FaultAccess, Vm};
 
+/// The top of the range a user buffer may span: Linux's TASK_SIZE_MAX,
+/// one page under the end of the user half.
+pub const TASK_SIZE_MAX: u64 = hal::paging::USER_END - 4096;
+
+/// Linux's `access_ok`: whether `len` bytes at `addr` lie in the user
+/// range at all. Calls that never touch a buffer (a write to /dev/null)
+/// still refuse one that fails this with EFAULT, as Linux does.
+pub fn access_ok(addr: u64, len: usize) -> bool {
+    addr.checked_add(len as u64).is_some_and(|end| end <= TASK_SIZE_MAX)
+}
+
 /// Copies `buf.len()` bytes from user address `addr`.
 pub fn read_bytes(vm: &Vm, addr: u64, buf: &mut [u8]) -> Result<(), Errno> {
     read_bytes_with(|| Ok(vm.clone()), addr, buf)
@@ -38,7 +49,20 @@ pub fn read_bytes_with(vm: impl FnOnce() -> Result<Vm, Errno>, addr: u64, buf: &
 pub fn write_bytes_with(vm: impl FnOnce() -> Result<Vm, Errno>, addr: u64, data: &[u8]) -> Result<(), Errno> {
     match copy_to_user(addr, data) {
         Ok(()) => Ok(()),
-        Err(fault) => write_resuming(LazyVm::new(vm), addr, data, fault.addr),
+        Err(fault) => write_resuming(LazyVm::new(vm), addr, data, fault.addr).map_err(|(_, e)| e),
+    }
+}
+
+/// `write_bytes_with` that reports how far it got: the bytes copied
+/// before a fault the address space cannot resolve, for calls that
+/// return a short count instead of EFAULT once some bytes landed.
+pub fn write_prefix_with(vm: impl FnOnce() -> Result<Vm, Errno>, addr: u64, data: &[u8]) -> usize {
+    match copy_to_user(addr, data) {
+        Ok(()) => data.len(),
+        Err(fault) => match write_resuming(LazyVm::new(vm), addr, data, fault.addr) {
+            Ok(()) => data.len(),
+            Err((at, _)) => (at - addr) as usize,
+        },
     }
 }
 
@@ -61,16 +85,17 @@ fn read_resuming(
     }
 }
 
-/// `read_resuming` for copies to user memory.
+/// `read_resuming` for copies to user memory; a failure also says where
+/// the copy stopped.
 #[inline(never)]
 fn write_resuming(
     mut space: LazyVm<impl FnOnce() -> Result<Vm, Errno>>,
     addr: u64,
     data: &[u8],
     mut fault: u64,
-) -> Result<(), Errno> {
+) -> Result<(), (u64, Errno)> {
     loop {
-        space.fault_in(fault, FaultAccess::Write)?;
+        space.fault_in(fault, FaultAccess::Write).map_err(|e| (fault, e))?;
         let done = (fault - addr) as usize;
         match copy_to_user(fault, &data[done..]) {
             Ok(()) => return Ok(()),

@@ -6,9 +6,7 @@ use core::sync::atomic::Ordering;
 
 use super::task::Task;
 use super::{ExitKind, Process};
-use crate::fs::FdTable;
 use crate::mm::uaccess;
-use crate::sync::Mutex;
 
 /// The pid of init, the reaper of orphans.
 pub const INIT_PID: i32 = 1;
@@ -46,8 +44,7 @@ fn exit_process(p: &Arc<Process>, how: ExitKind) {
     // its status for the parent.
     // Values are taken out of the spin locks before they drop: dropping
     // files or an address space may sleep.
-    let files = core::mem::replace(&mut *p.files.lock(), Arc::new(Mutex::new(FdTable::new())));
-    drop(files);
+    p.files.release();
     let vm = p.vm.lock().take();
     drop(vm);
     // The last thread still runs on these page tables: switch away and

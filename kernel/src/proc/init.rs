@@ -14,7 +14,7 @@ use super::signal::{default_actions, SignalState};
 use super::{exec, register_process, task, Process, Task};
 use crate::fs::dentry::{resolve, root};
 use crate::fs::file::OpenFile;
-use crate::fs::FdTable;
+use crate::fs::{FdTable, SharedFdTable};
 use crate::sync::Mutex;
 
 /// Runs `path` with `argv` as pid 1, with the console terminal on fds
@@ -36,7 +36,7 @@ pub fn start(path: &str, argv: Vec<String>) -> Result<(), Errno> {
     let pid = super::alloc_pid()?;
     let vm = Arc::new(Mutex::new(image.vm));
     let signals = SignalState::new(Arc::new(SpinLock::new(default_actions())));
-    let p = Arc::new(Process::new(pid, Weak::new(), vm, Arc::new(Mutex::new(files)), signals));
+    let p = Arc::new(Process::new(pid, Weak::new(), vm, SharedFdTable::new(files)?, signals));
     *p.exe.lock() = dentry.path();
     p.set_comm_from_path(path);
     *p.cmdline.lock() = argv;

@@ -27,10 +27,9 @@ use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 use hal::sync::SpinLock;
 use linux_abi::errno::Errno;
 
-use crate::fs::FdTable;
+use crate::fs::SharedFdTable;
 use crate::mm::Vm;
 use crate::sched::WaitQueue;
-use crate::sync::Mutex;
 pub use signal::SignalState;
 pub use task::Task;
 
@@ -69,7 +68,9 @@ pub struct Process {
     pub children: SpinLock<Vec<Arc<Process>>>,
     pub tasks: SpinLock<Vec<Arc<Task>>>,
     pub vm: SpinLock<Option<Vm>>,
-    pub files: SpinLock<Arc<Mutex<FdTable>>>,
+    /// Fixed for the process's life (emptied at exit), so descriptor
+    /// lookups need no lock to find it.
+    pub files: Arc<SharedFdTable>,
     pub signals: SignalState,
     pub state: SpinLock<ProcState>,
     /// Children changed state (exit, stop, continue).
@@ -223,7 +224,7 @@ fn default_rlimits() -> [(u64, u64); 16] {
 }
 
 impl Process {
-    pub fn new(pid: Pid, parent: Weak<Process>, vm: Vm, files: Arc<Mutex<FdTable>>, signals: SignalState) -> Process {
+    pub fn new(pid: Pid, parent: Weak<Process>, vm: Vm, files: Arc<SharedFdTable>, signals: SignalState) -> Process {
         let ppid = parent.upgrade().map_or(0, |p| p.pid);
         Process {
             pid,
@@ -232,7 +233,7 @@ impl Process {
             children: SpinLock::new(Vec::new()),
             tasks: SpinLock::new(Vec::new()),
             vm: SpinLock::new(Some(vm)),
-            files: SpinLock::new(files),
+            files,
             signals,
             state: SpinLock::new(ProcState::default()),
             child_events: WaitQueue::new(),
@@ -272,8 +273,8 @@ impl Process {
         self.vm.lock().clone().ok_or(Errno::ESRCH)
     }
 
-    pub fn files(&self) -> Arc<Mutex<FdTable>> {
-        self.files.lock().clone()
+    pub fn files(&self) -> &SharedFdTable {
+        &self.files
     }
 
     pub fn parent_pid(&self) -> Pid {

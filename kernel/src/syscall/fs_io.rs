@@ -12,7 +12,7 @@ use linux_abi::layout::Iovec;
 use super::fs_path::{path_arg, start_dir};
 use super::{SysResult, SyscallContext};
 use crate::fs::dentry::{resolve, resolve_parent};
-use crate::fs::file::{FileOps, InodeFile};
+use crate::fs::file::{FileOps, InodeFile, SinkKind};
 use crate::fs::inode::{FileType, S_IFMT, S_IFREG};
 use crate::fs::OpenFile;
 use crate::mm::uaccess;
@@ -76,7 +76,7 @@ fn bounce(len: usize) -> Result<Vec<u8>, Errno> {
 /// Devices with a fixed extent take a request whole or not at all: one
 /// that crosses the end fails before any byte moves.
 fn check_extent(f: &OpenFile, len: usize, at: Option<u64>) -> Result<(), Errno> {
-    if let Some(limit) = f.ops.seek_limit() {
+    if let Some(limit) = f.io.seek_limit {
         let start = match at {
             Some(o) => o,
             None => *f.offset.lock(),
@@ -100,6 +100,9 @@ fn read_into_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at: 
     if len == 0 {
         return Ok(0);
     }
+    if let Some(sink) = f.io.sink {
+        return read_sink(ctx, sink, buf, len);
+    }
     check_extent(f, len, at)?;
     let mut staging = Staging::new();
     let tmp = staging.buf(len)?;
@@ -120,8 +123,39 @@ fn read_into_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at: 
         }
         ctx.copy_to_user(buf + done as u64, &tmp[..n])?;
         done += n;
-        if n < want || f.ops.partial_reads() {
+        if n < want || f.io.partial_reads {
             break;
+        }
+    }
+    Ok(done as u64)
+}
+
+/// A read from a sink device: end of file, or zeros straight into the
+/// caller's buffer. A fault after some bytes landed returns the count
+/// that did, as Linux's read_zero does.
+fn read_sink(ctx: &SyscallContext, sink: SinkKind, buf: u64, len: usize) -> SysResult {
+    if !uaccess::access_ok(buf, len) {
+        return Err(Errno::EFAULT);
+    }
+    if sink == SinkKind::Null {
+        return Ok(0);
+    }
+    static ZEROS: [u8; 4096] = [0; 4096];
+    let mut done = 0;
+    while done < len {
+        let n = (len - done).min(ZEROS.len());
+        let copied = uaccess::write_prefix_with(|| ctx.vm(), buf + done as u64, &ZEROS[..n]);
+        done += copied;
+        if copied < n {
+            return if done > 0 { Ok(done as u64) } else { Err(Errno::EFAULT) };
+        }
+        if done < len {
+            // A huge read yields the CPU and stops early for a signal, as
+            // Linux's does.
+            if crate::proc::signal::has_deliverable(ctx.task) {
+                break;
+            }
+            crate::sched::preempt_point();
         }
     }
     Ok(done as u64)
@@ -138,6 +172,10 @@ fn write_from_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at:
             return f.ops.write_at(0, &[], f.nonblocking()).map(|n| n as u64);
         }
         return Ok(0);
+    }
+    if f.io.sink.is_some() {
+        // Discarded unread, as Linux's write_null does.
+        return if uaccess::access_ok(buf, len) { Ok(len as u64) } else { Err(Errno::EFAULT) };
     }
     check_extent(f, len, at)?;
     let mut staging = Staging::new();

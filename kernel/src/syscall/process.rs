@@ -15,6 +15,7 @@ use linux_abi::signal as sig;
 
 use super::{SysResult, SyscallContext};
 use crate::fs::inode::FileType;
+use crate::fs::SharedFdTable;
 use crate::mm::uaccess;
 use crate::proc::exec;
 use crate::proc::signal::SignalState;
@@ -102,10 +103,10 @@ fn do_clone(ctx: &mut SyscallContext, flags: u64, stack: u64, parent_tid: u64, c
             Arc::try_new(Mutex::new(child_space)).map_err(|_| Errno::ENOMEM)?
         };
         let files = if flags & c::CLONE_FILES != 0 {
-            parent.files()
+            parent.files.share()
         } else {
             let copy = parent.files().lock().clone();
-            Arc::try_new(Mutex::new(copy)).map_err(|_| Errno::ENOMEM)?
+            SharedFdTable::new(copy)?
         };
         let actions = if flags & c::CLONE_SIGHAND != 0 {
             parent.signals.actions.lock().clone()
