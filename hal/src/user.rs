@@ -76,15 +76,30 @@ const KIND_INTERRUPT: u64 = 2;
 #[derive(Clone, Copy)]
 pub struct FpuState([u8; 512]);
 
+/// The state a new process (and a signal handler) starts with: x87
+/// control word 0x37f (all exceptions masked, 64-bit precision), MXCSR
+/// 0x1f80 (all masked), MXCSR_MASK 0xffff.
+static INITIAL_FPU: FpuState = {
+    let mut s = [0u8; 512];
+    s[0] = 0x7f;
+    s[1] = 0x03;
+    s[24] = 0x80;
+    s[25] = 0x1f;
+    s[28] = 0xff;
+    s[29] = 0xff;
+    FpuState(s)
+};
+
 impl FpuState {
-    /// The state a new process starts with: x87 control word 0x37f (all
-    /// exceptions masked, 64-bit precision), MXCSR 0x1f80 (all masked).
     pub fn initial() -> FpuState {
-        let mut s = [0u8; 512];
-        s[0..2].copy_from_slice(&0x037fu16.to_le_bytes());
-        s[24..28].copy_from_slice(&0x1f80u32.to_le_bytes());
-        s[28..32].copy_from_slice(&0xffffu32.to_le_bytes()); // MXCSR_MASK
-        FpuState(s)
+        INITIAL_FPU
+    }
+
+    /// Clears the MXCSR bits FXRSTOR faults on, so that any image, even
+    /// one a program wrote, is safe to load.
+    fn sanitize(&mut self) {
+        self.0[26] = 0;
+        self.0[27] = 0;
     }
 
     pub fn as_bytes(&self) -> &[u8; 512] {
@@ -95,9 +110,21 @@ impl FpuState {
     /// reserved bits clear so FXRSTOR cannot fault.
     pub fn set_bytes(&mut self, bytes: &[u8; 512]) {
         self.0 = *bytes;
-        let mxcsr = u32::from_le_bytes([self.0[24], self.0[25], self.0[26], self.0[27]]) & 0xffff;
-        self.0[24..28].copy_from_slice(&mxcsr.to_le_bytes());
+        self.sanitize();
     }
+}
+
+/// What the next entry to user mode loads into the x87/SSE registers.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u8)]
+enum FpuLoad {
+    /// Nothing: the registers hold the thread's state.
+    Live,
+    /// `UserContext::fpu`.
+    Image,
+    /// The initial state, straight from `INITIAL_FPU` (no 512-byte copy
+    /// per signal delivered).
+    Initial,
 }
 
 /// Everything needed to resume a user thread.
@@ -107,7 +134,7 @@ impl FpuState {
 /// the thread's state, and a context switch saves and restores them on
 /// the thread's kernel stack (`context.rs`). `fpu` only carries a state
 /// to load at the next entry (a new program, a signal handler, a
-/// sigreturn, a fork child) while `fpu_pending` is set.
+/// sigreturn, a fork child) when `fpu_load` says so.
 #[repr(C)]
 pub struct UserContext {
     fpu: FpuState,
@@ -116,7 +143,7 @@ pub struct UserContext {
     trap_vector: u64,
     trap_error: u64,
     trap_addr: u64,
-    fpu_pending: bool,
+    fpu_load: FpuLoad,
 }
 
 /// A copy made on the thread that runs the context (fork and clone) takes
@@ -130,7 +157,7 @@ impl Clone for UserContext {
             trap_vector: self.trap_vector,
             trap_error: self.trap_error,
             trap_addr: self.trap_addr,
-            fpu_pending: true,
+            fpu_load: FpuLoad::Image,
         }
     }
 }
@@ -167,13 +194,13 @@ fn is_canonical(addr: u64) -> bool {
 impl UserContext {
     pub fn new() -> UserContext {
         UserContext {
-            fpu: FpuState::initial(),
+            fpu: FpuState([0; 512]),
             regs: GeneralRegs { rflags: RFLAGS_IF | RFLAGS_RESERVED1, ..GeneralRegs::default() },
             trap_kind: 0,
             trap_vector: 0,
             trap_error: 0,
             trap_addr: 0,
-            fpu_pending: true,
+            fpu_load: FpuLoad::Initial,
         }
     }
 
@@ -181,20 +208,54 @@ impl UserContext {
     /// meaningful on the thread that runs this context: the live
     /// registers are that thread's.
     pub fn fpu_snapshot(&self) -> FpuState {
-        if self.fpu_pending {
-            return self.fpu;
+        match self.fpu_load {
+            FpuLoad::Image => self.fpu,
+            FpuLoad::Initial => INITIAL_FPU,
+            FpuLoad::Live => {
+                let mut state = FpuState([0; 512]);
+                fxsave(&mut state);
+                state
+            }
         }
-        let mut state = FpuState([0; 512]);
-        // SAFETY: FXSAVE writes exactly the 512-byte, 16-byte aligned
-        // image it is given and changes no register.
-        unsafe { asm!("fxsave64 [{}]", in(reg) &mut state, options(nostack)) };
-        state
+    }
+
+    /// `fpu_snapshot` without the copy: brings the context's own image up
+    /// to date and lends it (signal delivery writes it to the user stack).
+    /// Only meaningful on the thread that runs this context.
+    pub fn save_fpu(&mut self) -> &FpuState {
+        match self.fpu_load {
+            FpuLoad::Image => {}
+            FpuLoad::Initial => {
+                self.fpu = INITIAL_FPU;
+                self.fpu_load = FpuLoad::Image;
+            }
+            // The registers keep the state too, so nothing need be loaded.
+            FpuLoad::Live => fxsave(&mut self.fpu),
+        }
+        &self.fpu
     }
 
     /// Makes `state` the x87/SSE state user mode resumes with.
     pub fn set_fpu(&mut self, state: FpuState) {
         self.fpu = state;
-        self.fpu_pending = true;
+        self.fpu_load = FpuLoad::Image;
+    }
+
+    /// User mode resumes with the initial x87/SSE state (a signal handler).
+    pub fn reset_fpu(&mut self) {
+        self.fpu_load = FpuLoad::Initial;
+    }
+
+    /// User mode resumes with the 512-byte FXSAVE image that `fill` writes
+    /// (rt_sigreturn reads it straight from the signal frame). If `fill`
+    /// fails, the initial state is used instead, as Linux does after a bad
+    /// frame.
+    pub fn load_fpu_with<E>(&mut self, fill: impl FnOnce(&mut [u8; 512]) -> Result<(), E>) -> Result<(), E> {
+        let filled = fill(&mut self.fpu.0);
+        // Even a half-written image stays loadable.
+        self.fpu.sanitize();
+        self.fpu_load = if filled.is_ok() { FpuLoad::Image } else { FpuLoad::Initial };
+        filled
     }
 
     /// Runs the thread in user mode until it traps back into the kernel.
@@ -225,14 +286,12 @@ impl UserContext {
             unsafe { cpu::wrmsr(IA32_KERNEL_GS_BASE, self.regs.gs_base) };
             gs.store(self.regs.gs_base, Ordering::Relaxed);
         }
-        if self.fpu_pending {
-            // SAFETY: the image is 16-byte aligned and its MXCSR has no
-            // reserved bit set (`FpuState` keeps them clear), so FXRSTOR
-            // cannot fault; the kernel is soft-float and never reads the
-            // registers it replaces.
-            unsafe { asm!("fxrstor64 [{}]", in(reg) &self.fpu, options(nostack, readonly)) };
-            self.fpu_pending = false;
+        match self.fpu_load {
+            FpuLoad::Live => {}
+            FpuLoad::Image => fxrstor(&self.fpu),
+            FpuLoad::Initial => fxrstor(&INITIAL_FPU),
         }
+        self.fpu_load = FpuLoad::Live;
         // After an ordinary system call rcx and r11 still hold the return
         // address and flags, which is exactly what SYSRET loads: take the
         // fast way back. Anything else (signals, exec, sigreturn, faults)
@@ -256,6 +315,20 @@ impl UserContext {
             _ => ReturnReason::Interrupt,
         }
     }
+}
+
+fn fxsave(image: &mut FpuState) {
+    // SAFETY: FXSAVE writes exactly the 512-byte, 16-byte aligned image it
+    // is given and changes no register.
+    unsafe { asm!("fxsave64 [{}]", in(reg) image, options(nostack)) };
+}
+
+fn fxrstor(image: &FpuState) {
+    // SAFETY: the image is 16-byte aligned and its MXCSR has no reserved
+    // bit set (every way to change an `FpuState` keeps them clear), so
+    // FXRSTOR cannot fault; the kernel is soft-float and never reads the
+    // registers it replaces.
+    unsafe { asm!("fxrstor64 [{}]", in(reg) image, options(nostack, readonly)) };
 }
 
 extern "C" {

@@ -813,6 +813,49 @@ static void test_compute_under_signals(void)
     check(ok, "computation results unchanged by signal delivery");
 }
 
+/* ---- x87/SSE state in the signal frame ---- */
+static unsigned read_mxcsr(void)
+{
+    unsigned v;
+    __asm__ volatile("stmxcsr %0" : "=m"(v));
+    return v;
+}
+
+static void write_mxcsr(unsigned v)
+{
+    __asm__ volatile("ldmxcsr %0" : : "m"(v));
+}
+
+static volatile unsigned handler_mxcsr, frame_mxcsr;
+
+static void edit_fpu_frame(int sig, siginfo_t *si, void *ucv)
+{
+    (void)sig;
+    (void)si;
+    ucontext_t *uc = ucv;
+    handler_mxcsr = read_mxcsr();
+    frame_mxcsr = uc->uc_mcontext.fpregs->mxcsr;
+    uc->uc_mcontext.fpregs->mxcsr = 0x3f80; /* round down */
+    write_mxcsr(0x5f80); /* the handler's own change must not leak out */
+}
+
+static void test_fpu_frame(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = edit_fpu_frame;
+    sa.sa_flags = SA_SIGINFO;
+    sigaction(SIGUSR2, &sa, NULL);
+    write_mxcsr(0x7f80); /* round toward zero */
+    raise(SIGUSR2);
+    unsigned after = read_mxcsr();
+    write_mxcsr(0x1f80);
+    check(handler_mxcsr == 0x1f80, "a handler starts with the default MXCSR (0x%x)", handler_mxcsr);
+    check(frame_mxcsr == 0x7f80, "the frame holds the interrupted MXCSR (0x%x)", frame_mxcsr);
+    check(after == 0x3f80, "rt_sigreturn loads the MXCSR the handler put in the frame (0x%x)", after);
+    set_handler(SIGUSR2, SIG_DFL, 0);
+}
+
 /* ---- errors ---- */
 static void test_errors(void)
 {
@@ -892,6 +935,7 @@ int main(void)
     test_eintr();
     test_registers();
     test_compute_under_signals();
+    test_fpu_frame();
     test_errors();
     test_fork_inherit();
     return t_done();

@@ -130,9 +130,11 @@ pub fn send_to_process(p: &Arc<Process>, info: Siginfo) {
         return;
     }
     p.signals.shared_pending.lock().add(info);
-    // Wake a thread that can take it.
-    let tasks = p.tasks.lock().clone();
-    let target = tasks.iter().find(|t| !t.sigmask.lock().contains(signo)).or(tasks.first());
+    // Wake a thread that can take it (woken outside the list's lock).
+    let target = {
+        let tasks = p.tasks.lock();
+        tasks.iter().find(|t| !t.sigmask.lock().contains(signo)).or(tasks.first()).cloned()
+    };
     if let Some(t) = target {
         t.interrupt();
     }
@@ -449,13 +451,9 @@ fn deliver(t: &Arc<Task>, ctx: &mut UserContext, info: &Siginfo, action: &SigAct
         uc_mcontext: mcontext,
         uc_sigmask: saved_mask,
     };
-    let mut bytes = [0u8; rt_sigframe::SIZE];
     let restorer = if action.flags & sig::SA_RESTORER != 0 { action.restorer } else { 0 };
-    bytes[rt_sigframe::PRETCODE..rt_sigframe::PRETCODE + 8].copy_from_slice(&restorer.to_le_bytes());
-    bytes[rt_sigframe::UC..rt_sigframe::UC + Ucontext::SIZE].copy_from_slice(&uc.to_bytes());
-    bytes[rt_sigframe::INFO..rt_sigframe::INFO + Siginfo::SIZE].copy_from_slice(&info.to_bytes());
-    uaccess::write_bytes(&vm, fpstate, ctx.fpu_snapshot().as_bytes())?;
-    uaccess::write_bytes(&vm, frame, &bytes)?;
+    uaccess::write_bytes(&vm, fpstate, ctx.save_fpu().as_bytes())?;
+    uaccess::write_bytes(&vm, frame, &rt_sigframe::encode(restorer, &uc, info))?;
 
     let mut new_mask = old_mask.union(action.mask);
     if action.flags & sig::SA_NODEFER == 0 {
@@ -475,7 +473,7 @@ fn deliver(t: &Arc<Task>, ctx: &mut UserContext, info: &Siginfo, action: &SigAct
     ctx.regs.rax = 0;
     // Handlers start with a clean direction flag.
     ctx.regs.rflags &= !(1 << 10);
-    ctx.set_fpu(hal::user::FpuState::initial());
+    ctx.reset_fpu();
     Ok(())
 }
 
@@ -507,11 +505,8 @@ pub fn sigreturn(t: &Arc<Task>, ctx: &mut UserContext) -> Result<u64, Errno> {
     r.rip = m.rip;
     r.rflags = m.eflags; // sanitized on the way back to user mode
     if m.fpstate != 0 {
-        let mut fp = [0u8; 512];
-        uaccess::read_bytes(&vm, m.fpstate, &mut fp)?;
-        let mut state = hal::user::FpuState::initial();
-        state.set_bytes(&fp);
-        ctx.set_fpu(state);
+        let at = m.fpstate;
+        ctx.load_fpu_with(|image| uaccess::read_bytes(&vm, at, image))?;
     }
     *t.sigmask.lock() = uc.uc_sigmask.without_unblockable();
     t.attention.store(true, core::sync::atomic::Ordering::Release);

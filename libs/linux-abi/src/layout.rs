@@ -284,13 +284,20 @@ impl Stack {
     pub const SIZE: usize = 24;
     pub fn to_bytes(&self) -> [u8; 24] {
         let mut b = [0u8; 24];
-        put_u64(&mut b, 0, self.ss_sp);
-        put_i32(&mut b, 8, self.ss_flags);
-        put_u64(&mut b, 16, self.ss_size);
+        self.encode_at(&mut b, 0);
         b
     }
+    /// Writes the struct at `b[off..off + SIZE]`, padding included.
+    fn encode_at(&self, b: &mut [u8], off: usize) {
+        put_u64(b, off, self.ss_sp);
+        put_u64(b, off + 8, self.ss_flags as u32 as u64);
+        put_u64(b, off + 16, self.ss_size);
+    }
     pub fn from_bytes(b: &[u8; 24]) -> Self {
-        Stack { ss_sp: get_u64(b, 0), ss_flags: get_i32(b, 8), ss_size: get_u64(b, 16) }
+        Self::decode_at(b, 0)
+    }
+    fn decode_at(b: &[u8], off: usize) -> Self {
+        Stack { ss_sp: get_u64(b, off), ss_flags: get_i32(b, off + 8), ss_size: get_u64(b, off + 16) }
     }
 }
 from_slice!(Stack);
@@ -420,11 +427,15 @@ impl Siginfo {
 
     pub fn to_bytes(&self) -> [u8; 128] {
         let mut b = [0u8; 128];
-        put_i32(&mut b, 0, self.si_signo);
-        put_i32(&mut b, 4, self.si_errno);
-        put_i32(&mut b, 8, self.si_code);
-        b[16..].copy_from_slice(&self.fields);
+        self.encode_at(&mut b, 0);
         b
+    }
+    /// Writes the struct at `b[off..off + SIZE]`, padding included.
+    fn encode_at(&self, b: &mut [u8], off: usize) {
+        put_i32(b, off, self.si_signo);
+        put_i32(b, off + 4, self.si_errno);
+        put_u64(b, off + 8, self.si_code as u32 as u64);
+        b[off + 16..off + Self::SIZE].copy_from_slice(&self.fields);
     }
     pub fn from_bytes(b: &[u8; 128]) -> Self {
         let mut fields = [0u8; 112];
@@ -573,15 +584,24 @@ impl Mcontext {
 
     pub fn to_bytes(&self) -> [u8; 256] {
         let mut b = [0u8; 256];
-        for (i, r) in self.gregs().iter().enumerate() {
-            put_u64(&mut b, i * 8, *r);
-        }
-        put_u64(&mut b, NGREG * 8, self.fpstate);
-        // reserved1[8] stays zero.
+        self.encode_at(&mut b, 0);
         b
+    }
+    /// Writes the struct at `b[off..off + SIZE]`, padding included.
+    fn encode_at(&self, b: &mut [u8], off: usize) {
+        let b = &mut b[off..off + Self::SIZE];
+        for (i, r) in self.gregs().iter().enumerate() {
+            put_u64(b, i * 8, *r);
+        }
+        put_u64(b, NGREG * 8, self.fpstate);
+        b[(NGREG + 1) * 8..].fill(0); // reserved1[8]
     }
 
     pub fn from_bytes(b: &[u8; 256]) -> Self {
+        Self::decode_at(b, 0)
+    }
+    fn decode_at(b: &[u8], off: usize) -> Self {
+        let b = &b[off..off + Self::SIZE];
         let mut g = [0u64; NGREG];
         for (i, r) in g.iter_mut().enumerate() {
             *r = get_u64(b, i * 8);
@@ -612,20 +632,24 @@ impl Ucontext {
 
     pub fn to_bytes(&self) -> [u8; 304] {
         let mut b = [0u8; 304];
-        put_u64(&mut b, 0, self.uc_flags);
-        put_u64(&mut b, 8, self.uc_link);
-        b[16..40].copy_from_slice(&self.uc_stack.to_bytes());
-        b[40..296].copy_from_slice(&self.uc_mcontext.to_bytes());
-        put_u64(&mut b, 296, self.uc_sigmask.0);
+        self.encode_at(&mut b, 0);
         b
+    }
+    /// Writes the struct at `b[off..off + SIZE]`, padding included.
+    fn encode_at(&self, b: &mut [u8], off: usize) {
+        put_u64(b, off, self.uc_flags);
+        put_u64(b, off + 8, self.uc_link);
+        self.uc_stack.encode_at(b, off + Self::OFFSET_STACK);
+        self.uc_mcontext.encode_at(b, off + Self::OFFSET_MCONTEXT);
+        put_u64(b, off + Self::OFFSET_SIGMASK, self.uc_sigmask.0);
     }
     pub fn from_bytes(b: &[u8; 304]) -> Self {
         Ucontext {
             uc_flags: get_u64(b, 0),
             uc_link: get_u64(b, 8),
-            uc_stack: Stack::from_slice(&b[16..40]).unwrap_or_default(),
-            uc_mcontext: Mcontext::from_slice(&b[40..296]).unwrap_or_default(),
-            uc_sigmask: SigSet(get_u64(b, 296)),
+            uc_stack: Stack::decode_at(b, Self::OFFSET_STACK),
+            uc_mcontext: Mcontext::decode_at(b, Self::OFFSET_MCONTEXT),
+            uc_sigmask: SigSet(get_u64(b, Self::OFFSET_SIGMASK)),
         }
     }
 }
@@ -638,10 +662,22 @@ from_slice!(Ucontext);
 /// `uc_mcontext.fpstate`. On entry to the handler `rsp` points at
 /// `pretcode` and must be ≡ 8 (mod 16), as after a `call`.
 pub mod rt_sigframe {
+    use super::{put_u64, Siginfo, Ucontext};
+
     pub const PRETCODE: usize = 0;
     pub const UC: usize = 8;
-    pub const INFO: usize = UC + super::Ucontext::SIZE;
-    pub const SIZE: usize = INFO + super::Siginfo::SIZE;
+    pub const INFO: usize = UC + Ucontext::SIZE;
+    pub const SIZE: usize = INFO + Siginfo::SIZE;
+
+    /// The whole frame, encoded in one buffer (signal delivery is hot:
+    /// no per-struct temporaries).
+    pub fn encode(pretcode: u64, uc: &Ucontext, info: &Siginfo) -> [u8; SIZE] {
+        let mut b = [0u8; SIZE];
+        put_u64(&mut b, PRETCODE, pretcode);
+        uc.encode_at(&mut b, UC);
+        info.encode_at(&mut b, INFO);
+        b
+    }
 }
 
 // ---------------------------------------------------------------- process

@@ -76,6 +76,11 @@ fn round_trips() {
         uc_sigmask: SigSet(s.next()),
     };
     assert_eq!(Ucontext::from_bytes(&uc.to_bytes()), uc);
+    let info = Siginfo::kill(10, 0, 42, 7);
+    let frame = rt_sigframe::encode(0x1234, &uc, &info);
+    assert_eq!(frame[..8], 0x1234u64.to_le_bytes());
+    assert_eq!(frame[rt_sigframe::UC..rt_sigframe::INFO], uc.to_bytes());
+    assert_eq!(frame[rt_sigframe::INFO..], info.to_bytes());
     let mut ru = Rusage { ru_utime: tv, ru_stime: itv.it_value, ..Rusage::default() };
     ru.ru_maxrss = 1;
     ru.ru_nivcsw = -2;
