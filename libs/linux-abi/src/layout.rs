@@ -1430,7 +1430,24 @@ pub fn dirent_reclen(name_len: usize) -> usize {
 /// Whether `name` can be a directory entry's name in a record of
 /// `reclen` bytes: not empty, no NUL, and a length `d_reclen` can hold.
 pub fn dirent_name_ok(name: &[u8], reclen: usize) -> bool {
-    !name.is_empty() && !name.contains(&0) && reclen <= u16::MAX as usize
+    !name.is_empty() && !has_nul(name) && reclen <= u16::MAX as usize
+}
+
+/// Whether `bytes` holds a zero byte, eight bytes at a time (getdents
+/// checks every name it returns; a byte loop was a fifth of its cost).
+fn has_nul(bytes: &[u8]) -> bool {
+    const LOW: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut words = bytes.chunks_exact(8);
+    for w in &mut words {
+        let v = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+        // A byte of v is zero iff its high bit is set here (no false
+        // positives: see "determine if a word has a zero byte").
+        if v.wrapping_sub(LOW) & !v & HIGH != 0 {
+            return true;
+        }
+    }
+    words.remainder().contains(&0)
 }
 
 /// Writes one `struct linux_dirent64` record for `getdents64` at the start
@@ -1454,12 +1471,10 @@ pub fn encode_dirent64(ino: u64, off: i64, d_type: u8, name: &[u8], out: &mut [u
 /// `d_reclen`, `d_type`), for callers that append the name and padding
 /// themselves instead of encoding into a zeroed buffer.
 pub fn dirent64_header(ino: u64, off: i64, d_type: u8, reclen: u16) -> [u8; DIRENT64_NAME_OFFSET] {
-    let mut h = [0u8; DIRENT64_NAME_OFFSET];
-    put_u64(&mut h, 0, ino);
-    put_i64(&mut h, 8, off);
-    put_u16(&mut h, 16, reclen);
-    h[18] = d_type;
-    h
+    // Spelled out: every byte is written once, with no zeroing first
+    // (this runs once per entry getdents returns).
+    let (i, o, r) = (ino.to_le_bytes(), off.to_le_bytes(), reclen.to_le_bytes());
+    [i[0], i[1], i[2], i[3], i[4], i[5], i[6], i[7], o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7], r[0], r[1], d_type]
 }
 
 /// Like [`encode_dirent64`] for the old `getdents` (`struct linux_dirent`),

@@ -326,3 +326,26 @@ fn old_dirent_encoding() {
     assert_eq!(dirent_reclen(4), 24);
     assert_eq!(dirent_reclen(5), 32);
 }
+
+#[test]
+fn dirent_name_nul_check_matches_a_byte_scan() {
+    let mut seq = Seq(7);
+    for len in 1..40usize {
+        for trial in 0..200 {
+            let mut name: Vec<u8> = (0..len).map(|_| (seq.next() % 256) as u8).collect();
+            // Mostly non-zero bytes, including the ones that fool naive
+            // word tricks (0x80, 0x01, 0xff), sometimes one zero.
+            for b in name.iter_mut() {
+                if *b == 0 {
+                    *b = [0x80, 0x01, 0xff][trial % 3];
+                }
+            }
+            if trial % 4 == 0 {
+                name[(seq.next() as usize) % len] = 0;
+            }
+            let expect = !name.contains(&0);
+            assert_eq!(dirent_name_ok(&name, dirent64_reclen(len)), expect, "{name:?}");
+        }
+    }
+    assert!(!dirent_name_ok(b"", 24));
+}
