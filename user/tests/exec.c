@@ -6,7 +6,9 @@
  */
 #include "common.h"
 #include <fcntl.h>
+#include <dirent.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/mman.h>
 
 #define MAP_ADDR 0x300000000000UL
@@ -126,6 +128,36 @@ static int do_exec_from_thread(void *arg)
         pause();
 }
 
+/*
+ * execve ends the other threads before the new program starts, even one
+ * asleep in pause(), as Linux's de_thread does: the new program sees one
+ * thread in /proc/self/task, and the ended thread's CLONE_CHILD_CLEARTID
+ * word, here in memory shared with the test, is zeroed in the old image.
+ */
+static volatile int *ctid_word;
+
+static int blocked_thread(void *arg)
+{
+    (void)arg;
+    for (;;)
+        pause();
+    return 0;
+}
+
+static int do_exec_with_cleartid_thread(void *arg)
+{
+    (void)arg;
+    static char stack[64 * 1024] __attribute__((aligned(16)));
+    int flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM |
+                CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID;
+    int tid = clone(blocked_thread, stack + sizeof stack, flags, NULL, (int *)ctid_word, NULL, (int *)ctid_word);
+    if (tid <= 0 || *ctid_word != tid)
+        return 97;
+    char *argv[] = { self, "--threads", NULL };
+    execve(self, argv, child_env);
+    return 98;
+}
+
 static int expect_exit(int st, int code)
 {
     return st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == code;
@@ -140,6 +172,18 @@ int main(int argc, char **argv)
         for (int i = 2; i < argc; i++)
             printf("plain: arg \"%s\"\n", argv[i]);
         return 42;
+    }
+    if (argc == 2 && strcmp(argv[1], "--threads") == 0) {
+        setvbuf(stdout, NULL, _IONBF, 0);
+        int n = 0;
+        DIR *d = opendir("/proc/self/task");
+        struct dirent *e;
+        while (d && (e = readdir(d)) != NULL)
+            n += e->d_name[0] != '.';
+        if (d)
+            closedir(d);
+        printf("threads: %d in /proc/self/task after execve\n", n);
+        return n == 1 ? 42 : 43;
     }
     if (argc == 3 && strcmp(argv[1], "--pidcheck") == 0) {
         setvbuf(stdout, NULL, _IONBF, 0);
@@ -159,6 +203,15 @@ int main(int argc, char **argv)
 
     st = run_child(do_exec_from_thread, NULL);
     check(expect_exit(st, 42), "execve from a non-main thread -> exit 42");
+
+    ctid_word = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (check(ctid_word != MAP_FAILED, "a shared page for a child-tid word")) {
+        *ctid_word = -1;
+        st = run_child(do_exec_with_cleartid_thread, NULL);
+        check(expect_exit(st, 42), "execve ends a thread asleep in pause() first -> exit 42");
+        check(*ctid_word == 0, "that thread's child-tid word was cleared in the old image (%d)", *ctid_word);
+        munmap((void *)ctid_word, 4096);
+    }
 
     /* fork + exec a sibling program. */
     char hello[1024];

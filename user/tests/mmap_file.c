@@ -2,7 +2,8 @@
  * mmap_file: file mappings of a tmpfs file, private and shared, against
  * the file's own contents: what write() does to a mapping and what a
  * store through a mapping does to the file, across fork too; SIGBUS past
- * the end of a shared mapping; msync; and the error cases.  Works under
+ * the end of a mapping, and after truncating a mapped file; msync; and
+ * the error cases.  Works under
  * /tmp/mmap_file (a tmpfs on Kiln; on the host whatever /tmp is, which
  * behaves the same for all of this through the page cache).
  */
@@ -185,6 +186,59 @@ static void test_past_end(void)
     close(f2);
 }
 
+static int touch_raises_sigbus(volatile char *addr)
+{
+    g_addr = addr;
+    int st = run_child(child_touch, NULL);
+    return WIFSIGNALED(st) && WTERMSIG(st) == SIGBUS;
+}
+
+/*
+ * Truncating a mapped file: every page past the new end leaves every
+ * mapping, private copies included, and touching one raises SIGBUS; the
+ * page holding the new end reads 0 past it; growing the file again maps
+ * fresh zero pages. A private mapping longer than its file raises SIGBUS
+ * past the end as well. (The children see their parent's page tables, so
+ * a stale page in the parent would show up there.)
+ */
+static void test_truncate_mapped(void)
+{
+    int f = open(DIR_ "/cut", O_RDWR | O_CREAT | O_TRUNC, 0644);
+    static char buf[3 * PG];
+    for (size_t i = 0; i < sizeof buf; i++)
+        buf[i] = pattern(i);
+    check(f >= 0 && write(f, buf, sizeof buf) == (ssize_t)sizeof buf, "a three-page file to cut");
+    char *s = mmap(NULL, 3 * PG, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
+    char *p = mmap(NULL, 4 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE, f, 0);
+    if (!check(s != MAP_FAILED && p != MAP_FAILED, "mapped shared and private"))
+        return;
+    check(touch_raises_sigbus(p + 3 * PG), "private: a page wholly past the end raises SIGBUS");
+    int seen = s[0] == pattern(0) && s[2 * PG] == pattern(2 * PG) && p[PG] == pattern(PG);
+    p[2 * PG] = 'P';
+    check(seen && p[2 * PG] == 'P', "both mappings show the file; one private page is a copy");
+
+    check(ftruncate(f, PG + 100) == 0, "ftruncate to one page and 100 bytes");
+    check(s[0] == pattern(0) && p[0] == pattern(0), "the first page stays mapped in both");
+    check(s[PG + 99] == pattern(PG + 99) && s[PG + 100] == 0 && s[2 * PG - 1] == 0,
+          "shared: the page holding the new end reads 0 past it");
+    check(p[PG + 99] == pattern(PG + 99) && p[PG + 100] == 0, "private, not yet copied: the same");
+    check(touch_raises_sigbus(s + 2 * PG), "shared: a page past the new end raises SIGBUS");
+    check(touch_raises_sigbus(p + 2 * PG), "private: the copied page past the new end is gone (SIGBUS)");
+
+    check(ftruncate(f, 3 * PG) == 0, "grow it back to three pages");
+    check(s[2 * PG] == 0 && s[2 * PG - 1] == 0, "shared: the regrown bytes read 0");
+    check(p[2 * PG] == 0, "private: the regrown page reads 0, not the old copy");
+
+    int g = open(DIR_ "/cut", O_RDWR | O_TRUNC);
+    check(g >= 0 && touch_raises_sigbus(s), "after open(O_TRUNC) even the first page raises SIGBUS");
+    check(touch_raises_sigbus(p), "in the private mapping too");
+    munmap(s, 3 * PG);
+    munmap(p, 4 * PG);
+    close(g);
+    close(f);
+    unlink(DIR_ "/cut");
+}
+
 static void test_errors(void)
 {
     int ro = open(FILE_, O_RDONLY);
@@ -251,6 +305,7 @@ int main(void)
     test_private();
     test_shared();
     test_past_end();
+    test_truncate_mapped();
     test_errors();
     test_maps_line();
     close(fd);

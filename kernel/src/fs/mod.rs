@@ -12,6 +12,7 @@ pub mod pagestore;
 pub mod pipe;
 pub mod procfs;
 pub mod tmpfs;
+pub mod truncate;
 pub mod tty;
 
 use alloc::sync::Arc;

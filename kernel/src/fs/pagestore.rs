@@ -128,18 +128,23 @@ impl PageStore {
         Ok((pos - offset) as usize)
     }
 
-    /// Sets the size. Shrinking frees whole pages past the end; growing
-    /// again reads zeros.
+    /// Sets the size. Shrinking frees whole pages past the end and zeroes
+    /// the rest of the page the new end falls in (a shared mapping sees
+    /// zeros there, as on Linux); growing again reads zeros.
     pub fn truncate(&mut self, size: u64) {
         if size > self.size {
             self.clear_tail();
         }
-        if size < self.size {
+        let shrinking = size < self.size;
+        if shrinking {
             let keep = size.div_ceil(PAGE_SIZE);
             let gone = self.pages.split_off(&keep);
             self.released(gone.len());
         }
         self.size = size;
+        if shrinking {
+            self.clear_tail();
+        }
     }
 
     /// The frame of page `index`, to map into a process. A hole gets its

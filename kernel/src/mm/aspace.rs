@@ -139,22 +139,32 @@ impl AddressSpace {
                     None => Err(FaultError::Unmapped),
                 }
             }
-            Backing::File { source, offset, file_end } => {
+            Backing::File { source, offset, segment_end } => {
                 let file_off = offset + (va - vma.start);
+                let file_end = match segment_end {
+                    Some(end) => *end,
+                    None => {
+                        let size = source.metadata().size;
+                        if file_off >= size {
+                            return Err(FaultError::BusError);
+                        }
+                        size
+                    }
+                };
                 // A page wholly inside the file's mapped bytes maps the
                 // file's own frame, read-only: a write copies it first.
                 // Otherwise (no frames, the file's end inside the page, or
                 // a hole its full file system cannot give a frame) the
                 // page is a private copy.
-                if file_off.is_multiple_of(PAGE_SIZE) && file_off + PAGE_SIZE <= *file_end {
+                if file_off.is_multiple_of(PAGE_SIZE) && file_off + PAGE_SIZE <= file_end {
                     if let Some(Ok(Some(frame))) = source.frame_to_map(file_off / PAGE_SIZE, false) {
                         return Ok((frame, false));
                     }
                 }
                 let frame = UserFrame::alloc_zeroed().map_err(|_| FaultError::OutOfMemory)?;
-                if file_off < *file_end {
+                if file_off < file_end {
                     let mut buf = [0u8; PAGE_SIZE as usize];
-                    let want = ((*file_end - file_off) as usize).min(buf.len());
+                    let want = ((file_end - file_off) as usize).min(buf.len());
                     let got = source.read_at(file_off, &mut buf[..want]).unwrap_or(0);
                     frame.write(0, &buf[..got.min(want)]);
                 }
@@ -205,6 +215,25 @@ impl AddressSpace {
         for k in keys {
             if let Some(v) = self.vmas.remove(&k) {
                 self.unmap_pages(v.start, v.end);
+            }
+        }
+    }
+
+    /// Unmaps the pages of `source` at file offsets `from` and beyond, in
+    /// every area that maps it (the file shrank). The areas stay: touching
+    /// them faults again and finds the new end of the file.
+    pub fn unmap_file_from(&mut self, source: &Arc<dyn crate::fs::Inode>, from: u64) {
+        for v in self.vmas.values() {
+            let (Backing::File { source: s, offset, .. } | Backing::SharedFile { source: s, offset, .. }) = &v.backing
+            else {
+                continue;
+            };
+            if !Arc::ptr_eq(s, source) {
+                continue;
+            }
+            let first = if from <= *offset { v.start } else { v.start.saturating_add(from - offset) };
+            if first < v.end {
+                self.unmap_pages(first, v.end);
             }
         }
     }

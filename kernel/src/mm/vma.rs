@@ -43,9 +43,12 @@ pub enum Backing {
     /// area's start within the shared object.
     SharedAnonymous { pages: Arc<SharedPages>, first_index: u64 },
     /// A private copy of file contents: `offset` is the file offset of the
-    /// area's start; bytes past `file_end` (a file offset) read as zero,
-    /// which is how ELF .bss shares a page with .data.
-    File { source: Arc<dyn crate::fs::Inode>, offset: u64, file_end: u64 },
+    /// area's start. An ELF segment gives `segment_end` (a file offset):
+    /// bytes past it read as zero, which is how .bss shares a page with
+    /// .data. A mapping made by mmap(2) gives `None`: the file's size at
+    /// fault time bounds it, and a page wholly past that is SIGBUS, as on
+    /// Linux.
+    File { source: Arc<dyn crate::fs::Inode>, offset: u64, segment_end: Option<u64> },
     /// MAP_SHARED of a file whose data lives in page frames (tmpfs): the
     /// file's own frames are mapped, so stores reach the file and every
     /// other mapper at once. `may_write`: the file was opened for writing,

@@ -129,7 +129,7 @@ fn map_segments(
                     backing: Backing::File {
                         source: inode.clone(),
                         offset: offset - (va - start),
-                        file_end: offset + filesz,
+                        segment_end: Some(offset + filesz),
                     },
                     kind: VmaKind::Normal,
                     name: Some(String::from(path)),

@@ -29,6 +29,7 @@ pub fn exit_task(t: &Arc<Task>, how: ExitKind) {
         tasks.retain(|x| !Arc::ptr_eq(x, t));
         tasks.is_empty()
     };
+    p.thread_exited.wake_all();
     p.dead_tasks_cpu_ns.fetch_add(t.cpu_ns(), Ordering::Relaxed);
     if !t.is_leader() {
         super::unregister_task(t.tid);

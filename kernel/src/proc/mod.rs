@@ -78,6 +78,10 @@ pub struct Process {
     pub child_event_seq: AtomicU64,
     /// Continue after a stop.
     pub resume: WaitQueue,
+    /// A thread left `tasks` (execve waits for the others to go).
+    pub thread_exited: WaitQueue,
+    /// A thread is in execve ending the others; a second one backs off.
+    pub exec_in_progress: core::sync::atomic::AtomicBool,
     pub pgid: AtomicI32,
     pub sid: AtomicI32,
     pub cwd: SpinLock<Arc<crate::fs::Dentry>>,
@@ -239,6 +243,8 @@ impl Process {
             child_events: WaitQueue::new(),
             child_event_seq: AtomicU64::new(0),
             resume: WaitQueue::new(),
+            thread_exited: WaitQueue::new(),
+            exec_in_progress: core::sync::atomic::AtomicBool::new(false),
             pgid: AtomicI32::new(pid),
             sid: AtomicI32::new(pid),
             cwd: SpinLock::new(crate::fs::dentry::root()),

@@ -270,7 +270,8 @@ fn wait_while_stopped(t: &Arc<Task>) {
     let p = &t.process;
     p.resume.wait_until(|| {
         let st = p.state.lock();
-        st.stopped.is_none() || st.exiting.is_some()
+        // An exec in another thread ends this one even while stopped.
+        st.stopped.is_none() || st.exiting.is_some() || t.exit_request.lock().is_some()
     });
 }
 
@@ -537,12 +538,15 @@ pub fn set_altstack(t: &Arc<Task>, ss: &Stack, current_sp: u64) -> Result<(), Er
     Ok(())
 }
 
-/// Whether `p` has a signal pending that its threads do not all block.
+/// Whether `t` must leave a sleep for its run loop: a signal pending that
+/// it does not block, a group exit, or its own exit requested (another
+/// thread's execve).
 pub fn has_deliverable(t: &Task) -> bool {
     let blocked = *t.sigmask.lock();
     !t.pending.lock().set.difference(blocked).is_empty()
         || !t.process.signals.shared_pending.lock().set.difference(blocked).is_empty()
         || t.process.state.lock().exiting.is_some()
+        || t.exit_request.lock().is_some()
 }
 
 pub fn pending_set(t: &Task) -> SigSet {

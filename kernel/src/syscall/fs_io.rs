@@ -396,7 +396,7 @@ pub fn do_open(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, flags: u32, mode
     }
     // Linux truncates even for O_RDONLY when O_TRUNC is given.
     if flags & c::O_TRUNC != 0 && kind == FileType::Regular {
-        inode.truncate(0)?;
+        crate::fs::truncate::truncate(&inode, 0)?;
     }
     let status = flags
         & (3 | c::O_APPEND

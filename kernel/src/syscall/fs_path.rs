@@ -601,7 +601,7 @@ pub fn sys_truncate(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         _ => return Err(Errno::EINVAL),
     }
     check_writable(&d)?;
-    d.inode().truncate(a[1])?;
+    crate::fs::truncate::truncate(d.inode(), a[1])?;
     Ok(0)
 }
 
@@ -614,7 +614,7 @@ pub fn sys_ftruncate(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         return Err(if f.is_path_only() { Errno::EBADF } else { Errno::EINVAL });
     }
     let inode = f.ops.inode().filter(|i| i.file_type() == FileType::Regular).ok_or(Errno::EINVAL)?;
-    inode.truncate(a[1])?;
+    crate::fs::truncate::truncate(inode, a[1])?;
     Ok(0)
 }
 

@@ -60,8 +60,7 @@ pub fn sys_mmap(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
             }
             Backing::SharedFile { source: inode, offset, may_write: file.writable() }
         } else {
-            let size = inode.metadata().size;
-            Backing::File { source: inode, offset, file_end: size }
+            Backing::File { source: inode, offset, segment_end: None }
         }
     };
     let accountable = prot & c::PROT_WRITE as u64 != 0 && flags & c::MAP_NORESERVE == 0;

@@ -191,17 +191,37 @@ pub fn sys_execve(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     commit_exec(ctx, image, dentry.path(), argv)
 }
 
+/// Ends every other thread of the process and waits until they are gone,
+/// as Linux's de_thread does. They exit on the old image, so their
+/// clear-child-tid words and robust lists are written there and not into
+/// the new program. Of two threads calling execve at once, the second
+/// backs off with EAGAIN and is ended by the first.
+fn end_other_threads(ctx: &SyscallContext) -> Result<(), Errno> {
+    let p = ctx.process();
+    if p.tasks.lock().len() == 1 {
+        return Ok(());
+    }
+    if p.exec_in_progress.swap(true, Ordering::AcqRel) {
+        return Err(Errno::EAGAIN);
+    }
+    for other in p.tasks.lock().iter().filter(|t| !Arc::ptr_eq(t, ctx.task)) {
+        *other.exit_request.lock() = Some(ExitKind::Exited(0));
+        other.interrupt();
+    }
+    p.thread_exited.wait_until(|| p.tasks.lock().len() == 1);
+    p.exec_in_progress.store(false, Ordering::Release);
+    Ok(())
+}
+
 /// The point of no return of execve: the old image goes.
 fn commit_exec(ctx: &mut SyscallContext, image: exec::Image, exe: String, argv: alloc::vec::Vec<String>) -> SysResult {
     let p = ctx.process().clone();
     let new_vm = Arc::try_new(Mutex::new(image.vm)).map_err(|_| Errno::ENOMEM)?;
-    // Every thread's robust list lives in the old image: walk them while
-    // it is still the one mapped (the other threads are ended below).
+    end_other_threads(ctx)?;
+    // This thread's robust list lives in the old image: walk it while that
+    // is still the one mapped (the other threads walked theirs on exit).
     if let Ok(old) = ctx.vm() {
-        let tasks: alloc::vec::Vec<Arc<task::Task>> = p.tasks.lock().clone();
-        for t in &tasks {
-            crate::proc::robust::release(t, &old);
-        }
+        crate::proc::robust::release(ctx.task, &old);
     }
     let root = new_vm.lock().page_table().clone();
     // The running thread is this task's: switch it for good.
@@ -209,10 +229,6 @@ fn commit_exec(ctx: &mut SyscallContext, image: exec::Image, exe: String, argv: 
     root.activate();
     let old_vm = p.vm.lock().replace(new_vm);
     drop(old_vm);
-    for other in p.tasks.lock().iter().filter(|t| !Arc::ptr_eq(t, ctx.task)) {
-        *other.exit_request.lock() = Some(ExitKind::Exited(0));
-        other.interrupt();
-    }
     p.files().lock().close_on_exec();
     {
         // Handlers point into the old image: back to default, but
