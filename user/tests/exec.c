@@ -189,7 +189,10 @@ int main(int argc, char **argv)
         setvbuf(stdout, NULL, _IONBF, 0);
         int ok = getpid() == (pid_t)atol(argv[2]);
         printf("pidcheck: pid after exec from a thread %s\n", ok ? "is the old pid" : "CHANGED");
-        return ok ? 42 : 43;
+        /* The thread that exec'd took over the leader's identity. */
+        int leader = syscall(SYS_gettid) == getpid();
+        printf("pidcheck: its thread id %s\n", leader ? "is now the pid" : "is NOT the pid");
+        return ok && leader ? 42 : 43;
     }
 
     t_init("exec");

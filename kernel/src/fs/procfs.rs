@@ -183,7 +183,7 @@ impl Inode for ProcInode {
             },
             Node::TaskDir(pid) => {
                 let tid: Pid = name.parse().map_err(|_| Errno::ENOENT)?;
-                if !process(pid)?.tasks.lock().iter().any(|t| t.tid == tid) {
+                if !process(pid)?.tasks.lock().iter().any(|t| t.tid() == tid) {
                     return Err(Errno::ENOENT);
                 }
                 Ok(node(Node::TaskEntry(pid, tid)))
@@ -245,7 +245,7 @@ impl Inode for ProcInode {
                 }
             }
             Node::TaskDir(pid) => {
-                let tids: Vec<Pid> = process(pid)?.tasks.lock().iter().map(|t| t.tid).collect();
+                let tids: Vec<Pid> = process(pid)?.tasks.lock().iter().map(|t| t.tid()).collect();
                 for tid in tids {
                     push(format!("{tid}"), Node::TaskEntry(pid, tid));
                 }
@@ -283,7 +283,7 @@ impl Inode for ProcInode {
             }
             Node::ThreadSelfLink => {
                 let t = proc::current_task().ok_or(Errno::ENOENT)?;
-                Ok(format!("{}/task/{}", t.process.pid, t.tid))
+                Ok(format!("{}/task/{}", t.process.pid, t.tid()))
             }
             Node::MountsLink => Ok(String::from("self/mounts")),
             Node::PidLink(pid, "exe") => Ok(process(pid)?.exe.lock().clone()),

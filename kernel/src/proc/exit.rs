@@ -32,7 +32,7 @@ pub fn exit_task(t: &Arc<Task>, how: ExitKind) {
     p.thread_exited.wake_all();
     p.dead_tasks_cpu_ns.fetch_add(t.cpu_ns(), Ordering::Relaxed);
     if !t.is_leader() {
-        super::unregister_task(t.tid);
+        super::unregister_task(t.tid());
     }
     if last {
         let how = p.state.lock().exiting.unwrap_or(how);

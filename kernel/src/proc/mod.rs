@@ -159,7 +159,7 @@ pub fn dump_processes() {
             let _ = writeln!(
                 out,
                 "  tid {} {:?} cpu {} syscall {} pending {:#x} blocked {:#x}",
-                t.tid,
+                t.tid(),
                 state,
                 t.kthread.get().map_or(0, |k| k.last_cpu()),
                 if sc == 0 { "-" } else { linux_abi::nr::name((sc - 1) as usize).unwrap_or("?") },
@@ -201,7 +201,7 @@ pub(crate) fn unregister_process(pid: Pid) {
 }
 
 pub(crate) fn register_task(t: &Arc<Task>) {
-    TASKS.lock().insert(t.tid, Arc::downgrade(t));
+    TASKS.lock().insert(t.tid(), Arc::downgrade(t));
 }
 
 pub(crate) fn unregister_task(tid: Pid) {

@@ -25,7 +25,7 @@ const LIST_LIMIT: usize = 2048;
 pub fn release(t: &Task, vm: &Vm) {
     let head = t.robust_list.swap(0, core::sync::atomic::Ordering::AcqRel);
     if head != 0 {
-        let _ = walk(vm, head, t.tid as u32);
+        let _ = walk(vm, head, t.tid() as u32);
     }
 }
 

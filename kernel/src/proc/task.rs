@@ -22,7 +22,9 @@ pub struct AltStack {
 }
 
 pub struct Task {
-    pub tid: Pid,
+    /// Fixed, except that a thread which execs takes over its leader's
+    /// (Linux's de_thread): read it with `tid()`.
+    tid: core::sync::atomic::AtomicI32,
     pub process: Arc<Process>,
     pub kthread: Once<Arc<sched::Thread>>,
     pub sigmask: SpinLock<SigSet>,
@@ -54,7 +56,7 @@ pub struct Task {
 impl Task {
     pub fn new(tid: Pid, process: Arc<Process>, sigmask: SigSet) -> Task {
         Task {
-            tid,
+            tid: core::sync::atomic::AtomicI32::new(tid),
             process,
             kthread: Once::new(),
             sigmask: SpinLock::new(sigmask),
@@ -83,8 +85,28 @@ impl Task {
         self.kthread.get().is_some_and(|t| matches!(t.state(), sched::State::Running | sched::State::Ready))
     }
 
+    pub fn tid(&self) -> Pid {
+        self.tid.load(Ordering::Relaxed)
+    }
+
     pub fn is_leader(&self) -> bool {
-        self.tid == self.process.pid
+        self.tid() == self.process.pid
+    }
+
+    /// execve from a thread that is not the leader, once the others are
+    /// gone: the thread becomes the leader, with the process id as its
+    /// thread id, and its own id is released.
+    pub fn become_leader(self: &Arc<Self>) {
+        let old = self.tid();
+        if old == self.process.pid {
+            return;
+        }
+        super::unregister_task(old);
+        self.tid.store(self.process.pid, Ordering::Relaxed);
+        super::register_task(self);
+        if let Some(k) = self.kthread.get() {
+            k.set_task_id(self.process.pid);
+        }
     }
 
     /// Wakes the thread out of an interruptible wait.
@@ -115,7 +137,7 @@ pub fn start(task: Arc<Task>, ctx: Box<UserContext>) -> Result<(), linux_abi::er
     let t = task.clone();
     // Registered before the thread can run, so it can find itself.
     super::register_task(&task);
-    let tid = task.tid;
+    let tid = task.tid();
     let publish = task.clone();
     let configure = move |k: &Arc<sched::Thread>| {
         k.set_vm_root(Some(vm_root));

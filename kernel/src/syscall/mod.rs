@@ -262,7 +262,7 @@ pub fn dispatch(task: &Arc<Task>, uctx: &mut UserContext) {
     if TRACE.load(Ordering::Relaxed) {
         log::info!(
             "[{}] {}({:#x}, {:#x}, {:#x}) = {:?}",
-            task.tid,
+            task.tid(),
             nr::name(number as usize).unwrap_or("?"),
             args[0],
             args[1],

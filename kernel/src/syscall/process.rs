@@ -29,7 +29,7 @@ pub fn sys_getpid(ctx: &mut SyscallContext, _a: &[u64; 6]) -> SysResult {
 }
 
 pub fn sys_gettid(ctx: &mut SyscallContext, _a: &[u64; 6]) -> SysResult {
-    Ok(ctx.task.tid as u64)
+    Ok(ctx.task.tid() as u64)
 }
 
 pub fn sys_getppid(ctx: &mut SyscallContext, _a: &[u64; 6]) -> SysResult {
@@ -209,6 +209,7 @@ fn end_other_threads(ctx: &SyscallContext) -> Result<(), Errno> {
         other.interrupt();
     }
     p.thread_exited.wait_until(|| p.tasks.lock().len() == 1);
+    ctx.task.become_leader();
     p.exec_in_progress.store(false, Ordering::Release);
     Ok(())
 }
@@ -397,7 +398,7 @@ pub fn sys_get_robust_list(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult 
 
 pub fn sys_set_tid_address(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     ctx.task.clear_child_tid.store(a[0], Ordering::Relaxed);
-    Ok(ctx.task.tid as u64)
+    Ok(ctx.task.tid() as u64)
 }
 
 pub fn sys_arch_prctl(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {

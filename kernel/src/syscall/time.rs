@@ -200,7 +200,7 @@ pub fn sys_timer_create(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
                     let t = crate::proc::find_task(tid)
                         .filter(|t| t.process.pid == ctx.process().pid)
                         .ok_or(Errno::EINVAL)?;
-                    Some(t.tid)
+                    Some(t.tid())
                 } else {
                     None
                 };
