@@ -326,6 +326,9 @@ fn holds_frame(entry: u64) -> bool {
 pub struct PageTable {
     root: PhysAddr,
     lock: crate::sync::SpinLock<()>,
+    /// User pages that hold a frame (PROT_NONE ones included, as Linux
+    /// counts them): the resident set, for /proc and the OOM killer.
+    resident: AtomicU64,
 }
 
 impl PageTable {
@@ -336,11 +339,16 @@ impl PageTable {
             write_entry(root, idx, read_entry(kernel, idx));
         }
         USER_TABLE_FRAMES.fetch_add(1, Ordering::Relaxed);
-        Ok(PageTable { root, lock: crate::sync::SpinLock::new(()) })
+        Ok(PageTable { root, lock: crate::sync::SpinLock::new(()), resident: AtomicU64::new(0) })
     }
 
     pub fn root(&self) -> PhysAddr {
         self.root
+    }
+
+    /// How many user pages hold a frame.
+    pub fn resident_pages(&self) -> u64 {
+        self.resident.load(Ordering::Relaxed)
     }
 
     fn check_user(va: u64) {
@@ -372,6 +380,9 @@ impl PageTable {
         let old = read_entry(pt, idx);
         write_entry(pt, idx, frame.into_pte_reference().0 | flags.to_bits());
         drop(_guard);
+        if !holds_frame(old) {
+            self.resident.fetch_add(1, Ordering::Relaxed);
+        }
         if holds_frame(old) {
             // Other CPUs may still write through the old translation: the
             // old frame goes only after they forgot it.
@@ -399,6 +410,7 @@ impl PageTable {
             return None;
         }
         write_entry(pt, idx, 0);
+        self.resident.fetch_sub(1, Ordering::Relaxed);
         Some(UserFrame::from_pte_reference(PhysAddr(entry & ADDR_MASK)))
     }
 

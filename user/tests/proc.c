@@ -9,6 +9,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 extern char **environ;
@@ -309,6 +310,40 @@ static void test_self(int argc, char **argv)
     EXPECT_ERR(ENOENT, "/proc/<unused pid>", access("/proc/1073741823/stat", F_OK));
 }
 
+/* VmRSS and VmSize in kB, from /proc/self/status. */
+static void vm_kb(long *rss, long *size)
+{
+    char buf[4096], v[64];
+    *rss = *size = -1;
+    if (slurp("/proc/self/status", buf, sizeof buf) <= 0)
+        return;
+    if (field(buf, "VmRSS", v, sizeof v))
+        *rss = atol(v);
+    if (field(buf, "VmSize", v, sizeof v))
+        *size = atol(v);
+}
+
+/* VmRSS counts the pages that hold memory, VmSize the mappings. */
+static void test_rss(void)
+{
+    long rss0, size0, rss1, size1, rss2, size2;
+    vm_kb(&rss0, &size0);
+    char *p = mmap(NULL, 400 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (!check(p != MAP_FAILED, "mmap 400 pages"))
+        return;
+    vm_kb(&rss1, &size1);
+    check(size1 - size0 >= 1600, "VmSize grows by the 1600 kB mapped");
+    check(rss1 - rss0 < 400, "VmRSS grows by less than 400 kB while the pages are untouched");
+    for (int i = 0; i < 400; i++)
+        p[i * 4096] = 1;
+    vm_kb(&rss2, &size2);
+    check(rss2 - rss1 >= 1600, "VmRSS grows by at least 1600 kB once they are touched");
+    munmap(p, 400 * 4096);
+    long rss3, size3;
+    vm_kb(&rss3, &size3);
+    check(rss2 - rss3 >= 1600, "and drops again after munmap");
+}
+
 static void test_states(void)
 {
     int p[2];
@@ -421,6 +456,7 @@ int main(int argc, char **argv)
     for (int i = 3; i < 1024; i++)
         close(i);
     test_self(argc, argv);
+    test_rss();
     test_states();
     test_system();
     return t_done();

@@ -278,10 +278,10 @@ pub fn compare(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
     let names = read_list(&t, "tests.txt")?;
     let host_out = host_runall(&t, &names)?;
     let run = kiln_runall(root, elf, &format!("/t {}", names.join(" ")), smp, timeout(), "usertest.log")?;
-    let terminal = |name: &str, section: &str| {
-        (!terminal_test_passed(name, section)).then(|| "a check failed in Kiln".to_string())
+    let kiln_only = |name: &str, section: &str| {
+        (!kiln_only_test_passed(name, section)).then(|| "a check failed in Kiln".to_string())
     };
-    Ok(judge("user", &names, &host_out, &run, &terminal, &|n| TERMINAL_TESTS.contains(&n)))
+    Ok(judge("user", &names, &host_out, &run, &kiln_only, &|n| KILN_ONLY_TESTS.contains(&n)))
 }
 
 /// The SMP programs that only Kiln can run (/dev/mymem), and only with at
@@ -311,7 +311,7 @@ pub fn smp_kiln_only_verdict(name: &str, section: &str, cpus: u32) -> Option<Str
     if online != Some(cpus.to_string().as_str()) {
         return Some(format!("the kernel shows {} online CPUs, QEMU has {cpus}", online.unwrap_or("no count of")));
     }
-    if !terminal_test_passed(name, section) {
+    if !kiln_only_test_passed(name, section) {
         return Some("a check failed in Kiln".to_string());
     }
     None
@@ -341,12 +341,13 @@ pub fn smp(root: &Path, elf: &Path, cpus: &[u32]) -> Result<(u64, u64)> {
     Ok((passed, failed))
 }
 
-/// Tests the host oracle cannot run: `tty` needs a terminal on stdin and
-/// `mymem` Kiln's /dev/mymem. They pass when every check passes in Kiln.
-const TERMINAL_TESTS: &[&str] = &["tty", "mymem"];
+/// Tests the host oracle cannot run: `tty` needs a terminal on stdin,
+/// `mymem` Kiln's /dev/mymem, and `oom` would exhaust the host's memory
+/// (it skips itself there). They pass when every check passes in Kiln.
+const KILN_ONLY_TESTS: &[&str] = &["tty", "mymem", "oom"];
 
-/// A terminal test passed if its summary shows checks run and none failed.
-fn terminal_test_passed(name: &str, section: &str) -> bool {
+/// A Kiln-only test passed if its summary shows checks run and none failed.
+fn kiln_only_test_passed(name: &str, section: &str) -> bool {
     let summary = format!("{name}: ");
     section.lines().any(|l| {
         l.strip_prefix(&summary)
@@ -449,9 +450,9 @@ mod tests {
 
     #[test]
     fn terminal_summary() {
-        assert!(terminal_test_passed("tty", "a\ntty: 24 checks, 0 failed\nexit 0\n"));
-        assert!(!terminal_test_passed("tty", "tty: 0 checks, 0 failed\nexit 0\n"));
-        assert!(!terminal_test_passed("tty", "tty: 24 checks, 1 failed\nexit 1\n"));
+        assert!(kiln_only_test_passed("tty", "a\ntty: 24 checks, 0 failed\nexit 0\n"));
+        assert!(!kiln_only_test_passed("tty", "tty: 0 checks, 0 failed\nexit 0\n"));
+        assert!(!kiln_only_test_passed("tty", "tty: 24 checks, 1 failed\nexit 1\n"));
     }
 
     #[test]

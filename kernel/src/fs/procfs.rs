@@ -461,7 +461,10 @@ fn pid_file(p: &Arc<Process>, f: &str) -> Result<String, Errno> {
     let mut s = String::new();
     // Never hold a spin lock (p.vm) while taking the sleeping address-space lock.
     let vm = p.vm.lock().clone();
-    let vm_pages = vm.as_ref().map_or(0, |vm| vm.lock().mapped_bytes() / 4096);
+    let (vm_pages, rss_pages) = vm.as_ref().map_or((0, 0), |vm| {
+        let space = vm.lock();
+        (space.mapped_bytes() / 4096, space.page_table().resident_pages())
+    });
     match f {
         "stat" => {
             let ticks = p.cpu_ns() / 10_000_000;
@@ -478,11 +481,11 @@ fn pid_file(p: &Arc<Process>, f: &str) -> Result<String, Errno> {
                 p.tasks.lock().len().max(1),
                 p.start_ticks(),
                 vm_pages * 4096,
-                vm_pages,
+                rss_pages,
             );
         }
         "statm" => {
-            let _ = writeln!(s, "{vm_pages} {vm_pages} 0 0 0 {vm_pages} 0");
+            let _ = writeln!(s, "{vm_pages} {rss_pages} 0 0 0 {vm_pages} 0");
         }
         "status" => {
             let st = state_char(p);
@@ -505,7 +508,7 @@ fn pid_file(p: &Arc<Process>, f: &str) -> Result<String, Errno> {
                 p.pid,
                 p.parent_pid(),
                 vm_pages * 4,
-                vm_pages * 4,
+                rss_pages * 4,
                 p.tasks.lock().len().max(1),
                 mask
             );

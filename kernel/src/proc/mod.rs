@@ -12,6 +12,7 @@ pub mod exec;
 pub mod exit;
 pub mod futex;
 pub mod init;
+pub mod oom;
 pub mod robust;
 pub mod signal;
 pub mod task;

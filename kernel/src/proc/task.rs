@@ -225,10 +225,10 @@ fn handle_exception(task: &Arc<Task>, ctx: &mut UserContext, vector: u8, error_c
                 Err(FaultError::Unmapped) => SigInfo::fault(sig::SIGSEGV, sig::SEGV_MAPERR, addr),
                 Err(FaultError::Forbidden) => SigInfo::fault(sig::SIGSEGV, sig::SEGV_ACCERR, addr),
                 Err(FaultError::BusError) => SigInfo::fault(sig::SIGBUS, sig::BUS_ADRERR, addr),
-                Err(FaultError::OutOfMemory) => {
-                    log::warn!("pid {}: out of memory on a page fault at {addr:#x}", task.process.pid);
-                    SigInfo::fault(sig::SIGKILL, sig::SI_KERNEL, 0)
-                }
+                Err(FaultError::OutOfMemory) => match super::oom::out_of_memory(task) {
+                    super::oom::OomOutcome::Retry => return,
+                    super::oom::OomOutcome::KillSelf => SigInfo::fault(sig::SIGKILL, sig::SI_KERNEL, 0),
+                },
             }
         }
         0 => SigInfo::fault(sig::SIGFPE, sig::FPE_INTDIV, ctx.regs.rip),

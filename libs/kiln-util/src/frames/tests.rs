@@ -85,6 +85,25 @@ fn alloc_and_free_roundtrip() {
 }
 
 #[test]
+fn freed_frames_are_reused_lowest_first() {
+    let mut bits = [0u64; 8];
+    let mut fb = FrameBitmap::new(&mut bits, 512).unwrap();
+    fb.mark_free_range(0, 512 * F);
+    for i in 0..300 {
+        assert_eq!(fb.alloc(), Some(i * F));
+    }
+    // Freed in ascending order, as an munmap does: the next allocations
+    // take them back from the lowest, before any never-used frame.
+    for i in (100..200).chain(250..260) {
+        assert_eq!(fb.free(i * F), Ok(()));
+    }
+    for i in (100..200).chain(250..260) {
+        assert_eq!(fb.alloc(), Some(i * F));
+    }
+    assert_eq!(fb.alloc(), Some(300 * F));
+}
+
+#[test]
 fn alloc_skips_holes() {
     let mut bits = [0u64; 16];
     let mut fb = FrameBitmap::new(&mut bits, 1000).unwrap();
