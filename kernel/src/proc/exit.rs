@@ -37,6 +37,11 @@ pub fn exit_task(t: &Arc<Task>, how: ExitKind) {
     if last {
         let how = p.state.lock().exiting.unwrap_or(how);
         exit_process(p, how);
+    } else if let Some(kt) = crate::sched::current_opt() {
+        // Let go of the page tables now, not when this kernel thread is
+        // reaped: the last thread out then frees them before the process
+        // is a zombie (the OOM killer waits for that).
+        kt.set_vm_root(None);
     }
 }
 

@@ -34,9 +34,11 @@ fn resident(p: &Process) -> u64 {
     vm.map_or(0, |vm| vm.lock().page_table().resident_pages())
 }
 
-fn is_exiting(p: &Process) -> bool {
+/// (exiting, zombie): an exiting process that is not yet a zombie still
+/// holds, or is still freeing, its memory.
+fn exit_state(p: &Process) -> (bool, bool) {
     let st = p.state.lock();
-    st.exiting.is_some() || st.zombie
+    (st.exiting.is_some(), st.zombie)
 }
 
 /// Handles a page fault of `faulting` that found no free frame.
@@ -48,14 +50,18 @@ pub fn out_of_memory(faulting: &Arc<Task>) -> OomOutcome {
         if p.pid == INIT_PID {
             continue;
         }
-        let pages = resident(&p);
-        if pages == 0 {
+        let (exiting, zombie) = exit_state(&p);
+        if zombie {
             continue;
         }
-        if is_exiting(&p) {
+        if exiting {
             if !Arc::ptr_eq(&p, me) {
                 dying = Some(p);
             }
+            continue;
+        }
+        let pages = resident(&p);
+        if pages == 0 {
             continue;
         }
         if victim.as_ref().is_none_or(|(_, best)| pages > *best) {
@@ -81,11 +87,13 @@ pub fn out_of_memory(faulting: &Arc<Task>) -> OomOutcome {
         }
         (None, None) => return OomOutcome::KillSelf,
     };
-    // Wait until the victim's address space is gone (its frames are then
-    // free), or give up and let this process go instead.
+    // Wait until the victim is a zombie, or give up and let this process
+    // go instead. Its address space leaves before that, but its frames are
+    // only free once its last thread has let go of the page tables, which
+    // happens before it becomes a zombie.
     let deadline = hal::time::monotonic_ns().saturating_add(WAIT_NS);
     while hal::time::monotonic_ns() < deadline {
-        if target.vm.lock().is_none() {
+        if exit_state(&target).1 {
             return OomOutcome::Retry;
         }
         if me.state.lock().exiting.is_some() {

@@ -127,6 +127,29 @@ impl Thread {
     }
 
     /// Moves Blocked -> Ready; false if the thread was not blocked.
+    /// Marks the thread Blocked for an interruptible sleep, unless an
+    /// interrupt is already pending; false when it must not sleep.
+    ///
+    /// `interrupt()` on another CPU sets the flag and then wakes the thread
+    /// only if it is Blocked. Checking the flag before blocking left a
+    /// window in which that wakeup found the thread still Running and was
+    /// lost, and the thread then slept for good (a SIGKILLed child in
+    /// pause() never exited). So the state is stored first and the flag
+    /// read after a full fence; the waker's compare-exchange is one too, so
+    /// at least one side sees the other.
+    pub(super) fn block_unless_interrupted(&self) -> bool {
+        self.set_state(State::Blocked);
+        core::sync::atomic::fence(Ordering::SeqCst);
+        if !self.interrupt_pending() {
+            return true;
+        }
+        // Take the block back, unless a waker already queued the thread:
+        // then it must go through the scheduler, which resumes it.
+        self.state
+            .compare_exchange(State::Blocked as u8, State::Running as u8, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+    }
+
     pub(super) fn unblock(&self) -> bool {
         self.state
             .compare_exchange(State::Blocked as u8, State::Ready as u8, Ordering::AcqRel, Ordering::Acquire)

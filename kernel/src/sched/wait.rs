@@ -96,7 +96,10 @@ impl WaitQueue {
                     }
                     return outcome;
                 }
-                me.set_state(State::Blocked);
+                if !me.block_unless_interrupted() {
+                    // Interrupted just now: the next pass reports it.
+                    continue;
+                }
             }
             if let Some(d) = deadline {
                 add_sleeper(d, me);
@@ -208,11 +211,10 @@ pub fn sleep_until_interruptible(deadline: u64) -> Result<(), Interrupted> {
         if hal::time::monotonic_ns() >= deadline {
             return Ok(());
         }
-        if me.interrupt_pending() {
+        if me.interrupt_pending() || !me.block_unless_interrupted() {
             remove_sleeper(&me);
             return Err(Interrupted::Signal);
         }
-        me.set_state(State::Blocked);
         add_sleeper(deadline, me);
         super::schedule();
     }
