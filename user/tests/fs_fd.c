@@ -8,6 +8,7 @@
  */
 #include "common.h"
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -282,6 +283,38 @@ static void test_ioctl(void)
     close(p[1]);
 }
 
+/*
+ * CLONE_FILES without CLONE_THREAD: two processes share one table. What
+ * the child opens and closes is the parent's too, and the table outlives
+ * the child (the last sharer to exit closes it, not the first).
+ */
+static int shared_fd_victim;
+
+static int files_child(void *arg)
+{
+    (void)arg;
+    int fd = open(DIR_ "/f", O_RDONLY);
+    close(shared_fd_victim);
+    _exit(fd < 0 ? 255 : fd);
+}
+
+static void test_clone_files(void)
+{
+    static char stack[64 * 1024] __attribute__((aligned(16)));
+    int keep = open("/dev/null", O_RDONLY);
+    shared_fd_victim = open("/dev/null", O_RDONLY);
+    pid_t pid = clone(files_child, stack + sizeof stack, CLONE_FILES | SIGCHLD, NULL);
+    int st = 0;
+    check(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) != 255,
+          "CLONE_FILES child opened a file and exited");
+    int child_fd = WEXITSTATUS(st);
+    check(fcntl(child_fd, F_GETFD) >= 0, "the descriptor the child opened is open in the parent");
+    EXPECT_ERR(EBADF, "the descriptor the child closed", fcntl(shared_fd_victim, F_GETFD));
+    check(fcntl(keep, F_GETFD) >= 0, "the parent's other descriptors outlive the child");
+    close(child_fd);
+    close(keep);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "report") == 0) {
@@ -304,6 +337,7 @@ int main(int argc, char **argv)
     test_emfile();
     test_inherit(argv[0]);
     test_ioctl();
+    test_clone_files();
     unlink(DIR_ "/f");
     check(rmdir(DIR_) == 0, "scratch directory removed");
     return t_done();
