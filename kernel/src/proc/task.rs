@@ -50,7 +50,6 @@ pub struct Task {
     /// The last user page fault (address, error code, repeats): a fault
     /// that keeps coming back is a kernel bug worth reporting.
     pub last_fault: SpinLock<(u64, u64, u64)>,
-    cpu_ns: AtomicU64,
 }
 
 impl Task {
@@ -70,14 +69,14 @@ impl Task {
             attention: core::sync::atomic::AtomicBool::new(true),
             in_syscall: AtomicU64::new(0),
             last_fault: SpinLock::new((0, 0, 0)),
-            cpu_ns: AtomicU64::new(0),
         }
     }
 
-    /// CPU time in user mode so far (kept in TSC ticks; converted here, so
-    /// the hot path never divides).
+    /// Time on a CPU so far, user and kernel (Linux's thread CPU clock
+    /// counts both), in ns. Kept by the scheduler in TSC ticks; converted
+    /// here, so no hot path divides.
     pub fn cpu_ns(&self) -> u64 {
-        hal::time::tsc_to_ns(self.cpu_ns.load(Ordering::Relaxed))
+        self.kthread.get().map_or(0, |k| hal::time::tsc_to_ns(k.cpu_tsc()))
     }
 
     /// Whether the thread is runnable (for /proc state letters).
@@ -159,11 +158,15 @@ fn run_task(task: Arc<Task>, mut ctx: Box<UserContext>) {
         if super::signal::handle_pending(&task, &mut ctx) == Flow::Exit {
             return;
         }
-        let entered = hal::cpu::rdtsc();
+        // CPU clocks are kept at context switches; only an armed CPU-time
+        // itimer needs the time spent in user mode itself. (Two clock
+        // reads per system call cost little on hardware, but under QEMU's
+        // TCG each takes a lock every vCPU contends for.)
+        let timed = task.process.cpu_timer_armed.load(Ordering::Relaxed);
+        let entered = if timed { hal::cpu::rdtsc() } else { 0 };
         let reason = ctx.run();
-        let ran = hal::cpu::rdtsc().saturating_sub(entered);
-        task.cpu_ns.fetch_add(ran, Ordering::Relaxed);
-        if task.process.cpu_timer_armed.load(Ordering::Relaxed) {
+        if timed {
+            let ran = hal::cpu::rdtsc().saturating_sub(entered);
             super::timer::charge_cpu(&task.process, hal::time::tsc_to_ns(ran));
         }
         match reason {

@@ -335,6 +335,9 @@ pub fn schedule() {
         }
         next.set_state(State::Running);
         ON_CPU[next.slot()].store(true, Ordering::Release);
+        let now = hal::cpu::rdtsc();
+        prev.stop_clock(now);
+        next.start_clock(now);
         rq.prev_slot = Some(prev.slot());
         rq.switches += 1;
         let contexts = (prev.context(), next.context());

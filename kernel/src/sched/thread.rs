@@ -63,6 +63,11 @@ pub struct Thread {
     interrupt: AtomicBool,
     /// The user task this thread runs (0 for kernel threads).
     task_id: core::sync::atomic::AtomicI32,
+    /// Time on a CPU, in TSC ticks: (finished slices, start of the
+    /// current slice or 0). Kept at context switches, as Linux keeps a
+    /// task's runtime, so system calls need no clock reads of their own;
+    /// one lock so a reader never sees a slice counted twice or not at all.
+    run_time: SpinLock<(u64, u64)>,
 }
 
 impl Thread {
@@ -94,7 +99,33 @@ impl Thread {
             vm_root: SpinLock::new(None),
             interrupt: AtomicBool::new(false),
             task_id: core::sync::atomic::AtomicI32::new(0),
+            run_time: SpinLock::new((0, 0)),
         })
+    }
+
+    /// TSC ticks this thread has spent on a CPU, the current slice
+    /// included.
+    pub fn cpu_tsc(&self) -> u64 {
+        let (done, since) = *self.run_time.lock();
+        if since == 0 {
+            done
+        } else {
+            done + hal::cpu::rdtsc().saturating_sub(since)
+        }
+    }
+
+    /// The thread leaves its CPU at `now` (TSC).
+    pub(super) fn stop_clock(&self, now: u64) {
+        let mut t = self.run_time.lock();
+        if t.1 != 0 {
+            t.0 += now.saturating_sub(t.1);
+            t.1 = 0;
+        }
+    }
+
+    /// The thread starts on a CPU at `now` (TSC).
+    pub(super) fn start_clock(&self, now: u64) {
+        self.run_time.lock().1 = now.max(1);
     }
 
     pub fn id(&self) -> u64 {
