@@ -105,13 +105,6 @@ impl FpuState {
     pub fn as_bytes(&self) -> &[u8; 512] {
         &self.0
     }
-
-    /// Replaces the state with `bytes` (from a signal frame), keeping MXCSR
-    /// reserved bits clear so FXRSTOR cannot fault.
-    pub fn set_bytes(&mut self, bytes: &[u8; 512]) {
-        self.0 = *bytes;
-        self.sanitize();
-    }
 }
 
 /// What the next entry to user mode loads into the x87/SSE registers.

@@ -140,6 +140,15 @@ pub trait Inode: Send + Sync {
         Err(if self.file_type() == FileType::Directory { Errno::EISDIR } else { Errno::EINVAL })
     }
 
+    /// A mapping of this file is being made (see `Backing::file`).
+    fn note_mapped(&self) {}
+
+    /// Whether the file may be mapped anywhere: false only when it never
+    /// was, so a shrinking truncate can skip looking for its pages.
+    fn ever_mapped(&self) -> bool {
+        true
+    }
+
     /// Whether `frame_to_map` serves this file (MAP_SHARED needs it).
     fn has_page_frames(&self) -> bool {
         false

@@ -55,6 +55,8 @@ pub struct TmpInode {
     /// need the (sleeping) data lock.
     frames: AtomicU64,
     size: AtomicU64,
+    /// Some process has mapped the file (it is never cleared).
+    mapped: core::sync::atomic::AtomicBool,
     ino: u64,
     /// The file type, fixed at creation (chmod keeps it), so that listing
     /// a directory reads it without the metadata lock.
@@ -89,6 +91,7 @@ impl TmpInode {
         Arc::new_cyclic(|me| TmpInode {
             fs: fs.clone(),
             frames: AtomicU64::new(0),
+            mapped: core::sync::atomic::AtomicBool::new(false),
             size: AtomicU64::new(0),
             ino: fs.next_ino.fetch_add(1, Ordering::Relaxed),
             kind: FileType::from_mode(mode).unwrap_or(FileType::Regular),
@@ -307,6 +310,14 @@ impl Inode for TmpInode {
         m.mtime = t;
         m.ctime = t;
         Ok(())
+    }
+
+    fn note_mapped(&self) {
+        self.mapped.store(true, Ordering::Relaxed);
+    }
+
+    fn ever_mapped(&self) -> bool {
+        self.mapped.load(Ordering::Relaxed)
     }
 
     fn has_page_frames(&self) -> bool {

@@ -3,9 +3,9 @@
 //! Linux's truncate unmaps every page of the file past its new end from
 //! every process, private copies included, so that touching one again
 //! raises SIGBUS instead of showing data the file no longer holds. Kiln
-//! has no reverse map from files to mappings: a shrinking truncate walks
-//! the address spaces instead (growing, or truncating to the same size,
-//! walks nothing). The file system drops its pages first, so a fault that
+//! has no reverse map from files to mappings: a shrinking truncate of a
+//! file that was ever mapped walks the address spaces instead (growing,
+//! truncating to the same size, or a file never mapped walks nothing). The file system drops its pages first, so a fault that
 //! races the walk already finds the new size.
 //!
 //! Known gap: a fork that copies its parent's page tables while the walk
@@ -24,7 +24,7 @@ use crate::mm::{Vm, PAGE_SIZE};
 pub fn truncate(inode: &Arc<dyn Inode>, size: u64) -> Result<(), Errno> {
     let old = inode.metadata().size;
     inode.truncate(size)?;
-    if size < old {
+    if size < old && inode.ever_mapped() {
         // The page holding the new end stays mapped (its tail reads as
         // zero); whole pages past it go.
         let from = size.div_ceil(PAGE_SIZE) * PAGE_SIZE;

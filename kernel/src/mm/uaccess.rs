@@ -47,22 +47,25 @@ pub fn read_bytes_with(vm: impl FnOnce() -> Result<Vm, Errno>, addr: u64, buf: &
 /// `write_bytes` with the address space looked up on the first fault only.
 #[inline]
 pub fn write_bytes_with(vm: impl FnOnce() -> Result<Vm, Errno>, addr: u64, data: &[u8]) -> Result<(), Errno> {
-    match copy_to_user(addr, data) {
-        Ok(()) => Ok(()),
-        Err(fault) => write_resuming(LazyVm::new(vm), addr, data, fault.addr).map_err(|(_, e)| e),
-    }
+    write_until_stuck(vm, addr, data).map_err(|(_, e)| e)
 }
 
 /// `write_bytes_with` that reports how far it got: the bytes copied
 /// before a fault the address space cannot resolve, for calls that
 /// return a short count instead of EFAULT once some bytes landed.
 pub fn write_prefix_with(vm: impl FnOnce() -> Result<Vm, Errno>, addr: u64, data: &[u8]) -> usize {
-    match copy_to_user(addr, data) {
+    match write_until_stuck(vm, addr, data) {
         Ok(()) => data.len(),
-        Err(fault) => match write_resuming(LazyVm::new(vm), addr, data, fault.addr) {
-            Ok(()) => data.len(),
-            Err((at, _)) => (at - addr) as usize,
-        },
+        Err((at, _)) => (at - addr) as usize,
+    }
+}
+
+/// The copy both of the above make: on failure, where it stopped.
+#[inline]
+fn write_until_stuck(vm: impl FnOnce() -> Result<Vm, Errno>, addr: u64, data: &[u8]) -> Result<(), (u64, Errno)> {
+    match copy_to_user(addr, data) {
+        Ok(()) => Ok(()),
+        Err(fault) => write_resuming(LazyVm::new(vm), addr, data, fault.addr),
     }
 }
 

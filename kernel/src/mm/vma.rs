@@ -56,6 +56,21 @@ pub enum Backing {
     SharedFile { source: Arc<dyn crate::fs::Inode>, offset: u64, may_write: bool },
 }
 
+impl Backing {
+    /// A private mapping of `source` (see `Backing::File`); the file
+    /// learns it is mapped, so truncating it looks for its pages.
+    pub fn file(source: Arc<dyn crate::fs::Inode>, offset: u64, segment_end: Option<u64>) -> Backing {
+        source.note_mapped();
+        Backing::File { source, offset, segment_end }
+    }
+
+    /// A shared mapping of `source` (see `Backing::SharedFile`).
+    pub fn shared_file(source: Arc<dyn crate::fs::Inode>, offset: u64, may_write: bool) -> Backing {
+        source.note_mapped();
+        Backing::SharedFile { source, offset, may_write }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Prot {
     pub read: bool,

@@ -126,11 +126,7 @@ fn map_segments(
                     start,
                     end,
                     prot: prot_of(ph.p_flags(endian)),
-                    backing: Backing::File {
-                        source: inode.clone(),
-                        offset: offset - (va - start),
-                        segment_end: Some(offset + filesz),
-                    },
+                    backing: Backing::file(inode.clone(), offset - (va - start), Some(offset + filesz)),
                     kind: VmaKind::Normal,
                     name: Some(String::from(path)),
                 })

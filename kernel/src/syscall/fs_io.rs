@@ -214,7 +214,7 @@ pub fn sys_write(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 }
 
 fn positional(f: &OpenFile, offset: u64) -> Result<u64, Errno> {
-    if !f.ops.seekable() && f.ops.fixed_seek().is_none() {
+    if !f.io.seekable && f.ops.fixed_seek().is_none() {
         return Err(Errno::ESPIPE);
     }
     if (offset as i64) < 0 {
@@ -460,7 +460,7 @@ pub fn sys_lseek(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if let Some(pos) = f.ops.fixed_seek() {
         return Ok(pos);
     }
-    if !f.ops.seekable() {
+    if !f.io.seekable {
         return Err(Errno::ESPIPE);
     }
     let (offset, whence) = (a[1] as i64, a[2] as u32);
@@ -484,7 +484,7 @@ pub fn sys_lseek(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         }
         _ => return Err(Errno::EINVAL),
     };
-    if new < 0 || f.ops.seek_limit().is_some_and(|limit| new as u64 > limit) {
+    if new < 0 || f.io.seek_limit.is_some_and(|limit| new as u64 > limit) {
         return Err(Errno::EINVAL);
     }
     *pos = new as u64;
@@ -501,7 +501,7 @@ pub fn sys_sendfile(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if out.flags() & c::O_APPEND != 0 {
         return Err(Errno::EINVAL);
     }
-    if !input.ops.seekable() {
+    if !input.io.seekable {
         return Err(Errno::EINVAL);
     }
     let vm = ctx.vm()?;

@@ -58,9 +58,9 @@ pub fn sys_mmap(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
             if !inode.has_page_frames() {
                 return Err(Errno::ENODEV);
             }
-            Backing::SharedFile { source: inode, offset, may_write: file.writable() }
+            Backing::shared_file(inode, offset, file.writable())
         } else {
-            Backing::File { source: inode, offset, segment_end: None }
+            Backing::file(inode, offset, None)
         }
     };
     let accountable = prot & c::PROT_WRITE as u64 != 0 && flags & c::MAP_NORESERVE == 0;
