@@ -41,7 +41,7 @@ pub mod user;
 
 pub mod bootinfo;
 
-pub use bootinfo::{BootInfo, BootLoader, BootModule};
+pub use bootinfo::{BootInfo, BootLoader, BootModule, TakenModule};
 
 /// Declares the kernel's entry point: `fn(&'static BootInfo) -> !`, called
 /// on a guarded kernel stack once the hardware layer is up.

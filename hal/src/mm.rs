@@ -8,6 +8,8 @@
 use kiln_util::frames::FrameBitmap;
 use kiln_util::memmap::MemoryMap;
 
+use core::sync::atomic::{AtomicU64, Ordering};
+
 use crate::sync::SpinLock;
 
 pub const PAGE_SIZE: u64 = 4096;
@@ -40,6 +42,10 @@ pub fn virt_to_phys(vaddr: u64) -> Option<PhysAddr> {
 
 static FRAMES: SpinLock<Option<FrameBitmap<'static>>> = SpinLock::new(None);
 
+/// Frames the allocator manages: the usable RAM free at boot, plus boot
+/// modules' frames given to it later (Linux's MemTotal).
+static MANAGED: AtomicU64 = AtomicU64::new(0);
+
 /// Builds the frame allocator from the normalized memory map. The bitmap
 /// takes frames from the first usable region big enough to hold it; those
 /// frames and everything in `reserved` (kernel image, boot data) are marked
@@ -63,6 +69,7 @@ pub(crate) fn init_frames(map: &MemoryMap) {
         }
     }
     frames.mark_used_range(home.start, home.start + bytes);
+    MANAGED.store(frames.free_frames(), Ordering::Relaxed);
     *FRAMES.lock() = Some(frames);
 }
 
@@ -86,7 +93,21 @@ pub fn memory_map() -> &'static MemoryMap {
 /// Marks a physical range used (the kernel image, boot modules).
 pub(crate) fn reserve_range(start: u64, end: u64) {
     if let Some(frames) = FRAMES.lock().as_mut() {
+        let before = frames.free_frames();
         frames.mark_used_range(start, end);
+        MANAGED.fetch_sub(before - frames.free_frames(), Ordering::Relaxed);
+    }
+}
+
+/// Hands `count` frames of a boot module, now read, to the allocator.
+pub(crate) fn give_boot_frames(first: PhysAddr, count: u64) {
+    if let Some(frames) = FRAMES.lock().as_mut() {
+        match frames.free_contiguous(first.0, count) {
+            Ok(()) => {
+                MANAGED.fetch_add(count, Ordering::Relaxed);
+            }
+            Err(e) => log::error!("cannot free boot frames at {:#x}: {e:?}", first.0),
+        }
     }
 }
 
@@ -118,6 +139,11 @@ pub fn free_contiguous(frame: PhysAddr, count: u64) {
 
 pub fn free_frame_count() -> u64 {
     FRAMES.lock().as_ref().map_or(0, |f| f.free_frames())
+}
+
+/// Frames of RAM the allocator manages (free or handed out): MemTotal.
+pub fn managed_frame_count() -> u64 {
+    MANAGED.load(Ordering::Relaxed)
 }
 
 pub fn total_frame_count() -> u64 {
