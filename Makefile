@@ -29,7 +29,8 @@ CMD ?=
 ROOT ?=
 MEM ?=
 ROOTFS_PACKAGES ?=
-export SMP CMDLINE QEMU_EXTRA EXTRA CMD ROOT MEM ROOTFS_PACKAGES
+VIA_LDSO ?=
+export SMP CMDLINE QEMU_EXTRA EXTRA CMD ROOT MEM ROOTFS_PACKAGES VIA_LDSO
 
 .DEFAULT_GOAL := run
 .PHONY: run test test-smp iso build bench clean fmt clippy deps rootfs

@@ -219,8 +219,7 @@ pub(crate) fn collect(magic: u32, info_paddr: u64, boot_tsc: u64) -> BootInfo {
         info.loader = BootLoader::Multiboot2;
         mb.memory_map(&mut info.memory_map).expect("multiboot2 memory map");
         for m in mb.modules().take(MAX_MODULES) {
-            info.modules[info.module_count] =
-                BootModule {
+            info.modules[info.module_count] = BootModule {
                 start: PhysAddr(u64::from(m.start)),
                 len: u64::from(m.end.saturating_sub(m.start)),
                 in_ram: false,

@@ -39,11 +39,8 @@ pub struct KernelHeap {
 }
 
 #[global_allocator]
-static HEAP: KernelHeap = KernelHeap {
-    heap: SpinLock::new(Heap::new()),
-    grown: AtomicU64::new(0),
-    large: AtomicU64::new(0),
-};
+static HEAP: KernelHeap =
+    KernelHeap { heap: SpinLock::new(Heap::new()), grown: AtomicU64::new(0), large: AtomicU64::new(0) };
 
 fn is_large(layout: Layout) -> bool {
     layout.size() >= LARGE

@@ -118,6 +118,32 @@ pub fn alloc_frame_zeroed() -> Option<PhysAddr> {
     Some(frame)
 }
 
+/// Frames user memory (process pages, tmpfs data) may not take, so the
+/// kernel's own allocations (heap, page tables, stacks), many of which
+/// cannot wait, are still met when user memory has taken everything else:
+/// memory pressure from programs then ends at the OOM killer, not at a
+/// kernel allocation failing. 1/128 of memory, between 1 and 16 MiB, as
+/// Linux's min_free_kbytes scales.
+pub fn kernel_reserve_frames() -> u64 {
+    (MANAGED.load(Ordering::Relaxed) / 128).clamp(256, 4096)
+}
+
+/// A zero-filled frame for user memory, or `None` when taking it would
+/// dip into [`kernel_reserve_frames`].
+pub fn alloc_user_frame_zeroed() -> Option<PhysAddr> {
+    let reserve = kernel_reserve_frames();
+    let frame = {
+        let mut frames = FRAMES.lock();
+        let frames = frames.as_mut()?;
+        if frames.free_frames() <= reserve {
+            return None;
+        }
+        frames.alloc().map(PhysAddr)?
+    };
+    zero_frames(frame, 1);
+    Some(frame)
+}
+
 /// `count` physically contiguous frames (not zeroed), aligned to `align` frames.
 pub fn alloc_contiguous(count: u64, align: u64) -> Option<PhysAddr> {
     FRAMES.lock().as_mut()?.alloc_contiguous(count, align).map(PhysAddr)

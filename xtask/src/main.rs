@@ -159,14 +159,23 @@ fn run(args: &[String]) -> Result<ExitCode> {
         RootChoice::Busybox => initramfs::make(&build::repo_root(), &build::out_dir(), extra_dir.as_deref())?,
         RootChoice::Debian => rootfs::initramfs(&build::repo_root(), &build::out_dir(), extra_dir.as_deref())?,
     };
+    // VIA_LDSO=1 starts Debian's /bin/sh (dash, dynamically linked)
+    // through the dynamic loader, for kernels whose exec cannot load an
+    // ELF interpreter yet; with one that can, /bin/sh runs as it is.
+    let loader = (root == RootChoice::Debian && std::env::var("VIA_LDSO").is_ok_and(|v| v.trim() == "1"))
+        .then_some(rootfs::LOADER);
     let command = std::env::var("CMD").unwrap_or_default();
     if !command.trim().is_empty() {
-        return usertest::run_command(elf, initrd, &cmdline, &command, smp, extra);
+        return usertest::run_command(elf, initrd, &cmdline, loader, &command, smp, extra);
     }
     // Without a command, boot to an interactive shell unless the command
     // line picks something else (init=..., or `banner` for the live banner).
     if !cmdline.split_whitespace().any(|w| w.starts_with("init=") || w == "banner") {
-        cmdline = format!("{} init=/bin/sh", cmdline.trim()).trim().to_string();
+        let init = match loader {
+            Some(ld) => format!("init={ld} -- /bin/sh"),
+            None => "init=/bin/sh".to_string(),
+        };
+        cmdline = format!("{} {init}", cmdline.trim()).trim().to_string();
     }
     let boot = qemu::Boot { image: qemu::Image::Kernel { elf, cmdline, initrd: Some(initrd) }, smp, extra };
     println!("Ctrl-A X quits QEMU; `exit` in the shell powers off");

@@ -77,6 +77,9 @@ const BASE_PACKAGES: &[&str] = &[
     "netbase",
 ];
 
+/// The x86-64 dynamic loader's path in the root.
+pub const LOADER: &str = "/lib64/ld-linux-x86-64.so.2";
+
 /// Bumped when the layout code changes, so a cached tree is rebuilt.
 const LAYOUT_VERSION: &str = "2";
 
@@ -553,11 +556,8 @@ fn finish_tree(tree: &Path, control: &Path) -> Result<()> {
     }
     // The dynamic loader's cache, as libc-bin's postinst builds it.
     if tree.join("etc/ld.so.conf").exists() {
-        let status = Command::new("ldconfig")
-            .arg("-r")
-            .arg(tree)
-            .status()
-            .map_err(|e| format!("cannot run ldconfig: {e}"))?;
+        let status =
+            Command::new("ldconfig").arg("-r").arg(tree).status().map_err(|e| format!("cannot run ldconfig: {e}"))?;
         if !status.success() {
             return Err(format!("ldconfig -r {} failed ({status})", tree.display()));
         }

@@ -220,7 +220,14 @@ fn fail(what: &'static str, errno: Errno) -> UnpackError {
 
 impl RootSink {
     fn new() -> RootSink {
-        RootSink { root: root(), current: Current::None, links: Vec::new(), last_dir: None, path: String::new(), bytes: 0 }
+        RootSink {
+            root: root(),
+            current: Current::None,
+            links: Vec::new(),
+            last_dir: None,
+            path: String::new(),
+            bytes: 0,
+        }
     }
 
     fn error(&mut self, e: StreamError<UnpackError>) -> UnpackError {
@@ -291,7 +298,8 @@ impl RootSink {
                     }
                 }
                 Self::clear_name(&dir, base)?;
-                let made = dir.inode().create(base, S_IFDIR | perm, 0).map_err(|e| fail("cannot create a directory", e))?;
+                let made =
+                    dir.inode().create(base, S_IFDIR | perm, 0).map_err(|e| fail("cannot create a directory", e))?;
                 let _ = made.set_times(None, Some(u64::from(e.mtime) * 1_000_000_000));
             }
             S_IFREG => {

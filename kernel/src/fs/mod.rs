@@ -8,6 +8,7 @@ pub mod fdtable;
 pub mod file;
 pub mod initramfs;
 pub mod inode;
+pub mod meminfo;
 pub mod pagestore;
 pub mod pipe;
 pub mod procfs;
