@@ -94,7 +94,10 @@ pub fn unpack(mut module: TakenModule) -> Result<Unpacked, UnpackError> {
     let done = Unpacked { entries: parser.entries(), bytes: sink.bytes, archive: module.position() };
     let result = result.and_then(|()| parser.finish().map_err(|e| UnpackError::new(e.as_str())));
     match result {
-        Ok(()) => Ok(done),
+        Ok(()) => {
+            sink.set_dir_times();
+            Ok(done)
+        }
         Err(mut e) => {
             e.done = done;
             if e.path.is_empty() {
@@ -207,6 +210,9 @@ struct RootSink {
     /// The last parent directory: archives list a directory's files
     /// together, so most entries skip the walk from the root.
     last_dir: Option<(String, Arc<Dentry>)>,
+    /// Directories and their archived mtimes, set once everything is in
+    /// (creating their entries would move the times on again).
+    dir_times: Vec<(Arc<dyn Inode>, u32)>,
     /// The entry in progress (for error messages).
     path: String,
     bytes: u64,
@@ -225,8 +231,16 @@ impl RootSink {
             current: Current::None,
             links: Vec::new(),
             last_dir: None,
+            dir_times: Vec::new(),
             path: String::new(),
             bytes: 0,
+        }
+    }
+
+    /// Gives directories their archived times.
+    fn set_dir_times(&mut self) {
+        for (dir, mtime) in self.dir_times.drain(..).rev() {
+            let _ = dir.set_times(None, Some(u64::from(mtime) * 1_000_000_000));
         }
     }
 

@@ -46,6 +46,7 @@ impl MemInfo {
     }
 
     /// KiB in use that no line accounts for.
+    #[cfg(feature = "ktest")]
     pub fn unaccounted(&self) -> u64 {
         let counted = self.free + self.file + self.anon + self.slab + self.kernel_stack + self.page_tables;
         self.total.saturating_sub(counted)
