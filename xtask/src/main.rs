@@ -7,6 +7,7 @@
 
 mod bench;
 mod build;
+mod debiantest;
 mod initramfs;
 mod iso;
 mod ksyms;
@@ -40,6 +41,8 @@ commands:
                             stage at 2 and 4, or all of them at N with --smp
                             (env: KTEST_FILTER=TEXT runs only matching kernel tests)
   test-smp [--smp N]        only the SMP stage (at 2 and 4, or at N)
+  test-debian               only the Debian-root stage (a small root from
+                            Debian's packages, against the host in chroot)
   bench [smoke]             Kiln against Linux under icount and wall clock
                             (env: BENCH_RUNS, BENCH_FILTER, BENCH_SCALE, BENCH_KERNEL)
   fmt [--check]             rustfmt the host crates
@@ -107,6 +110,14 @@ fn dispatch(args: &[String]) -> Result<ExitCode> {
                 _ => return Err(format!("test-smp: unexpected arguments {rest:?}")),
             };
             testrun::smp_only(&testrun::Cpus::new(smp))
+        }
+        "test-debian" => {
+            no_args(cmd, rest)?;
+            let elf = build::kernel(build::Flavor::Normal)?;
+            let (passed, failed) = debiantest::run(&build::repo_root(), &elf, 1)?;
+            recap::print();
+            println!("{passed} passed, {failed} failed");
+            Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
         "bench" => bench::main(rest),
         "fmt" => build::host_fmt(rest),

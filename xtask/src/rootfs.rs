@@ -607,11 +607,16 @@ fn tree_bytes(dir: &Path) -> (u64, u64) {
 /// `make rootfs`: resolves, downloads, unpacks and archives the root.
 /// Returns the cached archive of the tree (without `/t`).
 pub fn make(repo: &Path) -> Result<PathBuf> {
-    let work = dir(repo);
+    make_in(&dir(repo), &dir(repo).join("debs"), &requested_packages())
+}
+
+/// Builds the root of `packages` in `work` (tree `root/`, archive
+/// `root.cpio.gz`), with .deb files cached in `debs`.
+pub fn make_in(work: &Path, debs: &Path, packages: &[String]) -> Result<PathBuf> {
+    let work = work.to_path_buf();
     fs::create_dir_all(&work).map_err(|e| format!("create {}: {e}", work.display()))?;
-    let packages = requested_packages();
-    let resolved = resolve(&work, &packages)?;
-    let debs = download(&work.join("debs"), &resolved)?;
+    let resolved = resolve(&work, packages)?;
+    let debs = download(debs, &resolved)?;
     let stamp_text = format!(
         "layout {LAYOUT_VERSION}\n{}\n",
         debs.iter().filter_map(|d| d.file_name()?.to_str()).collect::<Vec<_>>().join("\n")
@@ -644,6 +649,12 @@ pub fn make(repo: &Path) -> Result<PathBuf> {
 /// member with the test programs under `/t` and `extra` at the root.
 pub fn initramfs(repo: &Path, out_dir: &Path, extra: Option<&Path>) -> Result<PathBuf> {
     let root_archive = make(repo)?;
+    initramfs_with(repo, &root_archive, &out_dir.join("initramfs-debian.cpio.gz"), extra)
+}
+
+/// The initramfs at `path`: `root_archive`, then the test programs and
+/// `extra`.
+pub fn initramfs_with(repo: &Path, root_archive: &Path, path: &Path, extra: Option<&Path>) -> Result<PathBuf> {
     let t = crate::initramfs::build_user_programs(repo)?;
     let mut dirs: Vec<(&str, &Path)> = vec![("t/", t.as_path())];
     if let Some(extra) = extra {
@@ -652,16 +663,16 @@ pub fn initramfs(repo: &Path, out_dir: &Path, extra: Option<&Path>) -> Result<Pa
         }
         dirs.push(("", extra));
     }
-    let tail = out_dir.join("debian-tail.cpio.gz");
+    let tail = path.with_extension("tail");
     crate::initramfs::write_gz(&dirs, &tail)?;
-    let path = out_dir.join("initramfs-debian.cpio.gz");
-    let mut out = fs::File::create(&path).map_err(|e| format!("create {}: {e}", path.display()))?;
-    for part in [&root_archive, &tail] {
+    let mut out = fs::File::create(path).map_err(|e| format!("create {}: {e}", path.display()))?;
+    for part in [root_archive, tail.as_path()] {
         let mut f = fs::File::open(part).map_err(|e| format!("open {}: {e}", part.display()))?;
         std::io::copy(&mut f, &mut out).map_err(|e| format!("write {}: {e}", path.display()))?;
     }
     out.flush().map_err(|e| format!("write {}: {e}", path.display()))?;
-    Ok(path)
+    let _ = fs::remove_file(&tail);
+    Ok(path.to_path_buf())
 }
 
 #[cfg(test)]

@@ -128,7 +128,7 @@ pub fn sections(output: &str) -> Vec<(String, String)> {
     out
 }
 
-fn first_difference(a: &str, b: &str) -> String {
+pub fn first_difference(a: &str, b: &str) -> String {
     for (i, (x, y)) in a.lines().zip(b.lines()).enumerate() {
         if x != y {
             return format!("line {}:\n      linux: {x}\n      kiln:  {y}", i + 1);
