@@ -132,6 +132,13 @@ pub fn cpio(dirs: &[(&str, &Path)]) -> Result<Vec<u8>> {
     write_cpio(dirs, Vec::new())
 }
 
+/// Writes the newc archive of `dirs` to `path`, uncompressed.
+pub fn write_plain(dirs: &[(&str, &Path)], path: &Path) -> Result<()> {
+    let file = fs::File::create(path).map_err(|e| format!("create {}: {e}", path.display()))?;
+    let mut out = write_cpio(dirs, std::io::BufWriter::new(file))?;
+    out.flush().map_err(|e| format!("write {}: {e}", path.display()))
+}
+
 /// Writes the gzip'd newc archive of `dirs` to `path`.
 pub fn write_gz(dirs: &[(&str, &Path)], path: &Path) -> Result<()> {
     let file = fs::File::create(path).map_err(|e| format!("create {}: {e}", path.display()))?;
