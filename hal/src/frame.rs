@@ -28,8 +28,7 @@ pub(crate) fn init() {
     let frames = mm::total_frame_count() as usize;
     let mut counts = Vec::new();
     if counts.try_reserve_exact(frames).is_err() {
-        crate::serial::write_bytes(b"\nkiln: not enough memory for the frame reference table; power off\n");
-        crate::qemu::exit_failure();
+        crate::boot_out_of_memory("the frame reference table");
     }
     counts.resize_with(frames, || AtomicU32::new(0));
     REF_COUNTS.set(counts);

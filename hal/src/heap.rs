@@ -53,11 +53,19 @@ fn large_frames(layout: Layout) -> u64 {
 impl KernelHeap {
     fn grow(&self, heap: &mut Heap<48>, layout: Layout) -> bool {
         let need = (layout.size().max(layout.align()) as u64).next_power_of_two() * 2;
-        let bytes = need.max(MIN_GROW).next_multiple_of(PAGE_SIZE);
-        let frames = bytes / PAGE_SIZE;
         let align = (layout.align() as u64 / PAGE_SIZE).max(1).next_power_of_two();
-        let Some(base) = mm::alloc_contiguous(frames, align) else {
-            return false;
+        // A 1 MiB chunk if memory has one in a piece, else just enough:
+        // a fragmented or tiny machine still gets its small objects.
+        let mut bytes = need.max(MIN_GROW).next_multiple_of(PAGE_SIZE);
+        let base = loop {
+            if let Some(base) = mm::alloc_contiguous(bytes / PAGE_SIZE, align) {
+                break base;
+            }
+            let smallest = need.next_multiple_of(PAGE_SIZE);
+            if bytes <= smallest {
+                return false;
+            }
+            bytes = (bytes / 2).max(smallest);
         };
         let start = base.to_virt() as usize;
         // SAFETY: the frames were just taken from the frame allocator, so

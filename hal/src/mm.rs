@@ -58,7 +58,7 @@ pub(crate) fn init_frames(map: &MemoryMap) {
     let home = map
         .usable_pages()
         .find(|r| r.start >= 0x10_0000 && r.end - r.start >= bytes && r.end <= 0x1_0000_0000)
-        .expect("no usable memory region can hold the frame bitmap");
+        .unwrap_or_else(|| crate::boot_out_of_memory("the frame bitmap"));
     let bits = bitmap_storage(PhysAddr(home.start), words);
     let mut frames = FrameBitmap::new(bits, frame_count).expect("frame bitmap too small");
     for region in map.usable_pages() {

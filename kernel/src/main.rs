@@ -55,8 +55,8 @@ fn kmain(info: &'static hal::BootInfo) -> ! {
         );
         run(info);
     });
-    if let Err(e) = booted {
-        panic!("cannot start the first kernel thread: {e:?}");
+    if booted.is_err() {
+        hal::boot_out_of_memory("the first kernel thread");
     }
     // The boot context becomes this CPU's idle loop.
     sched::idle_loop()
@@ -124,7 +124,9 @@ fn report_bad_initramfs(e: &fs::initramfs::UnpackError) -> ! {
     let mut out = hal::serial::Console;
     let _ = writeln!(out, "\nkiln: cannot unpack the initramfs: {e}");
     if e.out_of_memory() {
-        let total_mib = hal::mm::managed_frame_count() * 4 / 1024;
+        // The root's size is half of memory as tmpfs counts it (Linux's
+        // default for a tmpfs root).
+        let total_mib = hal::mm::total_frame_count() * 4 / 1024;
         let stats = fs::dentry::root().inode().fs_stats();
         let _ = writeln!(
             out,
