@@ -132,7 +132,7 @@ fn report_bad_initramfs(e: &fs::initramfs::UnpackError) -> ! {
             out,
             "kiln: the root file system may hold half of memory ({} of {total_mib} MiB); \
              boot with more memory (make run MEM=...)",
-            stats.blocks * stats.block_size >> 20
+            (stats.blocks * stats.block_size) >> 20
         );
     }
     let _ = writeln!(out, "kiln: power off");
