@@ -149,8 +149,7 @@ impl BootInfo {
         if TAKEN.fetch_or(bit, Ordering::AcqRel) & bit != 0 {
             return None;
         }
-        let start = m.start;
-        Some(TakenModule { start, len: m.len, pos: 0, released: start.0, in_ram: m.in_ram })
+        Some(TakenModule { start: m.start, len: m.len, pos: 0, released: m.start.0, in_ram: m.in_ram })
     }
 }
 

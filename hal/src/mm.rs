@@ -122,10 +122,11 @@ pub fn alloc_frame_zeroed() -> Option<PhysAddr> {
 /// kernel's own allocations (heap, page tables, stacks), many of which
 /// cannot wait, are still met when user memory has taken everything else:
 /// memory pressure from programs then ends at the OOM killer, not at a
-/// kernel allocation failing. 1/128 of memory, between 1 and 16 MiB, as
-/// Linux's min_free_kbytes scales.
+/// kernel allocation failing. 1/512 of memory, between 1 and 16 MiB (1 MiB
+/// at 512 MiB, 4 MiB at 2 GiB), below Linux's min_free_kbytes (2.8 MiB at
+/// 512 MiB).
 pub fn kernel_reserve_frames() -> u64 {
-    (MANAGED.load(Ordering::Relaxed) / 128).clamp(256, 4096)
+    (MANAGED.load(Ordering::Relaxed) / 512).clamp(256, 4096)
 }
 
 /// A zero-filled frame for user memory, or `None` when taking it would

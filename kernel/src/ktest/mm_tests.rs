@@ -16,6 +16,7 @@ pub const TESTS: &[KTest] = &[
     KTest { name: "mm::heap_box_and_vec", run: heap_box_and_vec },
     KTest { name: "mm::heap_failure_is_an_error", run: heap_failure_is_an_error },
     KTest { name: "mm::heap_gives_large_objects_back", run: heap_gives_large_objects_back },
+    KTest { name: "mm::heap_gives_small_chunks_back", run: heap_gives_small_chunks_back },
     KTest { name: "mm::meminfo_adds_up", run: meminfo_adds_up },
     KTest { name: "mm::user_frames_leave_the_kernel_reserve", run: user_frames_leave_the_kernel_reserve },
     KTest { name: "mm::kernel_sections_w_xor_x", run: kernel_sections_w_xor_x },
@@ -100,6 +101,33 @@ fn heap_gives_large_objects_back() -> TestResult {
     let held_after = hal::heap::stats().held();
     ensure!(held_after <= held_before + (1 << 20), "heap kept {} KiB", (held_after - held_before) / 1024);
     ensure!(hal::mm::free_frame_count() + 256 >= free_before, "frames not returned");
+    Ok(())
+}
+
+fn heap_gives_small_chunks_back() -> TestResult {
+    let before = hal::heap::stats();
+    {
+        // 8 MiB of 64-byte objects, held in a large vector of boxes: the
+        // small-object heap grows by several chunks.
+        let count = (8 << 20) / 64;
+        let mut boxes: Vec<Box<[u8; 64]>> =
+            crate::mm::try_vec_with_capacity(count).map_err(|_| "no room for the box list")?;
+        for i in 0..count {
+            boxes.push(crate::mm::try_box([i as u8; 64]).map_err(|_| "small allocation failed")?);
+        }
+        let grown = hal::heap::stats().small_held;
+        ensure!(grown >= before.small_held + (8 << 20), "heap did not grow: {grown} from {}", before.small_held);
+        ensure!(boxes.iter().enumerate().all(|(i, b)| b[63] == i as u8), "objects overlap");
+    }
+    // Every chunk emptied goes back but one spare (at most the largest,
+    // 1/16 of the heap or 1 MiB).
+    let after = hal::heap::stats();
+    let spare = (1 << 20).max(after.small_held / 16) + (1 << 20);
+    ensure!(
+        after.small_held <= before.small_held + spare,
+        "small heap kept {} KiB more",
+        (after.small_held - before.small_held) / 1024
+    );
     Ok(())
 }
 
