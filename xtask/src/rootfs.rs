@@ -82,7 +82,7 @@ const BASE_PACKAGES: &[&str] = &[
 pub const LOADER: &str = "/lib64/ld-linux-x86-64.so.2";
 
 /// Bumped when the layout code changes, so a cached tree is rebuilt.
-const LAYOUT_VERSION: &str = "3";
+const LAYOUT_VERSION: &str = "4";
 
 /// Where the Debian root and its caches live.
 pub fn dir(repo: &Path) -> PathBuf {
@@ -291,9 +291,9 @@ pub struct Alternative {
 
 /// Finds the `update-alternatives --install LINK NAME PATH PRIORITY
 /// [--slave LINK NAME PATH]...` calls in a maintainer script. Lines
-/// continued with a backslash are joined; calls whose arguments use shell
-/// variables or loops are skipped (they cannot be read without running
-/// the script).
+/// continued with a backslash are joined; a call whose master uses shell
+/// variables is skipped, and slaves end at the first such word (neither
+/// can be read without running the script).
 pub fn parse_alternatives(script: &str) -> Vec<Alternative> {
     let joined = script.replace("\\\n", " ");
     let mut out = Vec::new();
@@ -308,9 +308,13 @@ pub fn parse_alternatives(script: &str) -> Vec<Alternative> {
             .take_while(|w| !matches!(**w, ";" | "||" | "&&" | "|") && !w.starts_with('#'))
             .copied()
             .collect();
-        if args.len() < 4 || args.iter().any(|a| a.contains('$') || a.contains('`')) {
+        // The master must be literal; slaves stop at the first word the
+        // shell would expand (xz-utils builds its slaves in `$(...)`).
+        let literal = |a: &&str| !a.contains('$') && !a.contains('`');
+        if args.len() < 4 || !args[..4].iter().all(literal) {
             continue;
         }
+        let args: Vec<&str> = args.into_iter().take_while(literal).collect();
         let Ok(priority) = args[3].parse() else { continue };
         let mut alt = Alternative {
             link: args[0].to_string(),
@@ -576,7 +580,6 @@ fn finish_tree(tree: &Path, control: &Path) -> Result<()> {
         ("/usr/bin/vi", "vim.basic"),
         ("/usr/bin/vim", "vim.basic"),
         ("/usr/bin/awk", "mawk"),
-        ("/usr/bin/python", "python3"),
         ("/usr/bin/editor", "vim.basic"),
         ("/usr/bin/pager", "less"),
     ] {
@@ -736,13 +739,15 @@ mod tests {
             update-alternatives --install /usr/bin/vi vi /usr/bin/vim.basic 30 \\\n\
               --slave /usr/share/man/man1/vi.1.gz vi.1.gz /usr/share/man/man1/vim.1.gz\n\
             update-alternatives --install /usr/bin/$x x /usr/bin/$y 10\n\
+            update-alternatives --install /usr/bin/lzma lzma /usr/bin/xz 20 $(slave lzma)\n\
             update-alternatives --quiet --install /usr/bin/awk awk /usr/bin/mawk 5 || true\n";
         let alts = parse_alternatives(script);
-        assert_eq!(alts.len(), 2, "{alts:?}");
+        assert_eq!(alts.len(), 3, "{alts:?}");
         assert_eq!(alts[0].name, "vi");
         assert_eq!(alts[0].priority, 30);
         assert_eq!(alts[0].slaves[0].1, "vi.1.gz");
-        assert_eq!(alts[1].path, "/usr/bin/mawk");
+        assert_eq!((alts[1].name.as_str(), alts[1].slaves.len()), ("lzma", 0));
+        assert_eq!(alts[2].path, "/usr/bin/mawk");
     }
 
     #[test]
