@@ -43,7 +43,7 @@ pub fn run(repo: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
     fs::create_dir_all(&extra).map_err(|e| format!("create {}: {e}", extra.display()))?;
     fs::write(extra.join("smoke.sh"), &script).map_err(|e| format!("write smoke.sh: {e}"))?;
     let initrd =
-        rootfs::initramfs_with(repo, &archive, &build::out_dir().join("initramfs-debian-small.cpio.gz"), Some(&extra))?;
+        rootfs::initramfs_with(repo, &archive, &build::out_dir().join("initramfs-debian-small.img"), Some(&extra))?;
     let boot = qemu::Boot {
         image: qemu::Image::Kernel {
             elf: elf.to_path_buf(),

@@ -689,7 +689,7 @@ pub fn make_in(work: &Path, debs: &Path, packages: &[String]) -> Result<PathBuf>
 /// member with the test programs under `/t` and `extra` at the root.
 pub fn initramfs(repo: &Path, out_dir: &Path, extra: Option<&Path>) -> Result<PathBuf> {
     let root_archive = make(repo)?;
-    initramfs_with(repo, &root_archive, &out_dir.join("initramfs-debian.cpio.gz"), extra)
+    initramfs_with(repo, &root_archive, &out_dir.join("initramfs-debian.img"), extra)
 }
 
 /// The initramfs at `path`: `root_archive`, then the test programs and
