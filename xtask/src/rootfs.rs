@@ -655,8 +655,19 @@ pub fn make(repo: &Path) -> Result<PathBuf> {
 pub fn make_in(work: &Path, debs: &Path, packages: &[String]) -> Result<PathBuf> {
     let work = work.to_path_buf();
     fs::create_dir_all(&work).map_err(|e| format!("create {}: {e}", work.display()))?;
-    let resolved = resolve(&work, packages)?;
-    let debs = download(debs, &resolved)?;
+    let mut resolved = resolve(&work, packages)?;
+    let debs = match download(debs, &resolved) {
+        Ok(d) => d,
+        Err(e) => {
+            // Stale package lists name versions the archive no longer
+            // has: refresh them and resolve again, once.
+            eprintln!("rootfs: {e}; running apt-get update and resolving again");
+            crate::build::run_checked(Command::new("apt-get").args(["update", "-q"]), "apt-get update")?;
+            let _ = fs::remove_file(work.join("resolved"));
+            resolved = resolve(&work, packages)?;
+            download(debs, &resolved)?
+        }
+    };
     let stamp_text = format!(
         "layout {LAYOUT_VERSION}\n{}\n",
         debs.iter().filter_map(|d| d.file_name()?.to_str()).collect::<Vec<_>>().join("\n")
