@@ -37,7 +37,7 @@ pub use balance::{online_cpus, set_affinity, steals};
 pub use thread::live_threads;
 use thread::ON_CPU;
 pub use thread::{SpawnError, State, Thread};
-pub use wait::{sleep_ns, sleep_until_interruptible, Interrupted, WaitQueue};
+pub use wait::{sleep_ns, sleep_until_interruptible, Interrupted, WaitQueue, WakeBatch, WakeFlag};
 
 struct RunQueue {
     current: Option<Arc<Thread>>,

@@ -157,7 +157,6 @@ impl Thread {
         self.state.store(state as u8, Ordering::Release);
     }
 
-    /// Moves Blocked -> Ready; false if the thread was not blocked.
     /// Marks the thread Blocked for an interruptible sleep, unless an
     /// interrupt is already pending; false when it must not sleep.
     ///
@@ -169,9 +168,17 @@ impl Thread {
     /// read after a full fence; the waker's compare-exchange is one too, so
     /// at least one side sees the other.
     pub(super) fn block_unless_interrupted(&self) -> bool {
+        self.block_unless(|| self.interrupt_pending())
+    }
+
+    /// Marks the thread Blocked unless `stop` (read after the state is
+    /// stored and a full fence) says a wakeup already came: the protocol
+    /// of `block_unless_interrupted` for any flag a waker sets before it
+    /// calls `wake`. False when the thread must not sleep.
+    pub(super) fn block_unless(&self, stop: impl Fn() -> bool) -> bool {
         self.set_state(State::Blocked);
         core::sync::atomic::fence(Ordering::SeqCst);
-        if !self.interrupt_pending() {
+        if !stop() {
             return true;
         }
         // Take the block back, unless a waker already queued the thread:
@@ -181,6 +188,7 @@ impl Thread {
             .is_err()
     }
 
+    /// Moves Blocked -> Ready; false if the thread was not blocked.
     pub(super) fn unblock(&self) -> bool {
         self.state
             .compare_exchange(State::Blocked as u8, State::Ready as u8, Ordering::AcqRel, Ordering::Acquire)
