@@ -134,11 +134,12 @@ pub fn dump_processes() {
     let mut out = hal::serial::Console;
     let _ = writeln!(
         out,
-        "\n--- processes (last user rip {:#x}; cpus online {:#b}, {} steals, {} TLB shootdowns) ---",
+        "\n--- processes (last user rip {:#x}; cpus online {:#b}, {} steals, {} TLB shootdowns, {} RT throttlings) ---",
         hal::trap::last_user_rip(),
         crate::sched::online_cpus(),
         crate::sched::steals(),
-        hal::tlb::shootdowns_sent()
+        hal::tlb::shootdowns_sent(),
+        crate::sched::rt_throttle_count()
     );
     for p in all_processes() {
         let st = p.state.lock();
