@@ -157,10 +157,8 @@ impl AddressSpace {
     /// mlockall(flags) with the flags already checked.
     pub fn mlockall(&mut self, flags: u32, limit: Option<u64>) -> Result<(), Errno> {
         let on_fault = flags & c::MCL_ONFAULT != 0;
-        if flags & c::MCL_CURRENT != 0 {
-            if limit.is_some_and(|l| self.mapped_bytes() > l) {
-                return Err(Errno::ENOMEM);
-            }
+        if flags & c::MCL_CURRENT != 0 && limit.is_some_and(|l| self.mapped_bytes() > l) {
+            return Err(Errno::ENOMEM);
         }
         self.lock_future = (flags & c::MCL_FUTURE != 0).then_some(on_fault);
         if flags & c::MCL_CURRENT != 0 {

@@ -55,6 +55,9 @@ pub struct AddressSpace {
     /// mlockall(MCL_FUTURE): new areas start locked; `Some(true)` with
     /// MCL_ONFAULT (locked as pages are touched).
     pub(super) lock_future: Option<bool>,
+    /// membarrier(2) registrations of this address space (the
+    /// MEMBARRIER_CMD_REGISTER_* bits); a fork or exec starts with none.
+    pub membarrier_registered: u32,
 }
 
 impl AddressSpace {
@@ -66,6 +69,7 @@ impl AddressSpace {
             brk_start: 0,
             brk: 0,
             lock_future: None,
+            membarrier_registered: 0,
         })
     }
 
@@ -519,6 +523,8 @@ impl AddressSpace {
             copy.flags.lock_on_fault = false;
             child.vmas.insert(copy.start, copy);
         }
+        // The mm is copied whole on Linux, registrations included.
+        child.membarrier_registered = self.membarrier_registered;
         child.brk_start = self.brk_start;
         child.brk = self.brk;
         Ok(child)

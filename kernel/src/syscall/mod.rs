@@ -7,7 +7,9 @@ mod fs_io;
 mod fs_path;
 mod futex;
 mod ident;
+mod kcmp;
 mod mem;
+mod membarrier;
 mod poll;
 mod process;
 mod sched;
@@ -106,6 +108,7 @@ syscall_table! {
     SETITIMER => time::sys_setitimer,
     GETPID => process::sys_getpid,
     CLONE => process::sys_clone,
+    CLONE3 => process::sys_clone3,
     FORK => process::sys_fork,
     VFORK => process::sys_vfork,
     EXECVE => process::sys_execve,
@@ -236,6 +239,8 @@ syscall_table! {
     MOUNT => fs_path::sys_mount,
     UMOUNT2 => fs_path::sys_umount2,
     SELECT => poll::sys_select,
+    MEMBARRIER => membarrier::sys_membarrier,
+    KCMP => kcmp::sys_kcmp,
     PSELECT6 => poll::sys_pselect6,
 }
 

@@ -74,7 +74,7 @@ fn may_set_params(ctx: &SyscallContext, target: &Task, old: &SchedParams, new: &
     if old.policy == Policy::Idle && new.policy != Policy::Idle && !may_raise_priority(ctx, target, old.nice) {
         return false;
     }
-    !(old.reset_on_fork && !new.reset_on_fork)
+    !old.reset_on_fork || new.reset_on_fork
 }
 
 // ---- helpers --------------------------------------------------------------
