@@ -7,7 +7,7 @@ use alloc::vec::Vec;
 use kiln_util::cpio;
 
 use super::dentry::{resolve, resolve_parent, root};
-use super::inode::{S_IFDIR, S_IFLNK, S_IFMT, S_IFREG};
+use super::inode::{Owner, S_IFDIR, S_IFLNK, S_IFMT, S_IFREG};
 
 /// Populates the root from `archive`; returns how many entries were added.
 pub fn unpack(archive: &[u8]) -> Result<usize, &'static str> {
@@ -19,6 +19,7 @@ pub fn unpack(archive: &[u8]) -> Result<usize, &'static str> {
         archive
     };
     let root = root();
+    let cred = &crate::cred::ROOT;
     let mut count = 0;
     for entry in cpio::Reader::new(bytes) {
         let entry = entry.map_err(|_| "malformed cpio archive")?;
@@ -26,28 +27,30 @@ pub fn unpack(archive: &[u8]) -> Result<usize, &'static str> {
             continue;
         }
         let path = alloc::format!("/{}", entry.name);
-        let (dir, name) = resolve_parent(&root, &path).map_err(|_| "cpio entry under a missing directory")?;
+        let (dir, name) = resolve_parent(cred, &root, &path).map_err(|_| "cpio entry under a missing directory")?;
         let perm = entry.mode & 0o7777;
+        // Files keep the owners the archive gives them.
+        let owner = Owner { uid: entry.uid, gid: entry.gid };
         let parent = dir.inode();
         match entry.mode & S_IFMT {
             S_IFDIR => {
-                if resolve(&root, &path, true).is_ok_and(|d| d.is_dir()) {
+                if resolve(cred, &root, &path, true).is_ok_and(|d| d.is_dir()) {
                     continue;
                 }
-                parent.create(&name, S_IFDIR | perm, 0).map_err(|_| "cannot create a directory")?;
+                parent.create(&name, S_IFDIR | perm, 0, owner).map_err(|_| "cannot create a directory")?;
             }
             S_IFREG => {
-                let file = parent.create(&name, S_IFREG | perm, 0).map_err(|_| "cannot create a file")?;
+                let file = parent.create(&name, S_IFREG | perm, 0, owner).map_err(|_| "cannot create a file")?;
                 file.write_at(0, entry.data).map_err(|_| "out of memory unpacking the initramfs")?;
             }
             S_IFLNK => {
                 let target = core::str::from_utf8(entry.data).map_err(|_| "symlink target not UTF-8")?;
-                parent.symlink(&name, &String::from(target)).map_err(|_| "cannot create a symlink")?;
+                parent.symlink(&name, &String::from(target), owner).map_err(|_| "cannot create a symlink")?;
             }
             kind => {
                 // Device nodes and FIFOs are kept as nodes.
                 let rdev = super::devfs::makedev(u64::from(entry.rdev_major), u64::from(entry.rdev_minor));
-                parent.create(&name, kind | perm, rdev).map_err(|_| "cannot create a special file")?;
+                parent.create(&name, kind | perm, rdev, owner).map_err(|_| "cannot create a special file")?;
             }
         }
         count += 1;
