@@ -17,6 +17,7 @@
 #include "common.h"
 #include <fcntl.h>
 #include <grp.h>
+#include <pwd.h>
 #include <pthread.h>
 #include <sys/auxv.h>
 #include <sys/fsuid.h>
@@ -724,6 +725,18 @@ int main(int argc, char **argv)
               copy_self(sgid_file, 0, 42, 02755) == 0 && copy_self(sgid_noexec, 0, 42, 02745) == 0 &&
               copy_self(nosuid_copy, 0, 0, 04755) == 0,
           "set-id copies of this program");
+
+    /* /etc/passwd and /etc/group name the accounts both systems have. */
+    struct passwd *pw = getpwnam("root");
+    check(pw && pw->pw_uid == 0 && pw->pw_gid == 0, "getpwnam(root): uid 0 gid 0");
+    pw = getpwnam("nobody");
+    check(pw && pw->pw_uid == 65534, "getpwnam(nobody): uid 65534");
+    pw = getpwuid(1);
+    check(pw && strcmp(pw->pw_name, "daemon") == 0, "getpwuid(1): daemon");
+    struct group *gr = getgrnam("root");
+    check(gr && gr->gr_gid == 0, "getgrnam(root): gid 0");
+    gr = getgrgid(65534);
+    check(gr && strcmp(gr->gr_name, "nogroup") == 0, "getgrgid(65534): nogroup");
 
     in_child("initial state", t_initial);
     in_child("setuid", t_setuid);

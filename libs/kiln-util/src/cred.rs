@@ -340,11 +340,8 @@ impl<G: AsRef<[u32]> + Clone> Cred<G> {
         if uid == NO_ID {
             return old;
         }
-        let allowed = uid == self.uid
-            || uid == self.euid
-            || uid == self.suid
-            || uid == self.fsuid
-            || self.capable(CAP_SETUID);
+        let allowed =
+            uid == self.uid || uid == self.euid || uid == self.suid || uid == self.fsuid || self.capable(CAP_SETUID);
         if allowed && uid != old {
             self.fsuid = uid;
             if !self.is_set(SECURE_NO_SETUID_FIXUP) {
@@ -365,11 +362,8 @@ impl<G: AsRef<[u32]> + Clone> Cred<G> {
         if gid == NO_ID {
             return old;
         }
-        let allowed = gid == self.gid
-            || gid == self.egid
-            || gid == self.sgid
-            || gid == self.fsgid
-            || self.capable(CAP_SETGID);
+        let allowed =
+            gid == self.gid || gid == self.egid || gid == self.sgid || gid == self.fsgid || self.capable(CAP_SETGID);
         if allowed {
             self.fsgid = gid;
         }
@@ -533,8 +527,7 @@ impl<G: AsRef<[u32]> + Clone> Cred<G> {
         new.caps.permitted |= new.caps.ambient;
         new.caps.effective = if effective { new.caps.permitted } else { new.caps.ambient };
         new.securebits &= !(1 << SECURE_KEEP_CAPS);
-        let secure =
-            is_setid || (new.uid != 0 && (effective || new.caps.permitted & !new.caps.ambient != 0));
+        let secure = is_setid || (new.uid != 0 && (effective || new.caps.permitted & !new.caps.ambient != 0));
         ExecCreds { cred: new, secure }
     }
 
