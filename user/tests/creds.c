@@ -677,6 +677,10 @@ static int t_status(void)
     printf("/proc/self/status owner %u:%u (not dumpable: root)\n", st.st_uid, st.st_gid);
     check(stat("/proc/self/fd", &st) == 0, "stat /proc/self/fd");
     printf("/proc/self/fd owner %u:%u mode %o\n", st.st_uid, st.st_gid, st.st_mode);
+    int fdd = open("/proc/self/fd", O_RDONLY | O_DIRECTORY);
+    check(fdd >= 0, "the process still opens its own root-owned /proc/self/fd");
+    close(fdd);
+    EXPECT_ERR(EACCES, "but not init's", open("/proc/1/fd", O_RDONLY | O_DIRECTORY));
     prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
     check(stat("/proc/self/status", &st) == 0, "stat /proc/self/status");
     printf("/proc/self/status owner %u:%u (dumpable: effective ids)\n", st.st_uid, st.st_gid);

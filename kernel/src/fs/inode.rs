@@ -227,6 +227,13 @@ pub trait Inode: Send + Sync {
         Err(Errno::EINVAL)
     }
 
+    /// Access the inode grants the calling process beyond what its mode
+    /// bits allow (Linux's `->permission` hooks): /proc/<pid>/fd stays
+    /// open to the process itself when it is not dumpable.
+    fn grants_caller(&self, _mask: u32) -> bool {
+        false
+    }
+
     /// Whether lookups of this inode may be cached (not for /proc, whose
     /// entries come and go with processes).
     fn cacheable(&self) -> bool {

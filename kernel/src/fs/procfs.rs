@@ -167,6 +167,15 @@ impl Inode for ProcInode {
         }
     }
 
+    /// A process may always read and search its own fd directory, which
+    /// belongs to root while it is not dumpable (proc_fd_permission).
+    fn grants_caller(&self, _mask: u32) -> bool {
+        match self.node {
+            Node::FdDir(pid) => proc::current_task().is_some_and(|t| t.process.pid == pid),
+            _ => false,
+        }
+    }
+
     fn fs_stats(&self) -> FsStats {
         FsStats { magic: PROC_MAGIC, block_size: 4096, name_max: 255, ..FsStats::default() }
     }

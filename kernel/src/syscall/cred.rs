@@ -177,7 +177,7 @@ pub fn sys_capget(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         Ok(_) if data == 0 => return Ok(0),
         Ok(w) => w,
     };
-    let pid = uaccess::read_u32(&ctx.vm()?, header + 4)? as i32;
+    let pid = uaccess::read_u32(&ctx.vm()?, header.wrapping_add(4))? as i32;
     if pid < 0 {
         return Err(Errno::EINVAL);
     }
@@ -200,7 +200,7 @@ pub fn sys_capget(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 pub fn sys_capset(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let (header, data) = (a[0], a[1]);
     let words = cap_words(ctx, header)?;
-    let pid = uaccess::read_u32(&ctx.vm()?, header + 4)? as i32;
+    let pid = uaccess::read_u32(&ctx.vm()?, header.wrapping_add(4))? as i32;
     // Only the calling thread's own capabilities may be set.
     if pid != 0 && pid != ctx.task.tid() {
         return Err(Errno::EPERM);
