@@ -248,7 +248,6 @@ pub fn exec_creds(cred: &Cred, d: &Arc<Dentry>) -> (kiln_util::cred::ExecCreds<c
     let m = d.inode().metadata();
     let file = crate::cred::ExecFile { attrs: attrs(&m), nosuid: d.no_suid() };
     let new = cred.exec(&file);
-    let dumpable =
-        new.cred.euid == new.cred.uid && new.cred.egid == new.cred.gid && may_read(cred, d.inode().as_ref());
+    let dumpable = new.cred.euid == new.cred.uid && new.cred.egid == new.cred.gid && may_read(cred, d.inode().as_ref());
     (new, dumpable)
 }

@@ -13,9 +13,9 @@ use super::fs_path::{path_arg, start_dir};
 use super::{SysResult, SyscallContext};
 use crate::cred::{MAY_READ, MAY_WRITE};
 use crate::fs::dentry::{resolve, resolve_parent};
-use crate::fs::perm;
 use crate::fs::file::{FileOps, InodeFile, SinkKind};
 use crate::fs::inode::{FileType, S_IFMT, S_IFREG};
+use crate::fs::perm;
 use crate::fs::OpenFile;
 use crate::mm::uaccess;
 

@@ -230,8 +230,7 @@ fn link_at(ctx: &SyscallContext, olddir: i32, old_ptr: u64, newdir: i32, new_ptr
     }
     let old = path_arg_maybe_empty(ctx, old_ptr)?;
     let new = path_arg(ctx, new_ptr)?;
-    let target =
-        lookup_at(ctx, &cred, olddir, &old, flags & c::AT_SYMLINK_FOLLOW != 0, flags & c::AT_EMPTY_PATH != 0)?;
+    let target = lookup_at(ctx, &cred, olddir, &old, flags & c::AT_SYMLINK_FOLLOW != 0, flags & c::AT_EMPTY_PATH != 0)?;
     let (dir, name) = resolve_parent(&cred, &start_dir(ctx, newdir)?, &new)?;
     if name == "." || name == ".." || dir.child(&name).is_ok() {
         return Err(Errno::EEXIST);
@@ -284,4 +283,3 @@ pub fn sys_symlink(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 pub fn sys_symlinkat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     symlink_at(ctx, a[0], a[1] as i32, a[2])
 }
-

@@ -144,14 +144,8 @@ fn metadata_at(ctx: &SyscallContext, dirfd: i32, path: &str, flags: u32) -> Resu
             None => file_metadata(&f),
         });
     }
-    let d = lookup_at(
-        ctx,
-        &ctx.cred(),
-        dirfd,
-        path,
-        flags & c::AT_SYMLINK_NOFOLLOW == 0,
-        flags & c::AT_EMPTY_PATH != 0,
-    )?;
+    let d =
+        lookup_at(ctx, &ctx.cred(), dirfd, path, flags & c::AT_SYMLINK_NOFOLLOW == 0, flags & c::AT_EMPTY_PATH != 0)?;
     Ok(d.inode().metadata())
 }
 

@@ -9,9 +9,9 @@ use linux_abi::layout::{KernelSigaction, Siginfo, Stack};
 use linux_abi::signal::{self as sig, SigSet};
 
 use super::{SysResult, SyscallContext};
+use crate::cred::Cred;
 use crate::mm::uaccess;
 use crate::proc::signal::{self as psig, SigAction};
-use crate::cred::Cred;
 use crate::proc::{self, Process, Task};
 
 fn check_sigsetsize(size: u64) -> Result<(), Errno> {
