@@ -18,6 +18,7 @@ mod clock;
 mod console;
 mod cred;
 mod dev;
+mod event;
 mod fs;
 mod logger;
 mod mm;

@@ -23,6 +23,7 @@
 #include <sys/fsuid.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 
@@ -648,6 +649,26 @@ static int t_privileged_calls(void)
     clock_gettime(CLOCK_REALTIME, &now);
     EXPECT_ERR(EPERM, "uid 1000: clock_settime(CLOCK_REALTIME)", clock_settime(CLOCK_REALTIME, &now));
     EXPECT_ERR(EPERM, "uid 1000: capset raising permitted", set_caps(0, BIT(CAP_CHOWN), 0));
+    errno = 0;
+    int nice = getpriority(PRIO_PROCESS, 0);
+    check(errno == 0, "uid 1000: getpriority");
+    EXPECT_ERR(EPERM, "uid 1000: setpriority of a root process", setpriority(PRIO_PROCESS, parent, nice));
+    check(setpriority(PRIO_PROCESS, 0, nice + 1) == 0, "uid 1000: lowering its own priority");
+    EXPECT_ERR(EACCES, "uid 1000: raising it back (RLIMIT_NICE 0)", setpriority(PRIO_PROCESS, 0, nice));
+    struct sched_param sp = { .sched_priority = 1 };
+    EXPECT_ERR(EPERM, "uid 1000: SCHED_FIFO (RLIMIT_RTPRIO 0)", syscall(SYS_sched_setscheduler, 0, SCHED_FIFO, &sp));
+    return 0;
+}
+
+static int t_nice_without_cap(void)
+{
+    errno = 0;
+    int nice = getpriority(PRIO_PROCESS, 0);
+    check(errno == 0 && setpriority(PRIO_PROCESS, 0, nice + 1) == 0, "root: lower its priority");
+    EXPECT_ERR(EACCES, "root without CAP_SYS_NICE: raise it back", setpriority(PRIO_PROCESS, 0, nice));
+    struct rlimit rl;
+    check(getrlimit(RLIMIT_NICE, &rl) == 0 && rl.rlim_cur == 0 && rl.rlim_max == 0, "RLIMIT_NICE 0");
+    check(getrlimit(RLIMIT_RTPRIO, &rl) == 0 && rl.rlim_cur == 0 && rl.rlim_max == 0, "RLIMIT_RTPRIO 0");
     return 0;
 }
 
@@ -767,6 +788,7 @@ int main(int argc, char **argv)
     in_child("kill permission", t_kill);
     in_child("waitid si_uid", t_waitid_uid);
     in_child("privileged calls", t_privileged_calls);
+    in_child("nice without CAP_SYS_NICE", t_nice_without_cap);
     in_child("/proc/self/status", t_status);
 
     check(umount2(mnt, 0) == 0 && umount2(nosuid_mnt, 0) == 0, "unmount the scratch mounts");

@@ -138,6 +138,16 @@ pub fn alloc_pid() -> Result<Pid, Errno> {
     Err(Errno::EAGAIN)
 }
 
+/// Takes `pid` for a new process or thread (clone3's set_tid): EEXIST
+/// when it is in use.
+pub fn claim_pid(pid: Pid) -> Result<Pid, Errno> {
+    let tasks = TASKS.lock();
+    if tasks.contains_key(&pid) || PROCESSES.lock().contains_key(&pid) {
+        return Err(Errno::EEXIST);
+    }
+    Ok(pid)
+}
+
 /// Prints every process and thread with its state and the system call it
 /// is in (the console's ^T).
 pub fn dump_processes() {
@@ -145,11 +155,12 @@ pub fn dump_processes() {
     let mut out = hal::serial::Console;
     let _ = writeln!(
         out,
-        "\n--- processes (last user rip {:#x}; cpus online {:#b}, {} steals, {} TLB shootdowns) ---",
+        "\n--- processes (last user rip {:#x}; cpus online {:#b}, {} steals, {} TLB shootdowns, {} RT throttlings) ---",
         hal::trap::last_user_rip(),
         crate::sched::online_cpus(),
         crate::sched::steals(),
-        hal::tlb::shootdowns_sent()
+        hal::tlb::shootdowns_sent(),
+        crate::sched::rt_throttle_count()
     );
     for p in all_processes() {
         let st = p.state.lock();
@@ -236,6 +247,10 @@ fn default_rlimits() -> [(u64, u64); 16] {
     r[linux_abi::consts::RLIMIT_SIGPENDING as usize] = (63_000, 63_000);
     r[linux_abi::consts::RLIMIT_MEMLOCK as usize] = (8 << 20, 8 << 20);
     r[linux_abi::consts::RLIMIT_MSGQUEUE as usize] = (819_200, 819_200);
+    // As Linux's init: raising priority or a real-time policy takes
+    // CAP_SYS_NICE unless an administrator raises these.
+    r[linux_abi::consts::RLIMIT_NICE as usize] = (0, 0);
+    r[linux_abi::consts::RLIMIT_RTPRIO as usize] = (0, 0);
     r
 }
 
