@@ -16,6 +16,7 @@ extern crate alloc;
 mod banner;
 mod clock;
 mod console;
+mod cred;
 mod dev;
 mod event;
 mod fs;

@@ -10,6 +10,7 @@ pub mod initramfs;
 pub mod inode;
 pub mod meminfo;
 pub mod pagestore;
+pub mod perm;
 pub mod pipe;
 pub mod procfs;
 pub mod tmpfs;
@@ -56,12 +57,13 @@ pub fn init(initramfs: Option<hal::TakenModule>) -> Result<(), initramfs::Unpack
 /// Creates the directory if needed and mounts a new file system there.
 pub fn mount_at(path: &str, fstype: &str, source: &str) -> Result<(), Errno> {
     let root = dentry::root();
-    let target = match dentry::resolve(&root, path, true) {
+    let cred = &crate::cred::ROOT;
+    let target = match dentry::resolve(cred, &root, path, true) {
         Ok(d) => d,
         Err(Errno::ENOENT) => {
-            let (dir, name) = dentry::resolve_parent(&root, path)?;
-            dir.inode().create(&name, inode::S_IFDIR | 0o755, 0)?;
-            dentry::resolve(&root, path, true)?
+            let (dir, name) = dentry::resolve_parent(cred, &root, path)?;
+            dir.inode().create(&name, inode::S_IFDIR | 0o755, 0, inode::Owner::ROOT)?;
+            dentry::resolve(cred, &root, path, true)?
         }
         Err(e) => return Err(e),
     };
@@ -82,7 +84,7 @@ pub fn new_fs(fstype: &str) -> Result<Arc<dyn Inode>, Errno> {
         "sysfs" => {
             let sys: Arc<dyn Inode> = tmpfs::Tmpfs::new_root(0o555);
             for d in ["block", "bus", "class", "dev", "devices", "firmware", "fs", "kernel", "module", "power"] {
-                sys.create(d, inode::S_IFDIR | 0o755, 0)?;
+                sys.create(d, inode::S_IFDIR | 0o755, 0, inode::Owner::ROOT)?;
             }
             sys
         }

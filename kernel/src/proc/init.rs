@@ -20,15 +20,16 @@ use crate::sync::Mutex;
 /// Runs `path` with `argv` as pid 1, with the console terminal on fds
 /// 0, 1 and 2 as its controlling terminal.
 pub fn start(path: &str, argv: Vec<String>) -> Result<(), Errno> {
-    let dentry = resolve(&root(), path, true)?;
+    let cred = Arc::new(crate::cred::ROOT.clone());
+    let dentry = resolve(&cred, &root(), path, true)?;
     let inode = dentry.inode().clone();
     let envp: Vec<String> =
         ["HOME=/", "TERM=linux", "PATH=/sbin:/bin:/usr/sbin:/usr/bin"].iter().map(|s| String::from(*s)).collect();
-    let image = exec::load(&inode, path, &argv, &envp)?;
+    let image = exec::load(&inode, path, &argv, &envp, &exec::AuxCreds::default())?;
     let envp = envp.clone();
 
     let mut files = FdTable::new();
-    let console_node = resolve(&root(), "/dev/console", true)?;
+    let console_node = resolve(&cred, &root(), "/dev/console", true)?;
     for _ in 0..3 {
         let ops = crate::fs::tty::open(0)?;
         files.install(Arc::new(OpenFile::with_dentry(ops, linux_abi::consts::O_RDWR, console_node.clone())), false)?;
@@ -43,7 +44,7 @@ pub fn start(path: &str, argv: Vec<String>) -> Result<(), Errno> {
     *p.environ.lock() = envp;
     register_process(&p);
     crate::fs::tty::activate(pid);
-    let t = Arc::new(Task::new(pid, p.clone(), SigSet(0)));
+    let t = Arc::new(Task::new(pid, p.clone(), SigSet(0), cred));
     p.tasks.lock().push(t.clone());
     let mut ctx = Box::new(UserContext::new());
     ctx.regs.rip = image.entry;
