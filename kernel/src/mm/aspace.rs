@@ -577,6 +577,13 @@ impl AddressSpace {
         self.page_table.query(addr).map(|(pa, _)| pa.0 + addr % PAGE_SIZE)
     }
 
+    /// Whether `addr` lies in private anonymous memory that may not be
+    /// written: Linux refuses such a page as a shared futex's key (it can
+    /// never change), where a read-only file page is fine.
+    pub fn is_read_only_anonymous(&self, addr: u64) -> bool {
+        self.find(addr).is_some_and(|v| !v.prot.write && matches!(v.backing, Backing::Anonymous))
+    }
+
     /// Writes into this address space whether or not it is the active
     /// one (used to build a new program's stack), faulting pages in.
     pub fn write_remote(&mut self, addr: u64, data: &[u8]) -> Result<(), Errno> {

@@ -105,6 +105,10 @@ pub struct Process {
     pub cpu_timer_armed: core::sync::atomic::AtomicBool,
     /// Set in a vfork child until it execs or exits.
     pub vfork_done: SpinLock<Option<Arc<wait::VforkDone>>>,
+    /// Linux's SIGNAL_UNKILLABLE: init ignores signals it has no handler
+    /// for (see `signal::send_to_process`), until a fault it cannot
+    /// handle clears this.
+    pub unkillable: core::sync::atomic::AtomicBool,
 }
 
 static PROCESSES: SpinLock<BTreeMap<Pid, Weak<Process>>> = SpinLock::new(BTreeMap::new());
@@ -262,7 +266,12 @@ impl Process {
             timers: SpinLock::new(timer::Timers::default()),
             cpu_timer_armed: core::sync::atomic::AtomicBool::new(false),
             vfork_done: SpinLock::new(None),
+            unkillable: core::sync::atomic::AtomicBool::new(pid == 1),
         }
+    }
+
+    pub fn is_unkillable(&self) -> bool {
+        self.unkillable.load(Ordering::Relaxed)
     }
 
     /// Sets the command name from an exec'd path, as Linux does.

@@ -184,9 +184,13 @@ fn write_from_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at:
     while done < len {
         let n = (len - done).min(CHUNK);
         ctx.copy_from_user(buf + done as u64, &mut tmp[..n])?;
-        // pwrite on an O_APPEND file appends, as on Linux.
+        // pwrite on an O_APPEND file appends, as on Linux, and like any
+        // pwrite leaves the file offset alone.
         let written = match at {
-            Some(_) if f.flags() & c::O_APPEND != 0 => f.write(&tmp[..n]),
+            Some(_) if f.flags() & c::O_APPEND != 0 => {
+                let end = f.ops.inode().map_or(0, |i| i.metadata().size);
+                f.ops.write_at(end, &tmp[..n], f.nonblocking())
+            }
             Some(off) => f.ops.write_at(off + done as u64, &tmp[..n], f.nonblocking()),
             None => f.write(&tmp[..n]),
         };

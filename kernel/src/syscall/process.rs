@@ -331,6 +331,10 @@ pub fn sys_wait4(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if options & !known != 0 {
         return Err(Errno::EINVAL);
     }
+    if pid == i32::MIN {
+        // -INT_MIN is no group id: Linux answers ESRCH before anything else.
+        return Err(Errno::ESRCH);
+    }
     let target = wait_target(ctx, pid);
     let p = ctx.process().clone();
     let Some(r) = wait_child(&p, target, options | c::WEXITED)? else {
@@ -415,22 +419,32 @@ pub fn sys_arch_prctl(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     Ok(0)
 }
 
+/// The process that `pid` names for getpgid/getsid/setpgid: the caller
+/// for 0, else the process of that process or thread id; a negative id
+/// names nothing (ESRCH, as Linux's lookup finds no such task).
 fn process_or_self(ctx: &SyscallContext, pid: i32) -> Result<Arc<Process>, Errno> {
     if pid == 0 {
         return Ok(ctx.process().clone());
     }
     if pid < 0 {
-        return Err(Errno::EINVAL);
+        return Err(Errno::ESRCH);
     }
-    proc::find_process(pid).ok_or(Errno::ESRCH)
+    proc::find_process(pid).or_else(|| proc::find_task(pid).map(|t| t.process.clone())).ok_or(Errno::ESRCH)
 }
 
 pub fn sys_setpgid(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let (pid, pgid) = (a[0] as i32, a[1] as i32);
+    // Linux fills in 0s before it checks the group: setpgid(-5, 0) is
+    // EINVAL, setpgid(-5, 3) ESRCH.
+    let pid = if pid == 0 { ctx.process().pid } else { pid };
+    let pgid = if pgid == 0 { pid } else { pgid };
     if pgid < 0 {
         return Err(Errno::EINVAL);
     }
     let me = ctx.process().clone();
+    if pid > 0 && proc::find_process(pid).is_none() && proc::find_task(pid).is_some() {
+        return Err(Errno::EINVAL); // a thread that is not its group's leader
+    }
     let target = process_or_self(ctx, pid)?;
     let is_child = target.parent.lock().upgrade().is_some_and(|pp| Arc::ptr_eq(&pp, &me));
     if !Arc::ptr_eq(&target, &me) && !is_child {
@@ -442,7 +456,6 @@ pub fn sys_setpgid(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if target.sid.load(Ordering::Relaxed) != me.sid.load(Ordering::Relaxed) {
         return Err(Errno::EPERM);
     }
-    let pgid = if pgid == 0 { target.pid } else { pgid };
     if pgid != target.pid {
         let exists = proc::all_processes().iter().any(|p| {
             p.pgid.load(Ordering::Relaxed) == pgid && p.sid.load(Ordering::Relaxed) == me.sid.load(Ordering::Relaxed)
