@@ -69,6 +69,7 @@ static UNUSED const char *errname(int e)
     case EMFILE: return "EMFILE";
     case ENOTTY: return "ENOTTY";
     case EFBIG: return "EFBIG";
+    case ETXTBSY: return "ETXTBSY";
     case ENOSPC: return "ENOSPC";
     case ESPIPE: return "ESPIPE";
     case EROFS: return "EROFS";

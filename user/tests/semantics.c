@@ -266,8 +266,93 @@ static void test_futex_faults(void)
     munmap(ro, pg);
 }
 
-int main(void)
+/* The -hold mode: fork, and the grandchild reports its pid on stdout and
+ * sleeps until killed, so the program file stays busy after the process
+ * that exec'd it is gone. */
+static int hold_mode(void)
 {
+    pid_t g = fork();
+    if (g != 0)
+        return 0;
+    char line[32];
+    int n = snprintf(line, sizeof line, "%d\n", (int)getpid());
+    write(1, line, (size_t)n);
+    for (;;)
+        pause();
+}
+
+static int copy_file(const char *from, const char *to, int *keep_open)
+{
+    int in = open(from, O_RDONLY);
+    int out = open(to, O_CREAT | O_TRUNC | O_WRONLY, 0755);
+    if (in < 0 || out < 0)
+        return -1;
+    char buf[8192];
+    ssize_t n;
+    while ((n = read(in, buf, sizeof buf)) > 0)
+        write(out, buf, (size_t)n);
+    close(in);
+    *keep_open = out;
+    return 0;
+}
+
+static void test_etxtbsy(const char *self)
+{
+    const char *copy = "/tmp/semantics_exe";
+    char *av[] = { (char *)copy, "-hold", NULL };
+    int wfd = -1;
+    check(copy_file(self, copy, &wfd) == 0, "copied the test program");
+    pid_t c = fork();
+    if (c == 0) {
+        execv(copy, av);
+        _exit(errno == ETXTBSY ? 42 : 43);
+    }
+    int st;
+    wait_for(c, &st, 0);
+    check(WIFEXITED(st) && WEXITSTATUS(st) == 42, "execve of a file open for writing = ETXTBSY");
+    close(wfd);
+
+    int pfd[2];
+    pipe(pfd);
+    c = fork();
+    if (c == 0) {
+        dup2(pfd[1], 1);
+        close(pfd[0]);
+        execv(copy, av);
+        _exit(127);
+    }
+    close(pfd[1]);
+    wait_for(c, &st, 0);
+    check(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the -hold runner exited");
+    char line[32] = "";
+    ssize_t n = read(pfd[0], line, sizeof line - 1);
+    pid_t g = n > 0 ? atoi(line) : -1;
+    close(pfd[0]);
+    check(g > 0, "the grandchild runs the copy");
+    EXPECT_ERR(ETXTBSY, "open(running program, O_WRONLY)", open(copy, O_WRONLY));
+    EXPECT_ERR(ETXTBSY, "open(running program, O_RDWR)", open(copy, O_RDWR));
+    EXPECT_ERR(ETXTBSY, "open(running program, O_RDONLY|O_TRUNC)", open(copy, O_RDONLY | O_TRUNC));
+    EXPECT_ERR(ETXTBSY, "truncate(running program)", truncate(copy, 0));
+    int r = open(copy, O_RDONLY);
+    check(r >= 0, "open(running program, O_RDONLY) works");
+    close(r);
+    if (g > 0)
+        kill(g, SIGKILL);
+    int w = -1;
+    for (int i = 0; i < 400 && w < 0; i++) {
+        w = open(copy, O_WRONLY);
+        if (w < 0)
+            sleep_ms(5);
+    }
+    check(w >= 0, "open(O_WRONLY) works once the program is gone");
+    close(w);
+    unlink(copy);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "-hold") == 0)
+        return hold_mode();
     t_init("semantics");
     test_init_protected();
     test_kill_ids();
@@ -276,5 +361,6 @@ int main(void)
     test_resethand();
     test_append_pwrite();
     test_futex_faults();
+    test_etxtbsy(argv[0]);
     return t_done();
 }

@@ -109,6 +109,9 @@ pub struct Process {
     /// for (see `signal::send_to_process`), until a fault it cannot
     /// handle clears this.
     pub unkillable: core::sync::atomic::AtomicBool,
+    /// The program file this process runs, kept from being written
+    /// (ETXTBSY) until the process execs another or exits.
+    pub exe_file: SpinLock<Option<crate::fs::writecount::DenyWrite>>,
 }
 
 static PROCESSES: SpinLock<BTreeMap<Pid, Weak<Process>>> = SpinLock::new(BTreeMap::new());
@@ -267,6 +270,7 @@ impl Process {
             cpu_timer_armed: core::sync::atomic::AtomicBool::new(false),
             vfork_done: SpinLock::new(None),
             unkillable: core::sync::atomic::AtomicBool::new(pid == 1),
+            exe_file: SpinLock::new(None),
         }
     }
 

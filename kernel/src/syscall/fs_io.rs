@@ -391,15 +391,19 @@ pub fn do_open(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, flags: u32, mode
     if access == 3 {
         return Err(Errno::EINVAL);
     }
-    let ops: Arc<dyn FileOps> = match inode.open(flags) {
-        Some(r) => r?,
-        None => Arc::new(InodeFile::new(inode.clone())),
-    };
     if (access != c::O_RDONLY || flags & c::O_TRUNC != 0) && kind == FileType::Regular {
         crate::fs::dentry::check_writable(&dentry)?;
     }
-    // Linux truncates even for O_RDONLY when O_TRUNC is given.
+    let ops: Arc<dyn FileOps> = match inode.open(flags) {
+        Some(r) => r?,
+        // A running program cannot be opened for writing (ETXTBSY).
+        None if access != c::O_RDONLY => Arc::new(InodeFile::for_writing(inode.clone())?),
+        None => Arc::new(InodeFile::new(inode.clone())),
+    };
+    // Linux truncates even for O_RDONLY when O_TRUNC is given (and that
+    // too needs write access).
     if flags & c::O_TRUNC != 0 && kind == FileType::Regular {
+        let _write = crate::fs::writecount::get_write_access(&inode)?;
         crate::fs::truncate::truncate(&inode, 0)?;
     }
     let status = flags

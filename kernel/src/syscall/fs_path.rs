@@ -601,6 +601,7 @@ pub fn sys_truncate(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         _ => return Err(Errno::EINVAL),
     }
     check_writable(&d)?;
+    let _write = crate::fs::writecount::get_write_access(d.inode())?;
     crate::fs::truncate::truncate(d.inode(), a[1])?;
     Ok(0)
 }

@@ -127,6 +127,8 @@ fn do_clone(ctx: &mut SyscallContext, flags: u64, stack: u64, parent_tid: u64, c
         *p.environ.lock() = parent.environ.lock().clone();
         p.umask.store(parent.umask.load(Ordering::Relaxed), Ordering::Relaxed);
         *p.rlimits.lock() = *parent.rlimits.lock();
+        let exe_file = parent.exe_file.lock().as_ref().map(|d| d.try_clone()).transpose()?;
+        *p.exe_file.lock() = exe_file;
         let vfork = if flags & c::CLONE_VFORK != 0 {
             let v = Arc::try_new(VforkDone { done: AtomicBool::new(false), queue: WaitQueue::new() })
                 .map_err(|_| Errno::ENOMEM)?;
@@ -182,13 +184,16 @@ pub fn sys_execve(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if meta.file_type() != FileType::Regular || meta.mode & 0o111 == 0 || dentry.no_exec() {
         return Err(Errno::EACCES);
     }
+    // A file open for writing cannot be run (ETXTBSY), nor opened for
+    // writing while it runs.
+    let deny = crate::fs::writecount::deny_write_access(&inode)?;
     let image = match exec::load(&inode, &path, &argv, &envp) {
         Err(Errno::ENOEXEC) => return exec_script(ctx, &inode, &path, &argv, &envp),
         other => other?,
     };
 
     *ctx.process().environ.lock() = envp;
-    commit_exec(ctx, image, dentry.path(), argv)
+    commit_exec(ctx, image, dentry.path(), argv, deny)
 }
 
 /// Ends every other thread of the process and waits until they are gone,
@@ -215,7 +220,13 @@ fn end_other_threads(ctx: &SyscallContext) -> Result<(), Errno> {
 }
 
 /// The point of no return of execve: the old image goes.
-fn commit_exec(ctx: &mut SyscallContext, image: exec::Image, exe: String, argv: alloc::vec::Vec<String>) -> SysResult {
+fn commit_exec(
+    ctx: &mut SyscallContext,
+    image: exec::Image,
+    exe: String,
+    argv: alloc::vec::Vec<String>,
+    deny: crate::fs::writecount::DenyWrite,
+) -> SysResult {
     let p = ctx.process().clone();
     let new_vm = Arc::try_new(Mutex::new(image.vm)).map_err(|_| Errno::ENOMEM)?;
     end_other_threads(ctx)?;
@@ -230,6 +241,8 @@ fn commit_exec(ctx: &mut SyscallContext, image: exec::Image, exe: String, argv: 
     root.activate();
     let old_vm = p.vm.lock().replace(new_vm);
     drop(old_vm);
+    let old_exe = p.exe_file.lock().replace(deny);
+    drop(old_exe);
     p.files().lock().close_on_exec();
     {
         // Handlers point into the old image: back to default, but
@@ -296,9 +309,10 @@ fn exec_script(
     if meta.file_type() != FileType::Regular || meta.mode & 0o111 == 0 {
         return Err(Errno::EACCES);
     }
+    let deny = crate::fs::writecount::deny_write_access(&interp_inode)?;
     let image = exec::load(&interp_inode, interp, &new_argv, envp)?;
     *ctx.process().environ.lock() = envp.to_vec();
-    commit_exec(ctx, image, dentry.path(), new_argv)
+    commit_exec(ctx, image, dentry.path(), new_argv, deny)
 }
 
 pub fn sys_exit(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
