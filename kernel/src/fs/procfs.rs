@@ -467,17 +467,22 @@ fn pid_file(p: &Arc<Process>, f: &str) -> Result<String, Errno> {
     });
     match f {
         "stat" => {
-            let ticks = p.cpu_ns() / 10_000_000;
+            let clock_ticks = |ns: u64| ns / 10_000_000;
+            let (utime, stime) = crate::proc::cputime::process_times(p);
+            let (cutime, cstime) = crate::proc::cputime::children_times(p);
             let _ = writeln!(
                 s,
-                "{} ({}) {} {} {} {} 0 -1 4194560 0 0 0 0 {} 0 0 0 20 0 {} 0 {} {} {} 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0",
+                "{} ({}) {} {} {} {} 0 -1 4194560 0 0 0 0 {} {} {} {} 20 0 {} 0 {} {} {} 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0",
                 p.pid,
                 comm(p),
                 state_char(p),
                 p.parent_pid(),
                 p.pgid.load(Ordering::Relaxed),
                 p.sid.load(Ordering::Relaxed),
-                ticks,
+                clock_ticks(utime),
+                clock_ticks(stime),
+                clock_ticks(cutime),
+                clock_ticks(cstime),
                 p.tasks.lock().len().max(1),
                 p.start_ticks(),
                 vm_pages * 4096,

@@ -8,6 +8,7 @@
 //! tables that hold weak references, so an exited process disappears from
 //! them when its parent reaps it.
 
+pub mod cputime;
 pub mod exec;
 pub mod exit;
 pub mod futex;
@@ -97,11 +98,18 @@ pub struct Process {
     pub rlimits: SpinLock<[(u64, u64); 16]>,
     /// Signal sent to the parent when this process exits (SIGCHLD or 0).
     pub exit_signal: u32,
-    /// CPU time of exited threads, and of reaped children.
+    /// CPU time of exited threads.
     pub dead_tasks_cpu_ns: AtomicU64,
-    pub children_cpu_ns: AtomicU64,
+    /// User/system tick samples of all its threads, exited ones included.
+    pub cpu: cputime::CpuAccount,
+    /// (user, system) ns of reaped children and their reaped children.
+    pub children_cpu: SpinLock<(u64, u64)>,
     pub timers: SpinLock<timer::Timers>,
-    /// Whether a CPU-time itimer is armed (skips accounting otherwise).
+    /// ITIMER_VIRTUAL and ITIMER_PROF.
+    pub cpu_itimers: SpinLock<[cputime::CpuItimer; 2]>,
+    /// POSIX timers (of any process) on this process's CPU clocks.
+    pub cpu_watch: SpinLock<Vec<cputime::Watch>>,
+    /// Whether the tick has CPU timers of this process to run.
     pub cpu_timer_armed: core::sync::atomic::AtomicBool,
     /// Set in a vfork child until it execs or exits.
     pub vfork_done: SpinLock<Option<Arc<wait::VforkDone>>>,
@@ -265,8 +273,11 @@ impl Process {
             rlimits: SpinLock::new(default_rlimits()),
             exit_signal: linux_abi::signal::SIGCHLD,
             dead_tasks_cpu_ns: AtomicU64::new(0),
-            children_cpu_ns: AtomicU64::new(0),
+            cpu: cputime::CpuAccount::default(),
+            children_cpu: SpinLock::new((0, 0)),
             timers: SpinLock::new(timer::Timers::default()),
+            cpu_itimers: SpinLock::new([cputime::CpuItimer::default(); 2]),
+            cpu_watch: SpinLock::new(Vec::new()),
             cpu_timer_armed: core::sync::atomic::AtomicBool::new(false),
             vfork_done: SpinLock::new(None),
             unkillable: core::sync::atomic::AtomicBool::new(pid == 1),

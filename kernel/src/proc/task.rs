@@ -50,6 +50,8 @@ pub struct Task {
     /// The last user page fault (address, error code, repeats): a fault
     /// that keeps coming back is a kernel bug worth reporting.
     pub last_fault: SpinLock<(u64, u64, u64)>,
+    /// User/system tick samples (see `cputime`).
+    pub cpu: super::cputime::CpuAccount,
 }
 
 impl Task {
@@ -69,6 +71,7 @@ impl Task {
             attention: core::sync::atomic::AtomicBool::new(true),
             in_syscall: AtomicU64::new(0),
             last_fault: SpinLock::new((0, 0, 0)),
+            cpu: super::cputime::CpuAccount::default(),
         }
     }
 
@@ -158,17 +161,11 @@ fn run_task(task: Arc<Task>, mut ctx: Box<UserContext>) {
         if super::signal::handle_pending(&task, &mut ctx) == Flow::Exit {
             return;
         }
-        // CPU clocks are kept at context switches; only an armed CPU-time
-        // itimer needs the time spent in user mode itself. (Two clock
-        // reads per system call cost little on hardware, but under QEMU's
-        // TCG each takes a lock every vCPU contends for.)
-        let timed = task.process.cpu_timer_armed.load(Ordering::Relaxed);
-        let entered = if timed { hal::cpu::rdtsc() } else { 0 };
+        // No clock is read here: CPU time is kept at context switches and
+        // split into user and system time by the tick's samples (see
+        // `cputime`). Under QEMU's TCG each rdtsc takes a lock every vCPU
+        // contends for.
         let reason = ctx.run();
-        if timed {
-            let ran = hal::cpu::rdtsc().saturating_sub(entered);
-            super::timer::charge_cpu(&task.process, hal::time::tsc_to_ns(ran));
-        }
         match reason {
             ReturnReason::Syscall => crate::syscall::dispatch(&task, &mut ctx),
             ReturnReason::Exception { vector, error_code, fault_addr } => {

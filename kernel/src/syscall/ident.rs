@@ -6,7 +6,7 @@ use core::sync::atomic::Ordering;
 
 use linux_abi::consts as c;
 use linux_abi::errno::Errno;
-use linux_abi::layout::{Rlimit, Rusage, Sysinfo, Timeval, Utsname};
+use linux_abi::layout::{Rlimit, Sysinfo, Utsname};
 
 use super::{SysResult, SyscallContext};
 use crate::mm::uaccess;
@@ -228,13 +228,13 @@ pub fn sys_getrandom(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 pub fn sys_getrusage(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let who = a[0] as i32;
     let p = ctx.process();
-    let ns = match who {
-        RUSAGE_SELF => p.cpu_ns(),
-        RUSAGE_CHILDREN => p.children_cpu_ns.load(Ordering::Relaxed),
-        RUSAGE_THREAD => ctx.task.cpu_ns(),
+    let times = match who {
+        RUSAGE_SELF => crate::proc::cputime::process_times(p),
+        RUSAGE_CHILDREN => crate::proc::cputime::children_times(p),
+        RUSAGE_THREAD => crate::proc::cputime::thread_times(ctx.task),
         _ => return Err(Errno::EINVAL),
     };
-    let usage = Rusage { ru_utime: Timeval::from_micros(ns / 1000), ..Rusage::default() };
+    let usage = super::time::rusage_from_times(times);
     uaccess::write_bytes(&ctx.vm()?, a[1], &usage.to_bytes())?;
     Ok(0)
 }

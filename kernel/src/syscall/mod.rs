@@ -112,6 +112,7 @@ syscall_table! {
     READLINK => fs_path::sys_readlink,
     UMASK => ident::sys_umask,
     GETTIMEOFDAY => time::sys_gettimeofday,
+    SETTIMEOFDAY => time::sys_settimeofday,
     GETRLIMIT => ident::sys_getrlimit,
     GETRUSAGE => ident::sys_getrusage,
     SYSINFO => ident::sys_sysinfo,

@@ -10,7 +10,7 @@ use hal::sync::SpinLock;
 use hal::user::UserContext;
 use linux_abi::consts as c;
 use linux_abi::errno::Errno;
-use linux_abi::layout::{Rusage, Siginfo, Timeval};
+use linux_abi::layout::Siginfo;
 use linux_abi::signal as sig;
 
 use super::{SysResult, SyscallContext};
@@ -335,9 +335,6 @@ fn wait_target(ctx: &SyscallContext, pid: i32) -> WaitTarget {
     }
 }
 
-fn rusage_from_ns(cpu_ns: u64) -> Rusage {
-    Rusage { ru_utime: Timeval::from_micros(cpu_ns / 1000), ..Rusage::default() }
-}
 
 pub fn sys_wait4(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let (pid, status_ptr, options, rusage_ptr) = (a[0] as i32, a[1], a[2] as u32, a[3]);
@@ -359,7 +356,7 @@ pub fn sys_wait4(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         uaccess::write_u32(&vm, status_ptr, r.status as u32)?;
     }
     if rusage_ptr != 0 {
-        uaccess::write_bytes(&vm, rusage_ptr, &rusage_from_ns(r.cpu_ns).to_bytes())?;
+        uaccess::write_bytes(&vm, rusage_ptr, &super::time::rusage_from_times(r.times).to_bytes())?;
     }
     Ok(r.pid as u64)
 }

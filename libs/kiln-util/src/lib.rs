@@ -10,6 +10,7 @@
 
 pub mod acpi;
 pub mod cpio;
+pub mod cputime;
 pub mod fmt_util;
 pub mod frames;
 pub mod ksyms;
