@@ -115,6 +115,9 @@ static UNUSED const char *signame(int s)
     case SIGTSTP: return "SIGTSTP";
     case SIGVTALRM: return "SIGVTALRM";
     case SIGPROF: return "SIGPROF";
+    case SIGXCPU: return "SIGXCPU";
+    case SIGXFSZ: return "SIGXFSZ";
+    case SIGSYS: return "SIGSYS";
     default:
         snprintf(buf, sizeof buf, "signal%d", s);
         return buf;

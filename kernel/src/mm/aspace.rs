@@ -577,6 +577,65 @@ impl AddressSpace {
         self.page_table.query(addr).map(|(pa, _)| pa.0 + addr % PAGE_SIZE)
     }
 
+    /// The areas a core dump holds, as Linux's default coredump_filter
+    /// (0x33) picks them: (start, end, prot, bytes to dump from the
+    /// start). Anonymous memory is dumped whole once it has a page, shared
+    /// file mappings not at all, a private file mapping whole once written
+    /// (a page of it is this space's own copy), else only a first page
+    /// that holds an ELF header.
+    pub fn core_areas(&self) -> Vec<(u64, u64, Prot, u64)> {
+        let mut out = Vec::new();
+        if out.try_reserve(self.vmas.len()).is_err() {
+            return out;
+        }
+        for v in self.vmas.values() {
+            let has_page = || !self.page_table.mapped_pages(v.start, v.end).is_empty();
+            let size = v.end - v.start;
+            let dump = match &v.backing {
+                Backing::SharedFile { .. } => 0,
+                Backing::SharedAnonymous { .. } | Backing::Anonymous => {
+                    if has_page() {
+                        size
+                    } else {
+                        0
+                    }
+                }
+                Backing::File { source, offset, .. } => {
+                    let written = v.prot.write
+                        && self.page_table.mapped_pages(v.start, v.end).iter().any(|(va, _)| {
+                            self.page_table.frame_at(*va).is_some_and(|f| f.ref_count() <= 2)
+                        });
+                    let mut magic = [0u8; 4];
+                    if written {
+                        size
+                    } else if *offset == 0
+                        && v.prot.read
+                        && source.read_at(0, &mut magic).ok() == Some(4)
+                        && magic == *b"\x7fELF"
+                    {
+                        PAGE_SIZE
+                    } else {
+                        0
+                    }
+                }
+            };
+            out.push((v.start, v.end, v.prot, dump));
+        }
+        out
+    }
+
+    /// Copies the page at `va` for a core dump, whatever its protection;
+    /// false (and `buf` untouched) when no page is there.
+    pub fn read_page_for_dump(&self, va: u64, buf: &mut [u8]) -> bool {
+        match self.page_table.frame_at(page_floor(va)) {
+            Some(frame) => {
+                frame.read(0, buf);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Whether `addr` lies in private anonymous memory that may not be
     /// written: Linux refuses such a page as a shared futex's key (it can
     /// never change), where a read-only file page is fine.

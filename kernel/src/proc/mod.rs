@@ -8,6 +8,7 @@
 //! tables that hold weak references, so an exited process disappears from
 //! them when its parent reaps it.
 
+pub mod coredump;
 pub mod cputime;
 pub mod exec;
 pub mod exit;

@@ -380,7 +380,7 @@ fn handle_attention(t: &Arc<Task>, ctx: &mut UserContext) -> Flow {
                     continue;
                 }
                 DefaultAction::CoreDump => {
-                    group_exit(&t.process, ExitKind::Signaled { sig: signo, core: true });
+                    core_dump_exit(t, ctx, &info);
                     continue;
                 }
             }
@@ -388,13 +388,35 @@ fn handle_attention(t: &Arc<Task>, ctx: &mut UserContext) -> Flow {
         finish_restart(t, ctx, Some(&action));
         if deliver(t, ctx, &info, &action).is_err() {
             // The stack is unusable: die of SIGSEGV, as Linux does.
-            group_exit(&t.process, ExitKind::Signaled { sig: sig::SIGSEGV, core: true });
+            core_dump_exit(t, ctx, &Siginfo::fault(sig::SIGSEGV, sig::SI_KERNEL, 0));
             continue;
         }
         if let Some(kt) = t.kthread.get() {
             kt.set_interrupt(false);
         }
         return Flow::Continue;
+    }
+}
+
+/// A core-dumping signal's default action: the other threads are told to
+/// exit first (Linux's coredump_wait), the dump is written, and the exit
+/// status has the core bit only if it was (`coredump`).
+fn core_dump_exit(t: &Arc<Task>, ctx: &mut UserContext, info: &Siginfo) {
+    let signo = info.si_signo as u32;
+    let first = {
+        let mut st = t.process.state.lock();
+        let first = st.exiting.is_none();
+        if first {
+            st.exiting = Some(ExitKind::Signaled { sig: signo, core: false });
+        }
+        first
+    };
+    if !first {
+        return; // someone else's exit (or dump) came first
+    }
+    group_exit(&t.process, ExitKind::Signaled { sig: signo, core: false });
+    if super::coredump::dump(t, ctx, info) {
+        t.process.state.lock().exiting = Some(ExitKind::Signaled { sig: signo, core: true });
     }
 }
 

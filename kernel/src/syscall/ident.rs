@@ -89,9 +89,31 @@ pub fn sys_reboot(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 }
 
 pub fn sys_uname(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    let uts = Utsname::new("Linux", "kiln", "6.1.0-kiln", "#1 SMP Kiln", "x86_64", "(none)");
+    let (host, domain) = (crate::uts::hostname(), crate::uts::domainname());
+    let uts = Utsname::new(crate::uts::SYSNAME, &host, crate::uts::RELEASE, crate::uts::VERSION, crate::uts::MACHINE, &domain);
     uaccess::write_bytes(&ctx.vm()?, a[0], &uts.to_bytes())?;
     Ok(0)
+}
+
+/// sethostname/setdomainname(name, len): EINVAL past 64 bytes, EFAULT
+/// for a bad buffer (root is assumed: there is no CAP_SYS_ADMIN check).
+fn set_uts_name(ctx: &SyscallContext, a: &[u64; 6], set: fn(&[u8]) -> Result<(), Errno>) -> SysResult {
+    let len = a[1] as i64;
+    if !(0..=crate::uts::NAME_MAX as i64).contains(&len) {
+        return Err(Errno::EINVAL);
+    }
+    let mut buf = [0u8; crate::uts::NAME_MAX];
+    ctx.copy_from_user(a[0], &mut buf[..len as usize])?;
+    set(&buf[..len as usize])?;
+    Ok(0)
+}
+
+pub fn sys_sethostname(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    set_uts_name(ctx, a, crate::uts::set_hostname)
+}
+
+pub fn sys_setdomainname(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    set_uts_name(ctx, a, crate::uts::set_domainname)
 }
 
 pub fn sys_sched_yield(_ctx: &mut SyscallContext, _a: &[u64; 6]) -> SysResult {

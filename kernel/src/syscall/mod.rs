@@ -106,6 +106,8 @@ syscall_table! {
     WAIT4 => process::sys_wait4,
     KILL => signal::sys_kill,
     UNAME => ident::sys_uname,
+    SETHOSTNAME => ident::sys_sethostname,
+    SETDOMAINNAME => ident::sys_setdomainname,
     FCNTL => fs_io::sys_fcntl,
     GETCWD => fs_path::sys_getcwd,
     CHDIR => fs_path::sys_chdir,

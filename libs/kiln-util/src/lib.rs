@@ -11,6 +11,7 @@
 pub mod acpi;
 pub mod cpio;
 pub mod cputime;
+pub mod elfcore;
 pub mod fmt_util;
 pub mod frames;
 pub mod ksyms;
