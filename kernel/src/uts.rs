@@ -65,3 +65,20 @@ pub fn set_hostname(name: &[u8]) -> Result<(), Errno> {
 pub fn set_domainname(name: &[u8]) -> Result<(), Errno> {
     DOMAINNAME.lock().set(name)
 }
+
+/// What a write to a sysctl string keeps (Linux's proc_dostring): up to
+/// the first newline or NUL, cut to `max` bytes.
+pub fn sysctl_string(bytes: &[u8], max: usize) -> &[u8] {
+    let end = bytes.iter().position(|&b| b == b'\n' || b == 0).unwrap_or(bytes.len());
+    &bytes[..end.min(max)]
+}
+
+/// /proc/sys/kernel/hostname.
+pub fn set_hostname_line(bytes: &[u8]) -> Result<(), Errno> {
+    set_hostname(sysctl_string(bytes, NAME_MAX))
+}
+
+/// /proc/sys/kernel/domainname.
+pub fn set_domainname_line(bytes: &[u8]) -> Result<(), Errno> {
+    set_domainname(sysctl_string(bytes, NAME_MAX))
+}

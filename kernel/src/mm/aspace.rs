@@ -20,8 +20,6 @@ use crate::sync::Mutex;
 /// The address space of a process, shared by its threads.
 pub type Vm = Arc<Mutex<AddressSpace>>;
 
-/// Lowest address user mappings may use (catches NULL dereferences).
-pub const MMAP_MIN_ADDR: u64 = 0x10000;
 /// Top of the main thread's stack.
 pub const STACK_TOP: u64 = 0x7fff_ffff_f000;
 pub const STACK_SIZE: u64 = 8 << 20;
@@ -193,7 +191,7 @@ impl AddressSpace {
             }
             top = top.min(v.start);
         }
-        top.checked_sub(len).filter(|s| *s >= MMAP_MIN_ADDR)
+        top.checked_sub(len).filter(|s| *s >= super::mmap_min_addr())
     }
 
     /// Splits VMAs so that `addr` is a boundary.
@@ -269,13 +267,18 @@ impl AddressSpace {
         if len == 0 {
             return Err(Errno::EINVAL);
         }
+        // vm.max_map_count, checked as Linux's do_mmap does.
+        if self.vmas.len() > super::max_map_count() {
+            return Err(Errno::ENOMEM);
+        }
+        let min_addr = super::mmap_min_addr();
         let start = if fixed || noreplace {
             if !hint.is_multiple_of(PAGE_SIZE) {
                 return Err(Errno::EINVAL);
             }
             let end = hint.checked_add(len).ok_or(Errno::ENOMEM)?;
-            if end > USER_END || hint < MMAP_MIN_ADDR {
-                return Err(if hint < MMAP_MIN_ADDR { Errno::EPERM } else { Errno::ENOMEM });
+            if end > USER_END || hint < min_addr {
+                return Err(if hint < min_addr { Errno::EPERM } else { Errno::ENOMEM });
             }
             if !self.is_free(hint, end) {
                 if noreplace {
@@ -287,7 +290,7 @@ impl AddressSpace {
         } else {
             let h = page_floor(hint);
             match h.checked_add(len) {
-                Some(end) if h >= MMAP_MIN_ADDR && end <= MMAP_BASE && self.is_free(h, end) => h,
+                Some(end) if h >= min_addr && end <= MMAP_BASE && self.is_free(h, end) => h,
                 _ => self.find_free(len).ok_or(Errno::ENOMEM)?,
             }
         };
@@ -361,6 +364,9 @@ impl AddressSpace {
     /// Linux's default overcommit heuristic: one mapping may not ask for
     /// more than all of RAM (there is no swap).
     pub fn check_commit(len: u64) -> Result<(), Errno> {
+        if super::overcommit_memory() == 1 {
+            return Ok(());
+        }
         let total = hal::mm::total_frame_count() * PAGE_SIZE;
         if len > total {
             return Err(Errno::ENOMEM);

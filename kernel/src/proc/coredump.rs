@@ -19,7 +19,7 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt::Write;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::Ordering;
 
 use hal::sync::SpinLock;
 use hal::user::UserContext;
@@ -44,22 +44,15 @@ const fn initial_pattern() -> ([u8; PATTERN_MAX], usize) {
     (b, 4)
 }
 
-/// The core_uses_pid sysctl.
-pub static USES_PID: AtomicBool = AtomicBool::new(false);
-
 pub fn pattern() -> Vec<u8> {
     let p = PATTERN.lock();
     p.0[..p.1].to_vec()
 }
 
-/// Sets core_pattern (a trailing newline is dropped, as a write of
-/// `echo core > core_pattern` brings one); EINVAL past 127 bytes.
+/// Sets core_pattern: up to a newline, at most 127 bytes (a longer one is
+/// cut, as Linux's proc_dostring does).
 pub fn set_pattern(bytes: &[u8]) -> Result<(), Errno> {
-    let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
-    let bytes = &bytes[..bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len())];
-    if bytes.len() >= PATTERN_MAX {
-        return Err(Errno::EINVAL);
-    }
+    let bytes = crate::uts::sysctl_string(bytes, PATTERN_MAX - 1);
     let mut p = PATTERN.lock();
     p.0 = [0; PATTERN_MAX];
     p.0[..bytes.len()].copy_from_slice(bytes);
@@ -92,7 +85,7 @@ fn core_name(t: &Task, signo: u32, pattern: &[u8]) -> String {
             _ => Ok(()),
         };
     }
-    if USES_PID.load(Ordering::Relaxed) && !has_pid {
+    if crate::fs::procfs::sys::CORE_USES_PID.get() != 0 && !has_pid {
         let _ = write!(out, ".{}", p.pid);
     }
     out

@@ -38,8 +38,33 @@ pub use task::Task;
 
 pub type Pid = i32;
 
-/// Linux's default pid_max.
-pub const PID_MAX: Pid = 4_194_304;
+/// kernel.pid_max: ids are below it (Linux's default for up to 32 CPUs).
+static PID_MAX: AtomicI32 = AtomicI32::new(32_768);
+
+pub fn pid_max() -> Pid {
+    PID_MAX.load(Ordering::Relaxed)
+}
+
+/// /proc/sys/kernel/pid_max: new ids stay below `max`.
+pub fn set_pid_max(max: Pid) {
+    PID_MAX.store(max, Ordering::Relaxed);
+}
+
+/// Open file descriptions of all processes (each counted once), for
+/// /proc/sys/fs/file-nr.
+pub fn open_file_count() -> usize {
+    let mut seen: Vec<usize> = Vec::new();
+    for p in all_processes() {
+        let table = p.files().lock();
+        for f in table.files() {
+            let key = Arc::as_ptr(f) as usize;
+            if !seen.contains(&key) && seen.try_reserve(1).is_ok() {
+                seen.push(key);
+            }
+        }
+    }
+    seen.len()
+}
 
 /// How a process ended or changed state, for wait4/waitid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -130,9 +155,10 @@ static NEXT_PID: AtomicI32 = AtomicI32::new(1);
 /// A free id for a process or thread (they share one number space).
 pub fn alloc_pid() -> Result<Pid, Errno> {
     let tasks = TASKS.lock();
-    for _ in 0..PID_MAX {
+    let max = pid_max();
+    for _ in 0..max {
         let mut pid = NEXT_PID.fetch_add(1, Ordering::Relaxed);
-        if pid >= PID_MAX {
+        if pid >= max {
             NEXT_PID.store(2, Ordering::Relaxed);
             pid = 2;
         }

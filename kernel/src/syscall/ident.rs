@@ -189,7 +189,7 @@ fn rlimit_set(p: &Process, resource: u32, new: Rlimit) -> Result<(), Errno> {
     if new.rlim_cur > new.rlim_max {
         return Err(Errno::EINVAL);
     }
-    if resource == c::RLIMIT_NOFILE && new.rlim_max > 1024 * 1024 {
+    if resource == c::RLIMIT_NOFILE && new.rlim_max > crate::fs::fdtable::nr_open() as u64 {
         return Err(Errno::EPERM); // above fs.nr_open
     }
     let mut limits = p.rlimits.lock();

@@ -2,8 +2,11 @@
 //!
 //! The root lists one directory per process plus `self`, `meminfo`,
 //! `cpuinfo`, `uptime`, `loadavg`, `mounts`, `filesystems`, `stat`,
-//! `version` and `sys/kernel/pid_max`. Each process directory has `stat`,
-//! `status`, `cmdline`, `comm`, `maps`, `fd/`, `exe` and `cwd`.
+//! `version` and `sys/` (the sysctl table, `sys.rs`). Each process
+//! directory has `stat`, `status`, `cmdline`, `comm`, `maps`, `fd/`, `exe`
+//! and `cwd`.
+
+pub mod sys;
 
 use alloc::format;
 use alloc::string::{String, ToString};
@@ -28,12 +31,13 @@ enum Node {
     SelfLink,
     ThreadSelfLink,
     MountsLink,
-    SysKernelFile(&'static str),
+    /// A directory of /proc/sys: its path below /proc/sys ("" for sys itself).
+    SysDir(&'static str),
+    /// A sysctl file: its row in `sys::TABLE`.
+    SysFile(usize),
     TaskDir(Pid),
     TaskEntry(Pid, Pid),
     Global(&'static str),
-    SysDir,
-    SysKernelDir,
     PidDir(Pid),
     PidFile(Pid, &'static str),
     PidLink(Pid, &'static str),
@@ -47,7 +51,6 @@ pub struct ProcInode {
 
 const GLOBALS: &[&str] = &["meminfo", "cpuinfo", "uptime", "loadavg", "filesystems", "stat", "version"];
 const PID_FILES: &[&str] = &["stat", "status", "cmdline", "comm", "maps", "statm", "environ", "mounts"];
-const SYS_KERNEL_FILES: &[&str] = &["pid_max", "ostype", "osrelease", "hostname"];
 const PID_LINKS: &[&str] = &["exe", "cwd", "root"];
 
 pub fn new_root() -> Arc<dyn Inode> {
@@ -64,12 +67,11 @@ fn ino_of(n: Node) -> u64 {
         Node::SelfLink => 2,
         Node::ThreadSelfLink => 3,
         Node::MountsLink => 4,
-        Node::SysKernelFile(name) => 40 + SYS_KERNEL_FILES.iter().position(|g| *g == name).unwrap_or(0) as u64,
+        Node::SysDir(path) => 0x1_0000 + path.bytes().fold(0u64, |h, b| (h * 31 + u64::from(b)) & 0xffff),
+        Node::SysFile(row) => 0x2_0000 + row as u64,
         Node::TaskDir(p) => ((p as u64) << 16) | 300,
         Node::TaskEntry(p, t) => ((p as u64) << 16) | (0x8000 + (t as u64 & 0x7fff)),
         Node::Global(name) => 10 + GLOBALS.iter().position(|g| *g == name).unwrap_or(0) as u64,
-        Node::SysDir => 30,
-        Node::SysKernelDir => 31,
         Node::PidDir(p) => (p as u64) << 16,
         Node::PidFile(p, f) => ((p as u64) << 16) | (1 + PID_FILES.iter().position(|x| *x == f).unwrap_or(0) as u64),
         Node::PidLink(p, f) => ((p as u64) << 16) | (100 + PID_LINKS.iter().position(|x| *x == f).unwrap_or(0) as u64),
@@ -86,8 +88,7 @@ impl ProcInode {
     fn kind(&self) -> FileType {
         match self.node {
             Node::Root
-            | Node::SysDir
-            | Node::SysKernelDir
+            | Node::SysDir(_)
             | Node::PidDir(_)
             | Node::FdDir(_)
             | Node::TaskDir(_)
@@ -102,10 +103,7 @@ impl ProcInode {
     fn content(&self) -> Result<String, Errno> {
         match self.node {
             Node::Global(name) => global(name),
-            Node::SysKernelFile("pid_max") => Ok(format!("{}\n", proc::PID_MAX)),
-            Node::SysKernelFile("ostype") => Ok(String::from("Linux\n")),
-            Node::SysKernelFile("osrelease") => Ok(String::from("6.1.0-kiln\n")),
-            Node::SysKernelFile(_) => Ok(String::from("kiln\n")),
+            Node::SysFile(row) => Ok(sys::read(&sys::TABLE[row])),
             Node::PidFile(pid, f) => pid_file(&process(pid)?, f),
             _ => Err(Errno::EISDIR),
         }
@@ -115,9 +113,10 @@ impl ProcInode {
 impl Inode for ProcInode {
     fn metadata(&self) -> Metadata {
         let kind = self.kind();
-        let perm = match kind {
-            FileType::Directory => 0o555,
-            FileType::Symlink => 0o777,
+        let perm = match (kind, self.node) {
+            (FileType::Directory, _) => 0o555,
+            (FileType::Symlink, _) => 0o777,
+            (_, Node::SysFile(row)) => sys::TABLE[row].mode,
             _ => 0o444,
         };
         let t = crate::clock::realtime_ns();
@@ -167,7 +166,7 @@ impl Inode for ProcInode {
                     return Ok(node(Node::MountsLink));
                 }
                 if name == "sys" {
-                    return Ok(node(Node::SysDir));
+                    return Ok(node(Node::SysDir("")));
                 }
                 if let Some(g) = GLOBALS.iter().find(|g| **g == name) {
                     return Ok(node(Node::Global(g)));
@@ -176,11 +175,18 @@ impl Inode for ProcInode {
                 process(pid)?;
                 Ok(node(Node::PidDir(pid)))
             }
-            Node::SysDir if name == "kernel" => Ok(node(Node::SysKernelDir)),
-            Node::SysKernelDir => match SYS_KERNEL_FILES.iter().find(|f| **f == name) {
-                Some(f) => Ok(node(Node::SysKernelFile(f))),
-                None => Err(Errno::ENOENT),
-            },
+            Node::SysDir(dir) => {
+                let path = if dir.is_empty() { String::from(name) } else { format!("{dir}/{name}") };
+                if let Some(row) = sys::TABLE.iter().position(|r| r.path == path) {
+                    return Ok(node(Node::SysFile(row)));
+                }
+                // A directory: name it by a row's own (static) path prefix.
+                let row = sys::TABLE
+                    .iter()
+                    .find(|r| r.path.len() > path.len() && r.path.starts_with(&path) && r.path.as_bytes()[path.len()] == b'/')
+                    .ok_or(Errno::ENOENT)?;
+                Ok(node(Node::SysDir(&row.path[..path.len()])))
+            }
             Node::TaskDir(pid) => {
                 let tid: Pid = name.parse().map_err(|_| Errno::ENOENT)?;
                 if !process(pid)?.tasks.lock().iter().any(|t| t.tid() == tid) {
@@ -231,17 +237,28 @@ impl Inode for ProcInode {
                 push("self".to_string(), Node::SelfLink);
                 push("thread-self".to_string(), Node::ThreadSelfLink);
                 push("mounts".to_string(), Node::MountsLink);
-                push("sys".to_string(), Node::SysDir);
+                push("sys".to_string(), Node::SysDir(""));
                 let mut pids: Vec<Pid> = proc::all_processes().iter().map(|p| p.pid).collect();
                 pids.sort_unstable();
                 for pid in pids {
                     push(format!("{pid}"), Node::PidDir(pid));
                 }
             }
-            Node::SysDir => push("kernel".to_string(), Node::SysKernelDir),
-            Node::SysKernelDir => {
-                for f in SYS_KERNEL_FILES {
-                    push(f.to_string(), Node::SysKernelFile(f));
+            Node::SysDir(dir) => {
+                for (name, is_dir) in sys::list(dir) {
+                    let path = if dir.is_empty() { String::from(name) } else { format!("{dir}/{name}") };
+                    let n = if is_dir {
+                        match sys::TABLE.iter().find(|r| r.path.starts_with(&path)) {
+                            Some(r) => Node::SysDir(&r.path[..path.len()]),
+                            None => continue,
+                        }
+                    } else {
+                        match sys::TABLE.iter().position(|r| r.path == path) {
+                            Some(row) => Node::SysFile(row),
+                            None => continue,
+                        }
+                    };
+                    push(name.to_string(), n);
                 }
             }
             Node::TaskDir(pid) => {
@@ -315,11 +332,64 @@ impl Inode for ProcInode {
         Some(Ok(super::dentry::anonymous(Arc::new(OpenFileInode { file: f }))))
     }
 
-    fn open(&self, _flags: u32) -> Option<Result<Arc<dyn FileOps>, Errno>> {
+    fn truncate(&self, _size: u64) -> Result<(), Errno> {
+        // O_TRUNC on a sysctl file is accepted and means nothing.
+        match self.node {
+            Node::SysFile(_) => Ok(()),
+            _ => Err(Errno::EACCES),
+        }
+    }
+
+    fn open(&self, flags: u32) -> Option<Result<Arc<dyn FileOps>, Errno>> {
         if self.kind() != FileType::Regular {
             return None;
         }
+        if let Node::SysFile(row) = self.node {
+            return Some(sys_open(&sys::TABLE[row], flags));
+        }
         Some(self.content().map(|s| Arc::new(SnapshotFile::new(s.into_bytes(), S_IFREG | 0o444)) as Arc<dyn FileOps>))
+    }
+}
+
+/// Opens a sysctl file. Its mode binds root too (Linux's sysctl_perm):
+/// a read-only file cannot be opened for writing, drop_caches (0200) not
+/// for reading. What is read is the value at open.
+fn sys_open(row: &'static sys::Sysctl, flags: u32) -> Result<Arc<dyn FileOps>, Errno> {
+    let access = flags & 3;
+    let wants_read = access != linux_abi::consts::O_WRONLY;
+    let wants_write = access != linux_abi::consts::O_RDONLY;
+    if (wants_read && row.mode & 0o400 == 0) || (wants_write && row.mode & 0o200 == 0) {
+        return Err(Errno::EACCES);
+    }
+    let data = if wants_read { sys::read(row).into_bytes() } else { Vec::new() };
+    Ok(Arc::new(SysctlFile { row, data }))
+}
+
+/// An open sysctl file: reads see the value at open, each write sets it.
+struct SysctlFile {
+    row: &'static sys::Sysctl,
+    data: Vec<u8>,
+}
+
+impl FileOps for SysctlFile {
+    fn read_at(&self, offset: u64, buf: &mut [u8], _nonblock: bool) -> Result<usize, Errno> {
+        let start = (offset as usize).min(self.data.len());
+        let n = buf.len().min(self.data.len() - start);
+        buf[..n].copy_from_slice(&self.data[start..start + n]);
+        Ok(n)
+    }
+
+    fn write_at(&self, offset: u64, buf: &[u8], _nonblock: bool) -> Result<usize, Errno> {
+        // A write past the start is accepted and ignored, as Linux's
+        // strict sysctl writes treat a second write to an open file.
+        if offset == 0 {
+            sys::write(self.row, buf)?;
+        }
+        Ok(buf.len())
+    }
+
+    fn mode(&self) -> u32 {
+        S_IFREG | self.row.mode
     }
 }
 
