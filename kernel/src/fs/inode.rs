@@ -162,6 +162,13 @@ pub trait Inode: Send + Sync {
         None
     }
 
+    /// The physical address of the frame that holds page `index` now, if
+    /// the file keeps its data in frames and that page has one. Never
+    /// makes a frame (/proc uses it to tell file pages from copies).
+    fn cached_page(&self, _index: u64) -> Option<u64> {
+        None
+    }
+
     fn lookup(&self, _name: &str) -> Result<Arc<dyn Inode>, Errno> {
         Err(Errno::ENOTDIR)
     }

@@ -332,6 +332,11 @@ impl Inode for TmpInode {
         Some(frame)
     }
 
+    fn cached_page(&self, index: u64) -> Option<u64> {
+        let Node::File(data) = &self.node else { return None };
+        data.lock().frame_paddr(index)
+    }
+
     fn lookup(&self, name: &str) -> Result<Arc<dyn Inode>, Errno> {
         let dir = self.dir()?.lock();
         dir.get(name).map(|i| i.clone() as Arc<dyn Inode>).ok_or(Errno::ENOENT)

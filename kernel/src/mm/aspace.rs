@@ -46,10 +46,16 @@ pub enum FaultError {
 }
 
 pub struct AddressSpace {
-    page_table: Arc<PageTable>,
-    vmas: BTreeMap<u64, Vma>,
+    pub(super) page_table: Arc<PageTable>,
+    pub(super) vmas: BTreeMap<u64, Vma>,
     brk_start: u64,
     brk: u64,
+    /// Bytes covered by areas (Linux's total_vm), and the most it was.
+    total_vm: u64,
+    hiwater_vm: u64,
+    /// The most pages resident, noted before any are unmapped (Linux's
+    /// lazy hiwater_rss): VmHWM is the larger of this and the current.
+    hiwater_rss: core::sync::atomic::AtomicU64,
 }
 
 impl AddressSpace {
@@ -60,7 +66,26 @@ impl AddressSpace {
             vmas: BTreeMap::new(),
             brk_start: 0,
             brk: 0,
+            total_vm: 0,
+            hiwater_vm: 0,
+            hiwater_rss: core::sync::atomic::AtomicU64::new(0),
         })
+    }
+
+    /// Areas grew or shrank by `delta` bytes (total_vm and VmPeak).
+    fn account_vm(&mut self, grew: u64, shrank: u64) {
+        self.total_vm = (self.total_vm + grew).saturating_sub(shrank);
+        self.hiwater_vm = self.hiwater_vm.max(self.total_vm);
+    }
+
+    /// The largest total_vm so far, in bytes.
+    pub fn hiwater_vm(&self) -> u64 {
+        self.hiwater_vm
+    }
+
+    /// The largest resident set noted so far, in bytes.
+    pub fn hiwater_rss(&self) -> u64 {
+        self.hiwater_rss.load(core::sync::atomic::Ordering::Relaxed) * PAGE_SIZE
     }
 
     pub fn page_table(&self) -> &Arc<PageTable> {
@@ -213,6 +238,7 @@ impl AddressSpace {
         for k in keys {
             if let Some(v) = self.vmas.remove(&k) {
                 self.unmap_pages(v.start, v.end);
+                self.account_vm(0, v.end - v.start);
             }
         }
     }
@@ -237,6 +263,7 @@ impl AddressSpace {
     }
 
     fn unmap_pages(&self, start: u64, end: u64) {
+        self.hiwater_rss.fetch_max(self.page_table.resident_pages(), core::sync::atomic::Ordering::Relaxed);
         // One TLB shootdown for the range, not one per page.
         let mut batch = self.page_table.batch();
         for (va, _) in self.page_table.mapped_pages(start, end) {
@@ -249,6 +276,7 @@ impl AddressSpace {
         if vma.start >= vma.end || vma.end > USER_END || !self.is_free(vma.start, vma.end) {
             return Err(Errno::EINVAL);
         }
+        self.account_vm(vma.end - vma.start, 0);
         self.vmas.insert(vma.start, vma);
         Ok(())
     }
@@ -294,6 +322,7 @@ impl AddressSpace {
                 _ => self.find_free(len).ok_or(Errno::ENOMEM)?,
             }
         };
+        self.account_vm(len, 0);
         self.vmas.insert(start, Vma { start, end: start + len, prot, backing, kind: VmaKind::Normal, name: None });
         Ok(start)
     }
@@ -327,6 +356,7 @@ impl AddressSpace {
             let grow_end = old.checked_add(new_len).ok_or(Errno::ENOMEM)?;
             if old + old_len == vma.end && grow_end <= MMAP_BASE && self.is_free(vma.end, grow_end) {
                 self.vmas.get_mut(&vma.start).expect("vma present").end = grow_end;
+                self.account_vm(grow_end - vma.end, 0);
                 return Ok(old);
             }
             if !may_move {
@@ -357,6 +387,7 @@ impl AddressSpace {
         }
         drop(batch);
         self.remove_range(old, old + old_len);
+        self.account_vm(new_len, 0);
         self.vmas.insert(dest, moved);
         Ok(dest)
     }
@@ -464,7 +495,10 @@ impl AddressSpace {
             }
             let heap = self.vmas.values().find(|v| v.kind == VmaKind::Heap && v.end == old_top).map(|v| v.start);
             match heap {
-                Some(k) => self.vmas.get_mut(&k).expect("heap vma").end = new_top,
+                Some(k) => {
+                    self.vmas.get_mut(&k).expect("heap vma").end = new_top;
+                    self.account_vm(new_top - old_top, 0);
+                }
                 None => {
                     let vma = Vma {
                         start: old_top,
@@ -474,6 +508,7 @@ impl AddressSpace {
                         kind: VmaKind::Heap,
                         name: None,
                     };
+                    self.account_vm(new_top - old_top, 0);
                     self.vmas.insert(old_top, vma);
                 }
             }
@@ -506,6 +541,8 @@ impl AddressSpace {
         }
         let mut child = child;
         child.vmas = self.vmas.clone();
+        child.total_vm = self.total_vm;
+        child.hiwater_vm = self.total_vm;
         child.brk_start = self.brk_start;
         child.brk = self.brk;
         Ok(child)
@@ -539,38 +576,6 @@ impl AddressSpace {
     /// Bytes covered by VMAs (VmSize).
     pub fn mapped_bytes(&self) -> u64 {
         self.vmas.values().map(|v| v.end - v.start).sum()
-    }
-
-    /// The text of /proc/<pid>/maps.
-    pub fn describe_maps(&self, _exe: &str) -> alloc::string::String {
-        use core::fmt::Write;
-        let mut s = alloc::string::String::new();
-        for v in self.vmas.values() {
-            let offset = match &v.backing {
-                Backing::File { offset, .. } | Backing::SharedFile { offset, .. } => *offset,
-                _ => 0,
-            };
-            let name = match (v.kind, &v.name) {
-                (VmaKind::Heap, _) => "[heap]",
-                (VmaKind::Stack, _) => "[stack]",
-                (_, Some(n)) => n.as_str(),
-                _ => "",
-            };
-            let _ = writeln!(
-                s,
-                "{:08x}-{:08x} {}{}{}{} {:08x} 00:00 0 {}{}",
-                v.start,
-                v.end,
-                if v.prot.read { 'r' } else { '-' },
-                if v.prot.write { 'w' } else { '-' },
-                if v.prot.exec { 'x' } else { '-' },
-                if v.is_shared() { 's' } else { 'p' },
-                offset,
-                if name.is_empty() { "" } else { "                   " },
-                name
-            );
-        }
-        s
     }
 
     /// The physical address behind `addr` if it lies in shared memory

@@ -3,6 +3,7 @@
 //! user-memory access that resolves demand faults.
 
 pub mod aspace;
+pub mod report;
 pub mod uaccess;
 pub mod vma;
 

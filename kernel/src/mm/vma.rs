@@ -93,7 +93,10 @@ impl Prot {
 pub enum VmaKind {
     Normal,
     Heap,
+    /// The main thread's stack ([stack]), which grows down.
     Stack,
+    /// A MAP_GROWSDOWN mapping.
+    GrowsDown,
 }
 
 #[derive(Clone)]

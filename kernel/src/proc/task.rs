@@ -82,11 +82,6 @@ impl Task {
         self.kthread.get().map_or(0, |k| hal::time::tsc_to_ns(k.cpu_tsc()))
     }
 
-    /// Whether the thread is runnable (for /proc state letters).
-    pub fn is_running(&self) -> bool {
-        self.kthread.get().is_some_and(|t| matches!(t.state(), sched::State::Running | sched::State::Ready))
-    }
-
     pub fn tid(&self) -> Pid {
         self.tid.load(Ordering::Relaxed)
     }

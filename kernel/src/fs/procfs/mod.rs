@@ -6,6 +6,7 @@
 //! directory has `stat`, `status`, `cmdline`, `comm`, `maps`, `fd/`, `exe`
 //! and `cwd`.
 
+mod pid;
 pub mod sys;
 
 use alloc::format;
@@ -14,7 +15,6 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::any::Any;
 use core::fmt::Write;
-use core::sync::atomic::Ordering;
 
 use linux_abi::errno::Errno;
 
@@ -37,6 +37,8 @@ enum Node {
     SysFile(usize),
     TaskDir(Pid),
     TaskEntry(Pid, Pid),
+    /// A thread's own stat or status.
+    TaskFile(Pid, Pid, &'static str),
     Global(&'static str),
     PidDir(Pid),
     PidFile(Pid, &'static str),
@@ -50,7 +52,21 @@ pub struct ProcInode {
 }
 
 const GLOBALS: &[&str] = &["meminfo", "cpuinfo", "uptime", "loadavg", "filesystems", "stat", "version"];
-const PID_FILES: &[&str] = &["stat", "status", "cmdline", "comm", "maps", "statm", "environ", "mounts"];
+const PID_FILES: &[&str] = &[
+    "stat",
+    "status",
+    "cmdline",
+    "comm",
+    "maps",
+    "statm",
+    "environ",
+    "mounts",
+    "smaps",
+    "smaps_rollup",
+    "pagemap",
+];
+/// The files a thread's directory has of its own.
+const TASK_FILES: &[&str] = &["stat", "status"];
 const PID_LINKS: &[&str] = &["exe", "cwd", "root"];
 
 pub fn new_root() -> Arc<dyn Inode> {
@@ -71,6 +87,9 @@ fn ino_of(n: Node) -> u64 {
         Node::SysFile(row) => 0x2_0000 + row as u64,
         Node::TaskDir(p) => ((p as u64) << 16) | 300,
         Node::TaskEntry(p, t) => ((p as u64) << 16) | (0x8000 + (t as u64 & 0x7fff)),
+        Node::TaskFile(p, t, f) => {
+            (((p as u64) << 16) | (0x8000 + (t as u64 & 0x7fff))) + ((1 + TASK_FILES.iter().position(|x| *x == f).unwrap_or(0) as u64) << 32)
+        }
         Node::Global(name) => 10 + GLOBALS.iter().position(|g| *g == name).unwrap_or(0) as u64,
         Node::PidDir(p) => (p as u64) << 16,
         Node::PidFile(p, f) => ((p as u64) << 16) | (1 + PID_FILES.iter().position(|x| *x == f).unwrap_or(0) as u64),
@@ -105,6 +124,11 @@ impl ProcInode {
             Node::Global(name) => global(name),
             Node::SysFile(row) => Ok(sys::read(&sys::TABLE[row])),
             Node::PidFile(pid, f) => pid_file(&process(pid)?, f),
+            Node::TaskFile(pid, tid, f) => {
+                let p = process(pid)?;
+                let t = p.tasks.lock().iter().find(|t| t.tid() == tid).cloned().ok_or(Errno::ENOENT)?;
+                Ok(if f == "stat" { pid::stat(&p, Some(&t)) } else { pid::status(&p, Some(&t)) })
+            }
             _ => Err(Errno::EISDIR),
         }
     }
@@ -194,8 +218,11 @@ impl Inode for ProcInode {
                 }
                 Ok(node(Node::TaskEntry(pid, tid)))
             }
-            Node::TaskEntry(pid, _) => {
-                // A thread's directory shows the process's files.
+            Node::TaskEntry(pid, tid) => {
+                if let Some(f) = TASK_FILES.iter().find(|f| **f == name) {
+                    return Ok(node(Node::TaskFile(pid, tid, f)));
+                }
+                // The rest of a thread's directory shows the process's files.
                 ProcInode { node: Node::PidDir(pid) }.lookup(name)
             }
             Node::PidDir(pid) => {
@@ -267,7 +294,15 @@ impl Inode for ProcInode {
                     push(format!("{tid}"), Node::TaskEntry(pid, tid));
                 }
             }
-            Node::TaskEntry(pid, _) => return ProcInode { node: Node::PidDir(pid) }.readdir(),
+            Node::TaskEntry(pid, tid) => {
+                let mut entries = ProcInode { node: Node::PidDir(pid) }.readdir()?;
+                for e in entries.iter_mut() {
+                    if let Some(f) = TASK_FILES.iter().find(|f| **f == e.name) {
+                        e.ino = ino_of(Node::TaskFile(pid, tid, f));
+                    }
+                }
+                return Ok(entries);
+            }
             Node::PidDir(pid) => {
                 for f in PID_FILES {
                     push(f.to_string(), Node::PidFile(pid, f));
@@ -346,6 +381,11 @@ impl Inode for ProcInode {
         }
         if let Node::SysFile(row) = self.node {
             return Some(sys_open(&sys::TABLE[row], flags));
+        }
+        if let Node::PidFile(pid, "pagemap") = self.node {
+            return Some(
+                process(pid).map(|p| Arc::new(pid::PagemapFile { process: Arc::downgrade(&p) }) as Arc<dyn FileOps>),
+            );
         }
         Some(self.content().map(|s| Arc::new(SnapshotFile::new(s.into_bytes(), S_IFREG | 0o444)) as Arc<dyn FileOps>))
     }
@@ -510,84 +550,16 @@ impl Inode for OpenFileInode {
     }
 }
 
-fn comm(p: &Process) -> String {
-    p.comm.lock().clone()
-}
-
-fn state_char(p: &Process) -> char {
-    let st = p.state.lock();
-    if st.zombie {
-        'Z'
-    } else if st.stopped.is_some() {
-        'T'
-    } else if p.tasks.lock().iter().any(|t| t.is_running()) {
-        'R'
-    } else {
-        'S'
-    }
-}
 
 fn pid_file(p: &Arc<Process>, f: &str) -> Result<String, Errno> {
     let mut s = String::new();
-    // Never hold a spin lock (p.vm) while taking the sleeping address-space lock.
-    let vm = p.vm.lock().clone();
-    let (vm_pages, rss_pages) = vm.as_ref().map_or((0, 0), |vm| {
-        let space = vm.lock();
-        (space.mapped_bytes() / 4096, space.page_table().resident_pages())
-    });
     match f {
-        "stat" => {
-            let clock_ticks = |ns: u64| ns / 10_000_000;
-            let (utime, stime) = crate::proc::cputime::process_times(p);
-            let (cutime, cstime) = crate::proc::cputime::children_times(p);
-            let _ = writeln!(
-                s,
-                "{} ({}) {} {} {} {} 0 -1 4194560 0 0 0 0 {} {} {} {} 20 0 {} 0 {} {} {} 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0",
-                p.pid,
-                comm(p),
-                state_char(p),
-                p.parent_pid(),
-                p.pgid.load(Ordering::Relaxed),
-                p.sid.load(Ordering::Relaxed),
-                clock_ticks(utime),
-                clock_ticks(stime),
-                clock_ticks(cutime),
-                clock_ticks(cstime),
-                p.tasks.lock().len().max(1),
-                p.start_ticks(),
-                vm_pages * 4096,
-                rss_pages,
-            );
-        }
-        "statm" => {
-            let _ = writeln!(s, "{vm_pages} {rss_pages} 0 0 0 {vm_pages} 0");
-        }
-        "status" => {
-            let st = state_char(p);
-            let state_name = match st {
-                'R' => "R (running)",
-                'Z' => "Z (zombie)",
-                'T' => "T (stopped)",
-                _ => "S (sleeping)",
-            };
-            let mask = p.tasks.lock().first().map_or(0, |t| t.sigmask.lock().0);
-            let _ = write!(
-                s,
-                "Name:\t{}\nUmask:\t{:04o}\nState:\t{}\nTgid:\t{}\nNgid:\t0\nPid:\t{}\nPPid:\t{}\nTracerPid:\t0\n\
-                 Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nFDSize:\t64\nVmSize:\t{:8} kB\nVmRSS:\t{:8} kB\nThreads:\t{}\n\
-                 SigBlk:\t{:016x}\nCpus_allowed:\t1\n",
-                comm(p),
-                p.umask.load(Ordering::Relaxed),
-                state_name,
-                p.pid,
-                p.pid,
-                p.parent_pid(),
-                vm_pages * 4,
-                rss_pages * 4,
-                p.tasks.lock().len().max(1),
-                mask
-            );
-        }
+        "stat" => s = pid::stat(p, None),
+        "status" => s = pid::status(p, None),
+        "statm" => s = pid::statm(p),
+        "maps" => s = pid::maps(p),
+        "smaps" => s = pid::smaps(p),
+        "smaps_rollup" => s = pid::smaps_rollup(p),
         "cmdline" => {
             for a in p.cmdline.lock().iter() {
                 s.push_str(a);
@@ -602,14 +574,8 @@ fn pid_file(p: &Arc<Process>, f: &str) -> Result<String, Errno> {
         }
         "mounts" => s = global_mounts(),
         "comm" => {
-            s = comm(p);
+            s = pid::comm(p);
             s.push('\n');
-        }
-        "maps" => {
-            let exe = p.exe.lock().clone();
-            if let Some(vm) = vm {
-                s = vm.lock().describe_maps(&exe);
-            }
         }
         _ => return Err(Errno::ENOENT),
     }
