@@ -23,6 +23,12 @@ pub type Vm = Arc<Mutex<AddressSpace>>;
 /// Top of the main thread's stack.
 pub const STACK_TOP: u64 = 0x7fff_ffff_f000;
 pub const STACK_SIZE: u64 = 8 << 20;
+/// What a new program's stack area holds below its arguments before it
+/// grows (Linux's stack_expand in setup_arg_pages).
+pub const STACK_EXPAND: u64 = 128 << 10;
+/// Linux's stack_guard_gap: a stack grows no closer than this to an
+/// accessible area below it, and mmap keeps new areas this far away.
+pub const STACK_GUARD_GAP: u64 = 256 * PAGE_SIZE;
 /// Where top-down mmap placement starts, below the stack and its gap.
 pub const MMAP_BASE: u64 = STACK_TOP - STACK_SIZE - (1 << 30);
 
@@ -56,6 +62,9 @@ pub struct AddressSpace {
     /// The most pages resident, noted before any are unmapped (Linux's
     /// lazy hiwater_rss): VmHWM is the larger of this and the current.
     hiwater_rss: core::sync::atomic::AtomicU64,
+    /// RLIMIT_STACK's soft limit, which bounds how far a stack area grows
+    /// (kept in step with the process's limit).
+    stack_limit: core::sync::atomic::AtomicU64,
 }
 
 impl AddressSpace {
@@ -69,7 +78,67 @@ impl AddressSpace {
             total_vm: 0,
             hiwater_vm: 0,
             hiwater_rss: core::sync::atomic::AtomicU64::new(0),
+            stack_limit: core::sync::atomic::AtomicU64::new(STACK_SIZE),
         })
+    }
+
+    /// RLIMIT_STACK changed (or a new program starts with it).
+    pub fn set_stack_limit(&self, limit: u64) {
+        self.stack_limit.store(limit, core::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// A new program's stack: the area shrinks to the pages its arguments
+    /// use plus STACK_EXPAND (as Linux's setup_arg_pages leaves it, within
+    /// the stack limit); it grows from there on faults.
+    pub fn settle_stack(&mut self, lowest_used: u64) {
+        let Some((&key, _)) = self.vmas.iter().find(|(_, v)| v.kind == VmaKind::Stack) else {
+            return;
+        };
+        let Some(mut vma) = self.vmas.remove(&key) else {
+            return;
+        };
+        let limit = self.stack_limit.load(core::sync::atomic::Ordering::Relaxed);
+        let want = page_floor(lowest_used).saturating_sub(STACK_EXPAND);
+        let start = want.max(vma.end.saturating_sub(limit.max(PAGE_SIZE))).max(vma.start);
+        let start = start.min(page_floor(lowest_used));
+        self.account_vm(0, start - vma.start);
+        vma.start = start;
+        self.vmas.insert(start, vma);
+    }
+
+    /// The start of the area below which `addr` would be a stack's growth,
+    /// if the first area above `addr` grows down and may reach it: within
+    /// RLIMIT_STACK, above mmap_min_addr, and (unless the area below is
+    /// itself a stack or inaccessible) at least STACK_GUARD_GAP above the
+    /// area below, as Linux's expand_downwards checks.
+    fn stack_growth(&self, addr: u64) -> Option<u64> {
+        let (&key, above) = self.vmas.range(addr..).next()?;
+        if !matches!(above.kind, VmaKind::Stack | VmaKind::GrowsDown) || !matches!(above.backing, Backing::Anonymous) {
+            return None;
+        }
+        let new_start = page_floor(addr);
+        let limit = self.stack_limit.load(core::sync::atomic::Ordering::Relaxed);
+        if above.end - new_start > limit || new_start < super::mmap_min_addr() {
+            return None;
+        }
+        if let Some((_, below)) = self.vmas.range(..new_start).next_back() {
+            let accessible = below.prot.read || below.prot.write || below.prot.exec;
+            let stack = matches!(below.kind, VmaKind::Stack | VmaKind::GrowsDown);
+            if below.end > new_start || (accessible && !stack && new_start - below.end < STACK_GUARD_GAP) {
+                return None;
+            }
+        }
+        Some(key)
+    }
+
+    /// Grows the stack area starting at `key` down to `addr`'s page.
+    fn grow_stack(&mut self, key: u64, addr: u64) {
+        if let Some(mut vma) = self.vmas.remove(&key) {
+            let new_start = page_floor(addr);
+            self.account_vm(vma.start - new_start, 0);
+            vma.start = new_start;
+            self.vmas.insert(new_start, vma);
+        }
     }
 
     /// Areas grew or shrank by `delta` bytes (total_vm and VmPeak).
@@ -107,6 +176,10 @@ impl AddressSpace {
     /// Resolves a fault at `addr`: demand-fills a missing page, or breaks
     /// copy-on-write sharing on a write.
     pub fn handle_fault(&mut self, addr: u64, access: FaultAccess) -> Result<(), FaultError> {
+        if self.find(addr).is_none() {
+            let key = self.stack_growth(addr).ok_or(FaultError::Unmapped)?;
+            self.grow_stack(key, addr);
+        }
         let vma = self.find(addr).ok_or(FaultError::Unmapped)?.clone();
         let allowed = match access {
             FaultAccess::Read => vma.prot.read || vma.prot.write || vma.prot.exec,
@@ -204,17 +277,28 @@ impl AddressSpace {
         }
     }
 
+    /// Where an area's room for new mappings ends below it: a stack keeps
+    /// its guard gap free (Linux's vm_start_gap).
+    fn start_gap(v: &Vma) -> u64 {
+        if matches!(v.kind, VmaKind::Stack | VmaKind::GrowsDown) {
+            v.start.saturating_sub(STACK_GUARD_GAP)
+        } else {
+            v.start
+        }
+    }
+
     /// Finds a free range of `len` bytes, top-down from MMAP_BASE.
     fn find_free(&self, len: u64) -> Option<u64> {
         let mut top = MMAP_BASE;
         for v in self.vmas.values().rev() {
-            if v.start >= top {
+            let start = Self::start_gap(v);
+            if start >= top {
                 continue;
             }
             if v.end <= top && top - v.end >= len {
                 return Some(top - len);
             }
-            top = top.min(v.start);
+            top = top.min(start);
         }
         top.checked_sub(len).filter(|s| *s >= super::mmap_min_addr())
     }
@@ -543,6 +627,7 @@ impl AddressSpace {
         child.vmas = self.vmas.clone();
         child.total_vm = self.total_vm;
         child.hiwater_vm = self.total_vm;
+        child.set_stack_limit(self.stack_limit.load(core::sync::atomic::Ordering::Relaxed));
         child.brk_start = self.brk_start;
         child.brk = self.brk;
         Ok(child)
@@ -563,6 +648,22 @@ impl AddressSpace {
                 alloc::format!("{:#x}-{:#x} {:?} shared={} kind={:?}", v.start, v.end, v.prot, v.is_shared(), v.kind)
             }
             None => alloc::string::String::from("none"),
+        }
+    }
+
+    /// Makes the area at `start` a MAP_GROWSDOWN one.
+    pub fn set_grows_down(&mut self, start: u64) {
+        if let Some(v) = self.vmas.get_mut(&start) {
+            v.kind = VmaKind::GrowsDown;
+        }
+    }
+
+    /// mprotect with PROT_GROWSDOWN: the start of the growing area that
+    /// holds `addr` (the change reaches down to it), or EINVAL.
+    pub fn grows_down_start(&self, addr: u64) -> Result<u64, Errno> {
+        match self.find(addr) {
+            Some(v) if matches!(v.kind, VmaKind::Stack | VmaKind::GrowsDown) => Ok(v.start),
+            _ => Err(Errno::EINVAL),
         }
     }
 

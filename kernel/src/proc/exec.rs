@@ -69,6 +69,7 @@ pub fn load(inode: &Arc<dyn Inode>, path: &str, argv: &[String], envp: &[String]
         name: None,
     })?;
     let sp = build_stack(&mut vm, path, argv, envp, entry, phdr, phnum)?;
+    vm.settle_stack(sp);
     Ok(Image { vm, entry, stack_pointer: sp })
 }
 

@@ -192,9 +192,17 @@ fn rlimit_set(p: &Process, resource: u32, new: Rlimit) -> Result<(), Errno> {
     if resource == c::RLIMIT_NOFILE && new.rlim_max > crate::fs::fdtable::nr_open() as u64 {
         return Err(Errno::EPERM); // above fs.nr_open
     }
-    let mut limits = p.rlimits.lock();
-    let slot = limits.get_mut(resource as usize).ok_or(Errno::EINVAL)?;
-    *slot = (new.rlim_cur, new.rlim_max);
+    {
+        let mut limits = p.rlimits.lock();
+        let slot = limits.get_mut(resource as usize).ok_or(Errno::EINVAL)?;
+        *slot = (new.rlim_cur, new.rlim_max);
+    }
+    if resource == c::RLIMIT_STACK {
+        // Stack areas grow as far as the limit says.
+        if let Ok(vm) = p.vm() {
+            vm.lock().set_stack_limit(new.rlim_cur);
+        }
+    }
     Ok(())
 }
 

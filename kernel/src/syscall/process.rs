@@ -228,6 +228,7 @@ fn commit_exec(
     deny: crate::fs::writecount::DenyWrite,
 ) -> SysResult {
     let p = ctx.process().clone();
+    image.vm.set_stack_limit(p.rlimits.lock()[c::RLIMIT_STACK as usize].0);
     let new_vm = Arc::try_new(Mutex::new(image.vm)).map_err(|_| Errno::ENOMEM)?;
     end_other_threads(ctx)?;
     // This thread's robust list lives in the old image: walk it while that
