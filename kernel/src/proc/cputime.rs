@@ -273,7 +273,7 @@ pub fn watch(owner: &Arc<Process>, id: i32, clock: CpuClock) -> Result<(), Errno
 /// Forgets timer `id` of `owner` (timer_delete, exit, exec).
 pub fn unwatch(owner: &Process, id: i32, clock: CpuClock) {
     if let Some(measured) = measured_process(clock) {
-        measured.cpu_watch.lock().retain(|w| !(w.id == id && w.owner.as_ptr() == owner as *const Process));
+        measured.cpu_watch.lock().retain(|w| !(w.id == id && core::ptr::eq(w.owner.as_ptr(), owner)));
         refresh_armed(&measured);
     }
 }

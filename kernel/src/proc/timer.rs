@@ -82,13 +82,12 @@ impl Timers {
         if t.deadline != Some(deadline) {
             return None;
         }
-        if t.interval > 0 {
-            let late = now - deadline;
-            let missed = late / t.interval;
-            t.overrun = i32::try_from(missed).unwrap_or(i32::MAX);
-            t.deadline = Some(deadline.saturating_add((missed + 1).saturating_mul(t.interval)));
-        } else {
-            t.deadline = None;
+        match (now - deadline).checked_div(t.interval) {
+            Some(missed) => {
+                t.overrun = i32::try_from(missed).unwrap_or(i32::MAX);
+                t.deadline = Some(deadline.saturating_add((missed + 1).saturating_mul(t.interval)));
+            }
+            None => t.deadline = None,
         }
         Some(t.notify)
     }

@@ -107,7 +107,14 @@ pub fn segment_offsets(segments: &[Segment]) -> impl Iterator<Item = u64> + '_ {
 /// Writes the ELF header, program headers and notes into `out`, which
 /// must be `header_size(segments.len())` bytes long (the caller zeroes
 /// it). `siginfo` is the 128-byte siginfo_t, `fpregs` the FXSAVE image.
-pub fn write_header(out: &mut [u8], segments: &[Segment], st: &PrStatus, ps: &PrPsInfo, siginfo: &[u8; 128], fpregs: &[u8; 512]) {
+pub fn write_header(
+    out: &mut [u8],
+    segments: &[Segment],
+    st: &PrStatus,
+    ps: &PrPsInfo,
+    siginfo: &[u8; 128],
+    fpregs: &[u8; 512],
+) {
     let phnum = segments.len() + 1;
     put(out, 0, &[0x7f, b'E', b'L', b'F', 2, 1, 1, 0]);
     put(out, 16, &ET_CORE.to_le_bytes());

@@ -70,6 +70,9 @@ impl StrKnob {
 
 static POWEROFF_CMD: StrKnob = StrKnob::new(b"/sbin/poweroff");
 
+/// A setter of a sysctl file, given the bytes written.
+pub type Setter = fn(&[u8]) -> Result<(), Errno>;
+
 /// How a sysctl file is read and written.
 pub enum Access {
     /// A fixed text (read-only files).
@@ -80,7 +83,7 @@ pub enum Access {
     /// figure Linux derives from the amount of memory.
     Derived { knob: &'static Knob, default: fn() -> i64, min: i64, max: i64 },
     /// Computed on each read; written through `write` when it has one.
-    Func { read: fn() -> String, write: Option<fn(&[u8]) -> Result<(), Errno>> },
+    Func { read: fn() -> String, write: Option<Setter> },
 }
 
 pub struct Sysctl {
@@ -113,7 +116,7 @@ const fn func(path: &'static str, read: fn() -> String) -> Sysctl {
     Sysctl { path, mode: RO, access: Access::Func { read, write: None } }
 }
 
-const fn func_rw(path: &'static str, read: fn() -> String, write: fn(&[u8]) -> Result<(), Errno>) -> Sysctl {
+const fn func_rw(path: &'static str, read: fn() -> String, write: Setter) -> Sysctl {
     Sysctl { path, mode: RW, access: Access::Func { read, write: Some(write) } }
 }
 
