@@ -51,6 +51,8 @@ pub struct PageTally {
     pub private_clean: u64,
     pub private_dirty: u64,
     pub anonymous: u64,
+    /// Pss of pages in locked (mlock) areas.
+    pub pss_locked: u64,
 }
 
 impl PageTally {
@@ -66,6 +68,7 @@ impl PageTally {
         self.private_clean += o.private_clean;
         self.private_dirty += o.private_dirty;
         self.anonymous += o.anonymous;
+        self.pss_locked += o.pss_locked;
     }
 }
 
@@ -131,7 +134,16 @@ fn vm_flags(v: &Vma) -> String {
     put(true, "me");
     put(shared, "ms");
     put(v.kind == VmaKind::Stack || v.kind == VmaKind::GrowsDown, "gd");
+    put(v.flags.locked, "lo");
+    put(v.flags.sequential, "sr");
+    put(v.flags.random, "rr");
+    put(v.flags.dont_fork, "dc");
     put(!shared && v.prot.write, "ac");
+    put(v.flags.wipe_on_fork, "wf");
+    put(v.flags.dont_dump, "dd");
+    put(v.flags.huge_page, "hg");
+    put(v.flags.no_huge_page, "nh");
+    put(v.flags.mergeable, "mg");
     s
 }
 
@@ -215,6 +227,9 @@ impl AddressSpace {
             let pss = (PAGE_SIZE << PSS_SHIFT) / p.mappers;
             t.rss += PAGE_SIZE;
             t.pss += pss;
+            if v.flags.locked {
+                t.pss_locked += pss;
+            }
             if p.dirty {
                 t.pss_dirty += pss;
             }

@@ -551,6 +551,14 @@ impl Inode for OpenFileInode {
 }
 
 
+/// The scheduling parameters of a process's main thread (Linux reports
+/// the thread group leader's in /proc/<pid>/stat).
+pub(super) fn leader_sched_params(p: &Process) -> crate::sched::SchedParams {
+    let tasks = p.tasks.lock();
+    let leader = tasks.iter().find(|t| t.is_leader()).or(tasks.first());
+    leader.and_then(|t| t.kthread.get()).map_or(crate::sched::SchedParams::DEFAULT, |k| k.sched_params())
+}
+
 fn pid_file(p: &Arc<Process>, f: &str) -> Result<String, Errno> {
     let mut s = String::new();
     match f {

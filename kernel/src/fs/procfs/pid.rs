@@ -77,10 +77,17 @@ pub(super) fn stat(p: &Arc<Process>, thread: Option<&Task>) -> String {
         None => (p.pid, state_char(p), crate::proc::cputime::process_times(p)),
     };
     let (cutime, cstime) = crate::proc::cputime::children_times(p);
+    let sp = match thread {
+        Some(t) => t.kthread.get().map_or(crate::sched::SchedParams::DEFAULT, |k| k.sched_params()),
+        None => super::leader_sched_params(p),
+    };
+    // Linux's "priority" field: 20 + nice for the fair policies,
+    // -1 - priority for the real-time ones.
+    let prio = if sp.policy.is_realtime() { -1 - sp.rt_priority as i32 } else { 20 + sp.nice };
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{} ({}) {} {} {} {} 0 -1 4194560 0 0 0 0 {} {} {} {} 20 0 {} 0 {} {} {} 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0",
+        "{} ({}) {} {} {} {} 0 -1 4194560 0 0 0 0 {} {} {} {} {} {} {} 0 {} {} {} 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 {} {} 0 0 0 0 0 0 0 0 0 0 0 0",
         pid,
         comm(p),
         state,
@@ -91,10 +98,14 @@ pub(super) fn stat(p: &Arc<Process>, thread: Option<&Task>) -> String {
         clock_ticks(stime),
         clock_ticks(cutime),
         clock_ticks(cstime),
+        prio,
+        sp.nice,
         p.tasks.lock().len().max(1),
         p.start_ticks(),
         vm_bytes,
         rss_pages,
+        if sp.policy.is_realtime() { sp.rt_priority } else { 0 },
+        sp.policy.to_linux(),
     );
     s
 }
@@ -105,12 +116,15 @@ fn status_memory(p: &Process) -> String {
     let Some(vm) = p.vm.lock().clone() else {
         return s; // a zombie has no memory lines
     };
-    let c = vm.lock().status_counts();
+    let (c, locked) = {
+        let space = vm.lock();
+        (space.status_counts(), space.locked_bytes() / 1024)
+    };
     let rss = c.rss_anon + c.rss_file + c.rss_shmem;
     for (name, kb) in [
         ("VmPeak", c.peak),
         ("VmSize", c.size),
-        ("VmLck", 0),
+        ("VmLck", locked),
         ("VmPin", 0),
         ("VmHWM", c.hwm.max(rss)),
         ("VmRSS", rss),
@@ -252,10 +266,10 @@ fn tally_lines(s: &mut String, t: &PageTally, rollup: bool) {
         "Private_Hugetlb",
         "Swap",
         "SwapPss",
-        "Locked",
     ] {
         put(name, 0);
     }
+    put("Locked", pss(t.pss_locked));
 }
 
 pub(super) fn smaps(p: &Process) -> String {
