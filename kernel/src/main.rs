@@ -27,6 +27,7 @@ mod random;
 mod sched;
 mod sync;
 mod syscall;
+mod uts;
 
 #[cfg(feature = "ktest")]
 mod ktest;

@@ -69,6 +69,7 @@ static UNUSED const char *errname(int e)
     case EMFILE: return "EMFILE";
     case ENOTTY: return "ENOTTY";
     case EFBIG: return "EFBIG";
+    case ETXTBSY: return "ETXTBSY";
     case ENOSPC: return "ENOSPC";
     case ESPIPE: return "ESPIPE";
     case EROFS: return "EROFS";
@@ -114,6 +115,9 @@ static UNUSED const char *signame(int s)
     case SIGTSTP: return "SIGTSTP";
     case SIGVTALRM: return "SIGVTALRM";
     case SIGPROF: return "SIGPROF";
+    case SIGXCPU: return "SIGXCPU";
+    case SIGXFSZ: return "SIGXFSZ";
+    case SIGSYS: return "SIGSYS";
     default:
         snprintf(buf, sizeof buf, "signal%d", s);
         return buf;

@@ -61,6 +61,17 @@ pub struct FdTable {
 /// RLIMIT_NOFILE default, as on Linux.
 pub const DEFAULT_NOFILE: usize = 1024;
 
+/// fs.nr_open: no process's RLIMIT_NOFILE may exceed it.
+static NR_OPEN: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(1024 * 1024);
+
+pub fn nr_open() -> usize {
+    NR_OPEN.load(core::sync::atomic::Ordering::Relaxed)
+}
+
+pub fn set_nr_open(n: usize) {
+    NR_OPEN.store(n, core::sync::atomic::Ordering::Relaxed);
+}
+
 impl FdTable {
     pub fn new() -> FdTable {
         FdTable { slots: Vec::new() }
@@ -117,6 +128,11 @@ impl FdTable {
 }
 
 impl FdTable {
+    /// Every open file, once per descriptor.
+    pub fn files(&self) -> impl Iterator<Item = &Arc<OpenFile>> {
+        self.slots.iter().flatten().map(|e| &e.file)
+    }
+
     /// The dentries of every open file (umount's busy check).
     pub fn open_dentries(&self) -> Vec<Arc<crate::fs::Dentry>> {
         self.slots.iter().flatten().filter_map(|e| e.file.dentry.clone()).collect()

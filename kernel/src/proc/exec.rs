@@ -89,6 +89,7 @@ pub fn load(
         flags: Default::default(),
     })?;
     let sp = build_stack(&mut vm, path, argv, envp, entry, phdr, phnum, creds)?;
+    vm.settle_stack(sp);
     Ok(Image { vm, entry, stack_pointer: sp })
 }
 

@@ -25,6 +25,7 @@ pub fn start(path: &str, argv: Vec<String>) -> Result<(), Errno> {
     let inode = dentry.inode().clone();
     let envp: Vec<String> =
         ["HOME=/", "TERM=linux", "PATH=/sbin:/bin:/usr/sbin:/usr/bin"].iter().map(|s| String::from(*s)).collect();
+    let deny = crate::fs::writecount::deny_write_access(&inode)?;
     let image = exec::load(&inode, path, &argv, &envp, &exec::AuxCreds::default())?;
     let envp = envp.clone();
 
@@ -39,6 +40,7 @@ pub fn start(path: &str, argv: Vec<String>) -> Result<(), Errno> {
     let signals = SignalState::new(Arc::new(SpinLock::new(default_actions())));
     let p = Arc::new(Process::new(pid, Weak::new(), vm, SharedFdTable::new(files)?, signals));
     *p.exe.lock() = dentry.path();
+    *p.exe_file.lock() = Some(deny);
     p.set_comm_from_path(path);
     *p.cmdline.lock() = argv;
     *p.environ.lock() = envp;

@@ -35,6 +35,9 @@ pub fn sys_mmap(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let zero_device =
         flags & c::MAP_ANONYMOUS == 0 && ctx.process().files().lock().get(fd).is_ok_and(|f| f.ops.maps_anonymous());
     let backing = if flags & c::MAP_ANONYMOUS != 0 || zero_device {
+        if shared && flags & c::MAP_GROWSDOWN != 0 {
+            return Err(Errno::EINVAL);
+        }
         if shared {
             AddressSpace::new_shared_backing()?
         } else {
@@ -82,6 +85,9 @@ pub fn sys_mmap(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if let Some(n) = name {
         space.set_name(start, &n);
     }
+    if flags & c::MAP_GROWSDOWN != 0 {
+        space.set_grows_down(start);
+    }
     Ok(start)
 }
 
@@ -95,7 +101,20 @@ pub fn sys_mprotect(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if prot & !(KNOWN_PROT | (c::PROT_GROWSDOWN | c::PROT_GROWSUP) as u64) != 0 {
         return Err(Errno::EINVAL);
     }
-    ctx.vm()?.lock().mprotect(a[0], a[1], Prot::from_bits(prot))?;
+    let grows = prot & (c::PROT_GROWSDOWN | c::PROT_GROWSUP) as u64;
+    if grows == (c::PROT_GROWSDOWN | c::PROT_GROWSUP) as u64 || grows == c::PROT_GROWSUP as u64 {
+        return Err(Errno::EINVAL); // x86 has no areas that grow up
+    }
+    let vm = ctx.vm()?;
+    let mut space = vm.lock();
+    let (mut start, mut len) = (a[0], a[1]);
+    if grows != 0 && len != 0 {
+        // PROT_GROWSDOWN: the change reaches down to the growing area's start.
+        let bottom = space.grows_down_start(start)?;
+        len += start - bottom;
+        start = bottom;
+    }
+    space.mprotect(start, len, Prot::from_bits(prot))?;
     Ok(0)
 }
 

@@ -10,7 +10,7 @@ use hal::sync::SpinLock;
 use hal::user::UserContext;
 use linux_abi::consts as c;
 use linux_abi::errno::Errno;
-use linux_abi::layout::{CloneArgs, Rusage, Siginfo, Timeval};
+use linux_abi::layout::{CloneArgs, Siginfo};
 use linux_abi::signal as sig;
 
 use super::{SysResult, SyscallContext};
@@ -122,7 +122,7 @@ pub fn sys_clone3(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
             return Err(Errno::EINVAL);
         }
         let tid = i32::from_le_bytes([ids[0], ids[1], ids[2], ids[3]]);
-        if !(1..proc::PID_MAX).contains(&tid) {
+        if !(1..proc::pid_max()).contains(&tid) {
             return Err(Errno::EINVAL);
         }
         Some(tid)
@@ -238,6 +238,8 @@ fn clone_with(ctx: &mut SyscallContext, req: CloneRequest) -> SysResult {
         p.umask.store(parent.umask.load(Ordering::Relaxed), Ordering::Relaxed);
         p.dumpable.store(parent.dumpable.load(Ordering::Relaxed), Ordering::Relaxed);
         *p.rlimits.lock() = *parent.rlimits.lock();
+        let exe_file = parent.exe_file.lock().as_ref().map(|d| d.try_clone()).transpose()?;
+        *p.exe_file.lock() = exe_file;
         let vfork = if flags & c::CLONE_VFORK != 0 {
             let v = Arc::try_new(VforkDone { done: AtomicBool::new(false), queue: WaitQueue::new() })
                 .map_err(|_| Errno::ENOMEM)?;
@@ -293,6 +295,9 @@ pub fn sys_execve(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let dentry = crate::fs::dentry::resolve(&cred, &cwd, &path, true)?;
     perm::may_exec(&cred, &dentry)?;
     let inode = dentry.inode().clone();
+    // A file open for writing cannot be run (ETXTBSY), nor opened for
+    // writing while it runs.
+    let deny = crate::fs::writecount::deny_write_access(&inode)?;
     let creds = ExecCreds::of(&cred, &dentry)?;
     let image = match exec::load(&inode, &path, &argv, &envp, &creds.aux()) {
         Err(Errno::ENOEXEC) => return exec_script(ctx, &dentry, &path, &argv, &envp),
@@ -300,7 +305,7 @@ pub fn sys_execve(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     };
 
     *ctx.process().environ.lock() = envp;
-    commit_exec(ctx, image, dentry.path(), argv, creds)
+    commit_exec(ctx, image, dentry.path(), argv, creds, deny)
 }
 
 /// The credentials an exec commits, computed before the point of no
@@ -356,12 +361,14 @@ fn commit_exec(
     exe: String,
     argv: alloc::vec::Vec<String>,
     creds: ExecCreds,
+    deny: crate::fs::writecount::DenyWrite,
 ) -> SysResult {
     let p = ctx.process().clone();
+    image.vm.set_stack_limit(p.rlimits.lock()[c::RLIMIT_STACK as usize].0);
     let new_vm = Arc::try_new(Mutex::new(image.vm)).map_err(|_| Errno::ENOMEM)?;
     end_other_threads(ctx)?;
     ctx.task.install_cred(creds.cred);
-    p.dumpable.store(if creds.dumpable { 1 } else { proc::SUID_DUMPABLE }, Ordering::Relaxed);
+    p.dumpable.store(if creds.dumpable { 1 } else { proc::suid_dumpable() }, Ordering::Relaxed);
     // This thread's robust list lives in the old image: walk it while that
     // is still the one mapped (the other threads walked theirs on exit).
     if let Ok(old) = ctx.vm() {
@@ -373,6 +380,8 @@ fn commit_exec(
     root.activate();
     let old_vm = p.vm.lock().replace(new_vm);
     drop(old_vm);
+    let old_exe = p.exe_file.lock().replace(deny);
+    drop(old_exe);
     p.files().lock().close_on_exec();
     {
         // Handlers point into the old image: back to default, but
@@ -438,12 +447,13 @@ fn exec_script(
     let dentry = crate::fs::dentry::resolve(&cred, &cwd, interp, true)?;
     perm::may_exec(&cred, &dentry)?;
     let interp_inode = dentry.inode().clone();
+    let deny = crate::fs::writecount::deny_write_access(&interp_inode)?;
     let mut creds = ExecCreds::of(&cred, &dentry)?;
     // An unreadable script leaves the process non-dumpable too.
     creds.dumpable &= perm::may_read(&cred, script.inode().as_ref());
     let image = exec::load(&interp_inode, interp, &new_argv, envp, &creds.aux())?;
     *ctx.process().environ.lock() = envp.to_vec();
-    commit_exec(ctx, image, dentry.path(), new_argv, creds)
+    commit_exec(ctx, image, dentry.path(), new_argv, creds, deny)
 }
 
 pub fn sys_exit(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
@@ -466,15 +476,16 @@ fn wait_target(ctx: &SyscallContext, pid: i32) -> WaitTarget {
     }
 }
 
-fn rusage_from_ns(cpu_ns: u64) -> Rusage {
-    Rusage { ru_utime: Timeval::from_micros(cpu_ns / 1000), ..Rusage::default() }
-}
 
 pub fn sys_wait4(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let (pid, status_ptr, options, rusage_ptr) = (a[0] as i32, a[1], a[2] as u32, a[3]);
     let known = c::WNOHANG | c::WUNTRACED | c::WCONTINUED | c::__WALL | c::__WCLONE | c::__WNOTHREAD;
     if options & !known != 0 {
         return Err(Errno::EINVAL);
+    }
+    if pid == i32::MIN {
+        // -INT_MIN is no group id: Linux answers ESRCH before anything else.
+        return Err(Errno::ESRCH);
     }
     let target = wait_target(ctx, pid);
     let p = ctx.process().clone();
@@ -486,7 +497,7 @@ pub fn sys_wait4(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         uaccess::write_u32(&vm, status_ptr, r.status as u32)?;
     }
     if rusage_ptr != 0 {
-        uaccess::write_bytes(&vm, rusage_ptr, &rusage_from_ns(r.cpu_ns).to_bytes())?;
+        uaccess::write_bytes(&vm, rusage_ptr, &super::time::rusage_from_times(r.times).to_bytes())?;
     }
     Ok(r.pid as u64)
 }
@@ -560,22 +571,32 @@ pub fn sys_arch_prctl(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     Ok(0)
 }
 
+/// The process that `pid` names for getpgid/getsid/setpgid: the caller
+/// for 0, else the process of that process or thread id; a negative id
+/// names nothing (ESRCH, as Linux's lookup finds no such task).
 fn process_or_self(ctx: &SyscallContext, pid: i32) -> Result<Arc<Process>, Errno> {
     if pid == 0 {
         return Ok(ctx.process().clone());
     }
     if pid < 0 {
-        return Err(Errno::EINVAL);
+        return Err(Errno::ESRCH);
     }
-    proc::find_process(pid).ok_or(Errno::ESRCH)
+    proc::find_process(pid).or_else(|| proc::find_task(pid).map(|t| t.process.clone())).ok_or(Errno::ESRCH)
 }
 
 pub fn sys_setpgid(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let (pid, pgid) = (a[0] as i32, a[1] as i32);
+    // Linux fills in 0s before it checks the group: setpgid(-5, 0) is
+    // EINVAL, setpgid(-5, 3) ESRCH.
+    let pid = if pid == 0 { ctx.process().pid } else { pid };
+    let pgid = if pgid == 0 { pid } else { pgid };
     if pgid < 0 {
         return Err(Errno::EINVAL);
     }
     let me = ctx.process().clone();
+    if pid > 0 && proc::find_process(pid).is_none() && proc::find_task(pid).is_some() {
+        return Err(Errno::EINVAL); // a thread that is not its group's leader
+    }
     let target = process_or_self(ctx, pid)?;
     let is_child = target.parent.lock().upgrade().is_some_and(|pp| Arc::ptr_eq(&pp, &me));
     if !Arc::ptr_eq(&target, &me) && !is_child {
@@ -587,7 +608,6 @@ pub fn sys_setpgid(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if target.sid.load(Ordering::Relaxed) != me.sid.load(Ordering::Relaxed) {
         return Err(Errno::EPERM);
     }
-    let pgid = if pgid == 0 { target.pid } else { pgid };
     if pgid != target.pid {
         let exists = proc::all_processes().iter().any(|p| {
             p.pgid.load(Ordering::Relaxed) == pgid && p.sid.load(Ordering::Relaxed) == me.sid.load(Ordering::Relaxed)
