@@ -4,7 +4,7 @@
  * (whose default action kills, with a core if RLIMIT_CORE allows) and,
  * when the signal is ignored or handled, fails with EFBIG.  pwrite,
  * writev, O_APPEND, sendfile and growing truncates obey it; shrinking,
- * pipes and /dev/null do not.
+ * pipes, /dev/null and reads do not.
  */
 #include "common.h"
 #include <fcntl.h>
@@ -102,6 +102,14 @@ static void test_fsize(void)
     check(sendfile(dst, src, &off, sizeof big) == LIMIT, "sendfile stops at the limit");
     off = 0;
     EXPECT_ERR(EFBIG, "sendfile at the limit", sendfile(dst, src, &off, 10));
+    /* Reads are not limited, wherever they start. */
+    xfsz_count = 0;
+    check(pread(src, big, LIMIT, 2 * LIMIT) == LIMIT, "pread past RLIMIT_FSIZE reads");
+    lseek(src, LIMIT + 5, SEEK_SET);
+    check(read(src, big, 10) == 10, "read past RLIMIT_FSIZE reads");
+    struct iovec riov[2] = { { big, 4 }, { big + 4, 4 } };
+    check(preadv(src, riov, 2, 2 * LIMIT) == 8, "preadv past RLIMIT_FSIZE reads");
+    check(xfsz_count == 0, "... and raises no SIGXFSZ");
     close(src);
     close(dst);
 

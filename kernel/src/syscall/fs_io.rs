@@ -106,14 +106,6 @@ fn read_into_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at: 
         return read_sink(ctx, sink, buf, len);
     }
     check_extent(f, len, at)?;
-    let append = f.flags() & c::O_APPEND != 0;
-    let pos = match at {
-        _ if append => f.ops.inode().map_or(0, |i| i.metadata().size),
-        Some(off) => off,
-        None if f.io.seekable => *f.offset.lock(),
-        None => 0,
-    };
-    let len = fsize_limit(ctx, f.ops.inode(), pos, len)?;
     let mut staging = Staging::new();
     let tmp = staging.buf(len)?;
     let mut done = 0;
