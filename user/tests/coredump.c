@@ -8,17 +8,24 @@
  * with NT_PRSTATUS, NT_PRPSINFO and NT_SIGINFO notes for the dying
  * thread and PT_LOAD segments holding the memory it wrote.  A dump cut
  * short by the limit still has the bit (Linux sets it once it starts).
+ * A process that is not dumpable dumps nothing; one running as user 1000
+ * needs to be allowed to create the file, which it then owns.
  */
 #include "common.h"
 #include <elf.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 
 #define DIR "/tmp/coredump_dir"
 
 static char marker[64];
+/* What die_of's child does first: drop dumpability, or become `as_user`
+ * (which drops it) and then take it back. */
+static int make_undumpable;
+static uid_t as_user;
 
 static void set_core_limit(rlim_t soft)
 {
@@ -39,6 +46,13 @@ static int die_of(int sig, rlim_t limit, pid_t *pid_out, char **anon_out)
         set_core_limit(limit);
         if (chdir(DIR) != 0)
             _exit(99);
+        if (make_undumpable)
+            prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+        if (as_user) {
+            if (setresgid(as_user, as_user, as_user) != 0 || setresuid(as_user, as_user, as_user) != 0)
+                _exit(97);
+            prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+        }
         signal(sig, SIG_DFL); /* a shell may have left SIGQUIT ignored */
         snprintf(marker, sizeof marker, "KILN-CORE-MARKER-%d", (int)getpid());
         snprintf(anon, 8192, "ANON-MARKER-%d", (int)getpid());
@@ -201,6 +215,29 @@ int main(void)
         munmap(anon, 8192);
         unlink(DIR "/core");
     }
+
+    /* Not dumpable: no core and no bit, whatever the limit. */
+    make_undumpable = 1;
+    st = die_of(SIGABRT, RLIM_INFINITY, NULL, NULL);
+    make_undumpable = 0;
+    printf("not dumpable, SIGABRT: %s, core bit %d\n", status_str(st), WCOREDUMP(st) ? 1 : 0);
+    check(stat(DIR "/core", &sb) != 0, "no core file when not dumpable");
+
+    /* The dump is made with the process's credentials: user 1000 cannot
+     * create a file in root's 0755 directory, and owns the one it makes
+     * in a 0777 one. */
+    as_user = 1000;
+    st = die_of(SIGABRT, RLIM_INFINITY, NULL, NULL);
+    printf("uid 1000 in a 0755 root directory, SIGABRT: %s, core bit %d\n", status_str(st), WCOREDUMP(st) ? 1 : 0);
+    check(stat(DIR "/core", &sb) != 0, "no core file where uid 1000 may not create one");
+    chmod(DIR, 0777);
+    st = die_of(SIGABRT, RLIM_INFINITY, NULL, NULL);
+    printf("uid 1000 in a 0777 directory, SIGABRT: %s, core bit %d\n", status_str(st), WCOREDUMP(st) ? 1 : 0);
+    check(stat(DIR "/core", &sb) == 0, "uid 1000 wrote a core file");
+    printf("its core file: owner %u:%u mode %o\n", sb.st_uid, sb.st_gid, sb.st_mode & 07777);
+    unlink(DIR "/core");
+    chmod(DIR, 0755);
+    as_user = 0;
 
     /* A limit the dump would pass: a partial file, and still the bit. */
     st = die_of(SIGABRT, 8192, NULL, NULL);

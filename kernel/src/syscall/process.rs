@@ -180,7 +180,17 @@ fn clone_with(ctx: &mut SyscallContext, req: CloneRequest) -> SysResult {
     let parent_task = ctx.task.clone();
     let parent = ctx.process().clone();
     let tid = match set_tid {
-        Some(t) => proc::claim_pid(t)?,
+        Some(t) => {
+            // Choosing an id is for checkpoint/restore tools (Linux's
+            // checkpoint_restore_ns_capable), asked before the id is taken.
+            let cred = ctx.cred();
+            if !cred.capable(linux_abi::capability::CAP_SYS_ADMIN)
+                && !cred.capable(linux_abi::capability::CAP_CHECKPOINT_RESTORE)
+            {
+                return Err(Errno::EPERM);
+            }
+            proc::claim_pid(t)?
+        }
         None => proc::alloc_pid()?,
     };
 
