@@ -18,6 +18,7 @@ mod clock;
 mod console;
 mod dev;
 mod fs;
+mod ipc;
 mod logger;
 mod mm;
 mod proc;
@@ -43,6 +44,7 @@ fn kmain(info: &'static hal::BootInfo) -> ! {
     clock::init();
     console::init();
     syscall::init(info.command_line());
+    proc::sigio::init();
     start_other_cpus(info.command_line());
 
     // The first kernel thread marks the end of boot.

@@ -3,7 +3,7 @@
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 
 use linux_abi::consts as c;
 use linux_abi::errno::Errno;
@@ -73,7 +73,9 @@ pub trait FileOps: Send + Sync {
     fn pipe_size(&self) -> Option<usize> {
         None
     }
-    fn set_pipe_size(&self, _size: usize) -> Result<usize, Errno> {
+    /// F_SETPIPE_SZ; `privileged`: the caller may pass pipe-max-size
+    /// (CAP_SYS_RESOURCE).
+    fn set_pipe_size(&self, _size: u64, _privileged: bool) -> Result<usize, Errno> {
         Err(Errno::EBADF)
     }
     /// The size SEEK_END counts from, for files without an inode.
@@ -144,6 +146,19 @@ pub struct OpenFile {
     /// name instead of counting from the start.
     pub dir_cursor: hal::sync::SpinLock<Option<(u64, alloc::string::String)>>,
     pub io: IoTraits,
+    /// Who gets this file's SIGIO, and which signal (F_SETOWN, F_SETSIG).
+    pub owner: hal::sync::SpinLock<super::fown::FileOwner>,
+    /// The kinds of lock this description may own (`lock::USES_*`), so
+    /// that closing it looks for them only when it ever took one.
+    pub lock_use: AtomicU8,
+}
+
+impl Drop for OpenFile {
+    fn drop(&mut self) {
+        if self.lock_use.load(Ordering::Relaxed) != 0 {
+            super::lock::description_closed(self);
+        }
+    }
 }
 
 impl OpenFile {
@@ -155,6 +170,8 @@ impl OpenFile {
             offset: Mutex::new(0),
             flags: AtomicU32::new(flags),
             dir_cursor: hal::sync::SpinLock::new(None),
+            owner: hal::sync::SpinLock::new(super::fown::FileOwner { kind: super::fown::OwnerKind::Thread, id: 0, signo: 0 }),
+            lock_use: AtomicU8::new(0),
         }
     }
 
@@ -166,6 +183,8 @@ impl OpenFile {
             offset: Mutex::new(0),
             flags: AtomicU32::new(flags),
             dir_cursor: hal::sync::SpinLock::new(None),
+            owner: hal::sync::SpinLock::new(super::fown::FileOwner { kind: super::fown::OwnerKind::Thread, id: 0, signo: 0 }),
+            lock_use: AtomicU8::new(0),
         }
     }
 

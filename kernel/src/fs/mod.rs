@@ -1,13 +1,17 @@
 //! Files: the VFS (inodes, the dentry cache, mounts, path walk), the file
 //! systems (tmpfs for / and /tmp, devfs nodes, procfs, a minimal sysfs),
-//! pipes, the console terminal, open file descriptions and fd tables.
+//! pipes, the console terminal, open file descriptions and fd tables,
+//! and advisory locks (record, OFD, flock) and leases.
 
 pub mod dentry;
 pub mod devfs;
 pub mod fdtable;
 pub mod file;
+pub mod fown;
 pub mod initramfs;
 pub mod inode;
+pub mod lease;
+pub mod lock;
 pub mod pagestore;
 pub mod pipe;
 pub mod procfs;

@@ -45,7 +45,7 @@ pub struct ProcInode {
     node: Node,
 }
 
-const GLOBALS: &[&str] = &["meminfo", "cpuinfo", "uptime", "loadavg", "filesystems", "stat", "version"];
+const GLOBALS: &[&str] = &["meminfo", "cpuinfo", "uptime", "loadavg", "filesystems", "stat", "version", "locks"];
 const PID_FILES: &[&str] = &["stat", "status", "cmdline", "comm", "maps", "statm", "environ", "mounts"];
 const SYS_KERNEL_FILES: &[&str] = &["pid_max", "ostype", "osrelease", "hostname"];
 const PID_LINKS: &[&str] = &["exe", "cwd", "root"];
@@ -389,6 +389,7 @@ fn global(name: &str) -> Result<String, Errno> {
 
         "filesystems" => s.push_str("nodev\ttmpfs\nnodev\tproc\nnodev\tsysfs\nnodev\tdevtmpfs\nnodev\tramfs\n"),
         "version" => s.push_str("Linux version 6.1.0-kiln (kiln@kiln) #1 SMP Kiln\n"),
+        "locks" => s = super::lock::proc_locks(),
         "stat" => {
             let ticks = crate::clock::now_ns() / 10_000_000;
             let _ = write!(

@@ -7,6 +7,7 @@ mod fs_io;
 mod fs_path;
 mod futex;
 mod ident;
+mod lock;
 mod mem;
 mod poll;
 mod process;
@@ -107,6 +108,7 @@ syscall_table! {
     KILL => signal::sys_kill,
     UNAME => ident::sys_uname,
     FCNTL => fs_io::sys_fcntl,
+    FLOCK => lock::sys_flock,
     GETCWD => fs_path::sys_getcwd,
     CHDIR => fs_path::sys_chdir,
     READLINK => fs_path::sys_readlink,
