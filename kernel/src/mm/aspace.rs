@@ -238,6 +238,14 @@ impl AddressSpace {
         }
     }
 
+    /// Whether an area maps `source` shared from a description open for
+    /// writing (F_SEAL_WRITE's EBUSY).
+    pub fn maps_writable_shared(&self, source: &Arc<dyn crate::fs::Inode>) -> bool {
+        self.vmas.values().any(
+            |v| matches!(&v.backing, Backing::SharedFile { source: s, may_write: true, .. } if Arc::ptr_eq(s, source)),
+        )
+    }
+
     fn unmap_pages(&self, start: u64, end: u64) {
         // One TLB shootdown for the range, not one per page.
         let mut batch = self.page_table.batch();

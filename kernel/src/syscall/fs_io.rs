@@ -621,6 +621,7 @@ pub fn sys_fcntl(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         c::F_GETLK | c::F_SETLK | c::F_SETLKW | c::F_OFD_GETLK | c::F_OFD_SETLK | c::F_OFD_SETLKW => {
             super::lock::fcntl_record_lock(ctx, fd, &f, cmd, arg)
         }
+        c::F_ADD_SEALS | c::F_GET_SEALS => super::memfd::fcntl_seals(&f, cmd, arg as u32),
         c::F_SETLEASE | c::F_GETLEASE => super::lock::fcntl_lease(ctx, fd, &f, cmd, arg),
         c::F_SETOWN | c::F_GETOWN | c::F_SETOWN_EX | c::F_GETOWN_EX | c::F_SETSIG | c::F_GETSIG => {
             super::lock::fcntl_owner(ctx, &f, cmd, arg)

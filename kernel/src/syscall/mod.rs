@@ -3,12 +3,14 @@
 //! the boundary and return `Result<u64, Errno>`; unsupported calls and
 //! flags get the errno Linux would give, never a fake success.
 
+mod fs_alloc;
 mod fs_io;
 mod fs_path;
 mod futex;
 mod ident;
 mod lock;
 mod mem;
+mod memfd;
 mod poll;
 mod process;
 mod signal;
@@ -225,6 +227,8 @@ syscall_table! {
     UMOUNT2 => fs_path::sys_umount2,
     SELECT => poll::sys_select,
     PSELECT6 => poll::sys_pselect6,
+    MEMFD_CREATE => memfd::sys_memfd_create,
+    FALLOCATE => fs_alloc::sys_fallocate,
 }
 
 static TABLE: [Option<Handler>; TABLE_SIZE] = build_table();

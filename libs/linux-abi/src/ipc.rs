@@ -116,8 +116,16 @@ pub const F_SEAL_SHRINK: u32 = 0x2;
 pub const F_SEAL_GROW: u32 = 0x4;
 pub const F_SEAL_WRITE: u32 = 0x8;
 pub const F_SEAL_FUTURE_WRITE: u32 = 0x10;
-/// The seals Kiln knows (Linux 6.1's `F_ALL_SEALS`).
-pub const F_ALL_SEALS: u32 = F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_FUTURE_WRITE;
+/// Linux 6.3: the file's execute bits may not change (and, on an
+/// executable file, it seals writes and size too).
+pub const F_SEAL_EXEC: u32 = 0x20;
+/// The seals Kiln knows (Linux 6.3's `F_ALL_SEALS`).
+pub const F_ALL_SEALS: u32 =
+    F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_FUTURE_WRITE | F_SEAL_EXEC;
+/// Linux 6.3: a non-executable memfd sealed against chmod +x.
+pub const MFD_NOEXEC_SEAL: u32 = 0x8;
+/// Linux 6.3: an executable memfd.
+pub const MFD_EXEC: u32 = 0x10;
 
 // ---- fallocate ----
 pub const FALLOC_FL_KEEP_SIZE: u32 = 0x01;
