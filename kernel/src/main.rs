@@ -45,6 +45,7 @@ fn kmain(info: &'static hal::BootInfo) -> ! {
     console::init();
     syscall::init(info.command_line());
     proc::sigio::init();
+    ipc::init();
     start_other_cpus(info.command_line());
 
     // The first kernel thread marks the end of boot.

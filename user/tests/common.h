@@ -83,6 +83,11 @@ static UNUSED const char *errname(int e)
     case ETIMEDOUT: return "ETIMEDOUT";
     case EOVERFLOW: return "EOVERFLOW";
     case EOPNOTSUPP: return "EOPNOTSUPP";
+    case ENOMSG: return "ENOMSG";
+    case EIDRM: return "EIDRM";
+    case EMSGSIZE: return "EMSGSIZE";
+    case ENOTSOCK: return "ENOTSOCK";
+    case ENOLCK: return "ENOLCK";
     default:
         snprintf(buf, sizeof buf, "errno%d", e);
         return buf;

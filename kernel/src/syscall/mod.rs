@@ -8,6 +8,7 @@ mod fs_io;
 mod fs_path;
 mod futex;
 mod ident;
+mod ipc;
 mod lock;
 mod mem;
 mod memfd;
@@ -228,6 +229,18 @@ syscall_table! {
     SELECT => poll::sys_select,
     PSELECT6 => poll::sys_pselect6,
     MEMFD_CREATE => memfd::sys_memfd_create,
+    MSGGET => ipc::sys_msgget,
+    MSGSND => ipc::sys_msgsnd,
+    MSGRCV => ipc::sys_msgrcv,
+    MSGCTL => ipc::sys_msgctl,
+    SEMGET => ipc::sys_semget,
+    SEMOP => ipc::sys_semop,
+    SEMTIMEDOP => ipc::sys_semtimedop,
+    SEMCTL => ipc::sys_semctl,
+    SHMGET => ipc::sys_shmget,
+    SHMAT => ipc::sys_shmat,
+    SHMDT => ipc::sys_shmdt,
+    SHMCTL => ipc::sys_shmctl,
     FALLOCATE => fs_alloc::sys_fallocate,
 }
 
