@@ -163,11 +163,11 @@ impl PageStore {
         Ok(())
     }
 
-    /// fallocate(PUNCH_HOLE): `offset..end` reads zeros from now on. Whole
+    /// fallocate(PUNCH_HOLE) by bytes: `offset..end` reads zeros from now on. Whole
     /// pages no mapping holds give their frame back; a page some process
     /// has mapped is zeroed in place instead, so the mapping sees the
     /// zeros too (Linux unmaps it; the data the file shows is the same).
-    pub fn punch(&mut self, offset: u64, end: u64) {
+    pub fn punch_bytes(&mut self, offset: u64, end: u64) {
         let end = end.min(self.size.div_ceil(PAGE_SIZE) * PAGE_SIZE);
         let mut pos = offset;
         let mut released = 0;
@@ -201,6 +201,25 @@ impl PageStore {
             return Ok(None);
         }
         self.frame_for_write(index).map(|f| Some(f.clone()))
+    }
+
+    /// Whether page `index` has a frame (mincore).
+    pub fn has_page(&self, index: u64) -> bool {
+        self.pages.contains_key(&index)
+    }
+
+    /// Frees the frames of pages [index, index + count), leaving a hole
+    /// that reads as zeros; the size stays (a punched hole).
+    pub fn punch(&mut self, index: u64, count: u64) {
+        let keys: alloc::vec::Vec<u64> =
+            self.pages.range(index..index.saturating_add(count)).map(|(k, _)| *k).collect();
+        let mut n = 0;
+        for k in keys {
+            if self.pages.remove(&k).is_some() {
+                n += 1;
+            }
+        }
+        self.released(n);
     }
 
     /// Zeroes the last page past the size.

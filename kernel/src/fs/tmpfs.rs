@@ -399,7 +399,7 @@ impl Inode for TmpInode {
             if seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE) != 0 {
                 return Err(Errno::EPERM);
             }
-            data.punch(offset, end);
+            data.punch_bytes(offset, end);
             Ok(())
         } else {
             if seals & F_SEAL_GROW != 0 && end > data.size() {
@@ -433,6 +433,25 @@ impl Inode for TmpInode {
         let frame = data.frame_to_map(index, partial);
         self.sync_sizes(&data);
         Some(frame)
+    }
+
+    fn has_page(&self, index: u64) -> bool {
+        let Node::File(data) = &self.node else { return false };
+        data.lock().has_page(index)
+    }
+
+    fn punch_hole(&self, index: u64, count: u64) -> Result<(), Errno> {
+        let Node::File(data) = &self.node else {
+            return Err(if self.node_is_dir() { Errno::EISDIR } else { Errno::ENODEV });
+        };
+        // A hole is a write: sealed files refuse it (MADV_REMOVE).
+        if self.seals.load(Ordering::Relaxed) & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE) != 0 {
+            return Err(Errno::EPERM);
+        }
+        let mut data = data.lock();
+        data.punch(index, count);
+        self.sync_sizes(&data);
+        Ok(())
     }
 
     fn lookup(&self, name: &str) -> Result<Arc<dyn Inode>, Errno> {
