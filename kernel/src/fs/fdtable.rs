@@ -87,9 +87,11 @@ impl FdTable {
         self.lock_owner
     }
 
-    /// A descriptor left the table: POSIX's "closing any descriptor of a
-    /// file releases the process's locks on it".
+    /// A descriptor left the table: the file hears of it (`flush`), and
+    /// POSIX's "closing any descriptor of a file releases the process's
+    /// locks on it".
     fn closed(&self, entry: &FdEntry) {
+        entry.file.ops.flush();
         if self.posix_locked {
             super::lock::descriptor_closed(self.lock_owner, &entry.file);
         }

@@ -81,6 +81,15 @@ pub trait FileOps: Send + Sync {
     fn mode(&self) -> u32 {
         0
     }
+    /// A descriptor of the file was closed (Linux's ->flush, run at every
+    /// close, not only the last): a POSIX message queue drops the
+    /// closer's notification registration.
+    fn flush(&self) {}
+    /// The concrete file, for the calls that only work on one kind
+    /// (mq_timedsend needs a message queue).
+    fn as_any(&self) -> Option<&dyn core::any::Any> {
+        None
+    }
 }
 
 /// What a sink device gives to reads; writes to either are discarded

@@ -477,7 +477,12 @@ fn global(name: &str) -> Result<String, Errno> {
             let _ = writeln!(s, "0.00 0.00 0.00 1/{n} {}", proc::last_pid());
         }
 
-        "filesystems" => s.push_str("nodev\ttmpfs\nnodev\tproc\nnodev\tsysfs\nnodev\tdevtmpfs\nnodev\tramfs\n"),
+        "filesystems" => {
+            s.push_str("nodev\ttmpfs\nnodev\tproc\nnodev\tsysfs\nnodev\tdevtmpfs\nnodev\tramfs\n");
+            for name in super::registered_fs_types() {
+                let _ = writeln!(s, "nodev\t{name}");
+            }
+        }
         "version" => s.push_str("Linux version 6.1.0-kiln (kiln@kiln) #1 SMP Kiln\n"),
         "locks" => s = super::lock::proc_locks(),
         "stat" => {

@@ -23,6 +23,12 @@ use crate::sync::Mutex;
 pub const TMPFS_MAGIC: u64 = 0x0102_1994;
 static NEXT_DEV: AtomicU64 = AtomicU64::new(0x20);
 
+/// A device number for a new in-memory file system instance (Linux's
+/// anonymous block devices, 0:N).
+pub fn new_dev() -> u64 {
+    NEXT_DEV.fetch_add(1, Ordering::Relaxed)
+}
+
 pub struct Tmpfs {
     dev: u64,
     next_ino: AtomicU64,

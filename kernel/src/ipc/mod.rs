@@ -1,11 +1,12 @@
 //! Inter-process communication objects: System V message queues,
-//! semaphore sets and shared memory segments, POSIX message queues, and
-//! memfd files. Each family keeps its objects here; `syscall/` reads the
+//! semaphore sets and shared memory segments, and POSIX message queues
+//! (with their mqueue file system). Each family keeps its objects here; `syscall/` reads the
 //! arguments and calls in. Credentials checks go through `creds`.
 
 pub mod creds;
 pub mod ids;
 pub mod limits;
+pub mod mqueue;
 pub mod msg;
 pub mod perm;
 pub mod sem;
@@ -22,4 +23,5 @@ pub fn init() {
         register(path, |p| limits::sysctl_text(p).unwrap_or_default());
     }
     crate::proc::exit::on_process_exit(sem::exit_undo);
+    crate::fs::register_fs_type("mqueue", mqueue::root_inode);
 }

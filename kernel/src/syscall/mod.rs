@@ -14,6 +14,7 @@ mod lock;
 mod mem;
 mod membarrier;
 mod memfd;
+mod mqueue;
 mod poll;
 mod process;
 mod sched;
@@ -261,6 +262,12 @@ syscall_table! {
     SHMDT => ipc::sys_shmdt,
     SHMCTL => ipc::sys_shmctl,
     FALLOCATE => fs_alloc::sys_fallocate,
+    MQ_OPEN => mqueue::sys_mq_open,
+    MQ_UNLINK => mqueue::sys_mq_unlink,
+    MQ_TIMEDSEND => mqueue::sys_mq_timedsend,
+    MQ_TIMEDRECEIVE => mqueue::sys_mq_timedreceive,
+    MQ_NOTIFY => mqueue::sys_mq_notify,
+    MQ_GETSETATTR => mqueue::sys_mq_getsetattr,
 }
 
 static TABLE: [Option<Handler>; TABLE_SIZE] = build_table();
