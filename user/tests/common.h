@@ -119,6 +119,7 @@ static UNUSED const char *signame(int s)
     case SIGTSTP: return "SIGTSTP";
     case SIGVTALRM: return "SIGVTALRM";
     case SIGPROF: return "SIGPROF";
+    case SIGIO: return "SIGIO";
     default:
         snprintf(buf, sizeof buf, "signal%d", s);
         return buf;

@@ -81,6 +81,11 @@ pub trait FileOps: Send + Sync {
     fn mode(&self) -> u32 {
         0
     }
+    /// Whether O_ASYNC makes the file signal its owner (Linux's ->fasync:
+    /// pipes, FIFOs, terminals); elsewhere O_ASYNC is only a flag.
+    fn fasync(&self) -> bool {
+        false
+    }
     /// A descriptor of the file was closed (Linux's ->flush, run at every
     /// close, not only the last): a POSIX message queue drops the
     /// closer's notification registration.
@@ -149,7 +154,11 @@ pub struct OpenFile {
 
 impl Drop for OpenFile {
     fn drop(&mut self) {
-        if self.lock_use.load(Ordering::Relaxed) != 0 {
+        let uses = self.lock_use.load(Ordering::Relaxed);
+        if uses & super::lock::USES_ASYNC != 0 {
+            super::fasync::disable(self);
+        }
+        if uses & !super::lock::USES_ASYNC != 0 {
             super::lock::description_closed(self);
         }
     }

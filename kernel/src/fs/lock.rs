@@ -53,6 +53,8 @@ pub fn description_id(f: &OpenFile) -> usize {
 pub const USES_OFD: u8 = 1;
 pub const USES_FLOCK: u8 = 2;
 pub const USES_LEASE: u8 = 4;
+/// Not a lock: the description has signal-driven I/O on (`fasync`).
+pub const USES_ASYNC: u8 = 8;
 
 /// A flock held through one open file description.
 pub(super) struct FlockEntry {

@@ -5,6 +5,7 @@
 
 pub mod dentry;
 pub mod devfs;
+pub mod fasync;
 pub mod fdtable;
 pub mod file;
 pub mod fown;

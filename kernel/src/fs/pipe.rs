@@ -259,6 +259,10 @@ impl FileOps for PipeEnd {
         Ok(written)
     }
 
+    fn fasync(&self) -> bool {
+        true
+    }
+
     fn seekable(&self) -> bool {
         false
     }
@@ -377,6 +381,9 @@ impl FileOps for PipeBoth {
     }
     fn write_at(&self, o: u64, buf: &[u8], nb: bool) -> Result<usize, Errno> {
         self.write.write_at(o, buf, nb)
+    }
+    fn fasync(&self) -> bool {
+        true
     }
     fn seekable(&self) -> bool {
         false

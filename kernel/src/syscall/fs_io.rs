@@ -607,9 +607,21 @@ pub fn sys_fcntl(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         }
         c::F_GETFL => Ok(u64::from(f.flags())),
         c::F_SETFL => {
-            let changeable = c::O_APPEND | c::O_NONBLOCK | c::O_ASYNC | c::O_DIRECT | c::O_NOATIME;
+            let changeable = c::O_APPEND | c::O_NONBLOCK | c::O_DIRECT | c::O_NOATIME;
             let old = f.flags();
-            f.flags.store((old & !changeable) | (arg as u32 & changeable), Ordering::Relaxed);
+            let mut new = (old & !changeable) | (arg as u32 & changeable);
+            // O_ASYNC changes only where signal-driven I/O exists (Linux:
+            // the file's ->fasync sets the bit), starting or stopping it.
+            if (old ^ arg as u32) & c::O_ASYNC != 0 && f.ops.fasync() {
+                if arg as u32 & c::O_ASYNC != 0 {
+                    crate::fs::fasync::enable(&f, fd)?;
+                    new |= c::O_ASYNC;
+                } else {
+                    crate::fs::fasync::disable(&f);
+                    new &= !c::O_ASYNC;
+                }
+            }
+            f.flags.store(new, Ordering::Relaxed);
             Ok(0)
         }
         c::F_GETPIPE_SZ => f.ops.pipe_size().map(|s| s as u64).ok_or(Errno::EBADF),
@@ -642,6 +654,21 @@ pub fn sys_ioctl(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
             let on = uaccess::read_u32(&vm, arg)? != 0;
             let old = f.flags();
             let new = if on { old | c::O_NONBLOCK } else { old & !c::O_NONBLOCK };
+            f.flags.store(new, Ordering::Relaxed);
+            Ok(0)
+        }
+        c::FIOASYNC => {
+            let on = uaccess::read_u32(&vm, arg)? != 0;
+            let old = f.flags();
+            if (on != (old & c::O_ASYNC != 0)) && !f.ops.fasync() {
+                return Err(Errno::ENOTTY);
+            }
+            if on && old & c::O_ASYNC == 0 {
+                crate::fs::fasync::enable(&f, a[0] as i32)?;
+            } else if !on && old & c::O_ASYNC != 0 {
+                crate::fs::fasync::disable(&f);
+            }
+            let new = if on { old | c::O_ASYNC } else { old & !c::O_ASYNC };
             f.flags.store(new, Ordering::Relaxed);
             Ok(0)
         }
