@@ -173,7 +173,11 @@ impl OpenFile {
             offset: Mutex::new(0),
             flags: AtomicU32::new(flags),
             dir_cursor: hal::sync::SpinLock::new(None),
-            owner: hal::sync::SpinLock::new(super::fown::FileOwner { kind: super::fown::OwnerKind::Thread, id: 0, signo: 0 }),
+            owner: hal::sync::SpinLock::new(super::fown::FileOwner {
+                kind: super::fown::OwnerKind::Thread,
+                id: 0,
+                signo: 0,
+            }),
             lock_use: AtomicU8::new(0),
         }
     }
@@ -186,7 +190,11 @@ impl OpenFile {
             offset: Mutex::new(0),
             flags: AtomicU32::new(flags),
             dir_cursor: hal::sync::SpinLock::new(None),
-            owner: hal::sync::SpinLock::new(super::fown::FileOwner { kind: super::fown::OwnerKind::Thread, id: 0, signo: 0 }),
+            owner: hal::sync::SpinLock::new(super::fown::FileOwner {
+                kind: super::fown::OwnerKind::Thread,
+                id: 0,
+                signo: 0,
+            }),
             lock_use: AtomicU8::new(0),
         }
     }

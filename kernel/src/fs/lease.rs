@@ -242,11 +242,8 @@ pub fn break_leases(key: (u64, u64), write: bool, nonblock: bool) -> Result<(), 
             first = false;
             let deadline = now.saturating_add(LEASE_BREAK_SECS * 1_000_000_000);
             for l in inode.leases.iter_mut().filter(|l| l.conflicts_with(write)) {
-                let start = match (write, l.breaking) {
-                    (true, Some((None, _))) => false,
-                    (false, Some(_)) => false,
-                    _ => true,
-                };
+                // A break already heading where this one would is left be.
+                let start = !matches!((write, l.breaking), (true, Some((None, _))) | (false, Some(_)));
                 if !start {
                     continue;
                 }

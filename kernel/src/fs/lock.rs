@@ -317,15 +317,7 @@ pub fn set(f: &OpenFile, owner: Owner, pid: i32, req: &Request, wait: bool) -> R
                     if st.blocked.try_reserve(1).is_err() {
                         break Err(Errno::ENOLCK);
                     }
-                    st.blocked.push(Blocked {
-                        owner,
-                        pid,
-                        key,
-                        kind,
-                        start: req.start,
-                        end: req.end,
-                        blocker: holder,
-                    });
+                    st.blocked.push(Blocked { owner, pid, key, kind, start: req.start, end: req.end, blocker: holder });
                     registered = true;
                 }
             }
@@ -474,12 +466,7 @@ pub fn proc_locks() -> String {
                 Owner::Posix(_) => ("POSIX ", l.pid),
                 Owner::Ofd(_) => ("OFDLCK", -1),
             };
-            let _ = writeln!(
-                s,
-                "{n}: {class} ADVISORY  {} {pid} {where_} {}",
-                kind_name(Some(l.kind)),
-                range_text(l)
-            );
+            let _ = writeln!(s, "{n}: {class} ADVISORY  {} {pid} {where_} {}", kind_name(Some(l.kind)), range_text(l));
             for b in st.blocked.iter().filter(|b| b.key == (i.dev, i.ino) && b.blocker == l.owner) {
                 let r = RangeLock { owner: b.owner, pid: b.pid, kind: b.kind, start: b.start, end: b.end };
                 let _ = writeln!(

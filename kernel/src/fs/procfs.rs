@@ -51,11 +51,12 @@ pub struct ProcInode {
 /// Files other subsystems add to /proc (System V IPC's /proc/sysvipc,
 /// their limits under /proc/sys): a path below /proc and the function
 /// that makes the file's text. Directories are implied by the paths.
-static EXTRA: SpinLock<Vec<(&'static str, fn(&'static str) -> String)>> = SpinLock::new(Vec::new());
+type Content = fn(&'static str) -> String;
+static EXTRA: SpinLock<Vec<(&'static str, Content)>> = SpinLock::new(Vec::new());
 
 /// Adds the file /proc/`path`, whose text `content(path)` makes when the
 /// file is opened (at boot, by the subsystem that owns it).
-pub fn register(path: &'static str, content: fn(&'static str) -> String) {
+pub fn register(path: &'static str, content: Content) {
     let mut extra = EXTRA.lock();
     if extra.try_reserve(1).is_ok() {
         extra.push((path, content));

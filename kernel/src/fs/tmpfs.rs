@@ -11,8 +11,8 @@ use core::sync::atomic::{AtomicU64, Ordering};
 use hal::sync::{Once, SpinLock};
 use linux_abi::errno::Errno;
 use linux_abi::ipc::{
-    FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, F_SEAL_EXEC, F_SEAL_FUTURE_WRITE, F_SEAL_GROW, F_SEAL_SEAL, F_SEAL_SHRINK,
-    F_SEAL_WRITE,
+    FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, F_SEAL_EXEC, F_SEAL_FUTURE_WRITE, F_SEAL_GROW, F_SEAL_SEAL,
+    F_SEAL_SHRINK, F_SEAL_WRITE,
 };
 
 use super::file::FileOps;

@@ -89,7 +89,12 @@ impl<T> IpcIds<T> {
 
     /// Adds the object `make` builds for its new identifier; ENOSPC when
     /// `limit` objects exist already, ENOMEM without memory.
-    pub fn add(&mut self, key: i32, limit: usize, make: impl FnOnce(i32) -> Result<Arc<T>, Errno>) -> Result<i32, Errno> {
+    pub fn add(
+        &mut self,
+        key: i32,
+        limit: usize,
+        make: impl FnOnce(i32) -> Result<Arc<T>, Errno>,
+    ) -> Result<i32, Errno> {
         let limit = limit.min(IPCMNI);
         if self.in_use >= limit {
             return Err(Errno::ENOSPC);

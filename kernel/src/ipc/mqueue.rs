@@ -381,7 +381,8 @@ impl MqDir {
             Errno::ENOMEM
         })?;
         let t = now_ns();
-        let meta = Meta { mode: perm & 0o7777, uid: creds::euid(task), gid: creds::egid(task), atime: t, mtime: t, ctime: t };
+        let meta =
+            Meta { mode: perm & 0o7777, uid: creds::euid(task), gid: creds::egid(task), atime: t, mtime: t, ctime: t };
         let inode = Arc::new_cyclic(|me| MqInode {
             ino: NEXT_INO.fetch_add(1, Ordering::Relaxed),
             queue,

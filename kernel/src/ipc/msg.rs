@@ -19,8 +19,8 @@ use hal::sync::SpinLock;
 use kiln_ipc::msg_select::Search;
 use linux_abi::errno::Errno;
 use linux_abi::ipc::{
-    IpcPerm, MsgInfo, MsqidDs, IPC_CREAT, IPC_EXCL, IPC_INFO, IPC_NOWAIT, IPC_PRIVATE, MSGMAP, MSGPOOL, MSGSEG,
-    MSGSSZ, MSGTQL, MSG_COPY, MSG_EXCEPT, MSG_INFO, MSG_NOERROR, MSG_STAT_ANY,
+    IpcPerm, MsgInfo, MsqidDs, IPC_CREAT, IPC_EXCL, IPC_INFO, IPC_NOWAIT, IPC_PRIVATE, MSGMAP, MSGPOOL, MSGSEG, MSGSSZ,
+    MSGTQL, MSG_COPY, MSG_EXCEPT, MSG_INFO, MSG_NOERROR, MSG_STAT_ANY,
 };
 
 use super::ids::IpcIds;
@@ -135,7 +135,7 @@ pub fn send(task: &Arc<Task>, id: i32, mtype: i64, text: Vec<u8>, flags: u32) ->
             if st.removed {
                 return Err(Errno::EIDRM);
             }
-            let fits = st.cbytes + size <= st.qbytes && st.messages.len() as u64 + 1 <= st.qbytes;
+            let fits = st.cbytes + size <= st.qbytes && (st.messages.len() as u64) < st.qbytes;
             if fits {
                 st.messages.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
                 st.lspid = task.process.pid;
@@ -155,7 +155,7 @@ pub fn send(task: &Arc<Task>, id: i32, mtype: i64, text: Vec<u8>, flags: u32) ->
         q.senders
             .wait_until_interruptible(None, || {
                 let st = q.state.lock();
-                st.removed || (st.cbytes + size <= st.qbytes && st.messages.len() as u64 + 1 <= st.qbytes)
+                st.removed || (st.cbytes + size <= st.qbytes && (st.messages.len() as u64) < st.qbytes)
             })
             .map_err(interrupted)?;
     }
@@ -283,8 +283,7 @@ pub fn set(task: &Arc<Task>, id: i32, new: &MsqidDs) -> Result<(), Errno> {
         if st.removed {
             return Err(Errno::EIDRM);
         }
-        if new.qbytes > u64::from(limits::get(&MSGMNB))
-            && !super::creds::capable(task, super::creds::CAP_SYS_RESOURCE)
+        if new.qbytes > u64::from(limits::get(&MSGMNB)) && !super::creds::capable(task, super::creds::CAP_SYS_RESOURCE)
         {
             return Err(Errno::EPERM);
         }

@@ -23,8 +23,8 @@ use hal::sync::SpinLock;
 use kiln_ipc::semop::{perform, undo_value, SemOp, SemopError, SEMVMX};
 use linux_abi::errno::Errno;
 use linux_abi::ipc::{
-    IpcPerm, SemInfo, SemidDs, GETNCNT, GETPID, GETVAL, GETZCNT, IPC_CREAT, IPC_EXCL, IPC_PRIVATE, IPC_STAT,
-    SEMAEM, SEMMAP, SEMMNU, SEMUME, SEMUSZ, SEM_INFO, SEM_STAT_ANY,
+    IpcPerm, SemInfo, SemidDs, GETNCNT, GETPID, GETVAL, GETZCNT, IPC_CREAT, IPC_EXCL, IPC_PRIVATE, IPC_STAT, SEMAEM,
+    SEMMAP, SEMMNU, SEMUME, SEMUSZ, SEM_INFO, SEM_STAT_ANY,
 };
 
 use super::ids::IpcIds;
@@ -251,8 +251,7 @@ pub fn semop(task: &Arc<Task>, id: i32, ops: Vec<SemOp>, deadline: Option<u64>) 
             }
         }
     };
-    let waited =
-        s.sleepers.wait_until_interruptible(deadline, || pending.status.load(Ordering::Acquire) != PENDING);
+    let waited = s.sleepers.wait_until_interruptible(deadline, || pending.status.load(Ordering::Acquire) != PENDING);
     let status = {
         let mut st = s.state.lock();
         let status = pending.status.load(Ordering::Acquire);

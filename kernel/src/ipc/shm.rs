@@ -18,8 +18,8 @@ use core::sync::atomic::{AtomicU64, Ordering};
 use hal::sync::SpinLock;
 use linux_abi::errno::Errno;
 use linux_abi::ipc::{
-    IpcPerm, ShmInfo, ShmInfo64, ShmidDs, IPC_CREAT, IPC_EXCL, IPC_PRIVATE, IPC_STAT, SHMLBA, SHMMIN, SHMSEG,
-    SHM_DEST, SHM_EXEC, SHM_HUGETLB, SHM_LOCK, SHM_LOCKED, SHM_NORESERVE, SHM_RDONLY, SHM_REMAP, SHM_RND, SHM_STAT_ANY,
+    IpcPerm, ShmInfo, ShmInfo64, ShmidDs, IPC_CREAT, IPC_EXCL, IPC_PRIVATE, IPC_STAT, SHMLBA, SHMMIN, SHMSEG, SHM_DEST,
+    SHM_EXEC, SHM_HUGETLB, SHM_LOCK, SHM_LOCKED, SHM_NORESERVE, SHM_RDONLY, SHM_REMAP, SHM_RND, SHM_STAT_ANY,
 };
 
 use super::ids::IpcIds;
@@ -194,7 +194,7 @@ pub fn attach(task: &Arc<Task>, vm: &Vm, id: i32, addr: u64, flags: u32) -> Resu
     }
     let mut addr = addr;
     if addr != 0 {
-        if addr % SHMLBA != 0 {
+        if !addr.is_multiple_of(SHMLBA) {
             if flags & SHM_RND == 0 {
                 return Err(Errno::EINVAL);
             }
@@ -238,7 +238,7 @@ pub fn attach(task: &Arc<Task>, vm: &Vm, id: i32, addr: u64, flags: u32) -> Resu
 
 /// shmdt: detaches the attachment that starts at `addr`.
 pub fn detach(vm: &Vm, addr: u64) -> Result<(), Errno> {
-    if addr % PAGE_SIZE != 0 {
+    if !addr.is_multiple_of(PAGE_SIZE) {
         return Err(Errno::EINVAL);
     }
     vm.lock().detach_shm(addr)

@@ -33,7 +33,7 @@ pub fn sys_fallocate(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         return Err(Errno::EOPNOTSUPP);
     }
     let punch = mode & FALLOC_FL_PUNCH_HOLE != 0;
-    if (punch && mode & FALLOC_FL_ZERO_RANGE != 0) || (punch && mode & FALLOC_FL_KEEP_SIZE == 0) {
+    if punch && (mode & FALLOC_FL_ZERO_RANGE != 0 || mode & FALLOC_FL_KEEP_SIZE == 0) {
         return Err(Errno::EOPNOTSUPP);
     }
     for exclusive in [FALLOC_FL_COLLAPSE_RANGE, FALLOC_FL_INSERT_RANGE] {

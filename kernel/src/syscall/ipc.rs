@@ -12,9 +12,9 @@ use alloc::vec::Vec;
 use kiln_ipc::semop::SemOp;
 use linux_abi::errno::Errno;
 use linux_abi::ipc::{
-    MsqidDs, Sembuf, SemidDs, ShmidDs, GETALL, GETNCNT, GETPID, GETVAL, GETZCNT, IPC_INFO, IPC_RMID, IPC_SET,
-    IPC_STAT, MSG_INFO, MSG_STAT, MSG_STAT_ANY, SEM_INFO, SEM_STAT, SEM_STAT_ANY, SETALL, SETVAL, SHM_INFO, SHM_LOCK,
-    SHM_STAT, SHM_STAT_ANY, SHM_UNLOCK,
+    MsqidDs, Sembuf, SemidDs, ShmidDs, GETALL, GETNCNT, GETPID, GETVAL, GETZCNT, IPC_INFO, IPC_RMID, IPC_SET, IPC_STAT,
+    MSG_INFO, MSG_STAT, MSG_STAT_ANY, SEM_INFO, SEM_STAT, SEM_STAT_ANY, SETALL, SETVAL, SHM_INFO, SHM_LOCK, SHM_STAT,
+    SHM_STAT_ANY, SHM_UNLOCK,
 };
 use linux_abi::layout::Timespec;
 

@@ -118,8 +118,8 @@ pub fn sys_mq_notify(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
                 let mut cookie = [0u8; 32];
                 ctx.copy_from_user(ev.value, &mut cookie)?;
                 let sock = file(ctx, ev.signo)?;
-                let is_socket = sock.ops.inode().map_or(sock.ops.mode(), |i| i.metadata().mode) & c::S_IFMT
-                    == c::S_IFSOCK;
+                let is_socket =
+                    sock.ops.inode().map_or(sock.ops.mode(), |i| i.metadata().mode) & c::S_IFMT == c::S_IFSOCK;
                 return Err(if is_socket { Errno::EINVAL } else { Errno::ENOTSOCK });
             }
             _ => return Err(Errno::EINVAL),

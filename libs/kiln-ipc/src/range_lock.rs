@@ -224,7 +224,7 @@ mod tests {
         let mut t = LockTable::new();
         t.set(1, 10, Some(Write), 100, 199).unwrap();
         t.set(2, 20, Some(Write), 0, 9).unwrap();
-        t.set(1, 10, Some(Write), 0 + 50, 59).unwrap();
+        t.set(1, 10, Some(Write), 50, 59).unwrap();
         let order: Vec<u32> = t.iter().map(|l| l.owner).collect();
         assert_eq!(order, [1, 1, 2]);
         // The first conflict in list order is owner 1's, though owner 2's

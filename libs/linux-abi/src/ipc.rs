@@ -338,8 +338,9 @@ impl MsgInfo {
 
     pub fn to_bytes(&self) -> [u8; 32] {
         let mut b = [0u8; 32];
-        for (i, v) in
-            [self.msgpool, self.msgmap, self.msgmax, self.msgmnb, self.msgmni, self.msgssz, self.msgtql].iter().enumerate()
+        for (i, v) in [self.msgpool, self.msgmap, self.msgmax, self.msgmnb, self.msgmni, self.msgssz, self.msgtql]
+            .iter()
+            .enumerate()
         {
             put_i32(&mut b, i * 4, *v);
         }
@@ -518,17 +519,8 @@ mod tests {
     #[test]
     fn round_trips() {
         let perm = IpcPerm { key: -5, uid: 1, gid: 2, cuid: 3, cgid: 4, mode: 0o1666, seq: 7 };
-        let m = MsqidDs {
-            perm,
-            stime: 10,
-            rtime: 11,
-            ctime: 12,
-            cbytes: 13,
-            qnum: 14,
-            qbytes: 15,
-            lspid: 16,
-            lrpid: 17,
-        };
+        let m =
+            MsqidDs { perm, stime: 10, rtime: 11, ctime: 12, cbytes: 13, qnum: 14, qbytes: 15, lspid: 16, lrpid: 17 };
         assert_eq!(MsqidDs::from_bytes(&m.to_bytes()), m);
         let s = SemidDs { perm, otime: 1, ctime: 2, nsems: 3 };
         assert_eq!(SemidDs::from_bytes(&s.to_bytes()), s);
