@@ -13,6 +13,7 @@ pub mod initramfs;
 pub mod inode;
 pub mod lease;
 pub mod lock;
+pub mod meminfo;
 pub mod pagestore;
 pub mod pipe;
 pub mod procfs;
@@ -30,22 +31,31 @@ pub use file::OpenFile;
 pub use inode::Inode;
 
 /// Builds the root file system: a tmpfs filled from the initramfs, with
-/// /dev, /proc, /sys and /tmp mounted on it.
-pub fn init(initramfs: Option<&[u8]>) {
+/// /dev, /proc, /sys and /tmp mounted on it. An initramfs that cannot be
+/// unpacked is an error the caller must stop on: a root missing files
+/// would fail later in ways far harder to read.
+pub fn init(initramfs: Option<hal::TakenModule>) -> Result<(), initramfs::UnpackError> {
     let root: Arc<dyn Inode> = tmpfs::Tmpfs::new_root(0o755);
     dentry::set_root(Dentry::new_root(root));
     dentry::record_root_mount("rootfs");
     if let Some(archive) = initramfs {
-        match initramfs::unpack(archive) {
-            Ok(n) => log::info!("initramfs: {} entries from {} KiB", n, archive.len() / 1024),
-            Err(e) => log::error!("initramfs: {e}"),
-        }
+        let start = hal::time::monotonic_ns();
+        let size = archive.len();
+        let done = initramfs::unpack(archive)?;
+        let ms = (hal::time::monotonic_ns() - start) / 1_000_000;
+        log::info!(
+            "initramfs: {} entries, {} MiB of files from {} KiB in {ms} ms; its frames are free again",
+            done.entries,
+            done.bytes >> 20,
+            size / 1024
+        );
     }
     for (path, fstype) in [("/dev", "devtmpfs"), ("/proc", "proc"), ("/sys", "sysfs"), ("/tmp", "tmpfs")] {
         if let Err(e) = mount_at(path, fstype, "none") {
             log::error!("cannot mount {fstype} on {path}: {}", e.name());
         }
     }
+    Ok(())
 }
 
 /// Creates the directory if needed and mounts a new file system there.

@@ -430,19 +430,7 @@ fn describe_file(f: &super::OpenFile) -> String {
 fn global(name: &str) -> Result<String, Errno> {
     let mut s = String::new();
     match name {
-        "meminfo" => {
-            let total_kb = hal::mm::total_frame_count() * 4;
-            let free_kb = hal::mm::free_frame_count() * 4;
-            // tmpfs data is page cache that cannot be dropped: Linux counts
-            // it in Cached and Shmem, and not in MemAvailable.
-            let file_kb = super::pagestore::file_frames() * 4;
-            let _ = write!(
-                s,
-                "MemTotal:       {total_kb:8} kB\nMemFree:        {free_kb:8} kB\nMemAvailable:   {free_kb:8} kB\n\
-                 Buffers:               0 kB\nCached:         {file_kb:8} kB\nSwapCached:            0 kB\n\
-                 SwapTotal:             0 kB\nSwapFree:              0 kB\nShmem:          {file_kb:8} kB\n"
-            );
-        }
+        "meminfo" => return super::meminfo::text(),
         "cpuinfo" => {
             let info = hal::boot_info();
             for cpu in 0..hal::percpu::online_cpus().max(1) {

@@ -12,6 +12,7 @@ pub mod acpi;
 pub mod cpio;
 pub mod fmt_util;
 pub mod frames;
+pub mod gzip;
 pub mod ksyms;
 pub mod memmap;
 pub mod multiboot2;
