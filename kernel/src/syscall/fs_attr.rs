@@ -157,6 +157,8 @@ pub fn sys_truncate(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let _write = crate::fs::writecount::get_write_access(d.inode())?;
     grow_limit(ctx, d.inode(), a[1])?;
     perm::clear_setid_on_write(d.inode().as_ref(), || cred.clone())?;
+    // truncate(2) breaks leases as an open for writing does.
+    crate::fs::lease::break_leases(crate::fs::lock::inode_key(d.inode().as_ref()), true, false)?;
     crate::fs::truncate::truncate(d.inode(), a[1])?;
     Ok(0)
 }

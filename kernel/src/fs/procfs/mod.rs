@@ -2,9 +2,10 @@
 //!
 //! The root lists one directory per process plus `self`, `meminfo`,
 //! `cpuinfo`, `uptime`, `loadavg`, `mounts`, `filesystems`, `stat`,
-//! `version` and `sys/` (the sysctl table, `sys.rs`). Each process
-//! directory has `stat`, `status`, `cmdline`, `comm`, `maps`, `fd/`, `exe`
-//! and `cwd`.
+//! `version`, `locks` and `sys/` (the sysctl table, `sys.rs`), and the
+//! read-only files other subsystems `register` (/proc/sysvipc). Each
+//! process directory's files are in `pid.rs`; it also has `fd/`, `task/`,
+//! `exe`, `cwd` and `root`.
 
 mod pid;
 pub mod sys;
@@ -17,6 +18,7 @@ use core::any::Any;
 use core::fmt::Write;
 use core::sync::atomic::Ordering;
 
+use hal::sync::SpinLock;
 use linux_abi::errno::Errno;
 
 use super::file::{FileOps, SnapshotFile};
@@ -34,7 +36,7 @@ enum Node {
     MountsLink,
     /// A directory of /proc/sys: its path below /proc/sys ("" for sys itself).
     SysDir(&'static str),
-    /// A sysctl file: its row in `sys::TABLE`.
+    /// A sysctl file: its index in `sys::rows()`.
     SysFile(usize),
     TaskDir(Pid),
     TaskEntry(Pid, Pid),
@@ -46,13 +48,77 @@ enum Node {
     PidLink(Pid, &'static str),
     FdDir(Pid),
     FdLink(Pid, i32),
+    /// A registered file or directory, by its path below /proc.
+    Extra(&'static str),
 }
 
 pub struct ProcInode {
     node: Node,
 }
 
-const GLOBALS: &[&str] = &["meminfo", "cpuinfo", "uptime", "loadavg", "filesystems", "stat", "version"];
+/// Read-only files other subsystems add to /proc (System V IPC's
+/// /proc/sysvipc): a path below /proc and the function that makes the
+/// file's text. Directories are implied by the paths. /proc/sys rows
+/// are registered with `sys::register` instead.
+type Content = fn(&'static str) -> String;
+static EXTRA: SpinLock<Vec<(&'static str, Content)>> = SpinLock::new(Vec::new());
+
+/// Adds the file /proc/`path`, whose text `content(path)` makes when the
+/// file is opened (at boot, by the subsystem that owns it).
+pub fn register(path: &'static str, content: Content) {
+    let mut extra = EXTRA.lock();
+    if extra.try_reserve(1).is_ok() {
+        extra.push((path, content));
+    }
+}
+
+/// The registered node `name` in directory `dir` ("" for /proc itself,
+/// else a path ending in '/'): a file, or a directory some registered
+/// path passes through.
+fn extra_lookup(dir: &str, name: &str) -> Option<Node> {
+    let extra = EXTRA.lock();
+    for (path, _) in extra.iter() {
+        let Some(rest) = path.strip_prefix(dir) else { continue };
+        if rest == name {
+            return Some(Node::Extra(path));
+        }
+        if rest.strip_prefix(name).is_some_and(|r| r.starts_with('/')) {
+            return Some(Node::Extra(&path[..dir.len() + name.len()]));
+        }
+    }
+    None
+}
+
+/// The registered entries of directory `dir` (as in `extra_lookup`).
+fn extra_entries(dir: &str) -> Vec<(String, Node)> {
+    let mut out: Vec<(String, Node)> = Vec::new();
+    for (path, _) in EXTRA.lock().iter() {
+        let Some(rest) = path.strip_prefix(dir) else { continue };
+        let name = rest.split('/').next().unwrap_or(rest);
+        if name.is_empty() || out.iter().any(|(n, _)| n == name) {
+            continue;
+        }
+        out.push((name.to_string(), Node::Extra(&path[..dir.len() + name.len()])));
+    }
+    out
+}
+
+fn extra_content(path: &str) -> Option<String> {
+    let f = EXTRA.lock().iter().find(|(p, _)| *p == path).map(|(p, f)| (*p, *f));
+    f.map(|(p, f)| f(p))
+}
+
+fn extra_is_file(path: &str) -> bool {
+    EXTRA.lock().iter().any(|(p, _)| *p == path)
+}
+
+/// A stable inode number for a registered path (below the pid ranges).
+fn extra_ino(path: &str) -> u64 {
+    let hash = path.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    100 + hash % 65_000
+}
+
+const GLOBALS: &[&str] = &["meminfo", "cpuinfo", "uptime", "loadavg", "filesystems", "stat", "version", "locks"];
 const PID_FILES: &[&str] = &[
     "stat",
     "status",
@@ -97,6 +163,7 @@ fn ino_of(n: Node) -> u64 {
         Node::PidLink(p, f) => ((p as u64) << 16) | (100 + PID_LINKS.iter().position(|x| *x == f).unwrap_or(0) as u64),
         Node::FdDir(p) => ((p as u64) << 16) | 200,
         Node::FdLink(p, fd) => ((p as u64) << 16) | (1000 + fd as u64),
+        Node::Extra(path) => extra_ino(path),
     }
 }
 
@@ -116,6 +183,7 @@ impl ProcInode {
             Node::SelfLink | Node::ThreadSelfLink | Node::MountsLink | Node::PidLink(..) | Node::FdLink(..) => {
                 FileType::Symlink
             }
+            Node::Extra(path) if !extra_is_file(path) => FileType::Directory,
             _ => FileType::Regular,
         }
     }
@@ -123,13 +191,14 @@ impl ProcInode {
     fn content(&self) -> Result<String, Errno> {
         match self.node {
             Node::Global(name) => global(name),
-            Node::SysFile(row) => Ok(sys::read(&sys::TABLE[row])),
+            Node::SysFile(row) => sys::row(row).map(sys::read).ok_or(Errno::ENOENT),
             Node::PidFile(pid, f) => pid_file(&process(pid)?, f),
             Node::TaskFile(pid, tid, f) => {
                 let p = process(pid)?;
                 let t = p.tasks.lock().iter().find(|t| t.tid() == tid).cloned().ok_or(Errno::ENOENT)?;
                 Ok(if f == "stat" { pid::stat(&p, Some(&t)) } else { pid::status(&p, Some(&t)) })
             }
+            Node::Extra(path) => extra_content(path).ok_or(Errno::EISDIR),
             _ => Err(Errno::EISDIR),
         }
     }
@@ -181,7 +250,7 @@ impl Inode for ProcInode {
             (_, Node::PidFile(_, "environ" | "pagemap")) => 0o400,
             (FileType::Directory, _) => 0o555,
             (FileType::Symlink, _) => 0o777,
-            (_, Node::SysFile(row)) => sys::TABLE[row].mode,
+            (_, Node::SysFile(row)) => sys::row(row).map_or(0o444, |r| r.mode),
             _ => 0o444,
         };
         let (uid, gid) = self.owner(perm == 0o555 && kind == FileType::Directory);
@@ -248,21 +317,27 @@ impl Inode for ProcInode {
                 if let Some(g) = GLOBALS.iter().find(|g| **g == name) {
                     return Ok(node(Node::Global(g)));
                 }
+                if let Some(n) = extra_lookup("", name) {
+                    return Ok(node(n));
+                }
                 let pid: Pid = name.parse().map_err(|_| Errno::ENOENT)?;
                 process(pid)?;
                 Ok(node(Node::PidDir(pid)))
             }
             Node::SysDir(dir) => {
                 let path = if dir.is_empty() { String::from(name) } else { format!("{dir}/{name}") };
-                if let Some(row) = sys::TABLE.iter().position(|r| r.path == path) {
+                if let Some(row) = sys::find(&path) {
                     return Ok(node(Node::SysFile(row)));
                 }
                 // A directory: name it by a row's own (static) path prefix.
-                let row = sys::TABLE
-                    .iter()
+                let row = sys::rows()
                     .find(|r| r.path.len() > path.len() && r.path.starts_with(&path) && r.path.as_bytes()[path.len()] == b'/')
                     .ok_or(Errno::ENOENT)?;
                 Ok(node(Node::SysDir(&row.path[..path.len()])))
+            }
+            Node::Extra(path) if !extra_is_file(path) => {
+                let dir = alloc::format!("{path}/");
+                extra_lookup(&dir, name).map(node).ok_or(Errno::ENOENT)
             }
             Node::TaskDir(pid) => {
                 let tid: Pid = name.parse().map_err(|_| Errno::ENOENT)?;
@@ -318,6 +393,9 @@ impl Inode for ProcInode {
                 push("thread-self".to_string(), Node::ThreadSelfLink);
                 push("mounts".to_string(), Node::MountsLink);
                 push("sys".to_string(), Node::SysDir(""));
+                for (name, n) in extra_entries("") {
+                    push(name, n);
+                }
                 let mut pids: Vec<Pid> = proc::all_processes().iter().map(|p| p.pid).collect();
                 pids.sort_unstable();
                 for pid in pids {
@@ -328,17 +406,22 @@ impl Inode for ProcInode {
                 for (name, is_dir) in sys::list(dir) {
                     let path = if dir.is_empty() { String::from(name) } else { format!("{dir}/{name}") };
                     let n = if is_dir {
-                        match sys::TABLE.iter().find(|r| r.path.starts_with(&path)) {
+                        match sys::rows().find(|r| r.path.starts_with(&path)) {
                             Some(r) => Node::SysDir(&r.path[..path.len()]),
                             None => continue,
                         }
                     } else {
-                        match sys::TABLE.iter().position(|r| r.path == path) {
+                        match sys::find(&path) {
                             Some(row) => Node::SysFile(row),
                             None => continue,
                         }
                     };
                     push(name.to_string(), n);
+                }
+            }
+            Node::Extra(path) if !extra_is_file(path) => {
+                for (name, n) in extra_entries(&alloc::format!("{path}/")) {
+                    push(name, n);
                 }
             }
             Node::TaskDir(pid) => {
@@ -433,7 +516,7 @@ impl Inode for ProcInode {
             return None;
         }
         if let Node::SysFile(row) = self.node {
-            return Some(sys_open(&sys::TABLE[row], flags));
+            return Some(sys::row(row).ok_or(Errno::ENOENT).and_then(|r| sys_open(r, flags)));
         }
         if let Node::PidFile(pid, "pagemap") = self.node {
             let show_pfn = proc::current_task()
@@ -540,8 +623,14 @@ fn global(name: &str) -> Result<String, Errno> {
             let _ = writeln!(s, "0.00 0.00 0.00 1/{n} {}", proc::last_pid());
         }
 
-        "filesystems" => s.push_str("nodev\ttmpfs\nnodev\tproc\nnodev\tsysfs\nnodev\tdevtmpfs\nnodev\tramfs\n"),
+        "filesystems" => {
+            s.push_str("nodev\ttmpfs\nnodev\tproc\nnodev\tsysfs\nnodev\tdevtmpfs\nnodev\tramfs\n");
+            for name in super::registered_fs_types() {
+                let _ = writeln!(s, "nodev\t{name}");
+            }
+        }
         "version" => s.push_str("Linux version 6.1.0-kiln (kiln@kiln) #1 SMP Kiln\n"),
+        "locks" => s = super::lock::proc_locks(),
         "stat" => {
             let ticks = crate::clock::now_ns() / 10_000_000;
             let _ = write!(

@@ -7,7 +7,10 @@
 //! that behaviour lives (`uts` for hostname and domainname, `proc` for
 //! pid_max, `proc::coredump` for core_pattern, `mm` for max_map_count,
 //! mmap_min_addr and overcommit_memory, `fs::pipe` for pipe-max-size,
-//! `fs::fdtable` for nr_open), the others keep it in a [`Knob`] here.
+//! `fs::fdtable` for nr_open, `fs::lease` reads lease-break-time), the
+//! others keep it in a [`Knob`] here. Subsystems above `fs` add their
+//! own rows at boot with [`register`] (the IPC limits under kernel/ and
+//! fs/mqueue/, kept in `ipc::limits`), so this table names none of them.
 //! Values Linux derives from the amount of memory (file-max, threads-max,
 //! min_free_kbytes, ...) use Linux's formula on Kiln's memory.
 //!
@@ -163,13 +166,9 @@ static PIPE_USER_PAGES_SOFT: Knob = Knob::new(16384);
 static PIPE_USER_PAGES_HARD: Knob = Knob::new(0);
 static INOTIFY_MAX_USER_INSTANCES: Knob = Knob::new(128);
 static INOTIFY_MAX_QUEUED_EVENTS: Knob = Knob::new(16384);
-static MQ_MSG_MAX: Knob = Knob::new(10);
-static MQ_MSGSIZE_MAX: Knob = Knob::new(8192);
-static MQ_QUEUES_MAX: Knob = Knob::new(256);
-static MQ_MSG_DEFAULT: Knob = Knob::new(10);
-static MQ_MSGSIZE_DEFAULT: Knob = Knob::new(8192);
 static AIO_MAX_NR: Knob = Knob::new(65536);
-static LEASE_BREAK_TIME: Knob = Knob::new(45);
+/// fs.lease-break-time, in seconds: read by `fs::lease`.
+pub static LEASE_BREAK_TIME: Knob = Knob::new(45);
 static LEASES_ENABLE: Knob = Knob::new(1);
 static PROTECTED_HARDLINKS: Knob = Knob::new(0);
 static PROTECTED_SYMLINKS: Knob = Knob::new(0);
@@ -256,11 +255,6 @@ pub static TABLE: &[Sysctl] = &[
     int("fs/inotify/max_user_instances", &INOTIFY_MAX_USER_INSTANCES, 0, I32_MAX),
     int("fs/inotify/max_queued_events", &INOTIFY_MAX_QUEUED_EVENTS, 0, I32_MAX),
     derived("fs/epoll/max_user_watches", &EPOLL_MAX_USER_WATCHES, epoll_max_user_watches, 0, i64::MAX),
-    int("fs/mqueue/msg_max", &MQ_MSG_MAX, 1, 65536),
-    int("fs/mqueue/msgsize_max", &MQ_MSGSIZE_MAX, 128, 16 << 20),
-    int("fs/mqueue/queues_max", &MQ_QUEUES_MAX, 0, I32_MAX),
-    int("fs/mqueue/msg_default", &MQ_MSG_DEFAULT, 1, 65536),
-    int("fs/mqueue/msgsize_default", &MQ_MSGSIZE_DEFAULT, 128, 16 << 20),
     int("fs/aio-max-nr", &AIO_MAX_NR, 0, i64::MAX),
     text("fs/aio-nr", "0\n"),
     int("fs/lease-break-time", &LEASE_BREAK_TIME, i32::MIN as i64, I32_MAX),
@@ -274,6 +268,37 @@ pub static TABLE: &[Sysctl] = &[
     int("fs/overflowgid", &FS_OVERFLOWGID, 0, 65535),
     int("fs/dir-notify-enable", &DIR_NOTIFY_ENABLE, i32::MIN as i64, I32_MAX),
 ];
+
+/// Row groups other subsystems registered, after [`TABLE`] (a few: they
+/// are added once each at boot).
+static REGISTERED: hal::sync::SpinLock<[Option<&'static [Sysctl]>; 4]> = hal::sync::SpinLock::new([None; 4]);
+
+/// Adds `rows` to /proc/sys (at boot, by the subsystem whose values they
+/// read and write). Their paths must not repeat the table's.
+pub fn register(rows: &'static [Sysctl]) {
+    let mut slots = REGISTERED.lock();
+    match slots.iter_mut().find(|s| s.is_none()) {
+        Some(slot) => *slot = Some(rows),
+        None => log::warn!("sysctl: no room to register {} rows", rows.len()),
+    }
+}
+
+/// Every row: the table's, then the registered ones. A file's index in
+/// this order is its inode's (rows are only ever added at the end).
+pub fn rows() -> impl Iterator<Item = &'static Sysctl> {
+    let registered = *REGISTERED.lock();
+    TABLE.iter().chain(registered.into_iter().flatten().flatten())
+}
+
+/// The row at `index` in [`rows`] order.
+pub fn row(index: usize) -> Option<&'static Sysctl> {
+    rows().nth(index)
+}
+
+/// The index of the row for `path` (below /proc/sys).
+pub fn find(path: &str) -> Option<usize> {
+    rows().position(|r| r.path == path)
+}
 
 fn line(s: &str) -> String {
     format!("{s}\n")
@@ -303,7 +328,8 @@ pub fn parse_ints(bytes: &[u8], max: usize) -> Result<([i64; 4], usize), Errno> 
     Ok((out, n))
 }
 
-fn parse_one(bytes: &[u8], min: i64, max: i64) -> Result<i64, Errno> {
+/// One integer in `min..=max` (proc_dointvec_minmax): EINVAL otherwise.
+pub fn parse_one(bytes: &[u8], min: i64, max: i64) -> Result<i64, Errno> {
     let v = parse_ints(bytes, 1)?.0[0];
     if v < min || v > max {
         return Err(Errno::EINVAL);
@@ -336,7 +362,7 @@ pub fn write(row: &Sysctl, bytes: &[u8]) -> Result<(), Errno> {
 /// The entries of directory `path`: (name, is a directory), in table order.
 pub fn list(path: &str) -> alloc::vec::Vec<(&'static str, bool)> {
     let mut out: alloc::vec::Vec<(&'static str, bool)> = alloc::vec::Vec::new();
-    for r in TABLE {
+    for r in rows() {
         let rest = if path.is_empty() {
             r.path
         } else if r.path.len() > path.len() && r.path.starts_with(path) && r.path.as_bytes()[path.len()] == b'/' {
