@@ -14,7 +14,7 @@
  * own status, pagemap's frame numbers and mode, and the calls that need
  * a capability (mount, umount, reboot, clock_settime, settimeofday,
  * sethostname, setdomainname, clone3's set_tid, setrlimit, prlimit,
- * sched_setaffinity).
+ * sched_setaffinity, mlock past RLIMIT_MEMLOCK), PRIO_USER by real uid.
  */
 #include "common.h"
 #include <fcntl.h>
@@ -23,6 +23,7 @@
 #include <pthread.h>
 #include <sys/auxv.h>
 #include <sys/fsuid.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sched.h>
@@ -683,6 +684,41 @@ static int t_privileged_calls(void)
     return 0;
 }
 
+/* RLIMIT_MEMLOCK binds a caller without CAP_IPC_LOCK (a normalized
+ * root has none either). */
+static int t_memlock(void)
+{
+    char *p = mmap(NULL, 4 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    struct rlimit rl = { 2 * 4096, 2 * 4096 };
+    check(p != MAP_FAILED && setrlimit(RLIMIT_MEMLOCK, &rl) == 0, "RLIMIT_MEMLOCK two pages");
+    check(setresuid(1000, 1000, 1000) == 0, "become 1000");
+    EXPECT_ERR(ENOMEM, "uid 1000: mlock of three pages", mlock(p, 3 * 4096));
+    EXPECT_OK("uid 1000: mlock of two pages", mlock(p, 2 * 4096));
+    EXPECT_ERR(ENOMEM, "uid 1000: one page more", mlock(p + 2 * 4096, 4096));
+    EXPECT_OK("uid 1000: munlock", munlock(p, 2 * 4096));
+    rl.rlim_cur = 0;
+    check(setrlimit(RLIMIT_MEMLOCK, &rl) == 0, "RLIMIT_MEMLOCK 0");
+    EXPECT_ERR(EPERM, "uid 1000: mlock with RLIMIT_MEMLOCK 0", mlock(p, 4096));
+    EXPECT_ERR(EPERM, "uid 1000: mlockall with RLIMIT_MEMLOCK 0", mlockall(MCL_CURRENT));
+    return 0;
+}
+
+/* PRIO_USER names the processes of a real uid (an uncommon one here, so
+ * no other process on the host shares it). */
+static int t_prio_user(void)
+{
+    check(setresuid(43210, 43210, 43210) == 0, "become 43210");
+    errno = 0;
+    int nice = getpriority(PRIO_USER, 0);
+    check(errno == 0 && nice == getpriority(PRIO_PROCESS, 0), "getpriority(PRIO_USER, 0) is its own");
+    check(setpriority(PRIO_USER, 0, nice + 1) == 0, "setpriority(PRIO_USER, 0) lowers its own priority");
+    check(getpriority(PRIO_PROCESS, 0) == nice + 1, "... the process's nice moved");
+    errno = 0;
+    check(getpriority(PRIO_USER, 43210) == nice + 1 && errno == 0, "getpriority(PRIO_USER, 43210)");
+    EXPECT_ERR(ESRCH, "getpriority(PRIO_USER, uid without processes)", getpriority(PRIO_USER, 43211));
+    return 0;
+}
+
 static int t_nice_without_cap(void)
 {
     errno = 0;
@@ -911,6 +947,8 @@ int main(int argc, char **argv)
     in_child("waitid si_uid", t_waitid_uid);
     in_child("privileged calls", t_privileged_calls);
     in_child("nice without CAP_SYS_NICE", t_nice_without_cap);
+    in_child("RLIMIT_MEMLOCK without CAP_IPC_LOCK", t_memlock);
+    in_child("PRIO_USER by real uid", t_prio_user);
     in_child("/proc/self/status", t_status);
     in_child("pagemap", t_pagemap);
     in_child("thread status", t_thread_status);

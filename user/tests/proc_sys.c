@@ -80,6 +80,7 @@ static const char *fixed[] = {
     "fs/mqueue/msgsize_max", "fs/mqueue/queues_max", "fs/mqueue/msg_default", "fs/mqueue/msgsize_default",
     "fs/aio-max-nr", "fs/aio-nr", "fs/lease-break-time", "fs/leases-enable", "fs/protected_fifos",
     "fs/protected_regular", "fs/suid_dumpable", "fs/overflowuid", "fs/overflowgid", "fs/dir-notify-enable",
+    "kernel/msgmax", "kernel/msgmnb", "kernel/msgmni", "kernel/sem", "kernel/shmmni",
 };
 
 /* Files that exist everywhere but whose value depends on the machine. */
@@ -195,6 +196,34 @@ static void test_writes(void)
     check(write_sys("kernel/pid_max", "4194305\n") == -EINVAL, "kernel/pid_max 4194305 = EINVAL");
     check(write_sys("fs/nr_open", "63\n") == -EINVAL, "fs/nr_open 63 = EINVAL");
     check(write_sys("vm/panic_on_oom", "3\n") == -EINVAL, "vm/panic_on_oom 3 = EINVAL");
+
+    /* The IPC limits (their rows come from the IPC code): values back,
+     * Linux's ranges. */
+    static const char *ipc[] = { "kernel/msgmax", "kernel/msgmnb", "kernel/msgmni", "kernel/shmmni",
+                                 "kernel/shmmax", "kernel/sem", "fs/mqueue/msg_max",
+                                 "fs/mqueue/msgsize_default", "fs/lease-break-time" };
+    for (unsigned i = 0; i < sizeof ipc / sizeof ipc[0]; i++) {
+        read_sys(ipc[i], saved, sizeof saved);
+        check(write_sys(ipc[i], saved) == 0, "%s: write its value back", ipc[i]);
+        check(write_sys(ipc[i], "abc\n") == -EINVAL, "%s: write abc = EINVAL", ipc[i]);
+        read_sys(ipc[i], buf, sizeof buf);
+        check(strcmp(buf, saved) == 0, "%s: unchanged", ipc[i]);
+    }
+    check(write_sys("kernel/msgmax", "-1\n") == -EINVAL, "kernel/msgmax -1 = EINVAL");
+    check(write_sys("kernel/msgmni", "32769\n") == -EINVAL, "kernel/msgmni 32769 = EINVAL");
+    check(write_sys("kernel/shmmni", "32769\n") == -EINVAL, "kernel/shmmni 32769 = EINVAL");
+    /* A SEMMNI past IPCMNI is ERANGE (sem_check_semmni); the three values
+     * before it are stored, so they are given as they are. */
+    read_sys("kernel/sem", saved, sizeof saved);
+    long semmsl = 0, semmns = 0, semopm = 0;
+    sscanf(saved, "%ld %ld %ld", &semmsl, &semmns, &semopm);
+    snprintf(buf, sizeof buf, "%ld %ld %ld 32769\n", semmsl, semmns, semopm);
+    check(write_sys("kernel/sem", buf) == -ERANGE, "kernel/sem with SEMMNI 32769 = ERANGE");
+    read_sys("kernel/sem", buf, sizeof buf);
+    check(strcmp(buf, saved) == 0, "kernel/sem: unchanged");
+    check(write_sys("fs/mqueue/msg_max", "0\n") == -EINVAL, "fs/mqueue/msg_max 0 = EINVAL");
+    check(write_sys("fs/mqueue/msg_max", "65537\n") == -EINVAL, "fs/mqueue/msg_max 65537 = EINVAL");
+    check(write_sys("fs/mqueue/msgsize_max", "127\n") == -EINVAL, "fs/mqueue/msgsize_max 127 = EINVAL");
 
     /* swappiness takes a new value. */
     read_sys("vm/swappiness", saved, sizeof saved);

@@ -56,11 +56,23 @@ macro_rules! set32 {
     };
 }
 
-/// A setter for an `AtomicU64` limit within `min..=max`.
+/// A setter for an `AtomicU64` limit within `min..=max` (an int).
 macro_rules! set64 {
     ($var:expr, $min:expr, $max:expr) => {
         |b: &[u8]| {
             $var.store(sys::parse_one(b, $min, $max)? as u64, Ordering::Relaxed);
+            Ok(())
+        }
+    };
+}
+
+/// A setter for an unbounded unsigned long limit (shmmax, shmall).
+macro_rules! set_ulong {
+    ($var:expr) => {
+        |b: &[u8]| {
+            if let Some(v) = sys::parse_ulong(b)? {
+                $var.store(v, Ordering::Relaxed);
+            }
             Ok(())
         }
     };
@@ -71,16 +83,24 @@ const fn rw(path: &'static str, read: fn() -> String, write: sys::Setter) -> Sys
 }
 
 /// kernel.sem: up to four integers, SEMMSL SEMMNS SEMOPM SEMMNI, the
-/// ones given replacing the first ones (proc_dointvec); SEMMNI past
-/// IPCMNI is EINVAL and changes nothing. Negative values, which Linux
-/// stores and which would make no sense here, are EINVAL too.
+/// ones given replacing the first ones (proc_dointvec). A SEMMNI outside
+/// 0..=IPCMNI is ERANGE and only it is kept, as Linux's
+/// sem_check_semmni (the other values given are stored). Negative values
+/// for the others, which Linux stores and which would make no sense
+/// here, are EINVAL and change nothing.
 fn write_sem(b: &[u8]) -> Result<(), Errno> {
     let (v, n) = sys::parse_ints(b, 4)?;
-    if v[..n].iter().any(|&x| !(0..=I32_MAX).contains(&x)) || (n == 4 && v[3] > IPCMNI) {
+    if v[..n].iter().any(|&x| x > I32_MAX) || v[..n.min(3)].iter().any(|&x| x < 0) {
         return Err(Errno::EINVAL);
     }
-    for (var, value) in [&SEMMSL, &SEMMNS, &SEMOPM, &SEMMNI].iter().zip(&v[..n]) {
+    for (var, value) in [&SEMMSL, &SEMMNS, &SEMOPM].iter().zip(&v[..n.min(3)]) {
         var.store(*value as u32, Ordering::Relaxed);
+    }
+    if n == 4 {
+        if !(0..=IPCMNI).contains(&v[3]) {
+            return Err(Errno::ERANGE);
+        }
+        SEMMNI.store(v[3] as u32, Ordering::Relaxed);
     }
     Ok(())
 }
@@ -98,8 +118,8 @@ pub static SYSCTLS: &[Sysctl] = &[
         || format!("{}\t{}\t{}\t{}\n", get(&SEMMSL), get(&SEMMNS), get(&SEMOPM), get(&SEMMNI)),
         write_sem,
     ),
-    rw("kernel/shmmax", || show(get64(&SHMMAX)), set64!(SHMMAX, 0, i64::MAX)),
-    rw("kernel/shmall", || show(get64(&SHMALL)), set64!(SHMALL, 0, i64::MAX)),
+    rw("kernel/shmmax", || show(get64(&SHMMAX)), set_ulong!(SHMMAX)),
+    rw("kernel/shmall", || show(get64(&SHMALL)), set_ulong!(SHMALL)),
     rw("kernel/shmmni", || show(get64(&SHMMNI)), set64!(SHMMNI, 0, IPCMNI)),
     Sysctl { path: "kernel/shm_rmid_forced", mode: 0o444, access: Access::Text("0\n") },
     rw("fs/mqueue/queues_max", || show(get(&MQ_QUEUES_MAX).into()), set32!(MQ_QUEUES_MAX, 0, I32_MAX)),

@@ -225,10 +225,8 @@ pub fn sys_madvise(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 }
 
 /// Whether the caller holds CAP_IPC_LOCK, which lifts RLIMIT_MEMLOCK.
-/// Everything runs as root today; once credentials land (branch `creds`)
-/// this asks the caller's effective capabilities.
-fn has_cap_ipc_lock(_ctx: &SyscallContext) -> bool {
-    true
+fn has_cap_ipc_lock(ctx: &SyscallContext) -> bool {
+    ctx.cred().capable(linux_abi::capability::CAP_IPC_LOCK)
 }
 
 /// The RLIMIT_MEMLOCK that binds the caller, in bytes (None: no limit).

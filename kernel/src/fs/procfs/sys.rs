@@ -328,6 +328,18 @@ pub fn parse_ints(bytes: &[u8], max: usize) -> Result<([i64; 4], usize), Errno> 
     Ok((out, n))
 }
 
+/// One unsigned long (proc_doulongvec_minmax without bounds): None for a
+/// negative one, which Linux skips without an error; EINVAL for anything
+/// that is not a number.
+pub fn parse_ulong(bytes: &[u8]) -> Result<Option<u64>, Errno> {
+    let text = core::str::from_utf8(bytes).map_err(|_| Errno::EINVAL)?;
+    let word = text.split('\0').next().unwrap_or("").split_ascii_whitespace().next().ok_or(Errno::EINVAL)?;
+    match word.strip_prefix('-') {
+        Some(rest) => rest.parse::<u64>().map(|_| None).map_err(|_| Errno::EINVAL),
+        None => word.parse::<u64>().map(Some).map_err(|_| Errno::EINVAL),
+    }
+}
+
 /// One integer in `min..=max` (proc_dointvec_minmax): EINVAL otherwise.
 pub fn parse_one(bytes: &[u8], min: i64, max: i64) -> Result<i64, Errno> {
     let v = parse_ints(bytes, 1)?.0[0];
