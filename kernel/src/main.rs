@@ -25,6 +25,7 @@ mod random;
 mod sched;
 mod sync;
 mod syscall;
+mod vdso;
 
 #[cfg(feature = "ktest")]
 mod ktest;
@@ -40,6 +41,7 @@ fn kmain(info: &'static hal::BootInfo) -> ! {
         info.cpu.brand_str()
     );
     sched::init();
+    vdso::init();
     clock::init();
     console::init();
     syscall::init(info.command_line());

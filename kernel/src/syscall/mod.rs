@@ -3,6 +3,7 @@
 //! the boundary and return `Result<u64, Errno>`; unsupported calls and
 //! flags get the errno Linux would give, never a fake success.
 
+mod exec;
 mod fs_io;
 mod fs_path;
 mod futex;
@@ -101,7 +102,8 @@ syscall_table! {
     CLONE => process::sys_clone,
     FORK => process::sys_fork,
     VFORK => process::sys_vfork,
-    EXECVE => process::sys_execve,
+    EXECVE => exec::sys_execve,
+    EXECVEAT => exec::sys_execveat,
     EXIT => process::sys_exit,
     WAIT4 => process::sys_wait4,
     KILL => signal::sys_kill,
