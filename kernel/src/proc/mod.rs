@@ -17,6 +17,7 @@ pub mod robust;
 pub mod signal;
 pub mod task;
 pub mod timer;
+pub mod user_dispatch;
 pub mod wait;
 
 use alloc::collections::BTreeMap;

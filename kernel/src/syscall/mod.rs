@@ -243,6 +243,9 @@ fn is_restart(e: Errno) -> bool {
 /// Runs the system call the thread just made and stores its result.
 pub fn dispatch(task: &Arc<Task>, uctx: &mut UserContext) {
     let number = uctx.regs.rax;
+    if task.user_dispatch_on.load(Ordering::Relaxed) && crate::proc::user_dispatch::intercepts(task, uctx, number) {
+        return;
+    }
     let r = &uctx.regs;
     let args = [r.rdi, r.rsi, r.rdx, r.r10, r.r8, r.r9];
     let handler = usize::try_from(number).ok().and_then(|n| TABLE.get(n).copied().flatten());

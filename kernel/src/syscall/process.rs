@@ -368,6 +368,9 @@ pub fn sys_prctl(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
             uaccess::write_bytes(&vm, a[1], &name)?;
             Ok(0)
         }
+        c::PR_SET_SYSCALL_USER_DISPATCH => {
+            crate::proc::user_dispatch::configure(ctx.task, a[1], a[2], a[3], a[4]).map(|()| 0)
+        }
         _ => Err(Errno::EINVAL),
     }
 }
