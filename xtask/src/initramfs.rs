@@ -150,8 +150,12 @@ pub fn make(root: &Path, out_dir: &Path, extra: Option<&Path>) -> Result<PathBuf
     let base = base_rootfs(out_dir)?;
     let scripts = root.join("user/busybox");
     let bench = crate::bench::guest::build_programs(root)?;
+    let host_libs = crate::hostlibs::stage(&t, out_dir)?;
     let mut dirs: Vec<(&str, &Path)> =
         vec![("", base.as_path()), ("t/", t.as_path()), ("bb/", scripts.as_path()), ("b/", bench.as_path())];
+    if let Some(libs) = &host_libs {
+        dirs.push(("", libs.as_path()));
+    }
     if let Some(extra) = extra {
         if !extra.is_dir() {
             return Err(format!("EXTRA={} is not a folder", extra.display()));

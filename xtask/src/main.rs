@@ -7,6 +7,7 @@
 
 mod bench;
 mod build;
+mod hostlibs;
 mod initramfs;
 mod iso;
 mod ksyms;
