@@ -82,8 +82,19 @@ pub fn cpio(dirs: &[(&str, &Path)]) -> Result<Vec<u8>> {
         }
         collect(dir, prefix, &mut entries)?;
     }
-    let mut out = Vec::new();
+    // A path given twice (the host libraries and an EXTRA folder may both
+    // hold /lib/x86_64-linux-gnu/libc.so.6) is archived once, since the
+    // kernel would refuse the second: a directory where it first appears
+    // (before anything in it), anything else from the last folder.
+    let mut keep: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for (i, e) in entries.iter().enumerate() {
+        let is_dir = fs::symlink_metadata(&e.source).is_ok_and(|m| m.is_dir());
+        if !is_dir || !keep.contains_key(e.name.as_str()) {
+            keep.insert(e.name.as_str(), i);
+        }
+    }
+    let mut out = Vec::new();
+    for (i, e) in entries.iter().enumerate().filter(|(i, e)| keep[e.name.as_str()] == *i) {
         let meta = fs::symlink_metadata(&e.source).map_err(|err| format!("stat {}: {err}", e.source.display()))?;
         let ino = i as u32 + 1;
         let mtime = meta.mtime().max(0) as u32;
