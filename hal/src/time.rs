@@ -15,7 +15,8 @@ static TSC_EPOCH: AtomicU64 = AtomicU64::new(0);
 /// Nanoseconds per TSC tick, as a fixed-point fraction with `TSC_SHIFT`
 /// bits (for hz = 1 GHz it is exactly 1 << TSC_SHIFT).
 static TSC_MULT: AtomicU64 = AtomicU64::new(0);
-pub const TSC_SHIFT: u32 = 32;
+/// The vDSO's shift too (its data page carries only the multiplier).
+pub const TSC_SHIFT: u32 = kiln_util::vdso::vvar::TSC_SHIFT;
 
 pub(crate) fn set_tsc(hz: u64, epoch: u64) {
     let hz = hz.max(1);

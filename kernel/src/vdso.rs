@@ -66,7 +66,6 @@ fn build() -> Result<Vdso, &'static str> {
     data.atomic_u32(vvar::CPU_MODE).store(mode, core::sync::atomic::Ordering::Relaxed);
     data.atomic_u64(vvar::TSC_EPOCH).store(hal::time::tsc_epoch(), core::sync::atomic::Ordering::Relaxed);
     data.atomic_u64(vvar::TSC_MULT).store(hal::time::tsc_mult(), core::sync::atomic::Ordering::Relaxed);
-    data.atomic_u32(vvar::TSC_SHIFT).store(hal::time::TSC_SHIFT, core::sync::atomic::Ordering::Relaxed);
     let coarse = 1_000_000_000 / u64::from(crate::clock::HZ);
     data.atomic_u64(vvar::COARSE_RES).store(coarse, core::sync::atomic::Ordering::Relaxed);
     data.atomic_u32(vvar::CLOCK_MODE).store(vvar::CLOCK_TSC, core::sync::atomic::Ordering::Release);

@@ -85,31 +85,33 @@ static inline unsigned long long rdtsc_ordered(void)
 
 /*
  * Nanoseconds on the monotonic clock (wall == 0) or the wall clock, with
- * the kernel's own formula (hal/src/time.rs); 0 when the data page has no
- * usable clock.
+ * the kernel's own formula (hal/src/time.rs), into *out; 0 when the data
+ * page has no usable clock. Inlined into each caller, so the result stays
+ * in a register.
  */
-static int read_clock_ns(int wall, unsigned long long *out)
+static inline __attribute__((always_inline)) int read_clock_ns(int wall, unsigned long long *out)
 {
     const struct kiln_vvar *v = &kiln_vvar;
     unsigned int seq;
     unsigned long long ns;
     do {
         seq = READ_ONCE(v->seq);
-        while (seq & 1) {
+        while (__builtin_expect(seq & 1, 0)) {
             __asm__ volatile("pause");
             seq = READ_ONCE(v->seq);
         }
         barrier();
-        if (READ_ONCE(v->clock_mode) != KILN_CLOCK_TSC)
+        if (__builtin_expect(READ_ONCE(v->clock_mode) != KILN_CLOCK_TSC, 0))
             return 0;
         unsigned long long epoch = READ_ONCE(v->tsc_epoch);
-        unsigned long long tsc = rdtsc_ordered();
-        unsigned long long delta = tsc > epoch ? tsc - epoch : 0;
-        ns = (unsigned long long)(((unsigned __int128)delta * READ_ONCE(v->tsc_mult)) >> READ_ONCE(v->tsc_shift));
+        unsigned long long delta;
+        if (__builtin_usubll_overflow(rdtsc_ordered(), epoch, &delta))
+            delta = 0;
+        ns = (unsigned long long)(((unsigned __int128)delta * READ_ONCE(v->tsc_mult)) >> KILN_TSC_SHIFT);
         if (wall)
             ns += READ_ONCE(v->realtime_base_ns);
         barrier();
-    } while (READ_ONCE(v->seq) != seq);
+    } while (__builtin_expect(READ_ONCE(v->seq) != seq, 0));
     *out = ns;
     return 1;
 }
@@ -117,13 +119,12 @@ static int read_clock_ns(int wall, unsigned long long *out)
 int __vdso_clock_gettime(int clock, struct vdso_timespec *ts)
 {
     unsigned long long ns;
-    if ((unsigned int)clock < 32) {
-        unsigned int bit = 1u << clock;
-        if ((bit & (WALL_CLOCKS | MONO_CLOCKS)) && read_clock_ns((bit & WALL_CLOCKS) != 0, &ns)) {
-            ts->tv_sec = (long)(ns / NSEC_PER_SEC);
-            ts->tv_nsec = (long)(ns % NSEC_PER_SEC);
-            return 0;
-        }
+    unsigned int bit = 1u << (clock & 31);
+    if (__builtin_expect((unsigned int)clock < 32 && (bit & (WALL_CLOCKS | MONO_CLOCKS)), 1) &&
+        read_clock_ns((bit & WALL_CLOCKS) != 0, &ns)) {
+        ts->tv_sec = (long)(ns / NSEC_PER_SEC);
+        ts->tv_nsec = (long)(ns % NSEC_PER_SEC);
+        return 0;
     }
     return (int)syscall2(SYS_clock_gettime, clock, (long)ts);
 }
@@ -171,20 +172,15 @@ int __vdso_clock_getres(int clock, struct vdso_timespec *res)
 
 long __vdso_getcpu(unsigned int *cpu, unsigned int *node, void *unused)
 {
-    unsigned int aux;
-    switch (READ_ONCE(kiln_vvar.cpu_mode)) {
-    case KILN_CPU_RDPID: {
+    unsigned int aux, mode = READ_ONCE(kiln_vvar.cpu_mode);
+    if (mode == KILN_CPU_RDTSCP) {
+        unsigned int lo, hi;
+        __asm__ volatile("rdtscp" : "=a"(lo), "=d"(hi), "=c"(aux));
+    } else if (mode == KILN_CPU_RDPID) {
         unsigned long long id;
         __asm__ volatile("rdpid %0" : "=r"(id));
         aux = (unsigned int)id;
-        break;
-    }
-    case KILN_CPU_RDTSCP: {
-        unsigned int lo, hi;
-        __asm__ volatile("rdtscp" : "=a"(lo), "=d"(hi), "=c"(aux));
-        break;
-    }
-    default:
+    } else {
         return syscall3(SYS_getcpu, (long)cpu, (long)node, (long)unused);
     }
     if (cpu)

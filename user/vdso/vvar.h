@@ -5,8 +5,8 @@
  *
  * The kernel is the only writer. It bumps `seq` to an odd value, updates
  * the fields, and bumps it to the next even value; a reader retries while
- * `seq` is odd or changed under it. kernel/src/vdso.rs mirrors these
- * offsets (libs/kiln-util's vdso module checks both against this file).
+ * `seq` is odd or changed under it. libs/kiln-util/src/vdso.rs mirrors
+ * this layout for the kernel, and its tests check it against this file.
  */
 #ifndef KILN_VVAR_H
 #define KILN_VVAR_H
@@ -15,7 +15,10 @@
 
 /* clock_mode: how the vDSO reads the time. */
 #define KILN_CLOCK_SYSCALL 0 /* no usable clock: every call is a syscall */
-#define KILN_CLOCK_TSC 1     /* ns = ((tsc - tsc_epoch) * tsc_mult) >> tsc_shift */
+#define KILN_CLOCK_TSC 1     /* ns = ((tsc - tsc_epoch) * tsc_mult) >> KILN_TSC_SHIFT */
+
+/* The fixed-point shift of tsc_mult (the kernel converts with the same). */
+#define KILN_TSC_SHIFT 32
 
 /* cpu_mode: how the vDSO learns the CPU number (IA32_TSC_AUX = node << 12 | cpu). */
 #define KILN_CPU_SYSCALL 0
@@ -26,22 +29,12 @@ struct kiln_vvar {
     uint32_t seq;              /* 0: even when stable */
     uint32_t clock_mode;       /* 4 */
     uint64_t tsc_epoch;        /* 8: TSC at monotonic zero */
-    uint64_t tsc_mult;         /* 16 */
-    uint32_t tsc_shift;        /* 24 */
-    uint32_t cpu_mode;         /* 28 */
-    uint64_t realtime_base_ns; /* 32: CLOCK_REALTIME - CLOCK_MONOTONIC */
-    uint64_t coarse_res_ns;    /* 40: resolution of the *_COARSE clocks */
+    uint64_t tsc_mult;         /* 16: nanoseconds per tick << KILN_TSC_SHIFT */
+    uint64_t realtime_base_ns; /* 24: CLOCK_REALTIME - CLOCK_MONOTONIC */
+    uint64_t coarse_res_ns;    /* 32: resolution of the *_COARSE clocks */
+    uint32_t cpu_mode;         /* 40 */
+    uint32_t reserved;         /* 44 */
 };
-
-#define KILN_VVAR_SEQ 0
-#define KILN_VVAR_CLOCK_MODE 4
-#define KILN_VVAR_TSC_EPOCH 8
-#define KILN_VVAR_TSC_MULT 16
-#define KILN_VVAR_TSC_SHIFT 24
-#define KILN_VVAR_CPU_MODE 28
-#define KILN_VVAR_REALTIME_BASE 32
-#define KILN_VVAR_COARSE_RES 40
-#define KILN_VVAR_SIZE 48
 
 /* Pages of the [vvar] area below the vDSO text; only the first is backed. */
 #define KILN_VVAR_PAGES 4

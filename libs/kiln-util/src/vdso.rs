@@ -16,11 +16,15 @@ pub mod vvar {
     pub const CLOCK_MODE: usize = 4;
     pub const TSC_EPOCH: usize = 8;
     pub const TSC_MULT: usize = 16;
-    pub const TSC_SHIFT: usize = 24;
-    pub const CPU_MODE: usize = 28;
-    pub const REALTIME_BASE: usize = 32;
-    pub const COARSE_RES: usize = 40;
+    pub const REALTIME_BASE: usize = 24;
+    pub const COARSE_RES: usize = 32;
+    pub const CPU_MODE: usize = 40;
     pub const SIZE: usize = 48;
+
+    /// The fixed-point shift of `tsc_mult`: nanoseconds are
+    /// `((tsc - tsc_epoch) * tsc_mult) >> TSC_SHIFT`, in the kernel
+    /// (`hal::time`) and in the vDSO alike.
+    pub const TSC_SHIFT: u32 = 32;
 
     pub const CLOCK_SYSCALL: u32 = 0;
     pub const CLOCK_TSC: u32 = 1;
@@ -193,8 +197,8 @@ mod tests {
             &src,
             "#include <stddef.h>\n#include <stdio.h>\n#include \"vvar.h\"\n\
              #define F(f) printf(\"%zu \", offsetof(struct kiln_vvar, f));\n\
-             int main(void) { F(seq) F(clock_mode) F(tsc_epoch) F(tsc_mult) F(tsc_shift) F(cpu_mode)\n\
-             F(realtime_base_ns) F(coarse_res_ns) printf(\"%zu %d %d %d %d %d %d\\n\", sizeof(struct kiln_vvar),\n\
+             int main(void) { F(seq) F(clock_mode) F(tsc_epoch) F(tsc_mult) F(realtime_base_ns) F(coarse_res_ns)\n\
+             F(cpu_mode) printf(\"%zu %d %d %d %d %d %d %d\\n\", sizeof(struct kiln_vvar), KILN_TSC_SHIFT,\n\
              KILN_CLOCK_SYSCALL, KILN_CLOCK_TSC, KILN_CPU_SYSCALL, KILN_CPU_RDPID, KILN_CPU_RDTSCP, KILN_VVAR_PAGES);\n\
              return 0; }\n",
         )
@@ -216,11 +220,11 @@ mod tests {
             CLOCK_MODE,
             TSC_EPOCH,
             TSC_MULT,
-            TSC_SHIFT,
-            CPU_MODE,
             REALTIME_BASE,
             COARSE_RES,
+            CPU_MODE,
             SIZE,
+            TSC_SHIFT as usize,
             CLOCK_SYSCALL as usize,
             CLOCK_TSC as usize,
             CPU_SYSCALL as usize,
