@@ -173,15 +173,15 @@ int __vdso_clock_getres(int clock, struct vdso_timespec *res)
 long __vdso_getcpu(unsigned int *cpu, unsigned int *node, void *unused)
 {
     unsigned int aux, mode = READ_ONCE(kiln_vvar.cpu_mode);
-    if (mode == KILN_CPU_RDTSCP) {
-        unsigned int lo, hi;
-        __asm__ volatile("rdtscp" : "=a"(lo), "=d"(hi), "=c"(aux));
-    } else if (mode == KILN_CPU_RDPID) {
+    if (__builtin_expect(mode == KILN_CPU_SYSCALL, 0))
+        return syscall3(SYS_getcpu, (long)cpu, (long)node, (long)unused);
+    if (mode == KILN_CPU_RDPID) {
         unsigned long long id;
         __asm__ volatile("rdpid %0" : "=r"(id));
         aux = (unsigned int)id;
     } else {
-        return syscall3(SYS_getcpu, (long)cpu, (long)node, (long)unused);
+        unsigned int lo, hi;
+        __asm__ volatile("rdtscp" : "=a"(lo), "=d"(hi), "=c"(aux));
     }
     if (cpu)
         *cpu = aux & 0xfff;
