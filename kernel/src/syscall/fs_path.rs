@@ -44,7 +44,13 @@ pub fn start_dir(ctx: &SyscallContext, dirfd: i32) -> Result<Arc<Dentry>, Errno>
 }
 
 /// Resolves (dirfd, path, flags) the way the *at calls do.
-pub(super) fn lookup_at(ctx: &SyscallContext, dirfd: i32, path: &str, follow: bool, empty_ok: bool) -> Result<Arc<Dentry>, Errno> {
+pub(super) fn lookup_at(
+    ctx: &SyscallContext,
+    dirfd: i32,
+    path: &str,
+    follow: bool,
+    empty_ok: bool,
+) -> Result<Arc<Dentry>, Errno> {
     if path.is_empty() {
         if !empty_ok {
             return Err(Errno::ENOENT);

@@ -112,10 +112,7 @@ mod tests {
 
     fn ok(text: &[u8]) -> (String, Option<String>) {
         let s = parse(text).unwrap_or_else(|e| panic!("{:?} for {:?}", e, String::from_utf8_lossy(text)));
-        (
-            String::from_utf8(s.interpreter.to_vec()).unwrap(),
-            s.argument.map(|a| String::from_utf8(a.to_vec()).unwrap()),
-        )
+        (String::from_utf8(s.interpreter.to_vec()).unwrap(), s.argument.map(|a| String::from_utf8(a.to_vec()).unwrap()))
     }
 
     fn pair(name: &str, arg: Option<&str>) -> (String, Option<String>) {

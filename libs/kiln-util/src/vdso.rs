@@ -204,14 +204,14 @@ mod tests {
         )
         .unwrap();
         let exe = dir.join("vvar");
-        let built = match Command::new(&cc).arg("-I").arg(repo().join("user/vdso")).arg("-o").arg(&exe).arg(&src).output()
-        {
-            Ok(o) => o,
-            Err(_) => {
-                eprintln!("skipping the vvar.h check: no C compiler");
-                return;
-            }
-        };
+        let built =
+            match Command::new(&cc).arg("-I").arg(repo().join("user/vdso")).arg("-o").arg(&exe).arg(&src).output() {
+                Ok(o) => o,
+                Err(_) => {
+                    eprintln!("skipping the vvar.h check: no C compiler");
+                    return;
+                }
+            };
         assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
         let out = String::from_utf8(Command::new(&exe).output().unwrap().stdout).unwrap();
         use vvar::*;

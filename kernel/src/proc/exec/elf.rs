@@ -270,13 +270,8 @@ pub(super) fn load(dentry: &Arc<Dentry>, head: &[u8], bprm: &Binprm) -> Result<I
         .find(|p| p.p_offset(LE) <= program.phoff && program.phoff < p.p_offset(LE) + p.p_filesz(LE))
         .map_or(0, |p| program.phoff - p.p_offset(LE) + p.p_vaddr(LE))
         .wrapping_add(bias);
-    let aux = AuxValues {
-        vdso,
-        phdr,
-        phnum: program.phdrs.len() as u64,
-        base,
-        entry: bias.wrapping_add(program.entry),
-    };
+    let aux =
+        AuxValues { vdso, phdr, phnum: program.phdrs.len() as u64, base, entry: bias.wrapping_add(program.entry) };
     let stack_pointer = stack::build(&mut vm, bprm, &aux)?;
     Ok(Image { vm, entry, stack_pointer, exe: dentry.clone() })
 }
