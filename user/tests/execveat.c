@@ -45,6 +45,20 @@ static int helper(int argc, char **argv)
     for (char **e = environ; e && *e; e++)
         envc++;
     printf("  envc %d\n", envc);
+    /* Linux puts the strings end to end: argv, envp, then AT_EXECFN
+     * (programs that rewrite their title rely on it). */
+    const char *next = argv[0];
+    int contiguous = 1;
+    for (int i = 0; i < argc; i++) {
+        contiguous &= argv[i] == next;
+        next = argv[i] + strlen(argv[i]) + 1;
+    }
+    for (int i = 0; i < envc; i++) {
+        contiguous &= environ[i] == next;
+        next = environ[i] + strlen(environ[i]) + 1;
+    }
+    contiguous &= (const char *)getauxval(AT_EXECFN) == next;
+    printf("  strings end to end: %s\n", contiguous ? "yes" : "no");
     if (getenv("EXECVEAT_COMM")) {
         char comm[32] = "";
         int fd = open("/proc/self/comm", O_RDONLY);
