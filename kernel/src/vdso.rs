@@ -14,6 +14,8 @@
 //! sequence count: a writer makes it odd, updates, makes it even, and the
 //! vDSO retries a read that saw it odd or changed.
 
+use core::sync::atomic::{fence, Ordering};
+
 use kiln_util::vdso::{check_image, vvar};
 use linux_abi::errno::Errno;
 
@@ -63,12 +65,12 @@ fn build() -> Result<Vdso, &'static str> {
         hal::time::UserCpuId::Rdtscp => vvar::CPU_RDTSCP,
         hal::time::UserCpuId::Syscall => vvar::CPU_SYSCALL,
     };
-    data.atomic_u32(vvar::CPU_MODE).store(mode, core::sync::atomic::Ordering::Relaxed);
-    data.atomic_u64(vvar::TSC_EPOCH).store(hal::time::tsc_epoch(), core::sync::atomic::Ordering::Relaxed);
-    data.atomic_u64(vvar::TSC_MULT).store(hal::time::tsc_mult(), core::sync::atomic::Ordering::Relaxed);
+    data.atomic_u32(vvar::CPU_MODE).store(mode, Ordering::Relaxed);
+    data.atomic_u64(vvar::TSC_EPOCH).store(hal::time::tsc_epoch(), Ordering::Relaxed);
+    data.atomic_u64(vvar::TSC_MULT).store(hal::time::tsc_mult(), Ordering::Relaxed);
     let coarse = 1_000_000_000 / u64::from(crate::clock::HZ);
-    data.atomic_u64(vvar::COARSE_RES).store(coarse, core::sync::atomic::Ordering::Relaxed);
-    data.atomic_u32(vvar::CLOCK_MODE).store(vvar::CLOCK_TSC, core::sync::atomic::Ordering::Release);
+    data.atomic_u64(vvar::COARSE_RES).store(coarse, Ordering::Relaxed);
+    data.atomic_u32(vvar::CLOCK_MODE).store(vvar::CLOCK_TSC, Ordering::Release);
     let mut vvar_frames = alloc::vec::Vec::new();
     vvar_frames.try_reserve_exact(vvar::PAGES as usize).map_err(|_| "out of memory")?;
     vvar_frames.push(Some(data));
@@ -87,7 +89,6 @@ pub fn frames() -> usize {
 
 /// Publishes a new wall-clock offset (CLOCK_REALTIME - CLOCK_MONOTONIC).
 pub fn set_realtime_base(ns: u64) {
-    use core::sync::atomic::{fence, Ordering};
     let Some(v) = VDSO.get() else { return };
     let Some(Some(data)) = v.vvar.frames.first() else { return };
     let _writer = WRITER.lock();

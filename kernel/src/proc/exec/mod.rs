@@ -96,10 +96,9 @@ fn read_exact_or_eof(d: &Arc<Dentry>, offset: u64, buf: &mut [u8]) -> Result<usi
 pub fn load(file: Arc<Dentry>, mut bprm: Binprm) -> Result<(Image, Binprm), Errno> {
     stack::check_space(&bprm)?;
     let mut file = file;
-    for depth in 0.. {
-        if depth > shebang::MAX_NESTING {
-            return Err(Errno::ELOOP);
-        }
+    // The program itself, then up to MAX_NESTING interpreters; a chain
+    // that is still a script after that is ELOOP.
+    for _ in 0..=shebang::MAX_NESTING {
         let mut head = [0u8; shebang::BUF_SIZE];
         let n = read_exact_or_eof(&file, 0, &mut head)?;
         if head.starts_with(b"\x7fELF") {
@@ -109,5 +108,5 @@ pub fn load(file: Arc<Dentry>, mut bprm: Binprm) -> Result<(Image, Binprm), Errn
         let line = shebang::parse(&head[..n]).map_err(|_| Errno::ENOEXEC)?;
         file = script::rewrite(&mut bprm, &line)?;
     }
-    unreachable!("the loop returns")
+    Err(Errno::ELOOP)
 }

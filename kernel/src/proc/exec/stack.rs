@@ -117,7 +117,8 @@ pub(super) fn build(vm: &mut AddressSpace, bprm: &Binprm, aux: &AuxValues) -> Re
     let argc = bprm.argv.len() as u64;
     let items = argc + 1 + bprm.envp.len() as u64 + 1 + 1;
     let sp = (random_at - auxv.len() as u64 * 16 - items * 8) & !15;
-    if STACK_TOP - sp > STACK_SIZE / 2 {
+    // `check_space` keeps the strings within 6 MiB of the 8 MiB stack.
+    if STACK_TOP - sp > STACK_SIZE {
         return Err(Errno::E2BIG);
     }
 
