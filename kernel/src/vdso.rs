@@ -76,8 +76,8 @@ fn build() -> Result<Vdso, &'static str> {
     vvar_frames.push(Some(data));
     vvar_frames.resize_with(vvar::PAGES as usize, || None);
     Ok(Vdso {
-        vvar: SpecialMapping { name: "[vvar]", frames: vvar_frames, may_write: false, may_exec: false },
-        text: SpecialMapping { name: "[vdso]", frames: text, may_write: true, may_exec: true },
+        vvar: SpecialMapping { name: "[vvar]", frames: vvar_frames, may_write: false, may_exec: false, pfn_map: true },
+        text: SpecialMapping { name: "[vdso]", frames: text, may_write: true, may_exec: true, pfn_map: false },
     })
 }
 
@@ -116,6 +116,7 @@ pub fn map_into(vm: &mut AddressSpace) -> Result<Option<u64>, Errno> {
         backing: Backing::Special { mapping, first_index: 0 },
         kind: VmaKind::Normal,
         name: None,
+        flags: Default::default(),
     };
     vm.insert(area(start, &v.vvar, Prot { read: true, write: false, exec: false }))?;
     vm.insert(area(text_start, &v.text, Prot { read: true, write: false, exec: true }))?;

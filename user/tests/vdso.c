@@ -161,6 +161,12 @@ static void test_maps(void)
     check(strcmp(dp, "r--p") == 0, "[vvar] is r--p");
     EXPECT_ERR(EACCES, "mprotect([vvar], PROT_READ|PROT_WRITE)", mprotect((void *)ds, 4096, PROT_READ | PROT_WRITE));
     EXPECT_ERR(EACCES, "mprotect([vvar], PROT_READ|PROT_EXEC)", mprotect((void *)ds, 4096, PROT_READ | PROT_EXEC));
+    EXPECT_ERR(EINVAL, "madvise([vvar], MADV_DONTNEED)", madvise((void *)ds, de - ds, MADV_DONTNEED));
+    EXPECT_OK("madvise([vdso], MADV_DONTNEED)", madvise((void *)vs, ve - vs, MADV_DONTNEED));
+    struct timespec t;
+    check(vgettime(CLOCK_MONOTONIC, &t) == 0, "the vDSO works after MADV_DONTNEED");
+    unsigned char resident[16] = { 0 };
+    check(mincore((void *)vs, 4096, resident) == 0 && (resident[0] & 1), "mincore: the vDSO's first page is resident");
 }
 
 static void test_agreement(void)

@@ -225,6 +225,7 @@ pub(super) fn load(dentry: &Arc<Dentry>, head: &[u8], bprm: &Binprm) -> Result<I
         backing: Backing::Anonymous,
         kind: VmaKind::Stack,
         name: None,
+        flags: Default::default(),
     })?;
 
     let bias = match (program.e_type, &interpreter) {
