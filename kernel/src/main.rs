@@ -42,7 +42,7 @@ fn kmain(info: &'static hal::BootInfo) -> ! {
         info.cpu.brand_str()
     );
     sched::init();
-    vdso::init();
+    vdso::init(info.command_line());
     clock::init();
     console::init();
     syscall::init(info.command_line());

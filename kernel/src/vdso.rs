@@ -40,8 +40,13 @@ static WRITER: SpinLock<()> = SpinLock::new(());
 
 /// Copies the image into frames and fills the data page. Without memory or
 /// with a broken image processes simply get no vDSO, and their C library
-/// makes system calls instead.
-pub fn init() {
+/// makes system calls instead; `vdso=0` on the command line asks for
+/// that, as on Linux.
+pub fn init(cmdline: &str) {
+    if cmdline.split_whitespace().any(|w| w == "vdso=0") {
+        log::info!("vdso: disabled (vdso=0)");
+        return;
+    }
     match build() {
         Ok(v) => {
             VDSO.set(v);

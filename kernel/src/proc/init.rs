@@ -45,7 +45,7 @@ pub fn start(path: &str, argv: Vec<String>) -> Result<(), Errno> {
     let vm = Arc::new(Mutex::new(image.vm));
     let signals = SignalState::new(Arc::new(SpinLock::new(default_actions())));
     let p = Arc::new(Process::new(pid, Weak::new(), vm, SharedFdTable::new(files)?, signals));
-    *p.exe.lock() = image.exe.path();
+    *p.exe.lock() = image.exe;
     p.set_comm_from_path(path);
     *p.cmdline.lock() = argv;
     *p.environ.lock() = envp;

@@ -136,7 +136,6 @@ fn commit(ctx: &mut SyscallContext, image: exec::Image, bprm: Binprm) -> SysResu
     let p = ctx.process().clone();
     let cmdline = lossy(&bprm.argv)?;
     let environ = lossy(&bprm.envp)?;
-    let exe = image.exe.path();
     let new_vm = Arc::try_new(Mutex::new(image.vm)).map_err(|_| Errno::ENOMEM)?;
     end_other_threads(ctx)?;
     // This thread's robust list lives in the old image: walk it while that
@@ -172,7 +171,7 @@ fn commit(ctx: &mut SyscallContext, image: exec::Image, bprm: Binprm) -> SysResu
     // The command name is the basename of the name execve was given
     // (a script's own name, not its interpreter's).
     p.set_comm_from_path(&bprm.filename);
-    *p.exe.lock() = exe;
+    *p.exe.lock() = image.exe;
     *p.cmdline.lock() = cmdline;
     *p.environ.lock() = environ;
     crate::proc::timer::clear(&p);

@@ -165,11 +165,10 @@ fn pick_bias(vm: &AddressSpace, file: &ElfFile, hint: u64) -> Result<u64, Errno>
     Ok(start - low)
 }
 
-/// Maps every PT_LOAD of `file` at `bias`.
-fn map_segments(vm: &mut AddressSpace, file: &ElfFile, bias: u64) -> Result<Mapped, Errno> {
+/// Maps every PT_LOAD of `file` (whose path is `name`) at `bias`.
+fn map_segments(vm: &mut AddressSpace, file: &ElfFile, name: &str, bias: u64) -> Result<Mapped, Errno> {
     let inode = file.dentry.inode();
     let file_size = inode.metadata().size;
-    let name = file.dentry.path();
     let mut end = 0;
     for ph in file.loads() {
         let (vaddr, memsz, offset, filesz) = (ph.p_vaddr(LE), ph.p_memsz(LE), ph.p_offset(LE), ph.p_filesz(LE));
@@ -192,7 +191,7 @@ fn map_segments(vm: &mut AddressSpace, file: &ElfFile, bias: u64) -> Result<Mapp
         let prot = Prot { read: flags & elf::PF_R != 0, write: flags & elf::PF_W != 0, exec: flags & elf::PF_X != 0 };
         let backing = Backing::file(inode.clone(), offset - (va - start), Some(offset + filesz));
         vm.mmap(start, seg_end - start, prot, backing, true, false)?;
-        vm.set_name(start, &name);
+        vm.set_name(start, name);
         end = end.max(seg_end);
     }
     if end == 0 {
@@ -239,7 +238,8 @@ pub(super) fn load(dentry: &Arc<Dentry>, head: &[u8], bprm: &Binprm) -> Result<I
         }
         _ => 0,
     };
-    let main = map_segments(&mut vm, &program, bias)?;
+    let exe = dentry.path();
+    let main = map_segments(&mut vm, &program, &exe, bias)?;
     vm.set_brk_base(main.end);
 
     let (entry, base) = match &interpreter {
@@ -257,7 +257,7 @@ pub(super) fn load(dentry: &Arc<Dentry>, head: &[u8], bprm: &Binprm) -> Result<I
                     pick_bias(&vm, interp, first)?
                 }
             };
-            let mapped = map_segments(&mut vm, interp, bias)?;
+            let mapped = map_segments(&mut vm, interp, &interp.dentry.path(), bias)?;
             let base = if interp.e_type == elf::ET_DYN { mapped.bias } else { 0 };
             (mapped.bias.wrapping_add(interp.entry), base)
         }
@@ -274,5 +274,5 @@ pub(super) fn load(dentry: &Arc<Dentry>, head: &[u8], bprm: &Binprm) -> Result<I
     let aux =
         AuxValues { vdso, phdr, phnum: program.phdrs.len() as u64, base, entry: bias.wrapping_add(program.entry) };
     let stack_pointer = stack::build(&mut vm, bprm, &aux)?;
-    Ok(Image { vm, entry, stack_pointer, exe: dentry.clone() })
+    Ok(Image { vm, entry, stack_pointer, exe })
 }

@@ -53,8 +53,9 @@ pub struct Image {
     pub vm: AddressSpace,
     pub entry: u64,
     pub stack_pointer: u64,
-    /// The file finally run (a script's interpreter): /proc/<pid>/exe.
-    pub exe: Arc<Dentry>,
+    /// The path of the file finally run (a script's interpreter):
+    /// /proc/<pid>/exe.
+    pub exe: String,
 }
 
 /// Linux's open_exec checks on a looked-up file: only a regular file on a
