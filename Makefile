@@ -9,7 +9,10 @@ DEPS := scripts/deps.sh
 
 # `make run` knobs: SMP (CPUs, default 2), CMDLINE (kernel command line),
 # QEMU_EXTRA (more QEMU arguments), EXTRA (a host directory copied into the
-# root file system), CMD (a command run under `sh -c`; its status ends QEMU).
+# root file system), CMD (a command run under `sh -c`; its status ends QEMU),
+# ROOT (`debian` boots the root `make rootfs` builds), MEM (guest memory,
+# QEMU's -m syntax; default 512M, or 2G with ROOT=debian).
+# `make rootfs` knob: ROOTFS_PACKAGES (the Debian packages to put in).
 #
 # `make test` has its own CPU counts per stage (-smp 1, and 2 and 4 for
 # the SMP stage); only an SMP given by the user (command line or
@@ -23,10 +26,14 @@ CMDLINE ?=
 QEMU_EXTRA ?=
 EXTRA ?=
 CMD ?=
-export SMP CMDLINE QEMU_EXTRA EXTRA CMD
+ROOT ?=
+MEM ?=
+ROOTFS_PACKAGES ?=
+VIA_LDSO ?=
+export SMP CMDLINE QEMU_EXTRA EXTRA CMD ROOT MEM ROOTFS_PACKAGES VIA_LDSO
 
 .DEFAULT_GOAL := run
-.PHONY: run test test-smp iso build bench clean fmt clippy deps
+.PHONY: run test test-smp iso build bench clean fmt clippy deps rootfs
 
 deps:
 	@$(DEPS)
@@ -45,6 +52,11 @@ test:
 test-smp:
 	@$(DEPS)
 	@$(XTASK) test-smp $(TEST_SMP)
+
+# A Debian root from Debian's packages, cached under build/debian.
+rootfs:
+	@$(DEPS)
+	@$(XTASK) rootfs
 
 iso:
 	@$(DEPS)

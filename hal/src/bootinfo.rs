@@ -8,11 +8,14 @@
 use kiln_util::memmap::MemoryMap;
 use kiln_util::{multiboot2, pvh};
 
-use crate::mm::PhysAddr;
+use core::sync::atomic::{AtomicU32, Ordering};
+
+use crate::mm::{PhysAddr, DIRECT_MAP_BASE, PAGE_SIZE};
 use crate::sync::Once;
 
 const CMDLINE_MAX: usize = 1024;
 pub const MAX_MODULES: usize = 8;
+const _: () = assert!(MAX_MODULES <= 32, "TAKEN has one bit per module");
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BootLoader {
@@ -24,19 +27,87 @@ pub enum BootLoader {
 pub struct BootModule {
     pub start: PhysAddr,
     pub len: u64,
+    /// Whether the firmware listed the module's memory as usable RAM,
+    /// so its frames may go to the frame allocator once it is read.
+    in_ram: bool,
 }
 
-impl BootModule {
-    /// The module's contents (the initramfs), which stay reserved and
-    /// unmodified for the life of the kernel.
-    pub fn bytes(&self) -> &'static [u8] {
-        if self.len == 0 {
+/// Which modules have been taken (bit i for module i): each is handed
+/// out once, so no one else can hold its bytes when its frames are freed.
+static TAKEN: AtomicU32 = AtomicU32::new(0);
+
+/// A boot module's contents, owned by whoever took it. Its bytes are read
+/// front to back; [`TakenModule::consume`] gives the frames behind the
+/// read position back to the frame allocator, and dropping it gives back
+/// the rest, so an initramfs's memory is free again once it is unpacked
+/// (and partly free while it is).
+pub struct TakenModule {
+    start: PhysAddr,
+    len: u64,
+    /// Bytes consumed from the front.
+    pos: u64,
+    /// End of the frames given back so far (physical), or `start` when
+    /// the module's memory is not RAM the allocator may have.
+    released: u64,
+    in_ram: bool,
+}
+
+impl TakenModule {
+    /// Total length of the module.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bytes consumed so far.
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+
+    /// The bytes not consumed yet.
+    pub fn rest(&self) -> &[u8] {
+        let n = (self.len - self.pos) as usize;
+        if n == 0 {
             return &[];
         }
-        // SAFETY: the module's frames are reserved from the allocator at
-        // boot (`reserve_boot_ranges`) and never freed or written, and the
-        // direct map covers all RAM.
-        unsafe { core::slice::from_raw_parts(self.start.to_virt() as *const u8, self.len as usize) }
+        // SAFETY: the module's frames were reserved at boot and, from
+        // `pos` on, not given back yet (`consume` frees only frames wholly
+        // before `pos`); this value is the module's only owner (`take`
+        // hands each module out once), and the slice borrows it, so the
+        // frames cannot be freed while the slice lives. The direct map
+        // covers all RAM.
+        unsafe { core::slice::from_raw_parts((self.start.0 + self.pos + DIRECT_MAP_BASE) as *const u8, n) }
+    }
+
+    /// Marks `n` more bytes consumed and gives back every frame that now
+    /// lies wholly before the read position.
+    pub fn consume(&mut self, n: usize) {
+        self.pos = (self.pos + n as u64).min(self.len);
+        self.release_upto(self.start.0 + self.pos);
+    }
+
+    fn release_upto(&mut self, end: u64) {
+        if !self.in_ram {
+            return;
+        }
+        // Only frames wholly inside the module: an edge frame may hold
+        // loader data beside it.
+        let first = self.released.next_multiple_of(PAGE_SIZE);
+        let last = end / PAGE_SIZE * PAGE_SIZE;
+        if last > first {
+            crate::mm::give_boot_frames(PhysAddr(first), (last - first) / PAGE_SIZE);
+            self.released = last;
+        }
+    }
+}
+
+impl Drop for TakenModule {
+    fn drop(&mut self) {
+        self.pos = self.len;
+        self.release_upto(self.start.0 + self.len);
     }
 }
 
@@ -68,6 +139,17 @@ impl BootInfo {
 
     pub fn modules(&self) -> &[BootModule] {
         &self.modules[..self.module_count]
+    }
+
+    /// Takes module `index` (the first is the initramfs), once: a second
+    /// call, or a bad index, gives `None`.
+    pub fn take_module(&self, index: usize) -> Option<TakenModule> {
+        let m = *self.modules().get(index)?;
+        let bit = 1u32 << index;
+        if TAKEN.fetch_or(bit, Ordering::AcqRel) & bit != 0 {
+            return None;
+        }
+        Some(TakenModule { start: m.start, len: m.len, pos: 0, released: m.start.0, in_ram: m.in_ram })
     }
 }
 
@@ -136,8 +218,11 @@ pub(crate) fn collect(magic: u32, info_paddr: u64, boot_tsc: u64) -> BootInfo {
         info.loader = BootLoader::Multiboot2;
         mb.memory_map(&mut info.memory_map).expect("multiboot2 memory map");
         for m in mb.modules().take(MAX_MODULES) {
-            info.modules[info.module_count] =
-                BootModule { start: PhysAddr(u64::from(m.start)), len: u64::from(m.end.saturating_sub(m.start)) };
+            info.modules[info.module_count] = BootModule {
+                start: PhysAddr(u64::from(m.start)),
+                len: u64::from(m.end.saturating_sub(m.start)),
+                in_ram: false,
+            };
             info.module_count += 1;
         }
         info.acpi = crate::acpi::read_facts(
@@ -158,7 +243,7 @@ pub(crate) fn collect(magic: u32, info_paddr: u64, boot_tsc: u64) -> BootInfo {
         for i in 0..(start.nr_modules as usize).min(MAX_MODULES) {
             let raw = phys_bytes(start.modlist_paddr + (i * pvh::MODLIST_ENTRY_SIZE) as u64, pvh::MODLIST_ENTRY_SIZE);
             if let Some(m) = pvh::parse_module(raw) {
-                info.modules[info.module_count] = BootModule { start: PhysAddr(m.paddr), len: m.size };
+                info.modules[info.module_count] = BootModule { start: PhysAddr(m.paddr), len: m.size, in_ram: false };
                 info.module_count += 1;
             }
         }
@@ -175,7 +260,13 @@ pub(crate) fn collect(magic: u32, info_paddr: u64, boot_tsc: u64) -> BootInfo {
     info.memory_map.normalize();
     // The kernel image, from 1 MiB up: the loader put it in usable RAM.
     let _ = info.memory_map.reserve(0x10_0000, info.kernel_end.0);
-    // Modules (the initramfs) stay where the loader put them.
+    // Modules (the initramfs) stay where the loader put them until the
+    // kernel has read them; only those in usable RAM may be freed then.
+    for i in 0..info.module_count {
+        let m = info.modules[i];
+        let end = m.start.0.saturating_add(m.len);
+        info.modules[i].in_ram = info.memory_map.usable_pages().any(|r| r.start <= m.start.0 && end <= r.end);
+    }
     for m in &info.modules[..info.module_count] {
         let _ = info.memory_map.reserve(m.start.0, m.start.0 + m.len);
     }

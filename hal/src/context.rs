@@ -24,6 +24,13 @@ const SLOT_WORDS: usize = 256;
 const MAX_STACKS: usize = SLOT_WORDS * 64;
 
 static SLOTS: SpinLock<[u64; SLOT_WORDS]> = SpinLock::new([0; SLOT_WORDS]);
+/// Kernel stacks mapped now (for /proc/meminfo's KernelStack).
+static LIVE_STACKS: AtomicU64 = AtomicU64::new(0);
+
+/// Bytes of kernel stack mapped now.
+pub fn kernel_stack_bytes() -> u64 {
+    LIVE_STACKS.load(Ordering::Relaxed) * STACK_SIZE
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OutOfMemory;
@@ -50,6 +57,7 @@ impl KernelStack {
             core::mem::forget(stack);
             return Err(OutOfMemory);
         }
+        LIVE_STACKS.fetch_add(1, Ordering::Relaxed);
         Ok(stack)
     }
 
@@ -73,6 +81,7 @@ impl KernelStack {
 impl Drop for KernelStack {
     fn drop(&mut self) {
         paging::unmap_kernel_range(self.bottom(), STACK_SIZE / PAGE_SIZE);
+        LIVE_STACKS.fetch_sub(1, Ordering::Relaxed);
         SLOTS.lock()[self.slot / 64] &= !(1 << (self.slot % 64));
     }
 }

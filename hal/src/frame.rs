@@ -27,7 +27,9 @@ pub fn live_user_frames() -> usize {
 pub(crate) fn init() {
     let frames = mm::total_frame_count() as usize;
     let mut counts = Vec::new();
-    counts.reserve_exact(frames);
+    if counts.try_reserve_exact(frames).is_err() {
+        crate::boot_out_of_memory("the frame reference table");
+    }
     counts.resize_with(frames, || AtomicU32::new(0));
     REF_COUNTS.set(counts);
 }
@@ -49,7 +51,7 @@ pub struct UserFrame {
 impl UserFrame {
     /// A fresh zero-filled frame with one reference.
     pub fn alloc_zeroed() -> Result<UserFrame, OutOfMemory> {
-        let paddr = mm::alloc_frame_zeroed().ok_or(OutOfMemory)?;
+        let paddr = mm::alloc_user_frame_zeroed().ok_or(OutOfMemory)?;
         count_of(paddr).store(1, Ordering::Release);
         LIVE.fetch_add(1, Ordering::Relaxed);
         Ok(UserFrame { paddr })
@@ -57,7 +59,7 @@ impl UserFrame {
 
     /// A fresh frame holding a copy of `self`.
     pub fn duplicate(&self) -> Result<UserFrame, OutOfMemory> {
-        let paddr = mm::alloc_frame_zeroed().ok_or(OutOfMemory)?;
+        let paddr = mm::alloc_user_frame_zeroed().ok_or(OutOfMemory)?;
         count_of(paddr).store(1, Ordering::Release);
         LIVE.fetch_add(1, Ordering::Relaxed);
         // SAFETY: both frames are user-data frames owned through handles

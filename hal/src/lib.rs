@@ -41,7 +41,7 @@ pub mod user;
 
 pub mod bootinfo;
 
-pub use bootinfo::{BootInfo, BootLoader, BootModule};
+pub use bootinfo::{BootInfo, BootLoader, BootModule, TakenModule};
 
 /// Declares the kernel's entry point: `fn(&'static BootInfo) -> !`, called
 /// on a guarded kernel stack once the hardware layer is up.
@@ -64,6 +64,16 @@ pub fn boot_info() -> &'static BootInfo {
 
 extern "Rust" {
     fn __kiln_kernel_main(info: &'static BootInfo) -> !;
+}
+
+/// Ends a boot that cannot go on for want of memory, with a message
+/// saying what could not be had, and powers off: a machine too small to
+/// boot is a user's configuration, not a kernel bug to panic over.
+pub fn boot_out_of_memory(what: &str) -> ! {
+    serial::write_bytes(b"\nkiln: cannot boot: no memory for ");
+    serial::write_bytes(what.as_bytes());
+    serial::write_bytes(b" (give the machine more memory); power off\n");
+    qemu::exit_failure()
 }
 
 /// Rust entry from `boot.rs`, still on the boot stack and boot page tables.
@@ -101,7 +111,7 @@ extern "C" fn hal_start(magic: u32, info_paddr: u32) -> ! {
     bootinfo::finish(info, cpu, tsc_hz, apic_hz, x2apic);
 
     // Leave the unguarded boot stack for a guarded one, for good.
-    let stack = context::KernelStack::new().expect("no memory for the first kernel stack");
+    let stack = context::KernelStack::new().unwrap_or_else(|_| boot_out_of_memory("the first kernel stack"));
     let first = context::Context::new(&stack, run_kernel_main, 0);
     core::mem::forget(stack);
     let boot = context::Context::empty();

@@ -8,6 +8,8 @@
 use kiln_util::frames::FrameBitmap;
 use kiln_util::memmap::MemoryMap;
 
+use core::sync::atomic::{AtomicU64, Ordering};
+
 use crate::sync::SpinLock;
 
 pub const PAGE_SIZE: u64 = 4096;
@@ -40,6 +42,10 @@ pub fn virt_to_phys(vaddr: u64) -> Option<PhysAddr> {
 
 static FRAMES: SpinLock<Option<FrameBitmap<'static>>> = SpinLock::new(None);
 
+/// Frames the allocator manages: the usable RAM free at boot, plus boot
+/// modules' frames given to it later (Linux's MemTotal).
+static MANAGED: AtomicU64 = AtomicU64::new(0);
+
 /// Builds the frame allocator from the normalized memory map. The bitmap
 /// takes frames from the first usable region big enough to hold it; those
 /// frames and everything in `reserved` (kernel image, boot data) are marked
@@ -52,7 +58,7 @@ pub(crate) fn init_frames(map: &MemoryMap) {
     let home = map
         .usable_pages()
         .find(|r| r.start >= 0x10_0000 && r.end - r.start >= bytes && r.end <= 0x1_0000_0000)
-        .expect("no usable memory region can hold the frame bitmap");
+        .unwrap_or_else(|| crate::boot_out_of_memory("the frame bitmap"));
     let bits = bitmap_storage(PhysAddr(home.start), words);
     let mut frames = FrameBitmap::new(bits, frame_count).expect("frame bitmap too small");
     for region in map.usable_pages() {
@@ -63,6 +69,7 @@ pub(crate) fn init_frames(map: &MemoryMap) {
         }
     }
     frames.mark_used_range(home.start, home.start + bytes);
+    MANAGED.store(frames.free_frames(), Ordering::Relaxed);
     *FRAMES.lock() = Some(frames);
 }
 
@@ -86,13 +93,54 @@ pub fn memory_map() -> &'static MemoryMap {
 /// Marks a physical range used (the kernel image, boot modules).
 pub(crate) fn reserve_range(start: u64, end: u64) {
     if let Some(frames) = FRAMES.lock().as_mut() {
+        let before = frames.free_frames();
         frames.mark_used_range(start, end);
+        MANAGED.fetch_sub(before - frames.free_frames(), Ordering::Relaxed);
+    }
+}
+
+/// Hands `count` frames of a boot module, now read, to the allocator.
+pub(crate) fn give_boot_frames(first: PhysAddr, count: u64) {
+    if let Some(frames) = FRAMES.lock().as_mut() {
+        match frames.free_contiguous(first.0, count) {
+            Ok(()) => {
+                MANAGED.fetch_add(count, Ordering::Relaxed);
+            }
+            Err(e) => log::error!("cannot free boot frames at {:#x}: {e:?}", first.0),
+        }
     }
 }
 
 /// One 4 KiB frame, zero-filled, or `None` when memory is exhausted.
 pub fn alloc_frame_zeroed() -> Option<PhysAddr> {
     let frame = FRAMES.lock().as_mut()?.alloc().map(PhysAddr)?;
+    zero_frames(frame, 1);
+    Some(frame)
+}
+
+/// Frames user memory (process pages, tmpfs data) may not take, so the
+/// kernel's own allocations (heap, page tables, stacks), many of which
+/// cannot wait, are still met when user memory has taken everything else:
+/// memory pressure from programs then ends at the OOM killer, not at a
+/// kernel allocation failing. 1/512 of memory, between 1 and 16 MiB (1 MiB
+/// at 512 MiB, 4 MiB at 2 GiB), below Linux's min_free_kbytes (2.8 MiB at
+/// 512 MiB).
+pub fn kernel_reserve_frames() -> u64 {
+    (MANAGED.load(Ordering::Relaxed) / 512).clamp(256, 4096)
+}
+
+/// A zero-filled frame for user memory, or `None` when taking it would
+/// dip into [`kernel_reserve_frames`].
+pub fn alloc_user_frame_zeroed() -> Option<PhysAddr> {
+    let reserve = kernel_reserve_frames();
+    let frame = {
+        let mut frames = FRAMES.lock();
+        let frames = frames.as_mut()?;
+        if frames.free_frames() <= reserve {
+            return None;
+        }
+        frames.alloc().map(PhysAddr)?
+    };
     zero_frames(frame, 1);
     Some(frame)
 }
@@ -118,6 +166,11 @@ pub fn free_contiguous(frame: PhysAddr, count: u64) {
 
 pub fn free_frame_count() -> u64 {
     FRAMES.lock().as_ref().map_or(0, |f| f.free_frames())
+}
+
+/// Frames of RAM the allocator manages (free or handed out): MemTotal.
+pub fn managed_frame_count() -> u64 {
+    MANAGED.load(Ordering::Relaxed)
 }
 
 pub fn total_frame_count() -> u64 {

@@ -184,7 +184,7 @@ pub fn kernel_sections() -> KernelSections {
 
 /// Builds the kernel address space and switches to it.
 pub(crate) fn init_kernel_space(phys_limit: u64) {
-    let root = mm::alloc_frame_zeroed().expect("no memory for the kernel page tables");
+    let root = mm::alloc_frame_zeroed().unwrap_or_else(|| crate::boot_out_of_memory("the kernel page tables"));
 
     // Direct map: everything below max(4 GiB, end of RAM). The last 256 MiB
     // below 4 GiB hold the local and IO APICs and other MMIO: uncached.
@@ -195,7 +195,8 @@ pub(crate) fn init_kernel_space(phys_limit: u64) {
         if (0xF000_0000..0x1_0000_0000).contains(&pa) {
             flags |= NO_CACHE | WRITE_THROUGH;
         }
-        map_huge_2m(root, DIRECT_MAP_BASE + pa, PhysAddr(pa), flags).expect("direct map");
+        map_huge_2m(root, DIRECT_MAP_BASE + pa, PhysAddr(pa), flags)
+            .unwrap_or_else(|_| crate::boot_out_of_memory("the direct map's page tables"));
         pa += 0x20_0000;
     }
 
@@ -205,7 +206,8 @@ pub(crate) fn init_kernel_space(phys_limit: u64) {
     for ((start, end), flags) in sections {
         let mut va = start;
         while va < end {
-            map_page(root, va, PhysAddr(va - KERNEL_VMA), flags).expect("kernel image map");
+            map_page(root, va, PhysAddr(va - KERNEL_VMA), flags)
+                .unwrap_or_else(|_| crate::boot_out_of_memory("the kernel image's page tables"));
             va += PAGE_SIZE;
         }
     }
@@ -214,7 +216,7 @@ pub(crate) fn init_kernel_space(phys_limit: u64) {
     // later can share them by copying the top level once.
     for idx in 256..512 {
         if read_entry(root, idx) & PRESENT == 0 {
-            let frame = mm::alloc_frame_zeroed().expect("kernel PML4 entries");
+            let frame = mm::alloc_frame_zeroed().unwrap_or_else(|| crate::boot_out_of_memory("the kernel's page tables"));
             write_entry(root, idx, frame.0 | PRESENT | WRITABLE);
         }
     }

@@ -16,6 +16,7 @@ extern crate alloc;
 mod banner;
 mod clock;
 mod console;
+mod cred;
 mod dev;
 mod event;
 mod fs;
@@ -58,8 +59,8 @@ fn kmain(info: &'static hal::BootInfo) -> ! {
         );
         run(info);
     });
-    if let Err(e) = booted {
-        panic!("cannot start the first kernel thread: {e:?}");
+    if booted.is_err() {
+        hal::boot_out_of_memory("the first kernel thread");
     }
     // The boot context becomes this CPU's idle loop.
     sched::idle_loop()
@@ -92,7 +93,9 @@ fn run(info: &'static hal::BootInfo) {
 
 #[cfg(not(feature = "ktest"))]
 fn run(info: &'static hal::BootInfo) {
-    fs::init(info.modules().first().map(|m| m.bytes()));
+    if let Err(e) = fs::init(info.take_module(0)) {
+        report_bad_initramfs(&e);
+    }
     match init_command(info.command_line()) {
         Some((path, argv)) => {
             // An interactive shell (no arguments) gets the machine report
@@ -115,6 +118,29 @@ fn run(info: &'static hal::BootInfo) {
         }
         None => banner::run(info),
     }
+}
+
+/// Says why the root could not be unpacked, in terms a user can act on,
+/// and powers off: there is nothing to run.
+#[cfg(not(feature = "ktest"))]
+fn report_bad_initramfs(e: &fs::initramfs::UnpackError) -> ! {
+    use core::fmt::Write;
+    let mut out = hal::serial::Console;
+    let _ = writeln!(out, "\nkiln: cannot unpack the initramfs: {e}");
+    if e.out_of_memory() {
+        // The root's size is half of memory as tmpfs counts it (Linux's
+        // default for a tmpfs root).
+        let total_mib = hal::mm::total_frame_count() * 4 / 1024;
+        let stats = fs::dentry::root().inode().fs_stats();
+        let _ = writeln!(
+            out,
+            "kiln: the root file system may hold half of memory ({} of {total_mib} MiB); \
+             boot with more memory (make run MEM=...)",
+            (stats.blocks * stats.block_size) >> 20
+        );
+    }
+    let _ = writeln!(out, "kiln: power off");
+    hal::qemu::exit_failure()
 }
 
 /// Splits a command line into words; double quotes group words (as

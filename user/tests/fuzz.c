@@ -9,6 +9,10 @@
  * none of the paths or descriptors a child can name is an executable
  * program or script, so they can only fail.
  * A child that blocks (a read, a futex, a pause) is killed after 500 ms.
+ * A quarter of the calls are credential calls (set*id, groups, capget and
+ * capset, the capability prctls, access) with plausible ids and headers,
+ * and every other child first becomes an unprivileged user, so the
+ * permission checks get fuzzed too; the parent stays root throughout.
  * setpriority and the scheduling calls are made on the child itself only
  * (random nice values and policies, real-time ones included), and two
  * children end in a SCHED_FIFO busy loop on the parent's CPU: real-time
@@ -90,6 +94,47 @@ static long arg(void)
     }
 }
 
+/* An id a credential call might be given. */
+static long an_id(void)
+{
+    static const long ids[] = { 0, 1, 50, 1000, 1001, 65534, -1, 0x7fffffff };
+    return (next() % 5 == 0) ? (long)next() : ids[next() % (sizeof ids / sizeof ids[0])];
+}
+
+/* A credential call with arguments close enough to valid to get past the
+ * first checks. */
+static void cred_call(void)
+{
+    static const long prctls[] = { 3, 4, 7, 8, 23, 24, 27, 28, 38, 39, 47 };
+    static const uint32_t versions[] = { 0x19980330, 0x20071026, 0x20080522, 0 };
+    uint32_t *hdr = (uint32_t *)scratch;
+    switch (next() % 16) {
+    case 0: syscall(SYS_setuid, an_id()); break;
+    case 1: syscall(SYS_setgid, an_id()); break;
+    case 2: syscall(SYS_setreuid, an_id(), an_id()); break;
+    case 3: syscall(SYS_setregid, an_id(), an_id()); break;
+    case 4: syscall(SYS_setresuid, an_id(), an_id(), an_id()); break;
+    case 5: syscall(SYS_setresgid, an_id(), an_id(), an_id()); break;
+    case 6: syscall(SYS_setfsuid, an_id()); break;
+    case 7: syscall(SYS_setfsgid, an_id()); break;
+    case 8: syscall(SYS_setgroups, (long)(next() % 8) - 1, arg()); break;
+    case 9: syscall(SYS_getgroups, (long)(next() % 8) - 1, arg()); break;
+    case 10: syscall(next() % 2 ? SYS_getresuid : SYS_getresgid, arg(), arg(), arg()); break;
+    case 11:
+    case 12:
+        hdr[0] = versions[next() % 4];
+        hdr[1] = (uint32_t)(next() % 3 == 0 ? (long)getpid() : (long)(next() % 3) - 1);
+        syscall(next() % 2 ? SYS_capget : SYS_capset, next() % 8 ? (long)hdr : arg(),
+                next() % 8 ? (long)(scratch + 8) : arg());
+        break;
+    case 13:
+    case 14: syscall(SYS_prctl, prctls[next() % (sizeof prctls / sizeof prctls[0])], (long)(next() % 44) - 1,
+                     (long)(next() % 44) - 1, next() % 4 ? 0 : arg(), next() % 4 ? 0 : arg());
+        break;
+    default: syscall(SYS_faccessat2, AT_FDCWD, paths[next() % NPATHS], (long)(next() % 9), (long)(next() % 2) << 9);
+    }
+}
+
 /* A scheduling call on the child itself, with random values. */
 static void sched_self(void)
 {
@@ -116,7 +161,15 @@ static void child(uint64_t seed, int spin_fifo)
         dup2(null, fd);
     if (chdir("/tmp/fuzz") != 0)
         _exit(100);
+    /* Every other child runs as a user of its own (not the two that end
+     * spinning as SCHED_FIFO, which needs root). */
+    if (seed % 2 && !spin_fifo && setresuid(1000 + (uid_t)(seed % 7), 1000 + (uid_t)(seed % 7), 1000 + (uid_t)(seed % 7)) != 0)
+        _exit(101);
     for (int i = 0; i < CALLS; i++) {
+        if (next() % 4 == 0 && !spin_fifo) {
+            cred_call();
+            continue;
+        }
         long nr = (long)(next() % 450);
         if (excluded(nr))
             continue;
@@ -197,7 +250,8 @@ int main(void)
     check(m != MAP_FAILED && munmap(m + 4096, 4096) == 0, "scratch page with a guard page after it");
     scratch = m;
     cleanup();
-    check(mkdir("/tmp/fuzz", 0755) == 0, "mkdir /tmp/fuzz");
+    /* Sticky and world-writable, so the unprivileged children can work there. */
+    check(mkdir("/tmp/fuzz", 0755) == 0 && chmod("/tmp/fuzz", 01777) == 0, "mkdir /tmp/fuzz");
     int exited = 0, signaled = 0, timeouts = 0, lost = 0;
     for (int c = 0; c < CHILDREN; c++) {
         int timed_out = 0;

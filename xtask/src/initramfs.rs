@@ -46,35 +46,49 @@ fn collect(dir: &Path, prefix: &str, out: &mut Vec<Entry>) -> Result<()> {
     Ok(())
 }
 
-fn push_header(out: &mut Vec<u8>, name: &str, mode: u32, ino: u32, mtime: u32, size: usize) {
-    let header = format!(
-        "070701{ino:08x}{mode:08x}{:08x}{:08x}{:08x}{mtime:08x}{size:08x}{:08x}{:08x}{:08x}{:08x}{:08x}{:08x}",
-        0,
-        0,
-        1,
-        0,
-        0,
-        0,
-        0,
-        name.len() + 1,
-        0
-    );
-    out.extend_from_slice(header.as_bytes());
-    out.extend_from_slice(name.as_bytes());
-    out.push(0);
-    while !out.len().is_multiple_of(4) {
-        out.push(0);
+/// A writer that counts bytes, for the 4-byte padding newc needs.
+struct Counted<W: Write> {
+    inner: W,
+    written: u64,
+}
+
+impl<W: Write> Counted<W> {
+    fn put(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.inner.write_all(bytes)?;
+        self.written += bytes.len() as u64;
+        Ok(())
+    }
+
+    fn pad4(&mut self) -> std::io::Result<()> {
+        let pad = (4 - self.written % 4) % 4;
+        self.put(&[0u8; 3][..pad as usize])
+    }
+
+    fn header(&mut self, name: &str, mode: u32, ino: u32, mtime: u32, size: u64) -> std::io::Result<()> {
+        let size = u32::try_from(size).map_err(|_| std::io::Error::other(format!("{name}: larger than 4 GiB")))?;
+        let header = format!(
+            "070701{ino:08x}{mode:08x}{:08x}{:08x}{:08x}{mtime:08x}{size:08x}{:08x}{:08x}{:08x}{:08x}{:08x}{:08x}",
+            0,
+            0,
+            1,
+            0,
+            0,
+            0,
+            0,
+            name.len() + 1,
+            0
+        );
+        self.put(header.as_bytes())?;
+        self.put(name.as_bytes())?;
+        self.put(&[0])?;
+        self.pad4()
     }
 }
 
-fn pad4(out: &mut Vec<u8>) {
-    while !out.len().is_multiple_of(4) {
-        out.push(0);
-    }
-}
-
-/// Writes a newc archive of `dirs` (archive path prefix, host folder).
-pub fn cpio(dirs: &[(&str, &Path)]) -> Result<Vec<u8>> {
+/// Writes a newc archive of `dirs` (archive path prefix, host folder) to
+/// `out`, one file at a time: a root of hundreds of megabytes is never
+/// held in memory.
+pub fn write_cpio<W: Write>(dirs: &[(&str, &Path)], out: W) -> Result<W> {
     let mut entries = Vec::new();
     for (prefix, dir) in dirs {
         if !prefix.is_empty() {
@@ -93,7 +107,8 @@ pub fn cpio(dirs: &[(&str, &Path)]) -> Result<Vec<u8>> {
             keep.insert(e.name.as_str(), i);
         }
     }
-    let mut out = Vec::new();
+    let mut out = Counted { inner: out, written: 0 };
+    let io = |e: std::io::Error| format!("write the archive: {e}");
     for (i, e) in entries.iter().enumerate().filter(|(i, e)| keep[e.name.as_str()] == *i) {
         let meta = fs::symlink_metadata(&e.source).map_err(|err| format!("stat {}: {err}", e.source.display()))?;
         let ino = i as u32 + 1;
@@ -102,21 +117,46 @@ pub fn cpio(dirs: &[(&str, &Path)]) -> Result<Vec<u8>> {
         if meta.file_type().is_symlink() {
             let target = fs::read_link(&e.source).map_err(|err| format!("readlink {}: {err}", e.source.display()))?;
             let t = target.to_string_lossy().into_owned();
-            push_header(&mut out, &e.name, mode, ino, mtime, t.len());
-            out.extend_from_slice(t.as_bytes());
+            out.header(&e.name, mode, ino, mtime, t.len() as u64).map_err(io)?;
+            out.put(t.as_bytes()).map_err(io)?;
         } else if meta.is_dir() {
-            push_header(&mut out, &e.name, mode, ino, mtime, 0);
+            out.header(&e.name, mode, ino, mtime, 0).map_err(io)?;
         } else if meta.is_file() {
-            let data = fs::read(&e.source).map_err(|err| format!("read {}: {err}", e.source.display()))?;
-            push_header(&mut out, &e.name, mode, ino, mtime, data.len());
-            out.extend_from_slice(&data);
+            let mut file = fs::File::open(&e.source).map_err(|err| format!("open {}: {err}", e.source.display()))?;
+            out.header(&e.name, mode, ino, mtime, meta.len()).map_err(io)?;
+            let copied = std::io::copy(&mut file, &mut out.inner).map_err(io)?;
+            if copied != meta.len() {
+                return Err(format!("{} changed size while being archived", e.source.display()));
+            }
+            out.written += copied;
         } else {
             continue;
         }
-        pad4(&mut out);
+        out.pad4().map_err(io)?;
     }
-    push_header(&mut out, "TRAILER!!!", 0, 0, 0, 0);
-    Ok(out)
+    out.header("TRAILER!!!", 0, 0, 0, 0).map_err(io)?;
+    Ok(out.inner)
+}
+
+/// Writes a newc archive of `dirs` into memory.
+pub fn cpio(dirs: &[(&str, &Path)]) -> Result<Vec<u8>> {
+    write_cpio(dirs, Vec::new())
+}
+
+/// Writes the newc archive of `dirs` to `path`, uncompressed.
+pub fn write_plain(dirs: &[(&str, &Path)], path: &Path) -> Result<()> {
+    let file = fs::File::create(path).map_err(|e| format!("create {}: {e}", path.display()))?;
+    let mut out = write_cpio(dirs, std::io::BufWriter::new(file))?;
+    out.flush().map_err(|e| format!("write {}: {e}", path.display()))
+}
+
+/// Writes the gzip'd newc archive of `dirs` to `path`.
+pub fn write_gz(dirs: &[(&str, &Path)], path: &Path) -> Result<()> {
+    let file = fs::File::create(path).map_err(|e| format!("create {}: {e}", path.display()))?;
+    let gz = flate2::write::GzEncoder::new(std::io::BufWriter::new(file), flate2::Compression::fast());
+    let gz = write_cpio(dirs, gz)?;
+    let mut file = gz.finish().map_err(|e| format!("write {}: {e}", path.display()))?;
+    file.flush().map_err(|e| format!("write {}: {e}", path.display()))
 }
 
 /// The busybox binary the userland comes from (Debian's busybox-static).
@@ -143,8 +183,6 @@ pub fn base_rootfs(out_dir: &Path) -> Result<PathBuf> {
         }
     }
     let files = [
-        ("etc/passwd", "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n"),
-        ("etc/group", "root:x:0:\nnogroup:x:65534:\n"),
         ("etc/hostname", "kiln\n"),
         ("etc/profile", "export PS1='kiln:\\w# '\nexport PATH=/sbin:/bin:/usr/sbin:/usr/bin\n"),
     ];
@@ -160,10 +198,17 @@ pub fn make(root: &Path, out_dir: &Path, extra: Option<&Path>) -> Result<PathBuf
     let t = build_user_programs(root)?;
     let base = base_rootfs(out_dir)?;
     let scripts = root.join("user/busybox");
+    // Files kept in the source tree (/etc/passwd, /etc/group).
+    let files = root.join("user/rootfs");
     let bench = crate::bench::guest::build_programs(root)?;
     let host_libs = crate::hostlibs::stage(&t, out_dir)?;
-    let mut dirs: Vec<(&str, &Path)> =
-        vec![("", base.as_path()), ("t/", t.as_path()), ("bb/", scripts.as_path()), ("b/", bench.as_path())];
+    let mut dirs: Vec<(&str, &Path)> = vec![
+        ("", base.as_path()),
+        ("", files.as_path()),
+        ("t/", t.as_path()),
+        ("bb/", scripts.as_path()),
+        ("b/", bench.as_path()),
+    ];
     if let Some(libs) = &host_libs {
         dirs.push(("", libs.as_path()));
     }
@@ -173,12 +218,8 @@ pub fn make(root: &Path, out_dir: &Path, extra: Option<&Path>) -> Result<PathBuf
         }
         dirs.push(("", extra));
     }
-    let archive = cpio(&dirs)?;
     let path = out_dir.join("initramfs.cpio.gz");
-    let file = fs::File::create(&path).map_err(|e| format!("create {}: {e}", path.display()))?;
-    let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::fast());
-    gz.write_all(&archive).map_err(|e| format!("write {}: {e}", path.display()))?;
-    gz.finish().map_err(|e| format!("write {}: {e}", path.display()))?;
+    write_gz(&dirs, &path)?;
     Ok(path)
 }
 

@@ -8,11 +8,13 @@
 mod bench;
 mod build;
 mod hostlibs;
+mod debiantest;
 mod initramfs;
 mod iso;
 mod ksyms;
 mod qemu;
 mod recap;
+mod rootfs;
 mod testrun;
 mod unsafe_check;
 mod usertest;
@@ -31,12 +33,17 @@ commands:
   build [--test]            build the kernel (or the ktest kernel), patch ksyms
   run [--smp N] [--cmdline \"...\"] [-- <qemu args>]
                             build and boot in QEMU (env: SMP, default 2;
-                            QEMU_EXTRA, KVM=1)
+                            MEM, default 512M or 2G with ROOT=debian;
+                            ROOT=debian for the Debian root; QEMU_EXTRA, KVM=1)
+  rootfs                    build the Debian root from Debian's packages into
+                            build/debian (env: ROOTFS_PACKAGES)
   iso                       build the kernel and make target/kiln/kiln.iso
   test [--smp N]            every test stage; QEMU stages at -smp 1 and the SMP
                             stage at 2 and 4, or all of them at N with --smp
                             (env: KTEST_FILTER=TEXT runs only matching kernel tests)
   test-smp [--smp N]        only the SMP stage (at 2 and 4, or at N)
+  test-debian               only the Debian-root stage (a small root from
+                            Debian's packages, against the host in chroot)
   bench [smoke]             Kiln against Linux under icount and wall clock
                             (env: BENCH_RUNS, BENCH_FILTER, BENCH_SCALE, BENCH_KERNEL)
   fmt [--check]             rustfmt the host crates
@@ -75,6 +82,11 @@ fn dispatch(args: &[String]) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         "run" => run(rest),
+        "rootfs" => {
+            no_args(cmd, rest)?;
+            rootfs::make(&build::repo_root())?;
+            Ok(ExitCode::SUCCESS)
+        }
         "iso" => {
             no_args(cmd, rest)?;
             let elf = build::kernel(build::Flavor::Normal)?;
@@ -99,6 +111,14 @@ fn dispatch(args: &[String]) -> Result<ExitCode> {
                 _ => return Err(format!("test-smp: unexpected arguments {rest:?}")),
             };
             testrun::smp_only(&testrun::Cpus::new(smp))
+        }
+        "test-debian" => {
+            no_args(cmd, rest)?;
+            let elf = build::kernel(build::Flavor::Normal)?;
+            let (passed, failed) = debiantest::run(&build::repo_root(), &elf, 1)?;
+            recap::print();
+            println!("{passed} passed, {failed} failed");
+            Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
         "bench" => bench::main(rest),
         "fmt" => build::host_fmt(rest),
@@ -143,22 +163,65 @@ fn run(args: &[String]) -> Result<ExitCode> {
             _ => return Err(format!("run: unexpected argument `{a}`")),
         }
     }
+    let root = RootChoice::from_env()?;
+    extra.splice(0..0, ["-m".to_string(), root.memory()]);
     let elf = build::kernel(build::Flavor::Normal)?;
     let extra_dir = std::env::var("EXTRA").ok().filter(|s| !s.trim().is_empty()).map(std::path::PathBuf::from);
-    let initrd = initramfs::make(&build::repo_root(), &build::out_dir(), extra_dir.as_deref())?;
+    let initrd = match root {
+        RootChoice::Busybox => initramfs::make(&build::repo_root(), &build::out_dir(), extra_dir.as_deref())?,
+        RootChoice::Debian => rootfs::initramfs(&build::repo_root(), &build::out_dir(), extra_dir.as_deref())?,
+    };
+    // VIA_LDSO=1 starts Debian's /bin/sh (dash, dynamically linked)
+    // through the dynamic loader, for kernels whose exec cannot load an
+    // ELF interpreter yet; with one that can, /bin/sh runs as it is.
+    let loader = (root == RootChoice::Debian && std::env::var("VIA_LDSO").is_ok_and(|v| v.trim() == "1"))
+        .then_some(rootfs::LOADER);
     let command = std::env::var("CMD").unwrap_or_default();
     if !command.trim().is_empty() {
-        return usertest::run_command(elf, initrd, &cmdline, &command, smp, extra);
+        return usertest::run_command(elf, initrd, &cmdline, loader, &command, smp, extra);
     }
     // Without a command, boot to an interactive shell unless the command
     // line picks something else (init=..., or `banner` for the live banner).
     if !cmdline.split_whitespace().any(|w| w.starts_with("init=") || w == "banner") {
-        cmdline = format!("{} init=/bin/sh", cmdline.trim()).trim().to_string();
+        let init = match loader {
+            Some(ld) => format!("init={ld} -- /bin/sh"),
+            None => "init=/bin/sh".to_string(),
+        };
+        cmdline = format!("{} {init}", cmdline.trim()).trim().to_string();
     }
     let boot = qemu::Boot { image: qemu::Image::Kernel { elf, cmdline, initrd: Some(initrd) }, smp, extra };
     println!("Ctrl-A X quits QEMU; `exit` in the shell powers off");
     let status = qemu::run_interactive(&boot)?;
     Ok(ExitCode::from(qemu::exit_code(status)))
+}
+
+/// `ROOT=`: the busybox root the tests use (the default), or the Debian
+/// root `make rootfs` builds.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RootChoice {
+    Busybox,
+    Debian,
+}
+
+impl RootChoice {
+    fn from_env() -> Result<RootChoice> {
+        match std::env::var("ROOT").unwrap_or_default().trim() {
+            "" | "busybox" => Ok(RootChoice::Busybox),
+            "debian" => Ok(RootChoice::Debian),
+            other => Err(format!("ROOT={other}: expected `debian` or `busybox`")),
+        }
+    }
+
+    /// Guest memory: `MEM` (QEMU's `-m` syntax), else 512M for the busybox
+    /// root and 2G for Debian's, which unpacks to a tmpfs that may hold
+    /// half of memory (as on Linux) and then runs compilers and servers.
+    fn memory(self) -> String {
+        match std::env::var("MEM") {
+            Ok(m) if !m.trim().is_empty() => m.trim().to_string(),
+            _ if self == RootChoice::Debian => "2G".to_string(),
+            _ => "512M".to_string(),
+        }
+    }
 }
 
 fn parse_smp(s: &str) -> Result<u32> {

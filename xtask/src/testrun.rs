@@ -14,7 +14,7 @@ use crate::{iso, qemu, unsafe_check, Result};
 
 const KTEST_TIMEOUT: Duration = Duration::from_secs(300);
 const GRUB_TIMEOUT: Duration = Duration::from_secs(120);
-const STAGES: usize = 9;
+const STAGES: usize = 10;
 const CRASH_TIMEOUT: Duration = Duration::from_secs(60);
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -122,7 +122,16 @@ pub fn all(cpus: &Cpus) -> Result<ExitCode> {
     totals.add(report(
         "benchmark smoke",
         normal
+            .clone()
             .and_then(|elf| crate::bench::smoke(&build::repo_root(), &elf))
+            .map(|(p, f)| Totals { passed: p, failed: f }),
+    ));
+
+    header(10, "a small Debian root: Debian's programs in Kiln against the host (chroot)");
+    totals.add(report(
+        "Debian root",
+        normal
+            .and_then(|elf| crate::debiantest::run(&build::repo_root(), &elf, n))
             .map(|(p, f)| Totals { passed: p, failed: f }),
     ));
 

@@ -43,8 +43,10 @@ pub fn init_status(output: &str) -> Option<u8> {
 
 /// The kernel command line that runs `command` under `sh -c` as the
 /// first process. Linux's command-line quoting has no escapes, so the
-/// command itself must not contain double quotes.
-pub fn shell_cmdline(base: &str, command: &str) -> Result<String> {
+/// command itself must not contain double quotes. With a `loader`, the
+/// shell is started through it (`init=LOADER -- /bin/sh -c "..."`), which is how a dynamically
+/// linked /bin/sh runs on a kernel whose exec cannot load interpreters.
+pub fn shell_cmdline_via(base: &str, loader: Option<&str>, command: &str) -> Result<String> {
     if command.contains('"') {
         return Err("CMD cannot contain double quotes (use single quotes)".to_string());
     }
@@ -52,7 +54,10 @@ pub fn shell_cmdline(base: &str, command: &str) -> Result<String> {
     if !line.is_empty() {
         line.push(' ');
     }
-    line.push_str(&format!("init=/bin/sh -- -c \"{command}\""));
+    match loader {
+        None => line.push_str(&format!("init=/bin/sh -- -c \"{command}\"")),
+        Some(ld) => line.push_str(&format!("init={ld} -- /bin/sh -c \"{command}\"")),
+    }
     Ok(line)
 }
 
@@ -62,12 +67,13 @@ pub fn run_command(
     elf: PathBuf,
     initrd: PathBuf,
     base: &str,
+    loader: Option<&str>,
     command: &str,
     smp: u32,
     extra: Vec<String>,
 ) -> Result<ExitCode> {
     let boot = qemu::Boot {
-        image: qemu::Image::Kernel { elf, cmdline: shell_cmdline(base, command)?, initrd: Some(initrd) },
+        image: qemu::Image::Kernel { elf, cmdline: shell_cmdline_via(base, loader, command)?, initrd: Some(initrd) },
         smp,
         extra,
     };
@@ -122,7 +128,7 @@ pub fn sections(output: &str) -> Vec<(String, String)> {
     out
 }
 
-fn first_difference(a: &str, b: &str) -> String {
+pub fn first_difference(a: &str, b: &str) -> String {
     for (i, (x, y)) in a.lines().zip(b.lines()).enumerate() {
         if x != y {
             return format!("line {}:\n      linux: {x}\n      kiln:  {y}", i + 1);
@@ -345,7 +351,7 @@ pub fn smp(root: &Path, elf: &Path, cpus: &[u32]) -> Result<(u64, u64)> {
 /// `mymem` Kiln's /dev/mymem, `vdso_settime` would step the host's clock
 /// and `oom` would exhaust the host's memory (those two skip themselves
 /// there). They pass when every check passes in Kiln.
-const KILN_ONLY_TESTS: &[&str] = &["tty", "mymem", "vdso_settime", "fuzz", "oom"];
+const KILN_ONLY_TESTS: &[&str] = &["tty", "mymem", "meminfo", "vdso_settime", "fuzz", "oom"];
 
 /// A Kiln-only test passed if its summary shows checks run and none failed.
 fn kiln_only_test_passed(name: &str, section: &str) -> bool {
@@ -445,8 +451,12 @@ mod tests {
 
     #[test]
     fn shell_command_line() {
-        assert_eq!(shell_cmdline("", "echo hi | wc -c").unwrap(), "init=/bin/sh -- -c \"echo hi | wc -c\"");
-        assert!(shell_cmdline("", "echo \"x\"").is_err());
+        assert_eq!(shell_cmdline_via("", None, "echo hi | wc -c").unwrap(), "init=/bin/sh -- -c \"echo hi | wc -c\"");
+        assert!(shell_cmdline_via("", None, "echo \"x\"").is_err());
+        assert_eq!(
+            shell_cmdline_via("a", Some("/lib64/ld.so"), "ls").unwrap(),
+            "a init=/lib64/ld.so -- /bin/sh -c \"ls\""
+        );
     }
 
     #[test]

@@ -8,7 +8,9 @@ pub mod fdtable;
 pub mod file;
 pub mod initramfs;
 pub mod inode;
+pub mod meminfo;
 pub mod pagestore;
+pub mod perm;
 pub mod pipe;
 pub mod procfs;
 pub mod tmpfs;
@@ -25,33 +27,43 @@ pub use file::OpenFile;
 pub use inode::Inode;
 
 /// Builds the root file system: a tmpfs filled from the initramfs, with
-/// /dev, /proc, /sys and /tmp mounted on it.
-pub fn init(initramfs: Option<&[u8]>) {
+/// /dev, /proc, /sys and /tmp mounted on it. An initramfs that cannot be
+/// unpacked is an error the caller must stop on: a root missing files
+/// would fail later in ways far harder to read.
+pub fn init(initramfs: Option<hal::TakenModule>) -> Result<(), initramfs::UnpackError> {
     let root: Arc<dyn Inode> = tmpfs::Tmpfs::new_root(0o755);
     dentry::set_root(Dentry::new_root(root));
     dentry::record_root_mount("rootfs");
     if let Some(archive) = initramfs {
-        match initramfs::unpack(archive) {
-            Ok(n) => log::info!("initramfs: {} entries from {} KiB", n, archive.len() / 1024),
-            Err(e) => log::error!("initramfs: {e}"),
-        }
+        let start = hal::time::monotonic_ns();
+        let size = archive.len();
+        let done = initramfs::unpack(archive)?;
+        let ms = (hal::time::monotonic_ns() - start) / 1_000_000;
+        log::info!(
+            "initramfs: {} entries, {} MiB of files from {} KiB in {ms} ms; its frames are free again",
+            done.entries,
+            done.bytes >> 20,
+            size / 1024
+        );
     }
     for (path, fstype) in [("/dev", "devtmpfs"), ("/proc", "proc"), ("/sys", "sysfs"), ("/tmp", "tmpfs")] {
         if let Err(e) = mount_at(path, fstype, "none") {
             log::error!("cannot mount {fstype} on {path}: {}", e.name());
         }
     }
+    Ok(())
 }
 
 /// Creates the directory if needed and mounts a new file system there.
 pub fn mount_at(path: &str, fstype: &str, source: &str) -> Result<(), Errno> {
     let root = dentry::root();
-    let target = match dentry::resolve(&root, path, true) {
+    let cred = &crate::cred::ROOT;
+    let target = match dentry::resolve(cred, &root, path, true) {
         Ok(d) => d,
         Err(Errno::ENOENT) => {
-            let (dir, name) = dentry::resolve_parent(&root, path)?;
-            dir.inode().create(&name, inode::S_IFDIR | 0o755, 0)?;
-            dentry::resolve(&root, path, true)?
+            let (dir, name) = dentry::resolve_parent(cred, &root, path)?;
+            dir.inode().create(&name, inode::S_IFDIR | 0o755, 0, inode::Owner::ROOT)?;
+            dentry::resolve(cred, &root, path, true)?
         }
         Err(e) => return Err(e),
     };
@@ -72,7 +84,7 @@ pub fn new_fs(fstype: &str) -> Result<Arc<dyn Inode>, Errno> {
         "sysfs" => {
             let sys: Arc<dyn Inode> = tmpfs::Tmpfs::new_root(0o555);
             for d in ["block", "bus", "class", "dev", "devices", "firmware", "fs", "kernel", "module", "power"] {
-                sys.create(d, inode::S_IFDIR | 0o755, 0)?;
+                sys.create(d, inode::S_IFDIR | 0o755, 0, inode::Owner::ROOT)?;
             }
             sys
         }

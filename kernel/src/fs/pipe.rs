@@ -194,7 +194,10 @@ impl FileOps for PipeEnd {
         while written < data.len() {
             if p.readers.load(Ordering::Acquire) == 0 {
                 if let Some(t) = crate::proc::current_task() {
-                    crate::proc::signal::send_to_task(&t, Siginfo::kill(sig::SIGPIPE, sig::SI_USER, t.process.pid, 0));
+                    crate::proc::signal::send_to_task(
+                        &t,
+                        Siginfo::kill(sig::SIGPIPE, sig::SI_USER, t.process.pid, t.cred().uid),
+                    );
                 }
                 return if written > 0 { Ok(written) } else { Err(Errno::EPIPE) };
             }

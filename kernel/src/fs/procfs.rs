@@ -112,24 +112,67 @@ impl ProcInode {
     }
 }
 
+impl ProcInode {
+    /// The process a node belongs to.
+    fn pid(&self) -> Option<Pid> {
+        match self.node {
+            Node::TaskDir(p)
+            | Node::TaskEntry(p, _)
+            | Node::PidDir(p)
+            | Node::PidFile(p, _)
+            | Node::PidLink(p, _)
+            | Node::FdDir(p)
+            | Node::FdLink(p, _) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// A process's files belong to its effective ids; all but its 0555
+    /// directories belong to root while it is not dumpable or has no
+    /// memory left (Linux's task_dump_owner).
+    fn owner(&self, public_dir: bool) -> (u32, u32) {
+        let Some(p) = self.pid().and_then(proc::find_process) else {
+            return (0, 0);
+        };
+        if !public_dir && (p.dumpable.load(Ordering::Relaxed) != 1 || p.vm.lock().is_none()) {
+            return (0, 0);
+        }
+        p.cred().map_or((0, 0), |c| (c.euid, c.egid))
+    }
+}
+
 impl Inode for ProcInode {
     fn metadata(&self) -> Metadata {
         let kind = self.kind();
-        let perm = match kind {
-            FileType::Directory => 0o555,
-            FileType::Symlink => 0o777,
+        let perm = match (kind, self.node) {
+            (_, Node::FdDir(_)) => 0o500,
+            (_, Node::PidFile(_, "environ")) => 0o400,
+            (FileType::Directory, _) => 0o555,
+            (FileType::Symlink, _) => 0o777,
             _ => 0o444,
         };
+        let (uid, gid) = self.owner(perm == 0o555 && kind == FileType::Directory);
         let t = crate::clock::realtime_ns();
         Metadata {
             dev: PROC_DEV,
             ino: ino_of(self.node),
             mode: kind.mode_bits() | perm,
             nlink: if kind == FileType::Directory { 2 } else { 1 },
+            uid,
+            gid,
             atime: t,
             mtime: t,
             ctime: t,
             ..Metadata::default()
+        }
+    }
+
+    /// A process may always read and search its own fd directory, which
+    /// belongs to root while it is not dumpable (proc_fd_permission).
+    fn grants_caller(&self, _mask: u32) -> bool {
+        match self.node {
+            Node::FdDir(pid) => proc::current_task().is_some_and(|t| t.process.pid == pid),
+            _ => false,
         }
     }
 
@@ -339,19 +382,7 @@ fn describe_file(f: &super::OpenFile) -> String {
 fn global(name: &str) -> Result<String, Errno> {
     let mut s = String::new();
     match name {
-        "meminfo" => {
-            let total_kb = hal::mm::total_frame_count() * 4;
-            let free_kb = hal::mm::free_frame_count() * 4;
-            // tmpfs data is page cache that cannot be dropped: Linux counts
-            // it in Cached and Shmem, and not in MemAvailable.
-            let file_kb = super::pagestore::file_frames() * 4;
-            let _ = write!(
-                s,
-                "MemTotal:       {total_kb:8} kB\nMemFree:        {free_kb:8} kB\nMemAvailable:   {free_kb:8} kB\n\
-                 Buffers:               0 kB\nCached:         {file_kb:8} kB\nSwapCached:            0 kB\n\
-                 SwapTotal:             0 kB\nSwapFree:              0 kB\nShmem:          {file_kb:8} kB\n"
-            );
-        }
+        "meminfo" => return super::meminfo::text(),
         "cpuinfo" => {
             let info = hal::boot_info();
             for cpu in 0..hal::percpu::online_cpus().max(1) {
@@ -512,22 +543,45 @@ fn pid_file(p: &Arc<Process>, f: &str) -> Result<String, Errno> {
                 _ => "S (sleeping)",
             };
             let mask = p.tasks.lock().first().map_or(0, |t| t.sigmask.lock().0);
+            let cred = p.cred().unwrap_or_else(|| Arc::new(crate::cred::ROOT.clone()));
+            let mut groups = String::new();
+            for g in cred.groups.as_ref() {
+                let _ = write!(groups, "{g} ");
+            }
             let _ = write!(
                 s,
                 "Name:\t{}\nUmask:\t{:04o}\nState:\t{}\nTgid:\t{}\nNgid:\t0\nPid:\t{}\nPPid:\t{}\nTracerPid:\t0\n\
-                 Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nFDSize:\t64\nVmSize:\t{:8} kB\nVmLck:\t{:8} kB\nVmRSS:\t{:8} kB\nThreads:\t{}\n\
-                 SigBlk:\t{:016x}\nCpus_allowed:\t1\n",
+                 Uid:\t{}\t{}\t{}\t{}\nGid:\t{}\t{}\t{}\t{}\nFDSize:\t64\nGroups:\t{}\n\
+                 VmSize:\t{:8} kB\nVmLck:\t{:8} kB\nVmRSS:\t{:8} kB\nThreads:\t{}\nSigBlk:\t{:016x}\n\
+                 CapInh:\t{:016x}\nCapPrm:\t{:016x}\nCapEff:\t{:016x}\nCapBnd:\t{:016x}\nCapAmb:\t{:016x}\n\
+                 NoNewPrivs:\t{}\nCpus_allowed:\t1\n",
                 comm(p),
                 p.umask.load(Ordering::Relaxed),
                 state_name,
                 p.pid,
                 p.pid,
                 p.parent_pid(),
+                cred.uid,
+                cred.euid,
+                cred.suid,
+                cred.fsuid,
+                cred.gid,
+                cred.egid,
+                cred.sgid,
+                cred.fsgid,
+                // Linux ends the list with a space, even when it is empty.
+                if groups.is_empty() { " " } else { groups.as_str() },
                 vm_pages * 4,
                 locked_pages * 4,
                 rss_pages * 4,
                 p.tasks.lock().len().max(1),
-                mask
+                mask,
+                cred.caps.inheritable,
+                cred.caps.permitted,
+                cred.caps.effective,
+                cred.caps.bounding,
+                cred.caps.ambient,
+                u8::from(cred.no_new_privs),
             );
         }
         "cmdline" => {

@@ -12,7 +12,7 @@ use hal::sync::{Once, SpinLock};
 use linux_abi::errno::Errno;
 
 use super::file::FileOps;
-use super::inode::{DirEntry, FileType, FsStats, Inode, Metadata, S_IFDIR, S_IFLNK, S_IFMT};
+use super::inode::{DirEntry, FileType, FsStats, Inode, Metadata, Owner, S_IFDIR, S_IFLNK, S_IFMT};
 use super::pagestore::{PageBudget, PageStore};
 use crate::sync::Mutex;
 
@@ -79,12 +79,12 @@ impl Tmpfs {
             inodes: AtomicU64::new(0),
             pages: Arc::new(PageBudget::new(hal::mm::total_frame_count() as u64 / 2)),
         });
-        TmpInode::new(&fs, S_IFDIR | perm, 0, Node::Dir(SpinLock::new(BTreeMap::new())))
+        TmpInode::new(&fs, S_IFDIR | perm, 0, Owner::ROOT, Node::Dir(SpinLock::new(BTreeMap::new())))
     }
 }
 
 impl TmpInode {
-    fn new(fs: &Arc<Tmpfs>, mode: u32, rdev: u64, node: Node) -> Arc<TmpInode> {
+    fn new(fs: &Arc<Tmpfs>, mode: u32, rdev: u64, owner: Owner, node: Node) -> Arc<TmpInode> {
         let t = now();
         let nlink = if mode & S_IFMT == S_IFDIR { 2 } else { 1 };
         fs.inodes.fetch_add(1, Ordering::Relaxed);
@@ -95,7 +95,16 @@ impl TmpInode {
             size: AtomicU64::new(0),
             ino: fs.next_ino.fetch_add(1, Ordering::Relaxed),
             kind: FileType::from_mode(mode).unwrap_or(FileType::Regular),
-            meta: SpinLock::new(Meta { mode, uid: 0, gid: 0, nlink, rdev, atime: t, mtime: t, ctime: t }),
+            meta: SpinLock::new(Meta {
+                mode,
+                uid: owner.uid,
+                gid: owner.gid,
+                nlink,
+                rdev,
+                atime: t,
+                mtime: t,
+                ctime: t,
+            }),
             node,
             me: me.clone(),
         })
@@ -208,6 +217,12 @@ impl Inode for TmpInode {
         }
     }
 
+    /// The type is fixed at creation: path walks ask it of every
+    /// component, without the metadata lock.
+    fn file_type(&self) -> FileType {
+        self.kind
+    }
+
     fn fs_stats(&self) -> FsStats {
         // Blocks are the pages files hold (holes hold none), as on Linux.
         let total = self.fs.pages.limit();
@@ -236,14 +251,6 @@ impl Inode for TmpInode {
 
     fn set_owner(&self, uid: Option<u32>, gid: Option<u32>) -> Result<(), Errno> {
         let mut m = self.meta.lock();
-        // Linux drops set-user-id (and set-group-id with group execute) on
-        // regular files at every chown, even by root.
-        if m.mode & S_IFMT == super::inode::S_IFREG {
-            m.mode &= !0o4000;
-            if m.mode & 0o010 != 0 {
-                m.mode &= !0o2000;
-            }
-        }
         if let Some(u) = uid {
             m.uid = u;
         }
@@ -352,7 +359,7 @@ impl Inode for TmpInode {
         dir.get(name).map(|i| i.clone() as Arc<dyn Inode>).ok_or(Errno::ENOENT)
     }
 
-    fn create(&self, name: &str, mode: u32, rdev: u64) -> Result<Arc<dyn Inode>, Errno> {
+    fn create(&self, name: &str, mode: u32, rdev: u64, owner: Owner) -> Result<Arc<dyn Inode>, Errno> {
         self.dir()?;
         let node = match FileType::from_mode(mode).ok_or(Errno::EINVAL)? {
             FileType::Regular => Node::File(Mutex::new(PageStore::new(self.fs.pages.clone()))),
@@ -360,13 +367,13 @@ impl Inode for TmpInode {
             FileType::Symlink => return Err(Errno::EINVAL),
             _ => Node::Special { fifo: Once::new() },
         };
-        let child = TmpInode::new(&self.fs, mode, rdev, node);
+        let child = TmpInode::new(&self.fs, mode, rdev, owner, node);
         self.add_child(name, child)
     }
 
-    fn symlink(&self, name: &str, target: &str) -> Result<Arc<dyn Inode>, Errno> {
+    fn symlink(&self, name: &str, target: &str, owner: Owner) -> Result<Arc<dyn Inode>, Errno> {
         self.dir()?;
-        let child = TmpInode::new(&self.fs, S_IFLNK | 0o777, 0, Node::Symlink(String::from(target)));
+        let child = TmpInode::new(&self.fs, S_IFLNK | 0o777, 0, owner, Node::Symlink(String::from(target)));
         self.add_child(name, child)
     }
 

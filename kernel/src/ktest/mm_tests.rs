@@ -15,6 +15,10 @@ pub const TESTS: &[KTest] = &[
     KTest { name: "mm::frames_are_zeroed", run: frames_are_zeroed },
     KTest { name: "mm::heap_box_and_vec", run: heap_box_and_vec },
     KTest { name: "mm::heap_failure_is_an_error", run: heap_failure_is_an_error },
+    KTest { name: "mm::heap_gives_large_objects_back", run: heap_gives_large_objects_back },
+    KTest { name: "mm::heap_gives_small_chunks_back", run: heap_gives_small_chunks_back },
+    KTest { name: "mm::meminfo_adds_up", run: meminfo_adds_up },
+    KTest { name: "mm::user_frames_leave_the_kernel_reserve", run: user_frames_leave_the_kernel_reserve },
     KTest { name: "mm::kernel_sections_w_xor_x", run: kernel_sections_w_xor_x },
     KTest { name: "mm::direct_map_is_nx", run: direct_map_is_nx },
     KTest { name: "mm::stack_has_guard_page", run: stack_has_guard_page },
@@ -75,6 +79,84 @@ fn heap_failure_is_an_error() -> TestResult {
     let boxed = crate::mm::try_box([0u8; 64]);
     ensure!(boxed.is_ok(), "heap unusable after a failed allocation");
     ensure!(hal::mm::free_frame_count() + 1024 >= free_before, "failed allocation leaked frames");
+    Ok(())
+}
+
+fn heap_gives_large_objects_back() -> TestResult {
+    let free_before = hal::mm::free_frame_count();
+    let held_before = hal::heap::stats().held();
+    {
+        // 32 MiB in large objects, grown the way a Vec grows.
+        let mut parts = Vec::new();
+        for _ in 0..8 {
+            let mut v = crate::mm::try_vec_with_capacity::<u8>(1 << 20).map_err(|_| "1 MiB allocation failed")?;
+            v.try_reserve_exact(4 << 20).map_err(|_| "growing to 4 MiB failed")?;
+            parts.push(v);
+        }
+        ensure!(hal::heap::stats().large >= 32 << 20, "large objects not counted");
+        ensure!(hal::mm::free_frame_count() + 8192 <= free_before, "32 MiB taken but free frames did not drop");
+    }
+    // Every frame is back (a few may have gone to the small-object heap
+    // for the vector of parts).
+    let held_after = hal::heap::stats().held();
+    ensure!(held_after <= held_before + (1 << 20), "heap kept {} KiB", (held_after - held_before) / 1024);
+    ensure!(hal::mm::free_frame_count() + 256 >= free_before, "frames not returned");
+    Ok(())
+}
+
+fn heap_gives_small_chunks_back() -> TestResult {
+    let before = hal::heap::stats();
+    {
+        // 8 MiB of 64-byte objects, held in a large vector of boxes: the
+        // small-object heap grows by several chunks.
+        let count = (8 << 20) / 64;
+        let mut boxes: Vec<Box<[u8; 64]>> =
+            crate::mm::try_vec_with_capacity(count).map_err(|_| "no room for the box list")?;
+        for i in 0..count {
+            boxes.push(crate::mm::try_box([i as u8; 64]).map_err(|_| "small allocation failed")?);
+        }
+        let grown = hal::heap::stats().small_held;
+        ensure!(grown >= before.small_held + (8 << 20), "heap did not grow: {grown} from {}", before.small_held);
+        ensure!(boxes.iter().enumerate().all(|(i, b)| b[63] == i as u8), "objects overlap");
+    }
+    // Every chunk emptied goes back but one spare (at most the largest,
+    // 1/16 of the heap or 1 MiB).
+    let after = hal::heap::stats();
+    let spare = (1 << 20).max(after.small_held / 16) + (1 << 20);
+    ensure!(
+        after.small_held <= before.small_held + spare,
+        "small heap kept {} KiB more",
+        (after.small_held - before.small_held) / 1024
+    );
+    Ok(())
+}
+
+fn meminfo_adds_up() -> TestResult {
+    let m = crate::fs::meminfo::MemInfo::now();
+    ensure!(m.total > 0 && m.free <= m.total, "{m:?}");
+    // Only the kernel's own page tables and per-CPU areas are left out.
+    ensure!(m.unaccounted() < 2048, "{} KiB unaccounted: {m:?}", m.unaccounted());
+    let text = crate::fs::meminfo::text().map_err(|_| "meminfo text")?;
+    for field in ["MemTotal:", "MemFree:", "AnonPages:", "Slab:", "KernelStack:", "PageTables:"] {
+        ensure!(text.contains(field), "no {field} in {text}");
+    }
+    ensure!(text.lines().all(|l| l.len() == 27), "misaligned: {text}");
+    Ok(())
+}
+
+fn user_frames_leave_the_kernel_reserve() -> TestResult {
+    let mut frames = Vec::new();
+    frames.try_reserve(hal::mm::free_frame_count() as usize).map_err(|_| "no room for the frame list")?;
+    while let Ok(f) = hal::frame::UserFrame::alloc_zeroed() {
+        frames.push(f);
+    }
+    let left = hal::mm::free_frame_count();
+    let reserve = hal::mm::kernel_reserve_frames();
+    drop(frames);
+    ensure!(left >= reserve && left <= reserve + 1, "user memory stopped with {left} frames free, reserve {reserve}");
+    // The kernel may still allocate out of the reserve.
+    let f = hal::mm::alloc_frame_zeroed().ok_or("kernel allocation failed at the reserve")?;
+    hal::mm::free_frame(f);
     Ok(())
 }
 

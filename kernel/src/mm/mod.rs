@@ -27,6 +27,31 @@ pub fn try_vec_with_capacity<T>(capacity: usize) -> Result<alloc::vec::Vec<T>, O
     Ok(v)
 }
 
+/// A `String` that `write!` grows with `try_reserve`: text built from
+/// state of any size (a /proc file) fails with ENOMEM when memory is
+/// short instead of aborting the kernel.
+#[derive(Default)]
+pub struct TryString(alloc::string::String);
+
+impl TryString {
+    pub fn new() -> TryString {
+        TryString(alloc::string::String::new())
+    }
+
+    /// The text, or ENOMEM if some write did not fit.
+    pub fn finish(self, result: core::fmt::Result) -> Result<alloc::string::String, linux_abi::errno::Errno> {
+        result.map(|()| self.0).map_err(|_| linux_abi::errno::Errno::ENOMEM)
+    }
+}
+
+impl core::fmt::Write for TryString {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        self.0.try_reserve(s.len()).map_err(|_| core::fmt::Error)?;
+        self.0.push_str(s);
+        Ok(())
+    }
+}
+
 pub const PAGE_SIZE: u64 = hal::mm::PAGE_SIZE;
 
 pub fn page_floor(addr: u64) -> u64 {

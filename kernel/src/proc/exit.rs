@@ -24,6 +24,9 @@ pub fn exit_task(t: &Arc<Task>, how: ExitKind) {
             super::futex::wake(&vm, addr, 1, u32::MAX);
         }
     }
+    if t.is_leader() {
+        *p.exited_leader_cred.lock() = Some(t.cred());
+    }
     let last = {
         let mut tasks = p.tasks.lock();
         tasks.retain(|x| !Arc::ptr_eq(x, t));

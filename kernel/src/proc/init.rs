@@ -20,8 +20,9 @@ use crate::sync::Mutex;
 /// Runs `path` with `argv` as pid 1, with the console terminal on fds
 /// 0, 1 and 2 as its controlling terminal.
 pub fn start(path: &str, argv: Vec<String>) -> Result<(), Errno> {
-    let dentry = resolve(&root(), path, true)?;
-    exec::check_executable(&dentry)?;
+    let cred = Arc::new(crate::cred::ROOT.clone());
+    let dentry = resolve(&cred, &root(), path, true)?;
+    exec::check_executable(&cred, &dentry)?;
     let envp: Vec<String> =
         ["HOME=/", "TERM=linux", "PATH=/sbin:/bin:/usr/sbin:/usr/bin"].iter().map(|s| String::from(*s)).collect();
     let bprm = exec::Binprm {
@@ -32,11 +33,12 @@ pub fn start(path: &str, argv: Vec<String>) -> Result<(), Errno> {
         path_inaccessible: false,
         arg_limit: exec::arg_space(8 << 20),
         cwd: root(),
+        cred: cred.clone(),
     };
     let (image, _) = exec::load(dentry, bprm)?;
 
     let mut files = FdTable::new();
-    let console_node = resolve(&root(), "/dev/console", true)?;
+    let console_node = resolve(&cred, &root(), "/dev/console", true)?;
     for _ in 0..3 {
         let ops = crate::fs::tty::open(0)?;
         files.install(Arc::new(OpenFile::with_dentry(ops, linux_abi::consts::O_RDWR, console_node.clone())), false)?;
@@ -51,7 +53,7 @@ pub fn start(path: &str, argv: Vec<String>) -> Result<(), Errno> {
     *p.environ.lock() = envp;
     register_process(&p);
     crate::fs::tty::activate(pid);
-    let t = Arc::new(Task::new(pid, p.clone(), SigSet(0)));
+    let t = Arc::new(Task::new(pid, p.clone(), SigSet(0), cred));
     p.tasks.lock().push(t.clone());
     let mut ctx = Box::new(UserContext::new());
     ctx.regs.rip = image.entry;

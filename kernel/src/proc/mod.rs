@@ -106,7 +106,18 @@ pub struct Process {
     pub cpu_timer_armed: core::sync::atomic::AtomicBool,
     /// Set in a vfork child until it execs or exits.
     pub vfork_done: SpinLock<Option<Arc<wait::VforkDone>>>,
+    /// PR_GET_DUMPABLE: 1 normally, `SUID_DUMPABLE` after a change of
+    /// credentials or an exec that changed ids (Linux keeps it on the mm;
+    /// it decides who owns /proc/<pid>).
+    pub dumpable: core::sync::atomic::AtomicU8,
+    /// The leader thread's credentials once it has exited, for whoever
+    /// still asks about the process (signals, /proc, prlimit).
+    pub exited_leader_cred: SpinLock<Option<Arc<crate::cred::Cred>>>,
 }
+
+/// `/proc/sys/fs/suid_dumpable`: what a credential change sets dumpable
+/// to (Linux's default, 0).
+pub const SUID_DUMPABLE: u8 = 0;
 
 static PROCESSES: SpinLock<BTreeMap<Pid, Weak<Process>>> = SpinLock::new(BTreeMap::new());
 static TASKS: SpinLock<BTreeMap<Pid, Weak<Task>>> = SpinLock::new(BTreeMap::new());
@@ -237,6 +248,10 @@ fn default_rlimits() -> [(u64, u64); 16] {
     r[linux_abi::consts::RLIMIT_SIGPENDING as usize] = (63_000, 63_000);
     r[linux_abi::consts::RLIMIT_MEMLOCK as usize] = (8 << 20, 8 << 20);
     r[linux_abi::consts::RLIMIT_MSGQUEUE as usize] = (819_200, 819_200);
+    // As Linux's init: raising priority or a real-time policy takes
+    // CAP_SYS_NICE unless an administrator raises these.
+    r[linux_abi::consts::RLIMIT_NICE as usize] = (0, 0);
+    r[linux_abi::consts::RLIMIT_RTPRIO as usize] = (0, 0);
     r
 }
 
@@ -274,7 +289,21 @@ impl Process {
             timers: SpinLock::new(timer::Timers::default()),
             cpu_timer_armed: core::sync::atomic::AtomicBool::new(false),
             vfork_done: SpinLock::new(None),
+            dumpable: core::sync::atomic::AtomicU8::new(1),
+            exited_leader_cred: SpinLock::new(None),
         }
+    }
+
+    /// The credentials the process is known by (its leader thread's, as
+    /// Linux uses for kill and /proc): None only before its first thread.
+    pub fn cred(&self) -> Option<Arc<crate::cred::Cred>> {
+        if let Some(c) = self.tasks.lock().iter().find(|t| t.is_leader()).map(|t| t.cred()) {
+            return Some(c);
+        }
+        if let Some(c) = self.exited_leader_cred.lock().clone() {
+            return Some(c);
+        }
+        self.tasks.lock().first().map(|t| t.cred())
     }
 
     /// Sets the command name from an exec'd path, as Linux does.

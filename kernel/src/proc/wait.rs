@@ -28,6 +28,8 @@ pub struct WaitResult {
     pub code: i32,
     pub si_status: i32,
     pub cpu_ns: u64,
+    /// The child's real uid (waitid's si_uid).
+    pub uid: u32,
 }
 
 fn matches(target: WaitTarget, child: &Process) -> bool {
@@ -38,7 +40,7 @@ fn matches(target: WaitTarget, child: &Process) -> bool {
     }
 }
 
-fn exit_result(child: &Process, how: ExitKind) -> WaitResult {
+fn exit_result(child: &Process, how: ExitKind, uid: u32) -> WaitResult {
     let (status, code, si_status) = match how {
         ExitKind::Exited(c) => (i32::from(c) << 8, sig::CLD_EXITED, i32::from(c)),
         ExitKind::Signaled { sig: s, core } => {
@@ -51,6 +53,7 @@ fn exit_result(child: &Process, how: ExitKind) -> WaitResult {
         code,
         si_status,
         cpu_ns: child.cpu_ns() + child.children_cpu_ns.load(Ordering::Relaxed),
+        uid,
     }
 }
 
@@ -61,11 +64,12 @@ fn scan(p: &Arc<Process>, target: WaitTarget, options: u32) -> (Option<WaitResul
     let mut any = false;
     for child in children.iter().filter(|c| matches(target, c)) {
         any = true;
+        let uid = child.cred().map_or(0, |c| c.uid);
         let mut st = child.state.lock();
         if st.zombie && options & WEXITED != 0 {
             let how = st.exit.unwrap_or(ExitKind::Exited(0));
             drop(st);
-            let result = exit_result(child, how);
+            let result = exit_result(child, how, uid);
             if options & WNOWAIT == 0 {
                 p.children.lock().retain(|c| !Arc::ptr_eq(c, child));
                 p.children_cpu_ns.fetch_add(result.cpu_ns, Ordering::Relaxed);
@@ -86,6 +90,7 @@ fn scan(p: &Arc<Process>, target: WaitTarget, options: u32) -> (Option<WaitResul
                         code: sig::CLD_STOPPED,
                         si_status: signo as i32,
                         cpu_ns: 0,
+                        uid,
                     }),
                     true,
                 );
@@ -102,6 +107,7 @@ fn scan(p: &Arc<Process>, target: WaitTarget, options: u32) -> (Option<WaitResul
                     code: sig::CLD_CONTINUED,
                     si_status: sig::SIGCONT as i32,
                     cpu_ns: 0,
+                    uid,
                 }),
                 true,
             );

@@ -81,7 +81,8 @@ static RUN_QUEUES: PerCpu<SpinLock<RunQueue>> =
 /// the CPU for threads.
 pub fn init() {
     let cpu = hal::percpu::cpu_id();
-    let idle = Thread::new("idle", None, None, cpu, true).expect("no memory for the idle thread");
+    let idle = Thread::new("idle", None, None, cpu, true)
+        .unwrap_or_else(|_| hal::boot_out_of_memory("a CPU's idle thread"));
     let idle = Arc::new(idle);
     idle.set_state(State::Running);
     idle.set_affinity_mask(1 << cpu);

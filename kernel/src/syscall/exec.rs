@@ -74,14 +74,15 @@ fn exec_at(ctx: &mut SyscallContext, dirfd: i32, path_ptr: u64, argv: u64, envp:
     if flags & !(c::AT_SYMLINK_NOFOLLOW | c::AT_EMPTY_PATH) != 0 {
         return Err(Errno::EINVAL);
     }
+    let cred = ctx.cred();
     let dentry = if path.is_empty() && dirfd != c::AT_FDCWD {
         // A descriptor with no name in the tree (a pipe, a socket) is no
         // regular file either.
         super::fs_io::file(ctx, dirfd)?.dentry.clone().ok_or(Errno::EACCES)?
     } else {
-        super::fs_path::lookup_at(ctx, dirfd, &path, flags & c::AT_SYMLINK_NOFOLLOW == 0, true)?
+        super::fs_path::lookup_at(ctx, &cred, dirfd, &path, flags & c::AT_SYMLINK_NOFOLLOW == 0, true)?
     };
-    exec::check_executable(&dentry)?;
+    exec::check_executable(&cred, &dentry)?;
 
     // The name the new program is told it was run by (AT_EXECFN), as
     // Linux builds it for a path relative to a descriptor.
@@ -103,7 +104,7 @@ fn exec_at(ctx: &mut SyscallContext, dirfd: i32, path_ptr: u64, argv: u64, envp:
         argv.push(Vec::new());
     }
     let cwd = p.cwd.lock().clone();
-    let bprm = Binprm { interp: filename.clone(), filename, argv, envp, path_inaccessible, arg_limit, cwd };
+    let bprm = Binprm { interp: filename.clone(), filename, argv, envp, path_inaccessible, arg_limit, cwd, cred };
     let (image, bprm) = exec::load(dentry, bprm)?;
     commit(ctx, image, bprm)
 }
@@ -138,6 +139,8 @@ fn commit(ctx: &mut SyscallContext, image: exec::Image, bprm: Binprm) -> SysResu
     let environ = lossy(&bprm.envp)?;
     let new_vm = Arc::try_new(Mutex::new(image.vm)).map_err(|_| Errno::ENOMEM)?;
     end_other_threads(ctx)?;
+    ctx.task.install_cred(image.cred);
+    p.dumpable.store(if image.dumpable { 1 } else { proc::SUID_DUMPABLE }, Ordering::Relaxed);
     // This thread's robust list lives in the old image: walk it while that
     // is still the one mapped (the other threads walked theirs on exit).
     if let Ok(old) = ctx.vm() {

@@ -11,9 +11,11 @@ use linux_abi::layout::Iovec;
 
 use super::fs_path::{path_arg, start_dir};
 use super::{SysResult, SyscallContext};
+use crate::cred::{MAY_READ, MAY_WRITE};
 use crate::fs::dentry::{resolve, resolve_parent};
 use crate::fs::file::{FileOps, InodeFile, SinkKind};
 use crate::fs::inode::{FileType, S_IFMT, S_IFREG};
+use crate::fs::perm;
 use crate::fs::OpenFile;
 use crate::mm::uaccess;
 
@@ -178,6 +180,9 @@ fn write_from_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at:
         return if uaccess::access_ok(buf, len) { Ok(len as u64) } else { Err(Errno::EFAULT) };
     }
     check_extent(f, len, at)?;
+    if let Some(inode) = f.ops.inode() {
+        perm::clear_setid_on_write(inode.as_ref(), || ctx.cred())?;
+    }
     let mut staging = Staging::new();
     let tmp = staging.buf(len)?;
     let mut done = 0;
@@ -332,11 +337,13 @@ pub fn do_open(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, flags: u32, mode
     if flags & c::O_CREAT != 0 && flags & c::O_DIRECTORY != 0 {
         return Err(Errno::EINVAL);
     }
+    let cred = ctx.cred();
     let start = if path.starts_with('/') { crate::fs::dentry::root() } else { start_dir(ctx, dirfd)? };
     let follow = flags & c::O_NOFOLLOW == 0;
     let access = flags & 3;
+    let mut created = false;
     let dentry = if flags & c::O_CREAT != 0 && flags & c::O_PATH == 0 {
-        let (dir, name) = resolve_parent(&start, &path)?;
+        let (dir, name) = resolve_parent(&cred, &start, &path)?;
         if name == "." || name == ".." || path.ends_with('/') {
             return Err(Errno::EISDIR);
         }
@@ -346,18 +353,21 @@ pub fn do_open(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, flags: u32, mode
                     return Err(Errno::EEXIST);
                 }
                 // Follow a trailing symlink to its target (creating it if dangling is not supported).
-                resolve(&dir, &name, follow)?
+                resolve(&cred, &dir, &name, follow)?
             }
             Err(Errno::ENOENT) => {
                 crate::fs::dentry::check_writable(&dir)?;
+                perm::may_create(&cred, &dir)?;
                 let umask = ctx.process().umask.load(Ordering::Relaxed);
-                dir.inode().create(&name, S_IFREG | (mode & 0o7777 & !umask), 0)?;
+                let (mode, owner) = perm::new_inode(&cred, &dir, S_IFREG | (mode & 0o7777 & !umask));
+                dir.inode().create(&name, mode, 0, owner)?;
+                created = true;
                 dir.child(&name)?
             }
             Err(e) => return Err(e),
         }
     } else {
-        resolve(&start, &path, follow)?
+        resolve(&cred, &start, &path, follow)?
     };
     let inode = dentry.inode().clone();
     let kind = inode.file_type();
@@ -375,15 +385,27 @@ pub fn do_open(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, flags: u32, mode
     if kind == FileType::Symlink {
         return Err(Errno::ELOOP);
     }
+    if kind == FileType::Directory && flags & c::O_CREAT != 0 {
+        return Err(Errno::EISDIR);
+    }
     if flags & c::O_DIRECTORY != 0 && kind != FileType::Directory {
         return Err(Errno::ENOTDIR);
     }
-    if matches!(kind, FileType::CharDevice | FileType::BlockDevice) && dentry.no_dev() {
-        return Err(Errno::EACCES);
-    }
-    if kind == FileType::Directory && (access != c::O_RDONLY || flags & (c::O_CREAT | c::O_TRUNC) != 0) {
-        return Err(Errno::EISDIR);
-    }
+    // A file this call created is not checked against its own mode.
+    let mask = if created {
+        0
+    } else {
+        let mut m = match access {
+            c::O_RDONLY => MAY_READ,
+            c::O_WRONLY => MAY_WRITE,
+            _ => MAY_READ | MAY_WRITE,
+        };
+        if flags & c::O_TRUNC != 0 {
+            m |= MAY_WRITE;
+        }
+        m
+    };
+    perm::may_open(&cred, &dentry, mask, flags)?;
     if access == 3 {
         return Err(Errno::EINVAL);
     }
@@ -391,11 +413,9 @@ pub fn do_open(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, flags: u32, mode
         Some(r) => r?,
         None => Arc::new(InodeFile::new(inode.clone())),
     };
-    if (access != c::O_RDONLY || flags & c::O_TRUNC != 0) && kind == FileType::Regular {
-        crate::fs::dentry::check_writable(&dentry)?;
-    }
     // Linux truncates even for O_RDONLY when O_TRUNC is given.
-    if flags & c::O_TRUNC != 0 && kind == FileType::Regular {
+    if flags & c::O_TRUNC != 0 && kind == FileType::Regular && !created {
+        perm::clear_setid_on_write(inode.as_ref(), || cred.clone())?;
         crate::fs::truncate::truncate(&inode, 0)?;
     }
     let status = flags

@@ -233,6 +233,7 @@ fn clone_with(ctx: &mut SyscallContext, req: CloneRequest) -> SysResult {
         *p.cmdline.lock() = parent.cmdline.lock().clone();
         *p.environ.lock() = parent.environ.lock().clone();
         p.umask.store(parent.umask.load(Ordering::Relaxed), Ordering::Relaxed);
+        p.dumpable.store(parent.dumpable.load(Ordering::Relaxed), Ordering::Relaxed);
         *p.rlimits.lock() = *parent.rlimits.lock();
         let vfork = if flags & c::CLONE_VFORK != 0 {
             let v = Arc::try_new(VforkDone { done: AtomicBool::new(false), queue: WaitQueue::new() })
@@ -250,7 +251,9 @@ fn clone_with(ctx: &mut SyscallContext, req: CloneRequest) -> SysResult {
         (p, vfork)
     };
 
-    let task = Arc::try_new(Task::new(tid, process.clone(), sigmask)).map_err(|_| Errno::ENOMEM)?;
+    // The new thread starts with the creating thread's credentials.
+    let cred = parent_task.cred();
+    let task = Arc::try_new(Task::new(tid, process.clone(), sigmask, cred)).map_err(|_| Errno::ENOMEM)?;
     if flags & c::CLONE_CHILD_CLEARTID != 0 {
         task.clear_child_tid.store(child_tid, Ordering::Relaxed);
     }
@@ -338,7 +341,7 @@ pub fn sys_waitid(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let found = wait_child(&p, target, options)?;
     if info_ptr != 0 {
         let info = match found {
-            Some(r) => Siginfo::child(r.code, r.pid, 0, r.si_status),
+            Some(r) => Siginfo::child(r.code, r.pid, r.uid, r.si_status),
             None => Siginfo::default(),
         };
         uaccess::write_bytes(&ctx.vm()?, info_ptr, &info.to_bytes())?;
@@ -454,6 +457,9 @@ pub fn sys_setsid(ctx: &mut SyscallContext, _a: &[u64; 6]) -> SysResult {
 }
 
 pub fn sys_prctl(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    if let Some(r) = super::cred::prctl(ctx, a) {
+        return r;
+    }
     match a[0] as u32 {
         c::PR_SET_NAME => {
             let vm = ctx.vm()?;

@@ -277,5 +277,7 @@ impl<'a> Iterator for Reader<'a> {
     }
 }
 
+pub mod stream;
+
 #[cfg(test)]
 mod tests;

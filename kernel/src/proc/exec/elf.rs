@@ -30,6 +30,7 @@ use object::LittleEndian as LE;
 use super::stack::{self, AuxValues};
 use super::{open_exec, read_exact_or_eof, Binprm, Image};
 use crate::fs::dentry::Dentry;
+use crate::fs::perm;
 use crate::mm::aspace::{AddressSpace, MMAP_MIN_ADDR, STACK_SIZE, STACK_TOP};
 use crate::mm::vma::{Backing, Prot, Vma, VmaKind};
 use crate::mm::{page_ceil, page_floor, PAGE_SIZE};
@@ -204,9 +205,15 @@ fn map_segments(vm: &mut AddressSpace, file: &ElfFile, name: &str, bias: u64) ->
 /// interpreter it names, the vDSO and the stack for `bprm`.
 pub(super) fn load(dentry: &Arc<Dentry>, head: &[u8], bprm: &Binprm) -> Result<Image, Errno> {
     let program = ElfFile::read(dentry, head, Role::Program)?;
+    // The credentials the program will run with: its set-id bits count,
+    // not its interpreter's.
+    let (creds, mut dumpable) = perm::exec_creds(&bprm.cred, dentry);
     let interpreter = match program.interpreter_path()? {
         Some(path) => {
-            let d = open_exec(&bprm.cwd, &path)?;
+            let d = open_exec(bprm, &path)?;
+            // An unreadable interpreter keeps the process from dumping
+            // too (Linux's would_dump).
+            dumpable &= perm::may_read(&bprm.cred, d.inode().as_ref());
             let mut ehdr = [0u8; core::mem::size_of::<elf::FileHeader64<LE>>()];
             if read_exact_or_eof(&d, 0, &mut ehdr)? != ehdr.len() {
                 return Err(Errno::EIO);
@@ -271,8 +278,20 @@ pub(super) fn load(dentry: &Arc<Dentry>, head: &[u8], bprm: &Binprm) -> Result<I
         .find(|p| p.p_offset(LE) <= program.phoff && program.phoff < p.p_offset(LE) + p.p_filesz(LE))
         .map_or(0, |p| program.phoff - p.p_offset(LE) + p.p_vaddr(LE))
         .wrapping_add(bias);
-    let aux =
-        AuxValues { vdso, phdr, phnum: program.phdrs.len() as u64, base, entry: bias.wrapping_add(program.entry) };
+    let c = &creds.cred;
+    let aux = AuxValues {
+        vdso,
+        phdr,
+        phnum: program.phdrs.len() as u64,
+        base,
+        entry: bias.wrapping_add(program.entry),
+        uid: c.uid,
+        euid: c.euid,
+        gid: c.gid,
+        egid: c.egid,
+        secure: creds.secure,
+    };
     let stack_pointer = stack::build(&mut vm, bprm, &aux)?;
-    Ok(Image { vm, entry, stack_pointer, exe })
+    let cred = Arc::try_new(creds.cred).map_err(|_| Errno::ENOMEM)?;
+    Ok(Image { vm, entry, stack_pointer, exe, cred, dumpable })
 }

@@ -20,8 +20,10 @@ use alloc::vec::Vec;
 use kiln_util::shebang;
 use linux_abi::errno::Errno;
 
+use crate::cred::Cred;
 use crate::fs::dentry::{resolve, Dentry};
 use crate::fs::inode::FileType;
+use crate::fs::perm;
 use crate::mm::aspace::AddressSpace;
 
 pub use stack::{arg_space, MAX_ARG_STRLEN};
@@ -46,6 +48,8 @@ pub struct Binprm {
     pub arg_limit: u64,
     /// The directory relative interpreter paths start from (the cwd).
     pub cwd: Arc<Dentry>,
+    /// The caller's credentials: they look up and check each file.
+    pub cred: Arc<Cred>,
 }
 
 /// The new program, built but not yet running.
@@ -56,27 +60,30 @@ pub struct Image {
     /// The path of the file finally run (a script's interpreter):
     /// /proc/<pid>/exe.
     pub exe: String,
+    /// The credentials the program runs with (set-id bits of the ELF
+    /// file finally run; a script's own are ignored, as on Linux).
+    pub cred: Arc<Cred>,
+    /// The process stays dumpable: no id changed, and every file of the
+    /// chain (scripts, program, interpreter) was readable.
+    pub dumpable: bool,
 }
 
-/// Linux's open_exec checks on a looked-up file: only a regular file on a
-/// mount without `noexec`, with an execute bit, may run (root needs any
-/// one of the three). A symlink here was not followed (ELOOP).
-pub fn check_executable(d: &Arc<Dentry>) -> Result<(), Errno> {
-    let meta = d.inode().metadata();
-    match meta.file_type() {
-        FileType::Symlink => Err(Errno::ELOOP),
-        FileType::Regular if d.no_exec() || meta.mode & 0o111 == 0 => Err(Errno::EACCES),
-        FileType::Regular => Ok(()),
-        _ => Err(Errno::EACCES),
+/// Linux's open_exec checks on a looked-up file: a symlink here was not
+/// followed (ELOOP); otherwise only a regular file on a mount without
+/// `noexec` that `cred` may execute may run (EACCES).
+pub fn check_executable(cred: &Cred, d: &Arc<Dentry>) -> Result<(), Errno> {
+    if d.inode().file_type() == FileType::Symlink {
+        return Err(Errno::ELOOP);
     }
+    perm::may_exec(cred, d)
 }
 
 /// Looks up and checks an interpreter (a script's or PT_INTERP's) as
 /// Linux's open_exec does: from the cwd unless absolute, symlinks
 /// followed.
-fn open_exec(cwd: &Arc<Dentry>, path: &str) -> Result<Arc<Dentry>, Errno> {
-    let d = resolve(cwd, path, true)?;
-    check_executable(&d)?;
+fn open_exec(bprm: &Binprm, path: &str) -> Result<Arc<Dentry>, Errno> {
+    let d = resolve(&bprm.cred, &bprm.cwd, path, true)?;
+    check_executable(&bprm.cred, &d)?;
     Ok(d)
 }
 
@@ -97,16 +104,20 @@ fn read_exact_or_eof(d: &Arc<Dentry>, offset: u64, buf: &mut [u8]) -> Result<usi
 pub fn load(file: Arc<Dentry>, mut bprm: Binprm) -> Result<(Image, Binprm), Errno> {
     stack::check_space(&bprm)?;
     let mut file = file;
+    // A script the caller cannot read leaves the process non-dumpable.
+    let mut readable = true;
     // The program itself, then up to MAX_NESTING interpreters; a chain
     // that is still a script after that is ELOOP.
     for _ in 0..=shebang::MAX_NESTING {
         let mut head = [0u8; shebang::BUF_SIZE];
         let n = read_exact_or_eof(&file, 0, &mut head)?;
         if head.starts_with(b"\x7fELF") {
-            let image = elf::load(&file, &head[..n], &bprm)?;
+            let mut image = elf::load(&file, &head[..n], &bprm)?;
+            image.dumpable &= readable;
             return Ok((image, bprm));
         }
         let line = shebang::parse(&head[..n]).map_err(|_| Errno::ENOEXEC)?;
+        readable &= perm::may_read(&bprm.cred, file.inode().as_ref());
         file = script::rewrite(&mut bprm, &line)?;
     }
     Err(Errno::ELOOP)

@@ -32,5 +32,5 @@ pub(super) fn rewrite(bprm: &mut Binprm, line: &Shebang<'_>) -> Result<Arc<Dentr
     bprm.argv = argv;
     stack::check_space(bprm)?;
     bprm.interp = name.clone();
-    open_exec(&bprm.cwd, &name)
+    open_exec(bprm, &name)
 }

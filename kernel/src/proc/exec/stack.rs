@@ -61,6 +61,13 @@ pub(super) struct AuxValues {
     pub phnum: u64,
     pub base: u64,
     pub entry: u64,
+    pub uid: u32,
+    pub euid: u32,
+    pub gid: u32,
+    pub egid: u32,
+    /// The program gained privileges (set-id bits, capabilities): libc
+    /// runs it in secure mode.
+    pub secure: bool,
 }
 
 /// Writes the stack into `vm`; returns the initial stack pointer.
@@ -102,11 +109,11 @@ pub(super) fn build(vm: &mut AddressSpace, bprm: &Binprm, aux: &AuxValues) -> Re
         (c::AT_BASE, aux.base),
         (c::AT_FLAGS, 0),
         (c::AT_ENTRY, aux.entry),
-        (c::AT_UID, 0),
-        (c::AT_EUID, 0),
-        (c::AT_GID, 0),
-        (c::AT_EGID, 0),
-        (c::AT_SECURE, 0),
+        (c::AT_UID, u64::from(aux.uid)),
+        (c::AT_EUID, u64::from(aux.euid)),
+        (c::AT_GID, u64::from(aux.gid)),
+        (c::AT_EGID, u64::from(aux.egid)),
+        (c::AT_SECURE, u64::from(aux.secure)),
         (c::AT_RANDOM, random_at),
         // HWCAP2 bits: ring-3 MWAIT and FSGSBASE, neither offered.
         (c::AT_HWCAP2, 0),

@@ -8,23 +8,23 @@
 use super::*;
 use crate::testrng::Rng;
 
-const FIXTURE: &[u8] = include_bytes!("../../tests/fixtures/initramfs.cpio");
-const FIXTURE_CRC: &[u8] = include_bytes!("../../tests/fixtures/initramfs-crc.cpio");
+pub(super) const FIXTURE: &[u8] = include_bytes!("../../tests/fixtures/initramfs.cpio");
+pub(super) const FIXTURE_CRC: &[u8] = include_bytes!("../../tests/fixtures/initramfs-crc.cpio");
 const MTIME: u32 = 1_704_164_645;
 
 /// One entry for [`build`].
-struct E<'a> {
+pub(super) struct E<'a> {
     name: &'a str,
     mode: u32,
     data: &'a [u8],
 }
 
-fn e<'a>(name: &'a str, mode: u32, data: &'a [u8]) -> E<'a> {
+pub(super) fn e<'a>(name: &'a str, mode: u32, data: &'a [u8]) -> E<'a> {
     E { name, mode, data }
 }
 
 /// Writes a newc header + name + data (with padding) for `name`.
-fn push_raw(out: &mut Vec<u8>, magic: &[u8; 6], name: &[u8], namesize: u32, mode: u32, data: &[u8]) {
+pub(super) fn push_raw(out: &mut Vec<u8>, magic: &[u8; 6], name: &[u8], namesize: u32, mode: u32, data: &[u8]) {
     let start = out.len();
     out.extend_from_slice(magic);
     let fields = [7, mode, 1000, 100, 1, MTIME, data.len() as u32, 8, 1, 0, 0, namesize, 0];
@@ -41,14 +41,14 @@ fn push_raw(out: &mut Vec<u8>, magic: &[u8; 6], name: &[u8], namesize: u32, mode
     }
 }
 
-fn push(out: &mut Vec<u8>, magic: &[u8; 6], name: &str, mode: u32, data: &[u8]) {
+pub(super) fn push(out: &mut Vec<u8>, magic: &[u8; 6], name: &str, mode: u32, data: &[u8]) {
     let mut n = name.as_bytes().to_vec();
     n.push(0);
     push_raw(out, magic, &n, n.len() as u32, mode, data);
 }
 
 /// A complete archive (with trailer) of `entries`.
-fn build(entries: &[E]) -> Vec<u8> {
+pub(super) fn build(entries: &[E]) -> Vec<u8> {
     let mut out = Vec::new();
     for en in entries {
         push(&mut out, MAGIC_NEWC, en.name, en.mode, en.data);
