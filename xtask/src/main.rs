@@ -7,8 +7,8 @@
 
 mod bench;
 mod build;
-mod hostlibs;
 mod debiantest;
+mod hostlibs;
 mod initramfs;
 mod iso;
 mod ksyms;
