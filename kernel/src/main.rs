@@ -20,6 +20,7 @@ mod cred;
 mod dev;
 mod event;
 mod fs;
+mod ipc;
 mod logger;
 mod mm;
 mod proc;
@@ -47,6 +48,8 @@ fn kmain(info: &'static hal::BootInfo) -> ! {
     clock::init();
     console::init();
     syscall::init(info.command_line());
+    proc::sigio::init();
+    ipc::init();
     start_other_cpus(info.command_line());
 
     // The first kernel thread marks the end of boot.

@@ -6,14 +6,19 @@
 mod exec;
 mod cred;
 mod fs_attr;
+mod fs_alloc;
 mod fs_io;
 mod fs_name;
 mod fs_path;
 mod futex;
 mod ident;
+mod ipc;
 mod kcmp;
+mod lock;
 mod mem;
 mod membarrier;
+mod memfd;
+mod mqueue;
 mod poll;
 mod process;
 mod sched;
@@ -127,6 +132,7 @@ syscall_table! {
     KILL => signal::sys_kill,
     UNAME => ident::sys_uname,
     FCNTL => fs_io::sys_fcntl,
+    FLOCK => lock::sys_flock,
     GETCWD => fs_path::sys_getcwd,
     CHDIR => fs_path::sys_chdir,
     READLINK => fs_path::sys_readlink,
@@ -261,6 +267,26 @@ syscall_table! {
     MEMBARRIER => membarrier::sys_membarrier,
     KCMP => kcmp::sys_kcmp,
     PSELECT6 => poll::sys_pselect6,
+    MEMFD_CREATE => memfd::sys_memfd_create,
+    MSGGET => ipc::sys_msgget,
+    MSGSND => ipc::sys_msgsnd,
+    MSGRCV => ipc::sys_msgrcv,
+    MSGCTL => ipc::sys_msgctl,
+    SEMGET => ipc::sys_semget,
+    SEMOP => ipc::sys_semop,
+    SEMTIMEDOP => ipc::sys_semtimedop,
+    SEMCTL => ipc::sys_semctl,
+    SHMGET => ipc::sys_shmget,
+    SHMAT => ipc::sys_shmat,
+    SHMDT => ipc::sys_shmdt,
+    SHMCTL => ipc::sys_shmctl,
+    FALLOCATE => fs_alloc::sys_fallocate,
+    MQ_OPEN => mqueue::sys_mq_open,
+    MQ_UNLINK => mqueue::sys_mq_unlink,
+    MQ_TIMEDSEND => mqueue::sys_mq_timedsend,
+    MQ_TIMEDRECEIVE => mqueue::sys_mq_timedreceive,
+    MQ_NOTIFY => mqueue::sys_mq_notify,
+    MQ_GETSETATTR => mqueue::sys_mq_getsetattr,
 }
 
 static TABLE: [Option<Handler>; TABLE_SIZE] = build_table();
