@@ -15,7 +15,7 @@ static TICKS: PerCpu<AtomicU64> = PerCpu::new([const { hal::percpu::CacheAligned
 
 pub fn init() {
     let wall = hal::rtc::read_unix_seconds() * 1_000_000_000;
-    REALTIME_BASE_NS.store(wall.saturating_sub(now_ns()), Ordering::Relaxed);
+    set_realtime_ns(wall);
     hal::trap::register_handler(TIMER_VECTOR, on_tick);
     hal::apic::start_periodic_timer(TIMER_VECTOR, HZ);
 }
@@ -46,9 +46,12 @@ static WALL_CLOCK_GENERATION: AtomicU64 = AtomicU64::new(0);
 pub static WALL_CLOCK_SET: crate::sched::WaitQueue = crate::sched::WaitQueue::new();
 
 /// Sets the wall clock (clock_settime(CLOCK_REALTIME)) and wakes the
-/// sleepers waiting for a wall time, which look again.
+/// sleepers waiting for a wall time, which look again. The vDSO's copy
+/// follows, so user mode reads the new time at once.
 pub fn set_realtime_ns(ns: u64) {
-    REALTIME_BASE_NS.store(ns.saturating_sub(now_ns()), Ordering::Relaxed);
+    let base = ns.saturating_sub(now_ns());
+    REALTIME_BASE_NS.store(base, Ordering::Relaxed);
+    crate::vdso::set_realtime_base(base);
     WALL_CLOCK_GENERATION.fetch_add(1, Ordering::AcqRel);
     WALL_CLOCK_SET.wake_all();
 }

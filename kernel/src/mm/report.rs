@@ -94,6 +94,9 @@ enum PageKind {
     /// A tmpfs (or shared anonymous) page. Pages of files kept elsewhere
     /// are copied into private frames, so there are no plain file pages.
     Shmem,
+    /// A kernel-provided page of a special mapping (the vDSO's text):
+    /// Linux counts it as a file page.
+    File,
 }
 
 /// One resident page: its kind, frame address, how many address spaces
@@ -162,10 +165,11 @@ impl AddressSpace {
                 }
                 _ => (0, 0, 0),
             };
-            let name = match (v.kind, &v.name) {
-                (VmaKind::Heap, _) => Some(String::from("[heap]")),
-                (VmaKind::Stack, _) => Some(String::from("[stack]")),
-                (_, Some(n)) => Some(n.clone()),
+            let name = match (v.kind, &v.name, &v.backing) {
+                (VmaKind::Heap, _, _) => Some(String::from("[heap]")),
+                (VmaKind::Stack, _, _) => Some(String::from("[stack]")),
+                (_, _, Backing::Special { mapping, .. }) => Some(String::from(mapping.name)),
+                (_, Some(n), _) => Some(n.clone()),
                 _ => None,
             };
             out.push(MapArea {
@@ -199,6 +203,10 @@ impl AddressSpace {
             Backing::Anonymous => (PageKind::Anon, 0),
             Backing::SharedAnonymous { .. } => (PageKind::Shmem, 1),
             Backing::SharedFile { .. } => (PageKind::Shmem, 1),
+            // [vvar]'s raw kernel pages are no pages to Linux (VM_PFNMAP);
+            // the vDSO's text is held by the mapping too.
+            Backing::Special { mapping, .. } if mapping.pfn_map => return None,
+            Backing::Special { .. } => (PageKind::File, 1),
             Backing::File { source, offset, .. } => {
                 let index = (offset + (va - v.start)) / PAGE_SIZE;
                 if source.cached_page(index) == Some(paddr) {
@@ -239,6 +247,7 @@ impl AddressSpace {
                     t.anonymous += PAGE_SIZE;
                 }
                 PageKind::Shmem => t.pss_shmem += pss,
+                PageKind::File => t.pss_file += pss,
             }
             match (p.mappers > 1, p.dirty) {
                 (true, true) => t.shared_dirty += PAGE_SIZE,
@@ -274,6 +283,7 @@ impl AddressSpace {
                 match self.page_info(v, va).map(|p| p.kind) {
                     Some(PageKind::Anon) => c.rss_anon += PAGE_SIZE,
                     Some(PageKind::Shmem) => c.rss_shmem += PAGE_SIZE,
+                    Some(PageKind::File) => c.rss_file += PAGE_SIZE,
                     None => {}
                 }
             }
