@@ -346,6 +346,52 @@ static void test_etxtbsy(const char *self)
     }
     check(w >= 0, "open(O_WRONLY) works once the program is gone");
     close(w);
+
+    /* A script is denied writers while it is loaded, not while its
+     * interpreter runs; the interpreter, the program finally run, is. */
+    const char *script = "/tmp/semantics_script";
+    int sfd = open(script, O_CREAT | O_TRUNC | O_WRONLY, 0755);
+    char text[64];
+    int len = snprintf(text, sizeof text, "#!%s -hold\n", copy);
+    check(sfd >= 0 && write(sfd, text, (size_t)len) == len, "wrote a script run by the copy");
+    char *sav[] = { (char *)script, NULL };
+    c = fork();
+    if (c == 0) {
+        execv(script, sav);
+        _exit(errno == ETXTBSY ? 42 : 43);
+    }
+    wait_for(c, &st, 0);
+    check(WIFEXITED(st) && WEXITSTATUS(st) == 42, "execve of a script open for writing = ETXTBSY");
+    close(sfd);
+    pipe(pfd);
+    c = fork();
+    if (c == 0) {
+        dup2(pfd[1], 1);
+        close(pfd[0]);
+        execv(script, sav);
+        _exit(127);
+    }
+    close(pfd[1]);
+    wait_for(c, &st, 0);
+    memset(line, 0, sizeof line);
+    n = read(pfd[0], line, sizeof line - 1);
+    g = n > 0 ? atoi(line) : -1;
+    close(pfd[0]);
+    check(WIFEXITED(st) && WEXITSTATUS(st) == 0 && g > 0, "the script's interpreter runs");
+    w = open(script, O_WRONLY);
+    check(w >= 0, "open(running script, O_WRONLY) works");
+    close(w);
+    EXPECT_ERR(ETXTBSY, "open(the script's running interpreter, O_WRONLY)", open(copy, O_WRONLY));
+    if (g > 0)
+        kill(g, SIGKILL);
+    w = -1;
+    for (int i = 0; i < 400 && w < 0; i++) {
+        w = open(copy, O_WRONLY);
+        if (w < 0)
+            sleep_ms(5);
+    }
+    close(w);
+    unlink(script);
     unlink(copy);
 }
 
