@@ -16,6 +16,7 @@ pub mod futex;
 pub mod init;
 pub mod oom;
 pub mod robust;
+pub mod seccomp;
 pub mod sigio;
 pub mod signal;
 pub mod task;

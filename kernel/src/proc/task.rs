@@ -55,6 +55,10 @@ pub struct Task {
     /// the syscall path skip the lock when it is off.
     pub user_dispatch: SpinLock<Option<super::user_dispatch::UserDispatch>>,
     pub user_dispatch_on: core::sync::atomic::AtomicBool,
+    /// Strict mode or the stack of seccomp filters; the flag (set when the
+    /// mode is not "disabled") lets the syscall path skip the lock.
+    pub seccomp: SpinLock<super::seccomp::Seccomp>,
+    pub seccomp_on: core::sync::atomic::AtomicBool,
     /// The credentials this thread acts with, replaced whole on change
     /// (`commit_cred`), never changed in place.
     cred: SpinLock<Arc<Cred>>,
@@ -81,6 +85,8 @@ impl Task {
             last_fault: SpinLock::new((0, 0, 0)),
             user_dispatch: SpinLock::new(None),
             user_dispatch_on: core::sync::atomic::AtomicBool::new(false),
+            seccomp: SpinLock::new(super::seccomp::Seccomp::default()),
+            seccomp_on: core::sync::atomic::AtomicBool::new(false),
             cred: SpinLock::new(cred),
             cpu: super::cputime::CpuAccount::default(),
         }

@@ -22,6 +22,7 @@ mod mqueue;
 mod poll;
 mod process;
 mod sched;
+mod seccomp;
 mod signal;
 mod time;
 
@@ -290,6 +291,7 @@ syscall_table! {
     MQ_TIMEDRECEIVE => mqueue::sys_mq_timedreceive,
     MQ_NOTIFY => mqueue::sys_mq_notify,
     MQ_GETSETATTR => mqueue::sys_mq_getsetattr,
+    SECCOMP => seccomp::sys_seccomp,
 }
 
 static TABLE: [Option<Handler>; TABLE_SIZE] = build_table();
@@ -309,6 +311,9 @@ fn is_restart(e: Errno) -> bool {
 pub fn dispatch(task: &Arc<Task>, uctx: &mut UserContext) {
     let number = uctx.regs.rax;
     if task.user_dispatch_on.load(Ordering::Relaxed) && crate::proc::user_dispatch::intercepts(task, uctx, number) {
+        return;
+    }
+    if task.seccomp_on.load(Ordering::Relaxed) && crate::proc::seccomp::intercepts(task, uctx, number) {
         return;
     }
     let r = &uctx.regs;

@@ -277,7 +277,13 @@ fn clone_with(ctx: &mut SyscallContext, req: CloneRequest) -> SysResult {
         let mut space = vm.lock();
         space.write_remote(child_tid, &(tid as u32).to_le_bytes())?;
     }
-    process.tasks.lock().push(task.clone());
+    {
+        // Filters are copied with the task list locked, so a TSYNC in
+        // this process either sees the new thread or ran before the copy.
+        let mut tasks = process.tasks.lock();
+        crate::proc::seccomp::inherit(&task, &parent_task);
+        tasks.push(task.clone());
+    }
     if let Err(e) = task::start(task.clone(), child_ctx) {
         process.tasks.lock().retain(|t| !Arc::ptr_eq(t, &task));
         return Err(e);
@@ -506,6 +512,8 @@ pub fn sys_prctl(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
             uaccess::write_bytes(&vm, a[1], &name)?;
             Ok(0)
         }
+        c::PR_SET_SECCOMP => super::seccomp::prctl_set(ctx, a[1], a[2]),
+        c::PR_GET_SECCOMP => super::seccomp::prctl_get(ctx),
         c::PR_SET_SYSCALL_USER_DISPATCH => {
             crate::proc::user_dispatch::configure(ctx.task, a[1], a[2], a[3], a[4]).map(|()| 0)
         }

@@ -162,6 +162,13 @@ pub(super) fn status(p: &Arc<Process>, thread: Option<&Task>) -> String {
         Some(t) => t.cred(),
         None => p.cred().unwrap_or_else(|| Arc::new(crate::cred::ROOT.clone())),
     };
+    let (seccomp_mode, seccomp_filters) = {
+        let state = match thread {
+            Some(t) => t.seccomp.lock().clone(),
+            None => p.tasks.lock().first().map(|t| t.seccomp.lock().clone()).unwrap_or_default(),
+        };
+        (state.mode(), state.filter_count())
+    };
     let mut groups = String::new();
     for g in cred.groups.as_ref() {
         let _ = write!(groups, "{g} ");
@@ -172,7 +179,7 @@ pub(super) fn status(p: &Arc<Process>, thread: Option<&Task>) -> String {
         "Name:\t{}\nUmask:\t{:04o}\nState:\t{}\nTgid:\t{}\nNgid:\t0\nPid:\t{}\nPPid:\t{}\nTracerPid:\t0\n\
          Uid:\t{}\t{}\t{}\t{}\nGid:\t{}\t{}\t{}\t{}\nFDSize:\t64\nGroups:\t{}\n{}Threads:\t{}\n\
          SigBlk:\t{:016x}\nCapInh:\t{:016x}\nCapPrm:\t{:016x}\nCapEff:\t{:016x}\nCapBnd:\t{:016x}\n\
-         CapAmb:\t{:016x}\nNoNewPrivs:\t{}\nCpus_allowed:\t1\n",
+         CapAmb:\t{:016x}\nNoNewPrivs:\t{}\nSeccomp:\t{}\nSeccomp_filters:\t{}\nCpus_allowed:\t1\n",
         comm(p),
         p.umask.load(Ordering::Relaxed),
         state_name(state),
@@ -198,6 +205,8 @@ pub(super) fn status(p: &Arc<Process>, thread: Option<&Task>) -> String {
         cred.caps.bounding,
         cred.caps.ambient,
         u8::from(cred.no_new_privs),
+        seccomp_mode,
+        seccomp_filters,
     );
     s
 }
