@@ -122,7 +122,7 @@ fn is_ancestor(older: Option<&Arc<Filter>>, newer: Option<&Arc<Filter>>) -> bool
 /// caller's (nothing attached then), as Linux does.
 pub fn attach(task: &Arc<Task>, prog: Vec<Insn>, flags: u32) -> Result<u64, Errno> {
     let mut node = Arc::try_new(Filter {
-        path_insns: prog.len(),
+        path_insns: rules::converted_len(&prog),
         prog,
         prev: None,
         log: flags & SECCOMP_FILTER_FLAG_LOG != 0,

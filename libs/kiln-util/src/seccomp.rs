@@ -421,8 +421,41 @@ pub fn stricter(first: u32, later: u32) -> u32 {
 
 /// The most instructions all of a thread's filters may add up to, each
 /// filter counting four more (Linux's MAX_INSNS_PER_PATH); attaching past
-/// it is ENOMEM.
+/// it is ENOMEM. The count is of the instructions Linux runs, the eBPF
+/// its classic program converts to ([`converted_len`]).
 pub const MAX_INSNS_PER_PATH: usize = 1 << 15;
+
+/// The length of a checked seccomp program once Linux converts it to
+/// eBPF (`bpf_convert_filter`), which is what its path limit counts:
+/// three instructions of prologue (clear A and X, keep the context),
+/// two for a constant return (move, exit), five for a division by X (the
+/// zero test and its early exit), and for a conditional jump one, or two
+/// when neither branch falls through and the condition cannot be
+/// inverted (JSET) or both branches jump, plus one to widen a constant
+/// with the sign bit set.
+pub fn converted_len(prog: &[Insn]) -> usize {
+    let mut len = 3;
+    for i in prog {
+        let code = i.code;
+        len += if code == BPF_RET | BPF_K || code == BPF_RET | BPF_A {
+            if code == BPF_RET | BPF_K {
+                2
+            } else {
+                1
+            }
+        } else if code == BPF_ALU | BPF_DIV | BPF_X || code == BPF_ALU | BPF_MOD | BPF_X {
+            5
+        } else if is_conditional_jump(code) {
+            let widen = usize::from(code & BPF_X == 0 && (i.k as i32) < 0);
+            let op = code & 0xf0;
+            let one = i.jf == 0 || (i.jt == 0 && (op == BPF_JEQ || op == BPF_JGT || op == BPF_JGE));
+            widen + if one { 1 } else { 2 }
+        } else {
+            1
+        };
+    }
+    len
+}
 /// What each filter adds to the count beyond its own length.
 pub const FILTER_PENALTY: usize = 4;
 

@@ -220,3 +220,19 @@ fn the_strictest_action_wins_and_ties_keep_the_newer() {
     assert!(!Action::available(SECCOMP_RET_ERRNO | 1));
     assert!(!Action::available(0x0001_0000));
 }
+
+#[test]
+fn converted_lengths_follow_linux_conversion() {
+    // 3 prologue + 1 + 2 (jf 0, but AUDIT_ARCH_X86_64 has the sign bit)
+    // + 2 + 1 + 1 (jt 0: inverted) + 2 + 2.
+    assert_eq!(converted_len(&typical()), 14);
+    assert_eq!(converted_len(&[RET_ALLOW; 4096]), 3 + 2 * 4096);
+    assert_eq!(converted_len(&[stmt(BPF_RET | BPF_A, 0)]), 4);
+    assert_eq!(converted_len(&[stmt(BPF_ALU | BPF_DIV | BPF_X, 0), RET_ALLOW]), 3 + 5 + 2);
+    // JSET cannot be inverted; both branches jumping takes a JA too; a
+    // constant with the sign bit is moved to a register first.
+    assert_eq!(converted_len(&[jump(BPF_JMP | BPF_JSET | BPF_K, 1, 0, 1), RET_ALLOW, RET_ALLOW]), 3 + 2 + 4);
+    assert_eq!(converted_len(&[jump(BPF_JMP | BPF_JEQ | BPF_K, 1, 1, 1), RET_ALLOW, RET_ALLOW, RET_ALLOW]), 3 + 2 + 6);
+    assert_eq!(converted_len(&[jump(BPF_JMP | BPF_JEQ | BPF_K, 0x8000_0000, 0, 0), RET_ALLOW]), 3 + 2 + 2);
+    assert_eq!(converted_len(&[jump(BPF_JMP | BPF_JEQ | BPF_X, 0x8000_0000, 0, 0), RET_ALLOW]), 3 + 1 + 2);
+}
