@@ -11,8 +11,9 @@
 //! process with SECCOMP_FILTER_FLAG_TSYNC. A filter is shared by every
 //! thread that has it, so the chain is a list of `Arc`s, newest first.
 //!
-//! The system-call path tests one flag (`Task::seccomp_on`) before
-//! looking further, so a thread without seccomp pays one load.
+//! The system-call path tests one word (`Task::syscall_work`, shared with
+//! syscall user dispatch) before looking further, so a thread with
+//! neither pays the one load it paid before seccomp existed.
 //!
 //! Not implemented: user notification (SECCOMP_FILTER_FLAG_NEW_LISTENER
 //! is refused as an unknown flag, so SECCOMP_RET_USER_NOTIF always finds
@@ -33,6 +34,7 @@ use linux_abi::layout::Siginfo;
 use linux_abi::seccomp::*;
 use linux_abi::signal as sig;
 
+use super::task::SYSCALL_WORK_SECCOMP;
 use super::{ExitKind, Task};
 
 /// One attached filter and, through `prev`, the ones attached before it.
@@ -79,7 +81,7 @@ impl Seccomp {
 
 fn set_state(task: &Task, state: &mut Seccomp, new: Seccomp) {
     *state = new;
-    task.seccomp_on.store(state.mode != SECCOMP_MODE_DISABLED, Ordering::Release);
+    task.set_syscall_work(SYSCALL_WORK_SECCOMP, state.mode != SECCOMP_MODE_DISABLED);
 }
 
 /// fork and clone: the new thread starts with its creator's mode and

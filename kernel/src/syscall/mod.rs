@@ -307,13 +307,21 @@ fn is_restart(e: Errno) -> bool {
     matches!(e, Errno::ERESTARTSYS | Errno::ERESTARTNOINTR | Errno::ERESTARTNOHAND | Errno::ERESTART_RESTARTBLOCK)
 }
 
+/// The checks before a call runs, in Linux's order (syscall_trace_enter):
+/// syscall user dispatch, then seccomp. True when the call is not to run
+/// (its result, a signal or an exit is already arranged).
+#[inline(never)]
+fn intercepted(task: &Arc<Task>, uctx: &mut UserContext, number: u64) -> bool {
+    use crate::proc::task::{SYSCALL_WORK_SECCOMP, SYSCALL_WORK_USER_DISPATCH};
+    let work = task.syscall_work();
+    (work & SYSCALL_WORK_USER_DISPATCH != 0 && crate::proc::user_dispatch::intercepts(task, uctx, number))
+        || (work & SYSCALL_WORK_SECCOMP != 0 && crate::proc::seccomp::intercepts(task, uctx, number))
+}
+
 /// Runs the system call the thread just made and stores its result.
 pub fn dispatch(task: &Arc<Task>, uctx: &mut UserContext) {
     let number = uctx.regs.rax;
-    if task.user_dispatch_on.load(Ordering::Relaxed) && crate::proc::user_dispatch::intercepts(task, uctx, number) {
-        return;
-    }
-    if task.seccomp_on.load(Ordering::Relaxed) && crate::proc::seccomp::intercepts(task, uctx, number) {
+    if task.syscall_work() != 0 && intercepted(task, uctx, number) {
         return;
     }
     let r = &uctx.regs;
