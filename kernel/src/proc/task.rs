@@ -59,6 +59,9 @@ pub struct Task {
     /// (`SYSCALL_WORK_*` bits, Linux's SYSCALL_WORK flags): one load
     /// decides for a thread with neither syscall user dispatch nor seccomp.
     syscall_work: core::sync::atomic::AtomicU8,
+    /// ioprio_set's value (0: none set, the priority follows the nice
+    /// value); inherited by fork and clone.
+    pub ioprio: core::sync::atomic::AtomicU32,
     /// The credentials this thread acts with, replaced whole on change
     /// (`commit_cred`), never changed in place.
     cred: SpinLock<Arc<Cred>>,
@@ -86,6 +89,7 @@ impl Task {
             user_dispatch: SpinLock::new(None),
             seccomp: SpinLock::new(super::seccomp::Seccomp::default()),
             syscall_work: core::sync::atomic::AtomicU8::new(0),
+            ioprio: core::sync::atomic::AtomicU32::new(0),
             cred: SpinLock::new(cred),
             cpu: super::cputime::CpuAccount::default(),
         }

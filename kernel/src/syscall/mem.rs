@@ -326,3 +326,33 @@ pub fn sys_mremap(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let fixed = (flags & c::MREMAP_FIXED != 0).then_some(new_addr);
     ctx.vm()?.lock().mremap(old, old_len, new_len, flags & c::MREMAP_MAYMOVE != 0, fixed)
 }
+
+/// process_madvise(pidfd, iovec, vlen, advice, flags): flags must be 0
+/// and the vector importable (at most UIO_MAXIOV entries, no negative
+/// length, the first buffer a user range), then the descriptor must be a
+/// pidfd. Kiln has no pidfds yet, so every descriptor is EBADF (an open
+/// one as Linux's pidfd_get_task answers for a file that is not a pidfd).
+pub fn sys_process_madvise(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (pidfd, vec, vlen, flags) = (a[0] as i32, a[1], a[2], a[4] as u32);
+    if flags != 0 || vlen > 1024 {
+        return Err(Errno::EINVAL);
+    }
+    for i in 0..vlen {
+        let mut iov = [0u8; 16];
+        ctx.copy_from_user(vec.wrapping_add(16 * i), &mut iov)?;
+        let word = |at: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&iov[at..at + 8]);
+            u64::from_le_bytes(w)
+        };
+        let (base, len) = (word(0), word(8));
+        if (len as i64) < 0 {
+            return Err(Errno::EINVAL);
+        }
+        if i == 0 && !crate::mm::uaccess::access_ok(base, len as usize) {
+            return Err(Errno::EFAULT);
+        }
+    }
+    ctx.process().files().lock().get(pidfd)?;
+    Err(Errno::EBADF)
+}

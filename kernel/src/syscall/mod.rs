@@ -237,6 +237,7 @@ syscall_table! {
     SYNCFS => fs_io::sys_syncfs,
     STATX => fs_path::sys_statx,
     GETDENTS64 => fs_path::sys_getdents64,
+    GETDENTS => fs_path::sys_getdents,
     MKDIR => fs_name::sys_mkdir,
     MKDIRAT => fs_name::sys_mkdirat,
     MKNOD => fs_name::sys_mknod,
@@ -262,6 +263,9 @@ syscall_table! {
     TRUNCATE => fs_attr::sys_truncate,
     FTRUNCATE => fs_attr::sys_ftruncate,
     UTIMENSAT => fs_attr::sys_utimensat,
+    UTIME => fs_attr::sys_utime,
+    UTIMES => fs_attr::sys_utimes,
+    FUTIMESAT => fs_attr::sys_futimesat,
     STATFS => fs_path::sys_statfs,
     FSTATFS => fs_path::sys_fstatfs,
     FCHDIR => fs_path::sys_fchdir,
@@ -292,6 +296,10 @@ syscall_table! {
     MQ_NOTIFY => mqueue::sys_mq_notify,
     MQ_GETSETATTR => mqueue::sys_mq_getsetattr,
     SECCOMP => seccomp::sys_seccomp,
+    IOPRIO_SET => sched::sys_ioprio_set,
+    IOPRIO_GET => sched::sys_ioprio_get,
+    RESTART_SYSCALL => signal::sys_restart_syscall,
+    PROCESS_MADVISE => mem::sys_process_madvise,
 }
 
 static TABLE: [Option<Handler>; TABLE_SIZE] = build_table();

@@ -1,0 +1,257 @@
+/*
+ * Older and smaller system calls real programs still make: utime, utimes
+ * and futimesat (whole seconds, microseconds, NULL for now, NULL paths,
+ * EINVAL for bad microseconds, permissions as user 1000), the old
+ * getdents (78) record format with d_type in the last byte,
+ * ioprio_get/ioprio_set (validation, the nice-derived effective value
+ * for groups, inheritance over fork, permissions), restart_syscall with
+ * nothing to restart, and process_madvise's checks before its pidfd.
+ */
+#include "common.h"
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <utime.h>
+
+#define DIR_PATH "/tmp/oldcalls.d"
+#define FILE_PATH DIR_PATH "/file"
+
+/* A child's status; one whose own checks failed exits 99. */
+static void report_child(const char *what, int st)
+{
+    printf("%s: %s\n", what, status_str(st));
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 99)
+        check(0, "%s: the child's checks passed", what);
+}
+
+static void show_times(const char *what, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        printf("FAIL: stat %s: %s\n", path, errname(errno));
+        t_failed++;
+        return;
+    }
+    printf("%s: atime %ld.%09ld mtime %ld.%09ld\n", what, (long)st.st_atim.tv_sec, st.st_atim.tv_nsec,
+           (long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+}
+
+static int recent(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && st.st_mtim.tv_sec > time(NULL) - 600 && st.st_atim.tv_sec > time(NULL) - 600;
+}
+
+static int as_user(void *arg)
+{
+    (void)arg;
+    if (setuid(1000) != 0)
+        return 10;
+    struct utimbuf ub = { 1, 2 };
+    EXPECT_ERR(EPERM, "utime(root's file, times) as user 1000", syscall(SYS_utime, FILE_PATH, &ub));
+    EXPECT_ERR(EACCES, "utime(root's 0644 file, NULL) as user 1000", syscall(SYS_utime, FILE_PATH, NULL));
+    struct timeval tv[2] = { { 1, 0 }, { 2, 0 } };
+    EXPECT_ERR(EPERM, "utimes(root's file, times) as user 1000", syscall(SYS_utimes, FILE_PATH, tv));
+    /* I/O priorities: the real-time class needs a capability, other
+     * users' threads need CAP_SYS_NICE. */
+    EXPECT_ERR(EPERM, "ioprio_set(RT) as user 1000", syscall(SYS_ioprio_set, 1, 0, (1 << 13) | 4));
+    EXPECT_ERR(EPERM, "ioprio_set(root's process) as user 1000",
+               syscall(SYS_ioprio_set, 1, getppid(), (2 << 13) | 4));
+    EXPECT_OK("ioprio_set(own, BE 5) as user 1000", syscall(SYS_ioprio_set, 1, 0, (2 << 13) | 5));
+    check(syscall(SYS_ioprio_get, 1, 0) == ((2 << 13) | 5), "ioprio_get = BE 5");
+    EXPECT_OK("ioprio_set(own, IDLE) as user 1000", syscall(SYS_ioprio_set, 1, 0, 3 << 13));
+    return t_failed ? 99 : 0;
+}
+
+static void utime_family(void)
+{
+    mkdir(DIR_PATH, 0755);
+    int fd = open(FILE_PATH, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    check(fd >= 0, "create %s", FILE_PATH);
+    close(fd);
+
+    struct utimbuf ub = { 1000, 2000 };
+    EXPECT_OK("utime(file, {1000, 2000})", syscall(SYS_utime, FILE_PATH, &ub));
+    show_times("after utime", FILE_PATH);
+    EXPECT_OK("utime(file, NULL)", syscall(SYS_utime, FILE_PATH, NULL));
+    check(recent(FILE_PATH), "utime(NULL) sets the times to now");
+    EXPECT_ERR(EFAULT, "utime(NULL path)", syscall(SYS_utime, NULL, &ub));
+    EXPECT_ERR(EFAULT, "utime(file, bad times)", syscall(SYS_utime, FILE_PATH, BAD_PTR));
+    EXPECT_ERR(ENOENT, "utime(missing)", syscall(SYS_utime, DIR_PATH "/missing", &ub));
+
+    struct timeval tv[2] = { { 5, 123456 }, { 6, 999999 } };
+    EXPECT_OK("utimes(file, {5.123456, 6.999999})", syscall(SYS_utimes, FILE_PATH, tv));
+    show_times("after utimes", FILE_PATH);
+    EXPECT_OK("utimes(file, NULL)", syscall(SYS_utimes, FILE_PATH, NULL));
+    check(recent(FILE_PATH), "utimes(NULL) sets the times to now");
+    struct timeval big[2] = { { 5, 1000000 }, { 6, 0 } };
+    EXPECT_ERR(EINVAL, "utimes with tv_usec 1000000", syscall(SYS_utimes, FILE_PATH, big));
+    struct timeval neg[2] = { { 5, 0 }, { 6, -1 } };
+    EXPECT_ERR(EINVAL, "utimes with tv_usec -1", syscall(SYS_utimes, FILE_PATH, neg));
+    EXPECT_ERR(EFAULT, "utimes(NULL path)", syscall(SYS_utimes, NULL, tv));
+
+    int dfd = open(DIR_PATH, O_RDONLY | O_DIRECTORY);
+    struct timeval tv2[2] = { { 7, 1 }, { 8, 2 } };
+    EXPECT_OK("futimesat(dirfd, \"file\")", syscall(SYS_futimesat, dfd, "file", tv2));
+    show_times("after futimesat", FILE_PATH);
+    fd = open(FILE_PATH, O_RDONLY);
+    struct timeval tv3[2] = { { 9, 0 }, { 10, 0 } };
+    EXPECT_OK("futimesat(fd, NULL) changes the fd's file", syscall(SYS_futimesat, fd, NULL, tv3));
+    show_times("after futimesat(fd, NULL)", FILE_PATH);
+    EXPECT_ERR(EFAULT, "futimesat(AT_FDCWD, NULL)", syscall(SYS_futimesat, AT_FDCWD, NULL, tv3));
+    EXPECT_ERR(EBADF, "futimesat(bad fd, \"file\")", syscall(SYS_futimesat, 999, "file", tv3));
+    EXPECT_ERR(ENOTDIR, "futimesat(file fd, \"x\")", syscall(SYS_futimesat, fd, "x", tv3));
+    close(fd);
+    close(dfd);
+    report_child("as user 1000", run_child(as_user, NULL));
+}
+
+/* ---- getdents (78) --------------------------------------------------- */
+
+struct old_dirent {
+    unsigned long d_ino;
+    unsigned long d_off;
+    unsigned short d_reclen;
+    char d_name[];
+};
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void old_getdents(void)
+{
+    mkdir(DIR_PATH "/sub", 0755);
+    symlink("file", DIR_PATH "/link");
+    int fd = open(DIR_PATH, O_RDONLY | O_DIRECTORY);
+    char buf[4096];
+    char *names[16];
+    char lines[16][64];
+    int n = 0, bad = 0;
+    for (;;) {
+        long got = syscall(SYS_getdents, fd, buf, sizeof buf);
+        if (got <= 0) {
+            check(got == 0, "getdents ends with 0");
+            break;
+        }
+        for (long at = 0; at < got;) {
+            struct old_dirent *d = (struct old_dirent *)(buf + at);
+            unsigned char type = buf[at + d->d_reclen - 1];
+            size_t len = strlen(d->d_name);
+            /* header 18 + name + NUL + type, rounded up to 8 */
+            if (d->d_reclen != ((18 + len + 2 + 7) & ~7UL) || d->d_off == 0)
+                bad++;
+            if (n < 16) {
+                snprintf(lines[n], sizeof lines[n], "%.40s type %u", d->d_name, type);
+                names[n] = lines[n];
+                n++;
+            }
+            at += d->d_reclen;
+        }
+    }
+    qsort(names, n, sizeof names[0], by_name);
+    for (int i = 0; i < n; i++)
+        printf("getdents: %s\n", names[i]);
+    check(bad == 0, "record lengths and offsets");
+    lseek(fd, 0, SEEK_SET);
+    EXPECT_ERR(EINVAL, "getdents with a 10-byte buffer", syscall(SYS_getdents, fd, buf, 10));
+    EXPECT_ERR(EFAULT, "getdents into a bad buffer", syscall(SYS_getdents, fd, BAD_PTR, sizeof buf));
+    close(fd);
+    fd = open(FILE_PATH, O_RDONLY);
+    EXPECT_ERR(ENOTDIR, "getdents on a file", syscall(SYS_getdents, fd, buf, sizeof buf));
+    close(fd);
+    EXPECT_ERR(EBADF, "getdents on a bad fd", syscall(SYS_getdents, 999, buf, sizeof buf));
+}
+
+/* ---- ioprio ---------------------------------------------------------- */
+
+#define IOPRIO(class, data) (((class) << 13) | (data))
+
+static int ioprio_child(void *arg)
+{
+    (void)arg;
+    check(syscall(SYS_ioprio_get, 1, 0) == IOPRIO(2, 2), "a forked child inherits BE 2");
+    return t_failed ? 99 : 0;
+}
+
+static int ioprio_group(void *arg)
+{
+    (void)arg;
+    setpgid(0, 0);
+    EXPECT_OK("ioprio_set(NONE)", syscall(SYS_ioprio_set, 1, 0, 0));
+    printf("ioprio_get(PGRP, own group), nice 0: %#lx\n", syscall(SYS_ioprio_get, 2, 0));
+    setpriority(PRIO_PROCESS, 0, 10);
+    printf("ioprio_get(PGRP, own group), nice 10: %#lx\n", syscall(SYS_ioprio_get, 2, 0));
+    printf("ioprio_get(PROCESS, self), none set: %ld\n", syscall(SYS_ioprio_get, 1, 0));
+    EXPECT_OK("ioprio_set(PGRP, own group, BE 1)", syscall(SYS_ioprio_set, 2, 0, IOPRIO(2, 1)));
+    printf("ioprio_get(PGRP, own group): %#lx\n", syscall(SYS_ioprio_get, 2, getpgrp()));
+    return t_failed ? 99 : 0;
+}
+
+static void ioprio(void)
+{
+    EXPECT_OK("ioprio_set(PROCESS, self, BE 3)", syscall(SYS_ioprio_set, 1, 0, IOPRIO(2, 3)));
+    check(syscall(SYS_ioprio_get, 1, 0) == IOPRIO(2, 3), "ioprio_get = BE 3");
+    check(syscall(SYS_ioprio_get, 1, getpid()) == IOPRIO(2, 3), "ioprio_get by pid = BE 3");
+    EXPECT_OK("ioprio_set(RT 0) as root", syscall(SYS_ioprio_set, 1, 0, IOPRIO(1, 0)));
+    check(syscall(SYS_ioprio_get, 1, 0) == IOPRIO(1, 0), "ioprio_get = RT 0");
+    EXPECT_OK("ioprio_set(IDLE)", syscall(SYS_ioprio_set, 1, 0, IOPRIO(3, 0)));
+    check(syscall(SYS_ioprio_get, 1, 0) == IOPRIO(3, 0), "ioprio_get = IDLE");
+    EXPECT_ERR(EINVAL, "ioprio_set(NONE with data 1)", syscall(SYS_ioprio_set, 1, 0, IOPRIO(0, 1)));
+    EXPECT_ERR(EINVAL, "ioprio_set(class 4)", syscall(SYS_ioprio_set, 1, 0, IOPRIO(4, 0)));
+    EXPECT_ERR(EINVAL, "ioprio_set(class 7)", syscall(SYS_ioprio_set, 1, 0, IOPRIO(7, 0)));
+    EXPECT_ERR(EINVAL, "ioprio_set(which 0)", syscall(SYS_ioprio_set, 0, 0, IOPRIO(2, 0)));
+    EXPECT_ERR(EINVAL, "ioprio_set(which 4)", syscall(SYS_ioprio_set, 4, 0, IOPRIO(2, 0)));
+    EXPECT_ERR(EINVAL, "ioprio_get(which 4)", syscall(SYS_ioprio_get, 4, 0));
+    EXPECT_ERR(ESRCH, "ioprio_set(no such pid)", syscall(SYS_ioprio_set, 1, 999999, IOPRIO(2, 0)));
+    EXPECT_ERR(ESRCH, "ioprio_get(no such pid)", syscall(SYS_ioprio_get, 1, 999999));
+    EXPECT_ERR(ESRCH, "ioprio_get(no such group)", syscall(SYS_ioprio_get, 2, 999999));
+    EXPECT_ERR(ESRCH, "ioprio_get(user 54321)", syscall(SYS_ioprio_get, 3, 54321));
+    EXPECT_ERR(ESRCH, "ioprio_get(user -1)", syscall(SYS_ioprio_get, 3, -1));
+    EXPECT_OK("ioprio_set(BE 2)", syscall(SYS_ioprio_set, 1, 0, IOPRIO(2, 2)));
+    report_child("fork", run_child(ioprio_child, NULL));
+    report_child("own group", run_child(ioprio_group, NULL));
+    EXPECT_OK("ioprio_set(NONE) again", syscall(SYS_ioprio_set, 1, 0, 0));
+    check(syscall(SYS_ioprio_get, 1, 0) == 0, "ioprio_get = 0");
+}
+
+/* ---- the rest -------------------------------------------------------- */
+
+static void rest(void)
+{
+    EXPECT_ERR(EINTR, "restart_syscall with nothing to restart", syscall(SYS_restart_syscall));
+    char page[16];
+    struct iovec iov = { page, sizeof page };
+    int fd = open(FILE_PATH, O_RDONLY);
+    EXPECT_ERR(EINVAL, "process_madvise(flags 1)", syscall(SYS_process_madvise, fd, &iov, 1, MADV_WILLNEED, 1));
+    EXPECT_ERR(EINVAL, "process_madvise(1025 vectors)", syscall(SYS_process_madvise, fd, &iov, 1025, MADV_WILLNEED, 0));
+    EXPECT_ERR(EFAULT, "process_madvise(bad vector)", syscall(SYS_process_madvise, fd, BAD_PTR, 1, MADV_WILLNEED, 0));
+    EXPECT_ERR(EBADF, "process_madvise(a file, not a pidfd)", syscall(SYS_process_madvise, fd, &iov, 1, MADV_WILLNEED, 0));
+    EXPECT_ERR(EBADF, "process_madvise(closed fd)", syscall(SYS_process_madvise, 999, &iov, 1, MADV_WILLNEED, 0));
+    close(fd);
+}
+
+static void cleanup(void)
+{
+    unlink(DIR_PATH "/link");
+    unlink(FILE_PATH);
+    rmdir(DIR_PATH "/sub");
+    rmdir(DIR_PATH);
+}
+
+int main(void)
+{
+    t_init("oldcalls");
+    cleanup();
+    utime_family();
+    old_getdents();
+    ioprio();
+    rest();
+    cleanup();
+    return t_done();
+}
