@@ -5,7 +5,8 @@
  * getdents (78) record format with d_type in the last byte,
  * ioprio_get/ioprio_set (validation, the nice-derived effective value
  * for groups, inheritance over fork, permissions), restart_syscall with
- * nothing to restart, and process_madvise's checks before its pidfd.
+ * nothing to restart, process_madvise's checks before its pidfd, and
+ * the NUMA policy calls as a machine with one node answers them.
  */
 #include "common.h"
 
@@ -16,6 +17,10 @@
 #include <sys/mman.h>
 #include <sys/uio.h>
 #include <utime.h>
+
+#ifndef SYS_set_mempolicy_home_node
+#define SYS_set_mempolicy_home_node 450
+#endif
 
 #define DIR_PATH "/tmp/oldcalls.d"
 #define FILE_PATH DIR_PATH "/file"
@@ -220,6 +225,131 @@ static void ioprio(void)
     check(syscall(SYS_ioprio_get, 1, 0) == 0, "ioprio_get = 0");
 }
 
+/* ---- NUMA policies on a machine with one node ------------------------ */
+
+static void show_policy(const char *what, unsigned long maxnode, unsigned long addr, unsigned long flags)
+{
+    int mode = -1;
+    unsigned long mask[4] = { ~0UL, ~0UL, ~0UL, ~0UL };
+    errno = 0;
+    long r = syscall(SYS_get_mempolicy, &mode, mask, maxnode, addr, flags);
+    if (r != 0)
+        printf("%s: -1 %s\n", what, errname(errno));
+    else
+        printf("%s: mode %#x, mask %#lx %#lx\n", what, mode, mask[0], mask[1]);
+}
+
+static long setpol(int mode, unsigned long mask, unsigned long maxnode)
+{
+    return syscall(SYS_set_mempolicy, mode, &mask, maxnode);
+}
+
+static int numa_user(void *arg)
+{
+    (void)arg;
+    if (setuid(1000) != 0)
+        return 10;
+    unsigned long one = 1;
+    EXPECT_ERR(EPERM, "migrate_pages(root's process) as user 1000", syscall(SYS_migrate_pages, getppid(), 2, &one, &one));
+    void *page = &one;
+    int status = 5;
+    EXPECT_ERR(EPERM, "move_pages(root's process) as user 1000", syscall(SYS_move_pages, getppid(), 1, &page, NULL, &status, 0));
+    EXPECT_ERR(EPERM, "move_pages(MOVE_ALL) as user 1000", syscall(SYS_move_pages, 0, 1, &page, NULL, &status, 4));
+    return t_failed ? 99 : 0;
+}
+
+static void numa(void)
+{
+    show_policy("default policy", 65, 0, 0);
+    EXPECT_ERR(EINVAL, "get_mempolicy(mask, maxnode 0)", syscall(SYS_get_mempolicy, NULL, &(unsigned long){ 0 }, 0, 0, 0));
+    EXPECT_ERR(EINVAL, "get_mempolicy(flags 8)", syscall(SYS_get_mempolicy, NULL, NULL, 0, 0, 8));
+    show_policy("MPOL_F_MEMS_ALLOWED", 65, 0, 4);
+    EXPECT_ERR(EINVAL, "MEMS_ALLOWED|NODE", syscall(SYS_get_mempolicy, NULL, NULL, 0, 0, 5));
+    EXPECT_ERR(EINVAL, "an address without MPOL_F_ADDR", syscall(SYS_get_mempolicy, NULL, NULL, 0, 4096, 0));
+    EXPECT_ERR(EINVAL, "MPOL_F_NODE of the default policy", syscall(SYS_get_mempolicy, NULL, NULL, 0, 0, 1));
+    EXPECT_OK("set_mempolicy(BIND, {0})", setpol(2, 1, 2));
+    show_policy("BIND {0}", 65, 0, 0);
+    show_policy("BIND {0}, maxnode 200 (clears the rest)", 200, 0, 0);
+    show_policy("BIND {0}, maxnode 1 (copies nothing)", 1, 0, 0);
+    EXPECT_ERR(EINVAL, "set_mempolicy(BIND, {1}): no such node", setpol(2, 2, 3));
+    EXPECT_ERR(EINVAL, "set_mempolicy(BIND, {})", setpol(2, 0, 2));
+    EXPECT_ERR(EINVAL, "set_mempolicy(DEFAULT, {0})", setpol(0, 1, 2));
+    EXPECT_ERR(EINVAL, "set_mempolicy(mode 7)", setpol(7, 1, 2));
+    EXPECT_ERR(EINVAL, "STATIC and RELATIVE together", setpol(2 | 0x8000 | 0x4000, 1, 2));
+    EXPECT_ERR(EINVAL, "NUMA_BALANCING with INTERLEAVE", setpol(3 | 0x2000, 1, 2));
+    EXPECT_ERR(EINVAL, "LOCAL with a node", setpol(4, 1, 2));
+    EXPECT_ERR(EINVAL, "PREFERRED, empty, STATIC", setpol(1 | 0x8000, 0, 2));
+    EXPECT_ERR(EINVAL, "set_mempolicy maxnode 40000", setpol(2, 1, 40000));
+    EXPECT_ERR(EFAULT, "set_mempolicy(bad mask)", syscall(SYS_set_mempolicy, 2, BAD_PTR, 65));
+    EXPECT_OK("BIND with NUMA_BALANCING", setpol(2 | 0x2000, 1, 2));
+    show_policy("BIND|NUMA_BALANCING", 65, 0, 0);
+    EXPECT_OK("PREFERRED with no node", setpol(1, 0, 2));
+    show_policy("PREFERRED {} (local)", 65, 0, 0);
+    EXPECT_OK("LOCAL", setpol(4, 0, 2));
+    show_policy("LOCAL", 65, 0, 0);
+    EXPECT_OK("PREFERRED_MANY {0}", setpol(5, 1, 2));
+    show_policy("PREFERRED_MANY", 65, 0, 0);
+    EXPECT_OK("STATIC BIND {0, 5}", setpol(2 | 0x8000, 0x21, 7));
+    show_policy("STATIC BIND {0, 5}", 65, 0, 0);
+    EXPECT_OK("RELATIVE BIND {3}", setpol(2 | 0x4000, 0x8, 5));
+    show_policy("RELATIVE BIND {3}", 65, 0, 0);
+    EXPECT_OK("INTERLEAVE {0}", setpol(3, 1, 2));
+    show_policy("INTERLEAVE", 65, 0, 0);
+    show_policy("INTERLEAVE, MPOL_F_NODE", 65, 0, 1);
+
+    long pg = 4096;
+    char *p = mmap(NULL, 4 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    p[0] = 1;
+    unsigned long one = 1;
+    EXPECT_OK("mbind(page 1, BIND {0})", syscall(SYS_mbind, p + pg, pg, 2, &one, 2, 0));
+    show_policy("MPOL_F_ADDR page 1", 65, (unsigned long)(p + pg), 2);
+    show_policy("MPOL_F_ADDR page 0 (no area policy: default)", 65, (unsigned long)p, 2);
+    show_policy("MPOL_F_ADDR|NODE page 0", 65, (unsigned long)p, 3);
+    EXPECT_ERR(EINVAL, "mbind(unaligned)", syscall(SYS_mbind, p + 1, pg, 2, &one, 2, 0));
+    EXPECT_OK("mbind(length 0)", syscall(SYS_mbind, p, 0, 2, &one, 2, 0));
+    EXPECT_ERR(EINVAL, "mbind(flags 16)", syscall(SYS_mbind, p, pg, 2, &one, 2, 16));
+    EXPECT_OK("mbind(MOVE_ALL|STRICT) as root", syscall(SYS_mbind, p, pg, 2, &one, 2, 5));
+    EXPECT_ERR(EINVAL, "mbind(BIND, {})", syscall(SYS_mbind, p, pg, 2, NULL, 0, 0));
+    EXPECT_OK("set_mempolicy_home_node(BIND pages, node 0)", syscall(SYS_set_mempolicy_home_node, p, 2 * pg, 0, 0));
+    EXPECT_ERR(EINVAL, "set_mempolicy_home_node(node 1)", syscall(SYS_set_mempolicy_home_node, p, pg, 1, 0));
+    EXPECT_ERR(EINVAL, "set_mempolicy_home_node(flags 1)", syscall(SYS_set_mempolicy_home_node, p, pg, 0, 1));
+    EXPECT_ERR(EINVAL, "set_mempolicy_home_node(unaligned)", syscall(SYS_set_mempolicy_home_node, p + 1, pg, 0, 0));
+    EXPECT_OK("mbind(page 2, INTERLEAVE)", syscall(SYS_mbind, p + 2 * pg, pg, 3, &one, 2, 0));
+    EXPECT_ERR(EOPNOTSUPP, "set_mempolicy_home_node(INTERLEAVE page)", syscall(SYS_set_mempolicy_home_node, p, 3 * pg, 0, 0));
+    /* An area with no policy: 6.1 skips it (0), later kernels say ENOENT. */
+    munmap(p + pg, pg);
+    EXPECT_ERR(EFAULT, "mbind(BIND) over a hole", syscall(SYS_mbind, p, 3 * pg, 2, &one, 2, 0));
+    EXPECT_OK("mbind(DEFAULT) over a hole", syscall(SYS_mbind, p, 3 * pg, 0, NULL, 0, 0));
+    show_policy("MPOL_F_ADDR page 2 after DEFAULT", 65, (unsigned long)(p + 2 * pg), 2);
+    EXPECT_ERR(EFAULT, "mbind(DEFAULT) where nothing is mapped", syscall(SYS_mbind, p + pg, pg, 0, NULL, 0, 0));
+    show_policy("MPOL_F_ADDR in the hole", 65, (unsigned long)(p + pg), 2);
+
+    EXPECT_OK("migrate_pages(self, {0} -> {0})", syscall(SYS_migrate_pages, 0, 2, &one, &one));
+    unsigned long none = 0, node1 = 2;
+    EXPECT_ERR(EINVAL, "migrate_pages(-> {})", syscall(SYS_migrate_pages, 0, 2, &one, &none));
+    EXPECT_ERR(EINVAL, "migrate_pages(-> {1}) as root", syscall(SYS_migrate_pages, 0, 3, &one, &node1));
+    EXPECT_ERR(ESRCH, "migrate_pages(no such pid)", syscall(SYS_migrate_pages, 999999, 2, &one, &one));
+
+    void *pages[3] = { p, p + pg, p + 3 * pg };
+    int status[3] = { 7, 7, 7 };
+    EXPECT_OK("move_pages(status only)", syscall(SYS_move_pages, 0, 3, pages, NULL, status, 0));
+    printf("move_pages status: %d %d %d (written, unmapped, untouched)\n", status[0], status[1], status[2]);
+    int nodes[3] = { 0, 0, 0 };
+    status[0] = status[1] = status[2] = 7;
+    EXPECT_OK("move_pages(to node 0)", syscall(SYS_move_pages, 0, 3, pages, nodes, status, 2));
+    printf("move_pages status: %d %d %d\n", status[0], status[1], status[2]);
+    int bad_node[1] = { 1 };
+    EXPECT_ERR(ENODEV, "move_pages(to node 1)", syscall(SYS_move_pages, 0, 1, pages, bad_node, status, 0));
+    bad_node[0] = -1;
+    EXPECT_ERR(ENODEV, "move_pages(to node -1)", syscall(SYS_move_pages, 0, 1, pages, bad_node, status, 0));
+    EXPECT_ERR(EINVAL, "move_pages(flags 8)", syscall(SYS_move_pages, 0, 1, pages, NULL, status, 8));
+    EXPECT_ERR(ESRCH, "move_pages(no such pid)", syscall(SYS_move_pages, 999999, 1, pages, NULL, status, 0));
+    munmap(p, 4 * pg);
+    report_child("numa as user 1000", run_child(numa_user, NULL));
+    EXPECT_OK("set_mempolicy(DEFAULT)", syscall(SYS_set_mempolicy, 0, NULL, 0));
+    show_policy("back to default", 65, 0, 0);
+}
+
 /* ---- the rest -------------------------------------------------------- */
 
 static void rest(void)
@@ -251,6 +381,7 @@ int main(void)
     utime_family();
     old_getdents();
     ioprio();
+    numa();
     rest();
     cleanup();
     return t_done();

@@ -62,6 +62,9 @@ pub struct Task {
     /// ioprio_set's value (0: none set, the priority follows the nice
     /// value); inherited by fork and clone.
     pub ioprio: core::sync::atomic::AtomicU32,
+    /// set_mempolicy's policy (None: the default); inherited by fork and
+    /// clone, kept over execve.
+    pub mempolicy: SpinLock<Option<crate::mm::vma::MemPolicy>>,
     /// The credentials this thread acts with, replaced whole on change
     /// (`commit_cred`), never changed in place.
     cred: SpinLock<Arc<Cred>>,
@@ -90,6 +93,7 @@ impl Task {
             seccomp: SpinLock::new(super::seccomp::Seccomp::default()),
             syscall_work: core::sync::atomic::AtomicU8::new(0),
             ioprio: core::sync::atomic::AtomicU32::new(0),
+            mempolicy: SpinLock::new(None),
             cred: SpinLock::new(cred),
             cpu: super::cputime::CpuAccount::default(),
         }

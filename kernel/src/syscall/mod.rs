@@ -19,6 +19,7 @@ mod mem;
 mod membarrier;
 mod memfd;
 mod mqueue;
+mod numa;
 mod poll;
 mod process;
 mod sched;
@@ -300,6 +301,12 @@ syscall_table! {
     IOPRIO_GET => sched::sys_ioprio_get,
     RESTART_SYSCALL => signal::sys_restart_syscall,
     PROCESS_MADVISE => mem::sys_process_madvise,
+    SET_MEMPOLICY => numa::sys_set_mempolicy,
+    GET_MEMPOLICY => numa::sys_get_mempolicy,
+    MBIND => numa::sys_mbind,
+    SET_MEMPOLICY_HOME_NODE => numa::sys_set_mempolicy_home_node,
+    MIGRATE_PAGES => numa::sys_migrate_pages,
+    MOVE_PAGES => numa::sys_move_pages,
 }
 
 static TABLE: [Option<Handler>; TABLE_SIZE] = build_table();

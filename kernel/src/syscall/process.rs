@@ -267,6 +267,7 @@ fn clone_with(ctx: &mut SyscallContext, req: CloneRequest) -> SysResult {
     let cred = parent_task.cred();
     let task = Arc::try_new(Task::new(tid, process.clone(), sigmask, cred)).map_err(|_| Errno::ENOMEM)?;
     task.ioprio.store(parent_task.ioprio.load(Ordering::Relaxed), Ordering::Relaxed);
+    *task.mempolicy.lock() = *parent_task.mempolicy.lock();
     if flags & c::CLONE_CHILD_CLEARTID != 0 {
         task.clear_child_tid.store(child_tid, Ordering::Relaxed);
     }
