@@ -21,6 +21,7 @@ mod event;
 mod fs;
 mod logger;
 mod mm;
+mod net;
 mod proc;
 mod random;
 mod sched;

@@ -3,6 +3,7 @@
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
+use core::any::Any;
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use linux_abi::consts as c;
@@ -78,6 +79,12 @@ pub trait FileOps: Send + Sync {
     /// `st_mode` for files without an inode.
     fn mode(&self) -> u32 {
         0
+    }
+    /// The file as `Any`, for calls that work on one kind of file only
+    /// (epoll_ctl's epoll, timerfd_settime's timer): `Some(self)` in the
+    /// kinds they look for.
+    fn as_any(&self) -> Option<&dyn Any> {
+        None
     }
 }
 

@@ -39,6 +39,21 @@ enum Node {
     PidLink(Pid, &'static str),
     FdDir(Pid),
     FdLink(Pid, i32),
+    NetDir,
+    NetFile(&'static str),
+}
+
+/// Files of /proc/net and what makes them, registered by the socket
+/// families (the network stack sits beside `fs/` and is not imported).
+static NET_FILES: hal::sync::SpinLock<Vec<(&'static str, fn() -> String)>> = hal::sync::SpinLock::new(Vec::new());
+
+/// Adds `/proc/net/<name>`, whose content `make` produces at each open.
+pub fn register_net_file(name: &'static str, make: fn() -> String) {
+    NET_FILES.lock().push((name, make));
+}
+
+fn net_file(name: &str) -> Option<(&'static str, fn() -> String)> {
+    NET_FILES.lock().iter().find(|(n, _)| *n == name).copied()
 }
 
 pub struct ProcInode {
@@ -75,6 +90,8 @@ fn ino_of(n: Node) -> u64 {
         Node::PidLink(p, f) => ((p as u64) << 16) | (100 + PID_LINKS.iter().position(|x| *x == f).unwrap_or(0) as u64),
         Node::FdDir(p) => ((p as u64) << 16) | 200,
         Node::FdLink(p, fd) => ((p as u64) << 16) | (1000 + fd as u64),
+        Node::NetDir => 32,
+        Node::NetFile(name) => 50 + NET_FILES.lock().iter().position(|(n, _)| *n == name).unwrap_or(0) as u64,
     }
 }
 
@@ -91,6 +108,7 @@ impl ProcInode {
             | Node::PidDir(_)
             | Node::FdDir(_)
             | Node::TaskDir(_)
+            | Node::NetDir
             | Node::TaskEntry(..) => FileType::Directory,
             Node::SelfLink | Node::ThreadSelfLink | Node::MountsLink | Node::PidLink(..) | Node::FdLink(..) => {
                 FileType::Symlink
@@ -107,6 +125,7 @@ impl ProcInode {
             Node::SysKernelFile("osrelease") => Ok(String::from("6.1.0-kiln\n")),
             Node::SysKernelFile(_) => Ok(String::from("kiln\n")),
             Node::PidFile(pid, f) => pid_file(&process(pid)?, f),
+            Node::NetFile(name) => Ok(net_file(name).ok_or(Errno::ENOENT)?.1()),
             _ => Err(Errno::EISDIR),
         }
     }
@@ -169,6 +188,9 @@ impl Inode for ProcInode {
                 if name == "sys" {
                     return Ok(node(Node::SysDir));
                 }
+                if name == "net" {
+                    return Ok(node(Node::NetDir));
+                }
                 if let Some(g) = GLOBALS.iter().find(|g| **g == name) {
                     return Ok(node(Node::Global(g)));
                 }
@@ -177,6 +199,7 @@ impl Inode for ProcInode {
                 Ok(node(Node::PidDir(pid)))
             }
             Node::SysDir if name == "kernel" => Ok(node(Node::SysKernelDir)),
+            Node::NetDir => net_file(name).map(|(n, _)| node(Node::NetFile(n))).ok_or(Errno::ENOENT),
             Node::SysKernelDir => match SYS_KERNEL_FILES.iter().find(|f| **f == name) {
                 Some(f) => Ok(node(Node::SysKernelFile(f))),
                 None => Err(Errno::ENOENT),
@@ -232,6 +255,7 @@ impl Inode for ProcInode {
                 push("thread-self".to_string(), Node::ThreadSelfLink);
                 push("mounts".to_string(), Node::MountsLink);
                 push("sys".to_string(), Node::SysDir);
+                push("net".to_string(), Node::NetDir);
                 let mut pids: Vec<Pid> = proc::all_processes().iter().map(|p| p.pid).collect();
                 pids.sort_unstable();
                 for pid in pids {
@@ -239,6 +263,12 @@ impl Inode for ProcInode {
                 }
             }
             Node::SysDir => push("kernel".to_string(), Node::SysKernelDir),
+            Node::NetDir => {
+                let files: Vec<&'static str> = NET_FILES.lock().iter().map(|(n, _)| *n).collect();
+                for n in files {
+                    push(n.to_string(), Node::NetFile(n));
+                }
+            }
             Node::SysKernelDir => {
                 for f in SYS_KERNEL_FILES {
                     push(f.to_string(), Node::SysKernelFile(f));
@@ -332,6 +362,7 @@ fn describe_file(f: &super::OpenFile) -> String {
     match mode & super::inode::S_IFMT {
         super::inode::S_IFIFO => format!("pipe:[{}]", Arc::as_ptr(&f.ops) as *const () as usize & 0xffffff),
         super::inode::S_IFCHR => String::from("/dev/console"),
+        super::inode::S_IFSOCK => format!("socket:[{}]", f.ops.ino().unwrap_or(0)),
         _ => String::from("anon_inode:[unknown]"),
     }
 }

@@ -16,6 +16,7 @@ pub mod errno;
 pub mod layout;
 pub mod nr;
 pub mod signal;
+pub mod socket;
 pub mod wait_status;
 
 pub use errno::Errno;
