@@ -328,7 +328,8 @@ impl Protocol for UnixSocket {
     fn bind(&self, addr: &[u8], names_ctx: &NameCtx) -> Result<(), Errno> {
         let name = s::parse_unix_addr(addr, true).ok_or(Errno::EINVAL)?;
         if self.state.lock().name.is_some() {
-            return Err(Errno::EINVAL);
+            // Autobinding a bound socket is no error (`unix_autobind`).
+            return if name == UnixName::Auto { Ok(()) } else { Err(Errno::EINVAL) };
         }
         let me = self.arc();
         let bound = match name {

@@ -52,11 +52,6 @@ pub fn connect(sock: &UnixSocket, addr: &[u8], names_ctx: &NameCtx, nonblock: bo
     loop {
         let other = names::find(addr, sock.kind, Some(names_ctx))?;
         let embryo = UnixSocket::new(sock.kind)?;
-        match sock.phase() {
-            Phase::Unconnected => {}
-            Phase::Connected => return Err(Errno::EISCONN),
-            Phase::Listening => return Err(Errno::EINVAL),
-        }
         let mut ost = other.state.lock();
         if ost.released || other.phase() != Phase::Listening || other.shut() & RCV != 0 {
             return Err(Errno::ECONNREFUSED);
@@ -80,6 +75,7 @@ pub fn connect(sock: &UnixSocket, addr: &[u8], names_ctx: &NameCtx, nonblock: bo
                 Err(e) => return Err(e),
             }
         }
+        // Only now the caller's own state, as Linux latches it here.
         if ost.pending.try_reserve(1).is_err() {
             return Err(Errno::ENOMEM);
         }
