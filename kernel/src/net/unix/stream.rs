@@ -75,15 +75,23 @@ pub fn connect(sock: &UnixSocket, addr: &[u8], names_ctx: &NameCtx, nonblock: bo
                 Err(e) => return Err(e),
             }
         }
-        // Only now the caller's own state, as Linux latches it here.
-        if ost.pending.try_reserve(1).is_err() {
-            return Err(Errno::ENOMEM);
-        }
-        let mut st = sock.state.lock();
+        // Only now the caller's own state, as Linux latches it here: read
+        // before its lock is taken, so a listening caller never takes it
+        // while holding another listener's.
         match sock.phase() {
             Phase::Unconnected => {}
             Phase::Connected => return Err(Errno::EISCONN),
             Phase::Listening => return Err(Errno::EINVAL),
+        }
+        if ost.pending.try_reserve(1).is_err() {
+            return Err(Errno::ENOMEM);
+        }
+        let mut st = sock.state.lock();
+        if sock.phase() != Phase::Unconnected {
+            // Another thread connected it or made it listen meanwhile.
+            drop(st);
+            drop(ost);
+            continue;
         }
         {
             let mut est = embryo.state.lock();
