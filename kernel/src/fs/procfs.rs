@@ -45,14 +45,17 @@ enum Node {
 
 /// Files of /proc/net and what makes them, registered by the socket
 /// families (the network stack sits beside `fs/` and is not imported).
-static NET_FILES: hal::sync::SpinLock<Vec<(&'static str, fn() -> String)>> = hal::sync::SpinLock::new(Vec::new());
+static NET_FILES: hal::sync::SpinLock<Vec<NetFile>> = hal::sync::SpinLock::new(Vec::new());
+
+/// A /proc/net file: its name and what makes its content.
+type NetFile = (&'static str, fn() -> String);
 
 /// Adds `/proc/net/<name>`, whose content `make` produces at each open.
 pub fn register_net_file(name: &'static str, make: fn() -> String) {
     NET_FILES.lock().push((name, make));
 }
 
-fn net_file(name: &str) -> Option<(&'static str, fn() -> String)> {
+fn net_file(name: &str) -> Option<NetFile> {
     NET_FILES.lock().iter().find(|(n, _)| *n == name).copied()
 }
 

@@ -105,7 +105,7 @@ pub fn create(family: u16, kind: u32, protocol: i32) -> Result<Arc<Socket>, Errn
 pub fn create_pair(family: u16, kind: u32, protocol: i32) -> Result<(Arc<Socket>, Arc<Socket>), Errno> {
     match family {
         s::AF_UNIX => {
-            let (a, b) = unix::create_pair(kind, protocol)?;
+            let [a, b] = unix::create_pair(kind, protocol)?;
             Ok((Socket::new(a)?, Socket::new(b)?))
         }
         // Linux's inet families exist but cannot make pairs.

@@ -121,9 +121,7 @@ fn set_timeout(slot: &AtomicU64, val: &[u8]) -> Result<(), Errno> {
     }
     let jiffies = if tv.tv_sec < 0 {
         0
-    } else if tv.tv_sec == 0 && tv.tv_usec == 0 {
-        TIMEO_FOREVER
-    } else if tv.tv_sec as u64 >= TIMEO_FOREVER / HZ - 1 {
+    } else if (tv.tv_sec == 0 && tv.tv_usec == 0) || tv.tv_sec as u64 >= TIMEO_FOREVER / HZ - 1 {
         TIMEO_FOREVER
     } else {
         tv.tv_sec as u64 * HZ + (tv.tv_usec as u64).div_ceil(1_000_000 / HZ)

@@ -25,7 +25,7 @@ impl net::Host for KernelHost {
     /// SCM_CREDENTIALS). Every process runs as root until credentials
     /// land; then the ids come from the thread's credentials here.
     fn caller(&self) -> net::Caller {
-        let pid = crate::proc::current_task().map_or(0, |t| t.process.pid as i32);
+        let pid = crate::proc::current_task().map_or(0, |t| t.process.pid);
         net::Caller { pid, uid: 0, gid: 0, euid: 0, egid: 0 }
     }
 
@@ -79,7 +79,7 @@ pub fn put_addr(ctx: &SyscallContext, addr: &AddrBuf, ptr: u64, len_ptr: u64) ->
     let mut b = [0u8; 4];
     ctx.copy_from_user(len_ptr, &mut b)?;
     let room = i32::from_le_bytes(b);
-    let n = (room.min(addr.len as i32)).max(i32::MIN);
+    let n = room.min(addr.len as i32);
     if n < 0 {
         return Err(Errno::EINVAL);
     }

@@ -189,7 +189,7 @@ fn parse_control(ctx: &SyscallContext, sock: &Socket, ptr: u64, len: u64) -> Res
 /// every process has while all run as root; the pid must exist and the
 /// ids be valid.
 fn check_cred(ctx: &SyscallContext, cred: s::Ucred) -> Result<s::Ucred, Errno> {
-    if cred.pid != ctx.process().pid as i32 && crate::proc::find_process(cred.pid as crate::proc::Pid).is_none() {
+    if cred.pid != ctx.process().pid && crate::proc::find_process(cred.pid).is_none() {
         return Err(Errno::ESRCH);
     }
     if cred.uid == u32::MAX || cred.gid == u32::MAX {

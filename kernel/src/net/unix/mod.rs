@@ -294,7 +294,7 @@ pub fn create(kind: u32, protocol: i32) -> Result<Arc<dyn Protocol>, Errno> {
 
 /// socketpair(AF_UNIX, kind, protocol): both ends connected, each with
 /// the caller as its peer's credentials.
-pub fn create_pair(kind: u32, protocol: i32) -> Result<(Arc<dyn Protocol>, Arc<dyn Protocol>), Errno> {
+pub fn create_pair(kind: u32, protocol: i32) -> Result<[Arc<dyn Protocol>; 2], Errno> {
     check_protocol(protocol)?;
     let kind = sock_type(kind)?;
     let a = UnixSocket::new(kind)?;
@@ -309,7 +309,7 @@ pub fn create_pair(kind: u32, protocol: i32) -> Result<(Arc<dyn Protocol>, Arc<d
             x.set_phase(Phase::Connected);
         }
     }
-    Ok((a, b))
+    Ok([a, b])
 }
 
 impl Protocol for UnixSocket {
