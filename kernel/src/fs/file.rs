@@ -3,6 +3,7 @@
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
+use core::any::Any;
 use core::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 
 use linux_abi::consts as c;
@@ -82,7 +83,7 @@ pub trait FileOps: Send + Sync {
         0
     }
     /// Whether O_ASYNC makes the file signal its owner (Linux's ->fasync:
-    /// pipes, FIFOs, terminals); elsewhere O_ASYNC is only a flag.
+    /// pipes, FIFOs, terminals, sockets); elsewhere O_ASYNC is only a flag.
     fn fasync(&self) -> bool {
         false
     }
@@ -90,9 +91,10 @@ pub trait FileOps: Send + Sync {
     /// close, not only the last): a POSIX message queue drops the
     /// closer's notification registration.
     fn flush(&self) {}
-    /// The concrete file, for the calls that only work on one kind
-    /// (mq_timedsend needs a message queue).
-    fn as_any(&self) -> Option<&dyn core::any::Any> {
+    /// The file as `Any`, for calls that work on one kind of file only
+    /// (mq_timedsend's message queue, the socket calls' socket): `Some(self)`
+    /// in the kinds they look for.
+    fn as_any(&self) -> Option<&dyn Any> {
         None
     }
 }

@@ -466,6 +466,7 @@ fn describe_file(f: &super::OpenFile) -> String {
     match mode & super::inode::S_IFMT {
         super::inode::S_IFIFO => format!("pipe:[{}]", Arc::as_ptr(&f.ops) as *const () as usize & 0xffffff),
         super::inode::S_IFCHR => String::from("/dev/console"),
+        super::inode::S_IFSOCK => format!("socket:[{}]", f.ops.ino().unwrap_or(0)),
         _ => String::from("anon_inode:[unknown]"),
     }
 }

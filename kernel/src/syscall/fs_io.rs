@@ -210,11 +210,17 @@ fn write_from_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at:
 
 pub fn sys_read(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let f = file(ctx, a[0] as i32)?;
+    if crate::net::Socket::of(&f).is_some() {
+        return super::socket_msg::read(ctx, &f, a[1], a[2] as usize);
+    }
     read_into_user(ctx, &f, a[1], a[2] as usize, None)
 }
 
 pub fn sys_write(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let f = file(ctx, a[0] as i32)?;
+    if crate::net::Socket::of(&f).is_some() {
+        return super::socket_msg::write(ctx, &f, a[1], a[2] as usize);
+    }
     write_from_user(ctx, &f, a[1], a[2] as usize, None)
 }
 
@@ -263,6 +269,9 @@ fn read_iovecs(ctx: &SyscallContext, ptr: u64, count: u64) -> Result<Vec<Iovec>,
 fn vector_io(ctx: &SyscallContext, a: &[u64; 6], write: bool, at: Option<u64>) -> SysResult {
     let f = file(ctx, a[0] as i32)?;
     let iovs = read_iovecs(ctx, a[1], a[2])?;
+    if at.is_none() && crate::net::Socket::of(&f).is_some() {
+        return super::socket_msg::vector(ctx, &f, &iovs, write);
+    }
     let mut total = 0;
     for iov in iovs {
         let pos = at.map(|o| o + total);

@@ -22,6 +22,8 @@ mod poll;
 mod process;
 mod sched;
 mod signal;
+mod socket;
+mod socket_msg;
 mod time;
 
 use alloc::sync::Arc;
@@ -285,6 +287,24 @@ syscall_table! {
     MQ_TIMEDRECEIVE => mqueue::sys_mq_timedreceive,
     MQ_NOTIFY => mqueue::sys_mq_notify,
     MQ_GETSETATTR => mqueue::sys_mq_getsetattr,
+    SOCKET => socket::sys_socket,
+    SOCKETPAIR => socket::sys_socketpair,
+    BIND => socket::sys_bind,
+    CONNECT => socket::sys_connect,
+    LISTEN => socket::sys_listen,
+    ACCEPT => socket::sys_accept,
+    ACCEPT4 => socket::sys_accept4,
+    GETSOCKNAME => socket::sys_getsockname,
+    GETPEERNAME => socket::sys_getpeername,
+    SHUTDOWN => socket::sys_shutdown,
+    SETSOCKOPT => socket::sys_setsockopt,
+    GETSOCKOPT => socket::sys_getsockopt,
+    SENDTO => socket_msg::sys_sendto,
+    RECVFROM => socket_msg::sys_recvfrom,
+    SENDMSG => socket_msg::sys_sendmsg,
+    RECVMSG => socket_msg::sys_recvmsg,
+    SENDMMSG => socket_msg::sys_sendmmsg,
+    RECVMMSG => socket_msg::sys_recvmmsg,
 }
 
 static TABLE: [Option<Handler>; TABLE_SIZE] = build_table();
@@ -293,6 +313,7 @@ static TRACE: AtomicBool = AtomicBool::new(false);
 
 /// `strace=1` on the command line logs every system call.
 pub fn init(cmdline: &str) {
+    socket::init();
     TRACE.store(cmdline.split_whitespace().any(|a| a == "strace=1"), Ordering::Relaxed);
 }
 
