@@ -5,18 +5,29 @@
  * nothing without an owner, after O_ASYNC is cleared, or on a regular
  * file (where O_ASYNC is only a flag); another process as the owner;
  * the hang-up of the last writer.
+ * AF_UNIX sockets follow Linux's socket rules (sock_wake_async): POLL_IN
+ * for data, a connection or the peer's SHUT_WR; POLL_OUT only after a
+ * writer found the buffer full; POLL_HUP when the peer goes; POLL_ERR for
+ * a datagram peer's ECONNRESET; nothing while a reader sleeps for data.
  */
 #include "common.h"
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <stddef.h>
+#include <sys/un.h>
 
 static volatile sig_atomic_t count, last_sig, last_code, last_fd;
 static volatile long last_band;
+/* Every signal's reason, in order (socket cases). */
+static volatile sig_atomic_t codes[64];
 
 static void on_signal(int s, siginfo_t *si, void *uc)
 {
     (void)uc;
+    if (count < 64)
+        codes[count] = si->si_code;
     count++;
     last_sig = s;
     last_code = si->si_code;
@@ -45,9 +56,150 @@ static const char *code_name(int code)
     case SI_KERNEL: return "SI_KERNEL";
     case POLL_IN: return "POLL_IN";
     case POLL_OUT: return "POLL_OUT";
+    case POLL_ERR: return "POLL_ERR";
     case POLL_HUP: return "POLL_HUP";
     default: return "other";
     }
+}
+
+/* Waits up to a second for `want` signals and 100 ms more for any extra
+ * one, then prints what came: "what: POLL_IN POLL_OUT" (or "none"). */
+static void expect_codes(const char *what, int want)
+{
+    for (int i = 0; i < 100 && count < want; i++)
+        sleep_ms(10);
+    sleep_ms(100);
+    printf("%s:", what);
+    if (count == 0)
+        printf(" none");
+    for (int i = 0; i < count && i < 64; i++)
+        printf(" %s", code_name(codes[i]));
+    printf("\n");
+}
+
+/* O_ASYNC on `fd` with this process as owner and SIGRTMIN as signal. */
+static void async_on(int fd)
+{
+    fcntl(fd, F_SETOWN, getpid());
+    fcntl(fd, F_SETSIG, SIGRTMIN);
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_ASYNC);
+}
+
+static void sockets(void)
+{
+    static char buf[65536];
+    int sv[2];
+    socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+    check(fcntl(sv[0], F_SETOWN, getpid()) == 0 && fcntl(sv[0], F_SETSIG, SIGRTMIN) == 0, "F_SETOWN, F_SETSIG on a socket");
+    check(fcntl(sv[0], F_SETFL, O_ASYNC | O_NONBLOCK) == 0, "O_ASYNC on a socket");
+    printf("socket F_GETFL has O_ASYNC %d\n", (fcntl(sv[0], F_GETFL) & O_ASYNC) != 0);
+    reset();
+    write(sv[1], "x", 1);
+    expect_codes("socket, peer writes", 1);
+    printf("band 0x%lx si_fd is the socket %d\n", last_band, last_fd == sv[0]);
+    reset();
+    read(sv[0], buf, sizeof buf);
+    write(sv[0], "y", 1);
+    read(sv[1], buf, sizeof buf);
+    expect_codes("socket reads, writes, peer reads", 0);
+
+    /* Room only counts after a writer found none. */
+    int n = 0;
+    while (write(sv[0], buf, sizeof buf) > 0)
+        n++;
+    reset();
+    fcntl(sv[1], F_SETFL, O_NONBLOCK);
+    while (read(sv[1], buf, sizeof buf) > 0)
+        ;
+    expect_codes("full socket drained by its peer", 1);
+    printf("band 0x%lx\n", last_band);
+    reset();
+    write(sv[0], "z", 1);
+    read(sv[1], buf, sizeof buf);
+    expect_codes("and after one more write and read", 0);
+
+    reset();
+    shutdown(sv[1], SHUT_WR);
+    expect_codes("peer's SHUT_WR", 1);
+    reset();
+    close(sv[1]);
+    expect_codes("peer's close", 1);
+    printf("band 0x%lx\n", last_band);
+    close(sv[0]);
+
+    /* A reader asleep for data holds POLL_IN back. */
+    socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+    async_on(sv[0]);
+    int ready[2];
+    pipe(ready);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        write(ready[1], "r", 1);
+        _exit(read(sv[0], buf, 1) == 1 ? 0 : 1);
+    }
+    char c;
+    read(ready[0], &c, 1);
+    sleep_ms(200);
+    reset();
+    write(sv[1], "w", 1);
+    int st;
+    wait_for(pid, &st, 0);
+    check(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the sleeping reader got the byte");
+    expect_codes("a write to a sleeping reader", 0);
+    close(sv[0]);
+    close(sv[1]);
+    close(ready[0]);
+    close(ready[1]);
+
+    /* A listener: a connection is POLL_IN; plain SIGIO without F_SETSIG. */
+    struct sockaddr_un a = { .sun_family = AF_UNIX };
+    memcpy(a.sun_path, "\0kiln-sigio", 11);
+    socklen_t alen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 11);
+    int l = socket(AF_UNIX, SOCK_STREAM, 0);
+    bind(l, (struct sockaddr *)&a, alen);
+    listen(l, 4);
+    fcntl(l, F_SETOWN, getpid());
+    fcntl(l, F_SETFL, O_ASYNC);
+    reset();
+    int cl = socket(AF_UNIX, SOCK_STREAM, 0);
+    check(connect(cl, (struct sockaddr *)&a, alen) == 0, "connect to the listener");
+    expect_codes("listener, a connection", 1);
+    printf("signal %s\n", signame(last_sig));
+    reset();
+    int acc = accept(l, NULL, NULL);
+    expect_codes("accept", 0);
+    close(acc);
+    close(cl);
+    close(l);
+
+    /* Datagrams: one to a bound receiver; a connected peer's reset. */
+    int r = socket(AF_UNIX, SOCK_DGRAM, 0), s2 = socket(AF_UNIX, SOCK_DGRAM, 0);
+    bind(r, (struct sockaddr *)&a, alen);
+    async_on(r);
+    reset();
+    sendto(s2, "d", 1, 0, (struct sockaddr *)&a, alen);
+    expect_codes("datagram to a bound socket", 1);
+    recv(r, buf, sizeof buf, 0);
+    struct sockaddr_un b = { .sun_family = AF_UNIX };
+    memcpy(b.sun_path, "\0kiln-sigio2", 12);
+    socklen_t blen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 12);
+    bind(s2, (struct sockaddr *)&b, blen);
+    connect(r, (struct sockaddr *)&b, blen);
+    connect(s2, (struct sockaddr *)&a, alen);
+    send(r, "e", 1, 0);
+    reset();
+    struct sockaddr unspec = { .sa_family = AF_UNSPEC };
+    connect(s2, &unspec, sizeof unspec);
+    expect_codes("peer disconnects with our datagram unread", 1);
+    printf("band 0x%lx\n", last_band);
+    int err = 0;
+    socklen_t elen = sizeof err;
+    getsockopt(r, SOL_SOCKET, SO_ERROR, &err, &elen);
+    printf("SO_ERROR is ECONNRESET %d\n", err == ECONNRESET);
+    close(r);
+    close(s2);
+    (void)n;
 }
 
 int main(void)
@@ -156,5 +308,6 @@ int main(void)
     printf("open(O_ASYNC) keeps the flag: %d\n", (fcntl(fd, F_GETFL) & O_ASYNC) != 0);
     close(fd);
     unlink("/tmp/sigio-file");
+    sockets();
     return t_done();
 }

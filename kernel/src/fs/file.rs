@@ -87,6 +87,12 @@ pub trait FileOps: Send + Sync {
     fn fasync(&self) -> bool {
         false
     }
+    /// For a file that decides itself when O_ASYNC signals and with which
+    /// reason (sockets), where its registration goes; files without one
+    /// signal when their notification heads fire.
+    fn async_slot(&self) -> Option<&super::fasync::AsyncSlot> {
+        None
+    }
     /// A descriptor of the file was closed (Linux's ->flush, run at every
     /// close, not only the last): a POSIX message queue drops the
     /// closer's notification registration.

@@ -15,6 +15,8 @@
 //!   [`KernelSource`]/[`KernelSink`].
 //! * Blocking calls wait on the socket's notification head (`event`) with
 //!   the socket's timeouts ([`wait`]).
+//! * O_ASYNC signals follow Linux's socket rules, not readiness alone
+//!   ([`sigio`]).
 //!
 //! The layer sits beside `fs/`: it knows files (`FileOps`, `OpenFile` for
 //! descriptors in flight, dentries for socket names) but nothing of
@@ -23,6 +25,7 @@
 
 mod io;
 mod options;
+mod sigio;
 mod socket;
 pub mod unix;
 mod wait;

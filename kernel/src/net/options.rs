@@ -52,6 +52,8 @@ pub struct SockOptions {
     priority: AtomicI32,
     /// SO_LINGER: on/off in bit 32, seconds below.
     linger: AtomicU64,
+    /// O_ASYNC: when the socket signals its owner.
+    pub async_io: super::sigio::SockAsync,
 }
 
 impl SockOptions {
@@ -72,6 +74,7 @@ impl SockOptions {
             no_check: AtomicBool::new(false),
             priority: AtomicI32::new(0),
             linger: AtomicU64::new(0),
+            async_io: super::sigio::SockAsync::new(),
         }
     }
 

@@ -241,6 +241,14 @@ impl FileOps for Socket {
         S_IFSOCK | 0o777
     }
 
+    fn fasync(&self) -> bool {
+        true
+    }
+
+    fn async_slot(&self) -> Option<&crate::fs::fasync::AsyncSlot> {
+        Some(self.proto.options().async_io.slot())
+    }
+
     fn as_any(&self) -> Option<&dyn Any> {
         Some(self)
     }

@@ -8,6 +8,7 @@ use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
 
 use linux_abi::errno::Errno;
+use linux_abi::signal::POLL_IN;
 use linux_abi::socket as s;
 
 use super::queue::{alloc_data, release_files, Msg};
@@ -42,6 +43,7 @@ fn disconnected(sock: &UnixSocket, old: &UnixSocket) {
     if !old.is_released() && is_peer_of(old, sock) {
         old.set_err(Errno::ECONNRESET);
         old.pollee.notify(Events::ERR);
+        old.opts.async_io.error();
     }
     release_files(msgs);
 }
@@ -167,6 +169,8 @@ pub fn send(sock: &UnixSocket, data: &mut dyn MsgSource, args: SendArgs<'_>) -> 
         }
     });
     if sent.is_ok() {
+        // Before the wakeup: a reader it wakes stops holding POLL_IN back.
+        other.opts.async_io.data_ready(POLL_IN);
         other.pollee.notify(Events::READABLE);
     }
     drop(msg);

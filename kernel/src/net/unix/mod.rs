@@ -35,6 +35,7 @@ use core::sync::atomic::{AtomicI32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 use hal::sync::SpinLock;
 use linux_abi::errno::Errno;
+use linux_abi::signal::{POLL_HUP, POLL_IN};
 use linux_abi::socket::{self as s, UnixName};
 
 use super::options::SockOptions;
@@ -236,6 +237,7 @@ impl UnixSocket {
             if self.wmem.load(Ordering::Acquire) < self.opts.sndbuf() {
                 Ok(())
             } else {
+                self.opts.async_io.no_space();
                 Err(Errno::EAGAIN)
             }
         })
@@ -264,6 +266,7 @@ impl UnixSocket {
                 if !msgs.is_empty() || embryo {
                     peer.set_err(Errno::ECONNRESET);
                 }
+                peer.opts.async_io.data_ready(POLL_HUP);
                 peer.pollee.notify(Events::EMPTY);
             }
         }
@@ -391,6 +394,12 @@ impl Protocol for UnixSocket {
                     peer_mode |= RCV;
                 }
                 peer.shutdown.fetch_or(peer_mode, Ordering::AcqRel);
+                // O_ASYNC before the wakeup, as for data (see stream::send).
+                if peer_mode == BOTH {
+                    peer.opts.async_io.data_ready(POLL_HUP);
+                } else if peer_mode & RCV != 0 {
+                    peer.opts.async_io.data_ready(POLL_IN);
+                }
                 peer.pollee.notify(Events::EMPTY);
             }
         }
@@ -453,6 +462,10 @@ impl Protocol for UnixSocket {
         }
         if writable {
             ev |= Events::WRITABLE | Events::WRBAND;
+        } else if self.kind != SockType::Stream {
+            // unix_dgram_poll: a poller finding no room counts as a
+            // writer that found none, for O_ASYNC's POLL_OUT.
+            self.opts.async_io.no_space();
         }
         ev
     }

@@ -88,6 +88,11 @@ impl Drop for Charge {
         if after <= quarter && (before > quarter || after == 0) {
             self.to.pollee.notify(Events::WRITABLE);
         }
+        // Linux's unix_write_space runs at every free while writable; the
+        // signal itself only follows a writer that found no room.
+        if after <= quarter {
+            self.to.opts.async_io.space();
+        }
     }
 }
 

@@ -7,6 +7,7 @@ use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
 
 use linux_abi::errno::Errno;
+use linux_abi::signal::POLL_IN;
 use linux_abi::socket as s;
 
 use super::queue::{alloc_data, Msg};
@@ -106,6 +107,8 @@ pub fn connect(sock: &UnixSocket, addr: &[u8], names_ctx: &NameCtx, nonblock: bo
         ost.pending.push_back(embryo);
         drop(st);
         drop(ost);
+        // Before the wakeup: a reader it wakes stops holding POLL_IN back.
+        other.opts.async_io.data_ready(POLL_IN);
         other.pollee.notify(Events::READABLE);
         return Ok(());
     }
@@ -199,6 +202,8 @@ pub fn send(sock: &UnixSocket, data: &mut dyn MsgSource, args: SendArgs<'_>) -> 
             drop(msg);
             return if closed { broken_pipe(sent, flags) } else { crate::net::wait::partial_or(sent, Errno::ENOBUFS) };
         }
+        // Before the wakeup: a reader it wakes stops holding POLL_IN back.
+        peer.opts.async_io.data_ready(POLL_IN);
         peer.pollee.notify(Events::READABLE);
         sent += size;
     }
@@ -228,7 +233,15 @@ pub fn recv(sock: &UnixSocket, data: &mut dyn MsgSink, args: &RecvArgs) -> Resul
     let target = if args.flags & s::MSG_WAITALL != 0 { size } else { lowat.min(size) }.max(1);
     let timeout = sock.rcv_timeout(args.nonblock || args.flags & s::MSG_DONTWAIT != 0);
     let mut r = Reading { copied: 0, out: Received::default(), creds: None, done: false };
+    // A reader asleep for data holds back O_ASYNC's POLL_IN.
+    let sleeps = timeout != Timeout::NonBlocking;
+    if sleeps {
+        sock.opts.async_io.waiting_for_data(true);
+    }
     let result = block_on(&sock.pollee, Events::READABLE, timeout, || read_some(sock, data, args, target, &mut r));
+    if sleeps {
+        sock.opts.async_io.waiting_for_data(false);
+    }
     match result {
         Ok(()) => {}
         Err(e) if r.copied > 0 && matches!(e, Errno::EAGAIN | Errno::EINTR | Errno::ERESTARTSYS) => {}
