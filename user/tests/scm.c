@@ -5,7 +5,11 @@
  * limit, bad descriptors and malformed headers, MSG_PEEK duplicating,
  * streams not gluing past a message with descriptors), SCM_CREDENTIALS
  * with SO_PASSCRED (attached, claimed, refused), SO_PEERCRED across
- * listen/connect and socketpair.
+ * listen/connect and socketpair. In children with other ids: messages
+ * carry the real uid and gid, SO_PEERCRED the effective ones; a sender
+ * may claim its real, effective or saved ids and its own pid, and others
+ * only with CAP_SETUID, CAP_SETGID and CAP_SYS_ADMIN (Linux's
+ * scm_check_creds), EINVAL before EPERM before ESRCH.
  */
 #include "common.h"
 
@@ -15,6 +19,31 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/un.h>
+#include <grp.h>
+
+/* <linux/capability.h> is not in musl's include path. */
+#define CAP_V3 0x20080522
+#define CAP_SETGID 6
+#define CAP_SETUID 7
+#define CAP_SYS_ADMIN 21
+struct cap_header {
+    uint32_t version;
+    int pid;
+};
+struct cap_data {
+    uint32_t effective, permitted, inheritable;
+};
+
+/* Drops capability `cap` from the effective set. */
+static void drop_cap(int cap)
+{
+    struct cap_header h = {CAP_V3, 0};
+    struct cap_data d[2];
+    syscall(SYS_capget, &h, d);
+    d[cap / 32].effective &= ~(1u << (cap % 32));
+    if (syscall(SYS_capset, &h, d) != 0)
+        printf("capset failed: %s\n", errname(errno));
+}
 
 static const char *sockerr(int e)
 {
@@ -383,6 +412,112 @@ static void test_creds(void)
     close(l);
 }
 
+/* sendmsg of one byte claiming `u` (SCM_CREDENTIALS). */
+static long claim(int s, pid_t pid, int uid, int gid)
+{
+    struct ucred u = {pid, (uid_t)uid, (gid_t)gid};
+    char ctl[CMSG_SPACE(sizeof u)];
+    struct iovec iv = {"c", 1};
+    struct msghdr m = {0};
+    m.msg_iov = &iv;
+    m.msg_iovlen = 1;
+    m.msg_control = ctl;
+    m.msg_controllen = sizeof ctl;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_CREDENTIALS;
+    c->cmsg_len = CMSG_LEN(sizeof u);
+    memcpy(CMSG_DATA(c), &u, sizeof u);
+    return sendmsg(s, &m, 0);
+}
+
+/* Receives one message and prints the credentials it carries. */
+static void show_received(int s, const char *what)
+{
+    char buf[16], ctl[64];
+    struct iovec iv = {buf, sizeof buf};
+    struct msghdr m = {0};
+    m.msg_iov = &iv;
+    m.msg_iovlen = 1;
+    m.msg_control = ctl;
+    m.msg_controllen = sizeof ctl;
+    if (recvmsg(s, &m, MSG_DONTWAIT) < 0) {
+        printf("%s: recvmsg %s\n", what, errname(errno));
+        return;
+    }
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    if (!c || c->cmsg_type != SCM_CREDENTIALS) {
+        printf("%s: no credentials\n", what);
+        return;
+    }
+    struct ucred u;
+    memcpy(&u, CMSG_DATA(c), sizeof u);
+    printf("%s: pid is mine %d uid %d gid %d\n", what, u.pid == getpid(), (int)u.uid, (int)u.gid);
+}
+
+/* Credentials of processes that are not plain root, each in a child. */
+static void test_cred_ids(void)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* Real 1000/1001, effective 1003/1002, saved 0/0: no capabilities. */
+        if (setgroups(0, NULL) != 0 || setresgid(1001, 1002, 0) != 0 || setresuid(1000, 1003, 0) != 0)
+            _exit(2);
+        int sv[2], on = 1;
+        socketpair(AF_UNIX, SOCK_DGRAM, 0, sv);
+        setsockopt(sv[1], SOL_SOCKET, SO_PASSCRED, &on, sizeof on);
+        struct ucred pc;
+        socklen_t pl = sizeof pc;
+        getsockopt(sv[1], SOL_SOCKET, SO_PEERCRED, &pc, &pl);
+        printf("user: SO_PEERCRED of a pair: pid is mine %d uid %d gid %d\n", pc.pid == getpid(), (int)pc.uid,
+               (int)pc.gid);
+        send(sv[0], "a", 1, 0);
+        show_received(sv[1], "user: attached credentials");
+        SHOW("user: claim real ids", claim(sv[0], getpid(), 1000, 1001));
+        show_received(sv[1], "user: received");
+        SHOW("user: claim effective ids", claim(sv[0], getpid(), 1003, 1002));
+        SHOW("user: claim saved ids", claim(sv[0], getpid(), 0, 0));
+        show_received(sv[1], "user: received");
+        show_received(sv[1], "user: received");
+        SHOW("user: claim another uid", claim(sv[0], getpid(), 5, 1001));
+        SHOW("user: claim another gid", claim(sv[0], getpid(), 1000, 5));
+        SHOW("user: claim the parent's pid", claim(sv[0], getppid(), 1000, 1001));
+        SHOW("user: claim a missing pid", claim(sv[0], 999999, 1000, 1001));
+        SHOW("user: claim uid -1 and another pid", claim(sv[0], getppid(), -1, 1001));
+        SHOW("user: claim gid -1", claim(sv[0], getpid(), 1000, -1));
+        _exit(0);
+    }
+    int st;
+    wait_for(pid, &st, 0);
+    check(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child with other ids ran");
+
+    fflush(stdout);
+    pid = fork();
+    if (pid == 0) {
+        /* Root, without CAP_SYS_ADMIN, then without CAP_SETUID. */
+        int sv[2], on = 1;
+        socketpair(AF_UNIX, SOCK_DGRAM, 0, sv);
+        setsockopt(sv[1], SOL_SOCKET, SO_PASSCRED, &on, sizeof on);
+        SHOW("root: claim the parent's pid", claim(sv[0], getppid(), 0, 0));
+        show_received(sv[1], "root: received");
+        SHOW("root: claim a missing pid and uid -1", claim(sv[0], 999999, -1, 0));
+        drop_cap(CAP_SYS_ADMIN);
+        SHOW("no CAP_SYS_ADMIN: claim the parent's pid", claim(sv[0], getppid(), 0, 0));
+        SHOW("no CAP_SYS_ADMIN: claim a missing pid", claim(sv[0], 999999, 0, 0));
+        SHOW("no CAP_SYS_ADMIN: claim uid 5 gid 7", claim(sv[0], getpid(), 5, 7));
+        show_received(sv[1], "no CAP_SYS_ADMIN: received");
+        drop_cap(CAP_SETUID);
+        SHOW("no CAP_SETUID: claim uid 5", claim(sv[0], getpid(), 5, 0));
+        SHOW("no CAP_SETUID: claim gid 7", claim(sv[0], getpid(), 0, 7));
+        drop_cap(CAP_SETGID);
+        SHOW("no CAP_SETGID: claim gid 7", claim(sv[0], getpid(), 0, 7));
+        _exit(0);
+    }
+    wait_for(pid, &st, 0);
+    check(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the root child without capabilities ran");
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "child") == 0)
@@ -391,5 +526,6 @@ int main(int argc, char **argv)
     test_rights();
     test_fork_exec(argv[0]);
     test_creds();
+    test_cred_ids();
     return t_done();
 }

@@ -6,6 +6,11 @@
  * non-blocking writers and a blocked writer woken by a reader, options,
  * ioctls, fstat, /proc/net/unix and /proc/self/fd, poll/select readiness,
  * timeouts, readv/writev, sendmmsg/recvmmsg, and the errnos of each call.
+ * As an unprivileged user (a child with uid and gid 1000): bind needs
+ * write and search permission on the directory and makes a socket owned
+ * by the file-system ids (umask applied, a set-group-ID directory's
+ * group); connect and sendto need search permission along the path and
+ * write permission on the socket, checked before its type.
  */
 #include "common.h"
 
@@ -17,8 +22,10 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <sys/fsuid.h>
 #include <sys/uio.h>
 #include <sys/un.h>
+#include <grp.h>
 
 static const char *sockerr(int e)
 {
@@ -760,6 +767,139 @@ static void test_mmsg(void)
     close(sv[1]);
 }
 
+/* Prints the owner and mode of a socket file. */
+static void show_owner(const char *what, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        printf("%s: stat failed %s\n", what, errname(errno));
+        return;
+    }
+    printf("%s: S_ISSOCK %d uid %d gid %d mode %o\n", what, S_ISSOCK(st.st_mode), (int)st.st_uid, (int)st.st_gid,
+           (unsigned)(st.st_mode & 07777));
+}
+
+/* A socket of `type` bound at `path` (listening if a stream). */
+static int bound(int type, const char *path)
+{
+    struct sockaddr_un a;
+    socklen_t al = un_addr(&a, path);
+    int s = socket(AF_UNIX, type, 0);
+    if (bind(s, (struct sockaddr *)&a, al) != 0)
+        printf("bind %s failed: %s\n", path, sockerr(errno));
+    if (type == SOCK_STREAM)
+        listen(s, 8);
+    return s;
+}
+
+static long connect_to(int s, const char *path)
+{
+    struct sockaddr_un a;
+    socklen_t al = un_addr(&a, path);
+    return connect(s, (struct sockaddr *)&a, al);
+}
+
+static void test_perm(void)
+{
+    mkdir("/tmp/kiln-unix-ro", 0755);
+    mkdir("/tmp/kiln-unix-nx", 0700);
+    mkdir("/tmp/kiln-unix-sgid", 0777);
+    chown("/tmp/kiln-unix-sgid", 0, 50);
+    chmod("/tmp/kiln-unix-sgid", 02777);
+    mode_t old = umask(022);
+    int l1 = bound(SOCK_STREAM, "/tmp/kiln-unix-root.sock");
+    show_owner("root's socket", "/tmp/kiln-unix-root.sock");
+    int l2 = bound(SOCK_STREAM, "/tmp/kiln-unix-nx/in.sock");
+    chmod("/tmp/kiln-unix-nx/in.sock", 0777);
+    int l3 = bound(SOCK_STREAM, "/tmp/kiln-unix-open.sock");
+    chmod("/tmp/kiln-unix-open.sock", 0777);
+    int d1 = bound(SOCK_DGRAM, "/tmp/kiln-unix-rootd.sock");
+    int d2 = bound(SOCK_DGRAM, "/tmp/kiln-unix-opend.sock");
+    chmod("/tmp/kiln-unix-opend.sock", 0666);
+    close(open("/tmp/kiln-unix-file", O_CREAT | O_WRONLY, 0644));
+    close(open("/tmp/kiln-unix-wfile", O_CREAT | O_WRONLY, 0644));
+    chmod("/tmp/kiln-unix-wfile", 0666);
+
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (setgroups(0, NULL) != 0 || setresgid(1000, 1000, 1000) != 0 || setresuid(1000, 1000, 1000) != 0)
+            _exit(2);
+        int s = socket(AF_UNIX, SOCK_STREAM, 0);
+        struct sockaddr_un a;
+        socklen_t al = un_addr(&a, "/tmp/kiln-unix-ro/x.sock");
+        SHOW("user: bind in root's 0755 directory", bind(s, (struct sockaddr *)&a, al));
+        al = un_addr(&a, "/tmp/kiln-unix-nx/x.sock");
+        SHOW("user: bind in root's 0700 directory", bind(s, (struct sockaddr *)&a, al));
+        al = un_addr(&a, "/tmp/kiln-unix-user.sock");
+        SHOW("user: bind in /tmp", bind(s, (struct sockaddr *)&a, al));
+        show_owner("user's socket, umask 022", "/tmp/kiln-unix-user.sock");
+        umask(077);
+        close(bound(SOCK_STREAM, "/tmp/kiln-unix-user2.sock"));
+        show_owner("user's socket, umask 077", "/tmp/kiln-unix-user2.sock");
+        close(bound(SOCK_DGRAM, "/tmp/kiln-unix-sgid/s.sock"));
+        show_owner("in a set-group-ID directory", "/tmp/kiln-unix-sgid/s.sock");
+        int c = socket(AF_UNIX, SOCK_STREAM, 0);
+        SHOW("user: connect to root's 0755 socket", connect_to(c, "/tmp/kiln-unix-root.sock"));
+        SHOW("user: connect through a 0700 directory", connect_to(c, "/tmp/kiln-unix-nx/in.sock"));
+        SHOW("user: connect to a 0644 regular file", connect_to(c, "/tmp/kiln-unix-file"));
+        SHOW("user: connect to a 0666 regular file", connect_to(c, "/tmp/kiln-unix-wfile"));
+        SHOW("user: connect to a missing name", connect_to(c, "/tmp/kiln-unix-ro/none.sock"));
+        SHOW("user: connect to a 0777 socket", connect_to(c, "/tmp/kiln-unix-open.sock"));
+        int d = socket(AF_UNIX, SOCK_DGRAM, 0);
+        al = un_addr(&a, "/tmp/kiln-unix-rootd.sock");
+        SHOW("user: sendto root's 0755 datagram socket", sendto(d, "x", 1, 0, (struct sockaddr *)&a, al));
+        SHOW("user: connect a datagram socket to it", connect(d, (struct sockaddr *)&a, al));
+        al = un_addr(&a, "/tmp/kiln-unix-opend.sock");
+        SHOW("user: sendto a 0666 datagram socket", sendto(d, "y", 1, 0, (struct sockaddr *)&a, al));
+        _exit(0);
+    }
+    int st;
+    wait_for(pid, &st, 0);
+    check(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the unprivileged child ran");
+    char buf[8];
+    SHOW("root: the user's datagram arrived", recv(d2, buf, sizeof buf, MSG_DONTWAIT));
+    SHOW("root: nothing from the refused one", recv(d1, buf, sizeof buf, MSG_DONTWAIT));
+    int acc = accept4(l3, NULL, NULL, SOCK_NONBLOCK);
+    check(acc >= 0, "root accepts the user's connection");
+    struct ucred pc;
+    socklen_t pl = sizeof pc;
+    getsockopt(acc, SOL_SOCKET, SO_PEERCRED, &pc, &pl);
+    printf("its SO_PEERCRED: uid %d gid %d\n", (int)pc.uid, (int)pc.gid);
+    close(acc);
+    /* Root passes any mode; a socket nobody listens on refuses. */
+    chmod("/tmp/kiln-unix-user2.sock", 0);
+    int c = socket(AF_UNIX, SOCK_STREAM, 0);
+    SHOW("root: connect to a mode 0 closed socket", connect_to(c, "/tmp/kiln-unix-user2.sock"));
+    close(c);
+
+    /* The file-system ids own what bind makes. */
+    fflush(stdout);
+    pid = fork();
+    if (pid == 0) {
+        setfsgid(1000);
+        setfsuid(1000);
+        umask(0);
+        close(bound(SOCK_STREAM, "/tmp/kiln-unix-fs.sock"));
+        show_owner("bound with fsuid and fsgid 1000, umask 0", "/tmp/kiln-unix-fs.sock");
+        _exit(0);
+    }
+    wait_for(pid, &st, 0);
+    umask(old);
+    int fds[] = {l1, l2, l3, d1, d2};
+    for (unsigned i = 0; i < sizeof fds / sizeof fds[0]; i++)
+        close(fds[i]);
+    const char *files[] = {"/tmp/kiln-unix-root.sock", "/tmp/kiln-unix-nx/in.sock", "/tmp/kiln-unix-open.sock",
+                           "/tmp/kiln-unix-rootd.sock", "/tmp/kiln-unix-opend.sock", "/tmp/kiln-unix-file",
+                           "/tmp/kiln-unix-wfile", "/tmp/kiln-unix-user.sock", "/tmp/kiln-unix-user2.sock",
+                           "/tmp/kiln-unix-sgid/s.sock", "/tmp/kiln-unix-fs.sock"};
+    for (unsigned i = 0; i < sizeof files / sizeof files[0]; i++)
+        unlink(files[i]);
+    rmdir("/tmp/kiln-unix-ro");
+    rmdir("/tmp/kiln-unix-nx");
+    rmdir("/tmp/kiln-unix-sgid");
+}
+
 int main(void)
 {
     t_init("unix");
@@ -772,5 +912,6 @@ int main(void)
     test_seqpacket();
     test_poll_select();
     test_mmsg();
+    test_perm();
     return t_done();
 }

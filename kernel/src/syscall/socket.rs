@@ -21,12 +21,15 @@ use crate::net::{self, AddrBuf, NameCtx, Socket};
 struct KernelHost;
 
 impl net::Host for KernelHost {
-    /// The one place that says who the caller is to sockets (SO_PEERCRED,
-    /// SCM_CREDENTIALS). Every process runs as root until credentials
-    /// land; then the ids come from the thread's credentials here.
+    /// The one place that says who the caller is to sockets: the calling
+    /// thread's process id and credentials (SCM_CREDENTIALS takes the
+    /// real ids, SO_PEERCRED the effective ones).
     fn caller(&self) -> net::Caller {
-        let pid = crate::proc::current_task().map_or(0, |t| t.process.pid);
-        net::Caller { pid, uid: 0, gid: 0, euid: 0, egid: 0 }
+        let Some(t) = crate::proc::current_task() else {
+            return net::Caller::default();
+        };
+        let cred = t.cred();
+        net::Caller { pid: t.process.pid, uid: cred.uid, gid: cred.gid, euid: cred.euid, egid: cred.egid }
     }
 
     fn sigpipe(&self) {

@@ -9,6 +9,7 @@
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
+use linux_abi::capability::{CAP_SETGID, CAP_SETUID, CAP_SYS_ADMIN};
 use linux_abi::errno::Errno;
 use linux_abi::layout::{Iovec, Timespec};
 use linux_abi::socket::{self as s, CmsgIter, CmsgWriter, Msghdr};
@@ -184,18 +185,27 @@ fn parse_control(ctx: &SyscallContext, sock: &Socket, ptr: u64, len: u64) -> Res
     Ok(control)
 }
 
-/// `scm_check_creds` and the pid lookup: a sender may claim only its own
-/// pid and ids unless it has CAP_SYS_ADMIN/CAP_SETUID/CAP_SETGID, which
-/// every process has while all run as root; the pid must exist and the
-/// ids be valid.
-fn check_cred(ctx: &SyscallContext, cred: s::Ucred) -> Result<s::Ucred, Errno> {
-    if cred.pid != ctx.process().pid && crate::proc::find_process(cred.pid).is_none() {
-        return Err(Errno::ESRCH);
-    }
-    if cred.uid == u32::MAX || cred.gid == u32::MAX {
+/// `scm_check_creds` and the pid lookup, in Linux's order: ids that are
+/// no ids (-1) are EINVAL; a sender may claim another pid only with
+/// CAP_SYS_ADMIN, a uid other than its real, effective or saved one only
+/// with CAP_SETUID, and such a gid only with CAP_SETGID (EPERM); then the
+/// pid must exist (ESRCH).
+fn check_cred(ctx: &SyscallContext, claim: s::Ucred) -> Result<s::Ucred, Errno> {
+    if claim.uid == u32::MAX || claim.gid == u32::MAX {
         return Err(Errno::EINVAL);
     }
-    Ok(cred)
+    let cred = ctx.cred();
+    let own_pid = ctx.process().pid;
+    let pid_ok = claim.pid == own_pid || cred.capable(CAP_SYS_ADMIN);
+    let uid_ok = [cred.uid, cred.euid, cred.suid].contains(&claim.uid) || cred.capable(CAP_SETUID);
+    let gid_ok = [cred.gid, cred.egid, cred.sgid].contains(&claim.gid) || cred.capable(CAP_SETGID);
+    if !(pid_ok && uid_ok && gid_ok) {
+        return Err(Errno::EPERM);
+    }
+    if claim.pid != own_pid && crate::proc::find_task(claim.pid).is_none() {
+        return Err(Errno::ESRCH);
+    }
+    Ok(claim)
 }
 
 /// Sends from `data`; `addr` is sendto's or msg_name.

@@ -2,7 +2,10 @@
 //! it.
 //!
 //! * A path name is a socket inode that bind creates in the file system
-//!   (mode 0777 less the umask; an existing name is EADDRINUSE). The
+//!   (mode 0777 less the umask, owned by the caller's file-system ids,
+//!   with write and search permission on the directory as any create;
+//!   an existing name is EADDRINUSE). Connecting or sending to it needs
+//!   search permission along the path and write permission on it. The
 //!   socket keeps the inode, and a table keyed by the inode finds the
 //!   socket, so unlinking the name leaves the socket working but
 //!   unreachable, and a new file at the same path is another inode.
@@ -24,6 +27,7 @@ use linux_abi::socket::{self as s, UnixName};
 use super::UnixSocket;
 use crate::fs::dentry::{resolve, resolve_parent, Dentry};
 use crate::fs::inode::{FileType, Inode, S_IFSOCK};
+use crate::cred::MAY_WRITE;
 use crate::fs::perm;
 use crate::net::{AddrBuf, NameCtx, SockType};
 
@@ -177,12 +181,14 @@ pub fn find(addr: &[u8], kind: SockType, names: Option<&NameCtx>) -> Result<Arc<
         }),
         UnixName::Path(path) => {
             let names = names.ok_or(Errno::ECONNREFUSED)?;
+            // The walk checks search permission on every directory; then
+            // write permission on what it found, before its type.
             let d: Arc<Dentry> = resolve(&names.cred, &names.cwd, path_str(path)?, true)?;
+            perm::permission(&names.cred, &d, MAY_WRITE)?;
             let inode = d.inode();
             if inode.file_type() != FileType::Socket {
                 return Err(Errno::ECONNREFUSED);
             }
-            may_write(&d)?;
             let sock = with_table(|t| t.paths.get(&inode_key(inode)).and_then(Weak::upgrade));
             let sock = sock.ok_or(Errno::ECONNREFUSED)?;
             if sock.kind != kind {
@@ -191,14 +197,6 @@ pub fn find(addr: &[u8], kind: SockType, names: Option<&NameCtx>) -> Result<Arc<
             Ok(sock)
         }
     }
-}
-
-/// Connecting to a path name needs write permission on the socket inode
-/// (Linux's `path_permission(MAY_WRITE)`). Every process is root until
-/// credentials land, and root may write anything: nothing to refuse yet.
-/// The one place to add the check.
-fn may_write(_d: &Arc<Dentry>) -> Result<(), Errno> {
-    Ok(())
 }
 
 /// The address a socket of no name reports: the family alone.
