@@ -565,6 +565,11 @@ impl Inode for OpenFileInode {
     }
 
     fn open(&self, _flags: u32) -> Option<Result<Arc<dyn FileOps>, Errno>> {
+        // A socket cannot be opened again (Linux's sock_no_open): its one
+        // open file is what its in-flight references are counted against.
+        if self.file.ops.mode() & super::inode::S_IFMT == super::inode::S_IFSOCK {
+            return Some(Err(Errno::ENXIO));
+        }
         Some(Ok(self.file.ops.clone()))
     }
 }

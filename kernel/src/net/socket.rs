@@ -162,8 +162,16 @@ pub trait Protocol: Send + Sync {
     /// SO_SNDBUF changed: writers waiting for room may go on.
     fn buffer_changed(&self) {}
 
-    /// The socket got its file and inode number.
+    /// The socket got its inode number.
     fn attach(&self, _ino: u64) {}
+
+    /// The socket got its open file (the only one: a socket is never
+    /// opened again).
+    fn attach_file(&self, _file: &Arc<OpenFile>) {}
+
+    /// The protocol object, for its family's own code to recognise it
+    /// behind a file (the AF_UNIX collector).
+    fn as_any(&self) -> &dyn Any;
 
     /// The last descriptor is gone.
     fn release(&self);
@@ -186,6 +194,13 @@ impl Socket {
 
     pub fn proto(&self) -> &Arc<dyn Protocol> {
         &self.proto
+    }
+
+    /// The open file for a new socket, with status flags `flags`.
+    pub fn open(self: &Arc<Socket>, flags: u32) -> Result<Arc<OpenFile>, Errno> {
+        let file = Arc::try_new(OpenFile::new(self.clone(), flags)).map_err(|_| Errno::ENOMEM)?;
+        self.proto.attach_file(&file);
+        Ok(file)
     }
 
     /// The socket an open file is, if it is one.

@@ -28,7 +28,7 @@ pub fn file(ctx: &SyscallContext, fd: i32) -> Result<Arc<OpenFile>, Errno> {
     ctx.process().files().lock().get(fd)
 }
 
-fn nofile_limit(ctx: &SyscallContext) -> usize {
+pub fn nofile_limit(ctx: &SyscallContext) -> usize {
     (ctx.process().rlimits.lock()[c::RLIMIT_NOFILE as usize].0 as usize).min(1 << 20)
 }
 

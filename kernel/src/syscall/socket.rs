@@ -12,7 +12,7 @@ use linux_abi::layout::Siginfo;
 use linux_abi::signal as sig;
 use linux_abi::socket as s;
 
-use super::fs_io::{file, install};
+use super::fs_io::{file, nofile_limit};
 use super::{SysResult, SyscallContext};
 use crate::fs::OpenFile;
 use crate::net::{self, AddrBuf, NameCtx, Socket};
@@ -119,8 +119,9 @@ fn family_arg(family: u64) -> Result<u16, Errno> {
 }
 
 fn open_socket(ctx: &SyscallContext, sock: Arc<Socket>, flags: u32) -> SysResult {
-    let status = c::O_RDWR | (flags & s::SOCK_NONBLOCK);
-    install(ctx, OpenFile::new(sock, status), flags & s::SOCK_CLOEXEC != 0)
+    let file = sock.open(c::O_RDWR | (flags & s::SOCK_NONBLOCK))?;
+    let limit = nofile_limit(ctx);
+    Ok(ctx.process().files().lock().install_from(0, file, flags & s::SOCK_CLOEXEC != 0, limit)? as u64)
 }
 
 pub fn sys_socket(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {

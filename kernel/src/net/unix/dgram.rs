@@ -11,6 +11,7 @@ use linux_abi::errno::Errno;
 use linux_abi::signal::POLL_IN;
 use linux_abi::socket as s;
 
+use super::gc::{self, Rights};
 use super::queue::{alloc_data, release_files, Msg};
 use super::{names, peek_back, peek_forward, peek_start, Phase, UnixSocket, MAX_DGRAM_QLEN, NO_CRED, RCV};
 use crate::event::Events;
@@ -114,7 +115,10 @@ pub fn send(sock: &UnixSocket, data: &mut dyn MsgSource, args: SendArgs<'_>) -> 
     let mut buf = alloc_data(len)?;
     data.read(&mut buf)?;
     let mut msg = Msg::new(buf, &sock.arc());
-    msg.rights = args.control.rights;
+    if !args.control.rights.is_empty() {
+        gc::before_send();
+    }
+    msg.rights = Rights::new(args.control.rights);
     msg.from = sock.name();
     let claimed = args.control.cred;
     let other = match peer {
@@ -236,7 +240,7 @@ fn take_one(sock: &UnixSocket, data: &mut dyn MsgSink, args: &RecvArgs) -> Resul
     // A datagram whose copy faults is lost, as on Linux.
     let mut out = finish(sock, &msg, 0, data, args)?;
     peek_back(sock, msg.len());
-    out.rights = core::mem::take(&mut msg.rights);
+    out.rights = msg.rights.take();
     drop(msg);
     Ok(Some(out))
 }
@@ -267,6 +271,9 @@ fn peek_one(sock: &UnixSocket, data: &mut dyn MsgSink, args: &RecvArgs) -> Resul
         (data, rights, m.from.clone(), m.cred)
     };
     let (bytes, rights, from, cred) = staged;
+    if !rights.is_empty() {
+        gc::peek_barrier();
+    }
     let whole = bytes.len() - skip;
     let size = whole.min(data.remaining());
     data.write(&bytes[skip..skip + size])?;

@@ -22,6 +22,7 @@
 //! file is dropped under either.
 
 mod dgram;
+mod gc;
 mod names;
 mod queue;
 mod stream;
@@ -31,6 +32,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
+use core::any::Any;
 use core::sync::atomic::{AtomicI32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 use hal::sync::SpinLock;
@@ -43,6 +45,7 @@ use super::socket::{AddrBuf, NameCtx, Protocol, RecvArgs, Received, SendArgs, So
 use super::wait::Timeout;
 use super::{MsgSink, MsgSource};
 use crate::event::{Events, PollTable, Pollee};
+use crate::fs::file::OpenFile;
 use names::Name;
 use queue::{Queue, RecvQueue};
 
@@ -95,6 +98,12 @@ pub struct UnixSocket {
     ino: AtomicU64,
     /// Itself, for messages to name their sender (set once at creation).
     me: hal::sync::Once<Weak<UnixSocket>>,
+    /// The socket's open file, once it has one (the collector compares
+    /// its references with `inflight`).
+    file: hal::sync::Once<Weak<OpenFile>>,
+    /// How many messages hold the file in flight (changed under the
+    /// collector's lock, `gc`).
+    inflight: AtomicUsize,
 }
 
 /// Every socket, for /proc/net/unix.
@@ -140,6 +149,8 @@ impl UnixSocket {
             peek_off: AtomicI32::new(-1),
             ino: AtomicU64::new(0),
             me: hal::sync::Once::new(),
+            file: hal::sync::Once::new(),
+            inflight: AtomicUsize::new(0),
         })
         .map_err(|_| Errno::ENOMEM)?;
         sock.me.set(Arc::downgrade(&sock));
@@ -274,6 +285,9 @@ impl UnixSocket {
         queue::release_files(msgs);
         for e in pending {
             e.release_impl(true);
+        }
+        if !embryo {
+            gc::on_release();
         }
     }
 }
@@ -513,6 +527,14 @@ impl Protocol for UnixSocket {
 
     fn attach(&self, ino: u64) {
         self.ino.store(ino, Ordering::Relaxed);
+    }
+
+    fn attach_file(&self, file: &Arc<OpenFile>) {
+        self.file.set(Arc::downgrade(file));
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
     }
 
     fn release(&self) {

@@ -9,7 +9,8 @@
 //! a socket holds 278 one-byte messages, as on Linux.
 //!
 //! Messages carry the descriptors passed with them (SCM_RIGHTS) as open
-//! files: the references in flight. They are dropped outside every lock,
+//! files: the references in flight, counted for the collector (`gc`).
+//! They are dropped outside every lock,
 //! and those of a released socket go through [`release_files`], which
 //! releases nested sockets one after another instead of recursing.
 
@@ -22,6 +23,7 @@ use hal::sync::SpinLock;
 use linux_abi::errno::Errno;
 use linux_abi::socket::Ucred;
 
+use super::gc::Rights;
 use super::names::Name;
 use super::UnixSocket;
 use crate::event::Events;
@@ -42,7 +44,7 @@ pub struct Msg {
     /// SCM_CREDENTIALS, claimed or attached (None: not attached).
     pub cred: Option<Ucred>,
     /// SCM_RIGHTS: the files in flight.
-    pub rights: Vec<Arc<OpenFile>>,
+    pub rights: Rights,
     /// Held for its drop, which gives the memory back to the sender.
     _charge: Charge,
 }
@@ -56,7 +58,7 @@ impl Msg {
             read: 0,
             from: None,
             cred: None,
-            rights: Vec::new(),
+            rights: Rights::default(),
             _charge: Charge { to: sender.clone(), amount },
         }
     }
@@ -152,7 +154,7 @@ static DRAINING: AtomicBool = AtomicBool::new(false);
 pub fn release_files(msgs: VecDeque<Msg>) {
     let mut files = Vec::new();
     for mut m in msgs {
-        files.append(&mut m.rights);
+        files.append(&mut m.rights.take());
     }
     if !files.is_empty() {
         let mut d = DEFERRED.lock();

@@ -10,6 +10,7 @@ use linux_abi::errno::Errno;
 use linux_abi::signal::POLL_IN;
 use linux_abi::socket as s;
 
+use super::gc::{self, Rights};
 use super::queue::{alloc_data, Msg};
 use super::{names, peek_back, peek_forward, peek_start, Phase, UnixSocket, NO_CRED, RCV, SEND};
 use crate::event::Events;
@@ -166,6 +167,9 @@ pub fn send(sock: &UnixSocket, data: &mut dyn MsgSource, args: SendArgs<'_>) -> 
     let me = sock.arc();
     let timeout = sock.snd_timeout(args.nonblock || flags & s::MSG_DONTWAIT != 0);
     let len = data.remaining();
+    if !args.control.rights.is_empty() {
+        gc::before_send();
+    }
     let mut rights = Some(args.control.rights);
     let claimed = args.control.cred;
     let mut sent = 0;
@@ -186,7 +190,7 @@ pub fn send(sock: &UnixSocket, data: &mut dyn MsgSource, args: SendArgs<'_>) -> 
         }
         let mut msg = Msg::new(buf, &me);
         if let Some(r) = rights.take() {
-            msg.rights = r;
+            msg.rights = Rights::new(r);
         }
         msg.cred = sock.msg_cred(claimed, &peer);
         let refused = {
@@ -318,7 +322,7 @@ fn take_piece(sock: &UnixSocket, data: &mut dyn MsgSink, args: &RecvArgs, r: &mu
     msg.read += chunk;
     peek_back(sock, chunk);
     if !msg.rights.is_empty() {
-        r.out.rights = core::mem::take(&mut msg.rights);
+        r.out.rights = msg.rights.take();
         r.done = true;
     }
     if msg.len() > 0 {
@@ -373,6 +377,7 @@ fn peek_piece(
     *skip += staged.len();
     peek_forward(sock, staged.len());
     if !rights.is_empty() {
+        gc::peek_barrier();
         r.out.rights = rights;
         r.done = true;
     }
