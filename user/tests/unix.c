@@ -10,7 +10,8 @@
  * write and search permission on the directory and makes a socket owned
  * by the file-system ids (umask applied, a set-group-ID directory's
  * group); connect and sendto need search permission along the path and
- * write permission on the socket, checked before its type.
+ * write permission on the socket, checked before its type. accept keeps
+ * a connection waiting when no descriptor is left (EMFILE).
  */
 #include "common.h"
 
@@ -23,6 +24,7 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/fsuid.h>
+#include <sys/resource.h>
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <grp.h>
@@ -799,6 +801,50 @@ static long connect_to(int s, const char *path)
     return connect(s, (struct sockaddr *)&a, al);
 }
 
+/* accept reserves the new descriptor before it takes a connection:
+ * EMFILE leaves the connection waiting. Linux's order of checks. */
+static void test_accept_emfile(void)
+{
+    int l = bound(SOCK_STREAM, "@kiln-unix-emfile");
+    int c = socket(AF_UNIX, SOCK_STREAM, 0);
+    connect_to(c, "@kiln-unix-emfile");
+    write(c, "hi", 2);
+    int reg = open("/tmp/kiln-unix-reg", O_CREAT | O_RDWR, 0600);
+    unlink("/tmp/kiln-unix-reg");
+    SHOW("accept4(a regular file, bad flags)", syscall(SYS_accept4, reg, NULL, NULL, 0x40));
+    SHOW("accept(a regular file)", accept(reg, NULL, NULL));
+    struct rlimit old, low;
+    getrlimit(RLIMIT_NOFILE, &old);
+    low = old;
+    low.rlim_cur = 32;
+    setrlimit(RLIMIT_NOFILE, &low);
+    int fill[32], n = 0;
+    while (n < 32 && (fill[n] = dup(0)) >= 0)
+        n++;
+    SHOW("accept with no descriptor left", accept(l, NULL, NULL));
+    SHOW("accept(a regular file) with none left", accept(reg, NULL, NULL));
+    printf("listener still readable: %d\n", (revents(l, POLLIN) & POLLIN) != 0);
+    close(fill[--n]);
+    int a = accept4(l, NULL, NULL, SOCK_NONBLOCK);
+    check(a >= 0, "accept once a descriptor is free");
+    char buf[4] = {0};
+    SHOW("the connection's data", read(a, buf, sizeof buf));
+    close(a);
+    while (n > 0)
+        close(fill[--n]);
+    setrlimit(RLIMIT_NOFILE, &old);
+    /* A bad address buffer: EFAULT, and the connection is closed. */
+    int c2 = socket(AF_UNIX, SOCK_STREAM, 0);
+    connect_to(c2, "@kiln-unix-emfile");
+    socklen_t len = sizeof(struct sockaddr_un);
+    SHOW("accept with a bad address", accept(l, BAD_PTR, &len));
+    SHOW("the client then reads", read(c2, buf, sizeof buf));
+    close(c2);
+    close(c);
+    close(reg);
+    close(l);
+}
+
 static void test_perm(void)
 {
     mkdir("/tmp/kiln-unix-ro", 0755);
@@ -913,5 +959,6 @@ int main(void)
     test_poll_select();
     test_mmsg();
     test_perm();
+    test_accept_emfile();
     return t_done();
 }

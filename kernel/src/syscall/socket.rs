@@ -189,17 +189,45 @@ pub fn sys_listen(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     Ok(0)
 }
 
+/// accept4 in Linux's order: the descriptor (EBADF), the flags (EINVAL),
+/// a free descriptor reserved before anything is dequeued (EMFILE keeps
+/// the connection waiting), then the socket (ENOTSOCK) and the protocol.
+/// A bad address buffer is EFAULT after the connection is taken, and the
+/// connection is closed, as on Linux.
 fn do_accept(ctx: &SyscallContext, fd: i32, addr: u64, len_ptr: u64, flags: u32) -> SysResult {
-    let f = socket_file(ctx, fd)?;
+    let f = file(ctx, fd)?;
+    if f.is_path_only() {
+        return Err(Errno::EBADF);
+    }
     if flags & !(s::SOCK_CLOEXEC | s::SOCK_NONBLOCK) != 0 {
         return Err(Errno::EINVAL);
     }
-    let (proto, peer) = sock(&f).proto().accept(f.nonblocking())?;
-    let new = Socket::new(proto)?;
+    let files = ctx.process().files();
+    let newfd = files.lock().reserve(nofile_limit(ctx))?;
+    let accepted = accept_file(ctx, &f, addr, len_ptr, flags);
+    let mut table = files.lock();
+    match accepted {
+        Ok(new) => {
+            table.install_reserved(newfd, new, flags & s::SOCK_CLOEXEC != 0);
+            Ok(newfd as u64)
+        }
+        Err(e) => {
+            table.unreserve(newfd);
+            Err(e)
+        }
+    }
+}
+
+/// The accepted connection's open file (dropped again if its address
+/// cannot be stored).
+fn accept_file(ctx: &SyscallContext, f: &OpenFile, addr: u64, len_ptr: u64, flags: u32) -> Result<Arc<OpenFile>, Errno> {
+    let sock = Socket::of(f).ok_or(Errno::ENOTSOCK)?;
+    let (proto, peer) = sock.proto().accept(f.nonblocking())?;
+    let new = Socket::new(proto)?.open(c::O_RDWR | (flags & s::SOCK_NONBLOCK))?;
     if addr != 0 {
         put_addr(ctx, &peer, addr, len_ptr)?;
     }
-    open_socket(ctx, new, flags)
+    Ok(new)
 }
 
 pub fn sys_accept(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
