@@ -765,6 +765,64 @@ static void test_mmsg(void)
     SHOW("sendmsg namelen 200", sendmsg(sv[0], &m, 0));
     SHOW("sendmsg bad msghdr", syscall(SYS_sendmsg, sv[0], BAD_PTR, 0));
     SHOW("recvmsg bad msghdr", syscall(SYS_recvmsg, sv[1], BAD_PTR, 0));
+    SHOW("recvmsg MSG_CMSG_COMPAT", syscall(SYS_recvmsg, sv[1], &m, 0x80000000u | MSG_DONTWAIT));
+    SHOW("sendmsg MSG_CMSG_COMPAT", syscall(SYS_sendmsg, sv[0], &m, 0x80000000u));
+
+    /* An error after some datagrams: recorded for SO_ERROR or the next
+     * call; EAGAIN is not. The datagram whose copy faulted is lost. */
+    const char *more[] = {"1", "22", "333", "4444", "55555", "666666"};
+    for (int i = 0; i < 6; i++)
+        send(sv[0], more[i], strlen(more[i]), 0);
+    memset(mm, 0, sizeof mm);
+    for (int i = 0; i < 3; i++) {
+        iv[i].iov_base = i == 1 ? BAD_PTR : bufs[i];
+        iv[i].iov_len = sizeof bufs[i];
+        mm[i].msg_hdr.msg_iov = &iv[i];
+        mm[i].msg_hdr.msg_iovlen = 1;
+    }
+    SHOW("recvmmsg, second buffer bad", syscall(SYS_recvmmsg, sv[1], mm, 3, MSG_DONTWAIT, NULL));
+    int err = 0;
+    socklen_t el = sizeof err;
+    getsockopt(sv[1], SOL_SOCKET, SO_ERROR, &err, &el);
+    printf("SO_ERROR then %s\n", sockerr(err));
+    getsockopt(sv[1], SOL_SOCKET, SO_ERROR, &err, &el);
+    printf("SO_ERROR again %s\n", sockerr(err));
+    SHOW("recvmmsg, second buffer bad, again", syscall(SYS_recvmmsg, sv[1], mm, 3, MSG_DONTWAIT, NULL));
+    SHOW("the next recv gets the error", recv(sv[1], bufs[0], sizeof bufs[0], MSG_DONTWAIT));
+    SHOW("and then the datagram after", recv(sv[1], bufs[0], sizeof bufs[0], MSG_DONTWAIT));
+    send(sv[0], "7", 1, 0);
+    iv[1].iov_base = bufs[1];
+    SHOW("recvmmsg of 3 with 1 queued", syscall(SYS_recvmmsg, sv[1], mm, 3, MSG_DONTWAIT, NULL));
+    getsockopt(sv[1], SOL_SOCKET, SO_ERROR, &err, &el);
+    printf("SO_ERROR after EAGAIN %s\n", sockerr(err));
+
+    /* The timeout: checked before the descriptor, what is left written
+     * back. */
+    struct timespec ts = {0, 2000000000L};
+    SHOW("recvmmsg bad timeout, bad fd", syscall(SYS_recvmmsg, 999, mm, 3, 0, &ts));
+    SHOW("recvmmsg timeout at a bad address", syscall(SYS_recvmmsg, 999, mm, 3, 0, BAD_PTR));
+    send(sv[0], "8", 1, 0);
+    send(sv[0], "9", 1, 0);
+    ts.tv_sec = 5;
+    ts.tv_nsec = 0;
+    SHOW("recvmmsg 2 with a 5 s timeout", syscall(SYS_recvmmsg, sv[1], mm, 2, 0, &ts));
+    printf("timeout left between 4 and 5 s: %d\n", ts.tv_sec == 4 && ts.tv_nsec > 0);
+    close(sv[0]);
+    close(sv[1]);
+
+    /* sendmmsg: a message that goes only in part ends the batch. */
+    socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv);
+    static char big[300000];
+    memset(mm, 0, sizeof mm);
+    for (int i = 0; i < 2; i++) {
+        iv[i].iov_base = big;
+        iv[i].iov_len = sizeof big;
+        mm[i].msg_hdr.msg_iov = &iv[i];
+        mm[i].msg_hdr.msg_iovlen = 1;
+    }
+    SHOW("sendmmsg of 2 x 300000 bytes, non-blocking", syscall(SYS_sendmmsg, sv[0], mm, 2, 0));
+    printf("msg_len %u %u\n", mm[0].msg_len, mm[1].msg_len);
+    SHOW("sendmmsg on a full socket", syscall(SYS_sendmmsg, sv[0], mm, 2, 0));
     close(sv[0]);
     close(sv[1]);
 }

@@ -146,6 +146,9 @@ pub trait Protocol: Send + Sync {
     fn take_error(&self) -> i32 {
         0
     }
+    /// Records an error for the next call or SO_ERROR (recvmmsg's failure
+    /// after some datagrams).
+    fn set_error(&self, _e: Errno) {}
     fn is_listening(&self) -> bool {
         false
     }

@@ -317,7 +317,7 @@ pub fn init(cmdline: &str) {
     TRACE.store(cmdline.split_whitespace().any(|a| a == "strace=1"), Ordering::Relaxed);
 }
 
-fn is_restart(e: Errno) -> bool {
+pub(crate) fn is_restart(e: Errno) -> bool {
     matches!(e, Errno::ERESTARTSYS | Errno::ERESTARTNOINTR | Errno::ERESTARTNOHAND | Errno::ERESTART_RESTARTBLOCK)
 }
 

@@ -250,8 +250,8 @@ fn read_msghdr(ctx: &SyscallContext, ptr: u64) -> Result<Msghdr, Errno> {
     Ok(Msghdr::from_bytes(&b))
 }
 
-/// One sendmsg: the bytes sent.
-fn sendmsg_one(ctx: &SyscallContext, f: &OpenFile, hdr_ptr: u64, flags: u32) -> Result<usize, Errno> {
+/// One sendmsg: the bytes sent, and whether all of the message went.
+fn sendmsg_one(ctx: &SyscallContext, f: &OpenFile, hdr_ptr: u64, flags: u32) -> Result<(usize, bool), Errno> {
     let h = read_msghdr(ctx, hdr_ptr)?;
     let addr = if h.msg_name != 0 && h.msg_namelen != 0 {
         Some(addr_arg(ctx, h.msg_name, h.msg_namelen as u64)?)
@@ -260,33 +260,45 @@ fn sendmsg_one(ctx: &SyscallContext, f: &OpenFile, hdr_ptr: u64, flags: u32) -> 
     };
     let mut data = UserIov::vector(ctx, h.msg_iov, h.msg_iovlen)?;
     let control = parse_control(ctx, sock(f), h.msg_control, h.msg_controllen)?;
-    send_common(ctx, f, &mut data, addr.as_ref().map(|x| x.as_bytes()), flags, control)
+    let n = send_common(ctx, f, &mut data, addr.as_ref().map(|x| x.as_bytes()), flags, control)?;
+    Ok((n, data.left == 0))
+}
+
+/// Linux refuses the compat flag from 64-bit callers.
+fn check_flags(flags: u32) -> Result<u32, Errno> {
+    if flags & s::MSG_CMSG_COMPAT != 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(flags)
 }
 
 pub fn sys_sendmsg(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let flags = check_flags(a[2] as u32)?;
     let f = socket_file(ctx, a[0] as i32)?;
-    Ok(sendmsg_one(ctx, &f, a[1], a[2] as u32)? as u64)
+    Ok(sendmsg_one(ctx, &f, a[1], flags)?.0 as u64)
 }
 
+/// sendmmsg: an error after some messages went is dropped (Linux returns
+/// only the count), and a message that went only in part ends the batch.
 pub fn sys_sendmmsg(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let flags = check_flags(a[3] as u32)?;
     let f = socket_file(ctx, a[0] as i32)?;
     let vlen = (a[2] as u32).min(Iovec::MAX as u32) as u64;
-    let flags = a[3] as u32;
     let mut sent = 0u64;
     while sent < vlen {
         let entry = a[1] + sent * s::Mmsghdr::SIZE as u64;
-        let n = match sendmsg_one(ctx, &f, entry, flags) {
-            Ok(n) => n,
-            Err(e) if sent > 0 => {
-                let _ = e;
-                break;
+        let done = sendmsg_one(ctx, &f, entry, flags)
+            .and_then(|(n, all)| ctx.copy_to_user(entry + s::Mmsghdr::LEN_OFFSET as u64, &(n as u32).to_le_bytes()).map(|()| all));
+        match done {
+            Ok(all) => {
+                sent += 1;
+                if !all {
+                    break;
+                }
             }
-            Err(e) => return Err(e),
-        };
-        if let Err(e) = ctx.copy_to_user(entry + s::Mmsghdr::LEN_OFFSET as u64, &(n as u32).to_le_bytes()) {
-            return if sent > 0 { Ok(sent) } else { Err(e) };
+            Err(e) if sent == 0 => return Err(e),
+            Err(_) => break,
         }
-        sent += 1;
     }
     Ok(sent)
 }
@@ -363,14 +375,18 @@ fn recvmsg_one(ctx: &SyscallContext, f: &OpenFile, hdr_ptr: u64, flags: u32) -> 
 }
 
 pub fn sys_recvmsg(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let flags = check_flags(a[2] as u32)?;
     let f = socket_file(ctx, a[0] as i32)?;
-    Ok(recvmsg_one(ctx, &f, a[1], a[2] as u32)? as u64)
+    Ok(recvmsg_one(ctx, &f, a[1], flags)? as u64)
 }
 
+/// recvmmsg in Linux's order: the timeout is read (EFAULT) and checked
+/// (EINVAL) before the descriptor. The timeout is looked at only between
+/// datagrams, and what is left of it is written back. An error after
+/// some datagrams is recorded as the socket's pending error (the next
+/// call's, or SO_ERROR's), unless it is EAGAIN.
 pub fn sys_recvmmsg(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    let f = socket_file(ctx, a[0] as i32)?;
-    let vlen = (a[2] as u32).min(Iovec::MAX as u32) as u64;
-    let mut flags = a[3] as u32;
+    let mut flags = check_flags(a[3] as u32)?;
     let deadline = if a[4] != 0 {
         let mut b = [0u8; Timespec::SIZE];
         ctx.copy_from_user(a[4], &mut b)?;
@@ -382,19 +398,17 @@ pub fn sys_recvmmsg(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     } else {
         None
     };
+    let f = socket_file(ctx, a[0] as i32)?;
+    let vlen = (a[2] as u32).min(Iovec::MAX as u32) as u64;
     let mut got = 0u64;
+    let mut failed = None;
     while got < vlen {
         let entry = a[1] + got * s::Mmsghdr::SIZE as u64;
-        let n = match recvmsg_one(ctx, &f, entry, flags & !s::MSG_WAITFORONE) {
-            Ok(n) => n,
-            Err(e) if got > 0 => {
-                let _ = e;
-                break;
-            }
-            Err(e) => return Err(e),
-        };
-        if let Err(e) = ctx.copy_to_user(entry + s::Mmsghdr::LEN_OFFSET as u64, &(n as u32).to_le_bytes()) {
-            return if got > 0 { Ok(got) } else { Err(e) };
+        let done = recvmsg_one(ctx, &f, entry, flags & !s::MSG_WAITFORONE)
+            .and_then(|n| ctx.copy_to_user(entry + s::Mmsghdr::LEN_OFFSET as u64, &(n as u32).to_le_bytes()));
+        if let Err(e) = done {
+            failed = Some(e);
+            break;
         }
         got += 1;
         if flags & s::MSG_WAITFORONE != 0 {
@@ -403,6 +417,18 @@ pub fn sys_recvmmsg(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         if deadline.is_some_and(|d| hal::time::monotonic_ns() >= d) {
             break;
         }
+    }
+    match failed {
+        Some(e) if got == 0 => return Err(e),
+        Some(Errno::EAGAIN) | None => {}
+        // Linux stores its internal restart code here; an interrupted
+        // wait is recorded as what user space knows it by.
+        Some(e) => sock(&f).proto().set_error(if super::is_restart(e) { Errno::EINTR } else { e }),
+    }
+    if let Some(d) = deadline.filter(|_| got > 0) {
+        let left = d.saturating_sub(hal::time::monotonic_ns());
+        let ts = Timespec { tv_sec: (left / 1_000_000_000) as i64, tv_nsec: (left % 1_000_000_000) as i64 };
+        ctx.copy_to_user(a[4], &ts.to_bytes())?;
     }
     Ok(got)
 }

@@ -503,6 +503,10 @@ impl Protocol for UnixSocket {
         self.take_err().map_or(0, |e| e.as_i32())
     }
 
+    fn set_error(&self, e: Errno) {
+        self.set_err(e);
+    }
+
     fn is_listening(&self) -> bool {
         self.phase() == Phase::Listening
     }
