@@ -900,6 +900,16 @@ static void test_accept_emfile(void)
     close(c2);
     close(c);
     close(reg);
+    /* A listener shut for reading: accept waits no more, connects are
+     * refused. */
+    shutdown(l, SHUT_RD);
+    pollstr("listener after SHUT_RD", l);
+    SHOW("blocking accept after SHUT_RD", accept(l, NULL, NULL));
+    fcntl(l, F_SETFL, O_NONBLOCK);
+    SHOW("non-blocking accept after SHUT_RD", accept(l, NULL, NULL));
+    c = socket(AF_UNIX, SOCK_STREAM, 0);
+    SHOW("connect to it", connect_to(c, "@kiln-unix-emfile"));
+    close(c);
     close(l);
 }
 

@@ -43,7 +43,7 @@ static HOST: KernelHost = KernelHost;
 
 pub fn init() {
     net::set_host(&HOST);
-    crate::fs::procfs::register("net/unix", |_| net::unix::proc_net_unix());
+    crate::fs::procfs::register("net/unix", |_| net::unix::proc_net_unix().unwrap_or_default());
 }
 
 /// The socket behind descriptor `fd`: EBADF, or ENOTSOCK for other files.

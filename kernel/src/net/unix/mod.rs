@@ -28,11 +28,11 @@ mod queue;
 mod stream;
 
 use alloc::collections::{BTreeMap, VecDeque};
-use alloc::format;
 use alloc::string::String;
 use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
 use core::any::Any;
+use core::fmt::Write;
 use core::sync::atomic::{AtomicI32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 use hal::sync::SpinLock;
@@ -569,42 +569,52 @@ fn peek_back(sock: &UnixSocket, n: usize) {
     }
 }
 
-/// /proc/net/unix.
-pub fn proc_net_unix() -> String {
-    let socks: Vec<Arc<UnixSocket>> = ALL.lock().values().filter_map(Weak::upgrade).collect();
-    let mut out = String::from("Num       RefCount Protocol Flags    Type St Inode Path\n");
-    for sk in socks {
-        let ino = sk.ino.load(Ordering::Relaxed);
-        if sk.is_released() {
-            continue;
+/// /proc/net/unix (ENOMEM when the text does not fit in memory).
+pub fn proc_net_unix() -> Result<String, Errno> {
+    let socks: Vec<Arc<UnixSocket>> = {
+        let all = ALL.lock();
+        let mut v = Vec::new();
+        v.try_reserve_exact(all.len()).map_err(|_| Errno::ENOMEM)?;
+        v.extend(all.values().filter_map(Weak::upgrade));
+        v
+    };
+    let mut out = crate::mm::TryString::new();
+    let result = (|| {
+        writeln!(out, "Num       RefCount Protocol Flags    Type St Inode Path")?;
+        for sk in &socks {
+            let ino = sk.ino.load(Ordering::Relaxed);
+            if sk.is_released() {
+                continue;
+            }
+            let phase = sk.phase();
+            let flags = if phase == Phase::Listening { 0x10000 } else { 0 };
+            let connected = phase == Phase::Connected || (sk.kind == SockType::Dgram && sk.peer().is_some());
+            // SS_CONNECTED / SS_UNCONNECTED for sockets with a file;
+            // embryos waiting for accept are SS_CONNECTING.
+            let st = match (ino != 0, connected) {
+                (true, true) => 3,
+                (true, false) => 1,
+                (false, true) => 2,
+                (false, false) => 4,
+            };
+            write!(
+                out,
+                "{:016x}: {:08X} {:08X} {:08X} {:04X} {:02X} {:5}",
+                0,
+                Arc::strong_count(sk),
+                0,
+                flags,
+                sk.kind as u32,
+                st,
+                ino
+            )?;
+            if let Some(name) = sk.name() {
+                out.write_char(' ')?;
+                names::write_proc_text(&name, &mut out)?;
+            }
+            out.write_char('\n')?;
         }
-        let phase = sk.phase();
-        let flags = if phase == Phase::Listening { 0x10000 } else { 0 };
-        let connected = phase == Phase::Connected || (sk.kind == SockType::Dgram && sk.peer().is_some());
-        // SS_CONNECTED / SS_UNCONNECTED for sockets with a file; embryos
-        // waiting for accept are SS_CONNECTING.
-        let st = match (ino != 0, connected) {
-            (true, true) => 3,
-            (true, false) => 1,
-            (false, true) => 2,
-            (false, false) => 4,
-        };
-        let mut line = format!(
-            "{:016x}: {:08X} {:08X} {:08X} {:04X} {:02X} {:5}",
-            0,
-            Arc::strong_count(&sk),
-            0,
-            flags,
-            sk.kind as u32,
-            st,
-            ino
-        );
-        if let Some(name) = sk.name() {
-            line.push(' ');
-            line.push_str(&names::proc_text(&name));
-        }
-        line.push('\n');
-        out.push_str(&line);
-    }
-    out
+        Ok(())
+    })();
+    out.finish(result)
 }

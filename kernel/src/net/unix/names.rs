@@ -15,7 +15,6 @@
 //!   SO_PASSCRED while unbound) picks an abstract name of five hex digits.
 
 use alloc::collections::BTreeMap;
-use alloc::string::String;
 use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -206,18 +205,17 @@ pub fn unnamed() -> AddrBuf {
 
 /// A name as text for /proc/net/unix: '@' for the leading NUL of an
 /// abstract name and for NULs in it.
-pub fn proc_text(name: &Name) -> String {
+pub fn write_proc_text(name: &Name, out: &mut impl core::fmt::Write) -> core::fmt::Result {
     let bytes = name.path_bytes();
-    let mut s = String::new();
     if name.is_abstract() {
         for &b in bytes {
-            s.push(if b == 0 { '@' } else { b as char });
+            out.write_char(if b == 0 { '@' } else { b as char })?;
         }
     } else {
         let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
         for &b in &bytes[..end] {
-            s.push(b as char);
+            out.write_char(b as char)?;
         }
     }
-    s
+    Ok(())
 }

@@ -128,7 +128,14 @@ pub fn accept(sock: &UnixSocket, nonblock: bool) -> Result<(Arc<dyn Protocol>, A
         if st.released || sock.phase() != Phase::Listening {
             return Err(Errno::EINVAL);
         }
-        st.pending.pop_front().ok_or(Errno::EAGAIN)
+        match st.pending.pop_front() {
+            Some(new) => Ok(new),
+            // A listener shut for reading has nothing more to wait for
+            // (Linux's skb_recv_datagram ends, and unix_accept says
+            // EINVAL); a non-blocking accept still says EAGAIN.
+            None if timeout != Timeout::NonBlocking && sock.shut() & RCV != 0 => Err(Errno::EINVAL),
+            None => Err(Errno::EAGAIN),
+        }
     })?;
     // Room for one more waiting connection.
     sock.pollee.notify(Events::WRITABLE);
