@@ -9,6 +9,11 @@
  * for data, a connection or the peer's SHUT_WR; POLL_OUT only after a
  * writer found the buffer full; POLL_HUP when the peer goes; POLL_ERR for
  * a datagram peer's ECONNRESET; nothing while a reader sleeps for data.
+ * A socket's owner may also be set and read by ioctl (FIOSETOWN,
+ * SIOCSPGRP, FIOGETOWN, SIOCGPGRP); a pipe refuses those (ENOTTY).
+ * The other socket ioctls as Linux gives them on AF_UNIX: FIOASYNC off,
+ * FIONBIO both ways, SIOCINQ (a stream's bytes, a datagram's first
+ * length, EINVAL on a listener), SIOCOUTQ, ENOTTY for a tty request.
  */
 #include "common.h"
 #include <fcntl.h>
@@ -17,6 +22,13 @@
 #include <sys/socket.h>
 #include <stddef.h>
 #include <sys/un.h>
+
+#ifndef SIOCINQ
+#define SIOCINQ FIONREAD
+#endif
+#ifndef SIOCOUTQ
+#define SIOCOUTQ TIOCOUTQ
+#endif
 
 static volatile sig_atomic_t count, last_sig, last_code, last_fd;
 static volatile long last_band;
@@ -199,6 +211,86 @@ static void sockets(void)
     printf("SO_ERROR is ECONNRESET %d\n", err == ECONNRESET);
     close(r);
     close(s2);
+
+    /* The owner by ioctl, as sockets allow (FIOSETOWN/SIOCSPGRP). */
+    socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+    int who = getpid(), got = 0;
+    check(ioctl(sv[0], FIOSETOWN, &who) == 0, "FIOSETOWN on a socket");
+    ioctl(sv[0], FIOGETOWN, &got);
+    printf("FIOGETOWN is me %d, F_GETOWN is me %d\n", got == getpid(), fcntl(sv[0], F_GETOWN) == getpid());
+    who = -getpgrp();
+    check(ioctl(sv[0], SIOCSPGRP, &who) == 0, "SIOCSPGRP to my group");
+    ioctl(sv[0], SIOCGPGRP, &got);
+    printf("SIOCGPGRP is minus my group %d\n", got == -getpgrp());
+    who = 999999;
+    EXPECT_ERR(ESRCH, "FIOSETOWN to no process", ioctl(sv[0], FIOSETOWN, &who));
+    EXPECT_ERR(EFAULT, "FIOSETOWN from a bad address", ioctl(sv[0], FIOSETOWN, BAD_PTR));
+    who = getpid();
+    ioctl(sv[0], FIOSETOWN, &who);
+    int on = 1;
+    check(ioctl(sv[0], FIOASYNC, &on) == 0, "FIOASYNC on a socket");
+    reset();
+    write(sv[1], "o", 1);
+    expect_codes("owner set by ioctl, plain SIGIO", 1);
+    printf("signal %s\n", signame(last_sig));
+    int off = 0;
+    check(ioctl(sv[0], FIOASYNC, &off) == 0, "FIOASYNC off on a socket");
+    printf("F_GETFL has O_ASYNC after FIOASYNC off %d\n", (fcntl(sv[0], F_GETFL) & O_ASYNC) != 0);
+    reset();
+    write(sv[1], "p", 1);
+    expect_codes("after FIOASYNC off", 0);
+
+    /* Byte counts (SIOCINQ is FIONREAD, SIOCOUTQ is TIOCOUTQ). */
+    int q = -1;
+    check(ioctl(sv[0], SIOCINQ, &q) == 0, "SIOCINQ");
+    printf("SIOCINQ %d\n", q);
+    check(ioctl(sv[1], SIOCOUTQ, &q) == 0, "SIOCOUTQ");
+    printf("SIOCOUTQ holds the unread bytes %d\n", q > 0);
+    read(sv[0], buf, sizeof buf);
+    ioctl(sv[0], SIOCINQ, &q);
+    printf("SIOCINQ after read %d\n", q);
+    ioctl(sv[1], SIOCOUTQ, &q);
+    printf("SIOCOUTQ after read %d\n", q);
+    EXPECT_ERR(EFAULT, "SIOCINQ to a bad address", ioctl(sv[0], SIOCINQ, BAD_PTR));
+    EXPECT_ERR(ENOTTY, "TCGETS on a socket", ioctl(sv[0], TCGETS, buf));
+
+    /* FIONBIO is O_NONBLOCK, both ways. */
+    on = 1;
+    check(ioctl(sv[0], FIONBIO, &on) == 0, "FIONBIO on");
+    printf("F_GETFL has O_NONBLOCK %d\n", (fcntl(sv[0], F_GETFL) & O_NONBLOCK) != 0);
+    EXPECT_ERR(EAGAIN, "read with FIONBIO set", read(sv[0], buf, 1));
+    on = 0;
+    check(ioctl(sv[0], FIONBIO, &on) == 0, "FIONBIO off");
+    printf("F_GETFL has O_NONBLOCK after off %d\n", (fcntl(sv[0], F_GETFL) & O_NONBLOCK) != 0);
+
+    /* A datagram socket's SIOCINQ is its first datagram's length. */
+    int dv[2];
+    socketpair(AF_UNIX, SOCK_DGRAM, 0, dv);
+    send(dv[1], "abc", 3, 0);
+    send(dv[1], "defgh", 5, 0);
+    ioctl(dv[0], SIOCINQ, &q);
+    printf("datagram SIOCINQ %d\n", q);
+    close(dv[0]);
+    close(dv[1]);
+
+    /* A listener has no byte queue. */
+    int l2 = socket(AF_UNIX, SOCK_STREAM, 0);
+    sa_family_t fam = AF_UNIX;
+    bind(l2, (struct sockaddr *)&fam, sizeof fam);
+    check(listen(l2, 1) == 0, "listen after autobind");
+    EXPECT_ERR(EINVAL, "SIOCINQ on a listener", ioctl(l2, SIOCINQ, &q));
+    q = -1;
+    check(ioctl(l2, SIOCOUTQ, &q) == 0, "SIOCOUTQ on a listener");
+    printf("listener SIOCOUTQ %d\n", q);
+    close(l2);
+
+    int p2[2];
+    pipe(p2);
+    EXPECT_ERR(ENOTTY, "FIOSETOWN on a pipe", ioctl(p2[0], FIOSETOWN, &who));
+    close(p2[0]);
+    close(p2[1]);
+    close(sv[0]);
+    close(sv[1]);
     (void)n;
 }
 

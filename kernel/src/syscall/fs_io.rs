@@ -8,6 +8,7 @@ use core::sync::atomic::Ordering;
 use linux_abi::consts as c;
 use linux_abi::errno::Errno;
 use linux_abi::layout::Iovec;
+use linux_abi::socket as s;
 
 use super::fs_path::{path_arg, start_dir};
 use super::{SysResult, SyscallContext};
@@ -707,6 +708,16 @@ pub fn sys_ioctl(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
             let size = f.ops.inode().map_or(0, |i| i.metadata().size);
             let pos = *f.offset.lock();
             uaccess::write_u32(&vm, arg, size.saturating_sub(pos).min(u32::MAX as u64) as u32)?;
+            Ok(0)
+        }
+        // A socket's owner, as F_SETOWN/F_GETOWN (Linux's sock_ioctl).
+        s::FIOSETOWN | s::SIOCSPGRP if crate::net::Socket::of(&f).is_some() => {
+            let who = uaccess::read_u32(&vm, arg)? as i32;
+            super::lock::fcntl_owner(ctx, &f, c::F_SETOWN, who as i64 as u64)
+        }
+        s::FIOGETOWN | s::SIOCGPGRP if crate::net::Socket::of(&f).is_some() => {
+            let who = super::lock::fcntl_owner(ctx, &f, c::F_GETOWN, 0)? as i32;
+            uaccess::write_u32(&vm, arg, who as u32)?;
             Ok(0)
         }
         _ => f.ops.ioctl(cmd, arg, &vm),

@@ -96,6 +96,13 @@ pub const SHUT_RD: i32 = 0;
 pub const SHUT_WR: i32 = 1;
 pub const SHUT_RDWR: i32 = 2;
 
+// Socket ioctls for the file owner (<asm/sockios.h>): the same as
+// F_SETOWN/F_GETOWN.
+pub const FIOSETOWN: u32 = 0x8901;
+pub const SIOCSPGRP: u32 = 0x8902;
+pub const FIOGETOWN: u32 = 0x8903;
+pub const SIOCGPGRP: u32 = 0x8904;
+
 /// The largest backlog listen(2) keeps (`net.core.somaxconn`).
 pub const SOMAXCONN: u32 = 4096;
 /// Bytes of `sun_path`.

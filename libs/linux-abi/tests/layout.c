@@ -399,6 +399,7 @@ int main(void)
     VAL(MSG_ERRQUEUE); VAL(MSG_NOSIGNAL); VAL(MSG_MORE); VAL(MSG_WAITFORONE); VAL(MSG_BATCH);
     VAL(MSG_ZEROCOPY); VAL(MSG_FASTOPEN); VAL(MSG_CMSG_CLOEXEC);
     VAL(SHUT_RD); VAL(SHUT_WR); VAL(SHUT_RDWR); VAL(SOMAXCONN);
+    VAL(FIOSETOWN); VAL(SIOCSPGRP); VAL(FIOGETOWN); VAL(SIOCGPGRP);
 
     OFF("ucontext_t.uc_stack", ucontext_t, uc_stack);
     OFF("ucontext_t.uc_mcontext", ucontext_t, uc_mcontext);
