@@ -29,6 +29,7 @@ mod random;
 mod sched;
 mod sync;
 mod syscall;
+mod uts;
 mod vdso;
 
 #[cfg(feature = "ktest")]
