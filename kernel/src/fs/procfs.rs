@@ -448,6 +448,8 @@ fn state_char(p: &Process) -> char {
     let st = p.state.lock();
     if st.zombie {
         'Z'
+    } else if p.tasks.lock().iter().any(|t| t.is_leader() && t.ptrace.in_stop()) {
+        't'
     } else if st.stopped.is_some() {
         'T'
     } else if p.tasks.lock().iter().any(|t| t.is_running()) {
@@ -493,12 +495,13 @@ fn pid_file(p: &Arc<Process>, f: &str) -> Result<String, Errno> {
                 'R' => "R (running)",
                 'Z' => "Z (zombie)",
                 'T' => "T (stopped)",
+                't' => "t (tracing stop)",
                 _ => "S (sleeping)",
             };
             let mask = p.tasks.lock().first().map_or(0, |t| t.sigmask.lock().0);
             let _ = write!(
                 s,
-                "Name:\t{}\nUmask:\t{:04o}\nState:\t{}\nTgid:\t{}\nNgid:\t0\nPid:\t{}\nPPid:\t{}\nTracerPid:\t0\n\
+                "Name:\t{}\nUmask:\t{:04o}\nState:\t{}\nTgid:\t{}\nNgid:\t0\nPid:\t{}\nPPid:\t{}\nTracerPid:\t{}\n\
                  Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nFDSize:\t64\nVmSize:\t{:8} kB\nVmRSS:\t{:8} kB\nThreads:\t{}\n\
                  SigBlk:\t{:016x}\nCpus_allowed:\t1\n",
                 comm(p),
@@ -507,6 +510,7 @@ fn pid_file(p: &Arc<Process>, f: &str) -> Result<String, Errno> {
                 p.pid,
                 p.pid,
                 p.parent_pid(),
+                p.tasks.lock().iter().find(|t| t.is_leader()).map_or(0, |t| t.ptrace.tracer_tid()),
                 vm_pages * 4,
                 rss_pages * 4,
                 p.tasks.lock().len().max(1),

@@ -13,6 +13,7 @@ pub mod exit;
 pub mod futex;
 pub mod init;
 pub mod oom;
+pub mod ptrace;
 pub mod robust;
 pub mod signal;
 pub mod task;
@@ -57,6 +58,8 @@ pub struct ProcState {
     pub stopped: Option<u32>,
     pub stop_reported: bool,
     pub continued_unreported: bool,
+    /// Counts group stops, so a traced thread reports each one once.
+    pub stop_gen: u64,
 }
 
 pub struct Process {
@@ -105,6 +108,8 @@ pub struct Process {
     pub cpu_timer_armed: core::sync::atomic::AtomicBool,
     /// Set in a vfork child until it execs or exits.
     pub vfork_done: SpinLock<Option<Arc<wait::VforkDone>>>,
+    /// The threads this process traces (ptrace), and its dumpable flag.
+    pub tracer: ptrace::TracerState,
 }
 
 static PROCESSES: SpinLock<BTreeMap<Pid, Weak<Process>>> = SpinLock::new(BTreeMap::new());
@@ -262,6 +267,7 @@ impl Process {
             timers: SpinLock::new(timer::Timers::default()),
             cpu_timer_armed: core::sync::atomic::AtomicBool::new(false),
             vfork_done: SpinLock::new(None),
+            tracer: ptrace::TracerState::default(),
         }
     }
 

@@ -62,7 +62,9 @@ const SUPPORTED_CLONE: u64 = c::CSIGNAL
     | c::CLONE_PARENT_SETTID
     | c::CLONE_CHILD_CLEARTID
     | c::CLONE_DETACHED
-    | c::CLONE_CHILD_SETTID;
+    | c::CLONE_CHILD_SETTID
+    | c::CLONE_PTRACE
+    | c::CLONE_UNTRACED;
 
 fn do_clone(ctx: &mut SyscallContext, flags: u64, stack: u64, parent_tid: u64, child_tid: u64, tls: u64) -> SysResult {
     if flags & !SUPPORTED_CLONE != 0 {
@@ -156,14 +158,27 @@ fn do_clone(ctx: &mut SyscallContext, flags: u64, stack: u64, parent_tid: u64, c
         space.write_remote(child_tid, &(tid as u32).to_le_bytes())?;
     }
     process.tasks.lock().push(task.clone());
+    // A traced parent's child is traced too when the tracer asked for
+    // this kind of event (or CLONE_PTRACE).
+    let event = proc::ptrace::clone_event(&parent_task, flags, exit_signal);
+    let ptrace_child = flags & c::CLONE_PTRACE != 0 && flags & c::CLONE_UNTRACED == 0;
+    if event != 0 || (ptrace_child && parent_task.ptrace.is_traced()) {
+        proc::ptrace::attach_child(&parent_task, &task)?;
+    }
     if let Err(e) = task::start(task.clone(), child_ctx) {
         process.tasks.lock().retain(|t| !Arc::ptr_eq(t, &task));
         return Err(e);
+    }
+    if event != 0 {
+        proc::ptrace::clone_event_stop(&parent_task, ctx.uctx, event, tid);
     }
     if let Some(v) = vfork {
         // The parent sleeps until the child execs or exits (it shares
         // our memory until then).
         v.queue.wait_until(|| v.done.load(Ordering::Acquire));
+        if parent_task.ptrace.is_traced() {
+            proc::ptrace::vfork_done(&parent_task, ctx.uctx, tid);
+        }
     }
     Ok(tid as u64)
 }
@@ -217,6 +232,7 @@ fn end_other_threads(ctx: &SyscallContext) -> Result<(), Errno> {
 /// The point of no return of execve: the old image goes.
 fn commit_exec(ctx: &mut SyscallContext, image: exec::Image, exe: String, argv: alloc::vec::Vec<String>) -> SysResult {
     let p = ctx.process().clone();
+    let old_tid = ctx.task.tid();
     let new_vm = Arc::try_new(Mutex::new(image.vm)).map_err(|_| Errno::ENOMEM)?;
     end_other_threads(ctx)?;
     // This thread's robust list lives in the old image: walk it while that
@@ -256,6 +272,8 @@ fn commit_exec(ctx: &mut SyscallContext, image: exec::Image, exe: String, argv: 
     ctx.uctx.regs.rip = image.entry;
     ctx.uctx.regs.rsp = image.stack_pointer;
     proc::wait::complete_vfork(&p);
+    p.tracer.dumpable.store(1, Ordering::Relaxed);
+    proc::ptrace::exec_event(ctx.task, ctx.uctx, old_tid);
     Ok(0)
 }
 
@@ -504,6 +522,15 @@ pub fn sys_prctl(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
             uaccess::write_bytes(&vm, a[1], &name)?;
             Ok(0)
         }
+        c::PR_SET_DUMPABLE => {
+            // 0 and 1 only (2, "suid-safe", is for the kernel to set).
+            if a[1] > 1 {
+                return Err(Errno::EINVAL);
+            }
+            ctx.process().tracer.dumpable.store(a[1] as u32, Ordering::Relaxed);
+            Ok(0)
+        }
+        c::PR_GET_DUMPABLE => Ok(u64::from(ctx.process().tracer.dumpable.load(Ordering::Relaxed))),
         _ => Err(Errno::EINVAL),
     }
 }

@@ -15,6 +15,7 @@ pub mod consts;
 pub mod errno;
 pub mod layout;
 pub mod nr;
+pub mod ptrace;
 pub mod signal;
 pub mod wait_status;
 
