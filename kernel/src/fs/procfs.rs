@@ -499,6 +499,10 @@ fn pid_file(p: &Arc<Process>, f: &str) -> Result<String, Errno> {
                 _ => "S (sleeping)",
             };
             let mask = p.tasks.lock().first().map_or(0, |t| t.sigmask.lock().0);
+            let tracer_pid = {
+                let tasks = p.tasks.lock();
+                tasks.iter().find(|t| t.is_leader()).map_or(0, |t| t.ptrace.tracer_tid())
+            };
             let _ = write!(
                 s,
                 "Name:\t{}\nUmask:\t{:04o}\nState:\t{}\nTgid:\t{}\nNgid:\t0\nPid:\t{}\nPPid:\t{}\nTracerPid:\t{}\n\
@@ -510,7 +514,7 @@ fn pid_file(p: &Arc<Process>, f: &str) -> Result<String, Errno> {
                 p.pid,
                 p.pid,
                 p.parent_pid(),
-                p.tasks.lock().iter().find(|t| t.is_leader()).map_or(0, |t| t.ptrace.tracer_tid()),
+                tracer_pid,
                 vm_pages * 4,
                 rss_pages * 4,
                 p.tasks.lock().len().max(1),

@@ -637,14 +637,8 @@ pub fn syscall_enter_stop(t: &Arc<Task>, ctx: &mut UserContext, nr: u64) -> Opti
     let info = Siginfo::kill(sig::SIGTRAP, signo as i32, t.tid(), 0);
     ctx.regs.rax = Errno::ENOSYS.as_neg_isize() as u64;
     let resume = stop(t, ctx, StopKind::SyscallEntry, stop_status(signo, 0), Some(info), PTRACE_EVENTMSG_SYSCALL_ENTRY);
-    let nr = {
-        let inner = t.ptrace.inner.lock();
-        if resume.is_some() {
-            inner.last_syscall
-        } else {
-            nr
-        }
-    };
+    // The tracer may have changed orig_rax.
+    let nr = if resume.is_some() { t.ptrace.inner.lock().orig_rax } else { nr };
     match resume {
         None if dying(t, false) => None,
         Some(Resume::Run(s)) => {
@@ -754,7 +748,7 @@ pub fn exec_event(t: &Arc<Task>, ctx: &mut UserContext, old_tid: Pid) {
         inner.forced_tf = false;
     }
     if option_set(t, PTRACE_O_TRACEEXEC) {
-        event_stop(t, ctx, PTRACE_EVENT_EXEC, old_tid as u64, false);
+        event_stop(t, ctx, PTRACE_EVENT_EXEC, old_tid as u64, true);
     } else if !t.ptrace.inner.lock().seized {
         psig::send_to_process(&t.process, Siginfo::kill(sig::SIGTRAP, sig::SI_USER, t.process.pid, 0));
     }
@@ -1100,7 +1094,7 @@ pub fn poke_user(t: &Task, off: u64, value: u64) -> Result<(), Errno> {
 }
 
 fn user_offset(off: u64) -> Result<usize, Errno> {
-    if off % 8 != 0 || off >= user_area::SIZE as u64 {
+    if off % 8 != 0 || off >= user_area::KERNEL_SIZE as u64 {
         return Err(Errno::EIO);
     }
     Ok(off as usize)

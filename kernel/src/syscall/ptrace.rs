@@ -191,14 +191,11 @@ fn traceme(ctx: &mut SyscallContext) -> SysResult {
     let parent = ctx.process().parent.lock().upgrade().ok_or(Errno::EPERM)?;
     // Linux links the tracee to the parent's main thread (the real
     // parent is a thread group there too).
-    let tracer = parent
-        .tasks
-        .lock()
-        .iter()
-        .find(|t| t.is_leader())
-        .or(parent.tasks.lock().first())
-        .cloned()
-        .ok_or(Errno::EPERM)?;
+    let tracer = {
+        let tasks = parent.tasks.lock();
+        tasks.iter().find(|t| t.is_leader()).or(tasks.first()).cloned()
+    };
+    let tracer = tracer.ok_or(Errno::EPERM)?;
     pt::link(&tracer, ctx.task, false, 0)?;
     Ok(0)
 }

@@ -257,7 +257,11 @@ pub mod user_area {
     pub const COMM: usize = 816;
     /// `u_debugreg[8]`.
     pub const DEBUGREG: usize = 848;
+    /// libc's `sizeof(struct user)`.
     pub const SIZE: usize = 912;
+    /// The kernel's: two more words (`error_code`, `fault_address`),
+    /// which PEEKUSER reads as 0; the bound of PEEKUSER/POKEUSER.
+    pub const KERNEL_SIZE: usize = 928;
 }
 
 /// The bits of DR6 that read as one when nothing set them (Linux keeps
