@@ -18,7 +18,10 @@ use crate::mm::uaccess;
 use crate::proc::ptrace::{self as pt, flag, RunMode};
 use crate::proc::{self, Task};
 
-/// `dispatch` for a traced thread.
+/// `dispatch` for a traced thread. Never inlined: the untraced path stays
+/// as lean as it was.
+#[cold]
+#[inline(never)]
 pub fn dispatch_traced(task: &Arc<Task>, uctx: &mut UserContext) {
     let mut number = uctx.regs.rax;
     pt::note_syscall(task, number);
