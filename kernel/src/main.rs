@@ -17,6 +17,7 @@ mod banner;
 mod clock;
 mod console;
 mod dev;
+mod event;
 mod fs;
 mod logger;
 mod mm;

@@ -10,6 +10,7 @@ use linux_abi::errno::Errno;
 
 use super::file::{FileOps, SinkKind};
 use super::inode::{Inode, S_IFCHR};
+use crate::event::{Events, PollTable, Pollee};
 
 pub const fn makedev(major: u64, minor: u64) -> u64 {
     ((major & 0xfff) << 8) | (minor & 0xff) | ((minor & !0xff) << 12) | ((major & !0xfff) << 32)
@@ -46,8 +47,16 @@ enum Mem {
     Null,
     Zero,
     Full,
+    /// /dev/random: pollable, and always readable once the generator is
+    /// seeded (from boot on here).
     Random,
+    /// /dev/urandom: like /dev/null and /dev/zero, no poll method (epoll
+    /// refuses it with EPERM, as on Linux).
+    Urandom,
 }
+
+/// /dev/random's head: its readiness never changes, so nobody notifies.
+static RANDOM_POLLEE: Pollee = Pollee::new();
 
 impl FileOps for Mem {
     fn read_at(&self, _offset: u64, buf: &mut [u8], _nonblock: bool) -> Result<usize, Errno> {
@@ -57,7 +66,7 @@ impl FileOps for Mem {
                 buf.fill(0);
                 Ok(buf.len())
             }
-            Mem::Random => {
+            Mem::Random | Mem::Urandom => {
                 crate::random::fill(buf);
                 Ok(buf.len())
             }
@@ -93,7 +102,19 @@ impl FileOps for Mem {
         match self {
             Mem::Null => Some(SinkKind::Null),
             Mem::Zero => Some(SinkKind::Zero),
-            Mem::Full | Mem::Random => None,
+            Mem::Full | Mem::Random | Mem::Urandom => None,
+        }
+    }
+
+    fn poll(&self, table: Option<&mut PollTable>) -> Events {
+        match self {
+            Mem::Random => {
+                if let Some(table) = table {
+                    table.register(&RANDOM_POLLEE);
+                }
+                Events::READABLE
+            }
+            _ => Events::ALWAYS,
         }
     }
 
@@ -108,7 +129,7 @@ pub fn populate(dev: &Arc<dyn Inode>) -> Result<(), Errno> {
     register(ZERO, |_| Ok(Arc::new(Mem::Zero)));
     register(FULL, |_| Ok(Arc::new(Mem::Full)));
     register(RANDOM, |_| Ok(Arc::new(Mem::Random)));
-    register(URANDOM, |_| Ok(Arc::new(Mem::Random)));
+    register(URANDOM, |_| Ok(Arc::new(Mem::Urandom)));
     register(TTY, super::tty::open);
     register(CONSOLE, super::tty::open);
     register(TTYS0, super::tty::open);

@@ -10,29 +10,9 @@ use linux_abi::errno::Errno;
 
 use super::dentry::Dentry;
 use super::inode::{FileType, Inode};
+use crate::event::{Events, PollTable};
 use crate::mm::Vm;
-use crate::sched::WaitQueue;
 use crate::sync::Mutex;
-
-pub const POLLIN: u16 = 0x1;
-pub const POLLPRI: u16 = 0x2;
-pub const POLLOUT: u16 = 0x4;
-pub const POLLERR: u16 = 0x8;
-pub const POLLHUP: u16 = 0x10;
-pub const POLLNVAL: u16 = 0x20;
-pub const POLLRDNORM: u16 = 0x40;
-pub const POLLWRNORM: u16 = 0x100;
-
-/// Woken whenever any file becomes readable or writable, so poll and
-/// select sleep on one queue and re-check.
-pub static POLL_EVENTS: WaitQueue = WaitQueue::new();
-pub static POLL_SEQ: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
-
-/// Something changed that a poller may care about.
-pub fn notify_poll() {
-    POLL_SEQ.fetch_add(1, Ordering::Release);
-    POLL_EVENTS.wake_all();
-}
 
 /// What a kind of open file does. Files that ignore the offset (pipes,
 /// terminals, devices) say so with `seekable() == false`.
@@ -49,9 +29,14 @@ pub trait FileOps: Send + Sync {
     fn ioctl(&self, _cmd: u32, _arg: u64, _vm: &Vm) -> Result<u64, Errno> {
         Err(Errno::ENOTTY)
     }
-    /// Ready events (POLLIN, POLLOUT, POLLHUP...).
-    fn poll(&self) -> u16 {
-        POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM
+    /// The file's readiness now (`Events::IN`, `OUT`, `HUP`...). A caller
+    /// that will wait passes a `PollTable`: the file registers it on each
+    /// notification head whose changes may change the answer, before it
+    /// reads its state. A file without a head registers nothing and is
+    /// always ready (regular files); epoll refuses such files (EPERM), as
+    /// Linux refuses files without a poll method.
+    fn poll(&self, _table: Option<&mut PollTable>) -> Events {
+        Events::ALWAYS
     }
     /// Whether a short read ends the read(2) (pipes, terminals): files
     /// that always fill the buffer (regular files, /dev/zero) say false.

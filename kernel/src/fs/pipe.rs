@@ -3,6 +3,11 @@
 //! Writes of at most PIPE_BUF bytes are atomic: they wait until the whole
 //! write fits. A write with no reader left raises SIGPIPE and fails with
 //! EPIPE; a read with no writer left sees end of file.
+//!
+//! Each direction has a notification head, as Linux's pipe has a read and
+//! a write wait queue: writes notify the read head (`IN`), reads that make
+//! room where there was none the write head (`OUT`), and an end opening
+//! or closing both (with an empty mask: anything may have changed).
 
 use alloc::collections::VecDeque;
 use alloc::sync::Arc;
@@ -14,8 +19,9 @@ use linux_abi::errno::Errno;
 use linux_abi::layout::Siginfo;
 use linux_abi::signal as sig;
 
-use super::file::{notify_poll, FileOps, POLLERR, POLLHUP, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+use super::file::FileOps;
 use super::inode::S_IFIFO;
+use crate::event::{block_on, Events, PollTable, Pollee};
 use crate::mm::{uaccess, Vm};
 use crate::sched::{Interrupted, WaitQueue};
 
@@ -39,6 +45,10 @@ pub struct Pipe {
     readable: WaitQueue,
     /// Woken when room appears or the last reader leaves.
     writable: WaitQueue,
+    /// Pollers of the read side: data arrived, the last writer left.
+    read_pollee: Pollee,
+    /// Pollers of the write side: room appeared, the last reader left.
+    write_pollee: Pollee,
 }
 
 impl Pipe {
@@ -53,13 +63,21 @@ impl Pipe {
             open_lock: SpinLock::new(()),
             readable: WaitQueue::new(),
             writable: WaitQueue::new(),
+            read_pollee: Pollee::new(),
+            write_pollee: Pollee::new(),
         })
     }
 
     fn wake_all(&self) {
         self.readable.wake_all();
         self.writable.wake_all();
-        notify_poll();
+        self.read_pollee.notify(Events::EMPTY);
+        self.write_pollee.notify(Events::EMPTY);
+    }
+
+    /// Whether a writer may go ahead (`POLLOUT`): room for an atomic write.
+    fn has_room(&self, len: usize) -> bool {
+        self.capacity.load(Ordering::Relaxed).saturating_sub(len) >= PIPE_BUF
     }
 }
 
@@ -142,10 +160,16 @@ impl FileOps for PipeEnd {
                     let a = n.min(front.len());
                     out[..a].copy_from_slice(&front[..a]);
                     out[a..n].copy_from_slice(&back[..n - a]);
+                    let was_full = !p.has_room(buf.len());
                     buf.drain(..n);
+                    let now_room = p.has_room(buf.len());
                     drop(buf);
                     p.writable.wake_all();
-                    notify_poll();
+                    // As Linux wakes writers only when the pipe was full:
+                    // an edge-triggered writer hears of room once.
+                    if was_full && now_room {
+                        p.write_pollee.notify(Events::WRITABLE);
+                    }
                     return Ok(n);
                 }
             }
@@ -189,7 +213,7 @@ impl FileOps for PipeEnd {
                     written += n;
                     drop(buf);
                     p.readable.wake_all();
-                    notify_poll();
+                    p.read_pollee.notify(Events::READABLE);
                     continue;
                 }
             }
@@ -222,31 +246,32 @@ impl FileOps for PipeEnd {
         }
     }
 
-    fn poll(&self) -> u16 {
+    fn poll(&self, table: Option<&mut PollTable>) -> Events {
         let p = &self.pipe;
+        if let Some(table) = table {
+            table.register(if self.write { &p.write_pollee } else { &p.read_pollee });
+        }
         // The other side's count before the buffer, as in `read_at`: a
         // hang-up seen here comes with every byte written before it.
         let writers_gone = p.writers.load(Ordering::Acquire) == 0;
         let len = p.buf.lock().len();
+        let mut r = Events::EMPTY;
         if self.write {
-            let mut r = 0;
-            if p.capacity.load(Ordering::Relaxed).saturating_sub(len) >= PIPE_BUF {
-                r |= POLLOUT | POLLWRNORM;
+            if p.has_room(len) {
+                r |= Events::WRITABLE;
             }
             if p.readers.load(Ordering::Acquire) == 0 {
-                r |= POLLERR;
+                r |= Events::ERR;
             }
-            r
         } else {
-            let mut r = 0;
             if len > 0 {
-                r |= POLLIN | POLLRDNORM;
+                r |= Events::READABLE;
             }
             if writers_gone {
-                r |= POLLHUP;
+                r |= Events::HUP;
             }
-            r
         }
+        r
     }
 
     fn mode(&self) -> u32 {
@@ -294,9 +319,13 @@ pub fn open_fifo(pipe: Arc<Pipe>, flags: u32) -> Result<Arc<dyn FileOps>, Errno>
             // Linux waits only when no writer was there at open time, and
             // then for a writer to open (not to still be open when we look).
             if !nonblock && writers == 0 {
-                pipe.readable
-                    .wait_until_interruptible(None, || pipe.writer_opens.load(Ordering::Acquire) != seen)
-                    .map_err(interrupted)?;
+                block_on(&pipe.read_pollee, Events::READABLE, || {
+                    if pipe.writer_opens.load(Ordering::Acquire) != seen {
+                        Ok(())
+                    } else {
+                        Err(Errno::EAGAIN)
+                    }
+                })?;
             }
             Ok(Arc::new(end))
         }
@@ -306,9 +335,13 @@ pub fn open_fifo(pipe: Arc<Pipe>, flags: u32) -> Result<Arc<dyn FileOps>, Errno>
             }
             let (end, readers, seen) = PipeEnd::register(pipe.clone(), true);
             if !nonblock && readers == 0 {
-                pipe.writable
-                    .wait_until_interruptible(None, || pipe.reader_opens.load(Ordering::Acquire) != seen)
-                    .map_err(interrupted)?;
+                block_on(&pipe.write_pollee, Events::WRITABLE, || {
+                    if pipe.reader_opens.load(Ordering::Acquire) != seen {
+                        Ok(())
+                    } else {
+                        Err(Errno::EAGAIN)
+                    }
+                })?;
             }
             Ok(Arc::new(end))
         }
@@ -333,8 +366,8 @@ impl FileOps for PipeBoth {
     fn seekable(&self) -> bool {
         false
     }
-    fn poll(&self) -> u16 {
-        self.read.poll() | self.write.poll()
+    fn poll(&self, mut table: Option<&mut PollTable>) -> Events {
+        self.read.poll(table.as_deref_mut()) | self.write.poll(table)
     }
     fn mode(&self) -> u32 {
         S_IFIFO | 0o600

@@ -18,8 +18,9 @@ use linux_abi::errno::Errno;
 use linux_abi::layout::{Siginfo, Termios, Winsize};
 use linux_abi::signal as sig;
 
-use super::file::{notify_poll, FileOps, POLLIN, POLLOUT, POLLRDNORM, POLLWRNORM};
+use super::file::FileOps;
 use super::inode::S_IFCHR;
+use crate::event::{Events, PollTable, Pollee};
 use crate::mm::{uaccess, Vm};
 use crate::sched::{Interrupted, WaitQueue};
 
@@ -36,6 +37,8 @@ struct Ldisc {
 
 static LDISC: SpinLock<Option<Ldisc>> = SpinLock::new(None);
 static READERS: WaitQueue = WaitQueue::new();
+/// Pollers of the console: notified from the receive interrupt.
+static POLLEE: Pollee = Pollee::new();
 static FOREGROUND: AtomicI32 = AtomicI32::new(0);
 static SESSION: AtomicI32 = AtomicI32::new(0);
 static ACTIVE: AtomicBool = AtomicBool::new(false);
@@ -177,7 +180,7 @@ pub fn receive() {
         signal_foreground(s);
     }
     READERS.wake_all();
-    notify_poll();
+    POLLEE.notify(Events::READABLE);
 }
 
 fn has_input(ld: &Ldisc) -> bool {
@@ -293,9 +296,12 @@ impl FileOps for Console {
         false
     }
 
-    fn poll(&self) -> u16 {
+    fn poll(&self, table: Option<&mut PollTable>) -> Events {
+        if let Some(table) = table {
+            table.register(&POLLEE);
+        }
         let readable = LDISC.lock().as_ref().is_some_and(has_input);
-        POLLOUT | POLLWRNORM | if readable { POLLIN | POLLRDNORM } else { 0 }
+        Events::WRITABLE | if readable { Events::READABLE } else { Events::EMPTY }
     }
 
     fn mode(&self) -> u32 {
@@ -327,6 +333,10 @@ impl FileOps for Console {
                     let line = core::mem::take(&mut ld.line);
                     ld.ready.extend(line.into_iter().map(Some));
                 }
+                drop(guard);
+                // Readiness follows the mode (raw input counts bytes, not lines).
+                READERS.wake_all();
+                POLLEE.notify(Events::READABLE);
                 Ok(0)
             }
             c::TIOCGWINSZ => {

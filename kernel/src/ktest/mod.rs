@@ -9,6 +9,7 @@
 
 mod boot_tests;
 mod dev_tests;
+mod event_tests;
 mod mm_tests;
 mod pagestore_tests;
 mod sched_tests;
@@ -50,6 +51,7 @@ const SUITES: &[&[KTest]] = &[
     sched_tests::TESTS,
     smp_tests::TESTS,
     dev_tests::TESTS,
+    event_tests::TESTS,
 ];
 
 pub fn run_all(info: &'static hal::BootInfo) {

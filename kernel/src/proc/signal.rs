@@ -588,6 +588,21 @@ pub fn has_deliverable(t: &Task) -> bool {
         || t.exit_request.lock().is_some()
 }
 
+/// A wait interrupted by a signal that `t` cannot take now (it blocks
+/// it, or another thread took it): clears the thread's interrupt flag so
+/// the wait can go on, unless something became deliverable, which the
+/// next `has_deliverable` check then reports. The flag is cleared before
+/// the check, so a signal sent in between sets it again.
+pub fn settle_interrupt(t: &Task) {
+    if let Some(k) = t.kthread.get() {
+        k.set_interrupt(false);
+        core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
+        if has_deliverable(t) {
+            k.set_interrupt(true);
+        }
+    }
+}
+
 pub fn pending_set(t: &Task) -> SigSet {
     t.pending.lock().set.union(t.process.signals.shared_pending.lock().set)
 }

@@ -8,7 +8,7 @@
 use alloc::collections::VecDeque;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::sync::atomic::{fence, AtomicUsize, Ordering};
+use core::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
 
 use hal::sync::{IrqGuard, SpinLock};
 
@@ -176,6 +176,123 @@ impl WaitQueue {
 impl Default for WaitQueue {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+/// A wakeup that one thread waits for and anyone may give: another CPU,
+/// or an interrupt handler. The waker sets the flag and then wakes the
+/// thread; `wait` marks the thread Blocked and then reads the flag (with
+/// a full fence between, on both sides), so a wakeup that comes while the
+/// waiter is still deciding to sleep is never lost. Poll, select and
+/// epoll_wait sleep on one of these (`event::Poller`).
+pub struct WakeFlag {
+    thread: Arc<Thread>,
+    set: AtomicBool,
+}
+
+impl WakeFlag {
+    /// A flag for the current thread to wait on.
+    pub fn for_current() -> WakeFlag {
+        WakeFlag { thread: super::current(), set: AtomicBool::new(false) }
+    }
+
+    /// Sets the flag; the thread is woken when `batch` is (after the
+    /// caller's locks are released). Returns whether the flag was newly
+    /// set, i.e. whether the waiter will now look at what changed (a flag
+    /// already set means it was going to anyway).
+    pub fn wake_into(&self, batch: &mut WakeBatch) -> bool {
+        if self.set.swap(true, Ordering::SeqCst) {
+            return false;
+        }
+        batch.add(&self.thread);
+        true
+    }
+
+    /// Consumes a wakeup, sleeping for one until `deadline` (monotonic
+    /// ns) or until a signal interrupts the thread. Only the thread the
+    /// flag was made for may wait on it.
+    pub fn wait(&self, deadline: Option<u64>) -> Result<(), Interrupted> {
+        let me = &self.thread;
+        debug_assert!(Arc::ptr_eq(me, &super::current()), "WakeFlag waited on by another thread");
+        loop {
+            let _irq = IrqGuard::new();
+            let outcome = if self.set.swap(false, Ordering::SeqCst) {
+                Some(Ok(()))
+            } else if me.interrupt_pending() {
+                Some(Err(Interrupted::Signal))
+            } else if deadline.is_some_and(|d| hal::time::monotonic_ns() >= d) {
+                Some(Err(Interrupted::TimedOut))
+            } else {
+                None
+            };
+            if let Some(outcome) = outcome {
+                if deadline.is_some() {
+                    remove_sleeper(me);
+                }
+                return outcome;
+            }
+            if !me.block_unless(|| self.set.load(Ordering::SeqCst) || me.interrupt_pending()) {
+                continue;
+            }
+            if let Some(d) = deadline {
+                add_sleeper(d, me.clone());
+            }
+            super::schedule();
+        }
+    }
+}
+
+/// Threads to wake once the caller has released its locks: collected
+/// while a lock is held, woken when the batch is flushed or dropped. A
+/// notification head wakes its pollers this way, because a woken poller
+/// at once takes the head's lock to unsubscribe: woken under it, it would
+/// spin there while the waker is still sending the wakeup IPI (under
+/// QEMU's TCG that cost half a millisecond per wakeup). Holds a few
+/// threads without allocating and wakes any more at once. A thread woken
+/// late finds its wait already over, and every wait in the kernel loops
+/// until its own condition holds, so a late wakeup is only a spurious one.
+pub struct WakeBatch {
+    threads: [Option<Arc<Thread>>; WakeBatch::CAPACITY],
+    len: usize,
+}
+
+impl WakeBatch {
+    const CAPACITY: usize = 8;
+
+    pub const fn new() -> WakeBatch {
+        WakeBatch { threads: [const { None }; WakeBatch::CAPACITY], len: 0 }
+    }
+
+    /// Queues `thread` to be woken (at once if the batch is full).
+    pub fn add(&mut self, thread: &Arc<Thread>) {
+        if self.len == Self::CAPACITY {
+            super::wake(thread);
+            return;
+        }
+        self.threads[self.len] = Some(thread.clone());
+        self.len += 1;
+    }
+
+    /// Wakes every queued thread.
+    pub fn flush(&mut self) {
+        for slot in &mut self.threads[..self.len] {
+            if let Some(t) = slot.take() {
+                super::wake(&t);
+            }
+        }
+        self.len = 0;
+    }
+}
+
+impl Default for WakeBatch {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for WakeBatch {
+    fn drop(&mut self) {
+        self.flush();
     }
 }
 

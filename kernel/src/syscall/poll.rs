@@ -1,6 +1,8 @@
-//! Waiting for files: poll, ppoll, select and pselect6. Every file
-//! reports its readiness (`FileOps::poll`); waiters sleep on one global
-//! queue that any readiness change wakes, and check again.
+//! Waiting for files: poll, ppoll, select and pselect6. The first scan
+//! subscribes the caller to every file's notification heads
+//! (`FileOps::poll` with a `PollTable`) while it reads their readiness;
+//! when nothing is ready the caller sleeps until one of them notifies,
+//! the deadline passes or a signal comes, and scans again.
 
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
@@ -10,28 +12,69 @@ use linux_abi::layout::{Pollfd, Timespec, Timeval};
 use linux_abi::signal::SigSet;
 
 use super::{SysResult, SyscallContext};
-use crate::fs::file::{
-    POLLERR, POLLHUP, POLLIN, POLLNVAL, POLLOUT, POLLPRI, POLLRDNORM, POLLWRNORM, POLL_EVENTS, POLL_SEQ,
-};
+use crate::event::{Events, Poller, Subscription};
+use crate::fs::OpenFile;
 use crate::mm::uaccess;
+use crate::proc::Task;
 use crate::sched::Interrupted;
 
-/// Sleeps until something pollable changes, the deadline passes or a
-/// signal arrives (Err).
-fn wait_for_change(seq: u64, deadline: Option<u64>) -> Result<bool, Errno> {
-    match POLL_EVENTS.wait_until_interruptible(deadline, || POLL_SEQ.load(Ordering::Acquire) != seq) {
-        Ok(()) => Ok(true),
-        Err(Interrupted::TimedOut) => Ok(false),
-        Err(Interrupted::Signal) => Err(Errno::ERESTARTNOHAND),
+/// A scan-then-sleep wait over many files (poll, select, epoll_wait).
+pub(super) struct ReadyWait {
+    poller: Poller,
+    subscriptions: Vec<Subscription>,
+    subscribing: bool,
+}
+
+impl ReadyWait {
+    pub(super) fn new() -> Result<ReadyWait, Errno> {
+        Ok(ReadyWait { poller: Poller::new()?, subscriptions: Vec::new(), subscribing: true })
+    }
+
+    /// `f`'s readiness; during the first scan also subscribes to its
+    /// heads for `interest`.
+    pub(super) fn poll_file(&mut self, f: &OpenFile, interest: Events) -> Result<Events, Errno> {
+        if f.is_path_only() {
+            return Ok(Events::NVAL);
+        }
+        if !self.subscribing {
+            return Ok(f.ops.poll(None));
+        }
+        let mut table = self.poller.table(interest, &mut self.subscriptions);
+        let events = f.ops.poll(Some(&mut table));
+        match table.error() {
+            Some(e) => Err(e),
+            None => Ok(events),
+        }
+    }
+
+    /// Sleeps after a scan that found nothing. `Ok(true)`: something
+    /// notified, scan again; `Ok(false)`: the deadline passed, scan one
+    /// last time; `Err`: a signal to deliver (`ERESTARTNOHAND`).
+    pub(super) fn sleep(&mut self, task: &Task, deadline: Option<u64>) -> Result<bool, Errno> {
+        self.subscribing = false;
+        loop {
+            if crate::proc::signal::has_deliverable(task) {
+                return Err(Errno::ERESTARTNOHAND);
+            }
+            match self.poller.wait(deadline) {
+                Ok(()) => return Ok(true),
+                Err(Interrupted::TimedOut) => return Ok(false),
+                // A signal the thread blocks (or one already taken) woke
+                // it: forget the wakeup and sleep on, unless something is
+                // deliverable after all.
+                Err(Interrupted::Signal) => crate::proc::signal::settle_interrupt(task),
+            }
+        }
     }
 }
 
-fn readiness(ctx: &SyscallContext, fd: i32) -> u16 {
-    match ctx.process().files().lock().get(fd) {
-        Ok(f) if f.is_path_only() => POLLNVAL,
-        Ok(f) => f.ops.poll(),
-        Err(_) => POLLNVAL,
-    }
+/// Whether `deadline` (monotonic ns) has passed.
+pub(super) fn expired(deadline: Option<u64>) -> bool {
+    deadline.is_some_and(|d| crate::clock::now_ns() >= d)
+}
+
+fn lookup(ctx: &SyscallContext, fd: i32) -> Option<alloc::sync::Arc<OpenFile>> {
+    ctx.process().files().lock().get(fd).ok()
 }
 
 fn do_poll(ctx: &SyscallContext, fds_ptr: u64, nfds: u64, deadline: Option<u64>) -> SysResult {
@@ -46,30 +89,32 @@ fn do_poll(ctx: &SyscallContext, fds_ptr: u64, nfds: u64, deadline: Option<u64>)
         uaccess::read_bytes(&vm, fds_ptr + i * Pollfd::SIZE as u64, &mut b)?;
         fds.push(Pollfd::from_bytes(&b));
     }
+    let mut wait = ReadyWait::new()?;
+    let mut last = false;
     loop {
-        let seq = POLL_SEQ.load(Ordering::Acquire);
         let mut ready = 0;
         for pfd in fds.iter_mut() {
             pfd.revents = 0;
             if pfd.fd < 0 {
                 continue;
             }
-            let r = readiness(ctx, pfd.fd);
-            pfd.revents = r & (pfd.events | POLLERR | POLLHUP | POLLNVAL);
+            let wanted = Events::from_bits(u32::from(pfd.events)) | Events::ERR | Events::HUP;
+            let events = match lookup(ctx, pfd.fd) {
+                Some(f) => wait.poll_file(&f, wanted)?,
+                None => Events::NVAL,
+            };
+            pfd.revents = (events & (wanted | Events::NVAL)).bits() as u16;
             if pfd.revents != 0 {
                 ready += 1;
             }
         }
-        let expired = deadline.is_some_and(|d| crate::clock::now_ns() >= d);
-        if ready == 0 && !expired && crate::proc::signal::has_deliverable(ctx.task) {
-            return Err(Errno::ERESTARTNOHAND);
-        }
-        if ready > 0 || expired || !wait_for_change(seq, deadline)? {
+        if ready > 0 || last || expired(deadline) {
             for (i, pfd) in fds.iter().enumerate() {
                 uaccess::write_bytes(&vm, fds_ptr + (i * Pollfd::SIZE) as u64, &pfd.to_bytes())?;
             }
             return Ok(ready);
         }
+        last = !wait.sleep(ctx.task, deadline)?;
     }
 }
 
@@ -141,35 +186,42 @@ fn do_select(
         return Err(Errno::EINVAL);
     }
     let sets = [read_set(ctx, ptrs[0], nfds)?, read_set(ctx, ptrs[1], nfds)?, read_set(ctx, ptrs[2], nfds)?];
-    let masks = [POLLIN | POLLRDNORM | POLLHUP | POLLERR, POLLOUT | POLLWRNORM | POLLERR, POLLPRI];
+    // Linux's POLLIN_SET, POLLOUT_SET and POLLEX_SET.
+    let masks = [
+        Events::IN | Events::RDNORM | Events::RDBAND | Events::HUP | Events::ERR,
+        Events::OUT | Events::WRNORM | Events::WRBAND | Events::ERR,
+        Events::PRI,
+    ];
+    let mut wait = ReadyWait::new()?;
+    let mut last = false;
     loop {
-        let seq = POLL_SEQ.load(Ordering::Acquire);
         let mut out =
             [alloc::vec![0u64; sets[0].len()], alloc::vec![0u64; sets[1].len()], alloc::vec![0u64; sets[2].len()]];
         let mut count = 0;
         for fd in 0..nfds {
             let (w, bit) = ((fd / 64) as usize, 1u64 << (fd % 64));
-            if !sets.iter().any(|s| s[w] & bit != 0) {
+            let wanted = (0..3).filter(|&k| sets[k][w] & bit != 0).fold(Events::EMPTY, |m, k| m | masks[k]);
+            if wanted.is_empty() {
                 continue;
             }
-            let r = readiness(ctx, fd as i32);
-            if r & POLLNVAL != 0 {
+            let r = match lookup(ctx, fd as i32) {
+                Some(f) => wait.poll_file(&f, wanted)?,
+                None => Events::NVAL,
+            };
+            if r.contains(Events::NVAL) {
                 return Err(Errno::EBADF);
             }
             for k in 0..3 {
-                if sets[k][w] & bit != 0 && r & masks[k] != 0 {
+                if sets[k][w] & bit != 0 && r.intersects(masks[k]) {
                     out[k][w] |= bit;
                     count += 1;
                 }
             }
         }
-        let expired = deadline.is_some_and(|d| crate::clock::now_ns() >= d);
-        if count == 0 && !expired && crate::proc::signal::has_deliverable(ctx.task) {
-            return Err(Errno::ERESTARTNOHAND);
-        }
-        if count > 0 || expired || !wait_for_change(seq, deadline)? {
+        if count > 0 || last || expired(deadline) {
             return Ok((count, out));
         }
+        last = !wait.sleep(ctx.task, deadline)?;
     }
 }
 
