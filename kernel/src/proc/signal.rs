@@ -401,6 +401,9 @@ fn handle_attention(t: &Arc<Task>, ctx: &mut UserContext) -> Flow {
         if let Some(kt) = t.kthread.get() {
             kt.set_interrupt(false);
         }
+        if traced {
+            super::ptrace::handler_entered(t, ctx);
+        }
         return Flow::Continue;
     }
 }
