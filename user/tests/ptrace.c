@@ -400,6 +400,19 @@ static void test_peek_poke_breakpoint(void)
     peek(PTRACE_PEEKDATA, c, (unsigned long)&data_word, &w);
     check(w == 0x0badc0de && data_word == 0x1122334455667788L, "POKEDATA changed the child's copy only");
 
+    /* /proc/<pid>/mem reads and writes the same memory. */
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/mem", c);
+    int fd = open(path, O_RDWR);
+    check(fd >= 0, "open /proc/<pid>/mem of the tracee");
+    long v = 0;
+    check(pread(fd, &v, 8, (off_t)(unsigned long)&data_word) == 8 && v == 0x0badc0de,
+          "/proc/<pid>/mem reads what POKEDATA wrote");
+    v = 0x0badc0de;
+    check(pwrite(fd, &v, 8, (off_t)(unsigned long)&data_word) == 8, "/proc/<pid>/mem write");
+    EXPECT_ERR(EIO, "/proc/<pid>/mem read at an unmapped address", pread(fd, &v, 8, 8));
+    close(fd);
+
     unsigned long text = 0, addr = (unsigned long)bp_target;
     EXPECT_OK("PEEKTEXT", peek(PTRACE_PEEKTEXT, c, addr, &text));
     unsigned long mine;

@@ -46,7 +46,7 @@ pub struct ProcInode {
 }
 
 const GLOBALS: &[&str] = &["meminfo", "cpuinfo", "uptime", "loadavg", "filesystems", "stat", "version"];
-const PID_FILES: &[&str] = &["stat", "status", "cmdline", "comm", "maps", "statm", "environ", "mounts"];
+const PID_FILES: &[&str] = &["stat", "status", "cmdline", "comm", "maps", "statm", "environ", "mounts", "mem"];
 const SYS_KERNEL_FILES: &[&str] = &["pid_max", "ostype", "osrelease", "hostname"];
 const PID_LINKS: &[&str] = &["exe", "cwd", "root"];
 
@@ -106,6 +106,8 @@ impl ProcInode {
             Node::SysKernelFile("ostype") => Ok(String::from("Linux\n")),
             Node::SysKernelFile("osrelease") => Ok(String::from("6.1.0-kiln\n")),
             Node::SysKernelFile(_) => Ok(String::from("kiln\n")),
+            // Read through an open file (ProcMem), never as text.
+            Node::PidFile(_, "mem") => Err(Errno::EIO),
             Node::PidFile(pid, f) => pid_file(&process(pid)?, f),
             _ => Err(Errno::EISDIR),
         }
@@ -118,6 +120,7 @@ impl Inode for ProcInode {
         let perm = match kind {
             FileType::Directory => 0o555,
             FileType::Symlink => 0o777,
+            _ if matches!(self.node, Node::PidFile(_, "mem")) => 0o600,
             _ => 0o444,
         };
         let t = crate::clock::realtime_ns();
@@ -319,7 +322,49 @@ impl Inode for ProcInode {
         if self.kind() != FileType::Regular {
             return None;
         }
+        if let Node::PidFile(pid, "mem") = self.node {
+            return Some(process(pid).and_then(|p| p.vm()).map(|vm| Arc::new(ProcMem { vm }) as Arc<dyn FileOps>));
+        }
         Some(self.content().map(|s| Arc::new(SnapshotFile::new(s.into_bytes(), S_IFREG | 0o444)) as Arc<dyn FileOps>))
+    }
+}
+
+/// /proc/<pid>/mem: the process's memory at file offset = address, read
+/// and written the way a debugger's ptrace PEEK/POKE are (any mapped
+/// page; text through a private copy). Root may open any process's, as
+/// Linux allows a tracer with CAP_SYS_PTRACE; the address space is the
+/// one at open time.
+struct ProcMem {
+    vm: crate::mm::Vm,
+}
+
+impl ProcMem {
+    fn access(&self, offset: u64, buf: &mut [u8], write: bool) -> Result<usize, Errno> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        let done = self.vm.lock().access_forced(offset, buf, write);
+        if done == 0 {
+            return Err(Errno::EIO);
+        }
+        Ok(done)
+    }
+}
+
+impl FileOps for ProcMem {
+    fn read_at(&self, offset: u64, buf: &mut [u8], _nonblock: bool) -> Result<usize, Errno> {
+        self.access(offset, buf, false)
+    }
+
+    fn write_at(&self, offset: u64, buf: &[u8], _nonblock: bool) -> Result<usize, Errno> {
+        let mut copy = Vec::new();
+        copy.try_reserve_exact(buf.len()).map_err(|_| Errno::ENOMEM)?;
+        copy.extend_from_slice(buf);
+        self.access(offset, &mut copy, true)
+    }
+
+    fn mode(&self) -> u32 {
+        S_IFREG | 0o600
     }
 }
 
