@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <sys/personality.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
 #include <sys/user.h>
@@ -182,6 +183,21 @@ static void test_errors(void)
     write(w, "x", 1);
     expect_status(c, "exited 0", "detached child runs to the end");
     close(w);
+
+    /* personality(2), which debuggers use to turn randomization off. */
+    fflush(stdout);
+    pid_t pp = fork();
+    if (pp == 0) {
+        int ok = personality(0xffffffff) == 0 && personality(ADDR_NO_RANDOMIZE) == 0;
+        pid_t g = fork();
+        if (g == 0)
+            _exit(personality(0xffffffff) == ADDR_NO_RANDOMIZE ? 0 : 1);
+        int gs;
+        waitpid(g, &gs, 0);
+        ok &= WIFEXITED(gs) && WEXITSTATUS(gs) == 0;
+        _exit(ok ? 0 : 1);
+    }
+    expect_status(pp, "exited 0", "personality: query, set ADDR_NO_RANDOMIZE, inherited by fork");
 
     /* TRACEME twice; LISTEN and INTERRUPT need SEIZE. */
     fflush(stdout);

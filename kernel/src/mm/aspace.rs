@@ -654,10 +654,8 @@ impl AddressSpace {
     /// (filled if needed), and for a private write this space's own copy.
     fn forced_frame(&mut self, va: u64, write: bool) -> Option<UserFrame> {
         let vma = self.find(va)?.clone();
-        if vma.is_shared() {
-            if write && !vma.prot.write {
-                return None;
-            }
+        if vma.is_shared() && write && !vma.prot.write {
+            return None;
         }
         if self.page_table.query(va).is_none() {
             let (frame, exclusive) = self.fill_page(&vma, va).ok()?;

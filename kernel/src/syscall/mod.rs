@@ -240,6 +240,7 @@ syscall_table! {
     MOUNT => fs_path::sys_mount,
     UMOUNT2 => fs_path::sys_umount2,
     PTRACE => ptrace::sys_ptrace,
+    PERSONALITY => process::sys_personality,
     SELECT => poll::sys_select,
     MEMBARRIER => membarrier::sys_membarrier,
     KCMP => kcmp::sys_kcmp,

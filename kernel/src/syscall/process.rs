@@ -238,6 +238,7 @@ fn clone_with(ctx: &mut SyscallContext, req: CloneRequest) -> SysResult {
         *p.cmdline.lock() = parent.cmdline.lock().clone();
         *p.environ.lock() = parent.environ.lock().clone();
         p.umask.store(parent.umask.load(Ordering::Relaxed), Ordering::Relaxed);
+        p.tracer.personality.store(parent.tracer.personality.load(Ordering::Relaxed), Ordering::Relaxed);
         *p.rlimits.lock() = *parent.rlimits.lock();
         let vfork = if flags & c::CLONE_VFORK != 0 {
             let v = Arc::try_new(VforkDone { done: AtomicBool::new(false), queue: WaitQueue::new() })
@@ -605,6 +606,17 @@ pub fn sys_setsid(ctx: &mut SyscallContext, _a: &[u64; 6]) -> SysResult {
     p.sid.store(pid, Ordering::Relaxed);
     p.pgid.store(pid, Ordering::Relaxed);
     Ok(pid as u64)
+}
+
+/// personality(persona): 0xffffffff queries; anything else is stored and
+/// the old value returned, as Linux does (it keeps unknown domains too).
+pub fn sys_personality(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let slot = &ctx.process().tracer.personality;
+    let old = slot.load(Ordering::Relaxed);
+    if a[0] as u32 != u32::MAX {
+        slot.store(a[0] as u32, Ordering::Relaxed);
+    }
+    Ok(u64::from(old))
 }
 
 pub fn sys_prctl(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {

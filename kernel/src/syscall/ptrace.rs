@@ -4,7 +4,6 @@
 //! arguments and the result. The state machine lives in `proc::ptrace`.
 
 use alloc::sync::Arc;
-use core::sync::atomic::Ordering;
 
 use hal::user::UserContext;
 use linux_abi::consts as c;
@@ -341,6 +340,5 @@ fn arch_prctl(ctx: &mut SyscallContext, t: &Arc<Task>, addr: u64, code: u64) -> 
         }
         _ => return Err(Errno::EINVAL),
     }
-    let _ = Ordering::Relaxed;
     Ok(0)
 }

@@ -218,11 +218,15 @@ impl TaskPtrace {
 pub struct TracerState {
     pub tracees: SpinLock<Vec<Arc<Task>>>,
     pub dumpable: AtomicU32,
+    /// personality(2): the execution domain and its flags. Kiln has one
+    /// domain (PER_LINUX) and no address-space randomization, so
+    /// ADDR_NO_RANDOMIZE, which debuggers set, holds by itself.
+    pub personality: AtomicU32,
 }
 
 impl Default for TracerState {
     fn default() -> Self {
-        TracerState { tracees: SpinLock::new(Vec::new()), dumpable: AtomicU32::new(1) }
+        TracerState { tracees: SpinLock::new(Vec::new()), dumpable: AtomicU32::new(1), personality: AtomicU32::new(0) }
     }
 }
 

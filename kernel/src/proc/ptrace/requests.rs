@@ -286,7 +286,7 @@ pub fn poke_user(t: &Task, off: u64, value: u64) -> Result<(), Errno> {
 }
 
 fn user_offset(off: u64) -> Result<usize, Errno> {
-    if off % 8 != 0 || off >= user_area::KERNEL_SIZE as u64 {
+    if !off.is_multiple_of(8) || off >= user_area::KERNEL_SIZE as u64 {
         return Err(Errno::EIO);
     }
     Ok(off as usize)
