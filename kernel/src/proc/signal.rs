@@ -97,13 +97,12 @@ impl PendingSignals {
 }
 
 fn is_ignored(p: &Process, signo: u32) -> bool {
+    let action = p.signals.action(signo);
+    let ignored =
+        action.handler == SIG_IGN || (action.handler == SIG_DFL && sig::default_action(signo) == DefaultAction::Ignore);
     // A tracer sees even ignored signals (never SIGKILL, which is not
     // queued at all).
-    if p.tasks.lock().iter().any(|t| t.ptrace.is_traced()) {
-        return false;
-    }
-    let action = p.signals.action(signo);
-    action.handler == SIG_IGN || (action.handler == SIG_DFL && sig::default_action(signo) == DefaultAction::Ignore)
+    ignored && !p.tasks.lock().iter().any(|t| t.ptrace.is_traced())
 }
 
 fn is_stop_signal(signo: u32) -> bool {
