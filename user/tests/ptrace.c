@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <sys/personality.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/uio.h>
 #include <sys/user.h>
@@ -198,6 +199,35 @@ static void test_errors(void)
         _exit(ok ? 0 : 1);
     }
     expect_status(pp, "exited 0", "personality: query, set ADDR_NO_RANDOMIZE, inherited by fork");
+
+    /* No Yama: PR_SET_PTRACER is unknown; a non-dumpable process can
+     * still be traced by root (CAP_SYS_PTRACE). */
+    EXPECT_ERR(EINVAL, "prctl(PR_SET_PTRACER) without Yama", prctl(0x59616d61, 0, 0, 0, 0));
+    EXPECT_ERR(EINVAL, "prctl(PR_SET_DUMPABLE, 2)", prctl(PR_SET_DUMPABLE, 2, 0, 0, 0));
+    check(prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 1, "PR_GET_DUMPABLE is 1");
+    fflush(stdout);
+    int pw[2];
+    if (pipe(pw) != 0)
+        return;
+    pid_t nd = fork();
+    if (nd == 0) {
+        close(pw[0]);
+        prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+        int d = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+        if (write(pw[1], &d, sizeof d) != sizeof d)
+            _exit(1);
+        pause();
+        _exit(0);
+    }
+    close(pw[1]);
+    int dumpable = -1;
+    if (read(pw[0], &dumpable, sizeof dumpable) != sizeof dumpable)
+        dumpable = -1;
+    close(pw[0]);
+    check(dumpable == 0, "PR_SET_DUMPABLE 0 in the child");
+    EXPECT_OK("root SEIZEs a non-dumpable process", pt(PTRACE_SEIZE, nd, 0, 0));
+    kill(nd, SIGKILL);
+    expect_status(nd, "killed by SIGKILL", "non-dumpable tracee killed");
 
     /* TRACEME twice; LISTEN and INTERRUPT need SEIZE. */
     fflush(stdout);
@@ -757,7 +787,7 @@ static void *thread_fn(void *arg)
 
 static int event_child(void)
 {
-    int ok = 1;
+    volatile int ok = 1;
     pid_t g = fork();
     if (g == 0)
         _exit(5);
