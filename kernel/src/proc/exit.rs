@@ -18,10 +18,8 @@ pub fn exit_task(t: &Arc<Task>, how: ExitKind) {
     if !p.tracer.tracees.lock().is_empty() {
         super::ptrace::tracer_exited(t);
     }
-    if t.ptrace.is_traced() {
-        let status = p.state.lock().exiting.unwrap_or(how);
-        super::ptrace::tracee_exited(t, status);
-    }
+    let status = p.state.lock().exiting.unwrap_or(how);
+    super::ptrace::tracee_exited(t, status);
     if let Ok(vm) = p.vm() {
         // Robust mutexes it still holds become owner-dead, then the
         // clear-child-tid word is zeroed and woken (Linux's order).

@@ -278,6 +278,9 @@ fn clone_with(ctx: &mut SyscallContext, req: CloneRequest) -> SysResult {
     }
     if let Err(e) = task::start(task.clone(), child_ctx) {
         process.tasks.lock().retain(|t| !Arc::ptr_eq(t, &task));
+        if task.ptrace.is_traced() {
+            proc::ptrace::detach(&task, 0);
+        }
         return Err(e);
     }
     if event != 0 {

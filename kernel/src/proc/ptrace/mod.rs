@@ -117,6 +117,8 @@ struct Tracee {
     group_stop_seen: u64,
     /// The thread exited: its wait status, collected by the tracer.
     exit_status: Option<i32>,
+    /// The thread has started to exit: it can no longer be attached.
+    exited: bool,
     /// Debug registers as PEEKUSER shows them (DR6 in positive polarity).
     debugreg: [u64; 8],
 }
@@ -163,6 +165,7 @@ impl Tracee {
             listening: false,
             group_stop_seen: 0,
             exit_status: None,
+            exited: false,
             debugreg: [0; 8],
         }
     }
@@ -252,7 +255,9 @@ fn wait_status(how: ExitKind) -> i32 {
 pub fn link(tracer: &Arc<Task>, t: &Arc<Task>, seized: bool, options: u32) -> Result<(), Errno> {
     {
         let mut inner = t.ptrace.inner.lock();
-        if inner.tracer.is_some() {
+        // Already traced, or on its way out (Linux: EPERM for an exiting
+        // task).
+        if inner.tracer.is_some() || inner.exited {
             return Err(Errno::EPERM);
         }
         inner.tracer = Some(TracerRef { process: Arc::downgrade(&tracer.process), tid: tracer.tid() });
@@ -332,10 +337,13 @@ pub fn tracer_exited(tracer: &Arc<Task>) {
 /// collects its exit; a leader traced by its own parent is reported
 /// once, as the parent's child.
 pub fn tracee_exited(t: &Arc<Task>, how: ExitKind) {
-    if !t.ptrace.is_traced() {
-        return;
-    }
-    let tracer = t.ptrace.inner.lock().tracer_process();
+    // Marked under the lock `link` takes: an attach racing with the exit
+    // either came first (and is reported here) or is refused.
+    let tracer = {
+        let mut inner = t.ptrace.inner.lock();
+        inner.exited = true;
+        inner.tracer_process()
+    };
     let Some(tracer) = tracer else {
         return;
     };
