@@ -20,6 +20,7 @@ pub mod errno;
 pub mod ipc;
 pub mod layout;
 pub mod nr;
+pub mod ptrace;
 pub mod signal;
 pub mod socket;
 pub mod wait_status;
