@@ -36,9 +36,31 @@ fn on_tick(_vector: u8) {
 /// Wall-clock nanoseconds at the monotonic clock's zero, from the RTC.
 static REALTIME_BASE_NS: AtomicU64 = AtomicU64::new(0);
 
-/// Sets the wall clock (clock_settime(CLOCK_REALTIME)).
+/// Sets the wall clock (clock_settime(CLOCK_REALTIME)), then runs the
+/// hooks of those that follow it (timerfd).
 pub fn set_realtime_ns(ns: u64) {
     REALTIME_BASE_NS.store(ns.saturating_sub(now_ns()), Ordering::Relaxed);
+    let hooks = *REALTIME_SET_HOOKS.lock();
+    for hook in hooks.iter().flatten() {
+        hook();
+    }
+}
+
+/// Room for this many hooks; each is called (in process context) after
+/// each change of the wall clock.
+type Hooks = [Option<fn()>; 4];
+static REALTIME_SET_HOOKS: hal::sync::SpinLock<Hooks> = hal::sync::SpinLock::new([None; 4]);
+
+/// Registers `hook` to run after the wall clock is set: a layer above
+/// that keeps wall-clock deadlines passes itself in this way instead of
+/// the clock calling up into it.
+pub fn on_realtime_set(hook: fn()) {
+    let mut hooks = REALTIME_SET_HOOKS.lock();
+    if let Some(slot) = hooks.iter_mut().find(|h| h.is_none()) {
+        *slot = Some(hook);
+    } else {
+        log::error!("clock: no room for another wall-clock hook");
+    }
 }
 
 /// Nanoseconds since the Unix epoch.

@@ -83,6 +83,7 @@ static UNUSED const char *errname(int e)
     case ETIMEDOUT: return "ETIMEDOUT";
     case EOVERFLOW: return "EOVERFLOW";
     case EOPNOTSUPP: return "EOPNOTSUPP";
+    case ECANCELED: return "ECANCELED";
     default:
         snprintf(buf, sizeof buf, "errno%d", e);
         return buf;

@@ -1,14 +1,16 @@
 //! Open file descriptions: what a file descriptor refers to. Several
 //! descriptors (after dup or fork) share one description and its offset.
 
-use alloc::sync::Arc;
+use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
+use core::any::Any;
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use linux_abi::consts as c;
 use linux_abi::errno::Errno;
 
 use super::dentry::Dentry;
+use super::epoll::EpollEntry;
 use super::inode::{FileType, Inode};
 use crate::event::{Events, PollTable};
 use crate::mm::Vm;
@@ -79,6 +81,17 @@ pub trait FileOps: Send + Sync {
     fn mode(&self) -> u32 {
         0
     }
+    /// The file as `Any`, for calls that work on one kind of file only
+    /// (epoll_ctl's epoll, timerfd_settime's timer): `Some(self)` in the
+    /// kinds they look for.
+    fn as_any(&self) -> Option<&dyn Any> {
+        None
+    }
+    /// Anonymous-inode files (epoll, eventfd, ...): the name
+    /// /proc/<pid>/fd shows after `anon_inode:`.
+    fn anon_name(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 /// What a sink device gives to reads; writes to either are discarded
@@ -129,6 +142,10 @@ pub struct OpenFile {
     /// name instead of counting from the start.
     pub dir_cursor: hal::sync::SpinLock<Option<(u64, alloc::string::String)>>,
     pub io: IoTraits,
+    /// The epoll entries watching this description: they go when it does
+    /// (Linux removes a file from every epoll when its last reference
+    /// goes, however many descriptors pointed at it).
+    pub(crate) epoll_links: hal::sync::SpinLock<Vec<Weak<EpollEntry>>>,
 }
 
 impl OpenFile {
@@ -140,6 +157,7 @@ impl OpenFile {
             offset: Mutex::new(0),
             flags: AtomicU32::new(flags),
             dir_cursor: hal::sync::SpinLock::new(None),
+            epoll_links: hal::sync::SpinLock::new(Vec::new()),
         }
     }
 
@@ -151,6 +169,7 @@ impl OpenFile {
             offset: Mutex::new(0),
             flags: AtomicU32::new(flags),
             dir_cursor: hal::sync::SpinLock::new(None),
+            epoll_links: hal::sync::SpinLock::new(Vec::new()),
         }
     }
 
@@ -209,6 +228,19 @@ impl OpenFile {
 
     pub fn is_dir(&self) -> bool {
         self.io.is_dir
+    }
+}
+
+impl Drop for OpenFile {
+    fn drop(&mut self) {
+        // The last reference: every epoll watching this description drops
+        // its entry. Nothing else can reach the list now, so no lock.
+        let links = core::mem::take(self.epoll_links.get_mut());
+        for link in links {
+            if let Some(entry) = link.upgrade() {
+                entry.detach();
+            }
+        }
     }
 }
 

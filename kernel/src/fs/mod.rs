@@ -4,6 +4,8 @@
 
 pub mod dentry;
 pub mod devfs;
+pub mod epoll;
+pub mod eventfd;
 pub mod fdtable;
 pub mod file;
 pub mod initramfs;
@@ -11,6 +13,7 @@ pub mod inode;
 pub mod pagestore;
 pub mod pipe;
 pub mod procfs;
+pub mod timerfd;
 pub mod tmpfs;
 pub mod truncate;
 pub mod tty;

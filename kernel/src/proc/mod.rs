@@ -15,6 +15,7 @@ pub mod init;
 pub mod oom;
 pub mod robust;
 pub mod signal;
+pub mod signalfd;
 pub mod task;
 pub mod timer;
 pub mod wait;

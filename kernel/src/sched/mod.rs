@@ -22,6 +22,7 @@
 
 mod balance;
 mod thread;
+pub mod timer;
 mod wait;
 
 use alloc::collections::VecDeque;
@@ -240,7 +241,9 @@ static NEED_RESCHED: PerCpu<core::sync::atomic::AtomicBool> =
 pub(crate) fn on_tick() {
     // One CPU keeps the sleepers, so their list is not fought over.
     if hal::percpu::cpu_id() == 0 {
-        wait::wake_sleepers(hal::time::monotonic_ns());
+        let now = hal::time::monotonic_ns();
+        wait::wake_sleepers(now);
+        timer::fire(now);
     }
     preempt_if_waiting();
 }

@@ -3,6 +3,8 @@
 //! the boundary and return `Result<u64, Errno>`; unsupported calls and
 //! flags get the errno Linux would give, never a fake success.
 
+mod epoll;
+mod eventfd;
 mod fs_io;
 mod fs_path;
 mod futex;
@@ -11,7 +13,9 @@ mod mem;
 mod poll;
 mod process;
 mod signal;
+mod signalfd;
 mod time;
+mod timerfd;
 
 use alloc::sync::Arc;
 use core::sync::atomic::{AtomicBool, Ordering};
@@ -223,6 +227,19 @@ syscall_table! {
     UMOUNT2 => fs_path::sys_umount2,
     SELECT => poll::sys_select,
     PSELECT6 => poll::sys_pselect6,
+    EPOLL_CREATE => epoll::sys_epoll_create,
+    EPOLL_CREATE1 => epoll::sys_epoll_create1,
+    EPOLL_CTL => epoll::sys_epoll_ctl,
+    EPOLL_WAIT => epoll::sys_epoll_wait,
+    EPOLL_PWAIT => epoll::sys_epoll_pwait,
+    EPOLL_PWAIT2 => epoll::sys_epoll_pwait2,
+    EVENTFD => eventfd::sys_eventfd,
+    EVENTFD2 => eventfd::sys_eventfd2,
+    TIMERFD_CREATE => timerfd::sys_timerfd_create,
+    TIMERFD_SETTIME => timerfd::sys_timerfd_settime,
+    TIMERFD_GETTIME => timerfd::sys_timerfd_gettime,
+    SIGNALFD => signalfd::sys_signalfd,
+    SIGNALFD4 => signalfd::sys_signalfd4,
 }
 
 static TABLE: [Option<Handler>; TABLE_SIZE] = build_table();

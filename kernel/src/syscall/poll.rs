@@ -124,7 +124,7 @@ pub fn sys_poll(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     do_poll(ctx, a[0], a[1], deadline)
 }
 
-fn timespec_deadline(ctx: &SyscallContext, ptr: u64) -> Result<Option<u64>, Errno> {
+pub(super) fn timespec_deadline(ctx: &SyscallContext, ptr: u64) -> Result<Option<u64>, Errno> {
     if ptr == 0 {
         return Ok(None);
     }
@@ -134,16 +134,17 @@ fn timespec_deadline(ctx: &SyscallContext, ptr: u64) -> Result<Option<u64>, Errn
     Ok(Some(crate::clock::now_ns().saturating_add(ns)))
 }
 
-/// Runs `f` with the signal mask temporarily replaced (ppoll, pselect6);
-/// the old mask comes back afterwards or after the handler runs.
-fn with_sigmask(ctx: &SyscallContext, mask_ptr: u64, f: impl FnOnce() -> SysResult) -> SysResult {
+/// Runs `f` with the signal mask temporarily replaced (ppoll, pselect6,
+/// epoll_pwait); the old mask comes back afterwards, or after the handler
+/// runs when a signal interrupted the call.
+pub(super) fn with_sigmask(ctx: &SyscallContext, mask_ptr: u64, f: impl FnOnce() -> SysResult) -> SysResult {
     if mask_ptr == 0 {
         return f();
     }
     let mask = SigSet(uaccess::read_u64(&ctx.vm()?, mask_ptr)?).without_unblockable();
     let old = core::mem::replace(&mut *ctx.task.sigmask.lock(), mask);
     let r = f();
-    if matches!(r, Err(Errno::ERESTARTNOHAND)) {
+    if matches!(r, Err(Errno::ERESTARTNOHAND | Errno::EINTR)) {
         // Restored by sigreturn after the handler runs.
         *ctx.task.saved_sigmask.lock() = Some(old);
     } else {
