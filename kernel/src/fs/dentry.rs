@@ -66,6 +66,11 @@ impl Dentry {
         &self.inode
     }
 
+    /// The name in its parent directory ("/" for a root).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     pub fn is_dir(&self) -> bool {
         self.inode.file_type() == FileType::Directory
     }

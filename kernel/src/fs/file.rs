@@ -233,6 +233,7 @@ impl OpenFile {
 
 impl Drop for OpenFile {
     fn drop(&mut self) {
+        super::notify::closed(self);
         // The last reference: every epoll watching this description drops
         // its entry. Nothing else can reach the list now, so no lock.
         let links = core::mem::take(self.epoll_links.get_mut());

@@ -10,6 +10,8 @@ pub mod fdtable;
 pub mod file;
 pub mod initramfs;
 pub mod inode;
+pub mod inotify;
+pub mod notify;
 pub mod pagestore;
 pub mod pipe;
 pub mod procfs;

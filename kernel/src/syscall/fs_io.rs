@@ -132,6 +132,9 @@ fn read_into_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at: 
             break;
         }
     }
+    if done > 0 {
+        crate::fs::notify::accessed(f);
+    }
     Ok(done as u64)
 }
 
@@ -204,6 +207,9 @@ fn write_from_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at:
         if written < n {
             break;
         }
+    }
+    if done > 0 {
+        crate::fs::notify::modified(f);
     }
     Ok(done as u64)
 }
@@ -357,6 +363,7 @@ pub fn do_open(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, flags: u32, mode
                 crate::fs::dentry::check_writable(&dir)?;
                 let umask = ctx.process().umask.load(Ordering::Relaxed);
                 dir.inode().create(&name, S_IFREG | (mode & 0o7777 & !umask), 0)?;
+                crate::fs::notify::created(&dir, &name, false);
                 dir.child(&name)?
             }
             Err(e) => return Err(e),
@@ -412,8 +419,13 @@ pub fn do_open(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, flags: u32, mode
             | c::O_LARGEFILE
             | c::O_NOATIME
             | 0o4000000);
-    let f = OpenFile::with_dentry(ops, status, dentry);
-    install(ctx, f, flags & c::O_CLOEXEC != 0)
+    let f = OpenFile::with_dentry(ops, status, dentry.clone());
+    let fd = install(ctx, f, flags & c::O_CLOEXEC != 0)?;
+    crate::fs::notify::changed(&dentry, c::IN_OPEN);
+    if flags & c::O_TRUNC != 0 && kind == FileType::Regular {
+        crate::fs::notify::changed(&dentry, c::IN_MODIFY);
+    }
+    Ok(fd)
 }
 
 pub fn sys_open(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {

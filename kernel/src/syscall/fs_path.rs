@@ -15,6 +15,7 @@ use super::fs_io::file;
 use super::{SysResult, SyscallContext};
 use crate::fs::dentry::{check_writable, resolve, resolve_parent, Dentry};
 use crate::fs::inode::{FileType, Metadata, S_IFDIR, S_IFMT, S_IFREG};
+use crate::fs::notify;
 use crate::mm::uaccess;
 
 pub fn path_arg(ctx: &SyscallContext, ptr: u64) -> Result<String, Errno> {
@@ -44,7 +45,13 @@ pub fn start_dir(ctx: &SyscallContext, dirfd: i32) -> Result<Arc<Dentry>, Errno>
 }
 
 /// Resolves (dirfd, path, flags) the way the *at calls do.
-fn lookup_at(ctx: &SyscallContext, dirfd: i32, path: &str, follow: bool, empty_ok: bool) -> Result<Arc<Dentry>, Errno> {
+pub(super) fn lookup_at(
+    ctx: &SyscallContext,
+    dirfd: i32,
+    path: &str,
+    follow: bool,
+    empty_ok: bool,
+) -> Result<Arc<Dentry>, Errno> {
     if path.is_empty() {
         if !empty_ok {
             return Err(Errno::ENOENT);
@@ -289,6 +296,7 @@ pub fn sys_getdents64(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         let last_name = String::from(core::str::from_utf8(&name[..len]).unwrap_or_default());
         *f.dir_cursor.lock() = Some((index as u64, last_name));
     }
+    notify::accessed(&f);
     Ok(out.len() as u64)
 }
 
@@ -309,6 +317,7 @@ fn create_at(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, mode: u32, rdev: u
         return Err(Errno::ENOENT);
     }
     dir.inode().create(&name, kind | (mode & 0o7777 & !umask), rdev)?;
+    notify::created(&dir, &name, kind == S_IFDIR);
     Ok(0)
 }
 
@@ -361,6 +370,7 @@ fn unlink_at(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, dir_wanted: bool) 
         }
         check_writable(&dir)?;
         dir.inode().rmdir(&name)?;
+        notify::removed(&dir, &name, target.inode());
     } else {
         if path.ends_with('/') {
             let target = dir.child(&name)?;
@@ -370,7 +380,12 @@ fn unlink_at(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, dir_wanted: bool) 
             return Err(Errno::EISDIR);
         }
         check_writable(&dir)?;
+        // The victim, for its watches (looked up only when some exist).
+        let victim = if notify::watching() { dir.child(&name).ok() } else { None };
         dir.inode().unlink(&name)?;
+        if let Some(victim) = victim {
+            notify::removed(&dir, &name, victim.inode());
+        }
     }
     dir.forget(&name);
     Ok(0)
@@ -409,9 +424,18 @@ fn rename_at(ctx: &SyscallContext, olddir: i32, old_ptr: u64, newdir: i32, new_p
     }
     check_writable(&odir)?;
     check_writable(&ndir)?;
+    let replaced = if notify::watching() { ndir.child(&nname).ok() } else { None };
     odir.inode().rename(&oname, ndir.inode(), &nname, flags)?;
     odir.forget(&oname);
     ndir.forget(&nname);
+    if flags & c::RENAME_EXCHANGE != 0 {
+        if let Some(other) = &replaced {
+            notify::moved(&odir, &oname, &ndir, &nname, moving.inode(), None);
+            notify::moved(&ndir, &nname, &odir, &oname, other.inode(), None);
+        }
+    } else {
+        notify::moved(&odir, &oname, &ndir, &nname, moving.inode(), replaced.as_ref().map(|d| d.inode()));
+    }
     Ok(0)
 }
 
@@ -446,6 +470,7 @@ fn link_at(ctx: &SyscallContext, olddir: i32, old_ptr: u64, newdir: i32, new_ptr
     }
     check_writable(&dir)?;
     dir.inode().link(&name, target.inode())?;
+    notify::linked(&dir, &name, target.inode());
     Ok(0)
 }
 
@@ -466,6 +491,7 @@ fn symlink_at(ctx: &SyscallContext, target_ptr: u64, dirfd: i32, path_ptr: u64) 
     }
     check_writable(&dir)?;
     dir.inode().symlink(&name, &target)?;
+    notify::created(&dir, &name, false);
     Ok(0)
 }
 
@@ -526,7 +552,15 @@ pub fn sys_faccessat2(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 fn chmod_dentry(d: &Arc<Dentry>, mode: u32) -> SysResult {
     check_writable(d)?;
     d.inode().set_mode(mode & 0o7777)?;
+    notify::changed(d, c::IN_ATTRIB);
     Ok(0)
+}
+
+/// An attribute change made through a descriptor, for inotify.
+fn changed_through(f: &crate::fs::OpenFile, mask: u32) {
+    if let Some(d) = &f.dentry {
+        notify::changed(d, mask);
+    }
 }
 
 pub fn sys_chmod(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
@@ -539,10 +573,11 @@ pub fn sys_fchmod(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if f.is_path_only() {
         return Err(Errno::EBADF);
     }
-    match f.ops.inode() {
-        Some(i) => i.set_mode(a[1] as u32 & 0o7777).map(|_| 0),
-        None => Ok(0),
+    if let Some(i) = f.ops.inode() {
+        i.set_mode(a[1] as u32 & 0o7777)?;
     }
+    changed_through(&f, c::IN_ATTRIB);
+    Ok(0)
 }
 
 pub fn sys_fchmodat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
@@ -563,6 +598,7 @@ fn chown_at(ctx: &SyscallContext, dirfd: i32, path: u64, uid: u64, gid: u64, fla
     let d = lookup_at(ctx, dirfd, &path, flags & c::AT_SYMLINK_NOFOLLOW == 0, flags & c::AT_EMPTY_PATH != 0)?;
     check_writable(&d)?;
     d.inode().set_owner(id(uid), id(gid))?;
+    notify::changed(&d, c::IN_ATTRIB);
     Ok(0)
 }
 
@@ -583,10 +619,11 @@ pub fn sys_fchown(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if f.is_path_only() {
         return Err(Errno::EBADF);
     }
-    match f.ops.inode() {
-        Some(i) => i.set_owner(id(a[1]), id(a[2])).map(|_| 0),
-        None => Ok(0),
+    if let Some(i) = f.ops.inode() {
+        i.set_owner(id(a[1]), id(a[2]))?;
     }
+    changed_through(&f, c::IN_ATTRIB);
+    Ok(0)
 }
 
 pub fn sys_truncate(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
@@ -602,6 +639,7 @@ pub fn sys_truncate(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     }
     check_writable(&d)?;
     crate::fs::truncate::truncate(d.inode(), a[1])?;
+    notify::changed(&d, c::IN_MODIFY);
     Ok(0)
 }
 
@@ -615,6 +653,7 @@ pub fn sys_ftruncate(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     }
     let inode = f.ops.inode().filter(|i| i.file_type() == FileType::Regular).ok_or(Errno::EINVAL)?;
     crate::fs::truncate::truncate(inode, a[1])?;
+    notify::modified(&f);
     Ok(0)
 }
 
@@ -653,6 +692,15 @@ pub fn sys_utimensat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     };
     check_writable(&d)?;
     d.inode().set_times(atime, mtime)?;
+    // Linux's fsnotify_change: both times are a utime call, one alone an
+    // access or a modification.
+    let mask = match (atime.is_some(), mtime.is_some()) {
+        (true, true) => c::IN_ATTRIB,
+        (true, false) => c::IN_ACCESS,
+        (false, true) => c::IN_MODIFY,
+        (false, false) => 0,
+    };
+    notify::changed(&d, mask);
     Ok(0)
 }
 

@@ -9,6 +9,7 @@ mod fs_io;
 mod fs_path;
 mod futex;
 mod ident;
+mod inotify;
 mod mem;
 mod poll;
 mod process;
@@ -240,6 +241,10 @@ syscall_table! {
     TIMERFD_GETTIME => timerfd::sys_timerfd_gettime,
     SIGNALFD => signalfd::sys_signalfd,
     SIGNALFD4 => signalfd::sys_signalfd4,
+    INOTIFY_INIT => inotify::sys_inotify_init,
+    INOTIFY_INIT1 => inotify::sys_inotify_init1,
+    INOTIFY_ADD_WATCH => inotify::sys_inotify_add_watch,
+    INOTIFY_RM_WATCH => inotify::sys_inotify_rm_watch,
 }
 
 static TABLE: [Option<Handler>; TABLE_SIZE] = build_table();
