@@ -117,6 +117,17 @@ pub(crate) fn shoot_kernel_range(start: u64, end: u64) {
     }
 }
 
+/// Interrupts the other CPUs that have `root` loaded (every other CPU
+/// when `None`) and waits until each has taken the interrupt. Taking an
+/// interrupt is a full memory barrier and IRET serializes the core, which
+/// is what membarrier(2) promises its callers.
+pub fn barrier_ipi(root: Option<crate::mm::PhysAddr>) {
+    match root {
+        Some(r) => send(Kind::Range, r.0, 0, 0),
+        None => send(Kind::Kernel, 0, 0, 0),
+    }
+}
+
 fn send(kind: Kind, root: u64, start: u64, end: u64) {
     let mask = if kind == Kind::Kernel { other_cpus() } else { remote_cpus(root) };
     if mask == 0 {

@@ -6,10 +6,15 @@
  * harm the rest of the machine: signals to other processes, reboot, mount,
  * clocks and names, fork and exec, and paths outside /tmp/fuzz and /proc.
  * A child that blocks (a read, a futex, a pause) is killed after 500 ms.
+ * setpriority and the scheduling calls are made on the child itself only
+ * (random nice values and policies, real-time ones included), and two
+ * children end in a SCHED_FIFO busy loop on the parent's CPU: real-time
+ * throttling (950 ms a second) must still let the parent run to kill them.
  */
 #include "common.h"
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -82,7 +87,24 @@ static long arg(void)
     }
 }
 
-static void child(uint64_t seed)
+/* A scheduling call on the child itself, with random values. */
+static void sched_self(void)
+{
+    static const int policies[] = { SCHED_OTHER, SCHED_FIFO, SCHED_RR, SCHED_BATCH, SCHED_IDLE, 6, 4, -1 };
+    struct sched_param p = { .sched_priority = (int)(next() % 101) };
+    uint32_t attr[16];
+    for (int j = 0; j < 16; j++)
+        attr[j] = (uint32_t)next() % 128;
+    attr[0] = (uint32_t)(next() % 2 ? 48 : next() % 128);
+    switch (next() % 4) {
+    case 0: syscall(SYS_setpriority, PRIO_PROCESS, 0, (long)(next() % 60) - 30); break;
+    case 1: syscall(SYS_sched_setscheduler, 0, policies[next() % 8], &p); break;
+    case 2: syscall(SYS_sched_setattr, 0, attr, 0); break;
+    default: syscall(SYS_sched_setparam, 0, &p); break;
+    }
+}
+
+static void child(uint64_t seed, int spin_fifo)
 {
     rng = seed;
     /* Nothing that reaches the console: a terminal ioctl could change it. */
@@ -101,15 +123,34 @@ static void child(uint64_t seed)
         for (int j = 0; j < 4096; j++)
             scratch[j] = (char)next();
         syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+        if (next() % 32 == 0)
+            sched_self();
+    }
+    if (spin_fifo) {
+        /* Spin as SCHED_FIFO until the parent, a normal thread, kills us. */
+        struct sched_param p = { .sched_priority = 50 };
+        syscall(SYS_sched_setscheduler, 0, SCHED_FIFO, &p);
+        for (;;)
+            ;
     }
     _exit(0);
 }
 
-static int run_one(uint64_t seed, int *timed_out)
+static int run_one(uint64_t seed, int spin_fifo, int *timed_out)
 {
+    cpu_set_t old, one;
+    if (spin_fifo) {
+        /* Parent and spinning child on one CPU. */
+        sched_getaffinity(0, sizeof old, &old);
+        CPU_ZERO(&one);
+        CPU_SET(0, &one);
+        sched_setaffinity(0, sizeof one, &one);
+    }
     pid_t pid = fork();
     if (pid == 0)
-        child(seed);
+        child(seed, spin_fifo);
+    if (spin_fifo)
+        sched_setaffinity(0, sizeof old, &old);
     if (pid < 0)
         return -1;
     int st = 0;
@@ -157,7 +198,7 @@ int main(void)
     int exited = 0, signaled = 0, timeouts = 0, lost = 0;
     for (int c = 0; c < CHILDREN; c++) {
         int timed_out = 0;
-        int st = run_one(SEED + (uint64_t)c * 7919, &timed_out);
+        int st = run_one(SEED + (uint64_t)c * 7919, c == 5 || c == 30, &timed_out);
         if (st == -1)
             lost++;
         else if (timed_out)

@@ -162,6 +162,18 @@ pub trait Inode: Send + Sync {
         None
     }
 
+    /// Whether page `index` of the file is in memory (mincore).
+    fn has_page(&self, _index: u64) -> bool {
+        false
+    }
+
+    /// Frees pages [index, index + count), which then read as zeros
+    /// (fallocate's FALLOC_FL_PUNCH_HOLE, MADV_REMOVE). Linux answers
+    /// EOPNOTSUPP for file systems that cannot.
+    fn punch_hole(&self, _index: u64, _count: u64) -> Result<(), Errno> {
+        Err(Errno::EOPNOTSUPP)
+    }
+
     fn lookup(&self, _name: &str) -> Result<Arc<dyn Inode>, Errno> {
         Err(Errno::ENOTDIR)
     }

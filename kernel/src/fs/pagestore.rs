@@ -161,6 +161,25 @@ impl PageStore {
         self.frame_for_write(index).map(|f| Some(f.clone()))
     }
 
+    /// Whether page `index` has a frame (mincore).
+    pub fn has_page(&self, index: u64) -> bool {
+        self.pages.contains_key(&index)
+    }
+
+    /// Frees the frames of pages [index, index + count), leaving a hole
+    /// that reads as zeros; the size stays (a punched hole).
+    pub fn punch(&mut self, index: u64, count: u64) {
+        let keys: alloc::vec::Vec<u64> =
+            self.pages.range(index..index.saturating_add(count)).map(|(k, _)| *k).collect();
+        let mut n = 0;
+        for k in keys {
+            if self.pages.remove(&k).is_some() {
+                n += 1;
+            }
+        }
+        self.released(n);
+    }
+
     /// Zeroes the last page past the size.
     fn clear_tail(&mut self) {
         let in_page = (self.size % PAGE_SIZE) as usize;

@@ -460,20 +460,32 @@ fn state_char(p: &Process) -> char {
     }
 }
 
+/// The scheduling parameters of a process's main thread (Linux reports
+/// the thread group leader's in /proc/<pid>/stat).
+fn leader_sched_params(p: &Process) -> crate::sched::SchedParams {
+    let tasks = p.tasks.lock();
+    let leader = tasks.iter().find(|t| t.is_leader()).or(tasks.first());
+    leader.and_then(|t| t.kthread.get()).map_or(crate::sched::SchedParams::DEFAULT, |k| k.sched_params())
+}
+
 fn pid_file(p: &Arc<Process>, f: &str) -> Result<String, Errno> {
     let mut s = String::new();
     // Never hold a spin lock (p.vm) while taking the sleeping address-space lock.
     let vm = p.vm.lock().clone();
-    let (vm_pages, rss_pages) = vm.as_ref().map_or((0, 0), |vm| {
+    let (vm_pages, rss_pages, locked_pages) = vm.as_ref().map_or((0, 0, 0), |vm| {
         let space = vm.lock();
-        (space.mapped_bytes() / 4096, space.page_table().resident_pages())
+        (space.mapped_bytes() / 4096, space.page_table().resident_pages(), space.locked_bytes() / 4096)
     });
     match f {
         "stat" => {
             let ticks = p.cpu_ns() / 10_000_000;
+            let sp = leader_sched_params(p);
+            // Linux's "priority" field: 20 + nice for the fair policies,
+            // -1 - priority for the real-time ones.
+            let prio = if sp.policy.is_realtime() { -1 - sp.rt_priority as i32 } else { 20 + sp.nice };
             let _ = writeln!(
                 s,
-                "{} ({}) {} {} {} {} 0 -1 4194560 0 0 0 0 {} 0 0 0 20 0 {} 0 {} {} {} 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0",
+                "{} ({}) {} {} {} {} 0 -1 4194560 0 0 0 0 {} 0 0 0 {} {} {} 0 {} {} {} 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 {} {} 0 0 0 0 0 0 0 0 0 0 0 0",
                 p.pid,
                 comm(p),
                 state_char(p),
@@ -481,10 +493,14 @@ fn pid_file(p: &Arc<Process>, f: &str) -> Result<String, Errno> {
                 p.pgid.load(Ordering::Relaxed),
                 p.sid.load(Ordering::Relaxed),
                 ticks,
+                prio,
+                sp.nice,
                 p.tasks.lock().len().max(1),
                 p.start_ticks(),
                 vm_pages * 4096,
                 rss_pages,
+                if sp.policy.is_realtime() { sp.rt_priority } else { 0 },
+                sp.policy.to_linux(),
             );
         }
         "statm" => {
@@ -502,7 +518,7 @@ fn pid_file(p: &Arc<Process>, f: &str) -> Result<String, Errno> {
             let _ = write!(
                 s,
                 "Name:\t{}\nUmask:\t{:04o}\nState:\t{}\nTgid:\t{}\nNgid:\t0\nPid:\t{}\nPPid:\t{}\nTracerPid:\t0\n\
-                 Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nFDSize:\t64\nVmSize:\t{:8} kB\nVmRSS:\t{:8} kB\nThreads:\t{}\n\
+                 Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nFDSize:\t64\nVmSize:\t{:8} kB\nVmLck:\t{:8} kB\nVmRSS:\t{:8} kB\nThreads:\t{}\n\
                  SigBlk:\t{:016x}\nCpus_allowed:\t1\n",
                 comm(p),
                 p.umask.load(Ordering::Relaxed),
@@ -511,6 +527,7 @@ fn pid_file(p: &Arc<Process>, f: &str) -> Result<String, Errno> {
                 p.pid,
                 p.parent_pid(),
                 vm_pages * 4,
+                locked_pages * 4,
                 rss_pages * 4,
                 p.tasks.lock().len().max(1),
                 mask

@@ -332,6 +332,21 @@ impl Inode for TmpInode {
         Some(frame)
     }
 
+    fn has_page(&self, index: u64) -> bool {
+        let Node::File(data) = &self.node else { return false };
+        data.lock().has_page(index)
+    }
+
+    fn punch_hole(&self, index: u64, count: u64) -> Result<(), Errno> {
+        let Node::File(data) = &self.node else {
+            return Err(if self.node_is_dir() { Errno::EISDIR } else { Errno::ENODEV });
+        };
+        let mut data = data.lock();
+        data.punch(index, count);
+        self.sync_sizes(&data);
+        Ok(())
+    }
+
     fn lookup(&self, name: &str) -> Result<Arc<dyn Inode>, Errno> {
         let dir = self.dir()?.lock();
         dir.get(name).map(|i| i.clone() as Arc<dyn Inode>).ok_or(Errno::ENOENT)

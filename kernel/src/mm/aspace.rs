@@ -48,10 +48,16 @@ pub enum FaultError {
 }
 
 pub struct AddressSpace {
-    page_table: Arc<PageTable>,
-    vmas: BTreeMap<u64, Vma>,
+    pub(super) page_table: Arc<PageTable>,
+    pub(super) vmas: BTreeMap<u64, Vma>,
     brk_start: u64,
     brk: u64,
+    /// mlockall(MCL_FUTURE): new areas start locked; `Some(true)` with
+    /// MCL_ONFAULT (locked as pages are touched).
+    pub(super) lock_future: Option<bool>,
+    /// membarrier(2) registrations of this address space (the
+    /// MEMBARRIER_CMD_REGISTER_* bits); a fork or exec starts with none.
+    pub membarrier_registered: u32,
 }
 
 impl AddressSpace {
@@ -62,6 +68,8 @@ impl AddressSpace {
             vmas: BTreeMap::new(),
             brk_start: 0,
             brk: 0,
+            lock_future: None,
+            membarrier_registered: 0,
         })
     }
 
@@ -69,11 +77,11 @@ impl AddressSpace {
         &self.page_table
     }
 
-    fn find(&self, addr: u64) -> Option<&Vma> {
+    pub(super) fn find(&self, addr: u64) -> Option<&Vma> {
         self.vmas.range(..=addr).next_back().map(|(_, v)| v).filter(|v| addr < v.end)
     }
 
-    fn page_flags(vma: &Vma, exclusive: bool) -> PteFlags {
+    pub(super) fn page_flags(vma: &Vma, exclusive: bool) -> PteFlags {
         PteFlags {
             accessible: vma.prot.read || vma.prot.write || vma.prot.exec,
             writable: vma.prot.write && (exclusive || vma.is_shared()),
@@ -197,7 +205,7 @@ impl AddressSpace {
     }
 
     /// Splits VMAs so that `addr` is a boundary.
-    fn split_at(&mut self, addr: u64) {
+    pub(super) fn split_at(&mut self, addr: u64) {
         let key = match self.vmas.range(..addr).next_back() {
             Some((k, v)) if v.end > addr => *k,
             _ => return,
@@ -238,7 +246,7 @@ impl AddressSpace {
         }
     }
 
-    fn unmap_pages(&self, start: u64, end: u64) {
+    pub(super) fn unmap_pages(&self, start: u64, end: u64) {
         // One TLB shootdown for the range, not one per page.
         let mut batch = self.page_table.batch();
         for (va, _) in self.page_table.mapped_pages(start, end) {
@@ -291,7 +299,11 @@ impl AddressSpace {
                 _ => self.find_free(len).ok_or(Errno::ENOMEM)?,
             }
         };
-        self.vmas.insert(start, Vma { start, end: start + len, prot, backing, kind: VmaKind::Normal, name: None });
+        let flags = self.new_area_flags();
+        self.vmas.insert(start, Vma { start, end: start + len, prot, backing, kind: VmaKind::Normal, name: None, flags });
+        if flags.locked && !flags.lock_on_fault {
+            self.populate_locked(start, start + len);
+        }
         Ok(start)
     }
 
@@ -426,17 +438,6 @@ impl AddressSpace {
         Ok(())
     }
 
-    /// MADV_DONTNEED: drop the pages; private memory reads back as zero (or
-    /// file contents), shared memory keeps its contents.
-    pub fn discard(&mut self, addr: u64, len: u64) -> Result<(), Errno> {
-        if !addr.is_multiple_of(PAGE_SIZE) {
-            return Err(Errno::EINVAL);
-        }
-        let end = page_ceil(addr.checked_add(len).ok_or(Errno::EINVAL)?).ok_or(Errno::EINVAL)?;
-        self.unmap_pages(addr, end);
-        Ok(())
-    }
-
     pub fn set_brk_base(&mut self, base: u64) {
         self.brk_start = base;
         self.brk = base;
@@ -458,7 +459,13 @@ impl AddressSpace {
             }
             let heap = self.vmas.values().find(|v| v.kind == VmaKind::Heap && v.end == old_top).map(|v| v.start);
             match heap {
-                Some(k) => self.vmas.get_mut(&k).expect("heap vma").end = new_top,
+                Some(k) => {
+                    let heap = self.vmas.get_mut(&k).expect("heap vma");
+                    heap.end = new_top;
+                    if heap.flags.locked && !heap.flags.lock_on_fault {
+                        self.populate_locked(old_top, new_top);
+                    }
+                }
                 None => {
                     let vma = Vma {
                         start: old_top,
@@ -467,8 +474,13 @@ impl AddressSpace {
                         backing: Backing::Anonymous,
                         kind: VmaKind::Heap,
                         name: None,
+                        flags: self.new_area_flags(),
                     };
+                    let populate = vma.flags.locked && !vma.flags.lock_on_fault;
                     self.vmas.insert(old_top, vma);
+                    if populate {
+                        self.populate_locked(old_top, new_top);
+                    }
                 }
             }
         } else if new_top < old_top {
@@ -485,6 +497,11 @@ impl AddressSpace {
         // translations cached: they must lose them before fork returns.
         let mut batch = self.page_table.batch();
         for vma in self.vmas.values() {
+            // MADV_DONTFORK areas are not in the child; MADV_WIPEONFORK
+            // ones are, but empty.
+            if vma.flags.dont_fork || vma.flags.wipe_on_fork {
+                continue;
+            }
             for (va, flags) in self.page_table.mapped_pages(vma.start, vma.end) {
                 let frame = self.page_table.frame_at(va).ok_or(Errno::EFAULT)?;
                 let child_flags = if vma.is_shared() {
@@ -499,7 +516,15 @@ impl AddressSpace {
             }
         }
         let mut child = child;
-        child.vmas = self.vmas.clone();
+        // Locks are not inherited (mlock(2)), nor is MCL_FUTURE.
+        for vma in self.vmas.values().filter(|v| !v.flags.dont_fork) {
+            let mut copy = vma.clone();
+            copy.flags.locked = false;
+            copy.flags.lock_on_fault = false;
+            child.vmas.insert(copy.start, copy);
+        }
+        // The mm is copied whole on Linux, registrations included.
+        child.membarrier_registered = self.membarrier_registered;
         child.brk_start = self.brk_start;
         child.brk = self.brk;
         Ok(child)

@@ -2,6 +2,7 @@
 //! helpers, user address spaces (VMAs, demand paging, copy-on-write), and
 //! user-memory access that resolves demand faults.
 
+pub mod advice;
 pub mod aspace;
 pub mod uaccess;
 pub mod vma;

@@ -27,6 +27,22 @@ impl SharedPages {
         let mut pages = self.pages.lock();
         Some(pages.entry(index).or_insert(fresh).clone())
     }
+
+    /// Whether page `index` exists (mincore).
+    pub fn has_page(&self, index: u64) -> bool {
+        self.pages.lock().contains_key(&index)
+    }
+
+    /// Drops pages [index, index + count) (MADV_REMOVE); the frames go
+    /// once no page table maps them.
+    pub fn remove_range(&self, index: u64, count: u64) {
+        let gone: alloc::vec::Vec<UserFrame> = {
+            let mut pages = self.pages.lock();
+            let keys: alloc::vec::Vec<u64> = pages.range(index..index.saturating_add(count)).map(|(k, _)| *k).collect();
+            keys.iter().filter_map(|k| pages.remove(k)).collect()
+        };
+        drop(gone);
+    }
 }
 
 impl Default for SharedPages {
@@ -96,6 +112,30 @@ pub enum VmaKind {
     Stack,
 }
 
+/// What madvise, mlock and mlockall recorded about an area (Linux's
+/// VM_* flags that survive in the VMA).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VmaFlags {
+    /// VM_LOCKED: pages are faulted in and stay (mlock).
+    pub locked: bool,
+    /// VM_LOCKONFAULT: locked, but pages come in only when touched.
+    pub lock_on_fault: bool,
+    /// MADV_DONTFORK: a fork child does not get this area at all.
+    pub dont_fork: bool,
+    /// MADV_WIPEONFORK: a fork child gets the area empty (zero-filled).
+    pub wipe_on_fork: bool,
+    /// MADV_DONTDUMP: left out of core dumps.
+    pub dont_dump: bool,
+    /// MADV_MERGEABLE (KSM candidate; Kiln merges nothing).
+    pub mergeable: bool,
+    /// MADV_HUGEPAGE / MADV_NOHUGEPAGE (Kiln maps 4 KiB pages only).
+    pub huge_page: bool,
+    pub no_huge_page: bool,
+    /// MADV_RANDOM / MADV_SEQUENTIAL read-ahead hints.
+    pub random: bool,
+    pub sequential: bool,
+}
+
 #[derive(Clone)]
 pub struct Vma {
     pub start: u64,
@@ -105,6 +145,7 @@ pub struct Vma {
     pub kind: VmaKind,
     /// The mapped file's path, for /proc/<pid>/maps.
     pub name: Option<alloc::string::String>,
+    pub flags: VmaFlags,
 }
 
 impl Vma {

@@ -67,6 +67,7 @@ pub fn load(inode: &Arc<dyn Inode>, path: &str, argv: &[String], envp: &[String]
         backing: Backing::Anonymous,
         kind: VmaKind::Stack,
         name: None,
+        flags: Default::default(),
     })?;
     let sp = build_stack(&mut vm, path, argv, envp, entry, phdr, phnum)?;
     Ok(Image { vm, entry, stack_pointer: sp })
@@ -128,6 +129,7 @@ fn map_segments(
                     prot: prot_of(ph.p_flags(endian)),
                     backing: Backing::file(inode.clone(), offset - (va - start), Some(offset + filesz)),
                     kind: VmaKind::Normal,
+                    flags: Default::default(),
                     name: Some(String::from(path)),
                 })
                 .map_err(|_| Errno::ENOEXEC)?;

@@ -128,6 +128,16 @@ pub fn alloc_pid() -> Result<Pid, Errno> {
     Err(Errno::EAGAIN)
 }
 
+/// Takes `pid` for a new process or thread (clone3's set_tid): EEXIST
+/// when it is in use.
+pub fn claim_pid(pid: Pid) -> Result<Pid, Errno> {
+    let tasks = TASKS.lock();
+    if tasks.contains_key(&pid) || PROCESSES.lock().contains_key(&pid) {
+        return Err(Errno::EEXIST);
+    }
+    Ok(pid)
+}
+
 /// Prints every process and thread with its state and the system call it
 /// is in (the console's ^T).
 pub fn dump_processes() {
@@ -135,11 +145,12 @@ pub fn dump_processes() {
     let mut out = hal::serial::Console;
     let _ = writeln!(
         out,
-        "\n--- processes (last user rip {:#x}; cpus online {:#b}, {} steals, {} TLB shootdowns) ---",
+        "\n--- processes (last user rip {:#x}; cpus online {:#b}, {} steals, {} TLB shootdowns, {} RT throttlings) ---",
         hal::trap::last_user_rip(),
         crate::sched::online_cpus(),
         crate::sched::steals(),
-        hal::tlb::shootdowns_sent()
+        hal::tlb::shootdowns_sent(),
+        crate::sched::rt_throttle_count()
     );
     for p in all_processes() {
         let st = p.state.lock();

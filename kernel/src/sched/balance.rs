@@ -45,10 +45,16 @@ pub(super) fn set_load(cpu: usize, load: usize) {
 }
 
 /// Makes `cpu` notice a thread queued for it: an idle CPU is halted and
-/// needs an interrupt; a busy one picks it up at its next tick.
-pub(super) fn kick(cpu: usize) {
+/// needs an interrupt; a busy one picks it up at its next tick, unless
+/// the thread must `preempt` what runs there now (then this CPU switches
+/// at its next preemption point, another gets an IPI).
+pub(super) fn kick(cpu: usize, preempt: bool) {
     LOAD[cpu].fetch_add(1, Ordering::Relaxed);
-    if cpu != hal::percpu::cpu_id() && IDLE[cpu].load(Ordering::SeqCst) {
+    if cpu == hal::percpu::cpu_id() {
+        if preempt {
+            super::NEED_RESCHED.get().store(true, Ordering::Relaxed);
+        }
+    } else if preempt || IDLE[cpu].load(Ordering::SeqCst) {
         hal::smp::send_reschedule(cpu);
     }
 }
@@ -109,8 +115,7 @@ pub(super) fn steal() -> bool {
         let Some(mut rq) = RUN_QUEUES.get_for(victim).try_lock() else {
             return false;
         };
-        let pos = rq.ready.iter().rposition(|t| t.allowed_on(here) && !t.is_idle());
-        let stolen = pos.and_then(|i| rq.ready.remove(i));
+        let stolen = rq.ready.steal_for(here);
         let load = rq.load();
         LOAD[victim].store(load, Ordering::Relaxed);
         stolen
@@ -118,15 +123,15 @@ pub(super) fn steal() -> bool {
     let Some(thread) = stolen else {
         return false;
     };
-    thread.cpu.store(here, Ordering::Relaxed);
+    let from = thread.cpu.swap(here, Ordering::Relaxed);
     let mut rq = RUN_QUEUES.get().lock();
-    if rq.ready.try_reserve(1).is_err() {
+    rq.ready.place(&thread, Some(from), here);
+    if let Err(thread) = rq.ready.push(thread, false) {
         // Give it back rather than lose it.
         drop(rq);
         let _ = super::enqueue(victim, &thread);
         return false;
     }
-    rq.ready.push_back(thread);
     LOAD[here].store(rq.load(), Ordering::Relaxed);
     STEALS.fetch_add(1, Ordering::Relaxed);
     true

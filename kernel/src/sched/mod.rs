@@ -1,8 +1,9 @@
-//! The scheduler: per-CPU run queues of kernel threads, round robin with
-//! timer-driven preemption, spread over the CPUs.
+//! The scheduler: per-CPU run queues of kernel threads with Linux's
+//! policies (real-time FIFO/RR above a fair share weighted by nice, see
+//! [`policy`]), timer-driven preemption, spread over the CPUs.
 //!
 //! Each CPU owns a [`RunQueue`] with its current thread, its ready threads
-//! and its idle thread. [`schedule`] puts the current thread back (unless
+//! (by class and priority) and its idle thread. [`schedule`] puts the current thread back (unless
 //! it blocked or died), picks the next, and switches. A thread that died
 //! is released by the thread that runs after it (`finish_switch`), because
 //! a thread cannot free the stack it is running on.
@@ -21,11 +22,11 @@
 //! away from it is complete.
 
 mod balance;
+pub mod policy;
 mod thread;
 pub mod timer;
 mod wait;
 
-use alloc::collections::VecDeque;
 use alloc::sync::Arc;
 use core::sync::atomic::Ordering;
 
@@ -37,12 +38,14 @@ pub use balance::{online_cpus, set_affinity, steals};
 #[cfg(feature = "ktest")]
 pub use thread::live_threads;
 use thread::ON_CPU;
+pub use policy::{Policy, SchedParams};
+use policy::ReadyQueues;
 pub use thread::{SpawnError, State, Thread};
 pub use wait::{sleep_ns, sleep_until_interruptible, Interrupted, WaitQueue, WakeBatch, WakeFlag};
 
 struct RunQueue {
     current: Option<Arc<Thread>>,
-    ready: VecDeque<Arc<Thread>>,
+    ready: ReadyQueues,
     idle: Option<Arc<Thread>>,
     /// The thread switched away from, to be finished by the next one.
     prev_slot: Option<usize>,
@@ -57,7 +60,7 @@ impl RunQueue {
     const fn new() -> RunQueue {
         RunQueue {
             current: None,
-            ready: VecDeque::new(),
+            ready: ReadyQueues::new(),
             idle: None,
             prev_slot: None,
             dead: None,
@@ -155,8 +158,15 @@ pub fn spawn_configured(
     let thread = Arc::try_new(thread).map_err(|_| SpawnError::OutOfMemory)?;
     // Inherit the creator's CPUs (a forked child keeps its parent's
     // affinity, as on Linux); `configure` may change that.
+    // Likewise its scheduling policy, priority and nice (unless the
+    // parent asked for SCHED_RESET_ON_FORK), and its place in the fair
+    // share, so forking earns no credit.
     if let Some(me) = current_opt() {
         thread.set_affinity_mask(if me.is_idle() { u64::MAX } else { me.affinity() });
+        if !me.is_idle() {
+            thread.store_sched_params(&me.sched_params().for_child());
+            thread.set_vruntime(me.vruntime());
+        }
     }
     configure(&thread);
     let cpu = balance::place_new(&thread);
@@ -164,16 +174,73 @@ pub fn spawn_configured(
     Ok(thread)
 }
 
-/// Puts a ready thread on `cpu`'s queue and tells that CPU.
+/// Puts a ready thread on `cpu`'s queue and tells that CPU, at once if
+/// the thread should preempt what runs there.
 fn enqueue(cpu: usize, thread: &Arc<Thread>) -> Result<(), ()> {
-    thread.cpu.store(cpu, Ordering::Relaxed);
-    {
+    let from = thread.cpu.swap(cpu, Ordering::Relaxed);
+    let preempt = {
         let mut rq = RUN_QUEUES.get_for(cpu).lock();
-        rq.ready.try_reserve(1).map_err(|_| ())?;
-        rq.ready.push_back(thread.clone());
-    }
-    balance::kick(cpu);
+        rq.ready.place(thread, Some(from), cpu);
+        rq.ready.push(thread.clone(), false).map_err(|_| ())?;
+        rq.current.as_ref().is_some_and(|c| rq.ready.preempts(c, thread))
+    };
+    balance::kick(cpu, preempt);
     Ok(())
+}
+
+/// Asks `cpu` to reschedule soon: this CPU at its next preemption point,
+/// another through an IPI.
+fn resched_cpu(cpu: usize) {
+    if cpu == hal::percpu::cpu_id() {
+        NEED_RESCHED.get().store(true, Ordering::Relaxed);
+    } else {
+        hal::smp::send_reschedule(cpu);
+    }
+}
+
+/// Changes `thread`'s scheduling parameters, moving it between queues if
+/// it waits in one, and makes its CPU reschedule when the change means
+/// another thread should run there (or this one should run now). Fails
+/// with `OutOfMemory` only when its new queue cannot grow; nothing changed
+/// then.
+pub fn set_sched_params(thread: &Arc<Thread>, params: SchedParams) -> Result<(), SpawnError> {
+    let _irq = IrqGuard::new();
+    let old = thread.sched_params();
+    let cpu = thread.last_cpu();
+    let resched = {
+        let mut rq = RUN_QUEUES.get_for(cpu).lock();
+        let queued = rq.ready.remove(thread);
+        thread.store_sched_params(&params);
+        if queued {
+            // Linux: a real-time thread whose priority drops goes to the
+            // head of its new list, one that rises to the tail.
+            let front = old.policy.is_realtime() && params.policy.is_realtime() && params.rt_priority < old.rt_priority;
+            if let Err(t) = rq.ready.push(thread.clone(), front) {
+                thread.store_sched_params(&old);
+                let _ = rq.ready.push(t, false);
+                return Err(SpawnError::OutOfMemory);
+            }
+        }
+        let RunQueue { current, ready, .. } = &*rq;
+        match current.as_ref() {
+            Some(c) if Arc::ptr_eq(c, thread) => ready.should_give_way(c),
+            Some(c) if queued => ready.preempts(c, thread),
+            _ => false,
+        }
+    };
+    if resched {
+        resched_cpu(cpu);
+    }
+    Ok(())
+}
+
+/// Times real-time threads used up their budget, over all CPUs.
+pub fn rt_throttle_count() -> u64 {
+    let _irq = IrqGuard::new();
+    (0..hal::percpu::MAX_CPUS)
+        .filter(|c| online_cpus() & (1 << c) != 0)
+        .map(|c| RUN_QUEUES.get_for(c).lock().ready.throttle_count())
+        .sum()
 }
 
 fn thread_entry(_slot: usize) -> ! {
@@ -227,8 +294,13 @@ pub fn kick_running(thread: &Thread) {
     }
 }
 
-/// Gives up the CPU to another ready thread, if any.
+/// Gives up the CPU to another ready thread, if any: a real-time thread
+/// goes behind the others of its priority, a fair one behind the fair
+/// thread that is furthest behind.
 pub fn yield_now() {
+    if let Some(me) = current_opt() {
+        me.set_requeue_tail();
+    }
     schedule();
 }
 
@@ -237,25 +309,51 @@ pub fn yield_now() {
 static NEED_RESCHED: PerCpu<core::sync::atomic::AtomicBool> =
     PerCpu::new([const { hal::percpu::CacheAligned(core::sync::atomic::AtomicBool::new(false)) }; MAX_CPUS]);
 
-/// Timer tick: wake sleepers, preempt if someone else is waiting.
+/// Timer tick: wake sleepers, charge the running thread, and preempt it
+/// when its policy says another thread's turn has come.
 pub(crate) fn on_tick() {
+    let now = hal::time::monotonic_ns();
     // One CPU keeps the sleepers, so their list is not fought over.
     if hal::percpu::cpu_id() == 0 {
-        let now = hal::time::monotonic_ns();
         wait::wake_sleepers(now);
         timer::fire(now);
     }
-    preempt_if_waiting();
+    let preempt = {
+        let mut rq = RUN_QUEUES.get().lock();
+        let RunQueue { current, ready, .. } = &mut *rq;
+        match current.as_ref() {
+            Some(cur) => {
+                if !cur.is_idle() {
+                    cur.charge_clock(hal::cpu::rdtsc());
+                }
+                ready.tick(cur, now)
+            }
+            None => false,
+        }
+    };
+    if preempt {
+        preempt_now();
+    }
 }
 
+/// A reschedule IPI: another CPU queued a thread here.
 fn preempt_if_waiting() {
-    let preempt = !RUN_QUEUES.get().lock().ready.is_empty();
+    let preempt = {
+        let rq = RUN_QUEUES.get().lock();
+        rq.current.as_ref().is_some_and(|c| rq.ready.should_give_way(c))
+    };
     if preempt {
-        if hal::trap::interrupted_user_mode() {
-            NEED_RESCHED.get().store(true, Ordering::Relaxed);
-        } else {
-            schedule();
-        }
+        preempt_now();
+    }
+}
+
+/// From an interrupt: switch now if it came from kernel mode, else once
+/// the user thread is back in its run loop.
+fn preempt_now() {
+    if hal::trap::interrupted_user_mode() {
+        NEED_RESCHED.get().store(true, Ordering::Relaxed);
+    } else {
+        schedule();
     }
 }
 
@@ -298,9 +396,16 @@ pub fn schedule() {
             }
             State::Running if !prev.is_idle() => {
                 prev.set_state(State::Ready);
-                if rq.ready.try_reserve(1).is_ok() {
-                    rq.ready.push_back(prev.clone());
-                } else {
+                // A real-time thread that was preempted keeps the head of
+                // its list; one that yielded or used up its RR slice goes
+                // to the tail. A fair thread that yielded goes behind the
+                // fair thread furthest behind.
+                let to_tail = prev.take_requeue_tail();
+                if to_tail {
+                    rq.ready.yield_fair(&prev);
+                }
+                let front = prev.sched_params().policy.is_realtime() && !to_tail;
+                if let Err(prev) = rq.ready.push(prev.clone(), front) {
                     // No room to queue it: keep running it.
                     prev.set_state(State::Running);
                     rq.current = Some(prev);
@@ -310,12 +415,9 @@ pub fn schedule() {
             State::Dead => rq.dead = Some(prev.clone()),
             _ => {}
         }
-        let next = loop {
-            match rq.ready.pop_front() {
-                Some(t) if t.state() == State::Dead => continue,
-                Some(t) => break t,
-                None => break rq.idle.clone().expect("no idle thread"),
-            }
+        let next = match rq.ready.pop_next(cpu) {
+            Some(t) => t,
+            None => rq.idle.clone().expect("no idle thread"),
         };
         next.cpu.store(cpu, Ordering::Relaxed);
         balance::set_load(cpu, rq.load() + usize::from(!next.is_idle()));

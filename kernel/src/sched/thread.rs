@@ -8,12 +8,13 @@
 use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::sync::Arc;
-use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 use hal::context::{Context, KernelStack};
 use hal::paging::PageTable;
 use hal::sync::SpinLock;
 
+use super::policy::{weighted, Policy, SchedParams, RR_SLICE_NS};
 use super::wait::WaitQueue;
 
 /// How many threads can exist at once (a context slot each).
@@ -68,6 +69,31 @@ pub struct Thread {
     /// task's runtime, so system calls need no clock reads of their own;
     /// one lock so a reader never sees a slice counted twice or not at all.
     run_time: SpinLock<(u64, u64)>,
+    /// Policy, real-time priority, nice and reset-on-fork, packed (see
+    /// `pack_params`) so the queues read them with one load.
+    params: AtomicU32,
+    /// Fair-class virtual runtime: TSC ticks on a CPU scaled by
+    /// 1024 / weight (see `policy`).
+    vruntime: AtomicU64,
+    /// What is left of a SCHED_RR slice, in ns.
+    rr_left_ns: AtomicU64,
+    /// Goes to the tail of its real-time list at the next switch (it
+    /// yielded or its RR slice ended) rather than the head (preempted).
+    requeue_tail: AtomicBool,
+}
+
+fn pack_params(p: &SchedParams) -> u32 {
+    let policy = p.policy.to_linux();
+    policy | (p.rt_priority.min(255) << 8) | (((p.nice.clamp(-20, 19) + 20) as u32) << 16) | (u32::from(p.reset_on_fork) << 24)
+}
+
+fn unpack_params(v: u32) -> SchedParams {
+    SchedParams {
+        policy: Policy::from_linux(v & 0xff).unwrap_or(Policy::Other),
+        rt_priority: (v >> 8) & 0xff,
+        nice: ((v >> 16) & 0xff) as i32 - 20,
+        reset_on_fork: v & (1 << 24) != 0,
+    }
 }
 
 impl Thread {
@@ -100,6 +126,10 @@ impl Thread {
             interrupt: AtomicBool::new(false),
             task_id: core::sync::atomic::AtomicI32::new(0),
             run_time: SpinLock::new((0, 0)),
+            params: AtomicU32::new(pack_params(&SchedParams::DEFAULT)),
+            vruntime: AtomicU64::new(0),
+            rr_left_ns: AtomicU64::new(RR_SLICE_NS),
+            requeue_tail: AtomicBool::new(false),
         })
     }
 
@@ -114,13 +144,62 @@ impl Thread {
         }
     }
 
-    /// The thread leaves its CPU at `now` (TSC).
+    /// The thread leaves its CPU at `now` (TSC); its virtual runtime
+    /// grows by the slice, weighted.
     pub(super) fn stop_clock(&self, now: u64) {
         let mut t = self.run_time.lock();
         if t.1 != 0 {
-            t.0 += now.saturating_sub(t.1);
+            let ran = now.saturating_sub(t.1);
+            t.0 += ran;
             t.1 = 0;
+            let weight = unpack_params(self.params.load(Ordering::Relaxed)).weight();
+            self.vruntime.fetch_add(weighted(ran, weight), Ordering::Relaxed);
         }
+    }
+
+    /// Charges the slice so far without ending it (at a tick, so the
+    /// virtual runtime compared against the queue is current).
+    pub(super) fn charge_clock(&self, now: u64) {
+        self.stop_clock(now);
+        self.start_clock(now);
+    }
+
+    pub fn sched_params(&self) -> SchedParams {
+        unpack_params(self.params.load(Ordering::Relaxed))
+    }
+
+    pub(super) fn store_sched_params(&self, p: &SchedParams) {
+        self.params.store(pack_params(p), Ordering::Relaxed);
+        self.rr_left_ns.store(RR_SLICE_NS, Ordering::Relaxed);
+    }
+
+    pub(super) fn vruntime(&self) -> u64 {
+        self.vruntime.load(Ordering::Relaxed)
+    }
+
+    pub(super) fn set_vruntime(&self, v: u64) {
+        self.vruntime.store(v, Ordering::Relaxed);
+    }
+
+    /// Takes `ns` off the SCHED_RR slice; true when it ran out (it is
+    /// refilled at once).
+    pub(super) fn rr_tick(&self, ns: u64) -> bool {
+        let left = self.rr_left_ns.load(Ordering::Relaxed);
+        if left > ns {
+            self.rr_left_ns.store(left - ns, Ordering::Relaxed);
+            false
+        } else {
+            self.rr_left_ns.store(RR_SLICE_NS, Ordering::Relaxed);
+            true
+        }
+    }
+
+    pub(super) fn set_requeue_tail(&self) {
+        self.requeue_tail.store(true, Ordering::Relaxed);
+    }
+
+    pub(super) fn take_requeue_tail(&self) -> bool {
+        self.requeue_tail.swap(false, Ordering::Relaxed)
     }
 
     /// The thread starts on a CPU at `now` (TSC).

@@ -94,11 +94,6 @@ pub fn sys_uname(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     Ok(0)
 }
 
-pub fn sys_sched_yield(_ctx: &mut SyscallContext, _a: &[u64; 6]) -> SysResult {
-    crate::sched::yield_now();
-    Ok(0)
-}
-
 fn target_process(ctx: &SyscallContext, pid: i32) -> Result<Arc<Process>, Errno> {
     match pid {
         0 => Ok(ctx.process().clone()),
@@ -266,35 +261,3 @@ pub fn sys_getresuid(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     Ok(0)
 }
 
-const SCHED_OTHER: u64 = 0;
-const SCHED_FIFO: u64 = 1;
-const SCHED_RR: u64 = 2;
-const SCHED_BATCH: u64 = 3;
-const SCHED_IDLE: u64 = 5;
-
-pub fn sys_sched_getscheduler(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    target_process(ctx, a[0] as i32)?;
-    Ok(SCHED_OTHER)
-}
-
-pub fn sys_sched_getparam(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    target_process(ctx, a[0] as i32)?;
-    uaccess::write_u32(&ctx.vm()?, a[1], 0)?;
-    Ok(0)
-}
-
-pub fn sys_sched_get_priority_max(_ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    match a[0] {
-        SCHED_FIFO | SCHED_RR => Ok(99),
-        SCHED_OTHER | SCHED_BATCH | SCHED_IDLE => Ok(0),
-        _ => Err(Errno::EINVAL),
-    }
-}
-
-pub fn sys_sched_get_priority_min(_ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    match a[0] {
-        SCHED_FIFO | SCHED_RR => Ok(1),
-        SCHED_OTHER | SCHED_BATCH | SCHED_IDLE => Ok(0),
-        _ => Err(Errno::EINVAL),
-    }
-}

@@ -1,4 +1,6 @@
-//! Memory calls: brk, mmap, munmap, mprotect, madvise.
+//! Memory calls: brk, mmap, munmap, mprotect, mremap, msync, madvise,
+//! mincore, and the mlock family (mlock, mlock2, munlock, mlockall,
+//! munlockall).
 
 use linux_abi::consts as c;
 use linux_abi::errno::Errno;
@@ -119,26 +121,173 @@ pub fn sys_msync(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     Ok(0)
 }
 
+/// madvise(2). Every advice Linux accepts is accepted, with Linux's
+/// effect where a program can see one (see `mm::advice`); unknown advice
+/// is EINVAL. MADV_HWPOISON and MADV_SOFT_OFFLINE inject memory errors,
+/// which needs CAP_SYS_ADMIN on Linux; Kiln injects none and refuses
+/// them with the EPERM an unprivileged caller gets.
 pub fn sys_madvise(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    let (addr, len, advice) = (a[0], a[1], a[2] as u32);
-    if addr % crate::mm::PAGE_SIZE != 0 {
+    let (addr, len_in, advice) = (a[0], a[1], a[2] as u32);
+    let known = matches!(
+        advice,
+        c::MADV_NORMAL
+            | c::MADV_RANDOM
+            | c::MADV_SEQUENTIAL
+            | c::MADV_WILLNEED
+            | c::MADV_DONTNEED
+            | c::MADV_FREE
+            | c::MADV_REMOVE
+            | c::MADV_DONTFORK
+            | c::MADV_DOFORK
+            | c::MADV_MERGEABLE
+            | c::MADV_UNMERGEABLE
+            | c::MADV_HUGEPAGE
+            | c::MADV_NOHUGEPAGE
+            | c::MADV_DONTDUMP
+            | c::MADV_DODUMP
+            | c::MADV_WIPEONFORK
+            | c::MADV_KEEPONFORK
+            | c::MADV_COLD
+            | c::MADV_PAGEOUT
+            | c::MADV_POPULATE_READ
+            | c::MADV_POPULATE_WRITE
+            | c::MADV_DONTNEED_LOCKED
+            | c::MADV_COLLAPSE
+            | c::MADV_HWPOISON
+            | c::MADV_SOFT_OFFLINE
+    );
+    if !known || addr % crate::mm::PAGE_SIZE != 0 {
         return Err(Errno::EINVAL);
     }
-    match advice {
-        c::MADV_DONTNEED => {
-            ctx.vm()?.lock().discard(addr, len)?;
-            Ok(0)
-        }
-        // Hints with no effect on what a program can observe.
-        c::MADV_NORMAL
-        | c::MADV_RANDOM
-        | c::MADV_SEQUENTIAL
-        | c::MADV_WILLNEED
-        | c::MADV_FREE
-        | c::MADV_HUGEPAGE
-        | c::MADV_NOHUGEPAGE => Ok(0),
-        _ => Err(Errno::EINVAL),
+    let len = crate::mm::page_ceil(len_in).unwrap_or(0);
+    // A length that rounds up to zero came from a small negative one.
+    if len_in != 0 && len == 0 {
+        return Err(Errno::EINVAL);
     }
+    let end = addr.checked_add(len).ok_or(Errno::EINVAL)?;
+    if end == addr {
+        return Ok(0);
+    }
+    if matches!(advice, c::MADV_HWPOISON | c::MADV_SOFT_OFFLINE) {
+        return Err(Errno::EPERM);
+    }
+    let vm = ctx.vm()?;
+    if advice == c::MADV_REMOVE {
+        let freed = vm.lock().madvise_remove(addr, end)?;
+        drop(vm);
+        // Every sharer must stop seeing the freed pages: walk the address
+        // spaces (each locked on its own, never two at once).
+        let mut visited: alloc::vec::Vec<crate::mm::Vm> = alloc::vec::Vec::new();
+        for p in crate::proc::all_processes() {
+            let Ok(other) = p.vm() else { continue };
+            if visited.iter().any(|v| alloc::sync::Arc::ptr_eq(v, &other)) {
+                continue;
+            }
+            let mut space = other.lock();
+            for (object, index, count) in &freed {
+                space.unmap_object_pages(object, *index, *count);
+            }
+            drop(space);
+            if visited.try_reserve(1).is_ok() {
+                visited.push(other);
+            }
+        }
+        return Ok(0);
+    }
+    let result = vm.lock().madvise(addr, end, advice);
+    result.map(|()| 0)
+}
+
+/// Whether the caller holds CAP_IPC_LOCK, which lifts RLIMIT_MEMLOCK.
+/// Everything runs as root today; once credentials land (branch `creds`)
+/// this asks the caller's effective capabilities.
+fn has_cap_ipc_lock(_ctx: &SyscallContext) -> bool {
+    true
+}
+
+/// The RLIMIT_MEMLOCK that binds the caller, in bytes (None: no limit).
+fn memlock_limit(ctx: &SyscallContext) -> Option<u64> {
+    if has_cap_ipc_lock(ctx) {
+        return None;
+    }
+    let limit = ctx.process().rlimits.lock()[c::RLIMIT_MEMLOCK as usize].0;
+    (limit != u64::MAX).then_some(limit & !(crate::mm::PAGE_SIZE - 1))
+}
+
+fn do_mlock(ctx: &SyscallContext, addr: u64, len: u64, on_fault: bool) -> SysResult {
+    let (start, end) = crate::mm::advice::lock_range(addr, len)?;
+    let limit = memlock_limit(ctx);
+    if limit == Some(0) {
+        // Linux: without CAP_IPC_LOCK and with no allowance at all.
+        return Err(Errno::EPERM);
+    }
+    ctx.vm()?.lock().mlock(start, end, on_fault, limit)?;
+    Ok(0)
+}
+
+pub fn sys_mlock(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    do_mlock(ctx, a[0], a[1], false)
+}
+
+pub fn sys_mlock2(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let flags = a[2] as u32;
+    if flags & !c::MLOCK_ONFAULT != 0 {
+        return Err(Errno::EINVAL);
+    }
+    do_mlock(ctx, a[0], a[1], flags & c::MLOCK_ONFAULT != 0)
+}
+
+pub fn sys_munlock(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (start, end) = crate::mm::advice::lock_range(a[0], a[1])?;
+    ctx.vm()?.lock().munlock(start, end)?;
+    Ok(0)
+}
+
+pub fn sys_mlockall(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let flags = a[0] as u32;
+    let known = c::MCL_CURRENT | c::MCL_FUTURE | c::MCL_ONFAULT;
+    if flags == 0 || flags & !known != 0 || flags == c::MCL_ONFAULT {
+        return Err(Errno::EINVAL);
+    }
+    let limit = memlock_limit(ctx);
+    if limit == Some(0) {
+        return Err(Errno::EPERM);
+    }
+    ctx.vm()?.lock().mlockall(flags, limit)?;
+    Ok(0)
+}
+
+pub fn sys_munlockall(ctx: &mut SyscallContext, _a: &[u64; 6]) -> SysResult {
+    ctx.vm()?.lock().munlockall();
+    Ok(0)
+}
+
+/// mincore(2): a byte per page, 1 when resident. The vector is written
+/// in chunks as Linux does, so a range that runs into an unmapped page
+/// fails with ENOMEM after the bytes before it were stored.
+pub fn sys_mincore(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (start, len, vec) = (a[0], a[1], a[2]);
+    if start % crate::mm::PAGE_SIZE != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if !crate::mm::uaccess::access_ok(start, len as usize) || start.checked_add(len).is_none() {
+        return Err(Errno::ENOMEM);
+    }
+    let pages = len.div_ceil(crate::mm::PAGE_SIZE);
+    if !crate::mm::uaccess::access_ok(vec, pages as usize) {
+        return Err(Errno::EFAULT);
+    }
+    let vm = ctx.vm()?;
+    let mut chunk = [0u8; 512];
+    let mut done = 0u64;
+    while done < pages {
+        let n = (pages - done).min(chunk.len() as u64) as usize;
+        let result = vm.lock().mincore(start + done * crate::mm::PAGE_SIZE, &mut chunk[..n]);
+        let filled = result?;
+        crate::mm::uaccess::write_bytes(&vm, vec + done, &chunk[..filled])?;
+        done += filled as u64;
+    }
+    Ok(0)
 }
 
 pub fn sys_mremap(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {

@@ -10,9 +10,12 @@ mod fs_path;
 mod futex;
 mod ident;
 mod inotify;
+mod kcmp;
 mod mem;
+mod membarrier;
 mod poll;
 mod process;
+mod sched;
 mod signal;
 mod signalfd;
 mod time;
@@ -91,10 +94,16 @@ syscall_table! {
     READV => fs_io::sys_readv,
     WRITEV => fs_io::sys_writev,
     ACCESS => fs_path::sys_access,
-    SCHED_YIELD => ident::sys_sched_yield,
+    SCHED_YIELD => sched::sys_sched_yield,
     MADVISE => mem::sys_madvise,
     MREMAP => mem::sys_mremap,
     MSYNC => mem::sys_msync,
+    MINCORE => mem::sys_mincore,
+    MLOCK => mem::sys_mlock,
+    MLOCK2 => mem::sys_mlock2,
+    MUNLOCK => mem::sys_munlock,
+    MLOCKALL => mem::sys_mlockall,
+    MUNLOCKALL => mem::sys_munlockall,
     DUP => fs_io::sys_dup,
     DUP2 => fs_io::sys_dup2,
     PAUSE => signal::sys_pause,
@@ -104,6 +113,7 @@ syscall_table! {
     SETITIMER => time::sys_setitimer,
     GETPID => process::sys_getpid,
     CLONE => process::sys_clone,
+    CLONE3 => process::sys_clone3,
     FORK => process::sys_fork,
     VFORK => process::sys_vfork,
     EXECVE => process::sys_execve,
@@ -163,10 +173,17 @@ syscall_table! {
     TIMER_DELETE => time::sys_timer_delete,
     GETRESUID => ident::sys_getresuid,
     GETRESGID => ident::sys_getresuid,
-    SCHED_GETSCHEDULER => ident::sys_sched_getscheduler,
-    SCHED_GETPARAM => ident::sys_sched_getparam,
-    SCHED_GET_PRIORITY_MAX => ident::sys_sched_get_priority_max,
-    SCHED_GET_PRIORITY_MIN => ident::sys_sched_get_priority_min,
+    GETPRIORITY => sched::sys_getpriority,
+    SETPRIORITY => sched::sys_setpriority,
+    SCHED_SETSCHEDULER => sched::sys_sched_setscheduler,
+    SCHED_GETSCHEDULER => sched::sys_sched_getscheduler,
+    SCHED_SETPARAM => sched::sys_sched_setparam,
+    SCHED_GETPARAM => sched::sys_sched_getparam,
+    SCHED_SETATTR => sched::sys_sched_setattr,
+    SCHED_GETATTR => sched::sys_sched_getattr,
+    SCHED_GET_PRIORITY_MAX => sched::sys_sched_get_priority_max,
+    SCHED_GET_PRIORITY_MIN => sched::sys_sched_get_priority_min,
+    SCHED_RR_GET_INTERVAL => sched::sys_sched_rr_get_interval,
     POLL => poll::sys_poll,
     PPOLL => poll::sys_ppoll,
     CLOCK_GETRES => time::sys_clock_getres,
@@ -227,6 +244,8 @@ syscall_table! {
     MOUNT => fs_path::sys_mount,
     UMOUNT2 => fs_path::sys_umount2,
     SELECT => poll::sys_select,
+    MEMBARRIER => membarrier::sys_membarrier,
+    KCMP => kcmp::sys_kcmp,
     PSELECT6 => poll::sys_pselect6,
     EPOLL_CREATE => epoll::sys_epoll_create,
     EPOLL_CREATE1 => epoll::sys_epoll_create1,

@@ -10,7 +10,7 @@ use hal::sync::SpinLock;
 use hal::user::UserContext;
 use linux_abi::consts as c;
 use linux_abi::errno::Errno;
-use linux_abi::layout::{Rusage, Siginfo, Timeval};
+use linux_abi::layout::{CloneArgs, Rusage, Siginfo, Timeval};
 use linux_abi::signal as sig;
 
 use super::{SysResult, SyscallContext};
@@ -65,7 +65,106 @@ const SUPPORTED_CLONE: u64 = c::CSIGNAL
     | c::CLONE_CHILD_SETTID;
 
 fn do_clone(ctx: &mut SyscallContext, flags: u64, stack: u64, parent_tid: u64, child_tid: u64, tls: u64) -> SysResult {
-    if flags & !SUPPORTED_CLONE != 0 {
+    let exit_signal = (flags & c::CSIGNAL) as u32;
+    let req = CloneRequest { flags: flags & !c::CSIGNAL, exit_signal, stack, parent_tid, child_tid, tls, set_tid: None };
+    clone_with(ctx, req)
+}
+
+/// What clone, fork, vfork and clone3 ask for, decoded.
+struct CloneRequest {
+    /// CLONE_* flags, without the exit signal.
+    flags: u64,
+    exit_signal: u32,
+    /// The child's stack pointer (0: the parent's).
+    stack: u64,
+    parent_tid: u64,
+    child_tid: u64,
+    tls: u64,
+    /// clone3's set_tid: the id the child must get.
+    set_tid: Option<i32>,
+}
+
+/// clone3(args, size): `struct clone_args` of any size from 64 bytes to a
+/// page (bytes past the fields Kiln knows must be zero: E2BIG), checked as
+/// Linux's `copy_clone_args_from_user` and `clone3_args_valid` do.
+pub fn sys_clone3(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (ptr, size) = (a[0], a[1] as usize);
+    if size > crate::mm::PAGE_SIZE as usize {
+        return Err(Errno::E2BIG);
+    }
+    if size < c::CLONE_ARGS_SIZE_VER0 {
+        return Err(Errno::EINVAL);
+    }
+    let mut raw = [0u8; crate::mm::PAGE_SIZE as usize];
+    ctx.copy_from_user(ptr, &mut raw[..size])?;
+    if raw[CloneArgs::SIZE.min(size)..size].iter().any(|&b| b != 0) {
+        return Err(Errno::E2BIG);
+    }
+    let mut known = [0u8; CloneArgs::SIZE];
+    known.copy_from_slice(&raw[..CloneArgs::SIZE]);
+    let args = CloneArgs::from_bytes(&known);
+    // One pid namespace level: at most one id in set_tid.
+    if args.set_tid_size > 32 || (args.set_tid == 0) != (args.set_tid_size == 0) {
+        return Err(Errno::EINVAL);
+    }
+    if args.exit_signal & !c::CSIGNAL != 0 || args.exit_signal >= u64::from(sig::NSIG) {
+        return Err(Errno::EINVAL);
+    }
+    if args.flags & c::CLONE_INTO_CGROUP != 0 && (args.cgroup > i32::MAX as u64 || size < c::CLONE_ARGS_SIZE_VER2) {
+        return Err(Errno::EINVAL);
+    }
+    let set_tid = if args.set_tid_size > 0 {
+        let mut ids = [0u8; 4 * 32];
+        let n = args.set_tid_size as usize * 4;
+        ctx.copy_from_user(args.set_tid, &mut ids[..n])?;
+        if args.set_tid_size > 1 {
+            // More levels than the one pid namespace there is.
+            return Err(Errno::EINVAL);
+        }
+        let tid = i32::from_le_bytes([ids[0], ids[1], ids[2], ids[3]]);
+        if !(1..proc::PID_MAX).contains(&tid) {
+            return Err(Errno::EINVAL);
+        }
+        Some(tid)
+    } else {
+        None
+    };
+    let legacy = 0xffff_ffffu64;
+    if args.flags & !(legacy | c::CLONE_CLEAR_SIGHAND | c::CLONE_INTO_CGROUP) != 0
+        || args.flags & (c::CLONE_DETACHED | (c::CSIGNAL & !c::CLONE_NEWTIME)) != 0
+        || args.flags & (c::CLONE_SIGHAND | c::CLONE_CLEAR_SIGHAND) == (c::CLONE_SIGHAND | c::CLONE_CLEAR_SIGHAND)
+        || (args.flags & (c::CLONE_THREAD | c::CLONE_PARENT) != 0 && args.exit_signal != 0)
+    {
+        return Err(Errno::EINVAL);
+    }
+    // The stack is given as its lowest address and size; it grows down.
+    let stack = match (args.stack, args.stack_size) {
+        (0, 0) => 0,
+        (0, _) | (_, 0) => return Err(Errno::EINVAL),
+        (s, n) => {
+            s.checked_add(n).filter(|&t| t <= hal::paging::USER_END).ok_or(Errno::EINVAL)?
+        }
+    };
+    // Without cgroups, Linux ignores CLONE_INTO_CGROUP once it is valid.
+    let req = CloneRequest {
+        flags: args.flags & !c::CLONE_INTO_CGROUP,
+        exit_signal: args.exit_signal as u32,
+        stack,
+        parent_tid: args.parent_tid,
+        child_tid: args.child_tid,
+        tls: args.tls,
+        set_tid,
+    };
+    clone_with(ctx, req)
+}
+
+fn clone_with(ctx: &mut SyscallContext, req: CloneRequest) -> SysResult {
+    let CloneRequest { flags, exit_signal, stack, parent_tid, child_tid, tls, set_tid } = req;
+    if flags & c::CLONE_PIDFD != 0 {
+        // pidfds are not implemented yet (see sys_clone3's report).
+        return Err(Errno::EINVAL);
+    }
+    if flags & !(SUPPORTED_CLONE | c::CLONE_CLEAR_SIGHAND) != 0 {
         log::debug!("clone: unsupported flags {:#x}", flags & !SUPPORTED_CLONE);
         return Err(Errno::EINVAL);
     }
@@ -75,13 +174,15 @@ fn do_clone(ctx: &mut SyscallContext, flags: u64, stack: u64, parent_tid: u64, c
     if flags & c::CLONE_SIGHAND != 0 && flags & c::CLONE_VM == 0 {
         return Err(Errno::EINVAL);
     }
-    let exit_signal = (flags & c::CSIGNAL) as u32;
     if exit_signal >= sig::NSIG {
         return Err(Errno::EINVAL);
     }
     let parent_task = ctx.task.clone();
     let parent = ctx.process().clone();
-    let tid = proc::alloc_pid()?;
+    let tid = match set_tid {
+        Some(t) => proc::claim_pid(t)?,
+        None => proc::alloc_pid()?,
+    };
 
     let mut child_ctx = Box::try_new(ctx.uctx.clone()).map_err(|_| Errno::ENOMEM)?;
     child_ctx.regs.rax = 0;
@@ -111,7 +212,16 @@ fn do_clone(ctx: &mut SyscallContext, flags: u64, stack: u64, parent_tid: u64, c
         let actions = if flags & c::CLONE_SIGHAND != 0 {
             parent.signals.actions.lock().clone()
         } else {
-            let copy = *parent.signals.actions.lock().lock();
+            let mut copy = *parent.signals.actions.lock().lock();
+            if flags & c::CLONE_CLEAR_SIGHAND != 0 {
+                // Handlers back to default; ignored signals stay ignored.
+                let fresh = crate::proc::signal::default_actions();
+                for (i, a) in copy.iter_mut().enumerate() {
+                    if a.handler != crate::proc::signal::SIG_IGN {
+                        *a = fresh[i];
+                    }
+                }
+            }
             Arc::try_new(SpinLock::new(copy)).map_err(|_| Errno::ENOMEM)?
         };
         let real_parent =

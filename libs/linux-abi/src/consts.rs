@@ -40,6 +40,12 @@ pub const MAP_UNINITIALIZED: u32 = 0x400_0000;
 /// `mmap`'s error return as an address (`(void *)-1`).
 pub const MAP_FAILED: u64 = u64::MAX;
 
+// ---- mlock2 / mlockall ----
+pub const MLOCK_ONFAULT: u32 = 0x01;
+pub const MCL_CURRENT: u32 = 1;
+pub const MCL_FUTURE: u32 = 2;
+pub const MCL_ONFAULT: u32 = 4;
+
 pub const MADV_NORMAL: u32 = 0;
 pub const MADV_RANDOM: u32 = 1;
 pub const MADV_SEQUENTIAL: u32 = 2;
@@ -656,6 +662,29 @@ pub const SCHED_BATCH: u32 = 3;
 pub const SCHED_IDLE: u32 = 5;
 pub const SCHED_DEADLINE: u32 = 6;
 pub const SCHED_RESET_ON_FORK: u32 = 0x4000_0000;
+/// `sched_attr.sched_flags`.
+pub const SCHED_FLAG_RESET_ON_FORK: u64 = 0x01;
+pub const SCHED_FLAG_RECLAIM: u64 = 0x02;
+pub const SCHED_FLAG_DL_OVERRUN: u64 = 0x04;
+pub const SCHED_FLAG_KEEP_POLICY: u64 = 0x08;
+pub const SCHED_FLAG_KEEP_PARAMS: u64 = 0x10;
+pub const SCHED_FLAG_UTIL_CLAMP_MIN: u64 = 0x20;
+pub const SCHED_FLAG_UTIL_CLAMP_MAX: u64 = 0x40;
+pub const SCHED_FLAG_KEEP_ALL: u64 = SCHED_FLAG_KEEP_POLICY | SCHED_FLAG_KEEP_PARAMS;
+pub const SCHED_FLAG_UTIL_CLAMP: u64 = SCHED_FLAG_UTIL_CLAMP_MIN | SCHED_FLAG_UTIL_CLAMP_MAX;
+pub const SCHED_FLAG_ALL: u64 = SCHED_FLAG_RESET_ON_FORK
+    | SCHED_FLAG_RECLAIM
+    | SCHED_FLAG_DL_OVERRUN
+    | SCHED_FLAG_KEEP_ALL
+    | SCHED_FLAG_UTIL_CLAMP;
+/// The kernel-internal flag for schedutil's worker threads, accepted
+/// (with SCHED_DEADLINE) by the flag check.
+pub const SCHED_FLAG_SUGOV: u64 = 0x1000_0000;
+
+// ---- getpriority / setpriority ----
+pub const PRIO_PROCESS: u32 = 0;
+pub const PRIO_PGRP: u32 = 1;
+pub const PRIO_USER: u32 = 2;
 
 // ---- mount / umount2 ----
 pub const MS_RDONLY: u64 = 1;

@@ -11,6 +11,9 @@
 
 use crate::signal::SigSet;
 
+mod sched;
+pub use sched::{SchedAttr, SchedParam};
+
 fn put_u16(b: &mut [u8], off: usize, v: u16) {
     b[off..off + 2].copy_from_slice(&v.to_le_bytes());
 }

@@ -41,6 +41,9 @@
 #include <linux/stat.h>
 #include <linux/fcntl.h>
 #include <linux/sched.h>
+#ifndef LIBC
+#include <linux/sched/types.h>
+#endif
 #include <linux/wait.h>
 #include <linux/futex.h>
 #include <linux/random.h>
@@ -245,6 +248,14 @@ int main(void)
     OFF("clone_args.tls", struct clone_args, tls);
     OFF("clone_args.set_tid", struct clone_args, set_tid);
     OFF("clone_args.cgroup", struct clone_args, cgroup);
+    SZ("sched_attr", struct sched_attr);
+    OFF("sched_attr.sched_flags", struct sched_attr, sched_flags);
+    OFF("sched_attr.sched_nice", struct sched_attr, sched_nice);
+    OFF("sched_attr.sched_priority", struct sched_attr, sched_priority);
+    OFF("sched_attr.sched_period", struct sched_attr, sched_period);
+    OFF("sched_attr.sched_util_max", struct sched_attr, sched_util_max);
+    VAL(SCHED_FLAG_RESET_ON_FORK); VAL(SCHED_FLAG_KEEP_POLICY); VAL(SCHED_FLAG_KEEP_PARAMS);
+    VAL(SCHED_FLAG_UTIL_CLAMP); VAL(SCHED_FLAG_ALL);
 
     /* Constants. */
     VAL(SA_NOCLDSTOP); VAL(SA_NOCLDWAIT); VAL(SA_SIGINFO); VAL(SA_ONSTACK);

@@ -456,6 +456,22 @@ fn kernel_uapi_layouts() {
     c.field("clone_args.set_tid", &b, &ca.set_tid.to_le_bytes());
     c.field("clone_args.cgroup", &b, &ca.cgroup.to_le_bytes());
 
+    let sa = SchedAttr {
+        sched_flags: k.n(),
+        sched_nice: k.n() as i32,
+        sched_priority: k.n() as u32,
+        sched_period: k.n(),
+        sched_util_max: k.n() as u32,
+        ..SchedAttr::default()
+    };
+    let b = sa.to_bytes();
+    c.size("sched_attr", SchedAttr::SIZE);
+    c.field("sched_attr.sched_flags", &b, &sa.sched_flags.to_le_bytes());
+    c.field("sched_attr.sched_nice", &b, &sa.sched_nice.to_le_bytes());
+    c.field("sched_attr.sched_priority", &b, &sa.sched_priority.to_le_bytes());
+    c.field("sched_attr.sched_period", &b, &sa.sched_period.to_le_bytes());
+    c.field("sched_attr.sched_util_max", &b, &sa.sched_util_max.to_le_bytes());
+
     #[rustfmt::skip]
     let table = table![
         SA_NOCLDSTOP, SA_NOCLDWAIT, SA_SIGINFO, SA_ONSTACK, SA_RESTART, SA_NODEFER,
@@ -519,6 +535,7 @@ fn kernel_uapi_layouts() {
         PR_SET_NAME, PR_GET_NAME, PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER,
         PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_SET_DUMPABLE,
         SCHED_NORMAL, SCHED_FIFO, SCHED_RR, SCHED_BATCH, SCHED_IDLE, SCHED_RESET_ON_FORK,
+        SCHED_FLAG_RESET_ON_FORK, SCHED_FLAG_KEEP_POLICY, SCHED_FLAG_KEEP_PARAMS, SCHED_FLAG_UTIL_CLAMP, SCHED_FLAG_ALL,
         MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_MOVE, MS_REC,
         MS_PRIVATE, MS_SHARED, MS_RELATIME, MS_LAZYTIME,
         RENAME_NOREPLACE, RENAME_EXCHANGE, RENAME_WHITEOUT, CLOSE_RANGE_UNSHARE,

@@ -1,0 +1,421 @@
+//! Scheduling calls: sched_yield, the policy and priority calls
+//! (sched_setscheduler/getscheduler/setparam/getparam/setattr/getattr,
+//! sched_get_priority_min/max, sched_rr_get_interval) and nice values
+//! (getpriority/setpriority; libc's nice(3) is built on them).
+//!
+//! Like Linux, these act on one thread: a `pid` argument is a thread id,
+//! and PRIO_PROCESS names a thread too. What the scheduler does with the
+//! values is in `sched::policy`.
+
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::sync::atomic::Ordering;
+
+use linux_abi::consts as c;
+use linux_abi::errno::Errno;
+use linux_abi::layout::{SchedAttr, SchedParam, Timespec};
+
+use super::{SysResult, SyscallContext};
+use crate::proc::{self, Task};
+use crate::sched::{self, policy::RR_SLICE_NS, Policy, SchedParams};
+
+// ---- permission checks --------------------------------------------------
+//
+// Linux asks for CAP_SYS_NICE to lower a nice value below what RLIMIT_NICE
+// allows, to choose a real-time policy above RLIMIT_RTPRIO, and to change
+// another user's threads. Everything runs as root today, which holds the
+// capability; once credentials land (branch `creds`), `has_cap_sys_nice`
+// asks the caller's effective capabilities and `owns` compares uids, and
+// nothing else here changes.
+
+/// Whether the caller holds CAP_SYS_NICE.
+fn has_cap_sys_nice(_ctx: &SyscallContext) -> bool {
+    true
+}
+
+/// Whether the caller may change `target`'s scheduling at all (Linux's
+/// `set_one_prio_perm`/`check_same_owner`): same user, or CAP_SYS_NICE.
+fn owns(ctx: &SyscallContext, _target: &Task) -> bool {
+    has_cap_sys_nice(ctx)
+}
+
+/// Linux's `can_nice`: may `target` get nice value `nice` (lower than its
+/// current one)? RLIMIT_NICE allows down to 20 - rlim_cur; CAP_SYS_NICE
+/// allows anything.
+fn may_raise_priority(ctx: &SyscallContext, target: &Task, nice: i32) -> bool {
+    let limit = target.process.rlimits.lock()[c::RLIMIT_NICE as usize].0;
+    (20 - nice) as u64 <= limit || has_cap_sys_nice(ctx)
+}
+
+/// Whether the caller may move `target` to `new` from `old` (Linux's
+/// checks in `__sched_setscheduler` for callers without CAP_SYS_NICE).
+fn may_set_params(ctx: &SyscallContext, target: &Task, old: &SchedParams, new: &SchedParams) -> bool {
+    if has_cap_sys_nice(ctx) {
+        return true;
+    }
+    if !owns(ctx, target) {
+        return false;
+    }
+    if new.policy.is_realtime() {
+        let limit = target.process.rlimits.lock()[c::RLIMIT_RTPRIO as usize].0;
+        // Without RLIMIT_RTPRIO no real-time policy at all; with it, no
+        // higher than the limit and no higher than before unless allowed.
+        if limit == 0 && !old.policy.is_realtime() {
+            return false;
+        }
+        if u64::from(new.rt_priority) > limit.max(u64::from(old.rt_priority)) {
+            return false;
+        }
+    } else if new.nice < old.nice && !may_raise_priority(ctx, target, new.nice) {
+        return false;
+    }
+    // Leaving SCHED_IDLE needs RLIMIT_NICE's blessing, dropping
+    // SCHED_RESET_ON_FORK needs the capability.
+    if old.policy == Policy::Idle && new.policy != Policy::Idle && !may_raise_priority(ctx, target, old.nice) {
+        return false;
+    }
+    !old.reset_on_fork || new.reset_on_fork
+}
+
+// ---- helpers --------------------------------------------------------------
+
+/// The thread a scheduling call names: 0 is the caller.
+fn target_task(ctx: &SyscallContext, pid: i32) -> Result<Arc<Task>, Errno> {
+    match pid {
+        0 => Ok(ctx.task.clone()),
+        p if p < 0 => Err(Errno::EINVAL),
+        p => proc::find_task(p).ok_or(Errno::ESRCH),
+    }
+}
+
+fn kthread(task: &Task) -> Result<Arc<sched::Thread>, Errno> {
+    task.kthread.get().cloned().ok_or(Errno::ESRCH)
+}
+
+fn params_of(task: &Task) -> SchedParams {
+    task.kthread.get().map_or(SchedParams::DEFAULT, |k| k.sched_params())
+}
+
+fn apply(task: &Task, params: SchedParams) -> Result<(), Errno> {
+    sched::set_sched_params(&kthread(task)?, params).map_err(|_| Errno::ENOMEM)
+}
+
+/// The real user id of a task's process, for PRIO_USER. Everyone is root
+/// until credentials land (branch `creds`).
+fn real_uid(_task: &Task) -> u32 {
+    0
+}
+
+fn caller_uid(_ctx: &SyscallContext) -> u32 {
+    0
+}
+
+// ---- nice values ----------------------------------------------------------
+
+/// The threads a (which, who) pair names; `Err(EINVAL)` for an unknown
+/// `which`. An empty list means none matched (ESRCH).
+fn prio_targets(ctx: &SyscallContext, which: u32, who: i32) -> Result<Vec<Arc<Task>>, Errno> {
+    let mut out = Vec::new();
+    match which {
+        c::PRIO_PROCESS => {
+            let t = if who == 0 { Some(ctx.task.clone()) } else { proc::find_task(who) };
+            if let Some(t) = t {
+                out.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+                out.push(t);
+            }
+        }
+        c::PRIO_PGRP | c::PRIO_USER => {
+            let pgrp = if who == 0 { ctx.process().pgid.load(Ordering::Relaxed) } else { who };
+            let uid = if who == 0 { caller_uid(ctx) } else { who as u32 };
+            for p in proc::all_processes() {
+                if which == c::PRIO_PGRP && p.pgid.load(Ordering::Relaxed) != pgrp {
+                    continue;
+                }
+                for t in p.tasks.lock().iter() {
+                    if which == c::PRIO_USER && real_uid(t) != uid {
+                        continue;
+                    }
+                    out.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+                    out.push(t.clone());
+                }
+            }
+        }
+        _ => return Err(Errno::EINVAL),
+    }
+    Ok(out)
+}
+
+/// getpriority(which, who): the highest priority among the threads named,
+/// as the raw system call returns it: 20 - nice (1..40), so that no
+/// success looks like an error; libc turns it back into a nice value.
+pub fn sys_getpriority(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let targets = prio_targets(ctx, a[0] as u32, a[1] as i32)?;
+    let best = targets.iter().map(|t| 20 - params_of(t).nice).max().ok_or(Errno::ESRCH)?;
+    Ok(best as u64)
+}
+
+/// setpriority(which, who, nice): nice clamped to -20..19, for each thread
+/// named; EPERM for one the caller may not change, EACCES for a nice below
+/// what the caller may give, ESRCH if none matched. As on Linux the
+/// threads it may change are changed even when another fails.
+pub fn sys_setpriority(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let nice = (a[2] as i32).clamp(-20, 19);
+    let targets = prio_targets(ctx, a[0] as u32, a[1] as i32)?;
+    let mut result = Err(Errno::ESRCH);
+    for t in &targets {
+        let old = params_of(t);
+        if !owns(ctx, t) {
+            result = Err(Errno::EPERM);
+            continue;
+        }
+        if nice < old.nice && !may_raise_priority(ctx, t, nice) {
+            result = Err(Errno::EACCES);
+            continue;
+        }
+        apply(t, SchedParams { nice, ..old })?;
+        if result == Err(Errno::ESRCH) {
+            result = Ok(0);
+        }
+    }
+    result
+}
+
+// ---- policies ---------------------------------------------------------------
+
+pub fn sys_sched_yield(_ctx: &mut SyscallContext, _a: &[u64; 6]) -> SysResult {
+    sched::yield_now();
+    Ok(0)
+}
+
+/// The policy number sched_getscheduler reports.
+fn policy_word(p: &SchedParams) -> u64 {
+    u64::from(p.policy.to_linux() | if p.reset_on_fork { c::SCHED_RESET_ON_FORK } else { 0 })
+}
+
+pub fn sys_sched_getscheduler(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let t = target_task(ctx, a[0] as i32)?;
+    Ok(policy_word(&params_of(&t)))
+}
+
+pub fn sys_sched_getparam(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (pid, param) = (a[0] as i32, a[1]);
+    if param == 0 || pid < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let t = target_task(ctx, pid)?;
+    let p = params_of(&t);
+    let prio = if p.policy.is_realtime() { p.rt_priority as i32 } else { 0 };
+    ctx.copy_to_user(param, &SchedParam { sched_priority: prio }.to_bytes())?;
+    Ok(0)
+}
+
+/// What a policy-changing call asks for, before Linux's checks.
+struct Request {
+    /// None: keep the current policy (sched_setparam, KEEP_POLICY).
+    policy: Option<u32>,
+    flags: u64,
+    priority: u32,
+    /// None: keep the current nice value (sched_setscheduler).
+    nice: Option<i32>,
+    /// SCHED_FLAG_KEEP_PARAMS: after the checks, only reset-on-fork
+    /// changes (Linux skips `__setscheduler_params`, policy included).
+    keep_params: bool,
+}
+
+/// Linux's `__sched_setscheduler`: validates `req` against `task`'s
+/// current parameters and applies it.
+fn set_scheduler(ctx: &SyscallContext, task: &Task, req: Request) -> SysResult {
+    let old = params_of(task);
+    let (policy, reset_on_fork) = match req.policy {
+        None => (old.policy, old.reset_on_fork),
+        Some(n) => {
+            if n == c::SCHED_DEADLINE {
+                // Kiln has no deadline class (EDF with runtime budgets) to
+                // run such a thread in. Linux refuses bad parameters with
+                // EINVAL; Kiln refuses all, the same way, rather than
+                // pretend to honour a deadline.
+                return Err(Errno::EINVAL);
+            }
+            (Policy::from_linux(n).ok_or(Errno::EINVAL)?, req.flags & c::SCHED_FLAG_RESET_ON_FORK != 0)
+        }
+    };
+    if req.flags & !(c::SCHED_FLAG_ALL | c::SCHED_FLAG_SUGOV) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if req.priority > sched::policy::RT_PRIO_MAX || policy.is_realtime() != (req.priority != 0) {
+        return Err(Errno::EINVAL);
+    }
+    let new = if req.keep_params {
+        SchedParams { reset_on_fork, ..old }
+    } else {
+        SchedParams { policy, rt_priority: req.priority, nice: req.nice.unwrap_or(old.nice), reset_on_fork }
+    };
+    if !may_set_params(ctx, task, &old, &new) {
+        return Err(Errno::EPERM);
+    }
+    if req.flags & c::SCHED_FLAG_UTIL_CLAMP != 0 {
+        // Utilization clamping is a build option Linux may lack
+        // (CONFIG_UCLAMP_TASK); Kiln has none, and answers as such a
+        // Linux does.
+        return Err(Errno::EOPNOTSUPP);
+    }
+    if new != old {
+        apply(task, new)?;
+    }
+    Ok(0)
+}
+
+fn read_param(ctx: &SyscallContext, pid: i32, ptr: u64) -> Result<(Arc<Task>, u32), Errno> {
+    if ptr == 0 || pid < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let mut b = [0u8; SchedParam::SIZE];
+    ctx.copy_from_user(ptr, &mut b)?;
+    let prio = SchedParam::from_bytes(&b).sched_priority;
+    let task = target_task(ctx, pid)?;
+    // A negative priority is out of range like one above 99.
+    Ok((task, u32::try_from(prio).unwrap_or(u32::MAX)))
+}
+
+pub fn sys_sched_setscheduler(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (pid, policy, ptr) = (a[0] as i32, a[1] as i32, a[2]);
+    if policy < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let (task, priority) = read_param(ctx, pid, ptr)?;
+    let policy = policy as u32;
+    let flags = if policy & c::SCHED_RESET_ON_FORK != 0 { c::SCHED_FLAG_RESET_ON_FORK } else { 0 };
+    let policy = policy & !c::SCHED_RESET_ON_FORK;
+    let req = Request { policy: Some(policy), flags, priority, nice: None, keep_params: false };
+    set_scheduler(ctx, &task, req)
+}
+
+pub fn sys_sched_setparam(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (task, priority) = read_param(ctx, a[0] as i32, a[1])?;
+    let req = Request { policy: None, flags: 0, priority, nice: None, keep_params: false };
+    set_scheduler(ctx, &task, req)
+}
+
+/// Reads a user `struct sched_attr` as Linux's `sched_copy_attr`: the size
+/// field picks the version (0 means the first); a size out of range, or
+/// non-zero bytes past what Kiln knows, write Kiln's size back and fail
+/// with E2BIG.
+fn read_attr(ctx: &SyscallContext, ptr: u64) -> Result<SchedAttr, Errno> {
+    let mut size_bytes = [0u8; 4];
+    ctx.copy_from_user(ptr, &mut size_bytes)?;
+    let mut size = u32::from_le_bytes(size_bytes) as usize;
+    if size == 0 {
+        size = SchedAttr::SIZE_VER0;
+    }
+    let too_big = || -> Errno {
+        match ctx.copy_to_user(ptr, &(SchedAttr::SIZE as u32).to_le_bytes()) {
+            Ok(()) => Errno::E2BIG,
+            Err(e) => e,
+        }
+    };
+    if !(SchedAttr::SIZE_VER0..=crate::mm::PAGE_SIZE as usize).contains(&size) {
+        return Err(too_big());
+    }
+    let mut buf = alloc::vec::Vec::new();
+    buf.try_reserve_exact(size).map_err(|_| Errno::ENOMEM)?;
+    buf.resize(size, 0);
+    ctx.copy_from_user(ptr, &mut buf)?;
+    let attr = SchedAttr::from_user(&buf).ok_or_else(too_big)?;
+    if attr.sched_flags & c::SCHED_FLAG_UTIL_CLAMP != 0 && size < SchedAttr::SIZE_VER1 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(SchedAttr { sched_nice: attr.sched_nice.clamp(-20, 19), ..attr })
+}
+
+pub fn sys_sched_setattr(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (pid, ptr, flags) = (a[0] as i32, a[1], a[2] as u32);
+    if ptr == 0 || pid < 0 || flags != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let attr = read_attr(ctx, ptr)?;
+    if (attr.sched_policy as i32) < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let task = target_task(ctx, pid)?;
+    let old = params_of(&task);
+    let keep_params = attr.sched_flags & c::SCHED_FLAG_KEEP_PARAMS != 0;
+    let policy = if attr.sched_flags & c::SCHED_FLAG_KEEP_POLICY != 0 { None } else { Some(attr.sched_policy) };
+    let (priority, nice) = if keep_params {
+        (if old.policy.is_realtime() { old.rt_priority } else { 0 }, old.nice)
+    } else {
+        (attr.sched_priority, attr.sched_nice)
+    };
+    // The nice value only changes for a fair policy (Linux's
+    // __setscheduler_params); a real-time one keeps the old for later.
+    let fair = policy.map_or(!old.policy.is_realtime(), |p| !matches!(p, c::SCHED_FIFO | c::SCHED_RR));
+    let req = Request { policy, flags: attr.sched_flags, priority, nice: fair.then_some(nice), keep_params };
+    set_scheduler(ctx, &task, req)
+}
+
+pub fn sys_sched_getattr(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (pid, ptr, size, flags) = (a[0] as i32, a[1], a[2] as usize, a[3] as u32);
+    if ptr == 0
+        || pid < 0
+        || size > crate::mm::PAGE_SIZE as usize
+        || size < SchedAttr::SIZE_VER0
+        || flags != 0
+    {
+        return Err(Errno::EINVAL);
+    }
+    let task = target_task(ctx, pid)?;
+    let p = params_of(&task);
+    // Linux's copy_struct_to_user: the struct, then zeros up to the
+    // caller's size; `size` says how much of it is the struct.
+    let copied = size.min(SchedAttr::SIZE);
+    let mut attr = SchedAttr {
+        size: copied as u32,
+        sched_policy: p.policy.to_linux(),
+        sched_flags: if p.reset_on_fork { c::SCHED_FLAG_RESET_ON_FORK } else { 0 },
+        ..SchedAttr::default()
+    };
+    if p.policy.is_realtime() {
+        attr.sched_priority = p.rt_priority;
+    } else {
+        attr.sched_nice = p.nice;
+        // Linux 6.12 and later report a fair thread's slice here: the base
+        // slice of 0.7 ms grown with the CPU count (1 + log2, at most 8).
+        let cpus = sched::online_cpus().count_ones().clamp(1, 8);
+        attr.sched_runtime = 700_000 * u64::from(1 + cpus.ilog2());
+    }
+    let mut out = [0u8; crate::mm::PAGE_SIZE as usize];
+    out[..copied].copy_from_slice(&attr.to_bytes()[..copied]);
+    ctx.copy_to_user(ptr, &out[..size])?;
+    Ok(0)
+}
+
+pub fn sys_sched_get_priority_max(_ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    match a[0] as u32 {
+        c::SCHED_FIFO | c::SCHED_RR => Ok(u64::from(sched::policy::RT_PRIO_MAX)),
+        c::SCHED_OTHER | c::SCHED_BATCH | c::SCHED_IDLE | c::SCHED_DEADLINE => Ok(0),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+pub fn sys_sched_get_priority_min(_ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    match a[0] as u32 {
+        c::SCHED_FIFO | c::SCHED_RR => Ok(1),
+        c::SCHED_OTHER | c::SCHED_BATCH | c::SCHED_IDLE | c::SCHED_DEADLINE => Ok(0),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+/// sched_rr_get_interval: SCHED_RR's 100 ms slice, 0 for SCHED_FIFO (it
+/// has none), and for the fair policies the period a thread waits at most
+/// for its turn: one tick.
+pub fn sys_sched_rr_get_interval(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (pid, ptr) = (a[0] as i32, a[1]);
+    let task = target_task(ctx, pid)?;
+    let ns = match params_of(&task).policy {
+        Policy::RoundRobin => RR_SLICE_NS,
+        Policy::Fifo => 0,
+        _ => 1_000_000_000 / u64::from(crate::clock::HZ),
+    };
+    let ts = Timespec { tv_sec: (ns / 1_000_000_000) as i64, tv_nsec: (ns % 1_000_000_000) as i64 };
+    ctx.copy_to_user(ptr, &ts.to_bytes())?;
+    Ok(0)
+}
