@@ -128,6 +128,12 @@ impl Pollee {
         Ok(Subscription { head: head.clone(), id })
     }
 
+    /// Whether anyone is subscribed now (a hint: it may change at once).
+    #[inline]
+    pub fn is_watched(&self) -> bool {
+        self.head.get().is_some_and(|h| h.count.load(Ordering::Relaxed) != 0)
+    }
+
     /// Observers subscribed now.
     #[cfg(feature = "ktest")]
     pub fn observers(&self) -> usize {

@@ -22,9 +22,9 @@
 //! it, as on Linux. Nesting follows Linux's rules: no cycles (ELOOP), at
 //! most 5 epolls on any path (ELOOP beyond).
 //!
-//! Locks: `ctl` (sleeping, one epoll_ctl or scan at a time) before any
-//! head's lock, which comes before `ready`. `interest` and `ready` are
-//! never held together, nor across a call into a file.
+//! Locks: `ctl` (sleeping, one epoll_ctl at a time) before any head's
+//! lock, which comes before `ready`. `interest` and `ready` are never
+//! held together, nor across a call into a file.
 
 use alloc::collections::VecDeque;
 use alloc::sync::{Arc, Weak};
@@ -81,7 +81,7 @@ struct Shared {
 }
 
 pub struct Epoll {
-    /// One epoll_ctl or epoll_wait scan at a time (Linux's ep->mtx).
+    /// One epoll_ctl at a time (Linux's ep->mtx; scans go without it).
     ctl: Mutex<()>,
     /// Entries by (file, fd), sorted.
     interest: SpinLock<Vec<Arc<EpollEntry>>>,
@@ -278,15 +278,19 @@ impl Epoll {
         drop(removed);
     }
 
-    /// Whether the ready list holds anything (it may be stale: a scan
-    /// decides).
-    pub fn has_ready(&self) -> bool {
-        !self.shared.ready.lock().is_empty()
-    }
-
     /// The head epoll_wait sleepers subscribe to, exclusively.
     pub fn waiters(&self) -> &Pollee {
         &self.shared.waiters
+    }
+
+    /// After a scan that delivered events: if entries are still ready and
+    /// others sleep in epoll_wait, wakes the next of them (each event woke
+    /// only one; Linux's ep_done_scan).
+    pub fn pass_on(&self) {
+        let shared = &self.shared;
+        if shared.waiters.is_watched() && !shared.ready.lock().is_empty() {
+            shared.waiters.notify(Events::READABLE);
+        }
     }
 
     /// Reports up to `max` ready entries through `deliver` (epoll_wait's
@@ -299,24 +303,31 @@ impl Epoll {
         max: usize,
         mut deliver: impl FnMut(usize, EpollEvent) -> Result<(), Errno>,
     ) -> Result<usize, Errno> {
-        let _ctl = self.ctl.lock();
         let shared = &self.shared;
         // Only what is ready now: entries put back during the scan wait
-        // for the next one.
-        let mut budget = shared.ready.lock().len();
+        // for the next one. The first is taken with the count, in one
+        // visit to the list.
+        let (mut budget, mut first) = {
+            let mut ready = shared.ready.lock();
+            let budget = ready.len();
+            if budget == 0 {
+                return Ok(0);
+            }
+            (budget, take_front(&mut ready))
+        };
+        // No `ctl` here: scans and epoll_ctl may overlap. Each scan takes
+        // its own entries off the list, a removed entry is dead before it
+        // could be put back, and disarming a one-shot entry only happens
+        // if no EPOLL_CTL_MOD changed its mask meanwhile.
         let mut done = 0;
         while done < max && budget > 0 {
             budget -= 1;
-            let entry = {
-                let mut ready = shared.ready.lock();
-                let Some(weak) = ready.pop_front() else {
-                    break;
-                };
-                let entry = weak.upgrade();
-                if let Some(e) = &entry {
-                    e.queued.store(false, Ordering::Relaxed);
-                }
-                entry
+            let taken = match first.take() {
+                Some(t) => Some(t),
+                None => take_front(&mut shared.ready.lock()),
+            };
+            let Some(entry) = taken else {
+                break;
             };
             let Some(entry) = entry else {
                 continue;
@@ -339,7 +350,7 @@ impl Epoll {
             }
             done += 1;
             if mask & c::EPOLLONESHOT != 0 {
-                entry.mask.store(mask & PRIVATE_BITS, Ordering::SeqCst);
+                let _ = entry.mask.compare_exchange(mask, mask & PRIVATE_BITS, Ordering::SeqCst, Ordering::SeqCst);
             } else if mask & c::EPOLLET == 0 {
                 entry.requeue(false);
             }
@@ -355,6 +366,16 @@ impl Epoll {
         let children: Vec<Arc<Epoll>> = self.children.lock().iter().filter_map(Weak::upgrade).collect();
         children.iter().any(|c| c.reaches(target))
     }
+}
+
+/// Takes the first entry off the ready list (ready list locked): `None`
+/// when the list is empty, `Some(None)` for an entry already gone.
+fn take_front(ready: &mut VecDeque<Weak<EpollEntry>>) -> Option<Option<Arc<EpollEntry>>> {
+    let entry = ready.pop_front()?.upgrade();
+    if let Some(e) = &entry {
+        e.queued.store(false, Ordering::Relaxed);
+    }
+    Some(entry)
 }
 
 /// The longest chain of epolls watching `ep`, in edges.

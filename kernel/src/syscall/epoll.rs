@@ -107,20 +107,15 @@ fn do_wait(ctx: &SyscallContext, epfd: i32, events: u64, maxevents: i32, deadlin
         return Err(Errno::EFAULT);
     }
     let ep = Epoll::of(&f.ops).ok_or(Errno::EINVAL)?;
-    let mut timed_out = deadline.is_some_and(|d| crate::clock::now_ns() >= d);
+    // A zero timeout (deadline 0) only looks, without reading the clock.
+    let mut timed_out = deadline.is_some_and(|d| d == 0 || crate::clock::now_ns() >= d);
     let mut waiting: Option<(Poller, crate::event::Subscription)> = None;
     loop {
-        if ep.has_ready() {
-            let n = ep.scan(max, |i, ev| ctx.copy_to_user(events + (i * EpollEvent::SIZE) as u64, &ev.to_bytes()))?;
-            if n > 0 {
-                drop(waiting);
-                // More left: the next waiter may take them (Linux's
-                // ep_done_scan), since each event woke only one.
-                if ep.has_ready() {
-                    ep.waiters().notify(Events::READABLE);
-                }
-                return Ok(n as u64);
-            }
+        let n = ep.scan(max, |i, ev| ctx.copy_to_user(events + (i * EpollEvent::SIZE) as u64, &ev.to_bytes()))?;
+        if n > 0 {
+            drop(waiting);
+            ep.pass_on();
+            return Ok(n as u64);
         }
         if timed_out {
             return Ok(0);
@@ -145,9 +140,13 @@ fn do_wait(ctx: &SyscallContext, epfd: i32, events: u64, maxevents: i32, deadlin
 }
 
 /// The deadline of a timeout in milliseconds: negative waits for ever,
-/// 0 only looks.
+/// 0 only looks (deadline 0, already past).
 fn ms_deadline(timeout: i32) -> Option<u64> {
-    (timeout >= 0).then(|| crate::clock::now_ns().saturating_add(timeout as u64 * 1_000_000))
+    match timeout {
+        t if t < 0 => None,
+        0 => Some(0),
+        t => Some(crate::clock::now_ns().saturating_add(t as u64 * 1_000_000)),
+    }
 }
 
 pub fn sys_epoll_wait(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
