@@ -5,8 +5,8 @@
  * maxevents, entries living as long as the open file description (dup'd
  * descriptors keep them), epoll across fork, nested epoll with Linux's
  * loop and depth limits, poll/select on an epoll fd, timeouts, signals
- * (EINTR even with SA_RESTART, epoll_pwait's mask), and every errno of
- * the argument checks in Linux's order.
+ * (EINTR even with SA_RESTART, epoll_pwait's mask), a FIFO, and every
+ * errno of the argument checks in Linux's order.
  */
 #include "common.h"
 #include <fcntl.h>
@@ -596,6 +596,27 @@ static void test_timeouts_signals(void)
     close(ep);
 }
 
+static void test_fifo(void)
+{
+    unlink("/tmp/epoll_fifo");
+    check(mkfifo("/tmp/epoll_fifo", 0600) == 0, "mkfifo");
+    int rw = open("/tmp/epoll_fifo", O_RDWR | O_NONBLOCK);
+    int ep = epoll_create1(0);
+    add(ep, rw, EPOLLIN | EPOLLOUT | EPOLLET, 31);
+    show("a FIFO opened O_RDWR, empty", ep, 8);
+    int w = open("/tmp/epoll_fifo", O_WRONLY | O_NONBLOCK);
+    write(w, "abc", 3);
+    show("after a write through a second open", ep, 8);
+    char b[8];
+    read(rw, b, sizeof b);
+    close(w);
+    show("read back, the second writer closed", ep, 8);
+    close(rw);
+    show("closed: the entry is gone", ep, 8);
+    close(ep);
+    unlink("/tmp/epoll_fifo");
+}
+
 static void test_poll_regular(void)
 {
     /* For comparison: poll() on a file epoll refuses says it is ready. */
@@ -619,6 +640,7 @@ int main(void)
     test_nested();
     test_exclusive();
     test_timeouts_signals();
+    test_fifo();
     test_poll_regular();
     return t_done();
 }
