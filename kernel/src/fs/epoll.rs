@@ -200,7 +200,6 @@ impl Epoll {
                 ready.try_reserve(more).map_err(|_| Errno::ENOMEM)?;
             }
         }
-        file.epoll_links.lock().try_reserve(1).map_err(|_| Errno::ENOMEM)?;
         if let Some(child) = &child {
             self.children.lock().try_reserve(1).map_err(|_| Errno::ENOMEM)?;
             child.parents.lock().try_reserve(1).map_err(|_| Errno::ENOMEM)?;
@@ -224,10 +223,20 @@ impl Epoll {
             return Err(e);
         }
         *entry.subscriptions.lock() = subscriptions;
-        {
+        let linked = {
+            // Other epolls may link this file at the same time: room is
+            // made under the same lock as the push.
             let mut links = file.epoll_links.lock();
-            links.retain(|l| l.upgrade().is_some_and(|e| !e.dead.load(Ordering::Relaxed)));
-            links.push(Arc::downgrade(&entry));
+            links.retain(|l| l.strong_count() > 0);
+            let room = links.try_reserve(1).is_ok();
+            if room {
+                links.push(Arc::downgrade(&entry));
+            }
+            room
+        };
+        if !linked {
+            self.remove(&entry);
+            return Err(Errno::ENOMEM);
         }
         if let Some(child) = &child {
             self.children.lock().push(Arc::downgrade(child));
