@@ -238,6 +238,16 @@ static void test_file_watch(void)
     drain("unlink the watched file", fd);
     EXPECT_ERR(EINVAL, "rm_watch of the deleted file's wd", inotify_rm_watch(fd, fw));
 
+    /* Unlinked while open: the file dies at its last close. */
+    f = open(DIR_ "/open", O_CREAT | O_RDWR, 0644);
+    int opw = inotify_add_watch(fd, DIR_ "/open", IN_ALL_EVENTS);
+    unlink(DIR_ "/open");
+    printf("watched file unlinked while open (wd %d):\n", opw);
+    drain("  at the unlink", fd);
+    write(f, "z", 1);
+    close(f);
+    drain("  a write and the last close", fd);
+
     /* Watch a directory, remove it. */
     mkdir(DIR_ "/gone", 0755);
     int gw = inotify_add_watch(fd, DIR_ "/gone", IN_ALL_EVENTS);
@@ -353,7 +363,7 @@ static void test_overflow(void)
 static void clean(void)
 {
     static const char *names[] = { "f", "link", "a", "b", "c", "d", "s", "fifo", "x", "y", "o", "ov", "child",
-                                   "child2", "sub/c", "sub", "gone" };
+                                   "child2", "sub/c", "sub", "gone", "open" };
     for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++) {
         char path[128];
         snprintf(path, sizeof path, "%s/%s", DIR_, names[i]);

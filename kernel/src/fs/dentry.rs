@@ -34,6 +34,14 @@ pub struct Dentry {
     mount_flags: core::sync::atomic::AtomicU64,
 }
 
+impl Drop for Dentry {
+    fn drop(&mut self) {
+        // The last reference to a name of a removed file: inotify's
+        // DELETE_SELF comes now (one load when nothing is watched).
+        super::notify::dentry_dropped(&self.inode);
+    }
+}
+
 static ROOT: Once<Arc<Dentry>> = Once::new();
 
 /// A mounted file system, for /proc/mounts.

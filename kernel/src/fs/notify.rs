@@ -11,7 +11,9 @@
 //!
 //! Watches are found by inode identity (the `Arc`'s address; a watch
 //! holds the inode, as Linux's marks pin theirs, so the address is not
-//! reused while watched) in one sorted table.
+//! reused while watched) in one sorted table. A removed inode dies
+//! (DELETE_SELF) when the last reference to its last name goes, which
+//! `Dentry`'s `Drop` reports.
 
 use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
@@ -202,7 +204,8 @@ pub fn linked(dir: &Arc<Dentry>, name: &str, inode: &Arc<dyn Inode>) {
     }
 }
 
-/// The inode lost its last name: DELETE_SELF, then its watches go.
+/// The inode is gone (no name left, and the last reference to its last
+/// name went): DELETE_SELF, then its watches go.
 fn gone(inode: &Arc<dyn Inode>) {
     to_inode(inode, c::IN_DELETE_SELF);
     for mark in marks_of(key(inode)) {
@@ -212,31 +215,51 @@ fn gone(inode: &Arc<dyn Inode>) {
     }
 }
 
-/// `name` (which was `inode`) was removed from `dir` by unlink or rmdir.
-/// Linux reports the inode's own death before the directory's DELETE.
-pub fn removed(dir: &Arc<Dentry>, name: &str, inode: &Arc<dyn Inode>) {
+/// Whether the name `dentry` (just taken out of the cache) was the last
+/// way to the inode: no link left, and the caller holds the only
+/// reference. Otherwise (an open file, a working directory) the inode
+/// dies when that reference goes (`dentry_dropped`), as Linux reports
+/// DELETE_SELF at the last dput.
+fn last_reference(dentry: &Arc<Dentry>) -> bool {
+    let inode = dentry.inode();
+    (is_dir(inode) || inode.metadata().nlink == 0) && Arc::strong_count(dentry) == 1
+}
+
+/// A dentry is being freed: if its inode has no name left, it is gone.
+pub fn dentry_dropped(inode: &Arc<dyn Inode>) {
+    if active() && inode.metadata().nlink == 0 {
+        gone(inode);
+    }
+}
+
+/// `name` (the dentry `victim`, already out of `dir`'s cache) was
+/// removed by unlink or rmdir. Linux reports the inode's own death
+/// before the directory's DELETE when nothing else holds it.
+pub fn removed(dir: &Arc<Dentry>, name: &str, victim: &Arc<Dentry>) {
     if !active() {
         return;
     }
+    let inode = victim.inode();
     let dir_gone = is_dir(inode);
     if !dir_gone {
         to_inode(inode, c::IN_ATTRIB); // its link count changed
     }
-    if dir_gone || inode.metadata().nlink == 0 {
+    if last_reference(victim) {
         gone(inode);
     }
     to_dir(dir.inode(), name, c::IN_DELETE | if dir_gone { c::IN_ISDIR } else { 0 }, 0);
 }
 
 /// `inode` moved from `old_dir`/`old_name` to `new_dir`/`new_name`,
-/// replacing `replaced` if there was a file there.
+/// replacing `replaced` (out of the cache already) if there was a file
+/// there.
 pub fn moved(
     old_dir: &Arc<Dentry>,
     old_name: &str,
     new_dir: &Arc<Dentry>,
     new_name: &str,
     inode: &Arc<dyn Inode>,
-    replaced: Option<&Arc<dyn Inode>>,
+    replaced: Option<&Arc<Dentry>>,
 ) {
     if !active() {
         return;
@@ -246,14 +269,14 @@ pub fn moved(
     to_dir(old_dir.inode(), old_name, c::IN_MOVED_FROM | isdir, cookie);
     to_dir(new_dir.inode(), new_name, c::IN_MOVED_TO | isdir, cookie);
     if let Some(target) = replaced {
-        if !is_dir(target) {
-            to_inode(target, c::IN_ATTRIB);
+        if !is_dir(target.inode()) {
+            to_inode(target.inode(), c::IN_ATTRIB);
         }
     }
     to_inode(inode, c::IN_MOVE_SELF);
     if let Some(target) = replaced {
-        if is_dir(target) || target.metadata().nlink == 0 {
-            gone(target);
+        if last_reference(target) {
+            gone(target.inode());
         }
     }
 }

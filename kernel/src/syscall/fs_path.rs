@@ -370,7 +370,8 @@ fn unlink_at(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, dir_wanted: bool) 
         }
         check_writable(&dir)?;
         dir.inode().rmdir(&name)?;
-        notify::removed(&dir, &name, target.inode());
+        dir.forget(&name);
+        notify::removed(&dir, &name, &target);
     } else {
         if path.ends_with('/') {
             let target = dir.child(&name)?;
@@ -383,11 +384,11 @@ fn unlink_at(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, dir_wanted: bool) 
         // The victim, for its watches (looked up only when some exist).
         let victim = if notify::watching() { dir.child(&name).ok() } else { None };
         dir.inode().unlink(&name)?;
+        dir.forget(&name);
         if let Some(victim) = victim {
-            notify::removed(&dir, &name, victim.inode());
+            notify::removed(&dir, &name, &victim);
         }
     }
-    dir.forget(&name);
     Ok(0)
 }
 
@@ -434,7 +435,7 @@ fn rename_at(ctx: &SyscallContext, olddir: i32, old_ptr: u64, newdir: i32, new_p
             notify::moved(&ndir, &nname, &odir, &oname, other.inode(), None);
         }
     } else {
-        notify::moved(&odir, &oname, &ndir, &nname, moving.inode(), replaced.as_ref().map(|d| d.inode()));
+        notify::moved(&odir, &oname, &ndir, &nname, moving.inode(), replaced.as_ref());
     }
     Ok(0)
 }
