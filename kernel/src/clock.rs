@@ -37,11 +37,33 @@ fn on_tick(_vector: u8) {
 static REALTIME_BASE_NS: AtomicU64 = AtomicU64::new(0);
 
 /// Sets the wall clock (clock_settime(CLOCK_REALTIME)).
-/// The vDSO's copy follows, so user mode reads the new time at once.
+/// The vDSO's copy follows, so user mode reads the new time at once;
+/// then the hooks of those that follow it (timerfd) run.
 pub fn set_realtime_ns(ns: u64) {
     let base = ns.saturating_sub(now_ns());
     REALTIME_BASE_NS.store(base, Ordering::Relaxed);
     crate::vdso::set_realtime_base(base);
+    let hooks = *REALTIME_SET_HOOKS.lock();
+    for hook in hooks.iter().flatten() {
+        hook();
+    }
+}
+
+/// Room for this many hooks; each is called (in process context) after
+/// each change of the wall clock.
+type Hooks = [Option<fn()>; 4];
+static REALTIME_SET_HOOKS: hal::sync::SpinLock<Hooks> = hal::sync::SpinLock::new([None; 4]);
+
+/// Registers `hook` to run after the wall clock is set: a layer above
+/// that keeps wall-clock deadlines passes itself in this way instead of
+/// the clock calling up into it.
+pub fn on_realtime_set(hook: fn()) {
+    let mut hooks = REALTIME_SET_HOOKS.lock();
+    if let Some(slot) = hooks.iter_mut().find(|h| h.is_none()) {
+        *slot = Some(hook);
+    } else {
+        log::error!("clock: no room for another wall-clock hook");
+    }
 }
 
 /// Nanoseconds since the Unix epoch.

@@ -16,6 +16,7 @@ pub mod oom;
 pub mod robust;
 pub mod sigio;
 pub mod signal;
+pub mod signalfd;
 pub mod task;
 pub mod timer;
 pub mod user_dispatch;
