@@ -25,8 +25,9 @@
  * A quarter of the other calls work on event files with mostly valid
  * arguments (epoll instances nested and watching each other's files,
  * eventfds, timerfds armed to fire, signalfds, inotify watches on
- * /tmp/fuzz while files come and go there), so the calls get past their
- * argument checks.
+ * /tmp/fuzz while files come and go there, some inotify instances with
+ * O_ASYNC sending the child the blocked SIGUSR1), so the calls get past
+ * their argument checks.
  */
 #include "common.h"
 #include <fcntl.h>
@@ -403,7 +404,16 @@ static void event_call(void)
         keep((int)syscall(SYS_signalfd4, next() % 3 ? -1 : pick_ev(), &mask, 8, nonblock));
         break;
     }
-    case 4: keep(inotify_init1(nonblock)); break;
+    case 4: {
+        int fd = inotify_init1(nonblock);
+        if (fd >= 0 && next() % 4 == 0) {
+            fcntl(fd, F_SETOWN, getpid());
+            fcntl(fd, F_SETSIG, SIGUSR1);
+            fcntl(fd, F_SETFL, nonblock | O_ASYNC);
+        }
+        keep(fd);
+        break;
+    }
     case 5: case 6: case 7: {
         struct epoll_event ev = { .events = epoll_bits(), .data.u64 = next() };
         epoll_ctl(pick_ev(), (int)(next() % 4), any_fd(), next() % 8 ? &ev : (void *)arg());

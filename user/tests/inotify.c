@@ -7,7 +7,9 @@
  * truncate, delete, delete-self with IN_IGNORED, moves with matching
  * cookies and move-self, mkdir/rmdir with IN_ISDIR, merging of identical
  * events, IN_Q_OVERFLOW, FIONREAD, short-buffer reads (EINVAL), blocking
- * and non-blocking reads, and poll/epoll readiness.
+ * and non-blocking reads, and poll/epoll readiness. As another user: a
+ * watch needs read permission on its file (EACCES, ENOTDIR first), and
+ * instances stop at /proc/sys/fs/inotify/max_user_instances (EMFILE).
  */
 #include "common.h"
 #include <fcntl.h>
@@ -359,11 +361,68 @@ static void test_overflow(void)
     close(fd);
 }
 
+/* As a user of its own (so no other process's instances count): a watch
+ * needs read permission on what it watches and search permission on the
+ * way there; the user's instances stop at max_user_instances. */
+static void test_permission_and_limits(void)
+{
+    mkdir(DIR_ "/priv", 0700);
+    close(open(DIR_ "/priv/in", O_CREAT | O_WRONLY, 0644));
+    close(open(DIR_ "/secret", O_CREAT | O_WRONLY, 0600));
+    close(open(DIR_ "/pub", O_CREAT | O_WRONLY, 0644));
+    long max = -1;
+    FILE *f = fopen("/proc/sys/fs/inotify/max_user_instances", "r");
+    if (f) {
+        if (fscanf(f, "%ld", &max) != 1)
+            max = -1;
+        fclose(f);
+    }
+    check(max > 0, "/proc/sys/fs/inotify/max_user_instances is readable");
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        t_checks = t_failed = 0;
+        if (setresgid(54321, 54321, 54321) != 0 || setresuid(54321, 54321, 54321) != 0) {
+            printf("FAIL: cannot become user 54321\n");
+            _exit(1);
+        }
+        int fd = inotify_init1(0);
+        EXPECT_ERR(EACCES, "as a user: watch root's 0600 file", inotify_add_watch(fd, DIR_ "/secret", IN_MODIFY));
+        EXPECT_ERR(EACCES, "as a user: watch root's 0700 directory", inotify_add_watch(fd, DIR_ "/priv", IN_CREATE));
+        EXPECT_ERR(EACCES, "as a user: watch a file under it (no search)", inotify_add_watch(fd, DIR_ "/priv/in", IN_MODIFY));
+        EXPECT_ERR(ENOTDIR, "as a user: IN_ONLYDIR on the 0600 file (ENOTDIR first)",
+                   inotify_add_watch(fd, DIR_ "/secret", IN_MODIFY | IN_ONLYDIR));
+        check(inotify_add_watch(fd, DIR_ "/pub", IN_MODIFY) > 0, "as a user: watch a 0644 file");
+        int n = 1, last = fd, e = 0;
+        for (;;) {
+            int more = inotify_init1(IN_CLOEXEC);
+            if (more < 0) {
+                e = errno;
+                break;
+            }
+            last = more;
+            if (++n > max + 8)
+                break;
+        }
+        printf("the user's instance max_user_instances + 1 fails with %s: %d\n", errname(e), n == max);
+        close(last);
+        check(inotify_init1(0) >= 0, "closing one makes room for another");
+        _exit(t_failed ? 1 : 0);
+    }
+    int st;
+    wait_for(pid, &st, 0);
+    check(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the user's checks passed");
+    unlink(DIR_ "/priv/in");
+    rmdir(DIR_ "/priv");
+    unlink(DIR_ "/secret");
+    unlink(DIR_ "/pub");
+}
+
 /* Leftovers of an interrupted earlier run. */
 static void clean(void)
 {
     static const char *names[] = { "f", "link", "a", "b", "c", "d", "s", "fifo", "x", "y", "o", "ov", "child",
-                                   "child2", "sub/c", "sub", "gone", "open" };
+                                   "child2", "sub/c", "sub", "gone", "open", "priv/in", "priv", "secret", "pub" };
     for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++) {
         char path[128];
         snprintf(path, sizeof path, "%s/%s", DIR_, names[i]);
@@ -383,6 +442,7 @@ int main(void)
     test_file_watch();
     test_readiness();
     test_overflow();
+    test_permission_and_limits();
     rmdir(DIR_);
     return t_done();
 }

@@ -4,7 +4,9 @@
  * CLOCK_BOOTTIME, one-shot and periodic expiration counts, the old value,
  * timerfd_gettime while armed, after expiry and disarmed, reads (8-byte
  * rule, EAGAIN, blocking, reset), poll/epoll readiness, TFD_IOC_SET_TICKS
- * and the argument errors. Times are checked with margins, never exactly.
+ * and the argument errors; the alarm clocks need CAP_WAKE_ALARM (EPERM
+ * for a user without it, EINVAL still first). Times are checked with
+ * margins, never exactly.
  */
 #include "common.h"
 #include <fcntl.h>
@@ -86,6 +88,25 @@ static void test_create(void)
     EXPECT_ERR(EINVAL, "write(timerfd)", write(fd, b, 8));
     check(lseek(fd, 9, SEEK_SET) == 0, "lseek stays at 0");
     close(fd);
+
+    /* Without CAP_WAKE_ALARM (a user's credentials), no alarm timers. */
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        t_checks = t_failed = 0;
+        if (setresuid(54321, 54321, 54321) != 0)
+            _exit(1);
+        EXPECT_ERR(EPERM, "as a user: timerfd_create(CLOCK_REALTIME_ALARM)", timerfd_create(CLOCK_REALTIME_ALARM, 0));
+        EXPECT_ERR(EPERM, "as a user: timerfd_create(CLOCK_BOOTTIME_ALARM)", timerfd_create(CLOCK_BOOTTIME_ALARM, 0));
+        EXPECT_ERR(EINVAL, "as a user: timerfd_create(CLOCK_BOOTTIME_ALARM, flags 1): EINVAL first",
+                   timerfd_create(CLOCK_BOOTTIME_ALARM, 1));
+        int ok = timerfd_create(CLOCK_BOOTTIME, 0);
+        check(ok >= 0, "as a user: timerfd_create(CLOCK_BOOTTIME)");
+        _exit(t_failed ? 1 : 0);
+    }
+    int status;
+    wait_for(pid, &status, 0);
+    check(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the user's checks passed");
 }
 
 static void test_errors(void)

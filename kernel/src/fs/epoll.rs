@@ -20,13 +20,17 @@
 //! last reference to the open file description it watches goes (the
 //! description keeps weak links to its entries): dup'd descriptors keep
 //! it, as on Linux. Nesting follows Linux's rules: no cycles (ELOOP), at
-//! most 5 epolls on any path (ELOOP beyond).
+//! most 5 epolls on any path (ELOOP beyond). Entries count against
+//! /proc/sys/fs/epoll/max_user_watches for the real user who made the
+//! epoll (ENOSPC past it, root included, as Linux's ep_insert).
 //!
 //! Locks: `ctl` (sleeping, one epoll_ctl at a time) before any head's
 //! lock, which comes before `ready`. `interest` and `ready` are never
 //! held together, nor across a call into a file.
 
 use alloc::collections::VecDeque;
+use alloc::format;
+use alloc::string::String;
 use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
 use core::any::Any;
@@ -38,6 +42,7 @@ use linux_abi::errno::Errno;
 use linux_abi::layout::EpollEvent;
 
 use super::file::{FileOps, OpenFile};
+use super::ucounts::{Counted, UserCharge};
 use crate::event::{Events, Observer, PollTable, Pollee, Subscription};
 use crate::sched::WakeBatch;
 use crate::sync::Mutex;
@@ -59,6 +64,32 @@ pub const EXCLUSIVE_OK_BITS: u32 = c::EPOLLIN
     | c::EPOLLEXCLUSIVE;
 /// Epoll instances on the longest allowed path, minus one (EP_MAX_NESTS).
 const MAX_NESTS: usize = 4;
+
+/// /proc/sys/fs/epoll/max_user_watches; until set, Linux's default for
+/// the machine's memory (`default_max_user_watches`).
+pub static MAX_USER_WATCHES: AtomicU64 = AtomicU64::new(UNSET);
+const UNSET: u64 = u64::MAX;
+
+/// Linux's eventpoll_init: 4% of memory at 184 bytes an entry (an epitem
+/// and its wait-queue hook).
+fn default_max_user_watches() -> u64 {
+    hal::mm::total_frame_count() * 4096 / 25 / 184
+}
+
+pub fn max_user_watches() -> u64 {
+    match MAX_USER_WATCHES.load(Ordering::Relaxed) {
+        UNSET => default_max_user_watches(),
+        v => v,
+    }
+}
+
+/// Shows the limit as /proc/sys/fs/epoll/max_user_watches (at boot).
+pub fn register_sysctls() {
+    fn text(_: &'static str) -> String {
+        format!("{}\n", max_user_watches())
+    }
+    super::procfs::register("sys/fs/epoll/max_user_watches", text);
+}
 
 /// Serializes the loop and depth checks of EPOLL_CTL_ADDs that nest one
 /// epoll in another, with the graph changes they make (Linux's
@@ -91,6 +122,9 @@ pub struct Epoll {
     children: SpinLock<Vec<Weak<Epoll>>>,
     parents: SpinLock<Vec<Weak<Epoll>>>,
     me: Once<Weak<Epoll>>,
+    /// The real uid of its creator, whose max_user_watches its entries
+    /// count against.
+    uid: u32,
 }
 
 /// One watched (file, fd).
@@ -111,13 +145,16 @@ pub struct EpollEntry {
     subscriptions: SpinLock<Vec<Subscription>>,
     /// The epoll it watches, when its file is one.
     child: Option<Weak<Epoll>>,
+    /// Its place in the user's max_user_watches.
+    _charge: UserCharge,
 }
 
 /// The epoll file: what an epoll descriptor's open file description holds.
 pub struct EpollFile(pub Arc<Epoll>);
 
 impl Epoll {
-    pub fn new() -> Result<Arc<Epoll>, Errno> {
+    /// A new epoll for the user `uid` (the creator's real uid).
+    pub fn new(uid: u32) -> Result<Arc<Epoll>, Errno> {
         let shared = Arc::try_new(Shared {
             ready: SpinLock::new(VecDeque::new()),
             waiters: Pollee::new(),
@@ -131,6 +168,7 @@ impl Epoll {
             children: SpinLock::new(Vec::new()),
             parents: SpinLock::new(Vec::new()),
             me: Once::new(),
+            uid,
         })
         .map_err(|_| Errno::ENOMEM)?;
         ep.me.set(Arc::downgrade(&ep));
@@ -175,6 +213,7 @@ impl Epoll {
         if self.find(key).is_ok() {
             return Err(Errno::EEXIST);
         }
+        let charge = UserCharge::take(self.uid, Counted::EpollWatches, max_user_watches(), Errno::ENOSPC)?;
         let entry = Arc::try_new(EpollEntry {
             me: Once::new(),
             shared: self.shared.clone(),
@@ -187,6 +226,7 @@ impl Epoll {
             dead: AtomicBool::new(false),
             subscriptions: SpinLock::new(Vec::new()),
             child: child.as_ref().map(Arc::downgrade),
+            _charge: charge,
         })
         .map_err(|_| Errno::ENOMEM)?;
         entry.me.set(Arc::downgrade(&entry));

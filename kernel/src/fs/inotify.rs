@@ -2,15 +2,24 @@
 //! event mask) and a queue of events read as `struct inotify_event`
 //! records. `fs::notify` delivers the events; this keeps Linux's rules
 //! for them: an event identical to the last queued one is merged into
-//! it, at most 16384 events wait (then one IN_Q_OVERFLOW), a one-shot
-//! watch goes after its first event, and a watch that goes for any
-//! reason leaves an IN_IGNORED behind.
+//! it, at most max_queued_events wait (then one IN_Q_OVERFLOW), a
+//! one-shot watch goes after its first event, and a watch that goes for
+//! any reason leaves an IN_IGNORED behind. Each event queued (not one
+//! merged or dropped) wakes readers and pollers and, with O_ASYNC, sends
+//! the owner SIGIO with POLL_IN, as Linux's fsnotify_insert_event.
+//!
+//! The limits are Linux's, in /proc/sys/fs/inotify: max_user_instances
+//! (EMFILE) and max_user_watches (ENOSPC) per effective user of the
+//! instance's creator (`ucounts`), max_queued_events per instance, read
+//! when it is made.
 
 use alloc::collections::VecDeque;
+use alloc::format;
 use alloc::string::String;
 use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
 use core::any::Any;
+use core::sync::atomic::{AtomicU64, Ordering};
 
 use hal::sync::{Once, SpinLock};
 use linux_abi::consts as c;
@@ -20,11 +29,50 @@ use linux_abi::layout::InotifyEvent;
 use super::file::FileOps;
 use super::inode::Inode;
 use super::notify::{self, Mark};
+use super::ucounts::{Counted, UserCharge};
 use crate::event::{block_on, Events, PollTable, Pollee};
 use crate::mm::{uaccess, Vm};
 
-/// Linux's default /proc/sys/fs/inotify/max_queued_events.
-const MAX_QUEUED: usize = 16384;
+/// /proc/sys/fs/inotify/max_queued_events (Linux's default).
+pub static MAX_QUEUED_EVENTS: AtomicU64 = AtomicU64::new(16384);
+/// /proc/sys/fs/inotify/max_user_instances (Linux's default).
+pub static MAX_USER_INSTANCES: AtomicU64 = AtomicU64::new(128);
+/// /proc/sys/fs/inotify/max_user_watches; until set, Linux's default
+/// for the machine's memory (`default_max_user_watches`).
+pub static MAX_USER_WATCHES: AtomicU64 = AtomicU64::new(UNSET);
+const UNSET: u64 = u64::MAX;
+
+/// Linux's inotify_user_setup: 1% of memory at 1080 bytes a watch (a
+/// mark and two inodes), within 8192..=1048576.
+fn default_max_user_watches() -> u64 {
+    (hal::mm::total_frame_count() * 4096 / 100 / 1080).clamp(8192, 1_048_576)
+}
+
+pub fn max_user_watches() -> u64 {
+    match MAX_USER_WATCHES.load(Ordering::Relaxed) {
+        UNSET => default_max_user_watches(),
+        v => v,
+    }
+}
+
+/// The text of /proc/sys/fs/inotify/`path`'s file (`path` below /proc).
+fn sysctl_text(path: &'static str) -> String {
+    let value = match path.rsplit('/').next() {
+        Some("max_queued_events") => MAX_QUEUED_EVENTS.load(Ordering::Relaxed),
+        Some("max_user_instances") => MAX_USER_INSTANCES.load(Ordering::Relaxed),
+        _ => max_user_watches(),
+    };
+    format!("{value}\n")
+}
+
+/// Shows the limits under /proc/sys/fs/inotify (at boot).
+pub fn register_sysctls() {
+    for path in
+        ["sys/fs/inotify/max_queued_events", "sys/fs/inotify/max_user_instances", "sys/fs/inotify/max_user_watches"]
+    {
+        super::procfs::register(path, sysctl_text);
+    }
+}
 
 /// Every mask bit inotify_add_watch accepts (Linux's ALL_INOTIFY_BITS).
 pub const ALL_BITS: u32 = c::IN_ALL_EVENTS
@@ -62,6 +110,8 @@ struct Watch {
     inode: Arc<dyn Inode>,
     /// Events wanted, and IN_ONESHOT.
     mask: u32,
+    /// Its place in the user's max_user_watches.
+    _charge: UserCharge,
 }
 
 struct State {
@@ -78,14 +128,25 @@ pub struct Inotify {
     state: SpinLock<State>,
     pollee: Pollee,
     me: Once<Weak<Inotify>>,
+    /// max_queued_events when the instance was made.
+    max_events: usize,
+    /// Its place in its user's max_user_instances; the user its watches
+    /// are charged to.
+    instance: UserCharge,
 }
 
 impl Inotify {
-    pub fn new() -> Result<Arc<Inotify>, Errno> {
+    /// A new instance for the user `euid` (EMFILE past its
+    /// max_user_instances).
+    pub fn new(euid: u32) -> Result<Arc<Inotify>, Errno> {
+        let limit = MAX_USER_INSTANCES.load(Ordering::Relaxed);
+        let instance = UserCharge::take(euid, Counted::InotifyInstances, limit, Errno::EMFILE)?;
         let g = Arc::try_new(Inotify {
             state: SpinLock::new(State { queue: VecDeque::new(), overflowed: false, watches: Vec::new(), last_wd: 0 }),
             pollee: Pollee::new(),
             me: Once::new(),
+            max_events: MAX_QUEUED_EVENTS.load(Ordering::Relaxed).min(usize::MAX as u64) as usize,
+            instance,
         })
         .map_err(|_| Errno::ENOMEM)?;
         g.me.set(Arc::downgrade(&g));
@@ -118,7 +179,11 @@ impl Inotify {
             st.watches.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
             st.last_wd = st.last_wd.checked_add(1).ok_or(Errno::ENOSPC)?;
             let wd = st.last_wd;
-            st.watches.push(Watch { wd, inode, mask: wanted });
+            // Charged after the descriptor is taken, as Linux does (a
+            // refused watch still uses up its wd).
+            let charge =
+                UserCharge::take(self.instance.uid(), Counted::InotifyWatches, max_user_watches(), Errno::ENOSPC)?;
+            st.watches.push(Watch { wd, inode, mask: wanted, _charge: charge });
             wd
         };
         if let Err(e) = notify::add_mark(key, Mark { group: self.weak(), wd }) {
@@ -145,36 +210,41 @@ impl Inotify {
                 return;
             };
             let w = st.watches.remove(i);
-            Self::queue(&mut st, Event { wd, mask: c::IN_IGNORED, cookie: 0, name: None });
-            w
+            let queued = self.queue(&mut st, Event { wd, mask: c::IN_IGNORED, cookie: 0, name: None });
+            (w, queued)
         };
-        notify::remove_mark(notify::key(&removed.inode), &self.weak(), wd);
-        self.pollee.notify(Events::READABLE);
+        notify::remove_mark(notify::key(&removed.0.inode), &self.weak(), wd);
+        if removed.1 {
+            self.pollee.notify(Events::READABLE);
+        }
         drop(removed);
     }
 
     /// Adds an event to the queue: merged with an identical last one,
-    /// replaced by IN_Q_OVERFLOW when the queue is full.
-    fn queue(st: &mut State, event: Event) {
+    /// replaced by IN_Q_OVERFLOW when the queue is full. Whether anything
+    /// was added (only then are readers woken, as on Linux).
+    fn queue(&self, st: &mut State, event: Event) -> bool {
         if let Some(last) = st.queue.back() {
             if last.wd == event.wd && last.mask == event.mask && last.cookie == event.cookie && last.name == event.name
             {
-                return;
+                return false;
             }
         }
-        if st.queue.len() >= MAX_QUEUED || st.queue.try_reserve(1).is_err() {
+        if st.queue.len() >= self.max_events || st.queue.try_reserve(1).is_err() {
             if !st.overflowed && st.queue.try_reserve(1).is_ok() {
                 st.overflowed = true;
                 st.queue.push_back(Event { wd: -1, mask: c::IN_Q_OVERFLOW, cookie: 0, name: None });
+                return true;
             }
-            return;
+            return false;
         }
         st.queue.push_back(event);
+        true
     }
 
     /// An event for watch `wd`, from `fs::notify`.
     pub(super) fn deliver(&self, wd: i32, mask: u32, cookie: u32, name: Option<&str>) {
-        let oneshot = {
+        let (oneshot, queued) = {
             let mut st = self.state.lock();
             let Some(w) = st.watches.iter().find(|w| w.wd == wd) else {
                 return;
@@ -194,13 +264,14 @@ impl Inotify {
             }
             // inotify never reported IN_ISDIR with the *_SELF events.
             let mask = if mask & (c::IN_DELETE_SELF | c::IN_MOVE_SELF) != 0 { mask & !c::IN_ISDIR } else { mask };
-            Self::queue(&mut st, Event { wd, mask, cookie, name: owned });
-            oneshot
+            let queued = self.queue(&mut st, Event { wd, mask, cookie, name: owned });
+            (oneshot, queued)
         };
+        if queued {
+            self.pollee.notify(Events::READABLE);
+        }
         if oneshot {
             self.drop_watch(wd);
-        } else {
-            self.pollee.notify(Events::READABLE);
         }
     }
 
@@ -290,6 +361,12 @@ impl FileOps for Inotify {
 
     fn mode(&self) -> u32 {
         0o600
+    }
+
+    /// O_ASYNC works here (Linux's fsnotify_fasync); not on the other
+    /// event files.
+    fn fasync(&self) -> bool {
+        true
     }
 
     fn as_any(&self) -> Option<&dyn Any> {

@@ -18,7 +18,7 @@ use crate::mm::uaccess;
 use crate::sched::Interrupted;
 
 fn create(ctx: &SyscallContext, flags: u32) -> SysResult {
-    let ops: Arc<dyn FileOps> = Arc::try_new(EpollFile(Epoll::new()?)).map_err(|_| Errno::ENOMEM)?;
+    let ops: Arc<dyn FileOps> = Arc::try_new(EpollFile(Epoll::new(ctx.cred().uid)?)).map_err(|_| Errno::ENOMEM)?;
     install(ctx, OpenFile::new(ops, c::O_RDWR), flags & c::EPOLL_CLOEXEC != 0)
 }
 

@@ -3,6 +3,7 @@
 
 use alloc::sync::Arc;
 
+use linux_abi::capability::CAP_WAKE_ALARM;
 use linux_abi::consts as c;
 use linux_abi::errno::Errno;
 use linux_abi::layout::{Itimerspec, Timespec};
@@ -18,8 +19,12 @@ pub fn sys_timerfd_create(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if flags & !(c::TFD_CLOEXEC | c::TFD_NONBLOCK) != 0 {
         return Err(Errno::EINVAL);
     }
-    // The alarm clocks need CAP_WAKE_ALARM, which Kiln's root has.
+    let alarm = clock == c::CLOCK_REALTIME_ALARM || clock == c::CLOCK_BOOTTIME_ALARM;
     let clock = TimerClock::from_id(clock)?;
+    // Setting an alarm that could wake the machine is a privilege.
+    if alarm && !ctx.cred().capable(CAP_WAKE_ALARM) {
+        return Err(Errno::EPERM);
+    }
     let ops: Arc<dyn FileOps> = TimerFd::new(clock)?;
     install(ctx, OpenFile::new(ops, c::O_RDWR | (flags & c::TFD_NONBLOCK)), flags & c::TFD_CLOEXEC != 0)
 }
