@@ -29,8 +29,6 @@
 //! held together, nor across a call into a file.
 
 use alloc::collections::VecDeque;
-use alloc::format;
-use alloc::string::String;
 use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
 use core::any::Any;
@@ -81,14 +79,6 @@ pub fn max_user_watches() -> u64 {
         UNSET => default_max_user_watches(),
         v => v,
     }
-}
-
-/// Shows the limit as /proc/sys/fs/epoll/max_user_watches (at boot).
-pub fn register_sysctls() {
-    fn text(_: &'static str) -> String {
-        format!("{}\n", max_user_watches())
-    }
-    super::procfs::register("sys/fs/epoll/max_user_watches", text);
 }
 
 /// Serializes the loop and depth checks of EPOLL_CTL_ADDs that nest one

@@ -14,7 +14,6 @@
 //! when it is made.
 
 use alloc::collections::VecDeque;
-use alloc::format;
 use alloc::string::String;
 use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
@@ -52,25 +51,6 @@ pub fn max_user_watches() -> u64 {
     match MAX_USER_WATCHES.load(Ordering::Relaxed) {
         UNSET => default_max_user_watches(),
         v => v,
-    }
-}
-
-/// The text of /proc/sys/fs/inotify/`path`'s file (`path` below /proc).
-fn sysctl_text(path: &'static str) -> String {
-    let value = match path.rsplit('/').next() {
-        Some("max_queued_events") => MAX_QUEUED_EVENTS.load(Ordering::Relaxed),
-        Some("max_user_instances") => MAX_USER_INSTANCES.load(Ordering::Relaxed),
-        _ => max_user_watches(),
-    };
-    format!("{value}\n")
-}
-
-/// Shows the limits under /proc/sys/fs/inotify (at boot).
-pub fn register_sysctls() {
-    for path in
-        ["sys/fs/inotify/max_queued_events", "sys/fs/inotify/max_user_instances", "sys/fs/inotify/max_user_watches"]
-    {
-        super::procfs::register(path, sysctl_text);
     }
 }
 

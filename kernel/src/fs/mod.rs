@@ -28,6 +28,7 @@ pub mod tmpfs;
 pub mod truncate;
 pub mod tty;
 pub mod ucounts;
+pub mod writecount;
 
 use alloc::sync::Arc;
 
@@ -43,8 +44,6 @@ pub use inode::Inode;
 /// unpacked is an error the caller must stop on: a root missing files
 /// would fail later in ways far harder to read.
 pub fn init(initramfs: Option<hal::TakenModule>) -> Result<(), initramfs::UnpackError> {
-    inotify::register_sysctls();
-    epoll::register_sysctls();
     let root: Arc<dyn Inode> = tmpfs::Tmpfs::new_root(0o755);
     dentry::set_root(Dentry::new_root(root));
     dentry::record_root_mount("rootfs");

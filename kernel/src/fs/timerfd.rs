@@ -89,7 +89,6 @@ pub struct TimerFd {
 
 /// Timers on the wall clock, which clock_settime must move or cancel.
 static REALTIME_TIMERS: SpinLock<Vec<Weak<TimerFd>>> = SpinLock::new(Vec::new());
-static HOOKED: Once<()> = Once::new();
 
 impl TimerFd {
     pub fn new(clock: TimerClock) -> Result<Arc<TimerFd>, Errno> {
@@ -110,9 +109,6 @@ impl TimerFd {
         .map_err(|_| Errno::ENOMEM)?;
         t.me.set(Arc::downgrade(&t));
         if clock == TimerClock::Realtime {
-            if HOOKED.set(()) {
-                crate::clock::on_realtime_set(clock_was_set);
-            }
             let mut list = REALTIME_TIMERS.lock();
             list.retain(|w| w.strong_count() > 0);
             list.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
@@ -264,8 +260,9 @@ impl TimerFd {
     }
 }
 
-/// clock_settime's hook: every realtime timerfd hears of it.
-fn clock_was_set() {
+/// The wall clock was set (clock_settime, settimeofday): every realtime
+/// timerfd hears of it.
+pub fn clock_was_set() {
     let timers: Vec<Arc<TimerFd>> = {
         let list = REALTIME_TIMERS.lock();
         let mut live = Vec::new();
