@@ -119,6 +119,8 @@ static const struct {
     {"pipe_pingpong", b_pipe_pingpong},
     {"unix_pingpong", b_unix_pingpong},
     {"futex_pingpong", b_futex_pingpong},
+    {"epoll_wait", b_epoll_wait},
+    {"epoll_pingpong", b_epoll_pingpong},
     {"signal", b_signal},
     {"page_fault", b_page_fault},
     {"mmap_munmap", b_mmap_munmap},
