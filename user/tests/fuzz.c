@@ -22,15 +22,29 @@
  * record locks, flock, leases, owners and O_ASYNC on the child itself,
  * memfds and seals); afterwards the parent removes every IPC object they
  * left and checks that none remains.
+ * A quarter of the other calls work on event files with mostly valid
+ * arguments (epoll instances nested and watching each other's files,
+ * eventfds, timerfds armed to fire, signalfds, inotify watches on
+ * /tmp/fuzz while files come and go there, some inotify instances with
+ * O_ASYNC sending the child the blocked SIGUSR1), so the calls get past
+ * their argument checks.
  */
 #include "common.h"
+
+#include <sys/socket.h>
 #include <fcntl.h>
 #include <dirent.h>
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/ipc.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/msg.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
 #include <sys/resource.h>
 #include <sys/sem.h>
 #include <sys/shm.h>
@@ -394,6 +408,200 @@ static int ipc_cleanup(void)
     return mi.msgpool + si.semusz + shinfo.used_ids;
 }
 
+/* A socket call with arguments that often get past the first checks:
+ * AF_UNIX, real socket descriptors, msghdrs in the scratch page whose
+ * control messages pass random descriptors (so sockets travel inside
+ * sockets), abstract names. */
+static void socket_call(void)
+{
+    static const long nrs[] = { SYS_socket, SYS_socketpair, SYS_bind, SYS_connect, SYS_listen, SYS_accept4,
+                                SYS_sendmsg, SYS_recvmsg, SYS_sendto, SYS_recvfrom, SYS_shutdown,
+                                SYS_setsockopt, SYS_getsockopt, SYS_sendmmsg, SYS_recvmmsg, SYS_getsockname,
+                                SYS_getpeername, SYS_read, SYS_write, SYS_close };
+    long *w = (long *)scratch;
+    /* msghdr at scratch: name, iov, control in the same page. */
+    w[0] = next() % 2 ? (long)(scratch + 512) : 0;
+    w[1] = (long)(next() % 20);
+    w[2] = (long)(scratch + 256);
+    w[3] = (long)(next() % 3);
+    w[4] = next() % 4 ? (long)(scratch + 1024) : arg();
+    w[5] = (long)(next() % 64);
+    long *iov = (long *)(scratch + 256);
+    iov[0] = (long)(scratch + 2048);
+    iov[1] = (long)(next() % 600);
+    iov[2] = (long)(scratch + 3000);
+    iov[3] = (long)(next() % 1200);
+    int *cm = (int *)(scratch + 1024);
+    cm[0] = 16 + 4 * (int)(next() % 8);
+    cm[1] = 0;
+    cm[2] = 1;                      /* SOL_SOCKET */
+    cm[3] = 1 + (int)(next() % 2);  /* SCM_RIGHTS or SCM_CREDENTIALS */
+    for (int j = 4; j < 12; j++)
+        cm[j] = (int)(next() % 12);
+    short *sa = (short *)(scratch + 512);
+    sa[0] = 1; /* AF_UNIX */
+    scratch[514] = 0;
+    scratch[515] = (char)('a' + next() % 4);
+    long nr = nrs[next() % (sizeof nrs / sizeof nrs[0])];
+    long fd = (long)(3 + next() % 10);
+    long a1 = next() % 2 ? (long)scratch : arg();
+    long type = (long)(next() % 6) | (next() % 2 ? SOCK_NONBLOCK : 0);
+    switch (nr) {
+    case SYS_socket: syscall(nr, next() % 8 ? 1 : arg(), type, next() % 8 ? 0 : arg()); break;
+    case SYS_socketpair: syscall(nr, 1, type, 0, next() % 8 ? (long)(scratch + 4000) : arg()); break;
+    case SYS_bind: case SYS_connect: syscall(nr, fd, scratch + 512, (long)(next() % 8)); break;
+    case SYS_sendto: case SYS_recvfrom:
+        syscall(nr, fd, scratch + 2048, (long)(next() % 1024), (long)(next() % 2 ? MSG_DONTWAIT : arg()),
+                next() % 2 ? (long)(scratch + 512) : 0, (long)(next() % 8));
+        break;
+    case SYS_sendmmsg: case SYS_recvmmsg: syscall(nr, fd, scratch, (long)(next() % 3), MSG_DONTWAIT, 0); break;
+    default: syscall(nr, fd, a1, arg() | (next() % 2 ? MSG_DONTWAIT : 0), arg(), arg()); break;
+    }
+}
+
+/* Event-file descriptors this child made, for calls that use them. */
+static int evfds[16];
+static int nev;
+
+static int pick_ev(void)
+{
+    return nev ? evfds[next() % nev] : (int)(next() % 8);
+}
+
+static int any_fd(void)
+{
+    return next() % 4 ? pick_ev() : (int)(next() % 12);
+}
+
+static void keep(int fd)
+{
+    if (fd < 0)
+        return;
+    if (nev < 16) {
+        evfds[nev++] = fd;
+    } else {
+        int i = (int)(next() % 16);
+        close(evfds[i]);
+        evfds[i] = fd;
+    }
+}
+
+static unsigned epoll_bits(void)
+{
+    static const unsigned bits[] = { EPOLLIN, EPOLLOUT, EPOLLPRI, EPOLLRDHUP, EPOLLET, EPOLLONESHOT,
+                                     EPOLLEXCLUSIVE, EPOLLWAKEUP, EPOLLERR, EPOLLHUP, 1u << 20 };
+    unsigned m = 0;
+    for (int i = 0, n = (int)(next() % 4); i < n; i++)
+        m |= bits[next() % (sizeof bits / sizeof bits[0])];
+    return m;
+}
+
+/* One call on event files, arguments mostly valid. */
+static void event_call(void)
+{
+    static const int clocks[] = { CLOCK_MONOTONIC, CLOCK_REALTIME, CLOCK_BOOTTIME, CLOCK_REALTIME_ALARM, 3, -1 };
+    static const char *names[] = { "/tmp/fuzz/n1", "/tmp/fuzz/n2", "/tmp/fuzz/d/n3" };
+    int nonblock = next() % 4 ? O_NONBLOCK : 0;
+    uint64_t value = next() % 3 ? next() % 4 : next();
+    switch (next() % 16) {
+    case 0: keep(epoll_create1(next() % 4 ? 0 : EPOLL_CLOEXEC)); break;
+    case 1: keep(eventfd((unsigned)(next() % 3), nonblock | (next() % 3 ? 0 : EFD_SEMAPHORE))); break;
+    case 2: keep(timerfd_create(clocks[next() % 6], nonblock)); break;
+    case 3: {
+        uint64_t mask = next();
+        keep((int)syscall(SYS_signalfd4, next() % 3 ? -1 : pick_ev(), &mask, 8, nonblock));
+        break;
+    }
+    case 4: {
+        int fd = inotify_init1(nonblock);
+        if (fd >= 0 && next() % 4 == 0) {
+            fcntl(fd, F_SETOWN, getpid());
+            fcntl(fd, F_SETSIG, SIGUSR1);
+            fcntl(fd, F_SETFL, nonblock | O_ASYNC);
+        }
+        keep(fd);
+        break;
+    }
+    case 5: case 6: case 7: {
+        struct epoll_event ev = { .events = epoll_bits(), .data.u64 = next() };
+        epoll_ctl(pick_ev(), (int)(next() % 4), any_fd(), next() % 8 ? &ev : (void *)arg());
+        break;
+    }
+    case 8: {
+        struct timespec ts = { 0, (long)(next() % 3000000) };
+        uint64_t mask = next();
+        int max = next() % 8 ? (int)(next() % 8) + 1 : (int)arg();
+        void *buf = next() % 8 ? (void *)scratch : (void *)arg();
+        switch (next() % 3) {
+        case 0: epoll_wait(pick_ev(), buf, max, (int)(next() % 3)); break;
+        case 1: syscall(SYS_epoll_pwait, pick_ev(), buf, max, (int)(next() % 3), &mask, 8); break;
+        default: syscall(SYS_epoll_pwait2, pick_ev(), buf, max, &ts, next() % 2 ? &mask : NULL, 8); break;
+        }
+        break;
+    }
+    case 9: {
+        int fd = pick_ev();
+        fcntl(fd, F_SETFL, O_NONBLOCK);
+        write(fd, &value, next() % 8 ? 8 : next() % 16);
+        break;
+    }
+    case 10: {
+        int fd = pick_ev();
+        fcntl(fd, F_SETFL, O_NONBLOCK);
+        read(fd, scratch, next() % 4 ? 512 : next() % 160);
+        break;
+    }
+    case 11: {
+        struct itimerspec its = { { 0, (long)(next() % 2000000) }, { 0, (long)(next() % 3000000) } };
+        if (next() % 4 == 0)
+            its.it_value.tv_sec = (long)arg();
+        int flags = (int)(next() % 4);
+        if (next() % 2)
+            timerfd_settime(pick_ev(), flags, &its, next() % 2 ? &its : NULL);
+        else
+            timerfd_gettime(pick_ev(), next() % 8 ? &its : (void *)arg());
+        break;
+    }
+    case 12:
+        if (next() % 3)
+            inotify_add_watch(pick_ev(), next() % 2 ? "/tmp/fuzz" : paths[next() % NPATHS],
+                              (uint32_t)next() & (IN_ALL_EVENTS | IN_ONESHOT | IN_MASK_ADD | IN_ONLYDIR));
+        else
+            inotify_rm_watch(pick_ev(), (int)(next() % 4));
+        break;
+    case 13:
+        if (nev && next() % 2) {
+            int i = (int)(next() % nev);
+            close(evfds[i]);
+            evfds[i] = evfds[--nev];
+        } else {
+            keep(dup(pick_ev()));
+        }
+        break;
+    case 14: {
+        /* Directory traffic for the watches. */
+        const char *a = names[next() % 3], *b = names[next() % 3];
+        switch (next() % 5) {
+        case 0: close(open(a, O_CREAT | O_WRONLY | O_TRUNC, 0644)); break;
+        case 1: rename(a, b); break;
+        case 2: unlink(a); break;
+        case 3: chmod(a, 0600); break;
+        default: mkdir("/tmp/fuzz/d", 0755); break;
+        }
+        break;
+    }
+    default: {
+        struct pollfd pfd[4];
+        for (int i = 0; i < 4; i++)
+            pfd[i] = (struct pollfd){ pick_ev(), (short)(POLLIN | POLLOUT), 0 };
+        poll(pfd, 4, 0);
+        if (next() % 4 == 0)
+            raise(next() % 2 ? SIGUSR1 : SIGCHLD);
+        break;
+    }
+    }
+}
+
 static void child(uint64_t seed, int spin_fifo)
 {
     rng = seed;
@@ -407,9 +615,24 @@ static void child(uint64_t seed, int spin_fifo)
      * spinning as SCHED_FIFO, which needs root). */
     if (seed % 2 && !spin_fifo && setresuid(1000 + (uid_t)(seed % 7), 1000 + (uid_t)(seed % 7), 1000 + (uid_t)(seed % 7)) != 0)
         _exit(101);
+    /* Sockets at the low descriptors the calls aim at. */
+    int sv[2];
+    socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+    socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0, sv);
+    socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv);
+    /* SIGUSR1 is raised for the signalfds: blocked, so it stays pending
+     * unless a random call unblocks it. */
+    sigset_t usr1;
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    sigprocmask(SIG_BLOCK, &usr1, NULL);
     for (int i = 0; i < CALLS; i++) {
         if (next() % 4 == 0 && !spin_fifo) {
             cred_call();
+            continue;
+        }
+        if (next() % 4 == 0) {
+            event_call();
             continue;
         }
         long nr = (long)(next() % 450);
@@ -425,6 +648,8 @@ static void child(uint64_t seed, int spin_fifo)
             sched_self();
         if (next() % 4 == 0)
             ipc_call();
+        if (next() % 4 == 0)
+            socket_call();
         if (next() % 8 == 0)
             newer_call();
     }
@@ -475,7 +700,8 @@ static int run_one(uint64_t seed, int spin_fifo, int *timed_out)
 
 static void cleanup(void)
 {
-    static const char *gone[] = { "/tmp/fuzz/d/e", "/tmp/fuzz/a", "/tmp/fuzz/b", "/tmp/fuzz/d" };
+    static const char *gone[] = { "/tmp/fuzz/d/e", "/tmp/fuzz/d/n3", "/tmp/fuzz/n1", "/tmp/fuzz/n2",
+                                  "/tmp/fuzz/a", "/tmp/fuzz/b", "/tmp/fuzz/d" };
     for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++) {
         unlink(gone[i]);
         rmdir(gone[i]);

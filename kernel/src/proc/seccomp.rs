@@ -18,8 +18,9 @@
 //! Not implemented: user notification (SECCOMP_FILTER_FLAG_NEW_LISTENER
 //! is refused as an unknown flag, so SECCOMP_RET_USER_NOTIF always finds
 //! no listener and fails the call with ENOSYS, as Linux does without
-//! one); SECCOMP_RET_TRACE always finds no tracer (Kiln has no ptrace),
-//! so it fails the call with ENOSYS; strict mode does not make rdtsc
+//! one); SECCOMP_RET_TRACE stops a tracer that set
+//! PTRACE_O_TRACESECCOMP (PTRACE_EVENT_SECCOMP, the data as the message)
+//! and fails the call with ENOSYS otherwise; strict mode does not make rdtsc
 //! fault (Linux sets CR4.TSD for it).
 
 use alloc::sync::Arc;
@@ -34,6 +35,7 @@ use linux_abi::layout::Siginfo;
 use linux_abi::seccomp::*;
 use linux_abi::signal as sig;
 
+use super::ptrace::SeccompTrace;
 use super::task::SYSCALL_WORK_SECCOMP;
 use super::{ExitKind, Task};
 
@@ -196,10 +198,11 @@ pub fn attach(task: &Arc<Task>, prog: Vec<Insn>, flags: u32) -> Result<u64, Errn
     Ok(0)
 }
 
-/// Decides whether the system call `nr` the thread just made runs. When
-/// it does not, its result is already in the registers, or the thread
-/// has been sent SIGSYS or told to exit.
-pub fn intercepts(task: &Arc<Task>, uctx: &mut UserContext, nr: u64) -> bool {
+/// Decides whether the system call `nr` the thread just made runs:
+/// `Some` with the call to run (a tracer woken by SECCOMP_RET_TRACE may
+/// have changed it), or `None` when it does not, its result being already
+/// in the registers, or the thread sent SIGSYS or told to exit.
+pub fn check(task: &Arc<Task>, uctx: &mut UserContext, nr: u64) -> Option<u64> {
     let (mode, filter) = {
         let s = task.seccomp.lock();
         (s.mode, s.filter.clone())
@@ -207,21 +210,24 @@ pub fn intercepts(task: &Arc<Task>, uctx: &mut UserContext, nr: u64) -> bool {
     match mode {
         SECCOMP_MODE_STRICT => {
             if rules::strict_allows(nr) {
-                return false;
+                return Some(nr);
             }
             log::info!("pid {}: seccomp strict mode: killed for system call {nr}", task.process.pid);
             kill_thread(task, sig::SIGKILL);
-            true
+            None
         }
         SECCOMP_MODE_FILTER => match filter {
-            Some(f) => judge(task, uctx, nr, &f),
-            None => false,
+            Some(f) => judge(task, uctx, nr, &f, false),
+            None => Some(nr),
         },
-        _ => false,
+        _ => Some(nr),
     }
 }
 
-fn judge(task: &Arc<Task>, uctx: &mut UserContext, nr: u64, newest: &Arc<Filter>) -> bool {
+/// Runs the filters over the call and acts on the verdict. `rechecked`:
+/// the call was already let through a tracer, which a second TRACE
+/// verdict does not stop again (Linux's recheck_after_trace).
+fn judge(task: &Arc<Task>, uctx: &mut UserContext, nr: u64, newest: &Arc<Filter>, rechecked: bool) -> Option<u64> {
     let r = &uctx.regs;
     let data = SeccompData {
         nr: nr as i32,
@@ -247,24 +253,38 @@ fn judge(task: &Arc<Task>, uctx: &mut UserContext, nr: u64, newest: &Arc<Filter>
         log::info!("pid {}: seccomp: system call {nr} -> {action:?} ({data_bits})", task.process.pid);
     }
     match action {
-        Action::Allow | Action::Log => false,
+        Action::Allow | Action::Log => Some(nr),
         Action::Errno => {
             // The data is the errno, capped at MAX_ERRNO.
             let errno = u64::from(data_bits.min(4095));
             uctx.regs.rax = errno.wrapping_neg();
-            true
+            None
         }
-        Action::Trace | Action::UserNotif => {
-            // No tracer, no listener: ENOSYS, as Linux answers then.
+        Action::Trace if rechecked => Some(nr),
+        Action::Trace => match super::ptrace::seccomp_event(task, uctx, data_bits) {
+            // No tracer asked for the event: ENOSYS, as Linux answers.
+            SeccompTrace::NoTracer => {
+                uctx.regs.rax = Errno::ENOSYS.as_neg_isize() as u64;
+                None
+            }
+            // Skipped by the tracer (rax is what it left) or dying.
+            SeccompTrace::Skip => None,
+            // The tracer let it go on, perhaps as another call: the
+            // filters judge that one again.
+            SeccompTrace::Run(new_nr) => judge(task, uctx, new_nr, newest, true),
+        },
+        Action::UserNotif => {
+            // No listener (Kiln has no user notification): ENOSYS, as
+            // Linux answers without one.
             uctx.regs.rax = Errno::ENOSYS.as_neg_isize() as u64;
-            true
+            None
         }
         Action::Trap => {
             // The handler sees the registers of the call (rax holds its
             // number); the call does not run.
             uctx.regs.rax = nr;
             super::signal::force_fault_signal(task, sigsys(uctx.regs.rip, nr, data_bits));
-            true
+            None
         }
         Action::KillThread | Action::KillProcess => {
             uctx.regs.rax = nr;
@@ -277,7 +297,7 @@ fn judge(task: &Arc<Task>, uctx: &mut UserContext, nr: u64, newest: &Arc<Filter>
                 // force_coredump).
                 super::signal::force_default_signal(task, sigsys(uctx.regs.rip, nr, data_bits));
             }
-            true
+            None
         }
     }
 }

@@ -8,6 +8,7 @@ use core::sync::atomic::Ordering;
 use linux_abi::consts as c;
 use linux_abi::errno::Errno;
 use linux_abi::layout::Iovec;
+use linux_abi::socket as s;
 
 use super::fs_path::{path_arg, start_dir};
 use super::{SysResult, SyscallContext};
@@ -28,7 +29,7 @@ pub fn file(ctx: &SyscallContext, fd: i32) -> Result<Arc<OpenFile>, Errno> {
     ctx.process().files().lock().get(fd)
 }
 
-fn nofile_limit(ctx: &SyscallContext) -> usize {
+pub fn nofile_limit(ctx: &SyscallContext) -> usize {
     (ctx.process().rlimits.lock()[c::RLIMIT_NOFILE as usize].0 as usize).min(1 << 20)
 }
 
@@ -100,6 +101,11 @@ fn read_into_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at: 
     }
     let len = len.min(MAX_RW);
     if len == 0 {
+        // Files with rules of their own still see empty reads (an eventfd
+        // refuses them), as they see empty writes.
+        if f.ops.anon_name().is_some() {
+            return f.ops.read_at(0, &mut [], f.nonblocking()).map(|n| n as u64);
+        }
         return Ok(0);
     }
     if let Some(sink) = f.io.sink {
@@ -128,6 +134,9 @@ fn read_into_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at: 
         if n < want || f.io.partial_reads {
             break;
         }
+    }
+    if done > 0 {
+        crate::fs::notify::accessed(f);
     }
     Ok(done as u64)
 }
@@ -244,16 +253,25 @@ fn write_from_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at:
             break;
         }
     }
+    if done > 0 {
+        crate::fs::notify::modified(f);
+    }
     Ok(done as u64)
 }
 
 pub fn sys_read(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let f = file(ctx, a[0] as i32)?;
+    if crate::net::Socket::of(&f).is_some() {
+        return super::socket_msg::read(ctx, &f, a[1], a[2] as usize);
+    }
     read_into_user(ctx, &f, a[1], a[2] as usize, None)
 }
 
 pub fn sys_write(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let f = file(ctx, a[0] as i32)?;
+    if crate::net::Socket::of(&f).is_some() {
+        return super::socket_msg::write(ctx, &f, a[1], a[2] as usize);
+    }
     write_from_user(ctx, &f, a[1], a[2] as usize, None)
 }
 
@@ -302,6 +320,9 @@ fn read_iovecs(ctx: &SyscallContext, ptr: u64, count: u64) -> Result<Vec<Iovec>,
 fn vector_io(ctx: &SyscallContext, a: &[u64; 6], write: bool, at: Option<u64>) -> SysResult {
     let f = file(ctx, a[0] as i32)?;
     let iovs = read_iovecs(ctx, a[1], a[2])?;
+    if at.is_none() && crate::net::Socket::of(&f).is_some() {
+        return super::socket_msg::vector(ctx, &f, &iovs, write);
+    }
     // RLIMIT_FSIZE counts the whole vector once, so a vector that reaches
     // the limit part way is a short write, not a signal.
     let mut budget = u64::MAX;
@@ -419,6 +440,7 @@ pub fn do_open(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, flags: u32, mode
                 let umask = ctx.process().umask.load(Ordering::Relaxed);
                 let (mode, owner) = perm::new_inode(&cred, &dir, S_IFREG | (mode & 0o7777 & !umask));
                 dir.inode().create(&name, mode, 0, owner)?;
+                crate::fs::notify::created(&dir, &name, false);
                 created = true;
                 dir.child(&name)?
             }
@@ -495,8 +517,13 @@ pub fn do_open(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, flags: u32, mode
             | c::O_LARGEFILE
             | c::O_NOATIME
             | 0o4000000);
-    let f = OpenFile::with_dentry(ops, status, dentry);
-    install(ctx, f, flags & c::O_CLOEXEC != 0)
+    let f = OpenFile::with_dentry(ops, status, dentry.clone());
+    let fd = install(ctx, f, flags & c::O_CLOEXEC != 0)?;
+    crate::fs::notify::changed(&dentry, c::IN_OPEN);
+    if flags & c::O_TRUNC != 0 && kind == FileType::Regular && !created {
+        crate::fs::notify::changed(&dentry, c::IN_MODIFY);
+    }
+    Ok(fd)
 }
 
 pub fn sys_open(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
@@ -767,6 +794,16 @@ pub fn sys_ioctl(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
             let size = f.ops.inode().map_or(0, |i| i.metadata().size);
             let pos = *f.offset.lock();
             uaccess::write_u32(&vm, arg, size.saturating_sub(pos).min(u32::MAX as u64) as u32)?;
+            Ok(0)
+        }
+        // A socket's owner, as F_SETOWN/F_GETOWN (Linux's sock_ioctl).
+        s::FIOSETOWN | s::SIOCSPGRP if crate::net::Socket::of(&f).is_some() => {
+            let who = uaccess::read_u32(&vm, arg)? as i32;
+            super::lock::fcntl_owner(ctx, &f, c::F_SETOWN, who as i64 as u64)
+        }
+        s::FIOGETOWN | s::SIOCGPGRP if crate::net::Socket::of(&f).is_some() => {
+            let who = super::lock::fcntl_owner(ctx, &f, c::F_GETOWN, 0)? as i32;
+            uaccess::write_u32(&vm, arg, who as u32)?;
             Ok(0)
         }
         _ => f.ops.ioctl(cmd, arg, &vm),

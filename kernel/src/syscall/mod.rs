@@ -3,15 +3,18 @@
 //! the boundary and return `Result<u64, Errno>`; unsupported calls and
 //! flags get the errno Linux would give, never a fake success.
 
-mod exec;
 mod cred;
-mod fs_attr;
+mod epoll;
+mod eventfd;
+mod exec;
 mod fs_alloc;
+mod fs_attr;
 mod fs_io;
 mod fs_name;
 mod fs_path;
 mod futex;
 mod ident;
+mod inotify;
 mod ipc;
 mod kcmp;
 mod lock;
@@ -22,10 +25,15 @@ mod mqueue;
 mod numa;
 mod poll;
 mod process;
+mod ptrace;
 mod sched;
 mod seccomp;
 mod signal;
+mod socket;
+mod socket_msg;
+mod signalfd;
 mod time;
+mod timerfd;
 
 use alloc::sync::Arc;
 use core::sync::atomic::{AtomicBool, Ordering};
@@ -35,6 +43,7 @@ use linux_abi::errno::Errno;
 use linux_abi::nr;
 
 use crate::mm::Vm;
+use crate::proc::task::{SYSCALL_WORK_SECCOMP, SYSCALL_WORK_USER_DISPATCH};
 use crate::proc::{Process, Task};
 
 /// What a handler sees: the calling thread and its saved user registers.
@@ -272,6 +281,8 @@ syscall_table! {
     FCHDIR => fs_path::sys_fchdir,
     MOUNT => fs_path::sys_mount,
     UMOUNT2 => fs_path::sys_umount2,
+    PTRACE => ptrace::sys_ptrace,
+    PERSONALITY => process::sys_personality,
     SELECT => poll::sys_select,
     MEMBARRIER => membarrier::sys_membarrier,
     KCMP => kcmp::sys_kcmp,
@@ -296,6 +307,41 @@ syscall_table! {
     MQ_TIMEDRECEIVE => mqueue::sys_mq_timedreceive,
     MQ_NOTIFY => mqueue::sys_mq_notify,
     MQ_GETSETATTR => mqueue::sys_mq_getsetattr,
+    SOCKET => socket::sys_socket,
+    SOCKETPAIR => socket::sys_socketpair,
+    BIND => socket::sys_bind,
+    CONNECT => socket::sys_connect,
+    LISTEN => socket::sys_listen,
+    ACCEPT => socket::sys_accept,
+    ACCEPT4 => socket::sys_accept4,
+    GETSOCKNAME => socket::sys_getsockname,
+    GETPEERNAME => socket::sys_getpeername,
+    SHUTDOWN => socket::sys_shutdown,
+    SETSOCKOPT => socket::sys_setsockopt,
+    GETSOCKOPT => socket::sys_getsockopt,
+    SENDTO => socket_msg::sys_sendto,
+    RECVFROM => socket_msg::sys_recvfrom,
+    SENDMSG => socket_msg::sys_sendmsg,
+    RECVMSG => socket_msg::sys_recvmsg,
+    SENDMMSG => socket_msg::sys_sendmmsg,
+    RECVMMSG => socket_msg::sys_recvmmsg,
+    EPOLL_CREATE => epoll::sys_epoll_create,
+    EPOLL_CREATE1 => epoll::sys_epoll_create1,
+    EPOLL_CTL => epoll::sys_epoll_ctl,
+    EPOLL_WAIT => epoll::sys_epoll_wait,
+    EPOLL_PWAIT => epoll::sys_epoll_pwait,
+    EPOLL_PWAIT2 => epoll::sys_epoll_pwait2,
+    EVENTFD => eventfd::sys_eventfd,
+    EVENTFD2 => eventfd::sys_eventfd2,
+    TIMERFD_CREATE => timerfd::sys_timerfd_create,
+    TIMERFD_SETTIME => timerfd::sys_timerfd_settime,
+    TIMERFD_GETTIME => timerfd::sys_timerfd_gettime,
+    SIGNALFD => signalfd::sys_signalfd,
+    SIGNALFD4 => signalfd::sys_signalfd4,
+    INOTIFY_INIT => inotify::sys_inotify_init,
+    INOTIFY_INIT1 => inotify::sys_inotify_init1,
+    INOTIFY_ADD_WATCH => inotify::sys_inotify_add_watch,
+    INOTIFY_RM_WATCH => inotify::sys_inotify_rm_watch,
     SECCOMP => seccomp::sys_seccomp,
     IOPRIO_SET => sched::sys_ioprio_set,
     IOPRIO_GET => sched::sys_ioprio_get,
@@ -315,34 +361,45 @@ static TRACE: AtomicBool = AtomicBool::new(false);
 
 /// `strace=1` on the command line logs every system call.
 pub fn init(cmdline: &str) {
+    socket::init();
     TRACE.store(cmdline.split_whitespace().any(|a| a == "strace=1"), Ordering::Relaxed);
 }
 
-fn is_restart(e: Errno) -> bool {
+pub(crate) fn is_restart(e: Errno) -> bool {
     matches!(e, Errno::ERESTARTSYS | Errno::ERESTARTNOINTR | Errno::ERESTARTNOHAND | Errno::ERESTART_RESTARTBLOCK)
-}
-
-/// The checks before a call runs, in Linux's order (syscall_trace_enter):
-/// syscall user dispatch, then seccomp. True when the call is not to run
-/// (its result, a signal or an exit is already arranged).
-#[inline(never)]
-fn intercepted(task: &Arc<Task>, uctx: &mut UserContext, number: u64) -> bool {
-    use crate::proc::task::{SYSCALL_WORK_SECCOMP, SYSCALL_WORK_USER_DISPATCH};
-    let work = task.syscall_work();
-    (work & SYSCALL_WORK_USER_DISPATCH != 0 && crate::proc::user_dispatch::intercepts(task, uctx, number))
-        || (work & SYSCALL_WORK_SECCOMP != 0 && crate::proc::seccomp::intercepts(task, uctx, number))
 }
 
 /// Runs the system call the thread just made and stores its result.
 pub fn dispatch(task: &Arc<Task>, uctx: &mut UserContext) {
     let number = uctx.regs.rax;
-    if task.syscall_work() != 0 && intercepted(task, uctx, number) {
+    // Syscall user dispatch comes first, as in Linux's syscall_trace_enter:
+    // an intercepted call makes no ptrace stops and meets no filter.
+    let work = task.syscall_work();
+    if work & SYSCALL_WORK_USER_DISPATCH != 0 && crate::proc::user_dispatch::intercepts(task, uctx, number) {
         return;
     }
+    // A traced thread takes the path with syscall stops; the untraced
+    // one pays this one load.
+    if task.ptrace.is_traced() {
+        return ptrace::dispatch_traced(task, uctx);
+    }
+    if work & SYSCALL_WORK_SECCOMP != 0 {
+        if let Some(nr) = crate::proc::seccomp::check(task, uctx, number) {
+            run(task, uctx, nr);
+        }
+        return;
+    }
+    run(task, uctx, number);
+}
+
+/// Runs system call `number` with the arguments in the saved registers
+/// and stores its result in rax.
+#[inline(always)]
+fn run(task: &Arc<Task>, uctx: &mut UserContext, number: u64) {
     let r = &uctx.regs;
     let args = [r.rdi, r.rsi, r.rdx, r.r10, r.r8, r.r9];
     let handler = usize::try_from(number).ok().and_then(|n| TABLE.get(n).copied().flatten());
-    task.in_syscall.store(number + 1, Ordering::Relaxed);
+    task.in_syscall.store(number.wrapping_add(1), Ordering::Relaxed);
     let mut ctx = SyscallContext { task, uctx };
     let result = match handler {
         Some(h) => h(&mut ctx, &args),

@@ -131,6 +131,7 @@ const PID_FILES: &[&str] = &[
     "smaps",
     "smaps_rollup",
     "pagemap",
+    "mem",
 ];
 /// The files a thread's directory has of its own.
 const TASK_FILES: &[&str] = &["stat", "status"];
@@ -191,6 +192,8 @@ impl ProcInode {
     fn content(&self) -> Result<String, Errno> {
         match self.node {
             Node::Global(name) => global(name),
+            // Read through an open file (pid::MemFile), never as text.
+            Node::PidFile(_, "mem") => Err(Errno::EIO),
             Node::SysFile(row) => sys::row(row).map(sys::read).ok_or(Errno::ENOENT),
             Node::PidFile(pid, f) => pid_file(&process(pid)?, f),
             Node::TaskFile(pid, tid, f) => {
@@ -248,6 +251,7 @@ impl Inode for ProcInode {
         let perm = match (kind, self.node) {
             (_, Node::FdDir(_)) => 0o500,
             (_, Node::PidFile(_, "environ" | "pagemap")) => 0o400,
+            (_, Node::PidFile(_, "mem")) => 0o600,
             (FileType::Directory, _) => 0o555,
             (FileType::Symlink, _) => 0o777,
             (_, Node::SysFile(row)) => sys::row(row).map_or(0o444, |r| r.mode),
@@ -525,6 +529,9 @@ impl Inode for ProcInode {
                 Arc::new(pid::PagemapFile { process: Arc::downgrade(&p), show_pfn }) as Arc<dyn FileOps>
             }));
         }
+        if let Node::PidFile(pid, "mem") = self.node {
+            return Some(process(pid).and_then(|p| pid::MemFile::open(&p)).map(|f| Arc::new(f) as Arc<dyn FileOps>));
+        }
         Some(self.content().map(|s| Arc::new(SnapshotFile::new(s.into_bytes(), S_IFREG | 0o444)) as Arc<dyn FileOps>))
     }
 }
@@ -576,10 +583,14 @@ fn describe_file(f: &super::OpenFile) -> String {
     if let Some(d) = &f.dentry {
         return d.path();
     }
+    if let Some(name) = f.ops.anon_name() {
+        return format!("anon_inode:{name}");
+    }
     let mode = f.ops.mode();
     match mode & super::inode::S_IFMT {
         super::inode::S_IFIFO => format!("pipe:[{}]", Arc::as_ptr(&f.ops) as *const () as usize & 0xffffff),
         super::inode::S_IFCHR => String::from("/dev/console"),
+        super::inode::S_IFSOCK => format!("socket:[{}]", f.ops.ino().unwrap_or(0)),
         _ => String::from("anon_inode:[unknown]"),
     }
 }
@@ -678,6 +689,11 @@ impl Inode for OpenFileInode {
     }
 
     fn open(&self, _flags: u32) -> Option<Result<Arc<dyn FileOps>, Errno>> {
+        // A socket cannot be opened again (Linux's sock_no_open): its one
+        // open file is what its in-flight references are counted against.
+        if self.file.ops.mode() & super::inode::S_IFMT == super::inode::S_IFSOCK {
+            return Some(Err(Errno::ENXIO));
+        }
         Some(Ok(self.file.ops.clone()))
     }
 }
