@@ -62,7 +62,8 @@ fn data_loads_must_be_aligned_words_inside_seccomp_data() {
         assert!(check(&[stmt(BPF_LD | BPF_W | BPF_ABS, k), RET_ALLOW]).is_err(), "offset {k}");
     }
     // Half-word and byte loads, and indirect ones, are socket-filter only.
-    for code in [BPF_LD | BPF_H | BPF_ABS, BPF_LD | BPF_B | BPF_ABS, BPF_LD | BPF_W | BPF_IND, BPF_LDX | BPF_B | BPF_MSH]
+    for code in
+        [BPF_LD | BPF_H | BPF_ABS, BPF_LD | BPF_B | BPF_ABS, BPF_LD | BPF_W | BPF_IND, BPF_LDX | BPF_B | BPF_MSH]
     {
         assert_eq!(check(&[stmt(code, 0), RET_ALLOW]), Err(Invalid::Opcode { pc: 0 }), "code {code:#x}");
     }
@@ -120,13 +121,8 @@ fn scratch_words_must_be_stored_on_every_path_before_loads() {
     assert_eq!(check(&stored), Ok(()));
     assert_eq!(check(&[stmt(BPF_LD | BPF_MEM, 3), RET_ALLOW]), Err(Invalid::LoadBeforeStore { pc: 0 }));
     // Stored only on the taken branch: the other path reaches the load.
-    let one_path = [
-        LD_NR,
-        jump(BPF_JMP | BPF_JEQ | BPF_K, 1, 0, 1),
-        stmt(BPF_ST, 5),
-        stmt(BPF_LD | BPF_MEM, 5),
-        RET_ALLOW,
-    ];
+    let one_path =
+        [LD_NR, jump(BPF_JMP | BPF_JEQ | BPF_K, 1, 0, 1), stmt(BPF_ST, 5), stmt(BPF_LD | BPF_MEM, 5), RET_ALLOW];
     assert_eq!(check(&one_path), Err(Invalid::LoadBeforeStore { pc: 3 }));
     let both = [
         stmt(BPF_ST, 5),
@@ -157,19 +153,19 @@ fn data_words_are_little_endian_halves() {
 fn alu_memory_and_jumps_compute_as_classic_bpf() {
     let d = data(7);
     let prog = [
-        LD_NR,                                   // A = 7
-        stmt(BPF_ALU | BPF_MUL | BPF_K, 6),      // 42
-        stmt(BPF_ST, 0),                         // M[0] = 42
-        stmt(BPF_LDX | BPF_W | BPF_LEN, 0),      // X = 64
-        stmt(BPF_ALU | BPF_ADD | BPF_X, 0),      // 106
-        stmt(BPF_ALU | BPF_RSH | BPF_K, 1),      // 53
-        stmt(BPF_ALU | BPF_XOR | BPF_K, 1),      // 52
-        stmt(BPF_MISC | BPF_TAX, 0),             // X = 52
-        stmt(BPF_LD | BPF_MEM, 0),               // A = 42
-        stmt(BPF_ALU | BPF_SUB | BPF_X, 0),      // -10
-        stmt(BPF_ALU | BPF_NEG, 0),              // 10
+        LD_NR,                              // A = 7
+        stmt(BPF_ALU | BPF_MUL | BPF_K, 6), // 42
+        stmt(BPF_ST, 0),                    // M[0] = 42
+        stmt(BPF_LDX | BPF_W | BPF_LEN, 0), // X = 64
+        stmt(BPF_ALU | BPF_ADD | BPF_X, 0), // 106
+        stmt(BPF_ALU | BPF_RSH | BPF_K, 1), // 53
+        stmt(BPF_ALU | BPF_XOR | BPF_K, 1), // 52
+        stmt(BPF_MISC | BPF_TAX, 0),        // X = 52
+        stmt(BPF_LD | BPF_MEM, 0),          // A = 42
+        stmt(BPF_ALU | BPF_SUB | BPF_X, 0), // -10
+        stmt(BPF_ALU | BPF_NEG, 0),         // 10
         jump(BPF_JMP | BPF_JSET | BPF_K, 2, 0, 1),
-        stmt(BPF_ALU | BPF_OR | BPF_K, 0x100),   // 0x10a
+        stmt(BPF_ALU | BPF_OR | BPF_K, 0x100), // 0x10a
         stmt(BPF_RET | BPF_A, 0),
     ];
     assert_eq!(check(&prog), Ok(()));
