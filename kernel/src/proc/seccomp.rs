@@ -188,7 +188,7 @@ pub fn attach(task: &Arc<Task>, prog: Vec<Insn>, flags: u32) -> Result<u64, Errn
             drop(t.install_cred(cred));
         }
         let mut theirs = t.seccomp.lock();
-        let old = core::mem::replace(&mut *theirs, Seccomp::default());
+        let old = core::mem::take(&mut *theirs);
         set_state(&t, &mut theirs, state.clone());
         drop(theirs);
         drop(old);

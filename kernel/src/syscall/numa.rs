@@ -109,7 +109,7 @@ fn get_nodes(ctx: &SyscallContext, nmask: u64, maxnode: u64) -> Result<Nodes, Er
     let mut nodes = Nodes::default();
     for i in 0..words {
         let mut w = read_word(ctx, nmask + i * 8)?;
-        if i == words - 1 && maxnode % 64 != 0 {
+        if i == words - 1 && !maxnode.is_multiple_of(64) {
             w &= (1 << (maxnode % 64)) - 1;
         }
         if i == 0 {
@@ -244,7 +244,7 @@ pub fn sys_mbind(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if flags & MPOL_MF_MOVE_ALL != 0 && !ctx.cred().capable(CAP_SYS_NICE) {
         return Err(Errno::EPERM);
     }
-    if start % PAGE_SIZE != 0 {
+    if !start.is_multiple_of(PAGE_SIZE) {
         return Err(Errno::EINVAL);
     }
     let len = len.checked_add(PAGE_SIZE - 1).map(|l| l & !(PAGE_SIZE - 1)).ok_or(Errno::EINVAL)?;
@@ -267,7 +267,7 @@ pub fn sys_mbind(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 
 pub fn sys_set_mempolicy_home_node(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let (start, len, home_node, flags) = (a[0], a[1], a[2], a[3]);
-    if start % PAGE_SIZE != 0 || flags != 0 {
+    if !start.is_multiple_of(PAGE_SIZE) || flags != 0 {
         return Err(Errno::EINVAL);
     }
     // Node 0 is the only one online.

@@ -107,7 +107,7 @@ fn known_ancillary(k: u32) -> bool {
     // SKF_AD_PROTOCOL (0) .. SKF_AD_RANDOM (56), every 4 bytes, and
     // SKF_AD_VLAN_TPID (60).
     let off = k.wrapping_sub(SKF_AD_OFF);
-    k >= SKF_AD_OFF && off <= 60 && off % 4 == 0
+    k >= SKF_AD_OFF && off <= 60 && off.is_multiple_of(4)
 }
 
 /// Linux's `bpf_check_classic`: what any classic BPF program must satisfy.
