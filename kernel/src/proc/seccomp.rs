@@ -212,7 +212,7 @@ pub fn check(task: &Arc<Task>, uctx: &mut UserContext, nr: u64) -> Option<u64> {
             if rules::strict_allows(nr) {
                 return Some(nr);
             }
-            log::info!("pid {}: seccomp strict mode: killed for system call {nr}", task.process.pid);
+            log::debug!("pid {}: seccomp strict mode: killed for system call {nr}", task.process.pid);
             kill_thread(task, sig::SIGKILL);
             None
         }
@@ -250,7 +250,7 @@ fn judge(task: &Arc<Task>, uctx: &mut UserContext, nr: u64, newest: &Arc<Filter>
     let action = Action::of(verdict);
     let data_bits = verdict & SECCOMP_RET_DATA;
     if action == Action::Log || (logged && action != Action::Allow) {
-        log::info!("pid {}: seccomp: system call {nr} -> {action:?} ({data_bits})", task.process.pid);
+        log::debug!("pid {}: seccomp: system call {nr} -> {action:?} ({data_bits})", task.process.pid);
     }
     match action {
         Action::Allow | Action::Log => Some(nr),
