@@ -223,7 +223,15 @@ static void newer_call(void)
     case 3: syscall(SYS_ioprio_set, 1, 0, (long)(next() % 8) << 13 | (long)(next() % 10)); break;
     case 4: syscall(SYS_ioprio_get, (long)(next() % 5), next() % 2 ? 0 : arg()); break;
     case 5: syscall(next() % 2 ? SYS_utime : SYS_utimes, paths[next() % NPATHS], next() % 2 ? 0 : arg()); break;
-    case 6: syscall(SYS_futimesat, (long)(next() % 8) - 1, next() % 2 ? 0 : (long)paths[next() % NPATHS], arg()); break;
+    case 6:
+        if (next() % 2) {
+            /* syslog's reading actions only: the others change the console. */
+            static const int reads[] = { 3, 9, 10, 0, 1, 11 };
+            syscall(SYS_syslog, reads[next() % 6], next() % 4 ? (long)scratch : arg(), (long)(next() % 5000) - 100);
+            break;
+        }
+        syscall(SYS_futimesat, (long)(next() % 8) - 1, next() % 2 ? 0 : (long)paths[next() % NPATHS], arg());
+        break;
     default: {
         int fd = open(paths[next() % NPATHS], O_RDONLY);
         syscall(SYS_getdents, fd, next() % 4 ? (long)scratch : arg(), (long)(next() % 4096));

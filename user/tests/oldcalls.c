@@ -6,7 +6,8 @@
  * ioprio_get/ioprio_set (validation, the nice-derived effective value
  * for groups, inheritance over fork, permissions), restart_syscall with
  * nothing to restart, process_madvise's checks before its pidfd, and
- * the NUMA policy calls as a machine with one node answers them.
+ * the NUMA policy calls as a machine with one node answers them, and
+ * syslog's actions, checks and permissions (dmesg_restrict both ways).
  */
 #include "common.h"
 
@@ -350,6 +351,74 @@ static void numa(void)
     show_policy("back to default", 65, 0, 0);
 }
 
+/* ---- syslog (klogctl) ------------------------------------------------ */
+
+static void set_restrict(const char *v)
+{
+    int fd = open("/proc/sys/kernel/dmesg_restrict", O_WRONLY);
+    if (fd < 0 || write(fd, v, strlen(v)) != (ssize_t)strlen(v))
+        printf("FAIL: writing dmesg_restrict\n");
+    if (fd >= 0)
+        close(fd);
+}
+
+static int syslog_user(void *arg)
+{
+    int restricted = (int)(long)arg;
+    if (setuid(1000) != 0)
+        return 10;
+    static char buf[4096];
+    if (restricted) {
+        EXPECT_ERR(EPERM, "READ_ALL as user 1000, dmesg_restrict 1", syscall(SYS_syslog, 3, buf, sizeof buf));
+        EXPECT_ERR(EPERM, "SIZE_BUFFER as user 1000, dmesg_restrict 1", syscall(SYS_syslog, 10, NULL, 0));
+    } else {
+        long n = syscall(SYS_syslog, 3, buf, sizeof buf);
+        check(n > 0 && buf[0] == '<' && buf[n - 1] == '\n', "READ_ALL as user 1000, dmesg_restrict 0: whole records");
+        check(syscall(SYS_syslog, 10, NULL, 0) > 0, "SIZE_BUFFER as user 1000, dmesg_restrict 0");
+    }
+    EXPECT_ERR(EPERM, "READ as user 1000", syscall(SYS_syslog, 2, buf, sizeof buf));
+    EXPECT_ERR(EPERM, "CLEAR as user 1000", syscall(SYS_syslog, 5, NULL, 0));
+    EXPECT_ERR(EPERM, "READ_CLEAR as user 1000", syscall(SYS_syslog, 4, buf, sizeof buf));
+    EXPECT_ERR(EPERM, "CONSOLE_LEVEL as user 1000", syscall(SYS_syslog, 8, NULL, 7));
+    EXPECT_ERR(EPERM, "SIZE_UNREAD as user 1000", syscall(SYS_syslog, 9, NULL, 0));
+    EXPECT_ERR(EPERM, "OPEN as user 1000", syscall(SYS_syslog, 1, NULL, 0));
+    EXPECT_ERR(EPERM, "action 99 as user 1000", syscall(SYS_syslog, 99, NULL, 0));
+    return t_failed ? 99 : 0;
+}
+
+static void klog(void)
+{
+    static char buf[4096];
+    char old[8] = "0";
+    int fd = open("/proc/sys/kernel/dmesg_restrict", O_RDONLY);
+    if (fd >= 0) {
+        ssize_t n = read(fd, old, sizeof old - 1);
+        old[n > 0 ? n : 0] = 0;
+        close(fd);
+    }
+    check(syscall(SYS_syslog, 10, NULL, 0) > 0, "SIZE_BUFFER is positive");
+    long n = syscall(SYS_syslog, 3, buf, sizeof buf);
+    check(n > 0 && buf[0] == '<' && buf[n - 1] == '\n', "READ_ALL returns whole <level>-prefixed records");
+    check(syscall(SYS_syslog, 3, buf, 0) == 0, "READ_ALL of 0 bytes");
+    EXPECT_ERR(EINVAL, "READ_ALL into NULL", syscall(SYS_syslog, 3, NULL, 16));
+    EXPECT_ERR(EINVAL, "READ_ALL with length -1", syscall(SYS_syslog, 3, buf, -1));
+    EXPECT_ERR(EFAULT, "READ_ALL into a bad buffer", syscall(SYS_syslog, 3, BAD_PTR, 4096));
+    EXPECT_ERR(EFAULT, "READ_ALL into a kernel address", syscall(SYS_syslog, 3, KERNEL_PTR, 64));
+    EXPECT_ERR(EINVAL, "READ into NULL", syscall(SYS_syslog, 2, NULL, 16));
+    EXPECT_OK("OPEN", syscall(SYS_syslog, 1, NULL, 0));
+    EXPECT_OK("CLOSE", syscall(SYS_syslog, 0, NULL, 0));
+    check(syscall(SYS_syslog, 9, NULL, 0) >= 0, "SIZE_UNREAD");
+    EXPECT_ERR(EINVAL, "CONSOLE_LEVEL 0", syscall(SYS_syslog, 8, NULL, 0));
+    EXPECT_ERR(EINVAL, "CONSOLE_LEVEL 9", syscall(SYS_syslog, 8, NULL, 9));
+    EXPECT_ERR(EINVAL, "action 11", syscall(SYS_syslog, 11, NULL, 0));
+    EXPECT_ERR(EINVAL, "action -1", syscall(SYS_syslog, -1, NULL, 0));
+    set_restrict("1");
+    report_child("syslog as user 1000, restricted", run_child(syslog_user, (void *)1L));
+    set_restrict("0");
+    report_child("syslog as user 1000, not restricted", run_child(syslog_user, (void *)0L));
+    set_restrict(old);
+}
+
 /* ---- the rest -------------------------------------------------------- */
 
 static void rest(void)
@@ -382,6 +451,7 @@ int main(void)
     old_getdents();
     ioprio();
     numa();
+    klog();
     rest();
     cleanup();
     return t_done();

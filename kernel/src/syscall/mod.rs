@@ -29,6 +29,7 @@ mod ptrace;
 mod sched;
 mod seccomp;
 mod signal;
+mod syslog;
 mod socket;
 mod socket_msg;
 mod signalfd;
@@ -347,6 +348,7 @@ syscall_table! {
     IOPRIO_GET => sched::sys_ioprio_get,
     RESTART_SYSCALL => signal::sys_restart_syscall,
     PROCESS_MADVISE => mem::sys_process_madvise,
+    SYSLOG => syslog::sys_syslog,
     SET_MEMPOLICY => numa::sys_set_mempolicy,
     GET_MEMPOLICY => numa::sys_get_mempolicy,
     MBIND => numa::sys_mbind,
