@@ -81,6 +81,16 @@ pub trait FileOps: Send + Sync {
     fn mode(&self) -> u32 {
         0
     }
+    /// Anonymous-inode files (epoll, eventfd, ...): the name
+    /// /proc/<pid>/fd shows after `anon_inode:`.
+    fn anon_name(&self) -> Option<&'static str> {
+        None
+    }
+    /// What a file of this kind adds to /proc/<pid>/fdinfo/<n> after
+    /// the lines every file has (a pidfd's `Pid:`).
+    fn fdinfo(&self, _out: &mut dyn core::fmt::Write) -> core::fmt::Result {
+        Ok(())
+    }
     /// Whether O_ASYNC makes the file signal its owner (Linux's ->fasync:
     /// pipes, FIFOs, terminals); elsewhere O_ASYNC is only a flag.
     fn fasync(&self) -> bool {

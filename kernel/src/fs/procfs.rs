@@ -3,7 +3,7 @@
 //! The root lists one directory per process plus `self`, `meminfo`,
 //! `cpuinfo`, `uptime`, `loadavg`, `mounts`, `filesystems`, `stat`,
 //! `version` and `sys/kernel/pid_max`. Each process directory has `stat`,
-//! `status`, `cmdline`, `comm`, `maps`, `fd/`, `exe` and `cwd`.
+//! `status`, `cmdline`, `comm`, `maps`, `fd/`, `fdinfo/`, `exe` and `cwd`.
 
 use alloc::format;
 use alloc::string::{String, ToString};
@@ -40,6 +40,8 @@ enum Node {
     PidLink(Pid, &'static str),
     FdDir(Pid),
     FdLink(Pid, i32),
+    FdInfoDir(Pid),
+    FdInfo(Pid, i32),
     /// A registered file or directory, by its path below /proc.
     Extra(&'static str),
 }
@@ -139,6 +141,8 @@ fn ino_of(n: Node) -> u64 {
         Node::PidLink(p, f) => ((p as u64) << 16) | (100 + PID_LINKS.iter().position(|x| *x == f).unwrap_or(0) as u64),
         Node::FdDir(p) => ((p as u64) << 16) | 200,
         Node::FdLink(p, fd) => ((p as u64) << 16) | (1000 + fd as u64),
+        Node::FdInfoDir(p) => ((p as u64) << 16) | 201,
+        Node::FdInfo(p, fd) => ((p as u64) << 16) | (3000 + fd as u64),
         Node::Extra(path) => extra_ino(path),
     }
 }
@@ -155,6 +159,7 @@ impl ProcInode {
             | Node::SysKernelDir
             | Node::PidDir(_)
             | Node::FdDir(_)
+            | Node::FdInfoDir(_)
             | Node::TaskDir(_)
             | Node::TaskEntry(..) => FileType::Directory,
             Node::SelfLink | Node::ThreadSelfLink | Node::MountsLink | Node::PidLink(..) | Node::FdLink(..) => {
@@ -173,6 +178,7 @@ impl ProcInode {
             Node::SysKernelFile("osrelease") => Ok(String::from("6.1.0-kiln\n")),
             Node::SysKernelFile(_) => Ok(String::from("kiln\n")),
             Node::PidFile(pid, f) => pid_file(&process(pid)?, f),
+            Node::FdInfo(pid, fd) => fdinfo(&process(pid)?, fd),
             Node::Extra(path) => extra_content(path).ok_or(Errno::EISDIR),
             _ => Err(Errno::EISDIR),
         }
@@ -189,7 +195,9 @@ impl ProcInode {
             | Node::PidFile(p, _)
             | Node::PidLink(p, _)
             | Node::FdDir(p)
-            | Node::FdLink(p, _) => Some(p),
+            | Node::FdLink(p, _)
+            | Node::FdInfoDir(p)
+            | Node::FdInfo(p, _) => Some(p),
             _ => None,
         }
     }
@@ -320,6 +328,9 @@ impl Inode for ProcInode {
                 if name == "fd" {
                     return Ok(node(Node::FdDir(pid)));
                 }
+                if name == "fdinfo" {
+                    return Ok(node(Node::FdInfoDir(pid)));
+                }
                 if name == "task" {
                     return Ok(node(Node::TaskDir(pid)));
                 }
@@ -329,6 +340,11 @@ impl Inode for ProcInode {
                 let fd: i32 = name.parse().map_err(|_| Errno::ENOENT)?;
                 process(pid)?.files().lock().get(fd).map_err(|_| Errno::ENOENT)?;
                 Ok(node(Node::FdLink(pid, fd)))
+            }
+            Node::FdInfoDir(pid) => {
+                let fd: i32 = name.parse().map_err(|_| Errno::ENOENT)?;
+                process(pid)?.files().lock().get(fd).map_err(|_| Errno::ENOENT)?;
+                Ok(node(Node::FdInfo(pid, fd)))
             }
             _ if self.kind() == FileType::Directory => Err(Errno::ENOENT),
             _ => Err(Errno::ENOTDIR),
@@ -393,14 +409,16 @@ impl Inode for ProcInode {
                     push(l.to_string(), Node::PidLink(pid, l));
                 }
                 push("fd".to_string(), Node::FdDir(pid));
+                push("fdinfo".to_string(), Node::FdInfoDir(pid));
                 push("task".to_string(), Node::TaskDir(pid));
             }
-            Node::FdDir(pid) => {
+            Node::FdDir(pid) | Node::FdInfoDir(pid) => {
+                let info = matches!(self.node, Node::FdInfoDir(_));
                 let process = process(pid)?;
                 let table = process.files().lock();
                 for fd in 0..1024 {
                     if table.get(fd).is_ok() {
-                        push(format!("{fd}"), Node::FdLink(pid, fd));
+                        push(format!("{fd}"), if info { Node::FdInfo(pid, fd) } else { Node::FdLink(pid, fd) });
                     }
                 }
             }
@@ -462,11 +480,46 @@ fn describe_file(f: &super::OpenFile) -> String {
     if let Some(d) = &f.dentry {
         return d.path();
     }
+    if let Some(name) = f.ops.anon_name() {
+        return format!("anon_inode:{name}");
+    }
     let mode = f.ops.mode();
     match mode & super::inode::S_IFMT {
         super::inode::S_IFIFO => format!("pipe:[{}]", Arc::as_ptr(&f.ops) as *const () as usize & 0xffffff),
         super::inode::S_IFCHR => String::from("/dev/console"),
         _ => String::from("anon_inode:[unknown]"),
+    }
+}
+
+/// /proc/<pid>/fdinfo/<fd>: the position, status flags (with O_CLOEXEC
+/// for a close-on-exec descriptor), mount and inode, then what the file's
+/// kind adds. Only a caller that may read the process as ptrace would
+/// (PTRACE_MODE_READ_FSCREDS) opens it.
+fn fdinfo(p: &Arc<Process>, fd: i32) -> Result<String, Errno> {
+    let caller = proc::current_task().ok_or(Errno::ESRCH)?;
+    if !proc::ptrace_access::may_access_process(&caller, p, proc::ptrace_access::READ_FSCREDS) {
+        return Err(Errno::EACCES);
+    }
+    let (f, cloexec) = {
+        let table = p.files().lock();
+        (table.get(fd).map_err(|_| Errno::ENOENT)?, table.is_cloexec(fd).unwrap_or(false))
+    };
+    let pos = if f.io.seekable { *f.offset.lock() } else { 0 };
+    let flags = f.flags() | if cloexec { linux_abi::consts::O_CLOEXEC } else { 0 };
+    let ino = f.ops.inode().map_or_else(|| f.ops.ino().unwrap_or(0), |i| i.metadata().ino);
+    let mut s = crate::mm::TryString::new();
+    let r = write!(s, "pos:\t{pos}\nflags:\t0{flags:o}\nmnt_id:\t0\nino:\t{ino}\n").and_then(|()| f.ops.fdinfo(&mut s));
+    s.finish(r)
+}
+
+/// The process a /proc/<pid> directory names (Linux's
+/// `tgid_pidfd_to_pid`: pidfd_send_signal takes such a directory's
+/// descriptor as a pidfd). None for anything else, /proc/<pid>/task/<tid>
+/// included.
+pub fn tgid_of_dir(inode: &dyn Inode) -> Option<Pid> {
+    match inode.as_any().downcast_ref::<ProcInode>()?.node {
+        Node::PidDir(pid) => Some(pid),
+        _ => None,
     }
 }
 

@@ -13,7 +13,10 @@ pub mod exit;
 pub mod futex;
 pub mod init;
 pub mod oom;
+pub mod pidfd;
+pub mod ptrace_access;
 pub mod robust;
+pub mod rseq;
 pub mod sigio;
 pub mod signal;
 pub mod task;
@@ -114,6 +117,12 @@ pub struct Process {
     /// The leader thread's credentials once it has exited, for whoever
     /// still asks about the process (signals, /proc, prlimit).
     pub exited_leader_cred: SpinLock<Option<Arc<crate::cred::Cred>>>,
+    /// Told when the last thread exits: pidfds poll it (Linux's
+    /// `pid->wait_pidfd`).
+    pub pidfd_wait: crate::event::Pollee,
+    /// The address space's rseq concurrency ids, made at the first
+    /// registration (shared with CLONE_VM children, dropped by exec).
+    pub mm_cids: SpinLock<Option<Arc<rseq::MmCids>>>,
 }
 
 /// `/proc/sys/fs/suid_dumpable`: what a credential change sets dumpable
@@ -318,6 +327,8 @@ impl Process {
             vfork_done: SpinLock::new(None),
             dumpable: core::sync::atomic::AtomicU8::new(1),
             exited_leader_cred: SpinLock::new(None),
+            pidfd_wait: crate::event::Pollee::new(),
+            mm_cids: SpinLock::new(None),
         }
     }
 

@@ -58,6 +58,8 @@ pub struct Task {
     /// The credentials this thread acts with, replaced whole on change
     /// (`commit_cred`), never changed in place.
     cred: SpinLock<Arc<Cred>>,
+    /// The thread's restartable-sequence registration (rseq).
+    pub rseq: super::rseq::TaskRseq,
 }
 
 impl Task {
@@ -80,6 +82,7 @@ impl Task {
             user_dispatch: SpinLock::new(None),
             user_dispatch_on: core::sync::atomic::AtomicBool::new(false),
             cred: SpinLock::new(cred),
+            rseq: super::rseq::TaskRseq::new(),
         }
     }
 
@@ -192,6 +195,11 @@ fn run_task(task: Arc<Task>, mut ctx: Box<UserContext>) {
     loop {
         if super::signal::handle_pending(&task, &mut ctx) == Flow::Exit {
             return;
+        }
+        // One load for a thread without rseq; a registered one may go
+        // round again (a section aborted into a signal, a late switch).
+        if task.rseq.is_registered() && !super::rseq::ready_for_user(&task, &mut ctx) {
+            continue;
         }
         // CPU clocks are kept at context switches; only an armed CPU-time
         // itimer needs the time spent in user mode itself. (Two clock

@@ -19,8 +19,11 @@ mod mem;
 mod membarrier;
 mod memfd;
 mod mqueue;
+mod pidfd;
 mod poll;
 mod process;
+mod process_vm;
+mod rseq;
 mod sched;
 mod signal;
 mod time;
@@ -287,6 +290,12 @@ syscall_table! {
     MQ_TIMEDRECEIVE => mqueue::sys_mq_timedreceive,
     MQ_NOTIFY => mqueue::sys_mq_notify,
     MQ_GETSETATTR => mqueue::sys_mq_getsetattr,
+    PIDFD_OPEN => pidfd::sys_pidfd_open,
+    PIDFD_SEND_SIGNAL => pidfd::sys_pidfd_send_signal,
+    PIDFD_GETFD => pidfd::sys_pidfd_getfd,
+    PROCESS_VM_READV => process_vm::sys_process_vm_readv,
+    PROCESS_VM_WRITEV => process_vm::sys_process_vm_writev,
+    RSEQ => rseq::sys_rseq,
 }
 
 static TABLE: [Option<Handler>; TABLE_SIZE] = build_table();

@@ -125,7 +125,7 @@ fn may_signal(ctx: &SyscallContext, target: &Arc<Process>, tcred: Option<Arc<Cre
     Err(Errno::EPERM)
 }
 
-fn may_signal_process(ctx: &SyscallContext, p: &Arc<Process>, signo: u32) -> SysResult {
+pub(super) fn may_signal_process(ctx: &SyscallContext, p: &Arc<Process>, signo: u32) -> SysResult {
     may_signal(ctx, p, p.cred(), signo)
 }
 

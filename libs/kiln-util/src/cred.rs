@@ -723,6 +723,32 @@ impl<G: AsRef<[u32]> + Clone> Cred<G> {
     pub fn may_renice(&self, target: &Cred<G>) -> bool {
         self.euid == target.euid || self.euid == target.uid || self.capable(CAP_SYS_NICE)
     }
+
+    /// Whether this caller may inspect or control a process of another
+    /// thread group whose leader has credentials `target` (Linux's
+    /// `__ptrace_may_access` with the capability LSM's
+    /// `cap_ptrace_access_check`; ptrace, pidfd_getfd, process_vm_*,
+    /// kcmp and /proc ask it). `fscreds` picks PTRACE_MODE_FSCREDS (the
+    /// file-system ids and the effective set) over REALCREDS (the real
+    /// ids and the permitted set); `dumpable` is false when the target's
+    /// memory is not SUID_DUMP_USER (a zombie has no memory: pass true).
+    /// Without CAP_SYS_PTRACE the target must run as the caller's id in
+    /// every one of its real, effective and saved ids, be dumpable, and
+    /// hold no permitted capability the caller lacks.
+    pub fn may_ptrace(&self, target: &Cred<G>, fscreds: bool, dumpable: bool) -> bool {
+        if self.capable(CAP_SYS_PTRACE) {
+            return true;
+        }
+        let (uid, gid) = if fscreds { (self.fsuid, self.fsgid) } else { (self.uid, self.gid) };
+        let same_ids = uid == target.uid
+            && uid == target.euid
+            && uid == target.suid
+            && gid == target.gid
+            && gid == target.egid
+            && gid == target.sgid;
+        let caller_caps = if fscreds { self.caps.effective } else { self.caps.permitted };
+        same_ids && dumpable && target.caps.permitted & !caller_caps == 0
+    }
 }
 
 #[cfg(test)]

@@ -8,7 +8,8 @@
 //! capabilities and securebits ([`capability`]), the
 //! `wait4` status word ([`wait_status`]), byte-exact encoders for the
 //! structs exchanged through user memory ([`layout`]), and the IPC and
-//! file-lock structs and limits ([`ipc`]). The values are facts
+//! file-lock structs and limits ([`ipc`]), restartable sequences
+//! ([`rseq`]) and process descriptors ([`pidfd`]). The values are facts
 //! of the Linux ABI taken from the kernel's UAPI headers; the tests compare
 //! them with the headers installed on the build host when a C compiler is
 //! available. No heap, no `unsafe`, no dependencies beyond `core`.
@@ -19,6 +20,8 @@ pub mod errno;
 pub mod ipc;
 pub mod layout;
 pub mod nr;
+pub mod pidfd;
+pub mod rseq;
 pub mod signal;
 pub mod wait_status;
 

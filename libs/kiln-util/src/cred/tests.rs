@@ -397,3 +397,30 @@ fn dumpable_follows_id_and_capability_changes() {
     assert!(!r.change_drops_dumpable(&d), "losing capabilities is fine");
     assert!(d.change_drops_dumpable(&r), "gaining them is not");
 }
+
+#[test]
+fn ptrace_access_follows_ids_dumpability_and_capabilities() {
+    let u = user(1000, 1000);
+    assert!(u.may_ptrace(&u, false, true));
+    assert!(!u.may_ptrace(&u, false, false), "a non-dumpable target needs CAP_SYS_PTRACE");
+    assert!(!u.may_ptrace(&user(1001, 1000), false, true));
+    assert!(!u.may_ptrace(&user(1000, 1001), false, true), "the groups count too");
+    let mut saved = user(1000, 1000);
+    saved.suid = 0;
+    assert!(!u.may_ptrace(&saved, false, true), "every one of the target's ids must match");
+    assert!(!u.may_ptrace(&root(), false, true));
+    assert!(root().may_ptrace(&u, false, false));
+    let mut fs = user(1000, 1000);
+    fs.fsuid = 2000;
+    assert!(u.may_ptrace(&fs, false, true), "the target's file-system id does not count");
+    assert!(!fs.may_ptrace(&u, true, true), "FSCREDS uses the caller's file-system id");
+    assert!(fs.may_ptrace(&u, false, true));
+    // Same ids, but the target keeps a capability the caller lacks.
+    let mut capable = root();
+    capable.set_resgid(1000, 1000, 1000).unwrap();
+    capable.set_keep_caps(1).unwrap();
+    capable.set_resuid(1000, 1000, 1000).unwrap();
+    assert!(capable.caps.permitted != 0);
+    assert!(!u.may_ptrace(&capable, false, true));
+    assert!(capable.may_ptrace(&u, false, true));
+}

@@ -1,0 +1,126 @@
+//! Process descriptors: pidfd_open, pidfd_send_signal, pidfd_getfd, and
+//! the pidfd clone(CLONE_PIDFD) returns. The file itself is
+//! `proc::pidfd`; waitid(P_PIDFD) is in `process.rs`.
+
+use alloc::sync::Arc;
+
+use linux_abi::consts as c;
+use linux_abi::errno::Errno;
+use linux_abi::layout::Siginfo;
+use linux_abi::pidfd::PIDFD_NONBLOCK;
+use linux_abi::signal as sig;
+
+use super::{SysResult, SyscallContext};
+use crate::proc::ptrace_access::{self, ATTACH_REALCREDS};
+use crate::proc::{self, pidfd, Process};
+
+/// Installs a new pidfd for `p` in the caller's table (close-on-exec, as
+/// every pidfd starts), within RLIMIT_NOFILE.
+fn install(ctx: &SyscallContext, p: &Arc<Process>, nonblock: bool) -> Result<i32, Errno> {
+    let file = pidfd::open(p, nonblock)?;
+    let limit = (ctx.process().rlimits.lock()[c::RLIMIT_NOFILE as usize].0 as usize).min(1 << 20);
+    ctx.process().files().lock().install_from(0, file, true, limit)
+}
+
+/// clone's CLONE_PIDFD: a pidfd for the new process, its number stored
+/// at `ptr` (EFAULT, and no descriptor, when it cannot be).
+pub(super) fn install_for_clone(ctx: &SyscallContext, p: &Arc<Process>, ptr: u64) -> Result<i32, Errno> {
+    let fd = install(ctx, p, false)?;
+    if let Err(e) = ctx.copy_to_user(ptr, &fd.to_le_bytes()) {
+        let _ = ctx.process().files().lock().close(fd);
+        return Err(e);
+    }
+    Ok(fd)
+}
+
+/// pidfd_open(pid, flags): a thread group's leader only (EINVAL for any
+/// other thread), zombies included; ESRCH once reaped.
+pub fn sys_pidfd_open(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (pid, flags) = (a[0] as i32, a[1] as u32);
+    if flags & !PIDFD_NONBLOCK != 0 || pid <= 0 {
+        return Err(Errno::EINVAL);
+    }
+    let Some(p) = proc::find_process(pid) else {
+        // An id in use by a thread that leads no group.
+        return Err(if proc::find_task(pid).is_some() { Errno::EINVAL } else { Errno::ESRCH });
+    };
+    Ok(install(ctx, &p, flags & PIDFD_NONBLOCK != 0)? as u64)
+}
+
+/// The process a descriptor names for pidfd_send_signal: a pidfd, or a
+/// /proc/<pid> directory (Linux's `pidfd_to_pid`). Err(ESRCH) for a
+/// reaped one (or a /proc directory whose process is gone), EBADF for
+/// anything else.
+fn signal_target(ctx: &SyscallContext, fd: i32) -> Result<(proc::Pid, Result<Arc<Process>, Errno>), Errno> {
+    let file = ctx.process().files().lock().get(fd)?;
+    if let Ok(p) = pidfd::of_file(&file) {
+        return Ok((p.pid(), p.process().cloned().ok_or(Errno::ESRCH)));
+    }
+    let pid = file.dentry.as_ref().and_then(|d| crate::fs::procfs::tgid_of_dir(d.inode().as_ref())).ok_or(Errno::EBADF)?;
+    Ok((pid, proc::find_process(pid).ok_or(Errno::ESRCH)))
+}
+
+/// pidfd_send_signal(pidfd, sig, info, flags), in Linux 6.1's order:
+/// flags (EINVAL), the descriptor (EBADF), the siginfo (EFAULT; EINVAL
+/// if it names another signal; EPERM for a kernel-only si_code sent to
+/// another process), then as kill: a reaped process (ESRCH), the signal
+/// number (EINVAL), permission (EPERM).
+pub fn sys_pidfd_send_signal(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (fd, signo, info_ptr, flags) = (a[0] as i32, a[1] as u32, a[2], a[3] as u32);
+    if flags != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let (pid, target) = signal_target(ctx, fd)?;
+    let info = if info_ptr != 0 {
+        let mut b = [0u8; Siginfo::SIZE];
+        ctx.copy_from_user(info_ptr, &mut b)?;
+        let info = Siginfo::from_bytes(&b);
+        if info.si_signo as u32 != signo {
+            return Err(Errno::EINVAL);
+        }
+        // Only the kernel forges these codes, except to oneself.
+        if (info.si_code >= 0 || info.si_code == sig::SI_TKILL) && ctx.task.tid() != pid {
+            return Err(Errno::EPERM);
+        }
+        info
+    } else {
+        Siginfo::kill(signo, sig::SI_USER, ctx.process().pid, ctx.cred().uid)
+    };
+    let p = target?;
+    if signo != 0 && !sig::is_valid(signo) {
+        return Err(Errno::EINVAL);
+    }
+    super::signal::may_signal_process(ctx, &p, signo)?;
+    if signo != 0 {
+        // A zombie takes the signal silently, as kill does.
+        proc::signal::send_to_process(&p, info);
+    }
+    Ok(0)
+}
+
+/// pidfd_getfd(pidfd, fd, flags): a copy of another process's descriptor
+/// (close-on-exec), for a caller that may ptrace it
+/// (PTRACE_MODE_ATTACH_REALCREDS). ESRCH once the process has exited, as
+/// Linux reports it since 6.8 (6.1 said EBADF for an exited one).
+pub fn sys_pidfd_getfd(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (pidfd_fd, target_fd, flags) = (a[0] as i32, a[1] as i32, a[2] as u32);
+    if flags != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let file = ctx.process().files().lock().get(pidfd_fd)?;
+    let p = pidfd::of_file(&file)?.process().cloned().ok_or(Errno::ESRCH)?;
+    if !ptrace_access::may_access_process(ctx.task, &p, ATTACH_REALCREDS) {
+        return Err(Errno::EPERM);
+    }
+    let theirs = p.files().lock().get(target_fd).map_err(|e| {
+        // No descriptor table left: the process has exited.
+        let st = p.state.lock();
+        if st.zombie || st.exiting.is_some() {
+            Errno::ESRCH
+        } else {
+            e
+        }
+    })?;
+    let limit = (ctx.process().rlimits.lock()[c::RLIMIT_NOFILE as usize].0 as usize).min(1 << 20);
+    Ok(ctx.process().files().lock().install_from(0, theirs, true, limit)? as u64)
+}
