@@ -21,6 +21,7 @@ pub mod procfs;
 pub mod tmpfs;
 pub mod truncate;
 pub mod tty;
+pub mod writecount;
 
 use alloc::sync::Arc;
 
