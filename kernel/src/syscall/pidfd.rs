@@ -7,7 +7,7 @@ use alloc::sync::Arc;
 use linux_abi::consts as c;
 use linux_abi::errno::Errno;
 use linux_abi::layout::Siginfo;
-use linux_abi::pidfd::PIDFD_NONBLOCK;
+use linux_abi::pidfd::{PIDFD_NONBLOCK, PIDFD_SIGNAL_PROCESS_GROUP, PIDFD_SIGNAL_THREAD, PIDFD_SIGNAL_THREAD_GROUP};
 use linux_abi::signal as sig;
 
 use super::{SysResult, SyscallContext};
@@ -33,8 +33,9 @@ pub(super) fn install_for_clone(ctx: &SyscallContext, p: &Arc<Process>, ptr: u64
     Ok(fd)
 }
 
-/// pidfd_open(pid, flags): a thread group's leader only (EINVAL for any
-/// other thread), zombies included; ESRCH once reaped.
+/// pidfd_open(pid, flags): a thread group's leader only (ENOENT for any
+/// other thread, as Linux since 6.9 reports it), zombies included; ESRCH
+/// once reaped. PIDFD_THREAD (thread pidfds) is not supported: EINVAL.
 pub fn sys_pidfd_open(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let (pid, flags) = (a[0] as i32, a[1] as u32);
     if flags & !PIDFD_NONBLOCK != 0 || pid <= 0 {
@@ -42,7 +43,7 @@ pub fn sys_pidfd_open(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     }
     let Some(p) = proc::find_process(pid) else {
         // An id in use by a thread that leads no group.
-        return Err(if proc::find_task(pid).is_some() { Errno::EINVAL } else { Errno::ESRCH });
+        return Err(if proc::find_task(pid).is_some() { Errno::ENOENT } else { Errno::ESRCH });
     };
     Ok(install(ctx, &p, flags & PIDFD_NONBLOCK != 0)? as u64)
 }
@@ -60,14 +61,19 @@ fn signal_target(ctx: &SyscallContext, fd: i32) -> Result<(proc::Pid, Result<Arc
     Ok((pid, proc::find_process(pid).ok_or(Errno::ESRCH)))
 }
 
-/// pidfd_send_signal(pidfd, sig, info, flags), in Linux 6.1's order:
-/// flags (EINVAL), the descriptor (EBADF), the siginfo (EFAULT; EINVAL
-/// if it names another signal; EPERM for a kernel-only si_code sent to
-/// another process), then as kill: a reaped process (ESRCH), the signal
-/// number (EINVAL), permission (EPERM).
+/// pidfd_send_signal(pidfd, sig, info, flags), in Linux's order: flags
+/// (EINVAL for an unknown one or more than one scope), the descriptor
+/// (EBADF), the siginfo (EFAULT; EINVAL if it names another signal;
+/// EPERM for a kernel-only si_code sent anywhere but to oneself's thread
+/// group), then as kill: a reaped process (ESRCH), the signal number
+/// (EINVAL), permission (EPERM). The scope is the process (default), its
+/// leader thread only (PIDFD_SIGNAL_THREAD: SI_TKILL, ESRCH once that
+/// thread has exited) or the process group whose id is the process's
+/// (PIDFD_SIGNAL_PROCESS_GROUP: ESRCH when there is no such group).
 pub fn sys_pidfd_send_signal(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let (fd, signo, info_ptr, flags) = (a[0] as i32, a[1] as u32, a[2], a[3] as u32);
-    if flags != 0 {
+    let scopes = PIDFD_SIGNAL_THREAD | PIDFD_SIGNAL_THREAD_GROUP | PIDFD_SIGNAL_PROCESS_GROUP;
+    if flags & !scopes != 0 || flags.count_ones() > 1 {
         return Err(Errno::EINVAL);
     }
     let (pid, target) = signal_target(ctx, fd)?;
@@ -79,23 +85,34 @@ pub fn sys_pidfd_send_signal(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResul
             return Err(Errno::EINVAL);
         }
         // Only the kernel forges these codes, except to oneself.
-        if (info.si_code >= 0 || info.si_code == sig::SI_TKILL) && ctx.task.tid() != pid {
+        let to_self = ctx.task.tid() == pid && flags != PIDFD_SIGNAL_PROCESS_GROUP;
+        if (info.si_code >= 0 || info.si_code == sig::SI_TKILL) && !to_self {
             return Err(Errno::EPERM);
         }
         info
     } else {
-        Siginfo::kill(signo, sig::SI_USER, ctx.process().pid, ctx.cred().uid)
+        let code = if flags == PIDFD_SIGNAL_THREAD { sig::SI_TKILL } else { sig::SI_USER };
+        Siginfo::kill(signo, code, ctx.process().pid, ctx.cred().uid)
     };
     let p = target?;
     if signo != 0 && !sig::is_valid(signo) {
         return Err(Errno::EINVAL);
     }
-    super::signal::may_signal_process(ctx, &p, signo)?;
-    if signo != 0 {
-        // A zombie takes the signal silently, as kill does.
-        proc::signal::send_to_process(&p, info);
+    match flags {
+        PIDFD_SIGNAL_THREAD => {
+            let leader = p.tasks.lock().iter().find(|t| t.tid() == pid).cloned().ok_or(Errno::ESRCH)?;
+            super::signal::signal_task_info(ctx, &leader, signo, info)
+        }
+        PIDFD_SIGNAL_PROCESS_GROUP => super::signal::signal_group(ctx, pid, signo, info),
+        _ => {
+            super::signal::may_signal_process(ctx, &p, signo)?;
+            if signo != 0 {
+                // A zombie takes the signal silently, as kill does.
+                proc::signal::send_to_process(&p, info);
+            }
+            Ok(0)
+        }
     }
-    Ok(0)
 }
 
 /// pidfd_getfd(pidfd, fd, flags): a copy of another process's descriptor

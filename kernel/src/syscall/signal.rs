@@ -180,16 +180,34 @@ pub fn sys_kill(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let targets: alloc::vec::Vec<_> = match pid {
         0 => {
             let pgid = ctx.process().pgid.load(Ordering::Relaxed);
-            proc::all_processes().into_iter().filter(|p| p.pgid.load(Ordering::Relaxed) == pgid).collect()
+            return signal_group(ctx, pgid, signo, info);
         }
         -1 => proc::all_processes().into_iter().filter(|p| p.pid != 1 && p.pid != me).collect(),
-        _ => proc::all_processes().into_iter().filter(|p| p.pgid.load(Ordering::Relaxed) == -pid).collect(),
+        _ => return signal_group(ctx, -pid, signo, info),
     };
     if targets.is_empty() {
         return Err(Errno::ESRCH);
     }
-    // kill(-1) succeeds when only permission stopped it; a process group
-    // succeeds when one member got the signal, else gives the last error.
+    // kill(-1) succeeds when only permission stopped it.
+    for p in &targets {
+        if may_signal_process(ctx, p, signo).is_ok() {
+            psig::send_to_process(p, info);
+        }
+    }
+    Ok(0)
+}
+
+/// Signals every process of group `pgid` (kill(-pgid), and
+/// pidfd_send_signal's PIDFD_SIGNAL_PROCESS_GROUP): a group's zombies
+/// still count as members (the signal is then dropped), so only a group
+/// with no member at all is ESRCH; it succeeds when one member got the
+/// signal, else gives the last error.
+pub(super) fn signal_group(ctx: &SyscallContext, pgid: i32, signo: u32, info: Siginfo) -> SysResult {
+    let targets: alloc::vec::Vec<_> =
+        proc::all_processes().into_iter().filter(|p| p.pgid.load(Ordering::Relaxed) == pgid).collect();
+    if targets.is_empty() {
+        return Err(Errno::ESRCH);
+    }
     let mut sent = false;
     let mut last = Ok(0);
     for p in &targets {
@@ -201,7 +219,7 @@ pub fn sys_kill(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
             Err(e) => last = Err(e),
         }
     }
-    if pid == -1 || sent {
+    if sent {
         Ok(0)
     } else {
         last
@@ -209,11 +227,17 @@ pub fn sys_kill(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 }
 
 fn signal_task(ctx: &SyscallContext, t: &Arc<Task>, signo: u32) -> SysResult {
+    signal_task_info(ctx, t, signo, user_info(ctx, signo, sig::SI_TKILL))
+}
+
+/// A thread-directed signal with the given siginfo, after the kill
+/// permission check (signal 0 only checks).
+pub(super) fn signal_task_info(ctx: &SyscallContext, t: &Arc<Task>, signo: u32, info: Siginfo) -> SysResult {
     may_signal(ctx, &t.process, Some(t.cred()), signo)?;
     if signo == 0 {
         return Ok(0);
     }
-    psig::send_to_task(t, user_info(ctx, signo, sig::SI_TKILL));
+    psig::send_to_task(t, info);
     Ok(0)
 }
 
