@@ -335,6 +335,15 @@ int main(void)
     EXPECT_ERR(EINVAL, "rseq(unregister twice)", rseq(rs, 32, UNREGISTER, SIG));
     EXPECT_OK("rseq(register another area)", rseq(&area_other, 32, 0, SIG + 1));
     EXPECT_OK("rseq(unregister it)", rseq(&area_other, 32, UNREGISTER, SIG + 1));
+    /* A longer area (Linux 6.3 and later): its length must be given again. */
+    static struct rseq_area longer[2];
+    EXPECT_ERR(EINVAL, "rseq(length 64, misaligned)", rseq((char *)longer + 16, 64, 0, SIG));
+    EXPECT_OK("rseq(length 64)", rseq(longer, 64, 0, SIG));
+    check((int)longer[0].cpu_id == cpu_now(), "a 64-byte area gets cpu_id");
+    EXPECT_ERR(EINVAL, "rseq(register it again with length 32)", rseq(longer, 32, 0, SIG));
+    EXPECT_ERR(EBUSY, "rseq(register it again with length 64)", rseq(longer, 64, 0, SIG));
+    EXPECT_ERR(EINVAL, "rseq(unregister it with length 32)", rseq(longer, 32, UNREGISTER, SIG));
+    EXPECT_OK("rseq(unregister it with length 64)", rseq(longer, 64, UNREGISTER, SIG));
 
     /* An unmapped area. */
     char *hole = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

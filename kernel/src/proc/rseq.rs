@@ -20,11 +20,11 @@
 //! of CPUs and the number of registered threads (an idle CPU's id is
 //! taken back when a thread needs one).
 //!
-//! Registration follows Linux 6.1 (the area must be 32 bytes, 32-byte
-//! aligned); fork keeps it, a new thread and exec drop it. Registration
-//! also reads the area, failing with EFAULT where it is not readable, as
-//! Linux has since 6.x (6.1 accepted it and killed the thread at its
-//! first update).
+//! Registration follows current Linux (the area 32-byte aligned and at
+//! least 32 bytes long); fork keeps it, a new thread and exec drop it.
+//! Registration also reads the area, failing with EFAULT where it is not
+//! readable, as Linux does since 6.x (6.1 accepted it and killed the
+//! thread at its first update).
 
 use alloc::sync::{Arc, Weak};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -47,6 +47,8 @@ pub struct TaskRseq {
     /// looks at nothing else when it is 0.
     area: AtomicU64,
     sig: AtomicU32,
+    /// The length given at registration (32 or more).
+    len: AtomicU32,
     /// The thread's switch-in count when its area was last brought up to
     /// date.
     seen_switches: AtomicU64,
@@ -71,6 +73,7 @@ impl TaskRseq {
         TaskRseq {
             area: AtomicU64::new(0),
             sig: AtomicU32::new(0),
+            len: AtomicU32::new(0),
             seen_switches: AtomicU64::new(0),
             update: AtomicBool::new(false),
             restart: AtomicBool::new(false),
@@ -192,14 +195,17 @@ fn mm_cids(p: &Process) -> Result<Arc<MmCids>, Errno> {
     Ok(c)
 }
 
-/// rseq(area, len, flags, sig), Linux 6.1's rules: EINVAL for a
-/// different area or length, EPERM for a different signature, EBUSY
+/// rseq(area, len, flags, sig), Linux's rules: the area 32-byte aligned
+/// and at least 32 bytes long (Linux 6.3 and later accept a longer one,
+/// of which Kiln knows the first 32 bytes; 6.1 wanted exactly 32); then
+/// EINVAL for a different area or length, EPERM for a different
+/// signature, EBUSY
 /// when the same area is registered twice.
 pub fn rseq(t: &Task, area: u64, len: u32, flags: i32, signature: u32) -> Result<(), Errno> {
     let r = &t.rseq;
     let current = r.area.load(Ordering::Relaxed);
     if flags & RSEQ_FLAG_UNREGISTER != 0 {
-        if flags & !RSEQ_FLAG_UNREGISTER != 0 || current == 0 || current != area || len as usize != Rseq::SIZE {
+        if flags & !RSEQ_FLAG_UNREGISTER != 0 || current == 0 || current != area || len != r.len.load(Ordering::Relaxed) {
             return Err(Errno::EINVAL);
         }
         if r.sig.load(Ordering::Relaxed) != signature {
@@ -218,7 +224,7 @@ pub fn rseq(t: &Task, area: u64, len: u32, flags: i32, signature: u32) -> Result
         return Err(Errno::EINVAL);
     }
     if current != 0 {
-        if current != area || len as usize != Rseq::SIZE {
+        if current != area || len != r.len.load(Ordering::Relaxed) {
             return Err(Errno::EINVAL);
         }
         if r.sig.load(Ordering::Relaxed) != signature {
@@ -226,10 +232,10 @@ pub fn rseq(t: &Task, area: u64, len: u32, flags: i32, signature: u32) -> Result
         }
         return Err(Errno::EBUSY);
     }
-    if !area.is_multiple_of(Rseq::ALIGN) || len as usize != Rseq::SIZE {
+    if !area.is_multiple_of(Rseq::ALIGN) || (len as usize) < Rseq::SIZE {
         return Err(Errno::EINVAL);
     }
-    if !uaccess::access_ok(area, Rseq::SIZE) {
+    if !uaccess::access_ok(area, len as usize) {
         return Err(Errno::EFAULT);
     }
     let mut probe = [0u8; Rseq::SIZE];
@@ -238,6 +244,7 @@ pub fn rseq(t: &Task, area: u64, len: u32, flags: i32, signature: u32) -> Result
     cids.join();
     *r.cids.lock() = Some(cids);
     r.sig.store(signature, Ordering::Relaxed);
+    r.len.store(len, Ordering::Relaxed);
     r.update.store(true, Ordering::Relaxed);
     r.area.store(area, Ordering::Relaxed);
     Ok(())
@@ -391,6 +398,7 @@ pub fn clone(parent: &Task, child: &Task, new_process: bool, shares_vm: bool) ->
     cids.join();
     *child.rseq.cids.lock() = Some(cids);
     child.rseq.sig.store(parent.rseq.sig.load(Ordering::Relaxed), Ordering::Relaxed);
+    child.rseq.len.store(parent.rseq.len.load(Ordering::Relaxed), Ordering::Relaxed);
     child.rseq.update.store(true, Ordering::Relaxed);
     child.rseq.area.store(area, Ordering::Relaxed);
     Ok(())
