@@ -61,8 +61,8 @@ fn rseq_and_pidfd_layouts_and_constants() {
     c.field("rseq.flags", &b, &r.flags.to_le_bytes());
     // Linux 6.3's node_id and mm_cid, in the 6.1 header's padding.
     c.field("rseq.flags_end", &b, &r.node_id.to_le_bytes());
-    assert_eq!(Rseq::MM_CID, Rseq::NODE_ID + 4);
-    assert!(Rseq::MM_CID + 4 <= Rseq::SIZE);
+    const { assert!(Rseq::MM_CID == Rseq::NODE_ID + 4) };
+    const { assert!(Rseq::MM_CID + 4 <= Rseq::SIZE) };
 
     assert_eq!(c.get("rseq_cs"), RseqCs::SIZE as i128);
     let cs = RseqCs { version: 0x11, flags: 0x22, start_ip: 0x3333, post_commit_offset: 0x4444, abort_ip: 0x5555 };
