@@ -16,11 +16,12 @@ pub mod futex;
 pub mod init;
 pub mod oom;
 pub mod pidfd;
-pub mod ptrace_access;
+pub mod ptrace;
 pub mod robust;
 pub mod rseq;
 pub mod sigio;
 pub mod signal;
+pub mod signalfd;
 pub mod task;
 pub mod timer;
 pub mod user_dispatch;
@@ -89,6 +90,8 @@ pub struct ProcState {
     pub stopped: Option<u32>,
     pub stop_reported: bool,
     pub continued_unreported: bool,
+    /// Counts group stops, so a traced thread reports each one once.
+    pub stop_gen: u64,
 }
 
 pub struct Process {
@@ -164,6 +167,8 @@ pub struct Process {
     /// The address space's rseq concurrency ids, made at the first
     /// registration (shared with CLONE_VM children, dropped by exec).
     pub mm_cids: SpinLock<Option<Arc<rseq::MmCids>>>,
+    /// The threads this process traces (ptrace), and its personality.
+    pub tracer: ptrace::TracerState,
 }
 
 /// `/proc/sys/fs/suid_dumpable`: what a credential change sets dumpable
@@ -378,6 +383,7 @@ impl Process {
             exe_file: SpinLock::new(None),
             pidfd_wait: crate::event::Pollee::new(),
             mm_cids: SpinLock::new(None),
+            tracer: ptrace::TracerState::default(),
         }
     }
 

@@ -11,8 +11,8 @@ use linux_abi::pidfd::{PIDFD_NONBLOCK, PIDFD_SIGNAL_PROCESS_GROUP, PIDFD_SIGNAL_
 use linux_abi::signal as sig;
 
 use super::{SysResult, SyscallContext};
-use crate::proc::ptrace_access::{self, ATTACH_REALCREDS};
-use crate::proc::{self, pidfd, Process};
+use crate::cred::PtraceMode;
+use crate::proc::{self, pidfd, ptrace, Process};
 
 /// Installs a new pidfd for `p` in the caller's table (close-on-exec, as
 /// every pidfd starts), within RLIMIT_NOFILE.
@@ -126,9 +126,7 @@ pub fn sys_pidfd_getfd(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     }
     let file = ctx.process().files().lock().get(pidfd_fd)?;
     let p = pidfd::of_file(&file)?.process().cloned().ok_or(Errno::ESRCH)?;
-    if !ptrace_access::may_access_process(ctx.task, &p, ATTACH_REALCREDS) {
-        return Err(Errno::EPERM);
-    }
+    ptrace::may_access_process(ctx.task, &p, PtraceMode::ATTACH_REALCREDS)?;
     let theirs = p.files().lock().get(target_fd).map_err(|e| {
         // No descriptor table left: the process has exited.
         let st = p.state.lock();

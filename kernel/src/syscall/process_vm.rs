@@ -22,7 +22,8 @@ use linux_abi::layout::Iovec;
 
 use super::{SysResult, SyscallContext};
 use crate::mm::{page_floor, uaccess, PAGE_SIZE};
-use crate::proc::ptrace_access::{self, ATTACH_REALCREDS};
+use crate::cred::PtraceMode;
+use crate::proc::ptrace;
 
 /// Linux's MAX_RW_COUNT.
 const MAX_RW: u64 = 0x7fff_f000;
@@ -116,8 +117,9 @@ fn process_vm(ctx: &mut SyscallContext, a: &[u64; 6], write: bool) -> SysResult 
     let task = if pid > 0 { crate::proc::find_task(pid) } else { None }.ok_or(Errno::ESRCH)?;
     let target = task.process.vm().map_err(|_| Errno::ESRCH)?;
     let own = ctx.vm()?;
-    if !Arc::ptr_eq(&target, &own) && !ptrace_access::may_access_task(ctx.task, &task, ATTACH_REALCREDS) {
-        return Err(Errno::EPERM);
+    if !Arc::ptr_eq(&target, &own) {
+        // Linux asks about the named thread's credentials.
+        ptrace::may_access(ctx.task, &task.process, &task.cred(), PtraceMode::ATTACH_REALCREDS)?;
     }
     let mut buf = Vec::new();
     buf.try_reserve_exact(PAGE_SIZE as usize).map_err(|_| Errno::ENOMEM)?;

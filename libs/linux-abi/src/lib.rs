@@ -22,6 +22,7 @@ pub mod layout;
 pub mod nr;
 pub mod pidfd;
 pub mod rseq;
+pub mod ptrace;
 pub mod signal;
 pub mod wait_status;
 
