@@ -343,7 +343,8 @@ fn fix_ip(t: &Task, ctx: &mut UserContext, area: u64, restart: bool) -> Result<(
     let mut signature = [0u8; 4];
     read_user(t, cs.abort_ip.wrapping_sub(4), &mut signature)?;
     if u32::from_le_bytes(signature) != t.rseq.sig.load(Ordering::Relaxed) {
-        log::warn!("pid {}: rseq abort signature mismatch at {:#x}", t.process.pid, cs.abort_ip.wrapping_sub(4));
+        // Linux says so only with CONFIG_DEBUG_RSEQ; the console stays quiet.
+        log::debug!("pid {}: rseq abort signature mismatch at {:#x}", t.process.pid, cs.abort_ip.wrapping_sub(4));
         return Err(Errno::EINVAL);
     }
     let clear = || write_user(t, area + Rseq::RSEQ_CS as u64, &[0; 8]);
