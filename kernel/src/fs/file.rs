@@ -79,6 +79,11 @@ pub trait FileOps: Send + Sync {
     fn mode(&self) -> u32 {
         0
     }
+    /// TIOCGPTPEER on a pty master: the slave opened with `flags`, and
+    /// the dentry it is found at.
+    fn open_peer(&self, _flags: u32) -> Result<(Arc<dyn FileOps>, Option<Arc<Dentry>>), Errno> {
+        Err(Errno::ENOTTY)
+    }
 }
 
 /// What a sink device gives to reads; writes to either are discarded

@@ -464,19 +464,23 @@ fn pid_file(p: &Arc<Process>, f: &str) -> Result<String, Errno> {
     match f {
         "stat" => {
             let ticks = p.cpu_ns() / 10_000_000;
+            // The controlling terminal's device and foreground group.
+            let (tty_nr, tpgid) = p.ctty.lock().as_ref().map_or((0, -1), |t| (t.rdev(), t.foreground()));
             let sp = leader_sched_params(p);
             // Linux's "priority" field: 20 + nice for the fair policies,
             // -1 - priority for the real-time ones.
             let prio = if sp.policy.is_realtime() { -1 - sp.rt_priority as i32 } else { 20 + sp.nice };
             let _ = writeln!(
                 s,
-                "{} ({}) {} {} {} {} 0 -1 4194560 0 0 0 0 {} 0 0 0 {} {} {} 0 {} {} {} 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 {} {} 0 0 0 0 0 0 0 0 0 0 0 0",
+                "{} ({}) {} {} {} {} {} {} 4194560 0 0 0 0 {} 0 0 0 {} {} {} 0 {} {} {} 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 {} {} 0 0 0 0 0 0 0 0 0 0 0 0",
                 p.pid,
                 comm(p),
                 state_char(p),
                 p.parent_pid(),
                 p.pgid.load(Ordering::Relaxed),
                 p.sid.load(Ordering::Relaxed),
+                tty_nr,
+                tpgid,
                 ticks,
                 prio,
                 sp.nice,

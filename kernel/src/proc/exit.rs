@@ -51,6 +51,7 @@ fn exit_process(p: &Arc<Process>, how: ExitKind) {
     // Values are taken out of the spin locks before they drop: dropping
     // files or an address space may sleep.
     p.files.release();
+    super::ctty::exiting(p);
     let vm = p.vm.lock().take();
     drop(vm);
     // The last thread still runs on these page tables: switch away and

@@ -8,6 +8,7 @@
 //! tables that hold weak references, so an exited process disappears from
 //! them when its parent reaps it.
 
+pub mod ctty;
 pub mod exec;
 pub mod exit;
 pub mod futex;
@@ -105,6 +106,8 @@ pub struct Process {
     pub cpu_timer_armed: core::sync::atomic::AtomicBool,
     /// Set in a vfork child until it execs or exits.
     pub vfork_done: SpinLock<Option<Arc<wait::VforkDone>>>,
+    /// The controlling terminal (see `ctty`).
+    pub ctty: SpinLock<Option<Arc<crate::fs::tty::Tty>>>,
 }
 
 static PROCESSES: SpinLock<BTreeMap<Pid, Weak<Process>>> = SpinLock::new(BTreeMap::new());
@@ -273,6 +276,7 @@ impl Process {
             timers: SpinLock::new(timer::Timers::default()),
             cpu_timer_armed: core::sync::atomic::AtomicBool::new(false),
             vfork_done: SpinLock::new(None),
+            ctty: SpinLock::new(None),
         }
     }
 

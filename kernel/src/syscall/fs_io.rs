@@ -644,6 +644,20 @@ pub fn sys_ioctl(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
             uaccess::write_u32(&vm, arg, size.saturating_sub(pos).min(u32::MAX as u64) as u32)?;
             Ok(0)
         }
+        c::TIOCGPTPEER => {
+            // Like open(2) of the slave; the master's own flags do not matter.
+            let flags = arg as u32;
+            if flags & !(3 | c::O_NOCTTY | c::O_NONBLOCK | c::O_CLOEXEC | c::O_LARGEFILE) != 0 {
+                return Err(Errno::EINVAL);
+            }
+            let (ops, dentry) = f.ops.open_peer(flags)?;
+            let status = flags & (3 | c::O_NONBLOCK | c::O_LARGEFILE);
+            let file = match dentry {
+                Some(d) => OpenFile::with_dentry(ops, status, d),
+                None => OpenFile::new(ops, status),
+            };
+            install(ctx, file, flags & c::O_CLOEXEC != 0)
+        }
         _ => f.ops.ioctl(cmd, arg, &vm),
     }
 }

@@ -749,9 +749,16 @@ pub fn sys_mount(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     }
     let fstype = path_arg(ctx, type_ptr).map_err(|_| Errno::ENODEV)?;
     let source = if source_ptr != 0 { path_arg(ctx, source_ptr).unwrap_or_default() } else { String::from("none") };
-    let root = crate::fs::new_fs(&fstype)?;
-    crate::fs::dentry::mount_with(&d, Dentry::new_root(root), &source, &fstype, flags & MS_RDONLY != 0, flags)?;
+    // Mount options: a string of at most a page (only devpts reads them).
+    let data = if a[4] != 0 && fstype == "devpts" { Some(mount_data(ctx, a[4])?) } else { None };
+    let root = crate::fs::new_fs(&fstype, data.as_deref())?;
+    crate::fs::dentry::mount_with(&d, root, &source, &fstype, flags & MS_RDONLY != 0, flags)?;
     Ok(0)
+}
+
+fn mount_data(ctx: &SyscallContext, ptr: u64) -> Result<String, Errno> {
+    let s = uaccess::read_cstring(&ctx.vm()?, ptr, crate::mm::PAGE_SIZE as usize - 1)?;
+    Ok(s)
 }
 
 pub fn sys_umount2(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {

@@ -230,6 +230,7 @@ fn clone_with(ctx: &mut SyscallContext, req: CloneRequest) -> SysResult {
         p.exit_signal = exit_signal;
         p.pgid.store(parent.pgid.load(Ordering::Relaxed), Ordering::Relaxed);
         p.sid.store(parent.sid.load(Ordering::Relaxed), Ordering::Relaxed);
+        *p.ctty.lock() = parent.ctty.lock().clone();
         *p.cwd.lock() = parent.cwd.lock().clone();
         *p.exe.lock() = parent.exe.lock().clone();
         *p.comm.lock() = parent.comm.lock().clone();
@@ -586,6 +587,8 @@ pub fn sys_setsid(ctx: &mut SyscallContext, _a: &[u64; 6]) -> SysResult {
     }
     p.sid.store(pid, Ordering::Relaxed);
     p.pgid.store(pid, Ordering::Relaxed);
+    let old_terminal = p.ctty.lock().take();
+    drop(old_terminal);
     Ok(pid as u64)
 }
 
