@@ -597,6 +597,11 @@ impl FileOps for TtyFile {
         S_IFCHR | 0o620
     }
 
+    fn open_peer(&self, _flags: u32) -> Result<(Arc<dyn FileOps>, Option<Arc<super::Dentry>>), Errno> {
+        // Only a pty master has a peer (Linux's ptm_open_peer).
+        Err(Errno::EIO)
+    }
+
     fn ioctl(&self, cmd: u32, arg: u64, vm: &Vm) -> Result<u64, Errno> {
         if self.tty.state.lock().pty.hung_up {
             // Linux's hung_up_tty_ioctl.
