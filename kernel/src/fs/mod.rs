@@ -11,6 +11,7 @@ pub mod initramfs;
 pub mod inode;
 pub mod ldisc;
 pub mod meminfo;
+pub mod nsfs;
 pub mod pagestore;
 pub mod pipe;
 pub mod procfs;

@@ -39,6 +39,8 @@ enum Node {
     PidLink(Pid, &'static str),
     FdDir(Pid),
     FdLink(Pid, i32),
+    NsDir(Pid),
+    NsLink(Pid, &'static str),
 }
 
 pub struct ProcInode {
@@ -75,11 +77,26 @@ fn ino_of(n: Node) -> u64 {
         Node::PidLink(p, f) => ((p as u64) << 16) | (100 + PID_LINKS.iter().position(|x| *x == f).unwrap_or(0) as u64),
         Node::FdDir(p) => ((p as u64) << 16) | 200,
         Node::FdLink(p, fd) => ((p as u64) << 16) | (1000 + fd as u64),
+        Node::NsDir(p) => ((p as u64) << 16) | 400,
+        Node::NsLink(p, n) => ((p as u64) << 16) | (410 + proc::ns::NS_LINKS.iter().position(|x| *x == n).unwrap_or(0) as u64),
     }
 }
 
+/// The pid namespace whose ids /proc shows: the reader's (Linux uses the
+/// one /proc was mounted from; the two agree unless a process reads a
+/// /proc mounted outside its namespace).
+fn viewer_ns() -> Arc<proc::pidns::PidNs> {
+    proc::current_task().map_or_else(proc::pidns::initial, |t| t.process.pid_ns.clone())
+}
+
+/// The process the reader calls `pid`.
 fn process(pid: Pid) -> Result<Arc<Process>, Errno> {
-    proc::find_process(pid).ok_or(Errno::ENOENT)
+    proc::find_process(viewer_ns().global(pid).ok_or(Errno::ENOENT)?).ok_or(Errno::ENOENT)
+}
+
+/// A global id as the reader sees it.
+fn seen(global: Pid) -> Pid {
+    viewer_ns().local_or_zero(global)
 }
 
 impl ProcInode {
@@ -91,10 +108,14 @@ impl ProcInode {
             | Node::PidDir(_)
             | Node::FdDir(_)
             | Node::TaskDir(_)
+            | Node::NsDir(_)
             | Node::TaskEntry(..) => FileType::Directory,
-            Node::SelfLink | Node::ThreadSelfLink | Node::MountsLink | Node::PidLink(..) | Node::FdLink(..) => {
-                FileType::Symlink
-            }
+            Node::SelfLink
+            | Node::ThreadSelfLink
+            | Node::MountsLink
+            | Node::PidLink(..)
+            | Node::FdLink(..)
+            | Node::NsLink(..) => FileType::Symlink,
             _ => FileType::Regular,
         }
     }
@@ -105,6 +126,12 @@ impl ProcInode {
             Node::SysKernelFile("pid_max") => Ok(format!("{}\n", proc::PID_MAX)),
             Node::SysKernelFile("ostype") => Ok(String::from("Linux\n")),
             Node::SysKernelFile("osrelease") => Ok(String::from("6.1.0-kiln\n")),
+            Node::SysKernelFile("hostname") => {
+                let t = proc::current_task().ok_or(Errno::ENOENT)?;
+                let uts = t.process.ns.lock().uts.clone();
+                let name = uts.names.lock().hostname.clone();
+                Ok(format!("{name}\n"))
+            }
             Node::SysKernelFile(_) => Ok(String::from("kiln\n")),
             Node::PidFile(pid, f) => pid_file(&process(pid)?, f),
             _ => Err(Errno::EISDIR),
@@ -183,7 +210,8 @@ impl Inode for ProcInode {
             },
             Node::TaskDir(pid) => {
                 let tid: Pid = name.parse().map_err(|_| Errno::ENOENT)?;
-                if !process(pid)?.tasks.lock().iter().any(|t| t.tid() == tid) {
+                let global = viewer_ns().global(tid).ok_or(Errno::ENOENT)?;
+                if !process(pid)?.tasks.lock().iter().any(|t| t.tid() == global) {
                     return Err(Errno::ENOENT);
                 }
                 Ok(node(Node::TaskEntry(pid, tid)))
@@ -205,7 +233,17 @@ impl Inode for ProcInode {
                 if name == "task" {
                     return Ok(node(Node::TaskDir(pid)));
                 }
+                if name == "ns" {
+                    return Ok(node(Node::NsDir(pid)));
+                }
                 Err(Errno::ENOENT)
+            }
+            Node::NsDir(pid) => {
+                process(pid)?;
+                match proc::ns::NS_LINKS.iter().find(|n| **n == name) {
+                    Some(n) => Ok(node(Node::NsLink(pid, n))),
+                    None => Err(Errno::ENOENT),
+                }
             }
             Node::FdDir(pid) => {
                 let fd: i32 = name.parse().map_err(|_| Errno::ENOENT)?;
@@ -232,7 +270,12 @@ impl Inode for ProcInode {
                 push("thread-self".to_string(), Node::ThreadSelfLink);
                 push("mounts".to_string(), Node::MountsLink);
                 push("sys".to_string(), Node::SysDir);
-                let mut pids: Vec<Pid> = proc::all_processes().iter().map(|p| p.pid).collect();
+                let ns = viewer_ns();
+                let mut pids: Vec<Pid> = proc::all_processes()
+                    .iter()
+                    .filter(|p| ns.contains(&p.pid_ns))
+                    .filter_map(|p| ns.local(p.pid))
+                    .collect();
                 pids.sort_unstable();
                 for pid in pids {
                     push(format!("{pid}"), Node::PidDir(pid));
@@ -245,7 +288,7 @@ impl Inode for ProcInode {
                 }
             }
             Node::TaskDir(pid) => {
-                let tids: Vec<Pid> = process(pid)?.tasks.lock().iter().map(|t| t.tid()).collect();
+                let tids: Vec<Pid> = process(pid)?.tasks.lock().iter().map(|t| seen(t.tid())).collect();
                 for tid in tids {
                     push(format!("{tid}"), Node::TaskEntry(pid, tid));
                 }
@@ -260,6 +303,13 @@ impl Inode for ProcInode {
                 }
                 push("fd".to_string(), Node::FdDir(pid));
                 push("task".to_string(), Node::TaskDir(pid));
+                push("ns".to_string(), Node::NsDir(pid));
+            }
+            Node::NsDir(pid) => {
+                process(pid)?;
+                for n in proc::ns::NS_LINKS {
+                    push(n.to_string(), Node::NsLink(pid, n));
+                }
             }
             Node::FdDir(pid) => {
                 let process = process(pid)?;
@@ -279,11 +329,15 @@ impl Inode for ProcInode {
         match self.node {
             Node::SelfLink => {
                 let t = proc::current_task().ok_or(Errno::ENOENT)?;
-                Ok(format!("{}", t.process.pid))
+                Ok(format!("{}", seen(t.process.pid)))
             }
             Node::ThreadSelfLink => {
                 let t = proc::current_task().ok_or(Errno::ENOENT)?;
-                Ok(format!("{}/task/{}", t.process.pid, t.tid()))
+                Ok(format!("{}/task/{}", seen(t.process.pid), seen(t.tid())))
+            }
+            Node::NsLink(pid, name) => {
+                let ns = proc::ns::of_process(&*process(pid)?, name).ok_or(Errno::ENOENT)?;
+                Ok(format!("{}:[{}]", name.trim_end_matches("_for_children"), ns.inum()))
             }
             Node::MountsLink => Ok(String::from("self/mounts")),
             Node::PidLink(pid, "exe") => Ok(process(pid)?.exe.lock().clone()),
@@ -302,6 +356,9 @@ impl Inode for ProcInode {
     }
 
     fn magic_link(&self) -> Option<Result<Arc<super::dentry::Dentry>, Errno>> {
+        if let Node::NsLink(pid, name) = self.node {
+            return Some(ns_file(pid, name));
+        }
         let Node::FdLink(pid, fd) = self.node else {
             return None;
         };
@@ -323,8 +380,22 @@ impl Inode for ProcInode {
     }
 }
 
+/// What /proc/<pid>/ns/<name> leads to: the namespace's nsfs file.
+fn ns_file(pid: Pid, name: &'static str) -> Result<Arc<super::dentry::Dentry>, Errno> {
+    let ns = proc::ns::of_process(&*process(pid)?, name).ok_or(Errno::ENOENT)?;
+    let inode = super::nsfs::NsInode {
+        kind: name.trim_end_matches("_for_children"),
+        inum: ns.inum(),
+        target: Arc::try_new(ns).map_err(|_| Errno::ENOMEM)?,
+    };
+    Ok(super::dentry::anonymous(Arc::try_new(inode).map_err(|_| Errno::ENOMEM)?))
+}
+
 /// What /proc/<pid>/fd/<n> points at.
 fn describe_file(f: &super::OpenFile) -> String {
+    if let Some(ns) = f.ops.inode().and_then(|i| i.as_any().downcast_ref::<super::nsfs::NsInode>()) {
+        return format!("{}:[{}]", ns.kind, ns.inum);
+    }
     if let Some(d) = &f.dentry {
         return d.path();
     }
@@ -453,6 +524,27 @@ fn leader_sched_params(p: &Process) -> crate::sched::SchedParams {
     leader.and_then(|t| t.kthread.get()).map_or(crate::sched::SchedParams::DEFAULT, |k| k.sched_params())
 }
 
+/// status's NStgid, NSpid, NSpgid and NSsid lines: each id from the
+/// reader's pid namespace down to the process's own.
+fn ns_ids(p: &Process) -> String {
+    let viewer = viewer_ns();
+    let mut s = String::new();
+    for (label, id) in [
+        ("NStgid", p.pid),
+        ("NSpid", p.pid),
+        ("NSpgid", p.pgid.load(Ordering::Relaxed)),
+        ("NSsid", p.sid.load(Ordering::Relaxed)),
+    ] {
+        s.push_str(label);
+        s.push(':');
+        for local in proc::pidns::ids_from(&viewer, &p.pid_ns, id) {
+            let _ = write!(s, "\t{local}");
+        }
+        s.push('\n');
+    }
+    s
+}
+
 fn pid_file(p: &Arc<Process>, f: &str) -> Result<String, Errno> {
     let mut s = String::new();
     // Never hold a spin lock (p.vm) while taking the sleeping address-space lock.
@@ -473,14 +565,14 @@ fn pid_file(p: &Arc<Process>, f: &str) -> Result<String, Errno> {
             let _ = writeln!(
                 s,
                 "{} ({}) {} {} {} {} {} {} 4194560 0 0 0 0 {} 0 0 0 {} {} {} 0 {} {} {} 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 {} {} 0 0 0 0 0 0 0 0 0 0 0 0",
-                p.pid,
+                seen(p.pid),
                 comm(p),
                 state_char(p),
-                p.parent_pid(),
-                p.pgid.load(Ordering::Relaxed),
-                p.sid.load(Ordering::Relaxed),
+                seen(p.parent_pid()),
+                seen(p.pgid.load(Ordering::Relaxed)),
+                seen(p.sid.load(Ordering::Relaxed)),
                 tty_nr,
-                tpgid,
+                if tpgid > 0 { seen(tpgid) } else { tpgid },
                 ticks,
                 prio,
                 sp.nice,
@@ -507,14 +599,15 @@ fn pid_file(p: &Arc<Process>, f: &str) -> Result<String, Errno> {
             let _ = write!(
                 s,
                 "Name:\t{}\nUmask:\t{:04o}\nState:\t{}\nTgid:\t{}\nNgid:\t0\nPid:\t{}\nPPid:\t{}\nTracerPid:\t0\n\
-                 Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nFDSize:\t64\nVmSize:\t{:8} kB\nVmLck:\t{:8} kB\nVmRSS:\t{:8} kB\nThreads:\t{}\n\
+                 Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nFDSize:\t64\n{}VmSize:\t{:8} kB\nVmLck:\t{:8} kB\nVmRSS:\t{:8} kB\nThreads:\t{}\n\
                  SigBlk:\t{:016x}\nCpus_allowed:\t1\n",
                 comm(p),
                 p.umask.load(Ordering::Relaxed),
                 state_name,
-                p.pid,
-                p.pid,
-                p.parent_pid(),
+                seen(p.pid),
+                seen(p.pid),
+                seen(p.parent_pid()),
+                ns_ids(p),
                 vm_pages * 4,
                 locked_pages * 4,
                 rss_pages * 4,

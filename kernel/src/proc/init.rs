@@ -21,6 +21,7 @@ use crate::sync::Mutex;
 /// 0, 1 and 2 as its controlling terminal.
 pub fn start(path: &str, argv: Vec<String>) -> Result<(), Errno> {
     super::ctty::init();
+    super::ns::init();
     let dentry = resolve(&root(), path, true)?;
     let inode = dentry.inode().clone();
     let envp: Vec<String> =

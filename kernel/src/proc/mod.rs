@@ -13,7 +13,9 @@ pub mod exec;
 pub mod exit;
 pub mod futex;
 pub mod init;
+pub mod ns;
 pub mod oom;
+pub mod pidns;
 pub mod robust;
 pub mod signal;
 pub mod task;
@@ -108,6 +110,10 @@ pub struct Process {
     pub vfork_done: SpinLock<Option<Arc<wait::VforkDone>>>,
     /// The controlling terminal (see `ctty`).
     pub ctty: SpinLock<Option<Arc<crate::fs::tty::Tty>>>,
+    /// The pid namespace its id belongs to (fixed for its life).
+    pub pid_ns: Arc<pidns::PidNs>,
+    /// Its namespaces (see `ns`).
+    pub ns: SpinLock<Arc<ns::Namespaces>>,
 }
 
 static PROCESSES: SpinLock<BTreeMap<Pid, Weak<Process>>> = SpinLock::new(BTreeMap::new());
@@ -212,7 +218,10 @@ pub(crate) fn register_process(p: &Arc<Process>) {
 }
 
 pub(crate) fn unregister_process(pid: Pid) {
-    PROCESSES.lock().remove(&pid);
+    let gone = PROCESSES.lock().remove(&pid).and_then(|w| w.upgrade());
+    if let Some(p) = gone {
+        pidns::release(&p.pid_ns, pid);
+    }
 }
 
 pub(crate) fn register_task(t: &Arc<Task>) {
@@ -220,7 +229,23 @@ pub(crate) fn register_task(t: &Arc<Task>) {
 }
 
 pub(crate) fn unregister_task(tid: Pid) {
-    TASKS.lock().remove(&tid);
+    let gone = TASKS.lock().remove(&tid).and_then(|w| w.upgrade());
+    // A leader's id stays with its process until the process is reaped.
+    if let Some(t) = gone {
+        if t.process.pid != tid {
+            pidns::release(&t.process.pid_ns, tid);
+        }
+    }
+}
+
+/// The process `viewer` calls `pid` (ESRCH when it sees none by that id).
+pub fn find_process_seen_by(viewer: &Process, pid: Pid) -> Option<Arc<Process>> {
+    find_process(viewer.pid_ns.global(pid)?)
+}
+
+/// The thread `viewer` calls `tid`.
+pub fn find_task_seen_by(viewer: &Process, tid: Pid) -> Option<Arc<Task>> {
+    find_task(viewer.pid_ns.global(tid)?)
 }
 
 /// Every live process (for kill(-1), process groups, ps).
@@ -277,6 +302,8 @@ impl Process {
             cpu_timer_armed: core::sync::atomic::AtomicBool::new(false),
             vfork_done: SpinLock::new(None),
             ctty: SpinLock::new(None),
+            pid_ns: pidns::initial(),
+            ns: SpinLock::new(ns::initial()),
         }
     }
 

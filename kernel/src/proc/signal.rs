@@ -236,7 +236,7 @@ fn notify_parent_signal(p: &Arc<Process>, code: i32, status: i32) {
     {
         return;
     }
-    send_to_process(&parent, Siginfo::child(code, p.pid, 0, status));
+    send_to_process(&parent, Siginfo::child(code, parent.pid_ns.local_or_zero(p.pid), 0, status));
 }
 
 /// Tells the parent that `p` exited.

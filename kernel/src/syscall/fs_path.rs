@@ -743,6 +743,20 @@ pub fn sys_mount(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if !d.is_dir() {
         return Err(Errno::ENOTDIR);
     }
+    const MS_UNBINDABLE: u64 = 1 << 17;
+    const MS_PRIVATE: u64 = 1 << 18;
+    const MS_SLAVE: u64 = 1 << 19;
+    const MS_SHARED: u64 = 1 << 20;
+    if flags & (MS_UNBINDABLE | MS_PRIVATE | MS_SLAVE | MS_SHARED) != 0 {
+        // A propagation change, of a mount's root only. Every Kiln mount
+        // is private (and nothing can be bind-mounted), so private and
+        // unbindable are what it already is; shared and slave mounts
+        // would need propagation, which Kiln does not have.
+        if !Arc::ptr_eq(&d, &crate::fs::dentry::root()) && !d.is_mount_root() {
+            return Err(Errno::EINVAL);
+        }
+        return if flags & (MS_SLAVE | MS_SHARED) != 0 { Err(Errno::EINVAL) } else { Ok(0) };
+    }
     if flags & (MS_REMOUNT | MS_BIND) != 0 {
         log::debug!("mount: remount and bind mounts are not supported");
         return Err(Errno::EINVAL);

@@ -89,7 +89,8 @@ pub fn sys_reboot(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 }
 
 pub fn sys_uname(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    let uts = Utsname::new("Linux", "kiln", "6.1.0-kiln", "#1 SMP Kiln", "x86_64", "(none)");
+    let names = ctx.process().ns.lock().uts.names.lock().clone();
+    let uts = Utsname::new("Linux", &names.hostname, "6.1.0-kiln", "#1 SMP Kiln", "x86_64", &names.domainname);
     uaccess::write_bytes(&ctx.vm()?, a[0], &uts.to_bytes())?;
     Ok(0)
 }

@@ -10,6 +10,7 @@ mod ident;
 mod kcmp;
 mod mem;
 mod membarrier;
+mod ns;
 mod poll;
 mod process;
 mod sched;
@@ -242,6 +243,10 @@ syscall_table! {
     MEMBARRIER => membarrier::sys_membarrier,
     KCMP => kcmp::sys_kcmp,
     PSELECT6 => poll::sys_pselect6,
+    UNSHARE => ns::sys_unshare,
+    SETNS => ns::sys_setns,
+    SETHOSTNAME => ns::sys_sethostname,
+    SETDOMAINNAME => ns::sys_setdomainname,
 }
 
 static TABLE: [Option<Handler>; TABLE_SIZE] = build_table();

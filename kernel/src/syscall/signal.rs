@@ -101,8 +101,16 @@ pub fn sys_rt_sigreturn(ctx: &mut SyscallContext, _a: &[u64; 6]) -> SysResult {
     }
 }
 
+/// A signal from the caller: si_pid is its id in its own pid namespace
+/// (the receiver's view whenever they share one).
 fn user_info(ctx: &SyscallContext, signo: u32, code: i32) -> Siginfo {
-    Siginfo::kill(signo, code, ctx.process().pid, 0)
+    let p = ctx.process();
+    Siginfo::kill(signo, code, p.pid_ns.local_or_zero(p.pid), 0)
+}
+
+/// The global id of the caller's `local` (-1: it sees no such id).
+fn global_id(ctx: &SyscallContext, local: i32) -> i32 {
+    ctx.process().pid_ns.global(local).unwrap_or(-1)
 }
 
 pub fn sys_kill(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
@@ -112,7 +120,7 @@ pub fn sys_kill(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     }
     let info = user_info(ctx, signo, sig::SI_USER);
     if pid > 0 {
-        let p = proc::find_process(pid).ok_or(Errno::ESRCH)?;
+        let p = proc::find_process_seen_by(ctx.process(), pid).ok_or(Errno::ESRCH)?;
         if p.state.lock().zombie {
             return Ok(0);
         }
@@ -125,8 +133,18 @@ pub fn sys_kill(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
             let pgid = ctx.process().pgid.load(Ordering::Relaxed);
             proc::all_processes().into_iter().filter(|p| p.pgid.load(Ordering::Relaxed) == pgid).collect()
         }
-        -1 => proc::all_processes().into_iter().filter(|p| p.pid != 1 && p.pid != me).collect(),
-        _ => proc::all_processes().into_iter().filter(|p| p.pgid.load(Ordering::Relaxed) == -pid).collect(),
+        -1 => {
+            // Everyone the caller's pid namespace holds, but its init and the caller.
+            let ns = ctx.process().pid_ns.clone();
+            proc::all_processes()
+                .into_iter()
+                .filter(|p| p.pid != me && ns.contains(&p.pid_ns) && ns.local(p.pid).is_some_and(|l| l != 1))
+                .collect()
+        }
+        _ => {
+            let pgid = global_id(ctx, -pid);
+            proc::all_processes().into_iter().filter(|p| p.pgid.load(Ordering::Relaxed) == pgid).collect()
+        }
     };
     let live: alloc::vec::Vec<_> = targets.into_iter().filter(|p| !p.state.lock().zombie).collect();
     if live.is_empty() {
@@ -151,7 +169,7 @@ pub fn sys_tkill(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if tid <= 0 || (signo != 0 && !sig::is_valid(signo)) {
         return Err(Errno::EINVAL);
     }
-    let t = proc::find_task(tid).ok_or(Errno::ESRCH)?;
+    let t = proc::find_task_seen_by(ctx.process(), tid).ok_or(Errno::ESRCH)?;
     signal_task(ctx, &t, signo)
 }
 
@@ -160,7 +178,8 @@ pub fn sys_tgkill(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if tgid <= 0 || tid <= 0 || (signo != 0 && !sig::is_valid(signo)) {
         return Err(Errno::EINVAL);
     }
-    let t = proc::find_task(tid).filter(|t| t.process.pid == tgid).ok_or(Errno::ESRCH)?;
+    let tgid = global_id(ctx, tgid);
+    let t = proc::find_task_seen_by(ctx.process(), tid).filter(|t| t.process.pid == tgid).ok_or(Errno::ESRCH)?;
     signal_task(ctx, &t, signo)
 }
 
@@ -239,8 +258,8 @@ pub fn sys_rt_sigqueueinfo(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult 
         return Err(Errno::EINVAL);
     }
     let info = read_siginfo(ctx, uinfo, signo)?;
-    let p = proc::find_process(pid).ok_or(Errno::ESRCH)?;
-    check_queue_code(ctx, &info, pid)?;
+    let p = proc::find_process_seen_by(ctx.process(), pid).ok_or(Errno::ESRCH)?;
+    check_queue_code(ctx, &info, p.pid)?;
     psig::send_to_process(&p, info);
     Ok(0)
 }
@@ -251,7 +270,8 @@ pub fn sys_rt_tgsigqueueinfo(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResul
         return Err(Errno::EINVAL);
     }
     let info = read_siginfo(ctx, uinfo, signo)?;
-    let t = proc::find_task(tid).filter(|t| t.process.pid == tgid).ok_or(Errno::ESRCH)?;
+    let tgid = global_id(ctx, tgid);
+    let t = proc::find_task_seen_by(ctx.process(), tid).filter(|t| t.process.pid == tgid).ok_or(Errno::ESRCH)?;
     check_queue_code(ctx, &info, tgid)?;
     psig::send_to_task(&t, info);
     Ok(0)
