@@ -16,9 +16,11 @@ extern crate alloc;
 mod banner;
 mod clock;
 mod console;
+mod cred;
 mod dev;
 mod event;
 mod fs;
+mod ipc;
 mod logger;
 mod mm;
 mod proc;
@@ -44,6 +46,8 @@ fn kmain(info: &'static hal::BootInfo) -> ! {
     clock::init();
     console::init();
     syscall::init(info.command_line());
+    proc::sigio::init();
+    ipc::init();
     start_other_cpus(info.command_line());
 
     // The first kernel thread marks the end of boot.

@@ -157,7 +157,7 @@ pub fn host_fmt(args: &[String]) -> Result<ExitCode> {
         eprintln!("xtask: /usr/bin/cargo has no fmt; using the cargo on PATH");
         path_cargo()
     };
-    cmd.args(["fmt", "-p", "kiln-util", "-p", "xtask"]);
+    cmd.args(["fmt", "-p", "kiln-util", "-p", "kiln-ipc", "-p", "xtask"]);
     if args.iter().any(|a| a == "--check") {
         cmd.args(["--", "--check"]);
     } else if !args.is_empty() {
@@ -181,7 +181,7 @@ pub fn host_clippy() -> Result<ExitCode> {
         c.env("CARGO_TARGET_DIR", repo_root().join("target").join("rustup"));
         c
     };
-    cmd.args(["clippy", "-p", "kiln-util", "-p", "linux-abi", "-p", "xtask", "--all-targets"])
+    cmd.args(["clippy", "-p", "kiln-util", "-p", "kiln-ipc", "-p", "linux-abi", "-p", "xtask", "--all-targets"])
         .args(["--", "-D", "warnings"]);
     run_checked(&mut cmd, "cargo clippy")?;
     if has_subcommand("clippy") {

@@ -172,8 +172,6 @@ pub fn base_rootfs(out_dir: &Path) -> Result<PathBuf> {
         }
     }
     let files = [
-        ("etc/passwd", "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n"),
-        ("etc/group", "root:x:0:\nnogroup:x:65534:\n"),
         ("etc/hostname", "kiln\n"),
         ("etc/profile", "export PS1='kiln:\\w# '\nexport PATH=/sbin:/bin:/usr/sbin:/usr/bin\n"),
     ];
@@ -189,9 +187,16 @@ pub fn make(root: &Path, out_dir: &Path, extra: Option<&Path>) -> Result<PathBuf
     let t = build_user_programs(root)?;
     let base = base_rootfs(out_dir)?;
     let scripts = root.join("user/busybox");
+    // Files kept in the source tree (/etc/passwd, /etc/group).
+    let files = root.join("user/rootfs");
     let bench = crate::bench::guest::build_programs(root)?;
-    let mut dirs: Vec<(&str, &Path)> =
-        vec![("", base.as_path()), ("t/", t.as_path()), ("bb/", scripts.as_path()), ("b/", bench.as_path())];
+    let mut dirs: Vec<(&str, &Path)> = vec![
+        ("", base.as_path()),
+        ("", files.as_path()),
+        ("t/", t.as_path()),
+        ("bb/", scripts.as_path()),
+        ("b/", bench.as_path()),
+    ];
     if let Some(extra) = extra {
         if !extra.is_dir() {
             return Err(format!("EXTRA={} is not a folder", extra.display()));

@@ -23,6 +23,7 @@ use hal::sync::{Once, SpinLock};
 use linux_abi::errno::Errno;
 
 use super::inode::{FileType, Inode};
+use crate::cred::Cred;
 
 pub struct Dentry {
     name: String,
@@ -38,7 +39,7 @@ pub struct Dentry {
     ever_mount_root: AtomicBool,
     /// For the root of a file system mounted MS_RDONLY.
     read_only: core::sync::atomic::AtomicBool,
-    /// For the root of a mounted file system: MS_NODEV and MS_NOEXEC.
+    /// For the root of a mounted file system: MS_NOSUID, MS_NODEV and MS_NOEXEC.
     mount_flags: core::sync::atomic::AtomicU64,
 }
 
@@ -253,6 +254,11 @@ impl Dentry {
         self.fs_root().mount_flags.load(core::sync::atomic::Ordering::Relaxed) & MS_NODEV != 0
     }
 
+    /// MS_NOSUID: exec ignores set-user-ID and set-group-ID bits here.
+    pub fn no_suid(self: &Arc<Self>) -> bool {
+        self.fs_root().mount_flags.load(core::sync::atomic::Ordering::Relaxed) & MS_NOSUID != 0
+    }
+
     /// MS_NOEXEC: files on this mount cannot be executed or mapped executable.
     pub fn no_exec(self: &Arc<Self>) -> bool {
         self.fs_root().mount_flags.load(core::sync::atomic::Ordering::Relaxed) & MS_NOEXEC != 0
@@ -303,14 +309,15 @@ const MAX_SYMLINKS: usize = 40;
 pub const PATH_MAX: usize = 4096;
 const NAME_MAX: usize = 255;
 
-/// Resolves `path` from `start` (ignored for absolute paths); a trailing
-/// symlink is followed only if `follow`.
-pub fn resolve(start: &Arc<Dentry>, path: &str, follow: bool) -> Result<Arc<Dentry>, Errno> {
+/// Resolves `path` from `start` (ignored for absolute paths) as `cred`,
+/// which needs search permission on every directory it walks through; a
+/// trailing symlink is followed only if `follow`.
+pub fn resolve(cred: &Cred, start: &Arc<Dentry>, path: &str, follow: bool) -> Result<Arc<Dentry>, Errno> {
     let mut budget = MAX_SYMLINKS;
-    walk(start, path, follow, &mut budget)
+    walk(cred, start, path, follow, &mut budget)
 }
 
-fn walk(start: &Arc<Dentry>, path: &str, follow: bool, budget: &mut usize) -> Result<Arc<Dentry>, Errno> {
+fn walk(cred: &Cred, start: &Arc<Dentry>, path: &str, follow: bool, budget: &mut usize) -> Result<Arc<Dentry>, Errno> {
     if path.is_empty() {
         return Err(Errno::ENOENT);
     }
@@ -326,6 +333,9 @@ fn walk(start: &Arc<Dentry>, path: &str, follow: bool, budget: &mut usize) -> Re
         if !cur.is_dir() {
             return Err(Errno::ENOTDIR);
         }
+        // Linux checks search permission on the directory before each
+        // component, "." and ".." included (may_lookup).
+        super::perm::may_search(cred, &cur)?;
         match *part {
             "." => continue,
             ".." => {
@@ -347,7 +357,7 @@ fn walk(start: &Arc<Dentry>, path: &str, follow: bool, budget: &mut usize) -> Re
             }
             *budget -= 1;
             let target = child.inode.readlink()?;
-            cur = walk(&cur, &target, true, budget)?;
+            cur = walk(cred, &cur, &target, true, budget)?;
             continue;
         }
         cur = child;
@@ -358,10 +368,11 @@ fn walk(start: &Arc<Dentry>, path: &str, follow: bool, budget: &mut usize) -> Re
     Ok(cur)
 }
 
-/// Resolves all but the last component: (directory, last name). The name
-/// is "." for paths like "/" or "a/..": callers that create or remove
-/// reject it.
-pub fn resolve_parent(start: &Arc<Dentry>, path: &str) -> Result<(Arc<Dentry>, String), Errno> {
+/// Resolves all but the last component: (directory, last name), with
+/// search permission on the directory as for any component. The name is
+/// "." for paths like "/" or "a/..": callers that create or remove reject
+/// it.
+pub fn resolve_parent(cred: &Cred, start: &Arc<Dentry>, path: &str) -> Result<(Arc<Dentry>, String), Errno> {
     if path.is_empty() {
         return Err(Errno::ENOENT);
     }
@@ -380,10 +391,14 @@ pub fn resolve_parent(start: &Arc<Dentry>, path: &str) -> Result<(Arc<Dentry>, S
             start.clone()
         }
     } else {
-        resolve(start, dir_part, true)?
+        resolve(cred, start, dir_part, true)?
     };
     if !dir.is_dir() {
         return Err(Errno::ENOTDIR);
+    }
+    // "/" alone has no component to search for.
+    if !name.is_empty() {
+        super::perm::may_search(cred, &dir)?;
     }
     if name.len() > NAME_MAX {
         return Err(Errno::ENAMETOOLONG);
@@ -406,12 +421,30 @@ pub fn mount(target: &Arc<Dentry>, fs_root: Arc<Dentry>, source: &str, fstype: &
     mount_with(target, fs_root, source, fstype, false, 0)
 }
 
+pub const MS_NOSUID: u64 = 2;
 pub const MS_NODEV: u64 = 4;
 pub const MS_NOEXEC: u64 = 8;
 
 /// A dentry standing for an already open file (a /proc magic link).
 pub fn anonymous(inode: Arc<dyn Inode>) -> Arc<Dentry> {
     Dentry::new_root(inode)
+}
+
+/// A dentry for a file with no name in any directory (a memfd, a System
+/// V shared memory segment): its path is `/<name> (deleted)`, as Linux's
+/// d_path shows such files in /proc/<pid>/fd and /proc/<pid>/maps.
+pub fn unnamed(name: &str, inode: Arc<dyn Inode>) -> Arc<Dentry> {
+    Arc::new(Dentry {
+        name: alloc::format!("{name} (deleted)"),
+        inode,
+        parent: Weak::new(),
+        pinned_parent: Some(root()),
+        children: SpinLock::new(BTreeMap::new()),
+        ever_mountpoint: AtomicBool::new(false),
+        ever_mount_root: AtomicBool::new(false),
+        read_only: core::sync::atomic::AtomicBool::new(false),
+        mount_flags: core::sync::atomic::AtomicU64::new(0),
+    })
 }
 
 pub fn mount_with(
@@ -426,7 +459,7 @@ pub fn mount_with(
         return Err(Errno::ENOTDIR);
     }
     fs_root.read_only.store(read_only, core::sync::atomic::Ordering::Relaxed);
-    fs_root.mount_flags.store(flags & (MS_NODEV | MS_NOEXEC), core::sync::atomic::Ordering::Relaxed);
+    fs_root.mount_flags.store(flags & (MS_NOSUID | MS_NODEV | MS_NOEXEC), core::sync::atomic::Ordering::Relaxed);
     let mut cache = NsCache(None);
     let top = target.mounted_root(&mut cache);
     let path = top.path();

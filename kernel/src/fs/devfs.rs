@@ -9,7 +9,7 @@ use hal::sync::SpinLock;
 use linux_abi::errno::Errno;
 
 use super::file::{FileOps, SinkKind};
-use super::inode::{Inode, S_IFCHR};
+use super::inode::{Inode, Owner, S_IFCHR};
 use crate::event::{Events, PollTable, Pollee};
 
 pub const fn makedev(major: u64, minor: u64) -> u64 {
@@ -147,7 +147,7 @@ pub fn populate(dev: &Arc<dyn Inode>) -> Result<(), Errno> {
         ("ptmx", super::devpts::PTMX, 0o666),
         ("mymem", crate::dev::mymem::RDEV, 0o666),
     ] {
-        dev.create(name, S_IFCHR | perm, rdev)?;
+        dev.create(name, S_IFCHR | perm, rdev, Owner::ROOT)?;
     }
     for (name, target) in [
         ("fd", "/proc/self/fd"),
@@ -155,9 +155,9 @@ pub fn populate(dev: &Arc<dyn Inode>) -> Result<(), Errno> {
         ("stdout", "/proc/self/fd/1"),
         ("stderr", "/proc/self/fd/2"),
     ] {
-        dev.symlink(name, target)?;
+        dev.symlink(name, target, Owner::ROOT)?;
     }
-    dev.create("shm", super::inode::S_IFDIR | 0o1777, 0)?;
-    dev.create("pts", super::inode::S_IFDIR | 0o755, 0)?;
+    dev.create("shm", super::inode::S_IFDIR | 0o1777, 0, Owner::ROOT)?;
+    dev.create("pts", super::inode::S_IFDIR | 0o755, 0, Owner::ROOT)?;
     Ok(())
 }

@@ -26,7 +26,7 @@ use miniz_oxide::inflate::core::{decompress, DecompressorOxide};
 use miniz_oxide::inflate::TINFLStatus;
 
 use super::dentry::{resolve, root, Dentry};
-use super::inode::Inode;
+use super::inode::{Inode, Owner};
 use crate::mm::try_box;
 
 /// The inflate output window: a power of two of at least deflate's 32 KiB
@@ -192,7 +192,7 @@ fn zeroed_vec(len: usize) -> Result<Vec<u8>, UnpackError> {
 enum Current {
     None,
     File { inode: Arc<dyn Inode>, offset: u64, mtime: u32 },
-    Symlink { dir: Arc<Dentry>, name: String, target: Vec<u8> },
+    Symlink { dir: Arc<Dentry>, name: String, target: Vec<u8>, owner: Owner },
 }
 
 /// A regular file with several names, by (ino, device): newc stores the
@@ -269,7 +269,7 @@ impl RootSink {
         let dir = if dir_path.is_empty() {
             self.root.clone()
         } else {
-            resolve(&self.root, &full, true).map_err(|e| fail("entry under a missing directory", e))?
+            resolve(&crate::cred::ROOT, &self.root, &full, true).map_err(|e| fail("entry under a missing directory", e))?
         };
         if !dir.is_dir() {
             return Err(fail("entry under a non-directory", Errno::ENOTDIR));
@@ -303,6 +303,8 @@ impl RootSink {
             return Ok(());
         }
         let perm = e.mode & 0o7777;
+        // Files keep the owners the archive gives them.
+        let owner = Owner { uid: e.uid, gid: e.gid };
         let (dir, base) = self.parent_of(e.name)?;
         match e.mode & S_IFMT {
             S_IFDIR => {
@@ -313,7 +315,7 @@ impl RootSink {
                 }
                 Self::clear_name(&dir, base)?;
                 let made =
-                    dir.inode().create(base, S_IFDIR | perm, 0).map_err(|e| fail("cannot create a directory", e))?;
+                    dir.inode().create(base, S_IFDIR | perm, 0, owner).map_err(|e| fail("cannot create a directory", e))?;
                 let _ = made.set_times(None, Some(u64::from(e.mtime) * 1_000_000_000));
             }
             S_IFREG => {
@@ -328,7 +330,7 @@ impl RootSink {
                     }
                     None => {
                         let inode =
-                            dir.inode().create(base, S_IFREG | perm, 0).map_err(|e| fail("cannot create a file", e))?;
+                            dir.inode().create(base, S_IFREG | perm, 0, owner).map_err(|e| fail("cannot create a file", e))?;
                         if e.nlink > 1 {
                             self.links.try_reserve(1).map_err(|_| fail("out of memory", Errno::ENOMEM))?;
                             self.links.push(Linked { key, inode: inode.clone() });
@@ -345,13 +347,13 @@ impl RootSink {
                 name.try_reserve_exact(base.len()).map_err(|_| fail("out of memory", Errno::ENOMEM))?;
                 name.push_str(base);
                 Self::clear_name(&dir, base)?;
-                self.current = Current::Symlink { dir, name, target };
+                self.current = Current::Symlink { dir, name, target, owner };
             }
             kind => {
                 // Device nodes and FIFOs are kept as nodes.
                 Self::clear_name(&dir, base)?;
                 let rdev = super::devfs::makedev(u64::from(e.rdev_major), u64::from(e.rdev_minor));
-                dir.inode().create(base, kind | perm, rdev).map_err(|e| fail("cannot create a special file", e))?;
+                dir.inode().create(base, kind | perm, rdev, owner).map_err(|e| fail("cannot create a special file", e))?;
             }
         }
         Ok(())
@@ -400,9 +402,9 @@ impl Sink for RootSink {
             Current::File { inode, mtime, .. } => {
                 let _ = inode.set_times(None, Some(u64::from(mtime) * 1_000_000_000));
             }
-            Current::Symlink { dir, name, target } => {
+            Current::Symlink { dir, name, target, owner } => {
                 let target = String::from_utf8(target).map_err(|_| fail("symlink target not UTF-8", Errno::EINVAL))?;
-                dir.inode().symlink(&name, &target).map_err(|e| fail("cannot create a symlink", e))?;
+                dir.inode().symlink(&name, &target, owner).map_err(|e| fail("cannot create a symlink", e))?;
             }
             Current::None => {}
         }

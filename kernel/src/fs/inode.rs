@@ -99,6 +99,18 @@ pub struct FsStats {
     pub name_max: u64,
 }
 
+/// Who owns a new inode: the creator's file-system ids, or a
+/// set-group-ID directory's group (see `fs::perm::new_inode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Owner {
+    pub uid: u32,
+    pub gid: u32,
+}
+
+impl Owner {
+    pub const ROOT: Owner = Owner { uid: 0, gid: 0 };
+}
+
 pub struct DirEntry {
     pub name: String,
     pub ino: u64,
@@ -120,6 +132,8 @@ pub trait Inode: Send + Sync {
         Err(Errno::EPERM)
     }
 
+    /// Changes the owner and group as they are given; the set-id bits a
+    /// chown clears are cleared by the VFS through `set_mode`.
     fn set_owner(&self, _uid: Option<u32>, _gid: Option<u32>) -> Result<(), Errno> {
         Err(Errno::EPERM)
     }
@@ -138,6 +152,25 @@ pub trait Inode: Send + Sync {
 
     fn truncate(&self, _size: u64) -> Result<(), Errno> {
         Err(if self.file_type() == FileType::Directory { Errno::EISDIR } else { Errno::EINVAL })
+    }
+
+    /// The file's seals (`F_SEAL_*`): None for files that cannot carry
+    /// any (F_GET_SEALS is EINVAL there); tmpfs files have F_SEAL_SEAL
+    /// unless made by memfd_create with MFD_ALLOW_SEALING.
+    fn seals(&self) -> Option<u32> {
+        None
+    }
+
+    /// F_ADD_SEALS (the caller has checked the bits and, for
+    /// F_SEAL_WRITE, that no writable shared mapping exists).
+    fn add_seals(&self, _seals: u32) -> Result<(), Errno> {
+        Err(Errno::EINVAL)
+    }
+
+    /// fallocate(2) on a regular file, arguments already checked: `mode`
+    /// is 0, FALLOC_FL_KEEP_SIZE or PUNCH_HOLE|KEEP_SIZE.
+    fn allocate(&self, _mode: u32, _offset: u64, _len: u64) -> Result<(), Errno> {
+        Err(Errno::EOPNOTSUPP)
     }
 
     /// A mapping of this file is being made (see `Backing::file`).
@@ -178,12 +211,14 @@ pub trait Inode: Send + Sync {
         Err(Errno::ENOTDIR)
     }
 
-    /// Creates a file, directory, FIFO or device node (`mode` carries the type).
-    fn create(&self, _name: &str, _mode: u32, _rdev: u64) -> Result<Arc<dyn Inode>, Errno> {
+    /// Creates a file, directory, FIFO or device node (`mode` carries the
+    /// type) owned by `owner`. Permission and the mode's set-id bits are
+    /// the VFS's business (`fs::perm`); the file system stores them.
+    fn create(&self, _name: &str, _mode: u32, _rdev: u64, _owner: Owner) -> Result<Arc<dyn Inode>, Errno> {
         Err(Errno::ENOTDIR)
     }
 
-    fn symlink(&self, _name: &str, _target: &str) -> Result<Arc<dyn Inode>, Errno> {
+    fn symlink(&self, _name: &str, _target: &str, _owner: Owner) -> Result<Arc<dyn Inode>, Errno> {
         Err(Errno::ENOTDIR)
     }
 
@@ -221,6 +256,13 @@ pub trait Inode: Send + Sync {
 
     fn readlink(&self) -> Result<String, Errno> {
         Err(Errno::EINVAL)
+    }
+
+    /// Access the inode grants the calling process beyond what its mode
+    /// bits allow (Linux's `->permission` hooks): /proc/<pid>/fd stays
+    /// open to the process itself when it is not dumpable.
+    fn grants_caller(&self, _mask: u32) -> bool {
+        false
     }
 
     /// Whether lookups of this inode may be cached (not for /proc, whose

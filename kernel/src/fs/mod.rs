@@ -1,18 +1,24 @@
 //! Files: the VFS (inodes, the dentry cache, mounts, path walk), the file
 //! systems (tmpfs for / and /tmp, devfs nodes, procfs, a minimal sysfs),
-//! pipes, the console terminal, open file descriptions and fd tables.
+//! pipes, the console terminal, open file descriptions and fd tables,
+//! and advisory locks (record, OFD, flock) and leases.
 
 pub mod dentry;
 pub mod devfs;
 pub mod devpts;
+pub mod fasync;
 pub mod fdtable;
 pub mod file;
+pub mod fown;
 pub mod initramfs;
 pub mod inode;
 pub mod ldisc;
+pub mod lease;
+pub mod lock;
 pub mod meminfo;
 pub mod nsfs;
 pub mod pagestore;
+pub mod perm;
 pub mod pipe;
 pub mod procfs;
 pub mod pty;
@@ -65,16 +71,36 @@ pub fn init(initramfs: Option<hal::TakenModule>) -> Result<(), initramfs::Unpack
 /// Creates the directory if needed and mounts a new file system there.
 pub fn mount_at(path: &str, fstype: &str, source: &str) -> Result<(), Errno> {
     let root = dentry::root();
-    let target = match dentry::resolve(&root, path, true) {
+    let cred = &crate::cred::ROOT;
+    let target = match dentry::resolve(cred, &root, path, true) {
         Ok(d) => d,
         Err(Errno::ENOENT) => {
-            let (dir, name) = dentry::resolve_parent(&root, path)?;
-            dir.inode().create(&name, inode::S_IFDIR | 0o755, 0)?;
-            dentry::resolve(&root, path, true)?
+            let (dir, name) = dentry::resolve_parent(cred, &root, path)?;
+            dir.inode().create(&name, inode::S_IFDIR | 0o755, 0, inode::Owner::ROOT)?;
+            dentry::resolve(cred, &root, path, true)?
         }
         Err(e) => return Err(e),
     };
     dentry::mount(&target, new_fs(fstype, None)?, source, fstype)
+}
+
+/// File system types a layer above adds (the IPC layer's "mqueue"): the
+/// mount(2) name and what makes (or finds) the root to mount.
+type FsMaker = fn() -> Result<Arc<dyn Inode>, Errno>;
+static FS_TYPES: hal::sync::SpinLock<alloc::vec::Vec<(&'static str, FsMaker)>> =
+    hal::sync::SpinLock::new(alloc::vec::Vec::new());
+
+/// Adds a file system type (at boot).
+pub fn register_fs_type(name: &'static str, make: FsMaker) {
+    let mut types = FS_TYPES.lock();
+    if types.try_reserve(1).is_ok() {
+        types.push((name, make));
+    }
+}
+
+/// The names of the registered file system types (/proc/filesystems).
+pub fn registered_fs_types() -> alloc::vec::Vec<&'static str> {
+    FS_TYPES.lock().iter().map(|(n, _)| *n).collect()
 }
 
 /// A fresh instance of a file system type, by its mount(2) name, with
@@ -89,6 +115,10 @@ pub fn new_fs(fstype: &str, data: Option<&str>) -> Result<Arc<Dentry>, Errno> {
 }
 
 fn new_fs_inode(fstype: &str, data: Option<&str>) -> Result<Arc<dyn Inode>, Errno> {
+    let registered = FS_TYPES.lock().iter().find(|(n, _)| *n == fstype).map(|(_, m)| *m);
+    if let Some(make) = registered {
+        return make();
+    }
     Ok(match fstype {
         "devpts" => devpts::new_instance(data)?,
         "tmpfs" | "ramfs" => tmpfs::Tmpfs::new_root(0o1777),
@@ -101,7 +131,7 @@ fn new_fs_inode(fstype: &str, data: Option<&str>) -> Result<Arc<dyn Inode>, Errn
         "sysfs" => {
             let sys: Arc<dyn Inode> = tmpfs::Tmpfs::new_root(0o555);
             for d in ["block", "bus", "class", "dev", "devices", "firmware", "fs", "kernel", "module", "power"] {
-                sys.create(d, inode::S_IFDIR | 0o755, 0)?;
+                sys.create(d, inode::S_IFDIR | 0o755, 0, inode::Owner::ROOT)?;
             }
             sys
         }

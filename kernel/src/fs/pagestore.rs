@@ -147,6 +147,48 @@ impl PageStore {
         }
     }
 
+    /// fallocate: gives every page of `offset..end` a frame (ENOSPC when
+    /// the file system is full: the pages allocated so far stay, as on
+    /// Linux's tmpfs), and grows the size to `end` unless `keep_size`.
+    pub fn allocate(&mut self, offset: u64, end: u64, keep_size: bool) -> Result<(), Errno> {
+        if end > self.size && !keep_size {
+            self.clear_tail();
+        }
+        for index in offset / PAGE_SIZE..end.div_ceil(PAGE_SIZE) {
+            self.frame_for_write(index)?;
+        }
+        if end > self.size && !keep_size {
+            self.size = end;
+        }
+        Ok(())
+    }
+
+    /// fallocate(PUNCH_HOLE) by bytes: `offset..end` reads zeros from now on. Whole
+    /// pages no mapping holds give their frame back; a page some process
+    /// has mapped is zeroed in place instead, so the mapping sees the
+    /// zeros too (Linux unmaps it; the data the file shows is the same).
+    pub fn punch_bytes(&mut self, offset: u64, end: u64) {
+        let end = end.min(self.size.div_ceil(PAGE_SIZE) * PAGE_SIZE);
+        let mut pos = offset;
+        let mut released = 0;
+        while pos < end {
+            let index = pos / PAGE_SIZE;
+            let in_page = (pos % PAGE_SIZE) as usize;
+            let n = (PAGE - in_page).min((end - pos) as usize);
+            if let Some(frame) = self.pages.get(&index) {
+                // The store's reference alone: nobody maps the page.
+                if n == PAGE && frame.ref_count() == 1 {
+                    self.pages.remove(&index);
+                    released += 1;
+                } else {
+                    frame.zero(in_page, n);
+                }
+            }
+            pos += n as u64;
+        }
+        self.released(released);
+    }
+
     /// The frame of page `index`, to map into a process. A hole gets its
     /// frame now, so every mapper shares the same one. `None` for a page
     /// past the end of the file, and, unless `partial` is set, for the

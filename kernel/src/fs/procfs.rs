@@ -13,6 +13,7 @@ use core::any::Any;
 use core::fmt::Write;
 use core::sync::atomic::Ordering;
 
+use hal::sync::SpinLock;
 use linux_abi::errno::Errno;
 
 use super::file::{FileOps, SnapshotFile};
@@ -41,13 +42,76 @@ enum Node {
     FdLink(Pid, i32),
     NsDir(Pid),
     NsLink(Pid, &'static str),
+    /// A registered file or directory, by its path below /proc.
+    Extra(&'static str),
 }
 
 pub struct ProcInode {
     node: Node,
 }
 
-const GLOBALS: &[&str] = &["meminfo", "cpuinfo", "uptime", "loadavg", "filesystems", "stat", "version"];
+/// Files other subsystems add to /proc (System V IPC's /proc/sysvipc,
+/// their limits under /proc/sys): a path below /proc and the function
+/// that makes the file's text. Directories are implied by the paths.
+type Content = fn(&'static str) -> String;
+static EXTRA: SpinLock<Vec<(&'static str, Content)>> = SpinLock::new(Vec::new());
+
+/// Adds the file /proc/`path`, whose text `content(path)` makes when the
+/// file is opened (at boot, by the subsystem that owns it).
+pub fn register(path: &'static str, content: Content) {
+    let mut extra = EXTRA.lock();
+    if extra.try_reserve(1).is_ok() {
+        extra.push((path, content));
+    }
+}
+
+/// The registered node `name` in directory `dir` ("" for /proc itself,
+/// else a path ending in '/'): a file, or a directory some registered
+/// path passes through.
+fn extra_lookup(dir: &str, name: &str) -> Option<Node> {
+    let extra = EXTRA.lock();
+    for (path, _) in extra.iter() {
+        let Some(rest) = path.strip_prefix(dir) else { continue };
+        if rest == name {
+            return Some(Node::Extra(path));
+        }
+        if rest.strip_prefix(name).is_some_and(|r| r.starts_with('/')) {
+            return Some(Node::Extra(&path[..dir.len() + name.len()]));
+        }
+    }
+    None
+}
+
+/// The registered entries of directory `dir` (as in `extra_lookup`).
+fn extra_entries(dir: &str) -> Vec<(String, Node)> {
+    let mut out: Vec<(String, Node)> = Vec::new();
+    for (path, _) in EXTRA.lock().iter() {
+        let Some(rest) = path.strip_prefix(dir) else { continue };
+        let name = rest.split('/').next().unwrap_or(rest);
+        if name.is_empty() || out.iter().any(|(n, _)| n == name) {
+            continue;
+        }
+        out.push((name.to_string(), Node::Extra(&path[..dir.len() + name.len()])));
+    }
+    out
+}
+
+fn extra_content(path: &str) -> Option<String> {
+    let f = EXTRA.lock().iter().find(|(p, _)| *p == path).map(|(p, f)| (*p, *f));
+    f.map(|(p, f)| f(p))
+}
+
+fn extra_is_file(path: &str) -> bool {
+    EXTRA.lock().iter().any(|(p, _)| *p == path)
+}
+
+/// A stable inode number for a registered path (below the pid ranges).
+fn extra_ino(path: &str) -> u64 {
+    let hash = path.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    100 + hash % 65_000
+}
+
+const GLOBALS: &[&str] = &["meminfo", "cpuinfo", "uptime", "loadavg", "filesystems", "stat", "version", "locks"];
 const PID_FILES: &[&str] = &["stat", "status", "cmdline", "comm", "maps", "statm", "environ", "mounts"];
 const SYS_KERNEL_FILES: &[&str] = &["pid_max", "ostype", "osrelease", "hostname"];
 const PID_LINKS: &[&str] = &["exe", "cwd", "root"];
@@ -79,6 +143,7 @@ fn ino_of(n: Node) -> u64 {
         Node::FdLink(p, fd) => ((p as u64) << 16) | (1000 + fd as u64),
         Node::NsDir(p) => ((p as u64) << 16) | 400,
         Node::NsLink(p, n) => ((p as u64) << 16) | (410 + proc::ns::NS_LINKS.iter().position(|x| *x == n).unwrap_or(0) as u64),
+        Node::Extra(path) => extra_ino(path),
     }
 }
 
@@ -116,6 +181,7 @@ impl ProcInode {
             | Node::PidLink(..)
             | Node::FdLink(..)
             | Node::NsLink(..) => FileType::Symlink,
+            Node::Extra(path) if !extra_is_file(path) => FileType::Directory,
             _ => FileType::Regular,
         }
     }
@@ -134,29 +200,73 @@ impl ProcInode {
             }
             Node::SysKernelFile(_) => Ok(String::from("kiln\n")),
             Node::PidFile(pid, f) => pid_file(&process(pid)?, f),
+            Node::Extra(path) => extra_content(path).ok_or(Errno::EISDIR),
             _ => Err(Errno::EISDIR),
         }
+    }
+}
+
+impl ProcInode {
+    /// The process a node belongs to.
+    fn pid(&self) -> Option<Pid> {
+        match self.node {
+            Node::TaskDir(p)
+            | Node::TaskEntry(p, _)
+            | Node::PidDir(p)
+            | Node::PidFile(p, _)
+            | Node::PidLink(p, _)
+            | Node::FdDir(p)
+            | Node::FdLink(p, _) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// A process's files belong to its effective ids; all but its 0555
+    /// directories belong to root while it is not dumpable or has no
+    /// memory left (Linux's task_dump_owner).
+    fn owner(&self, public_dir: bool) -> (u32, u32) {
+        let Some(p) = self.pid().and_then(proc::find_process) else {
+            return (0, 0);
+        };
+        if !public_dir && (p.dumpable.load(Ordering::Relaxed) != 1 || p.vm.lock().is_none()) {
+            return (0, 0);
+        }
+        p.cred().map_or((0, 0), |c| (c.euid, c.egid))
     }
 }
 
 impl Inode for ProcInode {
     fn metadata(&self) -> Metadata {
         let kind = self.kind();
-        let perm = match kind {
-            FileType::Directory => 0o555,
-            FileType::Symlink => 0o777,
+        let perm = match (kind, self.node) {
+            (_, Node::FdDir(_)) => 0o500,
+            (_, Node::PidFile(_, "environ")) => 0o400,
+            (FileType::Directory, _) => 0o555,
+            (FileType::Symlink, _) => 0o777,
             _ => 0o444,
         };
+        let (uid, gid) = self.owner(perm == 0o555 && kind == FileType::Directory);
         let t = crate::clock::realtime_ns();
         Metadata {
             dev: PROC_DEV,
             ino: ino_of(self.node),
             mode: kind.mode_bits() | perm,
             nlink: if kind == FileType::Directory { 2 } else { 1 },
+            uid,
+            gid,
             atime: t,
             mtime: t,
             ctime: t,
             ..Metadata::default()
+        }
+    }
+
+    /// A process may always read and search its own fd directory, which
+    /// belongs to root while it is not dumpable (proc_fd_permission).
+    fn grants_caller(&self, _mask: u32) -> bool {
+        match self.node {
+            Node::FdDir(pid) => proc::current_task().is_some_and(|t| t.process.pid == pid),
+            _ => false,
         }
     }
 
@@ -199,15 +309,23 @@ impl Inode for ProcInode {
                 if let Some(g) = GLOBALS.iter().find(|g| **g == name) {
                     return Ok(node(Node::Global(g)));
                 }
+                if let Some(n) = extra_lookup("", name) {
+                    return Ok(node(n));
+                }
                 let pid: Pid = name.parse().map_err(|_| Errno::ENOENT)?;
                 process(pid)?;
                 Ok(node(Node::PidDir(pid)))
             }
             Node::SysDir if name == "kernel" => Ok(node(Node::SysKernelDir)),
+            Node::SysDir => extra_lookup("sys/", name).map(node).ok_or(Errno::ENOENT),
             Node::SysKernelDir => match SYS_KERNEL_FILES.iter().find(|f| **f == name) {
                 Some(f) => Ok(node(Node::SysKernelFile(f))),
-                None => Err(Errno::ENOENT),
+                None => extra_lookup("sys/kernel/", name).map(node).ok_or(Errno::ENOENT),
             },
+            Node::Extra(path) if !extra_is_file(path) => {
+                let dir = alloc::format!("{path}/");
+                extra_lookup(&dir, name).map(node).ok_or(Errno::ENOENT)
+            }
             Node::TaskDir(pid) => {
                 let tid: Pid = name.parse().map_err(|_| Errno::ENOENT)?;
                 let global = viewer_ns().global(tid).ok_or(Errno::ENOENT)?;
@@ -270,6 +388,9 @@ impl Inode for ProcInode {
                 push("thread-self".to_string(), Node::ThreadSelfLink);
                 push("mounts".to_string(), Node::MountsLink);
                 push("sys".to_string(), Node::SysDir);
+                for (name, n) in extra_entries("") {
+                    push(name, n);
+                }
                 let ns = viewer_ns();
                 let mut pids: Vec<Pid> = proc::all_processes()
                     .iter()
@@ -281,10 +402,23 @@ impl Inode for ProcInode {
                     push(format!("{pid}"), Node::PidDir(pid));
                 }
             }
-            Node::SysDir => push("kernel".to_string(), Node::SysKernelDir),
+            Node::SysDir => {
+                push("kernel".to_string(), Node::SysKernelDir);
+                for (name, n) in extra_entries("sys/") {
+                    push(name, n);
+                }
+            }
             Node::SysKernelDir => {
                 for f in SYS_KERNEL_FILES {
                     push(f.to_string(), Node::SysKernelFile(f));
+                }
+                for (name, n) in extra_entries("sys/kernel/") {
+                    push(name, n);
+                }
+            }
+            Node::Extra(path) if !extra_is_file(path) => {
+                for (name, n) in extra_entries(&alloc::format!("{path}/")) {
+                    push(name, n);
                 }
             }
             Node::TaskDir(pid) => {
@@ -446,8 +580,14 @@ fn global(name: &str) -> Result<String, Errno> {
             let _ = writeln!(s, "0.00 0.00 0.00 1/{n} {}", proc::last_pid());
         }
 
-        "filesystems" => s.push_str("nodev\ttmpfs\nnodev\tproc\nnodev\tsysfs\nnodev\tdevtmpfs\nnodev\tramfs\n"),
+        "filesystems" => {
+            s.push_str("nodev\ttmpfs\nnodev\tproc\nnodev\tsysfs\nnodev\tdevtmpfs\nnodev\tramfs\n");
+            for name in super::registered_fs_types() {
+                let _ = writeln!(s, "nodev\t{name}");
+            }
+        }
         "version" => s.push_str("Linux version 6.1.0-kiln (kiln@kiln) #1 SMP Kiln\n"),
+        "locks" => s = super::lock::proc_locks(),
         "stat" => {
             let ticks = crate::clock::now_ns() / 10_000_000;
             let _ = write!(
@@ -596,23 +736,46 @@ fn pid_file(p: &Arc<Process>, f: &str) -> Result<String, Errno> {
                 _ => "S (sleeping)",
             };
             let mask = p.tasks.lock().first().map_or(0, |t| t.sigmask.lock().0);
+            let cred = p.cred().unwrap_or_else(|| Arc::new(crate::cred::ROOT.clone()));
+            let mut groups = String::new();
+            for g in cred.groups.as_ref() {
+                let _ = write!(groups, "{g} ");
+            }
             let _ = write!(
                 s,
                 "Name:\t{}\nUmask:\t{:04o}\nState:\t{}\nTgid:\t{}\nNgid:\t0\nPid:\t{}\nPPid:\t{}\nTracerPid:\t0\n\
-                 Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nFDSize:\t64\n{}VmSize:\t{:8} kB\nVmLck:\t{:8} kB\nVmRSS:\t{:8} kB\nThreads:\t{}\n\
-                 SigBlk:\t{:016x}\nCpus_allowed:\t1\n",
+                 Uid:\t{}\t{}\t{}\t{}\nGid:\t{}\t{}\t{}\t{}\nFDSize:\t64\nGroups:\t{}\n{}\
+                 VmSize:\t{:8} kB\nVmLck:\t{:8} kB\nVmRSS:\t{:8} kB\nThreads:\t{}\nSigBlk:\t{:016x}\n\
+                 CapInh:\t{:016x}\nCapPrm:\t{:016x}\nCapEff:\t{:016x}\nCapBnd:\t{:016x}\nCapAmb:\t{:016x}\n\
+                 NoNewPrivs:\t{}\nCpus_allowed:\t1\n",
                 comm(p),
                 p.umask.load(Ordering::Relaxed),
                 state_name,
                 seen(p.pid),
                 seen(p.pid),
                 seen(p.parent_pid()),
+                cred.uid,
+                cred.euid,
+                cred.suid,
+                cred.fsuid,
+                cred.gid,
+                cred.egid,
+                cred.sgid,
+                cred.fsgid,
+                // Linux ends the list with a space, even when it is empty.
+                if groups.is_empty() { " " } else { groups.as_str() },
                 ns_ids(p),
                 vm_pages * 4,
                 locked_pages * 4,
                 rss_pages * 4,
                 p.tasks.lock().len().max(1),
-                mask
+                mask,
+                cred.caps.inheritable,
+                cred.caps.permitted,
+                cred.caps.effective,
+                cred.caps.bounding,
+                cred.caps.ambient,
+                u8::from(cred.no_new_privs),
             );
         }
         "cmdline" => {

@@ -291,6 +291,10 @@ impl FileOps for PtyMaster {
         false
     }
 
+    fn fasync(&self) -> bool {
+        true
+    }
+
     fn poll(&self, table: Option<&mut PollTable>) -> Events {
         if let Some(table) = table {
             table.register(&self.slave.input);

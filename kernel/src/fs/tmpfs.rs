@@ -10,14 +10,24 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 use hal::sync::{Once, SpinLock};
 use linux_abi::errno::Errno;
+use linux_abi::ipc::{
+    FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, F_SEAL_EXEC, F_SEAL_FUTURE_WRITE, F_SEAL_GROW, F_SEAL_SEAL,
+    F_SEAL_SHRINK, F_SEAL_WRITE,
+};
 
 use super::file::FileOps;
-use super::inode::{DirEntry, FileType, FsStats, Inode, Metadata, S_IFDIR, S_IFLNK, S_IFMT};
+use super::inode::{DirEntry, FileType, FsStats, Inode, Metadata, Owner, S_IFDIR, S_IFLNK, S_IFMT};
 use super::pagestore::{PageBudget, PageStore};
 use crate::sync::Mutex;
 
 pub const TMPFS_MAGIC: u64 = 0x0102_1994;
 static NEXT_DEV: AtomicU64 = AtomicU64::new(0x20);
+
+/// A device number for a new in-memory file system instance (Linux's
+/// anonymous block devices, 0:N).
+pub fn new_dev() -> u64 {
+    NEXT_DEV.fetch_add(1, Ordering::Relaxed)
+}
 
 pub struct Tmpfs {
     dev: u64,
@@ -57,6 +67,8 @@ pub struct TmpInode {
     size: AtomicU64,
     /// Some process has mapped the file (it is never cleared).
     mapped: core::sync::atomic::AtomicBool,
+    /// F_SEAL_* bits of a regular file.
+    seals: core::sync::atomic::AtomicU32,
     ino: u64,
     /// The file type, fixed at creation (chmod keeps it), so that listing
     /// a directory reads it without the metadata lock.
@@ -79,12 +91,36 @@ impl Tmpfs {
             inodes: AtomicU64::new(0),
             pages: Arc::new(PageBudget::new(hal::mm::total_frame_count() as u64 / 2)),
         });
-        TmpInode::new(&fs, S_IFDIR | perm, 0, Node::Dir(SpinLock::new(BTreeMap::new())))
+        TmpInode::new(&fs, S_IFDIR | perm, 0, Owner::ROOT, Node::Dir(SpinLock::new(BTreeMap::new())))
     }
 }
 
+/// The internal tmpfs that holds memfd files and System V shared memory
+/// segments (Linux's shm_mnt): never mounted, its files have no name.
+static SHM_FS: Once<Arc<Tmpfs>> = Once::new();
+
+/// A new unnamed regular file (nlink 0) of the internal tmpfs, with
+/// permission bits `perm`, seals `seals` and owner `owner`: a memfd or an
+/// IPC segment.
+pub fn unnamed_file(perm: u32, seals: u32, owner: Owner) -> Arc<TmpInode> {
+    if SHM_FS.get().is_none() {
+        SHM_FS.set(Arc::new(Tmpfs {
+            dev: NEXT_DEV.fetch_add(1, Ordering::Relaxed),
+            next_ino: AtomicU64::new(1),
+            inodes: AtomicU64::new(0),
+            pages: Arc::new(PageBudget::new(hal::mm::total_frame_count() as u64 / 2)),
+        }));
+    }
+    let fs = SHM_FS.get().expect("set above");
+    let node = Node::File(Mutex::new(PageStore::new(fs.pages.clone())));
+    let inode = TmpInode::new(fs, super::inode::S_IFREG | (perm & 0o7777), 0, owner, node);
+    inode.meta.lock().nlink = 0;
+    inode.seals.store(seals, Ordering::Relaxed);
+    inode
+}
+
 impl TmpInode {
-    fn new(fs: &Arc<Tmpfs>, mode: u32, rdev: u64, node: Node) -> Arc<TmpInode> {
+    fn new(fs: &Arc<Tmpfs>, mode: u32, rdev: u64, owner: Owner, node: Node) -> Arc<TmpInode> {
         let t = now();
         let nlink = if mode & S_IFMT == S_IFDIR { 2 } else { 1 };
         fs.inodes.fetch_add(1, Ordering::Relaxed);
@@ -92,13 +128,42 @@ impl TmpInode {
             fs: fs.clone(),
             frames: AtomicU64::new(0),
             mapped: core::sync::atomic::AtomicBool::new(false),
+            seals: core::sync::atomic::AtomicU32::new(F_SEAL_SEAL),
             size: AtomicU64::new(0),
             ino: fs.next_ino.fetch_add(1, Ordering::Relaxed),
             kind: FileType::from_mode(mode).unwrap_or(FileType::Regular),
-            meta: SpinLock::new(Meta { mode, uid: 0, gid: 0, nlink, rdev, atime: t, mtime: t, ctime: t }),
+            meta: SpinLock::new(Meta {
+                mode,
+                uid: owner.uid,
+                gid: owner.gid,
+                nlink,
+                rdev,
+                atime: t,
+                mtime: t,
+                ctime: t,
+            }),
             node,
             me: me.clone(),
         })
+    }
+
+    /// What of a write the file's seals let through: nothing under
+    /// F_SEAL_WRITE or F_SEAL_FUTURE_WRITE; under F_SEAL_GROW, the pages
+    /// that do not pass the end (Linux writes a page at a time, and the
+    /// first page that would grow the file fails).
+    fn sealed_write(seals: u32, offset: u64, buf: &[u8], size: u64) -> Result<&[u8], Errno> {
+        if seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE) != 0 {
+            return Err(Errno::EPERM);
+        }
+        let end = offset + buf.len() as u64;
+        if seals & F_SEAL_GROW == 0 || end <= size || buf.is_empty() {
+            return Ok(buf);
+        }
+        let limit = size / 4096 * 4096;
+        if limit <= offset {
+            return Err(Errno::EPERM);
+        }
+        Ok(&buf[..(limit - offset) as usize])
     }
 
     /// Publishes a file's size and frame count after a change (the
@@ -208,6 +273,12 @@ impl Inode for TmpInode {
         }
     }
 
+    /// The type is fixed at creation: path walks ask it of every
+    /// component, without the metadata lock.
+    fn file_type(&self) -> FileType {
+        self.kind
+    }
+
     fn fs_stats(&self) -> FsStats {
         // Blocks are the pages files hold (holes hold none), as on Linux.
         let total = self.fs.pages.limit();
@@ -229,6 +300,9 @@ impl Inode for TmpInode {
 
     fn set_mode(&self, mode: u32) -> Result<(), Errno> {
         let mut m = self.meta.lock();
+        if (m.mode ^ mode) & 0o111 != 0 && self.seals.load(Ordering::Relaxed) & F_SEAL_EXEC != 0 {
+            return Err(Errno::EPERM);
+        }
         m.mode = (m.mode & S_IFMT) | (mode & 0o7777);
         m.ctime = now();
         Ok(())
@@ -236,14 +310,6 @@ impl Inode for TmpInode {
 
     fn set_owner(&self, uid: Option<u32>, gid: Option<u32>) -> Result<(), Errno> {
         let mut m = self.meta.lock();
-        // Linux drops set-user-id (and set-group-id with group execute) on
-        // regular files at every chown, even by root.
-        if m.mode & S_IFMT == super::inode::S_IFREG {
-            m.mode &= !0o4000;
-            if m.mode & 0o010 != 0 {
-                m.mode &= !0o2000;
-            }
-        }
         if let Some(u) = uid {
             m.uid = u;
         }
@@ -283,6 +349,7 @@ impl Inode for TmpInode {
             return Err(Errno::EFBIG);
         }
         let mut data = data.lock();
+        let buf = Self::sealed_write(self.seals.load(Ordering::Relaxed), offset, buf, data.size())?;
         let written = data.write(offset, buf);
         self.sync_sizes(&data);
         drop(data);
@@ -302,6 +369,10 @@ impl Inode for TmpInode {
             return Err(Errno::EFBIG);
         }
         let mut data = data.lock();
+        let seals = self.seals.load(Ordering::Relaxed);
+        if (size < data.size() && seals & F_SEAL_SHRINK != 0) || (size > data.size() && seals & F_SEAL_GROW != 0) {
+            return Err(Errno::EPERM);
+        }
         data.truncate(size);
         self.sync_sizes(&data);
         drop(data);
@@ -310,6 +381,52 @@ impl Inode for TmpInode {
         m.mtime = t;
         m.ctime = t;
         Ok(())
+    }
+
+    fn seals(&self) -> Option<u32> {
+        matches!(self.node, Node::File(_)).then(|| self.seals.load(Ordering::Relaxed))
+    }
+
+    fn add_seals(&self, seals: u32) -> Result<(), Errno> {
+        let Node::File(data) = &self.node else { return Err(Errno::EINVAL) };
+        // Under the data lock, so a write in progress finishes first.
+        let _data = data.lock();
+        let mut seals = seals;
+        let old = self.seals.load(Ordering::Relaxed);
+        if old & F_SEAL_SEAL != 0 {
+            return Err(Errno::EPERM);
+        }
+        // F_SEAL_EXEC on an executable file seals writes too (W^X).
+        if seals & F_SEAL_EXEC != 0 && self.meta.lock().mode & 0o111 != 0 {
+            seals |= F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_FUTURE_WRITE;
+        }
+        self.seals.store(old | seals, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn allocate(&self, mode: u32, offset: u64, len: u64) -> Result<(), Errno> {
+        let Node::File(data) = &self.node else { return Err(Errno::EOPNOTSUPP) };
+        let end = offset.checked_add(len).ok_or(Errno::EFBIG)?;
+        let seals = self.seals.load(Ordering::Relaxed);
+        let mut data = data.lock();
+        let result = if mode & FALLOC_FL_PUNCH_HOLE != 0 {
+            if seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE) != 0 {
+                return Err(Errno::EPERM);
+            }
+            data.punch_bytes(offset, end);
+            Ok(())
+        } else {
+            if seals & F_SEAL_GROW != 0 && end > data.size() {
+                return Err(Errno::EPERM);
+            }
+            data.allocate(offset, end, mode & FALLOC_FL_KEEP_SIZE != 0)
+        };
+        self.sync_sizes(&data);
+        drop(data);
+        if result.is_ok() && mode & FALLOC_FL_PUNCH_HOLE == 0 {
+            self.meta.lock().ctime = now();
+        }
+        result
     }
 
     fn note_mapped(&self) {
@@ -341,6 +458,10 @@ impl Inode for TmpInode {
         let Node::File(data) = &self.node else {
             return Err(if self.node_is_dir() { Errno::EISDIR } else { Errno::ENODEV });
         };
+        // A hole is a write: sealed files refuse it (MADV_REMOVE).
+        if self.seals.load(Ordering::Relaxed) & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE) != 0 {
+            return Err(Errno::EPERM);
+        }
         let mut data = data.lock();
         data.punch(index, count);
         self.sync_sizes(&data);
@@ -352,7 +473,7 @@ impl Inode for TmpInode {
         dir.get(name).map(|i| i.clone() as Arc<dyn Inode>).ok_or(Errno::ENOENT)
     }
 
-    fn create(&self, name: &str, mode: u32, rdev: u64) -> Result<Arc<dyn Inode>, Errno> {
+    fn create(&self, name: &str, mode: u32, rdev: u64, owner: Owner) -> Result<Arc<dyn Inode>, Errno> {
         self.dir()?;
         let node = match FileType::from_mode(mode).ok_or(Errno::EINVAL)? {
             FileType::Regular => Node::File(Mutex::new(PageStore::new(self.fs.pages.clone()))),
@@ -360,13 +481,13 @@ impl Inode for TmpInode {
             FileType::Symlink => return Err(Errno::EINVAL),
             _ => Node::Special { fifo: Once::new() },
         };
-        let child = TmpInode::new(&self.fs, mode, rdev, node);
+        let child = TmpInode::new(&self.fs, mode, rdev, owner, node);
         self.add_child(name, child)
     }
 
-    fn symlink(&self, name: &str, target: &str) -> Result<Arc<dyn Inode>, Errno> {
+    fn symlink(&self, name: &str, target: &str, owner: Owner) -> Result<Arc<dyn Inode>, Errno> {
         self.dir()?;
-        let child = TmpInode::new(&self.fs, S_IFLNK | 0o777, 0, Node::Symlink(String::from(target)));
+        let child = TmpInode::new(&self.fs, S_IFLNK | 0o777, 0, owner, Node::Symlink(String::from(target)));
         self.add_child(name, child)
     }
 

@@ -63,6 +63,8 @@ pub trait Sessions: Send + Sync {
     fn caller_ignores(&self, signo: u32) -> bool;
     /// The caller's file-system uid and gid (owners of new pty slaves).
     fn caller_fs_ids(&self) -> (u32, u32);
+    /// Whether the caller has CAP_SYS_ADMIN (stealing a terminal).
+    fn caller_is_admin(&self) -> bool;
 }
 
 static SESSIONS: Once<&'static dyn Sessions> = Once::new();
@@ -525,7 +527,7 @@ impl Tty {
     }
 
     /// TIOCSCTTY, as Linux's tiocsctty (stealing with arg 1 needs
-    /// CAP_SYS_ADMIN, which every Kiln process has).
+    /// CAP_SYS_ADMIN).
     fn set_controlling(self: &Arc<Self>, arg: u64) -> Result<u64, Errno> {
         let Some(s) = sessions() else {
             return Err(Errno::EPERM);
@@ -538,7 +540,7 @@ impl Tty {
             return Err(Errno::EPERM);
         }
         if self.session() != 0 {
-            if arg == 1 {
+            if arg == 1 && s.caller_is_admin() {
                 self.detach();
             } else {
                 return Err(Errno::EPERM);
@@ -583,6 +585,10 @@ impl FileOps for TtyFile {
             return Err(Errno::EIO);
         }
         self.tty.write(buf, nonblock)
+    }
+
+    fn fasync(&self) -> bool {
+        true
     }
 
     fn seekable(&self) -> bool {

@@ -92,7 +92,9 @@ impl AddressSpace {
     /// Resolves a fault at `addr`: demand-fills a missing page, or breaks
     /// copy-on-write sharing on a write.
     pub fn handle_fault(&mut self, addr: u64, access: FaultAccess) -> Result<(), FaultError> {
-        let vma = self.find(addr).ok_or(FaultError::Unmapped)?.clone();
+        // Borrowed, not cloned: copying an area is opening it again (a
+        // shared memory attachment would count it).
+        let vma = self.find(addr).ok_or(FaultError::Unmapped)?;
         let allowed = match access {
             FaultAccess::Read => vma.prot.read || vma.prot.write || vma.prot.exec,
             FaultAccess::Write => vma.prot.write,
@@ -106,20 +108,20 @@ impl AddressSpace {
             if !flags.accessible {
                 // Kept contents of a page whose VMA allows access again
                 // (the PTE is refreshed by mprotect; this is a stale view).
-                self.page_table.protect(va, Self::page_flags(&vma, false));
+                self.page_table.protect(va, Self::page_flags(vma, false));
                 return Ok(());
             }
             if access != FaultAccess::Write || flags.writable {
                 // Another thread resolved it first (or a stale TLB entry).
                 return Ok(());
             }
-            return self.break_cow(&vma, va);
+            return self.break_cow(vma, va);
         }
-        let (frame, exclusive) = self.fill_page(&vma, va)?;
-        self.page_table.map(va, frame, Self::page_flags(&vma, exclusive)).map_err(|_| FaultError::OutOfMemory)
+        let (frame, exclusive) = self.fill_page(vma, va)?;
+        self.page_table.map(va, frame, Self::page_flags(vma, exclusive)).map_err(|_| FaultError::OutOfMemory)
     }
 
-    fn break_cow(&mut self, vma: &Vma, va: u64) -> Result<(), FaultError> {
+    fn break_cow(&self, vma: &Vma, va: u64) -> Result<(), FaultError> {
         let frame = self.page_table.frame_at(va).ok_or(FaultError::Unmapped)?;
         // Our handle plus the page table's: nobody else shares it.
         if frame.ref_count() == 2 {
@@ -189,6 +191,39 @@ impl AddressSpace {
         }
     }
 
+    /// Whether any area lies in [start, end).
+    pub fn overlaps(&self, start: u64, end: u64) -> bool {
+        !self.is_free(start, end)
+    }
+
+    /// shmdt: unmaps the System V shared memory attachment whose start
+    /// is `addr`, with every piece of it left by mprotect or munmap (the
+    /// areas of the same segment at the offsets the attachment gave
+    /// them), as Linux does; EINVAL when none starts there.
+    pub fn detach_shm(&mut self, addr: u64) -> Result<(), Errno> {
+        let is_piece = |v: &Vma| match &v.backing {
+            Backing::SharedFile { source, offset, attach: Some(_), .. } => {
+                (v.start >= addr && v.start - addr == *offset).then(|| source.clone())
+            }
+            _ => None,
+        };
+        let first = self.vmas.values().filter(|v| v.end > addr).find_map(|v| is_piece(v).map(|s| (v.start, v.end, s)));
+        let (start, end, source) = first.ok_or(Errno::EINVAL)?;
+        let size = page_ceil(source.metadata().size).unwrap_or(u64::MAX);
+        self.remove_range(start, end);
+        let rest: Vec<(u64, u64)> = self
+            .vmas
+            .values()
+            .filter(|v| v.start >= end && v.end - addr <= size)
+            .filter(|v| is_piece(v).is_some_and(|s| Arc::ptr_eq(&s, &source)))
+            .map(|v| (v.start, v.end))
+            .collect();
+        for (s, e) in rest {
+            self.remove_range(s, e);
+        }
+        Ok(())
+    }
+
     /// Finds a free range of `len` bytes, top-down from MMAP_BASE.
     fn find_free(&self, len: u64) -> Option<u64> {
         let mut top = MMAP_BASE;
@@ -246,6 +281,14 @@ impl AddressSpace {
         }
     }
 
+    /// Whether an area maps `source` shared from a description open for
+    /// writing (F_SEAL_WRITE's EBUSY).
+    pub fn maps_writable_shared(&self, source: &Arc<dyn crate::fs::Inode>) -> bool {
+        self.vmas.values().any(
+            |v| matches!(&v.backing, Backing::SharedFile { source: s, may_write: true, .. } if Arc::ptr_eq(s, source)),
+        )
+    }
+
     pub(super) fn unmap_pages(&self, start: u64, end: u64) {
         // One TLB shootdown for the range, not one per page.
         let mut batch = self.page_table.batch();
@@ -300,7 +343,8 @@ impl AddressSpace {
             }
         };
         let flags = self.new_area_flags();
-        self.vmas.insert(start, Vma { start, end: start + len, prot, backing, kind: VmaKind::Normal, name: None, flags });
+        self.vmas
+            .insert(start, Vma { start, end: start + len, prot, backing, kind: VmaKind::Normal, name: None, flags });
         if flags.locked && !flags.lock_on_fault {
             self.populate_locked(start, start + len);
         }
@@ -322,8 +366,8 @@ impl AddressSpace {
         }
         let old_len = page_ceil(old_len).ok_or(Errno::EINVAL)?;
         let new_len = page_ceil(new_len).ok_or(Errno::ENOMEM)?;
-        let vma = self.find(old).ok_or(Errno::EFAULT)?.clone();
-        if old + old_len.max(PAGE_SIZE) > vma.end {
+        let (vma_start, vma_end) = self.find(old).map(|v| (v.start, v.end)).ok_or(Errno::EFAULT)?;
+        if old + old_len.max(PAGE_SIZE) > vma_end {
             return Err(Errno::EFAULT);
         }
         if fixed.is_none() {
@@ -334,8 +378,8 @@ impl AddressSpace {
                 return Ok(old);
             }
             let grow_end = old.checked_add(new_len).ok_or(Errno::ENOMEM)?;
-            if old + old_len == vma.end && grow_end <= MMAP_BASE && self.is_free(vma.end, grow_end) {
-                self.vmas.get_mut(&vma.start).expect("vma present").end = grow_end;
+            if old + old_len == vma_end && grow_end <= MMAP_BASE && self.is_free(vma_end, grow_end) {
+                self.vmas.get_mut(&vma_start).expect("vma present").end = grow_end;
                 return Ok(old);
             }
             if !may_move {
@@ -427,12 +471,12 @@ impl AddressSpace {
         for k in keys {
             let vma = self.vmas.get_mut(&k).expect("vma present");
             vma.prot = prot;
-            let vma = vma.clone();
+            let (start, end, flags) = (vma.start, vma.end, Self::page_flags(vma, false));
             let mut batch = self.page_table.batch();
-            for (va, _) in self.page_table.mapped_pages(vma.start, vma.end) {
+            for (va, _) in self.page_table.mapped_pages(start, end) {
                 // Private pages get write access back through a fault, which
                 // checks whether they are still shared.
-                batch.protect(va, Self::page_flags(&vma, false));
+                batch.protect(va, flags);
             }
         }
         Ok(())

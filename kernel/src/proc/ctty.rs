@@ -93,8 +93,14 @@ impl Sessions for ProcessSessions {
     }
 
     fn caller_fs_ids(&self) -> (u32, u32) {
-        // Every Kiln process runs as root until credentials land.
-        (0, 0)
+        super::current_task().map_or((0, 0), |t| {
+            let c = t.cred();
+            (c.fsuid, c.fsgid)
+        })
+    }
+
+    fn caller_is_admin(&self) -> bool {
+        super::current_task().is_some_and(|t| t.cred().capable(linux_abi::capability::CAP_SYS_ADMIN))
     }
 }
 

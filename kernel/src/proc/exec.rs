@@ -26,6 +26,19 @@ const PIE_BASE: u64 = 0x5555_5555_4000;
 /// Total bytes of argument and environment strings accepted (ARG_MAX-ish).
 pub const MAX_ARG_BYTES: usize = 128 * 1024;
 
+/// What the auxiliary vector says about the new credentials: AT_UID,
+/// AT_EUID, AT_GID, AT_EGID, and AT_SECURE for a program that gained
+/// privileges (set-id bits or capabilities), which libc then runs in
+/// secure mode.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AuxCreds {
+    pub uid: u32,
+    pub euid: u32,
+    pub gid: u32,
+    pub egid: u32,
+    pub secure: bool,
+}
+
 pub struct Image {
     pub vm: AddressSpace,
     pub entry: u64,
@@ -55,7 +68,13 @@ fn read_headers(inode: &Arc<dyn Inode>) -> Result<Vec<u8>, Errno> {
 }
 
 /// Loads the executable in `inode` with the given arguments.
-pub fn load(inode: &Arc<dyn Inode>, path: &str, argv: &[String], envp: &[String]) -> Result<Image, Errno> {
+pub fn load(
+    inode: &Arc<dyn Inode>,
+    path: &str,
+    argv: &[String],
+    envp: &[String],
+    creds: &AuxCreds,
+) -> Result<Image, Errno> {
     let headers = read_headers(inode)?;
     let mut vm = AddressSpace::new()?;
     let (entry, phdr, phnum, brk) = map_segments(&headers, inode, &mut vm, path)?;
@@ -69,7 +88,7 @@ pub fn load(inode: &Arc<dyn Inode>, path: &str, argv: &[String], envp: &[String]
         name: None,
         flags: Default::default(),
     })?;
-    let sp = build_stack(&mut vm, path, argv, envp, entry, phdr, phnum)?;
+    let sp = build_stack(&mut vm, path, argv, envp, entry, phdr, phnum, creds)?;
     Ok(Image { vm, entry, stack_pointer: sp })
 }
 
@@ -145,6 +164,7 @@ fn map_segments(
 }
 
 /// Lays out strings, pointers and auxv at the top of the stack.
+#[allow(clippy::too_many_arguments)]
 fn build_stack(
     vm: &mut AddressSpace,
     path: &str,
@@ -153,6 +173,7 @@ fn build_stack(
     entry: u64,
     phdr: u64,
     phnum: u64,
+    creds: &AuxCreds,
 ) -> Result<u64, Errno> {
     let mut strings: Vec<u8> = Vec::new();
     let mut push_str = |s: &[u8]| -> u64 {
@@ -181,11 +202,11 @@ fn build_stack(
         (c::AT_BASE, 0),
         (c::AT_FLAGS, 0),
         (c::AT_ENTRY, entry),
-        (c::AT_UID, 0),
-        (c::AT_EUID, 0),
-        (c::AT_GID, 0),
-        (c::AT_EGID, 0),
-        (c::AT_SECURE, 0),
+        (c::AT_UID, u64::from(creds.uid)),
+        (c::AT_EUID, u64::from(creds.euid)),
+        (c::AT_GID, u64::from(creds.gid)),
+        (c::AT_EGID, u64::from(creds.egid)),
+        (c::AT_SECURE, u64::from(creds.secure)),
         (c::AT_RANDOM, at(random_off)),
         (c::AT_HWCAP, hwcap),
         (c::AT_HWCAP2, 0),

@@ -11,6 +11,17 @@ use crate::mm::uaccess;
 /// The pid of init, the reaper of orphans.
 pub const INIT_PID: i32 = 1;
 
+/// Work a subsystem above this one does when a process ends (System V
+/// semaphores apply its SEM_UNDO adjustments), registered at boot.
+static EXIT_HOOKS: [hal::sync::Once<fn(super::Pid)>; 2] = [hal::sync::Once::new(), hal::sync::Once::new()];
+
+/// Registers `hook` to run as each process ends, before its files close.
+pub fn on_process_exit(hook: fn(super::Pid)) {
+    if let Some(slot) = EXIT_HOOKS.iter().find(|s| s.get().is_none()) {
+        slot.set(hook);
+    }
+}
+
 /// Ends the calling thread (the caller then returns from its run loop).
 /// The last thread out ends the process with `how`.
 pub fn exit_task(t: &Arc<Task>, how: ExitKind) {
@@ -23,6 +34,9 @@ pub fn exit_task(t: &Arc<Task>, how: ExitKind) {
         if addr != 0 && uaccess::write_u32(&vm, addr, 0).is_ok() {
             super::futex::wake(&vm, addr, 1, u32::MAX);
         }
+    }
+    if t.is_leader() {
+        *p.exited_leader_cred.lock() = Some(t.cred());
     }
     let last = {
         let mut tasks = p.tasks.lock();
@@ -50,6 +64,9 @@ fn exit_process(p: &Arc<Process>, how: ExitKind) {
     // its status for the parent.
     // Values are taken out of the spin locks before they drop: dropping
     // files or an address space may sleep.
+    for hook in EXIT_HOOKS.iter().filter_map(|h| h.get()) {
+        hook(p.pid);
+    }
     p.files.release();
     super::ctty::exiting(p);
     let vm = p.vm.lock().take();

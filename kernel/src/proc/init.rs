@@ -22,15 +22,16 @@ use crate::sync::Mutex;
 pub fn start(path: &str, argv: Vec<String>) -> Result<(), Errno> {
     super::ctty::init();
     super::ns::init();
-    let dentry = resolve(&root(), path, true)?;
+    let cred = Arc::new(crate::cred::ROOT.clone());
+    let dentry = resolve(&cred, &root(), path, true)?;
     let inode = dentry.inode().clone();
     let envp: Vec<String> =
         ["HOME=/", "TERM=linux", "PATH=/sbin:/bin:/usr/sbin:/usr/bin"].iter().map(|s| String::from(*s)).collect();
-    let image = exec::load(&inode, path, &argv, &envp)?;
+    let image = exec::load(&inode, path, &argv, &envp, &exec::AuxCreds::default())?;
     let envp = envp.clone();
 
     let mut files = FdTable::new();
-    let console_node = resolve(&root(), "/dev/console", true)?;
+    let console_node = resolve(&cred, &root(), "/dev/console", true)?;
     for _ in 0..3 {
         let ops = crate::fs::tty::open_console(linux_abi::consts::O_NOCTTY)?;
         files.install(Arc::new(OpenFile::with_dentry(ops, linux_abi::consts::O_RDWR, console_node.clone())), false)?;
@@ -46,7 +47,7 @@ pub fn start(path: &str, argv: Vec<String>) -> Result<(), Errno> {
     register_process(&p);
     crate::fs::tty::activate(crate::fs::tty::Caller { pgid: pid, sid: pid, session_leader: true });
     *p.ctty.lock() = crate::fs::tty::console();
-    let t = Arc::new(Task::new(pid, p.clone(), SigSet(0)));
+    let t = Arc::new(Task::new(pid, p.clone(), SigSet(0), cred));
     p.tasks.lock().push(t.clone());
     let mut ctx = Box::new(UserContext::new());
     ctx.regs.rip = image.entry;

@@ -17,6 +17,7 @@ pub mod ns;
 pub mod oom;
 pub mod pidns;
 pub mod robust;
+pub mod sigio;
 pub mod signal;
 pub mod task;
 pub mod timer;
@@ -114,7 +115,18 @@ pub struct Process {
     pub pid_ns: Arc<pidns::PidNs>,
     /// Its namespaces (see `ns`).
     pub ns: SpinLock<Arc<ns::Namespaces>>,
+    /// PR_GET_DUMPABLE: 1 normally, `SUID_DUMPABLE` after a change of
+    /// credentials or an exec that changed ids (Linux keeps it on the mm;
+    /// it decides who owns /proc/<pid>).
+    pub dumpable: core::sync::atomic::AtomicU8,
+    /// The leader thread's credentials once it has exited, for whoever
+    /// still asks about the process (signals, /proc, prlimit).
+    pub exited_leader_cred: SpinLock<Option<Arc<crate::cred::Cred>>>,
 }
+
+/// `/proc/sys/fs/suid_dumpable`: what a credential change sets dumpable
+/// to (Linux's default, 0).
+pub const SUID_DUMPABLE: u8 = 0;
 
 static PROCESSES: SpinLock<BTreeMap<Pid, Weak<Process>>> = SpinLock::new(BTreeMap::new());
 static TASKS: SpinLock<BTreeMap<Pid, Weak<Task>>> = SpinLock::new(BTreeMap::new());
@@ -253,6 +265,32 @@ pub fn all_processes() -> Vec<Arc<Process>> {
     PROCESSES.lock().values().filter_map(Weak::upgrade).collect()
 }
 
+/// How many distinct open file descriptions that `matches` picks are open
+/// for writing, and how many for reading only, across every descriptor
+/// table (a lease's conflicting-open check).
+pub fn open_counts(matches: impl Fn(&crate::fs::OpenFile) -> bool) -> crate::fs::lease::OpenCounts {
+    let mut seen: Vec<usize> = Vec::new();
+    let mut counts = crate::fs::lease::OpenCounts { writers: 0, readers: 0 };
+    for p in all_processes() {
+        let table = p.files().lock();
+        for f in table.files() {
+            let id = Arc::as_ptr(f) as usize;
+            if seen.contains(&id) || !matches(f) {
+                continue;
+            }
+            if seen.try_reserve(1).is_ok() {
+                seen.push(id);
+            }
+            if f.writable() {
+                counts.writers += 1;
+            } else if f.readable() {
+                counts.readers += 1;
+            }
+        }
+    }
+    counts
+}
+
 pub const RLIM_INFINITY: u64 = u64::MAX;
 
 fn default_rlimits() -> [(u64, u64); 16] {
@@ -264,6 +302,10 @@ fn default_rlimits() -> [(u64, u64); 16] {
     r[linux_abi::consts::RLIMIT_SIGPENDING as usize] = (63_000, 63_000);
     r[linux_abi::consts::RLIMIT_MEMLOCK as usize] = (8 << 20, 8 << 20);
     r[linux_abi::consts::RLIMIT_MSGQUEUE as usize] = (819_200, 819_200);
+    // As Linux's init: raising priority or a real-time policy takes
+    // CAP_SYS_NICE unless an administrator raises these.
+    r[linux_abi::consts::RLIMIT_NICE as usize] = (0, 0);
+    r[linux_abi::consts::RLIMIT_RTPRIO as usize] = (0, 0);
     r
 }
 
@@ -304,7 +346,21 @@ impl Process {
             ctty: SpinLock::new(None),
             pid_ns: pidns::initial(),
             ns: SpinLock::new(ns::initial()),
+            dumpable: core::sync::atomic::AtomicU8::new(1),
+            exited_leader_cred: SpinLock::new(None),
         }
+    }
+
+    /// The credentials the process is known by (its leader thread's, as
+    /// Linux uses for kill and /proc): None only before its first thread.
+    pub fn cred(&self) -> Option<Arc<crate::cred::Cred>> {
+        if let Some(c) = self.tasks.lock().iter().find(|t| t.is_leader()).map(|t| t.cred()) {
+            return Some(c);
+        }
+        if let Some(c) = self.exited_leader_cred.lock().clone() {
+            return Some(c);
+        }
+        self.tasks.lock().first().map(|t| t.cred())
     }
 
     /// Sets the command name from an exec'd path, as Linux does.

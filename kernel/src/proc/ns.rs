@@ -100,11 +100,10 @@ pub const SUPPORTED: u64 = c::CLONE_NEWUTS | c::CLONE_NEWNS | c::CLONE_NEWPID | 
 pub const UNCONFIGURED: u64 = c::CLONE_NEWIPC | c::CLONE_NEWNET | c::CLONE_NEWUSER | c::CLONE_NEWTIME;
 pub const ALL: u64 = SUPPORTED | UNCONFIGURED;
 
-/// CAP_SYS_ADMIN, which creating or entering a namespace needs. Every
-/// Kiln process runs as root with every capability until credentials
-/// land; this is the one place that will ask them.
-pub fn has_cap_sys_admin(_p: &super::Process) -> bool {
-    true
+/// CAP_SYS_ADMIN, which creating or entering a namespace needs (in the
+/// one user namespace there is).
+pub fn has_cap_sys_admin(cred: &crate::cred::Cred) -> bool {
+    cred.capable(linux_abi::capability::CAP_SYS_ADMIN)
 }
 
 /// `old` with new namespaces for the CLONE_NEW* bits in `flags`

@@ -236,7 +236,8 @@ fn notify_parent_signal(p: &Arc<Process>, code: i32, status: i32) {
     {
         return;
     }
-    send_to_process(&parent, Siginfo::child(code, parent.pid_ns.local_or_zero(p.pid), 0, status));
+    let uid = p.cred().map_or(0, |c| c.uid);
+    send_to_process(&parent, Siginfo::child(code, parent.pid_ns.local_or_zero(p.pid), uid, status));
 }
 
 /// Tells the parent that `p` exited.

@@ -10,6 +10,7 @@ use linux_abi::signal::{self as sig, SigSet};
 
 use super::signal::{PendingSignals, SigInfo};
 use super::{Pid, Process};
+use crate::cred::Cred;
 use crate::mm::{FaultAccess, FaultError};
 use crate::sched;
 
@@ -50,10 +51,13 @@ pub struct Task {
     /// The last user page fault (address, error code, repeats): a fault
     /// that keeps coming back is a kernel bug worth reporting.
     pub last_fault: SpinLock<(u64, u64, u64)>,
+    /// The credentials this thread acts with, replaced whole on change
+    /// (`commit_cred`), never changed in place.
+    cred: SpinLock<Arc<Cred>>,
 }
 
 impl Task {
-    pub fn new(tid: Pid, process: Arc<Process>, sigmask: SigSet) -> Task {
+    pub fn new(tid: Pid, process: Arc<Process>, sigmask: SigSet, cred: Arc<Cred>) -> Task {
         Task {
             tid: core::sync::atomic::AtomicI32::new(tid),
             process,
@@ -69,7 +73,32 @@ impl Task {
             attention: core::sync::atomic::AtomicBool::new(true),
             in_syscall: AtomicU64::new(0),
             last_fault: SpinLock::new((0, 0, 0)),
+            cred: SpinLock::new(cred),
         }
+    }
+
+    /// The thread's credentials now (a snapshot that later changes do
+    /// not touch).
+    pub fn cred(&self) -> Arc<Cred> {
+        self.cred.lock().clone()
+    }
+
+    /// Makes `new` the thread's credentials (Linux's `commit_creds`). A
+    /// change of an effective or file-system id, or a grown permitted
+    /// set, makes the process non-dumpable.
+    pub fn commit_cred(&self, new: Cred) -> Result<(), linux_abi::errno::Errno> {
+        let new = Arc::try_new(new).map_err(|_| linux_abi::errno::Errno::ENOMEM)?;
+        let old = self.install_cred(new.clone());
+        if old.change_drops_dumpable(&new) {
+            self.process.dumpable.store(super::SUID_DUMPABLE, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Swaps in credentials already allocated (exec, past its point of
+    /// no return); returns the old ones.
+    pub fn install_cred(&self, new: Arc<Cred>) -> Arc<Cred> {
+        core::mem::replace(&mut *self.cred.lock(), new)
     }
 
     /// Time on a CPU so far, user and kernel (Linux's thread CPU clock

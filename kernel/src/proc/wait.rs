@@ -30,6 +30,8 @@ pub struct WaitResult {
     pub code: i32,
     pub si_status: i32,
     pub cpu_ns: u64,
+    /// The child's real uid (waitid's si_uid).
+    pub uid: u32,
 }
 
 fn matches(target: WaitTarget, child: &Process) -> bool {
@@ -40,7 +42,7 @@ fn matches(target: WaitTarget, child: &Process) -> bool {
     }
 }
 
-fn exit_result(child: &Process, how: ExitKind) -> WaitResult {
+fn exit_result(child: &Process, how: ExitKind, uid: u32) -> WaitResult {
     let (status, code, si_status) = match how {
         ExitKind::Exited(c) => (i32::from(c) << 8, sig::CLD_EXITED, i32::from(c)),
         ExitKind::Signaled { sig: s, core } => {
@@ -53,6 +55,7 @@ fn exit_result(child: &Process, how: ExitKind) -> WaitResult {
         code,
         si_status,
         cpu_ns: child.cpu_ns() + child.children_cpu_ns.load(Ordering::Relaxed),
+        uid,
     }
 }
 
@@ -63,11 +66,12 @@ fn scan(p: &Arc<Process>, target: WaitTarget, options: u32) -> (Option<WaitResul
     let mut any = false;
     for child in children.iter().filter(|c| matches(target, c)) {
         any = true;
+        let uid = child.cred().map_or(0, |c| c.uid);
         let mut st = child.state.lock();
         if st.zombie && options & WEXITED != 0 {
             let how = st.exit.unwrap_or(ExitKind::Exited(0));
             drop(st);
-            let mut result = exit_result(child, how);
+            let mut result = exit_result(child, how, uid);
             result.pid = p.pid_ns.local_or_zero(child.pid);
             if options & WNOWAIT == 0 {
                 p.children.lock().retain(|c| !Arc::ptr_eq(c, child));
@@ -89,6 +93,7 @@ fn scan(p: &Arc<Process>, target: WaitTarget, options: u32) -> (Option<WaitResul
                         code: sig::CLD_STOPPED,
                         si_status: signo as i32,
                         cpu_ns: 0,
+                        uid,
                     }),
                     true,
                 );
@@ -105,6 +110,7 @@ fn scan(p: &Arc<Process>, target: WaitTarget, options: u32) -> (Option<WaitResul
                     code: sig::CLD_CONTINUED,
                     si_status: sig::SIGCONT as i32,
                     cpu_ns: 0,
+                    uid,
                 }),
                 true,
             );

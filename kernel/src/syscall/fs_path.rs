@@ -1,11 +1,11 @@
-//! Path calls: stat and statx, getdents64, the namespace (mkdir, unlink,
-//! rename, link, symlink, readlink, mknod), permissions and times,
-//! truncate, statfs, the working directory, mount and umount2.
+//! Path calls: path arguments and lookup for the *at calls, stat and
+//! statx, getdents64, readlink, statfs, the working directory, mount and
+//! umount2. (The namespace calls are in `fs_name`, attributes in
+//! `fs_attr`.)
 
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::sync::atomic::Ordering;
 
 use linux_abi::consts as c;
 use linux_abi::errno::Errno;
@@ -13,8 +13,12 @@ use linux_abi::layout::{Stat, Statfs, Statx, StatxTimestamp, Timespec};
 
 use super::fs_io::file;
 use super::{SysResult, SyscallContext};
-use crate::fs::dentry::{check_writable, resolve, resolve_parent, Dentry};
-use crate::fs::inode::{FileType, Metadata, S_IFDIR, S_IFMT, S_IFREG};
+use linux_abi::capability::CAP_SYS_ADMIN;
+
+use crate::cred::{Cred, MAY_EXEC};
+use crate::fs::dentry::{resolve, Dentry};
+use crate::fs::inode::{FileType, Metadata};
+use crate::fs::perm;
 use crate::mm::uaccess;
 
 pub fn path_arg(ctx: &SyscallContext, ptr: u64) -> Result<String, Errno> {
@@ -26,7 +30,7 @@ pub fn path_arg(ctx: &SyscallContext, ptr: u64) -> Result<String, Errno> {
 }
 
 /// Like `path_arg`, but an empty path is allowed (AT_EMPTY_PATH).
-fn path_arg_maybe_empty(ctx: &SyscallContext, ptr: u64) -> Result<String, Errno> {
+pub(super) fn path_arg_maybe_empty(ctx: &SyscallContext, ptr: u64) -> Result<String, Errno> {
     uaccess::read_cstring(&ctx.vm()?, ptr, crate::fs::dentry::PATH_MAX)
 }
 
@@ -43,8 +47,15 @@ pub fn start_dir(ctx: &SyscallContext, dirfd: i32) -> Result<Arc<Dentry>, Errno>
     Ok(d)
 }
 
-/// Resolves (dirfd, path, flags) the way the *at calls do.
-fn lookup_at(ctx: &SyscallContext, dirfd: i32, path: &str, follow: bool, empty_ok: bool) -> Result<Arc<Dentry>, Errno> {
+/// Resolves (dirfd, path, flags) the way the *at calls do, as `cred`.
+pub(super) fn lookup_at(
+    ctx: &SyscallContext,
+    cred: &Cred,
+    dirfd: i32,
+    path: &str,
+    follow: bool,
+    empty_ok: bool,
+) -> Result<Arc<Dentry>, Errno> {
     if path.is_empty() {
         if !empty_ok {
             return Err(Errno::ENOENT);
@@ -55,10 +66,10 @@ fn lookup_at(ctx: &SyscallContext, dirfd: i32, path: &str, follow: bool, empty_o
         return file(ctx, dirfd)?.dentry.clone().ok_or(Errno::EBADF);
     }
     if path.starts_with('/') {
-        return resolve(&crate::fs::dentry::root(), path, follow);
+        return resolve(cred, &crate::fs::dentry::root(), path, follow);
     }
     let start = start_dir(ctx, dirfd)?;
-    resolve(&start, path, follow)
+    resolve(cred, &start, path, follow)
 }
 
 fn ts(ns: u64) -> Timespec {
@@ -115,13 +126,13 @@ pub fn sys_fstat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 
 pub fn sys_stat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let path = path_arg(ctx, a[0])?;
-    let d = lookup_at(ctx, c::AT_FDCWD, &path, true, false)?;
+    let d = lookup_at(ctx, &ctx.cred(), c::AT_FDCWD, &path, true, false)?;
     write_stat(ctx, a[1], &d.inode().metadata())
 }
 
 pub fn sys_lstat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let path = path_arg(ctx, a[0])?;
-    let d = lookup_at(ctx, c::AT_FDCWD, &path, false, false)?;
+    let d = lookup_at(ctx, &ctx.cred(), c::AT_FDCWD, &path, false, false)?;
     write_stat(ctx, a[1], &d.inode().metadata())
 }
 
@@ -133,7 +144,8 @@ fn metadata_at(ctx: &SyscallContext, dirfd: i32, path: &str, flags: u32) -> Resu
             None => file_metadata(&f),
         });
     }
-    let d = lookup_at(ctx, dirfd, path, flags & c::AT_SYMLINK_NOFOLLOW == 0, flags & c::AT_EMPTY_PATH != 0)?;
+    let d =
+        lookup_at(ctx, &ctx.cred(), dirfd, path, flags & c::AT_SYMLINK_NOFOLLOW == 0, flags & c::AT_EMPTY_PATH != 0)?;
     Ok(d.inode().metadata())
 }
 
@@ -292,197 +304,12 @@ pub fn sys_getdents64(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     Ok(out.len() as u64)
 }
 
-fn create_at(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, mode: u32, rdev: u64) -> SysResult {
-    let path = path_arg(ctx, path_ptr)?;
-    let start = start_dir(ctx, dirfd)?;
-    let (dir, name) = resolve_parent(&start, &path)?;
-    if name == "." || name == ".." {
-        return Err(Errno::EEXIST);
-    }
-    if dir.child(&name).is_ok() {
-        return Err(Errno::EEXIST);
-    }
-    check_writable(&dir)?;
-    let umask = ctx.process().umask.load(Ordering::Relaxed);
-    let kind = mode & S_IFMT;
-    if kind != S_IFDIR && path.ends_with('/') {
-        return Err(Errno::ENOENT);
-    }
-    dir.inode().create(&name, kind | (mode & 0o7777 & !umask), rdev)?;
-    Ok(0)
-}
-
-pub fn sys_mkdir(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    create_at(ctx, c::AT_FDCWD, a[0], S_IFDIR | (a[1] as u32 & 0o7777), 0)
-}
-
-pub fn sys_mkdirat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    create_at(ctx, a[0] as i32, a[1], S_IFDIR | (a[2] as u32 & 0o7777), 0)
-}
-
-fn mknod_mode(mode: u32) -> Result<u32, Errno> {
-    match mode & S_IFMT {
-        0 => Ok(S_IFREG | (mode & 0o7777)),
-        S_IFREG
-        | crate::fs::inode::S_IFIFO
-        | crate::fs::inode::S_IFCHR
-        | crate::fs::inode::S_IFBLK
-        | crate::fs::inode::S_IFSOCK => Ok(mode),
-        S_IFDIR => Err(Errno::EPERM),
-        _ => Err(Errno::EINVAL),
-    }
-}
-
-pub fn sys_mknod(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    create_at(ctx, c::AT_FDCWD, a[0], mknod_mode(a[1] as u32)?, a[2])
-}
-
-pub fn sys_mknodat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    create_at(ctx, a[0] as i32, a[1], mknod_mode(a[2] as u32)?, a[3])
-}
-
-fn unlink_at(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, dir_wanted: bool) -> SysResult {
-    let path = path_arg(ctx, path_ptr)?;
-    let start = start_dir(ctx, dirfd)?;
-    let (dir, name) = resolve_parent(&start, &path)?;
-    if dir_wanted {
-        if name == "." {
-            return Err(Errno::EINVAL);
-        }
-        if name == ".." {
-            return Err(Errno::ENOTEMPTY);
-        }
-        let target = dir.child(&name)?;
-        if target.inode().file_type() != FileType::Directory {
-            return Err(Errno::ENOTDIR);
-        }
-        if target.is_mountpoint() {
-            return Err(Errno::EBUSY);
-        }
-        check_writable(&dir)?;
-        dir.inode().rmdir(&name)?;
-    } else {
-        if path.ends_with('/') {
-            let target = dir.child(&name)?;
-            return Err(if target.is_dir() { Errno::EISDIR } else { Errno::ENOTDIR });
-        }
-        if name == "." || name == ".." {
-            return Err(Errno::EISDIR);
-        }
-        check_writable(&dir)?;
-        dir.inode().unlink(&name)?;
-    }
-    dir.forget(&name);
-    Ok(0)
-}
-
-pub fn sys_unlink(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    unlink_at(ctx, c::AT_FDCWD, a[0], false)
-}
-
-pub fn sys_rmdir(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    unlink_at(ctx, c::AT_FDCWD, a[0], true)
-}
-
-pub fn sys_unlinkat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    let flags = a[2] as u32;
-    if flags & !c::AT_REMOVEDIR != 0 {
-        return Err(Errno::EINVAL);
-    }
-    unlink_at(ctx, a[0] as i32, a[1], flags & c::AT_REMOVEDIR != 0)
-}
-
-fn rename_at(ctx: &SyscallContext, olddir: i32, old_ptr: u64, newdir: i32, new_ptr: u64, flags: u32) -> SysResult {
-    let old = path_arg(ctx, old_ptr)?;
-    let new = path_arg(ctx, new_ptr)?;
-    let (odir, oname) = resolve_parent(&start_dir(ctx, olddir)?, &old)?;
-    let (ndir, nname) = resolve_parent(&start_dir(ctx, newdir)?, &new)?;
-    if matches!(oname.as_str(), "." | "..") || matches!(nname.as_str(), "." | "..") {
-        return Err(Errno::EBUSY);
-    }
-    let moving = odir.child(&oname)?;
-    if (old.ends_with('/') || new.ends_with('/')) && !moving.is_dir() {
-        return Err(Errno::ENOTDIR);
-    }
-    if moving.is_mount_root() || moving.is_mountpoint() {
-        return Err(Errno::EBUSY);
-    }
-    check_writable(&odir)?;
-    check_writable(&ndir)?;
-    odir.inode().rename(&oname, ndir.inode(), &nname, flags)?;
-    odir.forget(&oname);
-    ndir.forget(&nname);
-    Ok(0)
-}
-
-pub fn sys_rename(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    rename_at(ctx, c::AT_FDCWD, a[0], c::AT_FDCWD, a[1], 0)
-}
-
-pub fn sys_renameat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    rename_at(ctx, a[0] as i32, a[1], a[2] as i32, a[3], 0)
-}
-
-pub fn sys_renameat2(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    rename_at(ctx, a[0] as i32, a[1], a[2] as i32, a[3], a[4] as u32)
-}
-
-fn link_at(ctx: &SyscallContext, olddir: i32, old_ptr: u64, newdir: i32, new_ptr: u64, flags: u32) -> SysResult {
-    if flags & !(c::AT_SYMLINK_FOLLOW | c::AT_EMPTY_PATH) != 0 {
-        return Err(Errno::EINVAL);
-    }
-    let old = path_arg_maybe_empty(ctx, old_ptr)?;
-    let new = path_arg(ctx, new_ptr)?;
-    let target = lookup_at(ctx, olddir, &old, flags & c::AT_SYMLINK_FOLLOW != 0, flags & c::AT_EMPTY_PATH != 0)?;
-    if target.is_dir() {
-        return Err(Errno::EPERM);
-    }
-    let (dir, name) = resolve_parent(&start_dir(ctx, newdir)?, &new)?;
-    if new.ends_with('/') {
-        return Err(Errno::ENOENT);
-    }
-    if dir.child(&name).is_ok() {
-        return Err(Errno::EEXIST);
-    }
-    check_writable(&dir)?;
-    dir.inode().link(&name, target.inode())?;
-    Ok(0)
-}
-
-pub fn sys_link(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    link_at(ctx, c::AT_FDCWD, a[0], c::AT_FDCWD, a[1], 0)
-}
-
-pub fn sys_linkat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    link_at(ctx, a[0] as i32, a[1], a[2] as i32, a[3], a[4] as u32)
-}
-
-fn symlink_at(ctx: &SyscallContext, target_ptr: u64, dirfd: i32, path_ptr: u64) -> SysResult {
-    let target = path_arg(ctx, target_ptr)?;
-    let path = path_arg(ctx, path_ptr)?;
-    let (dir, name) = resolve_parent(&start_dir(ctx, dirfd)?, &path)?;
-    if dir.child(&name).is_ok() || name == "." || name == ".." {
-        return Err(Errno::EEXIST);
-    }
-    check_writable(&dir)?;
-    dir.inode().symlink(&name, &target)?;
-    Ok(0)
-}
-
-pub fn sys_symlink(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    symlink_at(ctx, a[0], c::AT_FDCWD, a[1])
-}
-
-pub fn sys_symlinkat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    symlink_at(ctx, a[0], a[1] as i32, a[2])
-}
-
 fn readlink_at(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, buf: u64, size: u64) -> SysResult {
     if (size as i64) <= 0 {
         return Err(Errno::EINVAL);
     }
     let path = path_arg_maybe_empty(ctx, path_ptr)?;
-    let d = lookup_at(ctx, dirfd, &path, false, true)?;
+    let d = lookup_at(ctx, &ctx.cred(), dirfd, &path, false, true)?;
     let target = d.inode().readlink()?;
     let n = target.len().min(size as usize);
     uaccess::write_bytes(&ctx.vm()?, buf, &target.as_bytes()[..n])?;
@@ -495,165 +322,6 @@ pub fn sys_readlink(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 
 pub fn sys_readlinkat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     readlink_at(ctx, a[0] as i32, a[1], a[2], a[3])
-}
-
-fn access_at(ctx: &SyscallContext, dirfd: i32, path: u64, mode: u32, flags: u32) -> SysResult {
-    if mode & !7 != 0 || flags & !(c::AT_EACCESS | c::AT_SYMLINK_NOFOLLOW | c::AT_EMPTY_PATH) != 0 {
-        return Err(Errno::EINVAL);
-    }
-    let path = path_arg_maybe_empty(ctx, path)?;
-    let d = lookup_at(ctx, dirfd, &path, flags & c::AT_SYMLINK_NOFOLLOW == 0, flags & c::AT_EMPTY_PATH != 0)?;
-    let m = d.inode().metadata();
-    // Root may read and write anything; execute needs some x bit (or a directory).
-    if mode & 1 != 0 && m.file_type() != FileType::Directory && m.mode & 0o111 == 0 {
-        return Err(Errno::EACCES);
-    }
-    Ok(0)
-}
-
-pub fn sys_access(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    access_at(ctx, c::AT_FDCWD, a[0], a[1] as u32, 0)
-}
-
-pub fn sys_faccessat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    access_at(ctx, a[0] as i32, a[1], a[2] as u32, 0)
-}
-
-pub fn sys_faccessat2(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    access_at(ctx, a[0] as i32, a[1], a[2] as u32, a[3] as u32)
-}
-
-fn chmod_dentry(d: &Arc<Dentry>, mode: u32) -> SysResult {
-    check_writable(d)?;
-    d.inode().set_mode(mode & 0o7777)?;
-    Ok(0)
-}
-
-pub fn sys_chmod(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    let path = path_arg(ctx, a[0])?;
-    chmod_dentry(&lookup_at(ctx, c::AT_FDCWD, &path, true, false)?, a[1] as u32)
-}
-
-pub fn sys_fchmod(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    let f = file(ctx, a[0] as i32)?;
-    if f.is_path_only() {
-        return Err(Errno::EBADF);
-    }
-    match f.ops.inode() {
-        Some(i) => i.set_mode(a[1] as u32 & 0o7777).map(|_| 0),
-        None => Ok(0),
-    }
-}
-
-pub fn sys_fchmodat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    let path = path_arg(ctx, a[1])?;
-    chmod_dentry(&lookup_at(ctx, a[0] as i32, &path, true, false)?, a[2] as u32)
-}
-
-fn id(v: u64) -> Option<u32> {
-    let v = v as u32;
-    (v != u32::MAX).then_some(v)
-}
-
-fn chown_at(ctx: &SyscallContext, dirfd: i32, path: u64, uid: u64, gid: u64, flags: u32) -> SysResult {
-    if flags & !(c::AT_SYMLINK_NOFOLLOW | c::AT_EMPTY_PATH) != 0 {
-        return Err(Errno::EINVAL);
-    }
-    let path = path_arg_maybe_empty(ctx, path)?;
-    let d = lookup_at(ctx, dirfd, &path, flags & c::AT_SYMLINK_NOFOLLOW == 0, flags & c::AT_EMPTY_PATH != 0)?;
-    check_writable(&d)?;
-    d.inode().set_owner(id(uid), id(gid))?;
-    Ok(0)
-}
-
-pub fn sys_chown(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    chown_at(ctx, c::AT_FDCWD, a[0], a[1], a[2], 0)
-}
-
-pub fn sys_lchown(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    chown_at(ctx, c::AT_FDCWD, a[0], a[1], a[2], c::AT_SYMLINK_NOFOLLOW)
-}
-
-pub fn sys_fchownat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    chown_at(ctx, a[0] as i32, a[1], a[2], a[3], a[4] as u32)
-}
-
-pub fn sys_fchown(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    let f = file(ctx, a[0] as i32)?;
-    if f.is_path_only() {
-        return Err(Errno::EBADF);
-    }
-    match f.ops.inode() {
-        Some(i) => i.set_owner(id(a[1]), id(a[2])).map(|_| 0),
-        None => Ok(0),
-    }
-}
-
-pub fn sys_truncate(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    let path = path_arg(ctx, a[0])?;
-    if (a[1] as i64) < 0 {
-        return Err(Errno::EINVAL);
-    }
-    let d = lookup_at(ctx, c::AT_FDCWD, &path, true, false)?;
-    match d.inode().file_type() {
-        FileType::Directory => return Err(Errno::EISDIR),
-        FileType::Regular => {}
-        _ => return Err(Errno::EINVAL),
-    }
-    check_writable(&d)?;
-    crate::fs::truncate::truncate(d.inode(), a[1])?;
-    Ok(0)
-}
-
-pub fn sys_ftruncate(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    let f = file(ctx, a[0] as i32)?;
-    if (a[1] as i64) < 0 {
-        return Err(Errno::EINVAL);
-    }
-    if !f.writable() {
-        return Err(if f.is_path_only() { Errno::EBADF } else { Errno::EINVAL });
-    }
-    let inode = f.ops.inode().filter(|i| i.file_type() == FileType::Regular).ok_or(Errno::EINVAL)?;
-    crate::fs::truncate::truncate(inode, a[1])?;
-    Ok(0)
-}
-
-pub fn sys_utimensat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    const UTIME_NOW: i64 = (1 << 30) - 1;
-    const UTIME_OMIT: i64 = (1 << 30) - 2;
-    let (dirfd, path_ptr, times_ptr, flags) = (a[0] as i32, a[1], a[2], a[3] as u32);
-    if flags & !(c::AT_SYMLINK_NOFOLLOW | c::AT_EMPTY_PATH) != 0 {
-        return Err(Errno::EINVAL);
-    }
-    let now = crate::clock::realtime_ns();
-    let (atime, mtime) = if times_ptr == 0 {
-        (Some(now), Some(now))
-    } else {
-        let vm = ctx.vm()?;
-        let mut b = [0u8; 32];
-        uaccess::read_bytes(&vm, times_ptr, &mut b)?;
-        let parse = |s: &[u8]| -> Result<Option<u64>, Errno> {
-            let sec = i64::from_le_bytes(s[0..8].try_into().unwrap_or([0; 8]));
-            let nsec = i64::from_le_bytes(s[8..16].try_into().unwrap_or([0; 8]));
-            match nsec {
-                UTIME_NOW => Ok(Some(now)),
-                UTIME_OMIT => Ok(None),
-                n if !(0..1_000_000_000).contains(&n) => Err(Errno::EINVAL),
-                n => Ok(Some((sec.max(0) as u64).saturating_mul(1_000_000_000) + n as u64)),
-            }
-        };
-        (parse(&b[..16])?, parse(&b[16..])?)
-    };
-    let d = if path_ptr == 0 {
-        // utimensat(fd, NULL, ...) is futimens.
-        file(ctx, dirfd)?.dentry.clone().ok_or(Errno::EBADF)?
-    } else {
-        let path = path_arg_maybe_empty(ctx, path_ptr)?;
-        lookup_at(ctx, dirfd, &path, flags & c::AT_SYMLINK_NOFOLLOW == 0, flags & c::AT_EMPTY_PATH != 0)?
-    };
-    check_writable(&d)?;
-    d.inode().set_times(atime, mtime)?;
-    Ok(0)
 }
 
 fn write_statfs(ctx: &SyscallContext, ptr: u64, d: &Arc<dyn crate::fs::Inode>, read_only: bool) -> SysResult {
@@ -677,7 +345,7 @@ fn write_statfs(ctx: &SyscallContext, ptr: u64, d: &Arc<dyn crate::fs::Inode>, r
 
 pub fn sys_statfs(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let path = path_arg(ctx, a[0])?;
-    let d = lookup_at(ctx, c::AT_FDCWD, &path, true, false)?;
+    let d = lookup_at(ctx, &ctx.cred(), c::AT_FDCWD, &path, true, false)?;
     write_statfs(ctx, a[1], d.inode(), d.is_read_only())
 }
 
@@ -713,10 +381,12 @@ pub fn sys_getcwd(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 
 pub fn sys_chdir(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let path = path_arg(ctx, a[0])?;
-    let d = lookup_at(ctx, c::AT_FDCWD, &path, true, false)?;
+    let cred = ctx.cred();
+    let d = lookup_at(ctx, &cred, c::AT_FDCWD, &path, true, false)?;
     if !d.is_dir() {
         return Err(Errno::ENOTDIR);
     }
+    perm::permission(&cred, &d, MAY_EXEC)?;
     let old = core::mem::replace(&mut *ctx.process().cwd.lock(), d);
     drop(old);
     Ok(0)
@@ -728,6 +398,7 @@ pub fn sys_fchdir(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if !d.is_dir() {
         return Err(Errno::ENOTDIR);
     }
+    perm::permission(&ctx.cred(), &d, MAY_EXEC)?;
     let old = core::mem::replace(&mut *ctx.process().cwd.lock(), d);
     drop(old);
     Ok(0)
@@ -739,7 +410,11 @@ pub fn sys_mount(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     const MS_REMOUNT: u64 = 32;
     const MS_BIND: u64 = 4096;
     let target = path_arg(ctx, target_ptr)?;
-    let d = lookup_at(ctx, c::AT_FDCWD, &target, true, false)?;
+    let cred = ctx.cred();
+    let d = lookup_at(ctx, &cred, c::AT_FDCWD, &target, true, false)?;
+    if !cred.capable(CAP_SYS_ADMIN) {
+        return Err(Errno::EPERM);
+    }
     if !d.is_dir() {
         return Err(Errno::ENOTDIR);
     }
@@ -784,8 +459,12 @@ pub fn sys_umount2(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if flags & !(MNT_FORCE | MNT_DETACH | MNT_EXPIRE | UMOUNT_NOFOLLOW) != 0 {
         return Err(Errno::EINVAL);
     }
+    let cred = ctx.cred();
     let path = path_arg(ctx, a[0])?;
-    let d = lookup_at(ctx, c::AT_FDCWD, &path, flags & UMOUNT_NOFOLLOW == 0, false)?;
+    let d = lookup_at(ctx, &cred, c::AT_FDCWD, &path, flags & UMOUNT_NOFOLLOW == 0, false)?;
+    if !cred.capable(CAP_SYS_ADMIN) {
+        return Err(Errno::EPERM);
+    }
     // Busy: some process has a file open in it or works inside it.
     let busy = |root: &Arc<Dentry>| {
         crate::proc::all_processes()

@@ -1,9 +1,10 @@
-//! Identity and resources: user ids (always root for now), uname,
-//! rlimits, getrandom, scheduling affinity, usage and system info.
+//! Identity and resources: uname, umask, rlimits, getrandom, scheduling
+//! affinity, usage and system info. (User ids are in `cred`.)
 
 use alloc::sync::Arc;
 use core::sync::atomic::Ordering;
 
+use linux_abi::capability::{CAP_SYS_BOOT, CAP_SYS_RESOURCE};
 use linux_abi::consts as c;
 use linux_abi::errno::Errno;
 use linux_abi::layout::{Rlimit, Rusage, Sysinfo, Timeval, Utsname};
@@ -11,35 +12,6 @@ use linux_abi::layout::{Rlimit, Rusage, Sysinfo, Timeval, Utsname};
 use super::{SysResult, SyscallContext};
 use crate::mm::uaccess;
 use crate::proc::{self, Process};
-
-pub fn sys_getuid(_ctx: &mut SyscallContext, _a: &[u64; 6]) -> SysResult {
-    Ok(0)
-}
-
-pub fn sys_getgid(_ctx: &mut SyscallContext, _a: &[u64; 6]) -> SysResult {
-    Ok(0)
-}
-
-/// Everything runs as root; becoming root again is allowed, becoming
-/// anyone else is not implemented yet.
-pub fn sys_setuid(_ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    if a[0] as u32 == 0 {
-        Ok(0)
-    } else {
-        Err(Errno::EPERM)
-    }
-}
-
-pub fn sys_setgid(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    sys_setuid(ctx, a)
-}
-
-pub fn sys_getgroups(_ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    if (a[0] as i32) < 0 {
-        return Err(Errno::EINVAL);
-    }
-    Ok(0)
-}
 
 pub fn sys_umask(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     Ok(u64::from(ctx.process().umask.swap(a[0] as u32 & 0o777, Ordering::Relaxed)))
@@ -53,6 +25,9 @@ static CAD_REBOOTS: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicB
 /// reset, which under `make run` (QEMU `-no-reboot`) also ends QEMU.
 pub fn sys_reboot(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let (magic1, magic2, cmd, arg) = (a[0] as u32, a[1] as u32, a[2] as u32, a[3]);
+    if !ctx.cred().capable(CAP_SYS_BOOT) {
+        return Err(Errno::EPERM);
+    }
     if magic1 != c::LINUX_REBOOT_MAGIC1 || !c::LINUX_REBOOT_MAGIC2.contains(&magic2) {
         return Err(Errno::EINVAL);
     }
@@ -132,6 +107,13 @@ pub fn sys_sched_getaffinity(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResul
 pub fn sys_sched_setaffinity(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let (tid, size, mask_ptr) = (a[0] as i32, a[1], a[2]);
     let thread = target_thread(ctx, tid)?;
+    if tid != 0 && tid != ctx.task.tid() {
+        let me = ctx.cred();
+        let target = proc::find_task(tid).ok_or(Errno::ESRCH)?.cred();
+        if !me.may_renice(&target) {
+            return Err(Errno::EPERM);
+        }
+    }
     // Linux reads at most a mask's worth and treats missing bytes as 0.
     let mut bytes = [0u8; 8];
     let len = size.min(CPU_MASK_BYTES) as usize;
@@ -159,7 +141,9 @@ fn rlimit_get(p: &Process, resource: u32) -> Result<Rlimit, Errno> {
     Ok(Rlimit { rlim_cur: cur, rlim_max: max })
 }
 
-fn rlimit_set(p: &Process, resource: u32, new: Rlimit) -> Result<(), Errno> {
+/// Sets a limit of `p` for a caller with credentials `cred`: raising a
+/// hard limit needs CAP_SYS_RESOURCE.
+fn rlimit_set(cred: &crate::cred::Cred, p: &Process, resource: u32, new: Rlimit) -> Result<(), Errno> {
     if new.rlim_cur > new.rlim_max {
         return Err(Errno::EINVAL);
     }
@@ -168,6 +152,9 @@ fn rlimit_set(p: &Process, resource: u32, new: Rlimit) -> Result<(), Errno> {
     }
     let mut limits = p.rlimits.lock();
     let slot = limits.get_mut(resource as usize).ok_or(Errno::EINVAL)?;
+    if new.rlim_max > slot.1 && !cred.capable(CAP_SYS_RESOURCE) {
+        return Err(Errno::EPERM);
+    }
     *slot = (new.rlim_cur, new.rlim_max);
     Ok(())
 }
@@ -181,19 +168,26 @@ pub fn sys_getrlimit(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 pub fn sys_setrlimit(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let mut b = [0u8; Rlimit::SIZE];
     uaccess::read_bytes(&ctx.vm()?, a[1], &mut b)?;
-    rlimit_set(ctx.process(), a[0] as u32, Rlimit::from_bytes(&b))?;
+    rlimit_set(&ctx.cred(), ctx.process(), a[0] as u32, Rlimit::from_bytes(&b))?;
     Ok(0)
 }
 
 pub fn sys_prlimit64(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let (pid, resource, new_ptr, old_ptr) = (a[0] as i32, a[1] as u32, a[2], a[3]);
     let p = target_process(ctx, pid)?;
+    let cred = ctx.cred();
+    if !Arc::ptr_eq(&p, ctx.process()) {
+        let target = p.cred().ok_or(Errno::ESRCH)?;
+        if !cred.may_prlimit(&target) {
+            return Err(Errno::EPERM);
+        }
+    }
     let old = rlimit_get(&p, resource)?;
     let vm = ctx.vm()?;
     if new_ptr != 0 {
         let mut b = [0u8; Rlimit::SIZE];
         uaccess::read_bytes(&vm, new_ptr, &mut b)?;
-        rlimit_set(&p, resource, Rlimit::from_bytes(&b))?;
+        rlimit_set(&cred, &p, resource, Rlimit::from_bytes(&b))?;
     }
     if old_ptr != 0 {
         uaccess::write_bytes(&vm, old_ptr, &old.to_bytes())?;
@@ -253,12 +247,4 @@ pub fn sys_sysinfo(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 const RUSAGE_SELF: i32 = 0;
 const RUSAGE_CHILDREN: i32 = -1;
 const RUSAGE_THREAD: i32 = 1;
-
-pub fn sys_getresuid(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    let vm = ctx.vm()?;
-    for &ptr in &a[..3] {
-        uaccess::write_u32(&vm, ptr, 0)?;
-    }
-    Ok(0)
-}
 

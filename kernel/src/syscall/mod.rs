@@ -3,14 +3,22 @@
 //! the boundary and return `Result<u64, Errno>`; unsupported calls and
 //! flags get the errno Linux would give, never a fake success.
 
+mod cred;
+mod fs_attr;
+mod fs_alloc;
 mod fs_io;
+mod fs_name;
 mod fs_path;
 mod futex;
 mod ident;
+mod ipc;
 mod kcmp;
+mod lock;
 mod mem;
 mod membarrier;
 mod ns;
+mod memfd;
+mod mqueue;
 mod poll;
 mod process;
 mod sched;
@@ -40,6 +48,11 @@ impl SyscallContext<'_> {
 
     pub fn vm(&self) -> Result<Vm, Errno> {
         self.task.process.vm()
+    }
+
+    /// The calling thread's credentials.
+    pub fn cred(&self) -> Arc<crate::cred::Cred> {
+        self.task.cred()
     }
 
     /// Copies `data` to user memory at `addr`. The address space is only
@@ -89,7 +102,7 @@ syscall_table! {
     IOCTL => fs_io::sys_ioctl,
     READV => fs_io::sys_readv,
     WRITEV => fs_io::sys_writev,
-    ACCESS => fs_path::sys_access,
+    ACCESS => fs_attr::sys_access,
     SCHED_YIELD => sched::sys_sched_yield,
     MADVISE => mem::sys_madvise,
     MREMAP => mem::sys_mremap,
@@ -118,6 +131,7 @@ syscall_table! {
     KILL => signal::sys_kill,
     UNAME => ident::sys_uname,
     FCNTL => fs_io::sys_fcntl,
+    FLOCK => lock::sys_flock,
     GETCWD => fs_path::sys_getcwd,
     CHDIR => fs_path::sys_chdir,
     READLINK => fs_path::sys_readlink,
@@ -127,17 +141,26 @@ syscall_table! {
     GETRUSAGE => ident::sys_getrusage,
     SYSINFO => ident::sys_sysinfo,
     TIMES => time::sys_times,
-    GETUID => ident::sys_getuid,
-    GETGID => ident::sys_getgid,
-    SETUID => ident::sys_setuid,
-    SETGID => ident::sys_setgid,
-    GETEUID => ident::sys_getuid,
-    GETEGID => ident::sys_getgid,
+    GETUID => cred::sys_getuid,
+    GETGID => cred::sys_getgid,
+    SETUID => cred::sys_setuid,
+    SETGID => cred::sys_setgid,
+    GETEUID => cred::sys_geteuid,
+    GETEGID => cred::sys_getegid,
     SETPGID => process::sys_setpgid,
     GETPPID => process::sys_getppid,
     GETPGRP => process::sys_getpgrp,
     SETSID => process::sys_setsid,
-    GETGROUPS => ident::sys_getgroups,
+    SETREUID => cred::sys_setreuid,
+    SETREGID => cred::sys_setregid,
+    GETGROUPS => cred::sys_getgroups,
+    SETGROUPS => cred::sys_setgroups,
+    SETRESUID => cred::sys_setresuid,
+    SETRESGID => cred::sys_setresgid,
+    SETFSUID => cred::sys_setfsuid,
+    SETFSGID => cred::sys_setfsgid,
+    CAPGET => cred::sys_capget,
+    CAPSET => cred::sys_capset,
     GETPGID => process::sys_getpgid,
     GETSID => process::sys_getsid,
     RT_SIGPENDING => signal::sys_rt_sigpending,
@@ -167,8 +190,8 @@ syscall_table! {
     TIMER_GETTIME => time::sys_timer_gettime,
     TIMER_GETOVERRUN => time::sys_timer_getoverrun,
     TIMER_DELETE => time::sys_timer_delete,
-    GETRESUID => ident::sys_getresuid,
-    GETRESGID => ident::sys_getresuid,
+    GETRESUID => cred::sys_getresuid,
+    GETRESGID => cred::sys_getresgid,
     GETPRIORITY => sched::sys_getpriority,
     SETPRIORITY => sched::sys_setpriority,
     SCHED_SETSCHEDULER => sched::sys_sched_setscheduler,
@@ -190,7 +213,7 @@ syscall_table! {
     OPENAT => fs_io::sys_openat,
     NEWFSTATAT => fs_path::sys_newfstatat,
     READLINKAT => fs_path::sys_readlinkat,
-    FACCESSAT => fs_path::sys_faccessat,
+    FACCESSAT => fs_attr::sys_faccessat,
     DUP3 => fs_io::sys_dup3,
     PRLIMIT64 => ident::sys_prlimit64,
     GETRANDOM => ident::sys_getrandom,
@@ -209,31 +232,31 @@ syscall_table! {
     SYNCFS => fs_io::sys_syncfs,
     STATX => fs_path::sys_statx,
     GETDENTS64 => fs_path::sys_getdents64,
-    MKDIR => fs_path::sys_mkdir,
-    MKDIRAT => fs_path::sys_mkdirat,
-    MKNOD => fs_path::sys_mknod,
-    MKNODAT => fs_path::sys_mknodat,
-    UNLINK => fs_path::sys_unlink,
-    UNLINKAT => fs_path::sys_unlinkat,
-    RMDIR => fs_path::sys_rmdir,
-    RENAME => fs_path::sys_rename,
-    RENAMEAT => fs_path::sys_renameat,
-    RENAMEAT2 => fs_path::sys_renameat2,
-    LINK => fs_path::sys_link,
-    LINKAT => fs_path::sys_linkat,
-    SYMLINK => fs_path::sys_symlink,
-    SYMLINKAT => fs_path::sys_symlinkat,
-    FACCESSAT2 => fs_path::sys_faccessat2,
-    CHMOD => fs_path::sys_chmod,
-    FCHMOD => fs_path::sys_fchmod,
-    FCHMODAT => fs_path::sys_fchmodat,
-    CHOWN => fs_path::sys_chown,
-    LCHOWN => fs_path::sys_lchown,
-    FCHOWN => fs_path::sys_fchown,
-    FCHOWNAT => fs_path::sys_fchownat,
-    TRUNCATE => fs_path::sys_truncate,
-    FTRUNCATE => fs_path::sys_ftruncate,
-    UTIMENSAT => fs_path::sys_utimensat,
+    MKDIR => fs_name::sys_mkdir,
+    MKDIRAT => fs_name::sys_mkdirat,
+    MKNOD => fs_name::sys_mknod,
+    MKNODAT => fs_name::sys_mknodat,
+    UNLINK => fs_name::sys_unlink,
+    UNLINKAT => fs_name::sys_unlinkat,
+    RMDIR => fs_name::sys_rmdir,
+    RENAME => fs_name::sys_rename,
+    RENAMEAT => fs_name::sys_renameat,
+    RENAMEAT2 => fs_name::sys_renameat2,
+    LINK => fs_name::sys_link,
+    LINKAT => fs_name::sys_linkat,
+    SYMLINK => fs_name::sys_symlink,
+    SYMLINKAT => fs_name::sys_symlinkat,
+    FACCESSAT2 => fs_attr::sys_faccessat2,
+    CHMOD => fs_attr::sys_chmod,
+    FCHMOD => fs_attr::sys_fchmod,
+    FCHMODAT => fs_attr::sys_fchmodat,
+    CHOWN => fs_attr::sys_chown,
+    LCHOWN => fs_attr::sys_lchown,
+    FCHOWN => fs_attr::sys_fchown,
+    FCHOWNAT => fs_attr::sys_fchownat,
+    TRUNCATE => fs_attr::sys_truncate,
+    FTRUNCATE => fs_attr::sys_ftruncate,
+    UTIMENSAT => fs_attr::sys_utimensat,
     STATFS => fs_path::sys_statfs,
     FSTATFS => fs_path::sys_fstatfs,
     FCHDIR => fs_path::sys_fchdir,
@@ -247,6 +270,26 @@ syscall_table! {
     SETNS => ns::sys_setns,
     SETHOSTNAME => ns::sys_sethostname,
     SETDOMAINNAME => ns::sys_setdomainname,
+    MEMFD_CREATE => memfd::sys_memfd_create,
+    MSGGET => ipc::sys_msgget,
+    MSGSND => ipc::sys_msgsnd,
+    MSGRCV => ipc::sys_msgrcv,
+    MSGCTL => ipc::sys_msgctl,
+    SEMGET => ipc::sys_semget,
+    SEMOP => ipc::sys_semop,
+    SEMTIMEDOP => ipc::sys_semtimedop,
+    SEMCTL => ipc::sys_semctl,
+    SHMGET => ipc::sys_shmget,
+    SHMAT => ipc::sys_shmat,
+    SHMDT => ipc::sys_shmdt,
+    SHMCTL => ipc::sys_shmctl,
+    FALLOCATE => fs_alloc::sys_fallocate,
+    MQ_OPEN => mqueue::sys_mq_open,
+    MQ_UNLINK => mqueue::sys_mq_unlink,
+    MQ_TIMEDSEND => mqueue::sys_mq_timedsend,
+    MQ_TIMEDRECEIVE => mqueue::sys_mq_timedreceive,
+    MQ_NOTIFY => mqueue::sys_mq_notify,
+    MQ_GETSETATTR => mqueue::sys_mq_getsetattr,
 }
 
 static TABLE: [Option<Handler>; TABLE_SIZE] = build_table();

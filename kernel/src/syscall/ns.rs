@@ -39,7 +39,7 @@ pub fn sys_unshare(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         // CLONE_FS, CLONE_SYSVSEM: nothing is shared that would need a copy.
         return Ok(0);
     }
-    if !ns::has_cap_sys_admin(&p) {
+    if !ns::has_cap_sys_admin(&ctx.cred()) {
         return Err(Errno::EPERM);
     }
     let old = p.ns.lock().clone();
@@ -64,7 +64,7 @@ pub fn sys_setns(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         return Err(Errno::EINVAL);
     }
     let p = ctx.process().clone();
-    if !ns::has_cap_sys_admin(&p) {
+    if !ns::has_cap_sys_admin(&ctx.cred()) {
         return Err(Errno::EPERM);
     }
     let mut new = (**p.ns.lock()).clone();
@@ -105,7 +105,7 @@ pub fn sys_setns(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 }
 
 fn read_uts_name(ctx: &SyscallContext, ptr: u64, len: u64) -> Result<String, Errno> {
-    if !ns::has_cap_sys_admin(ctx.process()) {
+    if !ns::has_cap_sys_admin(&ctx.cred()) {
         return Err(Errno::EPERM);
     }
     let len = len as i64;

@@ -14,7 +14,7 @@ use linux_abi::layout::{CloneArgs, Rusage, Siginfo, Timeval};
 use linux_abi::signal as sig;
 
 use super::{SysResult, SyscallContext};
-use crate::fs::inode::FileType;
+use crate::fs::perm;
 use crate::fs::SharedFdTable;
 use crate::mm::uaccess;
 use crate::proc::exec;
@@ -184,7 +184,7 @@ fn clone_with(ctx: &mut SyscallContext, req: CloneRequest) -> SysResult {
         return Err(Errno::EINVAL);
     }
     let parent = ctx.process().clone();
-    let (child_ns, child_pid_ns) = clone_namespaces(&parent, flags)?;
+    let (child_ns, child_pid_ns) = clone_namespaces(&parent, &ctx.cred(), flags)?;
     let tid = match set_tid {
         Some(t) => proc::claim_pid(t)?,
         None => proc::alloc_pid()?,
@@ -205,6 +205,7 @@ fn req_again(flags: u64, exit_signal: u32, stack: u64, parent_tid: u64, child_ti
 /// CLONE_NEW* flags; and the pid namespace its id belongs to.
 fn clone_namespaces(
     parent: &Arc<Process>,
+    cred: &crate::cred::Cred,
     flags: u64,
 ) -> Result<(Arc<proc::ns::Namespaces>, Arc<proc::pidns::PidNs>), Errno> {
     let parent_ns = parent.ns.lock().clone();
@@ -225,7 +226,7 @@ fn clone_namespaces(
     if flags & c::CLONE_NEWNS != 0 && flags & c::CLONE_FS != 0 {
         return Err(Errno::EINVAL);
     }
-    if ns_flags & proc::ns::SUPPORTED != 0 && !proc::ns::has_cap_sys_admin(parent) {
+    if ns_flags & proc::ns::SUPPORTED != 0 && !proc::ns::has_cap_sys_admin(cred) {
         return Err(Errno::EPERM);
     }
     let ns = proc::ns::copy(&parent_ns, ns_flags, &parent.pid_ns)?;
@@ -299,6 +300,7 @@ fn clone_registered(
         *p.cmdline.lock() = parent.cmdline.lock().clone();
         *p.environ.lock() = parent.environ.lock().clone();
         p.umask.store(parent.umask.load(Ordering::Relaxed), Ordering::Relaxed);
+        p.dumpable.store(parent.dumpable.load(Ordering::Relaxed), Ordering::Relaxed);
         *p.rlimits.lock() = *parent.rlimits.lock();
         let vfork = if flags & c::CLONE_VFORK != 0 {
             let v = Arc::try_new(VforkDone { done: AtomicBool::new(false), queue: WaitQueue::new() })
@@ -316,7 +318,9 @@ fn clone_registered(
         (p, vfork)
     };
 
-    let task = Arc::try_new(Task::new(tid, process.clone(), sigmask)).map_err(|_| Errno::ENOMEM)?;
+    // The new thread starts with the creating thread's credentials.
+    let cred = parent_task.cred();
+    let task = Arc::try_new(Task::new(tid, process.clone(), sigmask, cred)).map_err(|_| Errno::ENOMEM)?;
     if flags & c::CLONE_CHILD_CLEARTID != 0 {
         task.clear_child_tid.store(child_tid, Ordering::Relaxed);
     }
@@ -351,19 +355,41 @@ pub fn sys_execve(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     drop(vm);
     let p = ctx.process().clone();
     let cwd = p.cwd.lock().clone();
-    let dentry = crate::fs::dentry::resolve(&cwd, &path, true)?;
+    let cred = ctx.cred();
+    let dentry = crate::fs::dentry::resolve(&cred, &cwd, &path, true)?;
+    perm::may_exec(&cred, &dentry)?;
     let inode = dentry.inode().clone();
-    let meta = inode.metadata();
-    if meta.file_type() != FileType::Regular || meta.mode & 0o111 == 0 || dentry.no_exec() {
-        return Err(Errno::EACCES);
-    }
-    let image = match exec::load(&inode, &path, &argv, &envp) {
-        Err(Errno::ENOEXEC) => return exec_script(ctx, &inode, &path, &argv, &envp),
+    let creds = ExecCreds::of(&cred, &dentry)?;
+    let image = match exec::load(&inode, &path, &argv, &envp, &creds.aux()) {
+        Err(Errno::ENOEXEC) => return exec_script(ctx, &dentry, &path, &argv, &envp),
         other => other?,
     };
 
     *ctx.process().environ.lock() = envp;
-    commit_exec(ctx, image, dentry.path(), argv)
+    commit_exec(ctx, image, dentry.path(), argv, creds)
+}
+
+/// The credentials an exec commits, computed before the point of no
+/// return (the allocation may fail) from the file that is loaded: for a
+/// script that is the interpreter, so set-id bits on scripts do nothing,
+/// as on Linux.
+struct ExecCreds {
+    cred: Arc<crate::cred::Cred>,
+    secure: bool,
+    dumpable: bool,
+}
+
+impl ExecCreds {
+    fn of(cred: &crate::cred::Cred, file: &Arc<crate::fs::Dentry>) -> Result<ExecCreds, Errno> {
+        let (new, dumpable) = perm::exec_creds(cred, file);
+        let secure = new.secure;
+        Ok(ExecCreds { cred: Arc::try_new(new.cred).map_err(|_| Errno::ENOMEM)?, secure, dumpable })
+    }
+
+    fn aux(&self) -> exec::AuxCreds {
+        let c = &self.cred;
+        exec::AuxCreds { uid: c.uid, euid: c.euid, gid: c.gid, egid: c.egid, secure: self.secure }
+    }
 }
 
 /// Ends every other thread of the process and waits until they are gone,
@@ -390,10 +416,18 @@ fn end_other_threads(ctx: &SyscallContext) -> Result<(), Errno> {
 }
 
 /// The point of no return of execve: the old image goes.
-fn commit_exec(ctx: &mut SyscallContext, image: exec::Image, exe: String, argv: alloc::vec::Vec<String>) -> SysResult {
+fn commit_exec(
+    ctx: &mut SyscallContext,
+    image: exec::Image,
+    exe: String,
+    argv: alloc::vec::Vec<String>,
+    creds: ExecCreds,
+) -> SysResult {
     let p = ctx.process().clone();
     let new_vm = Arc::try_new(Mutex::new(image.vm)).map_err(|_| Errno::ENOMEM)?;
     end_other_threads(ctx)?;
+    ctx.task.install_cred(creds.cred);
+    p.dumpable.store(if creds.dumpable { 1 } else { proc::SUID_DUMPABLE }, Ordering::Relaxed);
     // This thread's robust list lives in the old image: walk it while that
     // is still the one mapped (the other threads walked theirs on exit).
     if let Ok(old) = ctx.vm() {
@@ -438,11 +472,12 @@ fn commit_exec(ctx: &mut SyscallContext, image: exec::Image, exe: String, argv: 
 /// path as an argument (one level, as Linux allows several).
 fn exec_script(
     ctx: &mut SyscallContext,
-    inode: &Arc<dyn crate::fs::Inode>,
+    script: &Arc<crate::fs::Dentry>,
     path: &str,
     argv: &[String],
     envp: &[String],
 ) -> SysResult {
+    let inode = script.inode();
     let mut head = [0u8; 256];
     let n = inode.read_at(0, &mut head)?;
     if n < 2 || &head[..2] != b"#!" {
@@ -465,15 +500,16 @@ fn exec_script(
     new_argv.extend(argv.iter().skip(1).cloned());
     let p = ctx.process().clone();
     let cwd = p.cwd.lock().clone();
-    let dentry = crate::fs::dentry::resolve(&cwd, interp, true)?;
+    let cred = ctx.cred();
+    let dentry = crate::fs::dentry::resolve(&cred, &cwd, interp, true)?;
+    perm::may_exec(&cred, &dentry)?;
     let interp_inode = dentry.inode().clone();
-    let meta = interp_inode.metadata();
-    if meta.file_type() != FileType::Regular || meta.mode & 0o111 == 0 {
-        return Err(Errno::EACCES);
-    }
-    let image = exec::load(&interp_inode, interp, &new_argv, envp)?;
+    let mut creds = ExecCreds::of(&cred, &dentry)?;
+    // An unreadable script leaves the process non-dumpable too.
+    creds.dumpable &= perm::may_read(&cred, script.inode().as_ref());
+    let image = exec::load(&interp_inode, interp, &new_argv, envp, &creds.aux())?;
     *ctx.process().environ.lock() = envp.to_vec();
-    commit_exec(ctx, image, dentry.path(), new_argv)
+    commit_exec(ctx, image, dentry.path(), new_argv, creds)
 }
 
 pub fn sys_exit(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
@@ -545,7 +581,7 @@ pub fn sys_waitid(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let found = wait_child(&p, target, options)?;
     if info_ptr != 0 {
         let info = match found {
-            Some(r) => Siginfo::child(r.code, r.pid, 0, r.si_status),
+            Some(r) => Siginfo::child(r.code, r.pid, r.uid, r.si_status),
             None => Siginfo::default(),
         };
         uaccess::write_bytes(&ctx.vm()?, info_ptr, &info.to_bytes())?;
@@ -663,6 +699,9 @@ pub fn sys_setsid(ctx: &mut SyscallContext, _a: &[u64; 6]) -> SysResult {
 }
 
 pub fn sys_prctl(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    if let Some(r) = super::cred::prctl(ctx, a) {
+        return r;
+    }
     match a[0] as u32 {
         c::PR_SET_NAME => {
             let vm = ctx.vm()?;

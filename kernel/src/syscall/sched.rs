@@ -23,20 +23,18 @@ use crate::sched::{self, policy::RR_SLICE_NS, Policy, SchedParams};
 //
 // Linux asks for CAP_SYS_NICE to lower a nice value below what RLIMIT_NICE
 // allows, to choose a real-time policy above RLIMIT_RTPRIO, and to change
-// another user's threads. Everything runs as root today, which holds the
-// capability; once credentials land (branch `creds`), `has_cap_sys_nice`
-// asks the caller's effective capabilities and `owns` compares uids, and
-// nothing else here changes.
+// another user's threads (the rules are `kiln_util::cred`'s).
 
 /// Whether the caller holds CAP_SYS_NICE.
-fn has_cap_sys_nice(_ctx: &SyscallContext) -> bool {
-    true
+fn has_cap_sys_nice(ctx: &SyscallContext) -> bool {
+    ctx.cred().capable(linux_abi::capability::CAP_SYS_NICE)
 }
 
 /// Whether the caller may change `target`'s scheduling at all (Linux's
-/// `set_one_prio_perm`/`check_same_owner`): same user, or CAP_SYS_NICE.
-fn owns(ctx: &SyscallContext, _target: &Task) -> bool {
-    has_cap_sys_nice(ctx)
+/// `set_one_prio_perm`/`check_same_owner`): the caller's effective uid is
+/// the target's real or effective uid, or CAP_SYS_NICE.
+fn owns(ctx: &SyscallContext, target: &Task) -> bool {
+    ctx.cred().may_renice(&target.cred())
 }
 
 /// Linux's `can_nice`: may `target` get nice value `nice` (lower than its

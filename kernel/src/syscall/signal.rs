@@ -9,9 +9,10 @@ use linux_abi::layout::{KernelSigaction, Siginfo, Stack};
 use linux_abi::signal::{self as sig, SigSet};
 
 use super::{SysResult, SyscallContext};
+use crate::cred::Cred;
 use crate::mm::uaccess;
 use crate::proc::signal::{self as psig, SigAction};
-use crate::proc::{self, Task};
+use crate::proc::{self, Process, Task};
 
 fn check_sigsetsize(size: u64) -> Result<(), Errno> {
     if size != 8 {
@@ -105,12 +106,35 @@ pub fn sys_rt_sigreturn(ctx: &mut SyscallContext, _a: &[u64; 6]) -> SysResult {
 /// (the receiver's view whenever they share one).
 fn user_info(ctx: &SyscallContext, signo: u32, code: i32) -> Siginfo {
     let p = ctx.process();
-    Siginfo::kill(signo, code, p.pid_ns.local_or_zero(p.pid), 0)
+    Siginfo::kill(signo, code, p.pid_ns.local_or_zero(p.pid), ctx.cred().uid)
 }
 
 /// The global id of the caller's `local` (-1: it sees no such id).
 fn global_id(ctx: &SyscallContext, local: i32) -> i32 {
     ctx.process().pid_ns.global(local).unwrap_or(-1)
+}
+
+/// Whether a signal from the caller may reach a thread of `target` with
+/// credentials `tcred` (Linux's check_kill_permission): within the
+/// process always; else a real or effective uid of the sender must be
+/// the target's real or saved uid, or CAP_KILL; SIGCONT also reaches
+/// the sender's session.
+fn may_signal(ctx: &SyscallContext, target: &Arc<Process>, tcred: Option<Arc<Cred>>, signo: u32) -> SysResult {
+    if Arc::ptr_eq(target, ctx.process()) {
+        return Ok(0);
+    }
+    let Some(tcred) = tcred else { return Ok(0) };
+    if ctx.cred().may_signal(&tcred) {
+        return Ok(0);
+    }
+    if signo == sig::SIGCONT && target.sid.load(Ordering::Relaxed) == ctx.process().sid.load(Ordering::Relaxed) {
+        return Ok(0);
+    }
+    Err(Errno::EPERM)
+}
+
+fn may_signal_process(ctx: &SyscallContext, p: &Arc<Process>, signo: u32) -> SysResult {
+    may_signal(ctx, p, p.cred(), signo)
 }
 
 pub fn sys_kill(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
@@ -121,6 +145,7 @@ pub fn sys_kill(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let info = user_info(ctx, signo, sig::SI_USER);
     if pid > 0 {
         let p = proc::find_process_seen_by(ctx.process(), pid).ok_or(Errno::ESRCH)?;
+        may_signal_process(ctx, &p, signo)?;
         if p.state.lock().zombie {
             return Ok(0);
         }
@@ -150,13 +175,28 @@ pub fn sys_kill(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if live.is_empty() {
         return Err(Errno::ESRCH);
     }
+    // kill(-1) succeeds when only permission stopped it; a process group
+    // succeeds when one member got the signal, else gives the last error.
+    let mut sent = false;
+    let mut last = Ok(0);
     for p in &live {
-        psig::send_to_process(p, info);
+        match may_signal_process(ctx, p, signo) {
+            Ok(_) => {
+                psig::send_to_process(p, info);
+                sent = true;
+            }
+            Err(e) => last = Err(e),
+        }
     }
-    Ok(0)
+    if pid == -1 || sent {
+        Ok(0)
+    } else {
+        last
+    }
 }
 
 fn signal_task(ctx: &SyscallContext, t: &Arc<Task>, signo: u32) -> SysResult {
+    may_signal(ctx, &t.process, Some(t.cred()), signo)?;
     if signo == 0 {
         return Ok(0);
     }
@@ -260,6 +300,7 @@ pub fn sys_rt_sigqueueinfo(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult 
     let info = read_siginfo(ctx, uinfo, signo)?;
     let p = proc::find_process_seen_by(ctx.process(), pid).ok_or(Errno::ESRCH)?;
     check_queue_code(ctx, &info, p.pid)?;
+    may_signal_process(ctx, &p, signo)?;
     psig::send_to_process(&p, info);
     Ok(0)
 }
@@ -273,6 +314,7 @@ pub fn sys_rt_tgsigqueueinfo(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResul
     let tgid = global_id(ctx, tgid);
     let t = proc::find_task_seen_by(ctx.process(), tid).filter(|t| t.process.pid == tgid).ok_or(Errno::ESRCH)?;
     check_queue_code(ctx, &info, tgid)?;
+    may_signal(ctx, &t.process, Some(t.cred()), signo)?;
     psig::send_to_task(&t, info);
     Ok(0)
 }

@@ -164,6 +164,9 @@ pub fn sys_clock_settime(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let ns = ts.as_nanos().ok_or(Errno::EINVAL)?;
     match clock {
         c::CLOCK_REALTIME => {
+            if !ctx.cred().capable(linux_abi::capability::CAP_SYS_TIME) {
+                return Err(Errno::EPERM);
+            }
             crate::clock::set_realtime_ns(ns);
             Ok(0)
         }

@@ -6,10 +6,13 @@
 //! storage, so it can be unit-tested on the host and linked into the kernel
 //! with nothing but `core`: no heap, no `unsafe`, no global state. Parsers
 //! treat their input as untrusted (it comes from firmware, a bootloader or a
-//! build tool) and report malformed data instead of panicking.
+//! build tool) and report malformed data instead of panicking. The rules of
+//! Linux credentials ([`cred`]) live here too, so the host can test them;
+//! they use the ABI constants of `linux-abi`, this crate's one dependency.
 
 pub mod acpi;
 pub mod cpio;
+pub mod cred;
 pub mod fmt_util;
 pub mod frames;
 pub mod gzip;

@@ -4,15 +4,19 @@
 //!
 //! Everything user space can observe about the interface lives here as
 //! plain data: error numbers ([`errno`]), system call numbers ([`nr`]),
-//! signals ([`signal`]), flag and command constants ([`consts`]), the
-//! `wait4` status word ([`wait_status`]) and byte-exact encoders for the
-//! structs exchanged through user memory ([`layout`]). The values are facts
+//! signals ([`signal`]), flag and command constants ([`consts`]),
+//! capabilities and securebits ([`capability`]), the
+//! `wait4` status word ([`wait_status`]), byte-exact encoders for the
+//! structs exchanged through user memory ([`layout`]), and the IPC and
+//! file-lock structs and limits ([`ipc`]). The values are facts
 //! of the Linux ABI taken from the kernel's UAPI headers; the tests compare
 //! them with the headers installed on the build host when a C compiler is
 //! available. No heap, no `unsafe`, no dependencies beyond `core`.
 
+pub mod capability;
 pub mod consts;
 pub mod errno;
+pub mod ipc;
 pub mod layout;
 pub mod nr;
 pub mod signal;

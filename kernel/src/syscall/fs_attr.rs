@@ -1,0 +1,219 @@
+//! Attribute calls: access and faccessat (with the real ids unless
+//! AT_EACCESS), chmod, chown, truncate and utimensat. Who may do what is
+//! `fs::perm`'s; a read-only mount answers EROFS first, as Linux's
+//! mnt_want_write does.
+
+use alloc::sync::Arc;
+
+use linux_abi::consts as c;
+use linux_abi::errno::Errno;
+
+use super::fs_io::file;
+use super::fs_path::{lookup_at, path_arg, path_arg_maybe_empty};
+use super::{SysResult, SyscallContext};
+use crate::cred::{Cred, MAY_EXEC, MAY_WRITE};
+use crate::fs::dentry::{check_writable, Dentry};
+use crate::fs::inode::FileType;
+use crate::fs::perm::{self, TimeChange};
+use crate::mm::uaccess;
+
+fn access_at(ctx: &SyscallContext, dirfd: i32, path: u64, mode: u32, flags: u32) -> SysResult {
+    if mode & !7 != 0 || flags & !(c::AT_EACCESS | c::AT_SYMLINK_NOFOLLOW | c::AT_EMPTY_PATH) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let own = ctx.cred();
+    // Without AT_EACCESS the whole call, path walk included, runs with
+    // the real ids (and a real root's permitted capabilities).
+    let real: Cred;
+    let cred: &Cred = if flags & c::AT_EACCESS != 0 {
+        &own
+    } else {
+        real = own.for_access();
+        &real
+    };
+    let path = path_arg_maybe_empty(ctx, path)?;
+    let d = lookup_at(ctx, cred, dirfd, &path, flags & c::AT_SYMLINK_NOFOLLOW == 0, flags & c::AT_EMPTY_PATH != 0)?;
+    if mode & MAY_EXEC != 0 && d.inode().file_type() == FileType::Regular && d.no_exec() {
+        return Err(Errno::EACCES);
+    }
+    perm::permission(cred, &d, mode)?;
+    Ok(0)
+}
+
+pub fn sys_access(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    access_at(ctx, c::AT_FDCWD, a[0], a[1] as u32, 0)
+}
+
+pub fn sys_faccessat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    access_at(ctx, a[0] as i32, a[1], a[2] as u32, 0)
+}
+
+pub fn sys_faccessat2(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    access_at(ctx, a[0] as i32, a[1], a[2] as u32, a[3] as u32)
+}
+
+fn chmod_dentry(cred: &Cred, d: &Arc<Dentry>, mode: u32) -> SysResult {
+    check_writable(d)?;
+    perm::chmod(cred, d.inode().as_ref(), mode)?;
+    Ok(0)
+}
+
+pub fn sys_chmod(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let path = path_arg(ctx, a[0])?;
+    let cred = ctx.cred();
+    chmod_dentry(&cred, &lookup_at(ctx, &cred, c::AT_FDCWD, &path, true, false)?, a[1] as u32)
+}
+
+pub fn sys_fchmodat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let path = path_arg(ctx, a[1])?;
+    let cred = ctx.cred();
+    chmod_dentry(&cred, &lookup_at(ctx, &cred, a[0] as i32, &path, true, false)?, a[2] as u32)
+}
+
+pub fn sys_fchmod(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let f = file(ctx, a[0] as i32)?;
+    if f.is_path_only() {
+        return Err(Errno::EBADF);
+    }
+    if let Some(d) = &f.dentry {
+        check_writable(d)?;
+    }
+    match f.ops.inode() {
+        Some(i) => perm::chmod(&ctx.cred(), i.as_ref(), a[1] as u32).map(|_| 0),
+        None => Ok(0),
+    }
+}
+
+/// An id argument of chown: -1 leaves it alone.
+fn id(v: u64) -> Option<u32> {
+    let v = v as u32;
+    (v != crate::cred::NO_ID).then_some(v)
+}
+
+fn chown_at(ctx: &SyscallContext, dirfd: i32, path: u64, uid: u64, gid: u64, flags: u32) -> SysResult {
+    if flags & !(c::AT_SYMLINK_NOFOLLOW | c::AT_EMPTY_PATH) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let path = path_arg_maybe_empty(ctx, path)?;
+    let cred = ctx.cred();
+    let d = lookup_at(ctx, &cred, dirfd, &path, flags & c::AT_SYMLINK_NOFOLLOW == 0, flags & c::AT_EMPTY_PATH != 0)?;
+    check_writable(&d)?;
+    perm::chown(&cred, d.inode().as_ref(), id(uid), id(gid))?;
+    Ok(0)
+}
+
+pub fn sys_chown(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    chown_at(ctx, c::AT_FDCWD, a[0], a[1], a[2], 0)
+}
+
+pub fn sys_lchown(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    chown_at(ctx, c::AT_FDCWD, a[0], a[1], a[2], c::AT_SYMLINK_NOFOLLOW)
+}
+
+pub fn sys_fchownat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    chown_at(ctx, a[0] as i32, a[1], a[2], a[3], a[4] as u32)
+}
+
+pub fn sys_fchown(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let f = file(ctx, a[0] as i32)?;
+    if f.is_path_only() {
+        return Err(Errno::EBADF);
+    }
+    if let Some(d) = &f.dentry {
+        check_writable(d)?;
+    }
+    match f.ops.inode() {
+        Some(i) => perm::chown(&ctx.cred(), i.as_ref(), id(a[1]), id(a[2])).map(|_| 0),
+        None => Ok(0),
+    }
+}
+
+pub fn sys_truncate(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let path = path_arg(ctx, a[0])?;
+    if (a[1] as i64) < 0 {
+        return Err(Errno::EINVAL);
+    }
+    let cred = ctx.cred();
+    let d = lookup_at(ctx, &cred, c::AT_FDCWD, &path, true, false)?;
+    match d.inode().file_type() {
+        FileType::Directory => return Err(Errno::EISDIR),
+        FileType::Regular => {}
+        _ => return Err(Errno::EINVAL),
+    }
+    check_writable(&d)?;
+    perm::permission(&cred, &d, MAY_WRITE)?;
+    perm::clear_setid_on_write(d.inode().as_ref(), || cred.clone())?;
+    // truncate(2) breaks leases as an open for writing does.
+    crate::fs::lease::break_leases(crate::fs::lock::inode_key(d.inode().as_ref()), true, false)?;
+    crate::fs::truncate::truncate(d.inode(), a[1])?;
+    Ok(0)
+}
+
+pub fn sys_ftruncate(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let f = file(ctx, a[0] as i32)?;
+    if (a[1] as i64) < 0 {
+        return Err(Errno::EINVAL);
+    }
+    if !f.writable() {
+        return Err(if f.is_path_only() { Errno::EBADF } else { Errno::EINVAL });
+    }
+    let inode = f.ops.inode().filter(|i| i.file_type() == FileType::Regular).ok_or(Errno::EINVAL)?;
+    perm::clear_setid_on_write(inode.as_ref(), || ctx.cred())?;
+    crate::fs::truncate::truncate(inode, a[1])?;
+    Ok(0)
+}
+
+pub fn sys_utimensat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    const UTIME_NOW: i64 = (1 << 30) - 1;
+    const UTIME_OMIT: i64 = (1 << 30) - 2;
+    let (dirfd, path_ptr, times_ptr, flags) = (a[0] as i32, a[1], a[2], a[3] as u32);
+    let mut nsecs = [UTIME_NOW; 2];
+    let mut secs = [0i64; 2];
+    if times_ptr != 0 {
+        let mut b = [0u8; 32];
+        uaccess::read_bytes(&ctx.vm()?, times_ptr, &mut b)?;
+        for (i, t) in b.chunks_exact(16).enumerate() {
+            secs[i] = i64::from_le_bytes([t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]]);
+            nsecs[i] = i64::from_le_bytes([t[8], t[9], t[10], t[11], t[12], t[13], t[14], t[15]]);
+        }
+        // Nothing to do: Linux does not even look at the path.
+        if nsecs == [UTIME_OMIT; 2] {
+            return Ok(0);
+        }
+    }
+    if flags & !(c::AT_SYMLINK_NOFOLLOW | c::AT_EMPTY_PATH) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let cred = ctx.cred();
+    let d = if path_ptr == 0 {
+        // utimensat(fd, NULL, ...) is futimens.
+        if dirfd == c::AT_FDCWD {
+            return Err(Errno::EFAULT);
+        }
+        if flags != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let f = file(ctx, dirfd)?;
+        if f.is_path_only() {
+            return Err(Errno::EBADF);
+        }
+        f.dentry.clone().ok_or(Errno::EBADF)?
+    } else {
+        let path = path_arg_maybe_empty(ctx, path_ptr)?;
+        lookup_at(ctx, &cred, dirfd, &path, flags & c::AT_SYMLINK_NOFOLLOW == 0, flags & c::AT_EMPTY_PATH != 0)?
+    };
+    if nsecs.iter().any(|&n| n != UTIME_NOW && n != UTIME_OMIT && !(0..1_000_000_000).contains(&n)) {
+        return Err(Errno::EINVAL);
+    }
+    check_writable(&d)?;
+    let how = if nsecs == [UTIME_NOW; 2] { TimeChange::Touch } else { TimeChange::Explicit };
+    perm::may_set_times(&cred, d.inode().as_ref(), how)?;
+    let now = crate::clock::realtime_ns();
+    let time = |i: usize| match nsecs[i] {
+        UTIME_NOW => Some(now),
+        UTIME_OMIT => None,
+        n => Some((secs[i].max(0) as u64).saturating_mul(1_000_000_000) + n as u64),
+    };
+    d.inode().set_times(time(0), time(1))?;
+    Ok(0)
+}
