@@ -83,7 +83,7 @@ pub trait FileOps: Send + Sync {
     }
     /// TIOCGPTPEER on a pty master: the slave opened with `flags`, and
     /// the dentry it is found at.
-    fn open_peer(&self, _flags: u32) -> Result<(Arc<dyn FileOps>, Option<Arc<Dentry>>), Errno> {
+    fn open_peer(&self, _flags: u32) -> Result<PeerFile, Errno> {
         Err(Errno::ENOTTY)
     }
     /// Whether O_ASYNC makes the file signal its owner (Linux's ->fasync:
@@ -101,6 +101,9 @@ pub trait FileOps: Send + Sync {
         None
     }
 }
+
+/// A file opened from another (TIOCGPTPEER), with where it is found.
+pub type PeerFile = (Arc<dyn FileOps>, Option<Arc<Dentry>>);
 
 /// What a sink device gives to reads; writes to either are discarded
 /// without reading the caller's buffer, as Linux does (only the buffer's

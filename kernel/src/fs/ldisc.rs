@@ -305,7 +305,7 @@ impl LineDiscipline {
 }
 
 fn is_eol(t: &Termios, b: u8) -> bool {
-    (b == t.c_cc[c::VEOL] && b != 0) || (b == t.c_cc[c::VEOL2] && b != 0)
+    b != 0 && (b == t.c_cc[c::VEOL] || b == t.c_cc[c::VEOL2])
 }
 
 /// Output processing (OPOST): what reaches the screen for `bytes`.

@@ -321,7 +321,7 @@ impl FileOps for PtyMaster {
         S_IFCHR | 0o666
     }
 
-    fn open_peer(&self, flags: u32) -> Result<(Arc<dyn FileOps>, Option<Arc<super::Dentry>>), Errno> {
+    fn open_peer(&self, flags: u32) -> Result<super::file::PeerFile, Errno> {
         let file = open_slave(&self.slave, flags)?;
         Ok((file, self.fs.slave_dentry(self.number())))
     }

@@ -603,7 +603,7 @@ impl FileOps for TtyFile {
         S_IFCHR | 0o620
     }
 
-    fn open_peer(&self, _flags: u32) -> Result<(Arc<dyn FileOps>, Option<Arc<super::Dentry>>), Errno> {
+    fn open_peer(&self, _flags: u32) -> Result<super::file::PeerFile, Errno> {
         // Only a pty master has a peer (Linux's ptm_open_peer).
         Err(Errno::EIO)
     }

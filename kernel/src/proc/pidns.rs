@@ -141,12 +141,12 @@ impl PidNs {
         let mut ids = self.ids.lock();
         for _ in 0..super::PID_MAX {
             let mut local = ids.next;
-            if local >= super::PID_MAX || local < 1 {
+            if !(1..super::PID_MAX).contains(&local) {
                 local = 2;
             }
             ids.next = local + 1;
-            if !ids.to_global.contains_key(&local) {
-                ids.to_global.insert(local, global);
+            if let alloc::collections::btree_map::Entry::Vacant(slot) = ids.to_global.entry(local) {
+                slot.insert(global);
                 ids.to_local.insert(global, local);
                 return Ok(local);
             }
