@@ -28,6 +28,7 @@ mod random;
 mod sched;
 mod sync;
 mod syscall;
+mod vdso;
 
 #[cfg(feature = "ktest")]
 mod ktest;
@@ -43,6 +44,7 @@ fn kmain(info: &'static hal::BootInfo) -> ! {
         info.cpu.brand_str()
     );
     sched::init();
+    vdso::init(info.command_line());
     clock::init();
     console::init();
     syscall::init(info.command_line());

@@ -80,6 +80,8 @@ static UNUSED const char *errname(int e)
     case ENOSYS: return "ENOSYS";
     case ENOTEMPTY: return "ENOTEMPTY";
     case ELOOP: return "ELOOP";
+    case ELIBBAD: return "ELIBBAD";
+    case ETXTBSY: return "ETXTBSY";
     case ETIMEDOUT: return "ETIMEDOUT";
     case EOVERFLOW: return "EOVERFLOW";
     case EOPNOTSUPP: return "EOPNOTSUPP";

@@ -102,6 +102,7 @@ impl Flavor {
 /// The copy, not cargo's output, is patched so cargo's fingerprints stay
 /// valid and the next build is a no-op.
 pub fn kernel(flavor: Flavor) -> Result<PathBuf> {
+    vdso()?;
     let target_dir = flavor.target_dir();
     let mut cmd = kernel_cargo("build", flavor);
     run_checked(&mut cmd, "kernel build")?;
@@ -113,6 +114,14 @@ pub fn kernel(flavor: Flavor) -> Result<PathBuf> {
     let report = ksyms::patch_file(&built, &elf)?;
     println!("ksyms: {report}");
     Ok(elf)
+}
+
+/// Builds the vDSO image (`user/vdso`, C) the kernel embeds with
+/// `include_bytes!`: it must exist before any kernel build or lint.
+pub fn vdso() -> Result<()> {
+    let mut make = Command::new("make");
+    make.args(["-s", "-C"]).arg(repo_root().join("user").join("vdso"));
+    run_checked(&mut make, "building the vDSO (make -C user/vdso)")
 }
 
 /// Debian's cargo set up for the bare-metal kernel: `subcommand` is
@@ -185,6 +194,7 @@ pub fn host_clippy() -> Result<ExitCode> {
         .args(["--", "-D", "warnings"]);
     run_checked(&mut cmd, "cargo clippy")?;
     if has_subcommand("clippy") {
+        vdso()?;
         // The kernel (and hal) in both flavours, with the same flags as the build.
         for flavor in [Flavor::Normal, Flavor::Test] {
             let mut k = kernel_cargo("clippy", flavor);

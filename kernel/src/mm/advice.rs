@@ -214,6 +214,9 @@ impl AddressSpace {
             Backing::File { source, offset, .. } | Backing::SharedFile { source, offset, .. } => {
                 source.has_page((offset + (va - vma.start)) / PAGE_SIZE)
             }
+            Backing::Special { mapping, first_index } => {
+                mapping.frames.get((first_index + (va - vma.start) / PAGE_SIZE) as usize).is_some_and(|f| f.is_some())
+            }
         }
     }
 
@@ -228,15 +231,21 @@ impl AddressSpace {
                 // the advice fails the call before anything is dropped
                 // from it.
                 let mut result = Ok(());
-                let areas: Vec<(u64, u64, bool, bool)> = self
+                // Raw kernel pages cannot be dropped either (the vDSO's
+                // data page, Linux's VM_PFNMAP): EINVAL, as for FREE on
+                // anything but private anonymous memory.
+                let areas: Vec<(u64, u64, bool, bool, bool)> = self
                     .vmas
                     .range(..end)
                     .map(|(_, v)| v)
                     .filter(|v| v.end > start)
-                    .map(|v| (v.start, v.end, v.flags.locked, matches!(v.backing, Backing::Anonymous)))
+                    .map(|v| {
+                        let raw = matches!(v.backing, Backing::Special { mapping, .. } if mapping.pfn_map);
+                        (v.start, v.end, v.flags.locked, matches!(v.backing, Backing::Anonymous), raw)
+                    })
                     .collect();
                 let mut cursor = start;
-                for &(v_start, v_end, locked, anonymous) in &areas {
+                for &(v_start, v_end, locked, anonymous, raw) in &areas {
                     if v_start > cursor {
                         result = Err(Errno::ENOMEM);
                     }
@@ -246,6 +255,9 @@ impl AddressSpace {
                     }
                     // MADV_FREE works on private anonymous memory only.
                     if advice == c::MADV_FREE && !anonymous {
+                        return Err(Errno::EINVAL);
+                    }
+                    if raw {
                         return Err(Errno::EINVAL);
                     }
                     // MADV_FREE lets the kernel drop the pages whenever it
@@ -334,7 +346,7 @@ impl AddressSpace {
             let first = (s - v.start) / PAGE_SIZE;
             let count = (e - s) / PAGE_SIZE;
             match &v.backing {
-                Backing::Anonymous => return Err(Errno::EINVAL),
+                Backing::Anonymous | Backing::Special { .. } => return Err(Errno::EINVAL),
                 Backing::File { .. } | Backing::SharedFile { may_write: false, .. } => return Err(Errno::EACCES),
                 Backing::SharedAnonymous { pages, first_index } => {
                     pages.remove_range(first_index + first, count);

@@ -25,8 +25,12 @@ pub const MMAP_MIN_ADDR: u64 = 0x10000;
 /// Top of the main thread's stack.
 pub const STACK_TOP: u64 = 0x7fff_ffff_f000;
 pub const STACK_SIZE: u64 = 8 << 20;
-/// Where top-down mmap placement starts, below the stack and its gap.
-pub const MMAP_BASE: u64 = STACK_TOP - STACK_SIZE - (1 << 30);
+/// Where top-down mmap placement starts: Linux's mmap_base without
+/// randomization, the stack limit plus a 1 MiB guard gap below the top,
+/// but at least 128 MiB (so 0x7ffff7fff000, where ld.so ends on Linux).
+pub const MMAP_BASE: u64 = STACK_TOP - (128 << 20);
+/// The highest the program break may reach: the stack's guard gap.
+const BRK_LIMIT: u64 = STACK_TOP - STACK_SIZE - (1 << 20);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FaultAccess {
@@ -180,11 +184,18 @@ impl AddressSpace {
                 }
                 Ok((frame, true))
             }
+            Backing::Special { mapping, first_index } => {
+                let index = first_index + (va - vma.start) / PAGE_SIZE;
+                match mapping.frames.get(index as usize) {
+                    Some(Some(frame)) => Ok((frame.clone(), false)),
+                    _ => Err(FaultError::BusError),
+                }
+            }
         }
     }
 
     /// Is [start, end) free of VMAs?
-    fn is_free(&self, start: u64, end: u64) -> bool {
+    pub fn is_free(&self, start: u64, end: u64) -> bool {
         match self.vmas.range(..end).next_back() {
             Some((_, v)) => v.end <= start,
             None => true,
@@ -224,8 +235,9 @@ impl AddressSpace {
         Ok(())
     }
 
-    /// Finds a free range of `len` bytes, top-down from MMAP_BASE.
-    fn find_free(&self, len: u64) -> Option<u64> {
+    /// Finds a free range of `len` bytes, top-down from MMAP_BASE (where
+    /// mmap without a hint, the ELF interpreter and the vDSO go).
+    pub fn find_free(&self, len: u64) -> Option<u64> {
         let mut top = MMAP_BASE;
         for v in self.vmas.values().rev() {
             if v.start >= top {
@@ -366,8 +378,16 @@ impl AddressSpace {
         }
         let old_len = page_ceil(old_len).ok_or(Errno::EINVAL)?;
         let new_len = page_ceil(new_len).ok_or(Errno::ENOMEM)?;
-        let (vma_start, vma_end) = self.find(old).map(|v| (v.start, v.end)).ok_or(Errno::EFAULT)?;
+        let (vma_start, vma_end, special) = self
+            .find(old)
+            .map(|v| (v.start, v.end, matches!(v.backing, Backing::Special { .. })))
+            .ok_or(Errno::EFAULT)?;
         if old + old_len.max(PAGE_SIZE) > vma_end {
+            return Err(Errno::EFAULT);
+        }
+        // Kernel-provided pages may move or shrink but never grow (Linux's
+        // VM_DONTEXPAND on special mappings).
+        if new_len > old_len && special {
             return Err(Errno::EFAULT);
         }
         if fixed.is_none() {
@@ -465,6 +485,15 @@ impl AddressSpace {
         if prot.write && self.vmas.range(..end).map(|(_, v)| v).any(|v| v.end > addr && read_only_file(v)) {
             return Err(Errno::EACCES);
         }
+        // Kernel-provided pages allow only what their mapping may (the
+        // vDSO data page is never writable nor executable, as on Linux).
+        let special_refuses = |v: &Vma| match v.backing {
+            Backing::Special { mapping, .. } => (prot.write && !mapping.may_write) || (prot.exec && !mapping.may_exec),
+            _ => false,
+        };
+        if self.vmas.range(..end).map(|(_, v)| v).any(|v| v.end > addr && special_refuses(v)) {
+            return Err(Errno::EACCES);
+        }
         self.split_at(addr);
         self.split_at(end);
         let keys: Vec<u64> = self.vmas.range(addr..end).map(|(k, _)| *k).collect();
@@ -494,7 +523,7 @@ impl AddressSpace {
         }
         let old_top = page_ceil(self.brk).unwrap_or(self.brk);
         let new_top = match page_ceil(new) {
-            Some(t) if t <= MMAP_BASE => t,
+            Some(t) if t <= BRK_LIMIT => t,
             _ => return self.brk,
         };
         if new_top > old_top {
@@ -548,6 +577,17 @@ impl AddressSpace {
             }
             for (va, flags) in self.page_table.mapped_pages(vma.start, vma.end) {
                 let frame = self.page_table.frame_at(va).ok_or(Errno::EFAULT)?;
+                // The kernel's own pages (the vDSO) come back by a fault
+                // if the child uses them, as Linux copies no entries for
+                // them either; only a private copy (written after
+                // mprotect) is the process's data. Copying them cost the
+                // child a page-table page, 4,000 instructions per fork.
+                if let Backing::Special { mapping, first_index } = &vma.backing {
+                    let index = (first_index + (va - vma.start) / PAGE_SIZE) as usize;
+                    if mapping.frames.get(index).and_then(|f| f.as_ref()).is_some_and(|f| f.paddr() == frame.paddr()) {
+                        continue;
+                    }
+                }
                 let child_flags = if vma.is_shared() {
                     flags
                 } else {
@@ -613,10 +653,11 @@ impl AddressSpace {
                 Backing::File { offset, .. } | Backing::SharedFile { offset, .. } => *offset,
                 _ => 0,
             };
-            let name = match (v.kind, &v.name) {
-                (VmaKind::Heap, _) => "[heap]",
-                (VmaKind::Stack, _) => "[stack]",
-                (_, Some(n)) => n.as_str(),
+            let name = match (v.kind, &v.name, &v.backing) {
+                (VmaKind::Heap, _, _) => "[heap]",
+                (VmaKind::Stack, _, _) => "[stack]",
+                (_, _, Backing::Special { mapping, .. }) => mapping.name,
+                (_, Some(n), _) => n.as_str(),
                 _ => "",
             };
             let _ = writeln!(

@@ -51,6 +51,31 @@ impl Default for SharedPages {
     }
 }
 
+/// Pages the kernel gives every process (the vDSO and its data page): the
+/// same frames in every address space, for the kernel's whole life. A
+/// private mapping of them copies a page on the first write, which is
+/// only possible where `may_write` lets mprotect add PROT_WRITE.
+pub struct SpecialMapping {
+    /// The name /proc/<pid>/maps shows (`[vdso]`, `[vvar]`).
+    pub name: &'static str,
+    /// One entry per page; touching a `None` page raises SIGBUS (the
+    /// unused pages of `[vvar]`, as on Linux).
+    pub frames: alloc::vec::Vec<Option<UserFrame>>,
+    /// Whether mprotect may add PROT_WRITE (Linux's VM_MAYWRITE: a
+    /// debugger's breakpoint in the vDSO) and PROT_EXEC.
+    pub may_write: bool,
+    pub may_exec: bool,
+    /// Raw kernel pages (Linux's VM_PFNMAP, the vDSO's data page):
+    /// madvise cannot drop them.
+    pub pfn_map: bool,
+}
+
+impl SpecialMapping {
+    pub fn len(&self) -> u64 {
+        self.frames.len() as u64 * crate::mm::PAGE_SIZE
+    }
+}
+
 /// Something that counts the areas mapping it: a System V shared memory
 /// segment's `shm_nattch`. It hears of every area made over it, by
 /// shmat, fork or the split of an area (Linux's vm_ops->open), and of
@@ -105,6 +130,9 @@ pub enum Backing {
     /// `attach`: the area is a System V shared memory attachment (shmat),
     /// counted by its segment.
     SharedFile { source: Arc<dyn crate::fs::Inode>, offset: u64, may_write: bool, attach: Option<Attachment> },
+    /// Kernel-provided pages (see `SpecialMapping`); `first_index` is the
+    /// page of the mapping at the area's start.
+    Special { mapping: &'static SpecialMapping, first_index: u64 },
 }
 
 impl Backing {
@@ -205,7 +233,9 @@ impl Vma {
         let delta = at - self.start;
         match &mut tail.backing {
             Backing::Anonymous => {}
-            Backing::SharedAnonymous { first_index, .. } => *first_index += delta / crate::mm::PAGE_SIZE,
+            Backing::SharedAnonymous { first_index, .. } | Backing::Special { first_index, .. } => {
+                *first_index += delta / crate::mm::PAGE_SIZE
+            }
             Backing::File { offset, .. } | Backing::SharedFile { offset, .. } => *offset += delta,
         }
         self.end = at;

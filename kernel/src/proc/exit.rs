@@ -203,9 +203,13 @@ fn init_exited(how: ExitKind) -> ! {
     // killed on other CPUs, may still be on their way out: give them a
     // moment (bounded) before counting.
     let start = hal::time::monotonic_ns();
-    // tmpfs file data is in user frames too and stays: only frames beyond
-    // it belong to processes still on their way out.
-    let process_frames = || hal::frame::live_user_frames().saturating_sub(crate::fs::pagestore::file_frames() as usize);
+    // tmpfs file data and the vDSO are in user frames too and stay: only
+    // frames beyond them belong to processes still on their way out.
+    let process_frames = || {
+        hal::frame::live_user_frames()
+            .saturating_sub(crate::fs::pagestore::file_frames() as usize)
+            .saturating_sub(crate::vdso::frames())
+    };
     while (process_frames() != 0 || hal::paging::live_user_table_frames() != 0)
         && hal::time::monotonic_ns() - start < 2_000_000_000
     {

@@ -21,6 +21,7 @@ pub mod sigio;
 pub mod signal;
 pub mod task;
 pub mod timer;
+pub mod user_dispatch;
 pub mod wait;
 
 use alloc::collections::BTreeMap;

@@ -3,6 +3,7 @@
 //! the boundary and return `Result<u64, Errno>`; unsupported calls and
 //! flags get the errno Linux would give, never a fake success.
 
+mod exec;
 mod cred;
 mod fs_attr;
 mod fs_alloc;
@@ -125,7 +126,8 @@ syscall_table! {
     CLONE3 => process::sys_clone3,
     FORK => process::sys_fork,
     VFORK => process::sys_vfork,
-    EXECVE => process::sys_execve,
+    EXECVE => exec::sys_execve,
+    EXECVEAT => exec::sys_execveat,
     EXIT => process::sys_exit,
     WAIT4 => process::sys_wait4,
     KILL => signal::sys_kill,
@@ -308,6 +310,9 @@ fn is_restart(e: Errno) -> bool {
 /// Runs the system call the thread just made and stores its result.
 pub fn dispatch(task: &Arc<Task>, uctx: &mut UserContext) {
     let number = uctx.regs.rax;
+    if task.user_dispatch_on.load(Ordering::Relaxed) && crate::proc::user_dispatch::intercepts(task, uctx, number) {
+        return;
+    }
     let r = &uctx.regs;
     let args = [r.rdi, r.rsi, r.rdx, r.r10, r.r8, r.r9];
     let handler = usize::try_from(number).ok().and_then(|n| TABLE.get(n).copied().flatten());

@@ -406,6 +406,16 @@ impl Siginfo {
         s
     }
 
+    /// A system call intercepted (SIGSYS): the address after the
+    /// `syscall` instruction, its number and the audit architecture.
+    pub fn sys(code: i32, call_addr: u64, syscall: i32, arch: u32) -> Self {
+        let mut s = Siginfo::with(crate::signal::SIGSYS, code);
+        s.set_u64(16, call_addr);
+        s.set_u32(24, syscall as u32);
+        s.set_u32(28, arch);
+        s
+    }
+
     pub fn pid(&self) -> i32 {
         self.u32_at(16) as i32
     }
