@@ -571,6 +571,63 @@ static void test_eio_and_poll(void)
     close(m);
 }
 
+/* Blocking reads and writes wake each other, with no poll in between. */
+static void test_blocking(void)
+{
+    int s;
+    int m = open_pair(&s, O_RDWR | O_NOCTTY);
+    struct termios t;
+    tcgetattr(s, &t);
+    cfmakeraw(&t);
+    tcsetattr(s, TCSANOW, &t);
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* 256 KiB through the slave: more than any queue holds. */
+        char chunk[4096];
+        for (int i = 0; i < (int)sizeof chunk; i++)
+            chunk[i] = 'a' + i % 26;
+        for (int i = 0; i < 64; i++)
+            if (write(s, chunk, sizeof chunk) != (ssize_t)sizeof chunk)
+                _exit(1);
+        /* Then read what the parent types, with blocking reads. */
+        char in[4096];
+        long got = 0;
+        while (got < 64 * 1024) {
+            ssize_t n = read(s, in, sizeof in);
+            if (n <= 0)
+                _exit(2);
+            got += n;
+        }
+        _exit(0);
+    }
+    long got = 0, bad = 0;
+    char buf[1000];
+    while (got < 64 * 4096) {
+        ssize_t n = read(m, buf, sizeof buf);
+        if (n <= 0)
+            break;
+        for (ssize_t i = 0; i < n; i++)
+            bad += buf[i] != 'a' + (got + i) % 4096 % 26;
+        got += n;
+    }
+    check(got == 64 * 4096 && bad == 0, "256 KiB slave to master with blocking reads and writes");
+    char out[4096];
+    memset(out, 'z', sizeof out);
+    long sent = 0;
+    while (sent < 64 * 1024) {
+        ssize_t n = write(m, out, sizeof out);
+        if (n <= 0)
+            break;
+        sent += n;
+    }
+    check(sent == 64 * 1024, "64 KiB master to slave with blocking writes");
+    int st;
+    waitpid(pid, &st, 0);
+    printf("blocking child: %s\n", status_str(st));
+    close(s);
+    close(m);
+}
+
 static void test_packet(void)
 {
     int s;
@@ -661,6 +718,7 @@ int main(void)
     test_winsize();
     test_hangup();
     test_eio_and_poll();
+    test_blocking();
     test_packet();
     test_instance();
     return t_done();

@@ -30,6 +30,10 @@ use super::tty::{Tty, TtyFile, TtyKind};
 use crate::event::{block_on, Events, PollTable};
 use crate::mm::{uaccess, Vm};
 
+/// What a blocked reader or writer of a pty listens for on a head: any
+/// change (data, room, hangup) may end its wait.
+const ANY: Events = Events::from_bits(Events::READABLE.bits() | Events::WRITABLE.bits() | Events::HUP.bits() | Events::ERR.bits());
+
 /// Bytes the slave may write ahead of the master's reads.
 const TO_MASTER_MAX: usize = 16 * 1024;
 
@@ -204,7 +208,7 @@ pub fn slave_write(tty: &Arc<Tty>, buf: &[u8], nonblock: bool) -> Result<usize, 
         }
         Ok(taken)
     };
-    let n = if nonblock { attempt()? } else { block_on(&tty.output, Events::EMPTY, attempt)? };
+    let n = if nonblock { attempt()? } else { block_on(&tty.output, ANY, attempt)? };
     tty.output.notify(Events::READABLE);
     Ok(n)
 }
@@ -269,7 +273,7 @@ impl FileOps for PtyMaster {
         let n = if nonblock {
             self.try_read(buf)?
         } else {
-            block_on(&self.slave.output, Events::EMPTY, || self.try_read(buf))?
+            block_on(&self.slave.output, ANY, || self.try_read(buf))?
         };
         // Room for the slave's writes.
         self.slave.output.notify(Events::WRITABLE);
@@ -283,7 +287,7 @@ impl FileOps for PtyMaster {
         if nonblock {
             self.try_write(buf)
         } else {
-            block_on(&self.slave.input, Events::EMPTY, || self.try_write(buf))
+            block_on(&self.slave.input, ANY, || self.try_write(buf))
         }
     }
 

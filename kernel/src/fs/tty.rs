@@ -100,10 +100,12 @@ pub struct Tty {
     session: AtomicI32,
     /// Its foreground process group (0: none).
     pgrp: AtomicI32,
-    /// Input for readers: the console's receive interrupt or a pty
-    /// master's writes notify it (and a hangup).
+    /// The input queue: data for readers (the console's receive
+    /// interrupt, a pty master's writes), room for a pty master's
+    /// writers (reads), and hangups.
     pub input: Pollee,
-    /// Room for writers: a pty master's reads notify it.
+    /// A pty's queue to its master: data for the master (slave writes,
+    /// echoes), room for slave writers (master reads), hangups.
     pub output: Pollee,
 }
 
@@ -263,7 +265,7 @@ impl Tty {
                 let n = st.ldisc.read(buf);
                 drop(st);
                 // Room for the master's writes.
-                self.output.notify(Events::WRITABLE);
+                self.input.notify(Events::WRITABLE);
                 return Ok(n);
             }
             if st.pty.hung_up {
@@ -345,9 +347,10 @@ impl Tty {
         st.ldisc.set_termios(t);
         st.pty.note_termios(&old, &t);
         drop(st);
-        // Readiness follows the mode (raw input counts bytes, not lines).
-        self.input.notify(Events::READABLE);
-        self.output.notify(Events::READABLE);
+        // Readiness follows the mode (raw input counts bytes, not lines),
+        // and packet mode may have a status for the master.
+        self.input.notify(Events::EMPTY);
+        self.output.notify(Events::EMPTY);
     }
 
     /// TIOCSWINSZ: a changed size signals the foreground group.
