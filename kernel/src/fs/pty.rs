@@ -184,7 +184,7 @@ pub fn slave_write(tty: &Arc<Tty>, buf: &[u8], nonblock: bool) -> Result<usize, 
     if buf.is_empty() {
         return Ok(0);
     }
-    let attempt = || -> Result<usize, Errno> {
+    let attempt = |buf: &[u8]| -> Result<usize, Errno> {
         let mut st = tty.state.lock();
         if st.pty.hung_up {
             return Err(Errno::EIO);
@@ -208,9 +208,33 @@ pub fn slave_write(tty: &Arc<Tty>, buf: &[u8], nonblock: bool) -> Result<usize, 
         }
         Ok(taken)
     };
-    let n = if nonblock { attempt()? } else { block_on(&tty.output, ANY, attempt)? };
-    tty.output.notify(Events::READABLE);
-    Ok(n)
+    write_all(&tty.output, buf, nonblock, attempt, || tty.output.notify(Events::READABLE))
+}
+
+/// A terminal write as Linux's n_tty_write: a blocking one goes on until
+/// every byte is taken (a signal ends it with what was written), a
+/// non-blocking one takes what fits. `attempt` takes a prefix of what it
+/// is given (EAGAIN: no room); `taken` tells the reader after each piece.
+fn write_all(
+    head: &crate::event::Pollee,
+    buf: &[u8],
+    nonblock: bool,
+    attempt: impl Fn(&[u8]) -> Result<usize, Errno>,
+    taken: impl Fn(),
+) -> Result<usize, Errno> {
+    let mut done = 0;
+    while done < buf.len() {
+        let rest = &buf[done..];
+        let r = if nonblock { attempt(rest) } else { block_on(head, ANY, || attempt(rest)) };
+        match r {
+            Ok(n) => {
+                done += n;
+                taken();
+            }
+            Err(e) => return if done > 0 { Ok(done) } else { Err(e) },
+        }
+    }
+    Ok(done)
 }
 
 /// The master side's open file.
@@ -284,11 +308,8 @@ impl FileOps for PtyMaster {
         if buf.is_empty() {
             return Ok(0);
         }
-        if nonblock {
-            self.try_write(buf)
-        } else {
-            block_on(&self.slave.input, ANY, || self.try_write(buf))
-        }
+        // The slave's receive already told its readers.
+        write_all(&self.slave.input, buf, nonblock, |b| self.try_write(b), || {})
     }
 
     fn seekable(&self) -> bool {
