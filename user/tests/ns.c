@@ -2,12 +2,14 @@
  * ns: namespaces through unshare, clone and setns.
  *
  * /proc/<pid>/ns links and their inode numbers; UTS (sethostname,
- * setdomainname, per namespace, errnos); mount (a mount made in a new
+ * setdomainname and /proc/sys/kernel/{hostname,domainname}, per
+ * namespace, errnos); mount (a mount made in a new
  * namespace is not seen outside; /proc/self/mounts); PID (the first child
  * is pid 1, getppid 0, a grandchild is 2, kill cannot see outside, a
  * fresh /proc shows only the namespace, NSpid from outside, the
  * namespace's init dying takes the rest with it, no entry after that,
- * setns into a child namespace and back); namespace types Kiln may not
+ * setns into a child namespace and back, its init drops a SIGKILL from
+ * inside and dies of one from outside); namespace types Kiln may not
  * have (IPC, network, user, time, cgroup): either a real new namespace
  * or Linux's EINVAL for a type it was built without.
  *
@@ -137,6 +139,20 @@ static int uts_child(void)
     if (strcmp(h, "kiln-ns-test\n") != 0)
         bad |= 64;
     close(pfd);
+    /* /proc/sys/kernel/{hostname,domainname} are this namespace's too. */
+    pfd = open("/proc/sys/kernel/domainname", O_RDONLY);
+    n = pfd >= 0 ? read(pfd, h, sizeof h - 1) : -1;
+    h[n < 0 ? 0 : n] = 0;
+    if (strcmp(h, "ns.example\n") != 0)
+        bad |= 2048;
+    close(pfd);
+    pfd = open("/proc/sys/kernel/hostname", O_WRONLY);
+    if (pfd < 0 || write(pfd, "viaproc\n", 8) != 8)
+        bad |= 4096;
+    close(pfd);
+    uname(&u);
+    if (strcmp(u.nodename, "viaproc") != 0)
+        bad |= 8192;
     /* Back to the old namespace. */
     if (setns(keep, CLONE_NEWNS) != -1 || errno != EINVAL)
         bad |= 128;
@@ -299,6 +315,18 @@ static int pid_init(pid_t outside)
         bad |= 128;
     if (kill(1, 0) != 0)
         bad |= 256;
+    /* The namespace's init is protected as pid 1 is: a default-action
+     * SIGKILL or SIGTERM from inside its namespace is dropped. */
+    if (kill(1, SIGKILL) != 0 || kill(1, SIGTERM) != 0)
+        bad |= 512;
+    g = fork();
+    if (g == 0)
+        _exit(kill(1, SIGKILL) == 0 ? 0 : 1);
+    if (g < 0 || waitpid(g, &st, 0) != g || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        bad |= 1024;
+    n = readlink("/proc/1/exe", link, sizeof link - 1);
+    if (n <= 0)
+        bad |= 2048;
     return bad;
 }
 
@@ -344,6 +372,24 @@ static void test_pid_clone(void)
     check(waitpid(pid, &st, 0) == pid, "waitpid(child) with its outer id");
     printf("pid namespace init: %s\n", status_str(st));
     close(p[0]);
+
+    /* From the parent's namespace, SIGKILL reaches the init. */
+    pipe(p);
+    pid = raw_clone(CLONE_NEWPID | SIGCHLD);
+    if (pid == 0) {
+        close(p[0]);
+        kill(1, SIGKILL);
+        write(p[1], "r", 1);
+        for (;;)
+            pause();
+    }
+    close(p[1]);
+    c = 0;
+    check(read(p[0], &c, 1) == 1 && c == 'r', "the namespace's init survived its own SIGKILL");
+    close(p[0]);
+    check(kill(pid, SIGKILL) == 0, "kill(namespace init, SIGKILL) from outside");
+    waitpid(pid, &st, 0);
+    printf("init killed from outside: %s\n", status_str(st));
 }
 
 static int pid_death_child(void)

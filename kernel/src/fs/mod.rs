@@ -25,6 +25,7 @@ pub mod pty;
 pub mod tmpfs;
 pub mod truncate;
 pub mod tty;
+pub mod writecount;
 
 use alloc::sync::Arc;
 

@@ -15,19 +15,18 @@
 //! initial ones have Linux's fixed numbers, new ones count up from
 //! Linux's first dynamic number.
 
-use alloc::string::String;
 use alloc::sync::Arc;
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use hal::sync::{Once, SpinLock};
+use hal::sync::Once;
 use linux_abi::consts as c;
 use linux_abi::errno::Errno;
 
 use super::pidns::PidNs;
 use crate::fs::dentry::MountNamespace;
+use crate::uts::UtsNs;
 
 pub const INIT_IPC_INUM: u64 = 0xEFFF_FFFF;
-pub const INIT_UTS_INUM: u64 = 0xEFFF_FFFE;
 pub const INIT_USER_INUM: u64 = 0xEFFF_FFFD;
 pub const INIT_PID_INUM: u64 = 0xEFFF_FFFC;
 pub const INIT_CGROUP_INUM: u64 = 0xEFFF_FFFB;
@@ -40,20 +39,6 @@ static NEXT_INUM: AtomicU64 = AtomicU64::new(0xF000_0000);
 /// A proc inode number for a new namespace.
 pub fn alloc_inum() -> u64 {
     NEXT_INUM.fetch_add(1, Ordering::Relaxed)
-}
-
-/// `__NEW_UTS_LEN`: the longest host or domain name.
-pub const UTS_NAME_MAX: usize = 64;
-
-#[derive(Clone)]
-pub struct UtsNames {
-    pub hostname: String,
-    pub domainname: String,
-}
-
-pub struct UtsNs {
-    pub inum: u64,
-    pub names: SpinLock<UtsNames>,
 }
 
 pub struct CgroupNs {
@@ -80,13 +65,7 @@ pub fn initial() -> Arc<Namespaces> {
             return ns.clone();
         }
         INIT.set(Arc::new(Namespaces {
-            uts: Arc::new(UtsNs {
-                inum: INIT_UTS_INUM,
-                names: SpinLock::new(UtsNames {
-                    hostname: String::from("kiln"),
-                    domainname: String::from("(none)"),
-                }),
-            }),
+            uts: crate::uts::initial(),
             mnt: crate::fs::dentry::init_namespace(),
             pid_for_children: super::pidns::initial(),
             cgroup: Arc::new(CgroupNs { inum: INIT_CGROUP_INUM }),
@@ -114,8 +93,7 @@ pub fn copy(old: &Namespaces, flags: u64, caller_pid_ns: &Arc<PidNs>) -> Result<
     }
     let mut ns = old.clone();
     if flags & c::CLONE_NEWUTS != 0 {
-        let names = old.uts.names.lock().clone();
-        ns.uts = Arc::try_new(UtsNs { inum: alloc_inum(), names: SpinLock::new(names) }).map_err(|_| Errno::ENOMEM)?;
+        ns.uts = old.uts.copy(alloc_inum())?;
     }
     if flags & c::CLONE_NEWNS != 0 {
         ns.mnt = old.mnt.copy(alloc_inum())?;
@@ -134,9 +112,11 @@ pub fn copy(old: &Namespaces, flags: u64, caller_pid_ns: &Arc<PidNs>) -> Result<
     Arc::try_new(ns).map_err(|_| Errno::ENOMEM)
 }
 
-/// Installs the hook the dentry layer asks for the caller's mount namespace.
+/// Installs the hooks the dentry layer and `uts` ask for the caller's
+/// mount and UTS namespaces.
 pub fn init() {
     crate::fs::dentry::set_namespace_hook(|| Some(super::current_task()?.process.ns.lock().mnt.clone()));
+    crate::uts::set_current_hook(|| Some(super::current_task()?.process.ns.lock().uts.clone()));
 }
 
 /// What a /proc/<pid>/ns link names.

@@ -138,10 +138,11 @@ impl PidNs {
     }
 
     fn alloc(&self, global: Pid) -> Result<Pid, Errno> {
+        let max = super::pid_max();
         let mut ids = self.ids.lock();
-        for _ in 0..super::PID_MAX {
+        for _ in 0..max {
             let mut local = ids.next;
-            if !(1..super::PID_MAX).contains(&local) {
+            if !(1..max).contains(&local) {
                 local = 2;
             }
             ids.next = local + 1;

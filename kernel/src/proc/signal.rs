@@ -100,13 +100,67 @@ fn is_stop_signal(signo: u32) -> bool {
     matches!(signo, sig::SIGSTOP | sig::SIGTSTP | sig::SIGTTIN | sig::SIGTTOU)
 }
 
+/// Whether a user-sent signal was sent by the kernel on its own behalf
+/// (a fault, a timer, SIGCHLD, SIGPIPE, ...) rather than by kill, tkill or
+/// sigqueue: those carry SI_USER or a negative code.
+fn from_kernel(info: &Siginfo) -> bool {
+    info.si_code > 0
+}
+
+/// Linux's SIGNAL_UNKILLABLE rule: an init (the system's or a pid
+/// namespace's) drops every signal whose action is the default, SIGKILL
+/// and SIGSTOP included, unless the kernel itself sends SIGKILL or
+/// SIGSTOP (the OOM killer) or `force` says a process of an ancestor pid
+/// namespace did. A handler it installed runs.
+fn init_drops(p: &Process, info: &Siginfo, force: bool) -> bool {
+    let signo = info.si_signo as u32;
+    p.is_unkillable()
+        && p.signals.action(signo).handler == SIG_DFL
+        && !((force || from_kernel(info)) && matches!(signo, sig::SIGKILL | sig::SIGSTOP))
+}
+
+/// A user-sent signal from `sender` to a process of pid namespace
+/// `target_ns`: a sender the target cannot see (one in an ancestor
+/// namespace) shows as pid 0 and forces SIGKILL and SIGSTOP through to a
+/// namespace's init, as Linux's send_signal_locked does. Returns the
+/// signal as the target gets it and whether it is forced.
+fn from_sender(info: Siginfo, sender: &Process, target_ns: &super::pidns::PidNs) -> (Siginfo, bool) {
+    if info.si_code > 0 || target_ns.local(sender.pid).is_some() {
+        return (info, false);
+    }
+    let mut info = info;
+    // si_pid: the union's first four bytes.
+    info.fields[0..4].copy_from_slice(&0i32.to_le_bytes());
+    (info, true)
+}
+
 /// Sends a signal to a process (kill).
 pub fn send_to_process(p: &Arc<Process>, info: Siginfo) {
+    deliver_to_process(p, info, false);
+}
+
+/// Sends a user's signal (kill, sigqueue) from `sender` to a process.
+pub fn send_from(sender: &Process, p: &Arc<Process>, info: Siginfo) {
+    let (info, force) = from_sender(info, sender, &p.pid_ns);
+    deliver_to_process(p, info, force);
+}
+
+/// Sends a user's signal (tkill, tgkill, rt_tgsigqueueinfo) from
+/// `sender` to one thread.
+pub fn send_to_task_from(sender: &Process, t: &Arc<Task>, info: Siginfo) {
+    let (info, force) = from_sender(info, sender, &t.process.pid_ns);
+    deliver_to_task(t, info, force);
+}
+
+fn deliver_to_process(p: &Arc<Process>, info: Siginfo, force: bool) {
     let signo = info.si_signo as u32;
     if signo == 0 {
         return;
     }
     if p.state.lock().zombie {
+        return;
+    }
+    if init_drops(p, &info, force) {
         return;
     }
     if signo == sig::SIGKILL {
@@ -140,18 +194,25 @@ pub fn send_to_process(p: &Arc<Process>, info: Siginfo) {
     }
 }
 
-/// Sends a signal to one thread (tgkill, tkill).
+/// Sends a signal to one thread.
 pub fn send_to_task(t: &Arc<Task>, info: Siginfo) {
+    deliver_to_task(t, info, false);
+}
+
+fn deliver_to_task(t: &Arc<Task>, info: Siginfo, force: bool) {
     let signo = info.si_signo as u32;
     if signo == 0 {
         return;
     }
     if matches!(signo, sig::SIGKILL | sig::SIGCONT) || is_stop_signal(signo) {
         // Process-wide in effect.
-        send_to_process(&t.process, info);
+        deliver_to_process(&t.process, info, force);
         return;
     }
     if is_ignored(&t.process, signo) && !t.sigmask.lock().contains(signo) {
+        return;
+    }
+    if init_drops(&t.process, &info, force) {
         return;
     }
     t.pending.lock().add(info);
@@ -187,6 +248,10 @@ pub fn force_fault_signal(t: &Arc<Task>, info: Siginfo) {
         let blocked = t.sigmask.lock().contains(signo);
         if blocked || actions[signo as usize].handler == SIG_IGN {
             actions[signo as usize].handler = SIG_DFL;
+        }
+        // A fault init cannot handle kills it, as on Linux.
+        if actions[signo as usize].handler == SIG_DFL {
+            t.process.unkillable.store(false, core::sync::atomic::Ordering::Relaxed);
         }
     }
     t.sigmask.lock().remove(signo);
@@ -338,6 +403,11 @@ fn handle_attention(t: &Arc<Task>, ctx: &mut UserContext) -> Flow {
             continue;
         }
         if action.handler == SIG_DFL {
+            // Init drops a default-action signal that was blocked when it
+            // came and got through only now (Linux's get_signal does too).
+            if t.process.is_unkillable() && !matches!(signo, sig::SIGKILL | sig::SIGSTOP) {
+                continue;
+            }
             match sig::default_action(signo) {
                 DefaultAction::Ignore | DefaultAction::Continue => continue,
                 DefaultAction::Stop => {
@@ -349,7 +419,7 @@ fn handle_attention(t: &Arc<Task>, ctx: &mut UserContext) -> Flow {
                     continue;
                 }
                 DefaultAction::CoreDump => {
-                    group_exit(&t.process, ExitKind::Signaled { sig: signo, core: true });
+                    core_dump_exit(t, ctx, &info);
                     continue;
                 }
             }
@@ -357,13 +427,35 @@ fn handle_attention(t: &Arc<Task>, ctx: &mut UserContext) -> Flow {
         finish_restart(t, ctx, Some(&action));
         if deliver(t, ctx, &info, &action).is_err() {
             // The stack is unusable: die of SIGSEGV, as Linux does.
-            group_exit(&t.process, ExitKind::Signaled { sig: sig::SIGSEGV, core: true });
+            core_dump_exit(t, ctx, &Siginfo::fault(sig::SIGSEGV, sig::SI_KERNEL, 0));
             continue;
         }
         if let Some(kt) = t.kthread.get() {
             kt.set_interrupt(false);
         }
         return Flow::Continue;
+    }
+}
+
+/// A core-dumping signal's default action: the other threads are told to
+/// exit first (Linux's coredump_wait), the dump is written, and the exit
+/// status has the core bit only if it was (`coredump`).
+fn core_dump_exit(t: &Arc<Task>, ctx: &mut UserContext, info: &Siginfo) {
+    let signo = info.si_signo as u32;
+    let first = {
+        let mut st = t.process.state.lock();
+        let first = st.exiting.is_none();
+        if first {
+            st.exiting = Some(ExitKind::Signaled { sig: signo, core: false });
+        }
+        first
+    };
+    if !first {
+        return; // someone else's exit (or dump) came first
+    }
+    group_exit(&t.process, ExitKind::Signaled { sig: signo, core: false });
+    if super::coredump::dump(t, ctx, info) {
+        t.process.state.lock().exiting = Some(ExitKind::Signaled { sig: signo, core: true });
     }
 }
 
@@ -471,8 +563,10 @@ fn deliver(t: &Arc<Task>, ctx: &mut UserContext, info: &Siginfo, action: &SigAct
     }
     *t.sigmask.lock() = new_mask.without_unblockable();
     if action.flags & sig::SA_RESETHAND != 0 {
+        // Only the handler goes back to SIG_DFL: the flags (SA_SIGINFO,
+        // SA_RESETHAND itself...), mask and restorer stay, as on Linux.
         let actions = t.process.signals.actions.lock().clone();
-        actions.lock()[signo as usize] = SigAction::default();
+        actions.lock()[signo as usize].handler = SIG_DFL;
     }
 
     ctx.regs.rsp = frame;

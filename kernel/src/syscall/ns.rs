@@ -1,7 +1,7 @@
-//! Namespaces: unshare, setns, and the UTS names (sethostname,
-//! setdomainname). The namespaces themselves are `proc::ns`.
+//! Namespaces: unshare and setns. The namespaces themselves are
+//! `proc::ns`; sethostname and setdomainname (`ident`) change the
+//! caller's UTS namespace through `uts`.
 
-use alloc::string::String;
 use alloc::sync::Arc;
 
 use linux_abi::consts as c;
@@ -9,7 +9,7 @@ use linux_abi::errno::Errno;
 
 use super::{SysResult, SyscallContext};
 use crate::fs::nsfs::NsInode;
-use crate::proc::ns::{self, NsRef, UTS_NAME_MAX};
+use crate::proc::ns::{self, NsRef};
 
 /// The flags unshare(2) knows (Linux's check_unshare_flags).
 const UNSHARE_KNOWN: u64 =
@@ -101,32 +101,5 @@ pub fn sys_setns(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         // Entering a mount namespace moves the caller to its root.
         *p.cwd.lock() = crate::fs::dentry::root();
     }
-    Ok(0)
-}
-
-fn read_uts_name(ctx: &SyscallContext, ptr: u64, len: u64) -> Result<String, Errno> {
-    if !ns::has_cap_sys_admin(&ctx.cred()) {
-        return Err(Errno::EPERM);
-    }
-    let len = len as i64;
-    if !(0..=UTS_NAME_MAX as i64).contains(&len) {
-        return Err(Errno::EINVAL);
-    }
-    let mut buf = [0u8; UTS_NAME_MAX];
-    ctx.copy_from_user(ptr, &mut buf[..len as usize])?;
-    Ok(String::from_utf8_lossy(&buf[..len as usize]).into_owned())
-}
-
-pub fn sys_sethostname(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    let name = read_uts_name(ctx, a[0], a[1])?;
-    let uts = ctx.process().ns.lock().uts.clone();
-    uts.names.lock().hostname = name;
-    Ok(0)
-}
-
-pub fn sys_setdomainname(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    let name = read_uts_name(ctx, a[0], a[1])?;
-    let uts = ctx.process().ns.lock().uts.clone();
-    uts.names.lock().domainname = name;
     Ok(0)
 }

@@ -35,7 +35,24 @@ pub fn sys_rt_sigaction(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         if matches!(signo, sig::SIGKILL | sig::SIGSTOP) {
             return Err(Errno::EINVAL);
         }
-        Some(SigAction { handler: k.handler, flags: k.flags, restorer: k.restorer, mask: k.mask.without_unblockable() })
+        // Unknown flag bits are dropped, so a program can tell which ones
+        // this kernel knows (Linux 5.11's UAPI_SA_FLAGS; SA_UNSUPPORTED is
+        // the bit meant to come back clear).
+        let known = sig::SA_NOCLDSTOP
+            | sig::SA_NOCLDWAIT
+            | sig::SA_SIGINFO
+            | sig::SA_EXPOSE_TAGBITS
+            | sig::SA_RESTORER
+            | sig::SA_ONSTACK
+            | sig::SA_RESTART
+            | sig::SA_NODEFER
+            | sig::SA_RESETHAND;
+        Some(SigAction {
+            handler: k.handler,
+            flags: k.flags & known,
+            restorer: k.restorer,
+            mask: k.mask.without_unblockable(),
+        })
     } else {
         None
     };
@@ -144,15 +161,30 @@ pub fn sys_kill(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     }
     let info = user_info(ctx, signo, sig::SI_USER);
     if pid > 0 {
-        let p = proc::find_process_seen_by(ctx.process(), pid).ok_or(Errno::ESRCH)?;
-        may_signal_process(ctx, &p, signo)?;
-        if p.state.lock().zombie {
-            return Ok(0);
-        }
-        psig::send_to_process(&p, info);
+        // Any thread id names its whole process, as on Linux; the
+        // permission check asks the named thread's credentials.
+        let (p, tcred) = match proc::find_process_seen_by(ctx.process(), pid) {
+            Some(p) => {
+                let cred = p.cred();
+                (p, cred)
+            }
+            None => {
+                let t = proc::find_task_seen_by(ctx.process(), pid).ok_or(Errno::ESRCH)?;
+                (t.process.clone(), Some(t.cred()))
+            }
+        };
+        may_signal(ctx, &p, tcred, signo)?;
+        psig::send_from(ctx.process(), &p, info);
         return Ok(0);
     }
+    if pid == i32::MIN {
+        // -INT_MIN names no group (Linux checks this first).
+        return Err(Errno::ESRCH);
+    }
     let me = ctx.process().pid;
+    // kill(-1) skips init and the caller; a group's zombies still count as
+    // members (the signal is then dropped), so only a group with no
+    // member at all is ESRCH.
     let targets: alloc::vec::Vec<_> = match pid {
         0 => {
             let pgid = ctx.process().pgid.load(Ordering::Relaxed);
@@ -171,18 +203,17 @@ pub fn sys_kill(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
             proc::all_processes().into_iter().filter(|p| p.pgid.load(Ordering::Relaxed) == pgid).collect()
         }
     };
-    let live: alloc::vec::Vec<_> = targets.into_iter().filter(|p| !p.state.lock().zombie).collect();
-    if live.is_empty() {
+    if targets.is_empty() {
         return Err(Errno::ESRCH);
     }
     // kill(-1) succeeds when only permission stopped it; a process group
     // succeeds when one member got the signal, else gives the last error.
     let mut sent = false;
     let mut last = Ok(0);
-    for p in &live {
+    for p in &targets {
         match may_signal_process(ctx, p, signo) {
             Ok(_) => {
-                psig::send_to_process(p, info);
+                psig::send_from(ctx.process(), p, info);
                 sent = true;
             }
             Err(e) => last = Err(e),
@@ -200,7 +231,7 @@ fn signal_task(ctx: &SyscallContext, t: &Arc<Task>, signo: u32) -> SysResult {
     if signo == 0 {
         return Ok(0);
     }
-    psig::send_to_task(t, user_info(ctx, signo, sig::SI_TKILL));
+    psig::send_to_task_from(ctx.process(), t, user_info(ctx, signo, sig::SI_TKILL));
     Ok(0)
 }
 
@@ -301,7 +332,7 @@ pub fn sys_rt_sigqueueinfo(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult 
     let p = proc::find_process_seen_by(ctx.process(), pid).ok_or(Errno::ESRCH)?;
     check_queue_code(ctx, &info, p.pid)?;
     may_signal_process(ctx, &p, signo)?;
-    psig::send_to_process(&p, info);
+    psig::send_from(ctx.process(), &p, info);
     Ok(0)
 }
 
@@ -315,7 +346,7 @@ pub fn sys_rt_tgsigqueueinfo(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResul
     let t = proc::find_task_seen_by(ctx.process(), tid).filter(|t| t.process.pid == tgid).ok_or(Errno::ESRCH)?;
     check_queue_code(ctx, &info, tgid)?;
     may_signal(ctx, &t.process, Some(t.cred()), signo)?;
-    psig::send_to_task(&t, info);
+    psig::send_to_task_from(ctx.process(), &t, info);
     Ok(0)
 }
 
