@@ -1,30 +1,37 @@
 //! Files: the VFS (inodes, the dentry cache, mounts, path walk), the file
 //! systems (tmpfs for / and /tmp, devfs nodes, procfs, a minimal sysfs),
 //! pipes, the console terminal, open file descriptions and fd tables,
-//! and advisory locks (record, OFD, flock) and leases.
+//! advisory locks (record, OFD, flock) and leases, and the event files
+//! (epoll, eventfd, timerfd, inotify with its VFS hooks in `notify`).
 
 pub mod dentry;
 pub mod devfs;
 pub mod devpts;
+pub mod epoll;
+pub mod eventfd;
 pub mod fasync;
 pub mod fdtable;
 pub mod file;
 pub mod fown;
 pub mod initramfs;
 pub mod inode;
+pub mod inotify;
 pub mod ldisc;
 pub mod lease;
 pub mod lock;
 pub mod meminfo;
+pub mod notify;
 pub mod nsfs;
 pub mod pagestore;
 pub mod perm;
 pub mod pipe;
 pub mod procfs;
 pub mod pty;
+pub mod timerfd;
 pub mod tmpfs;
 pub mod truncate;
 pub mod tty;
+pub mod ucounts;
 pub mod writecount;
 
 use alloc::sync::Arc;

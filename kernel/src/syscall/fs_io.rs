@@ -100,6 +100,11 @@ fn read_into_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at: 
     }
     let len = len.min(MAX_RW);
     if len == 0 {
+        // Files with rules of their own still see empty reads (an eventfd
+        // refuses them), as they see empty writes.
+        if f.ops.anon_name().is_some() {
+            return f.ops.read_at(0, &mut [], f.nonblocking()).map(|n| n as u64);
+        }
         return Ok(0);
     }
     if let Some(sink) = f.io.sink {
@@ -128,6 +133,9 @@ fn read_into_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at: 
         if n < want || f.io.partial_reads {
             break;
         }
+    }
+    if done > 0 {
+        crate::fs::notify::accessed(f);
     }
     Ok(done as u64)
 }
@@ -243,6 +251,9 @@ fn write_from_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at:
         if written < n {
             break;
         }
+    }
+    if done > 0 {
+        crate::fs::notify::modified(f);
     }
     Ok(done as u64)
 }
@@ -419,6 +430,7 @@ pub fn do_open(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, flags: u32, mode
                 let umask = ctx.process().umask.load(Ordering::Relaxed);
                 let (mode, owner) = perm::new_inode(&cred, &dir, S_IFREG | (mode & 0o7777 & !umask));
                 dir.inode().create(&name, mode, 0, owner)?;
+                crate::fs::notify::created(&dir, &name, false);
                 created = true;
                 dir.child(&name)?
             }
@@ -495,8 +507,13 @@ pub fn do_open(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, flags: u32, mode
             | c::O_LARGEFILE
             | c::O_NOATIME
             | 0o4000000);
-    let f = OpenFile::with_dentry(ops, status, dentry);
-    install(ctx, f, flags & c::O_CLOEXEC != 0)
+    let f = OpenFile::with_dentry(ops, status, dentry.clone());
+    let fd = install(ctx, f, flags & c::O_CLOEXEC != 0)?;
+    crate::fs::notify::changed(&dentry, c::IN_OPEN);
+    if flags & c::O_TRUNC != 0 && kind == FileType::Regular && !created {
+        crate::fs::notify::changed(&dentry, c::IN_MODIFY);
+    }
+    Ok(fd)
 }
 
 pub fn sys_open(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
