@@ -9,7 +9,8 @@
  * fresh /proc shows only the namespace, NSpid from outside, the
  * namespace's init dying takes the rest with it, no entry after that,
  * setns into a child namespace and back, its init drops a SIGKILL from
- * inside and dies of one from outside); namespace types Kiln may not
+ * inside and dies of one from outside, a terminal's TIOCGSID/TIOCGPGRP/
+ * TIOCSPGRP in the namespace's ids); namespace types Kiln may not
  * have (IPC, network, user, time, cgroup): either a real new namespace
  * or Linux's EINVAL for a type it was built without.
  *
@@ -21,6 +22,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -327,6 +329,18 @@ static int pid_init(pid_t outside)
     n = readlink("/proc/1/exe", link, sizeof link - 1);
     if (n <= 0)
         bad |= 2048;
+    /* A terminal's session and foreground group in the namespace's ids. */
+    int m = posix_openpt(O_RDWR | O_NOCTTY);
+    int sid = -1, fg = -1, one = 1;
+    if (m < 0 || grantpt(m) != 0 || unlockpt(m) != 0 || setsid() != 1)
+        bad |= 4096;
+    int s = m >= 0 ? open(ptsname(m), O_RDWR) : -1;
+    if (s < 0 || ioctl(s, TIOCGSID, &sid) != 0 || ioctl(s, TIOCGPGRP, &fg) != 0 || sid != 1 || fg != 1)
+        bad |= 8192;
+    if (s < 0 || ioctl(s, TIOCSPGRP, &one) != 0 || ioctl(m, TIOCGPGRP, &fg) != 0 || fg != 1)
+        bad |= 16384;
+    close(s);
+    close(m);
     return bad;
 }
 

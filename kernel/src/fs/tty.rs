@@ -65,6 +65,19 @@ pub trait Sessions: Send + Sync {
     fn caller_fs_ids(&self) -> (u32, u32);
     /// Whether the caller has CAP_SYS_ADMIN (stealing a terminal).
     fn caller_is_admin(&self) -> bool;
+    /// A process or group id as the caller's pid namespace has it (0
+    /// when it cannot see it).
+    fn seen_by_caller(&self, global: i32) -> i32;
+    /// The global id the caller means by `local` (None: nobody).
+    fn global_of(&self, local: i32) -> Option<i32>;
+}
+
+/// An id the terminal keeps, for the caller (TIOCGPGRP, TIOCGSID).
+fn seen_by_caller(global: i32) -> i32 {
+    match sessions() {
+        Some(s) if global > 0 => s.seen_by_caller(global),
+        _ => global,
+    }
 }
 
 static SESSIONS: Once<&'static dyn Sessions> = Once::new();
@@ -462,7 +475,7 @@ impl Tty {
                 if !own() {
                     return Err(Errno::ENOTTY);
                 }
-                uaccess::write_u32(vm, arg, self.foreground() as u32)?;
+                uaccess::write_u32(vm, arg, seen_by_caller(self.foreground()) as u32)?;
                 Ok(0)
             }
             c::TIOCSPGRP => self.set_foreground(vm, arg, via_master),
@@ -470,7 +483,7 @@ impl Tty {
                 if !own() || self.session() == 0 {
                     return Err(Errno::ENOTTY);
                 }
-                uaccess::write_u32(vm, arg, self.session() as u32)?;
+                uaccess::write_u32(vm, arg, seen_by_caller(self.session()) as u32)?;
                 Ok(0)
             }
             c::TIOCSCTTY => self.set_controlling(arg),
@@ -520,6 +533,7 @@ impl Tty {
         if pgid < 0 {
             return Err(Errno::EINVAL);
         }
+        let pgid = s.global_of(pgid).ok_or(Errno::ESRCH)?;
         match s.group_in_session(pgid, caller.sid) {
             None => return Err(Errno::ESRCH),
             Some(false) => return Err(Errno::EPERM),

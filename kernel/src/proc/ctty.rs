@@ -23,6 +23,17 @@ pub fn init() {
 }
 
 impl Sessions for ProcessSessions {
+    fn seen_by_caller(&self, global: i32) -> i32 {
+        super::current_task().map_or(global, |t| t.process.pid_ns.local_or_zero(global))
+    }
+
+    fn global_of(&self, local: i32) -> Option<i32> {
+        match super::current_task() {
+            Some(t) => t.process.pid_ns.global(local),
+            None => Some(local),
+        }
+    }
+
     fn caller(&self) -> Option<Caller> {
         let t = super::current_task()?;
         let p = &t.process;
