@@ -10,7 +10,7 @@
  * namespace's init dying takes the rest with it, no entry after that,
  * setns into a child namespace and back, its init drops a SIGKILL from
  * inside and dies of one from outside, a terminal's TIOCGSID/TIOCGPGRP/
- * TIOCSPGRP in the namespace's ids); namespace types Kiln may not
+ * TIOCSPGRP and SO_PEERCRED in the namespace's ids); namespace types Kiln may not
  * have (IPC, network, user, time, cgroup): either a real new namespace
  * or Linux's EINVAL for a type it was built without.
  *
@@ -24,6 +24,7 @@
 #include <fcntl.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 
@@ -341,6 +342,15 @@ static int pid_init(pid_t outside)
         bad |= 16384;
     close(s);
     close(m);
+    /* SO_PEERCRED names the peer in our namespace's ids. */
+    int sv[2];
+    struct ucred uc = {0};
+    socklen_t ul = sizeof uc;
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0 || getsockopt(sv[0], SOL_SOCKET, SO_PEERCRED, &uc, &ul) != 0 ||
+        uc.pid != 1)
+        bad |= 32768;
+    close(sv[0]);
+    close(sv[1]);
     return bad;
 }
 
