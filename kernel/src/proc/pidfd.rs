@@ -80,8 +80,12 @@ impl FileOps for PidFd {
     }
 
     fn fdinfo(&self, out: &mut dyn Write) -> core::fmt::Result {
-        let pid = if self.process().is_some() { self.pid() } else { -1 };
-        // One pid namespace: NSpid has the one level.
+        // As the reader's pid namespace sees it (0: outside it); -1 once
+        // reaped.
+        let pid = match self.process() {
+            Some(_) => super::current_task().map_or(self.pid(), |t| t.process.pid_ns.local_or_zero(self.pid())),
+            None => -1,
+        };
         write!(out, "Pid:\t{pid}\nNSpid:\t{pid}\n")
     }
 

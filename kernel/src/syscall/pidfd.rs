@@ -41,9 +41,9 @@ pub fn sys_pidfd_open(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if flags & !PIDFD_NONBLOCK != 0 || pid <= 0 {
         return Err(Errno::EINVAL);
     }
-    let Some(p) = proc::find_process(pid) else {
+    let Some(p) = proc::find_process_seen_by(ctx.process(), pid) else {
         // An id in use by a thread that leads no group.
-        return Err(if proc::find_task(pid).is_some() { Errno::ENOENT } else { Errno::ESRCH });
+        return Err(if proc::find_task_seen_by(ctx.process(), pid).is_some() { Errno::ENOENT } else { Errno::ESRCH });
     };
     Ok(install(ctx, &p, flags & PIDFD_NONBLOCK != 0)? as u64)
 }
@@ -108,7 +108,7 @@ pub fn sys_pidfd_send_signal(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResul
             super::signal::may_signal_process(ctx, &p, signo)?;
             if signo != 0 {
                 // A zombie takes the signal silently, as kill does.
-                proc::signal::send_to_process(&p, info);
+                proc::signal::send_from(ctx.process(), &p, info);
             }
             Ok(0)
         }

@@ -114,7 +114,7 @@ fn process_vm(ctx: &mut SyscallContext, a: &[u64; 6], write: bool) -> SysResult 
     if remote.iter().all(|r| r.iov_len == 0) {
         return Ok(0);
     }
-    let task = if pid > 0 { crate::proc::find_task(pid) } else { None }.ok_or(Errno::ESRCH)?;
+    let task = if pid > 0 { crate::proc::find_task_seen_by(ctx.process(), pid) } else { None }.ok_or(Errno::ESRCH)?;
     let target = task.process.vm().map_err(|_| Errno::ESRCH)?;
     let own = ctx.vm()?;
     if !Arc::ptr_eq(&target, &own) {
