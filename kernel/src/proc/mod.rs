@@ -10,13 +10,18 @@
 
 pub mod coredump;
 pub mod cputime;
+pub mod ctty;
 pub mod exec;
 pub mod exit;
 pub mod futex;
 pub mod init;
+pub mod ns;
 pub mod oom;
+pub mod pidfd;
+pub mod pidns;
 pub mod ptrace;
 pub mod robust;
+pub mod rseq;
 pub mod seccomp;
 pub mod sigio;
 pub mod signal;
@@ -146,6 +151,12 @@ pub struct Process {
     pub cpu_timer_armed: core::sync::atomic::AtomicBool,
     /// Set in a vfork child until it execs or exits.
     pub vfork_done: SpinLock<Option<Arc<wait::VforkDone>>>,
+    /// The controlling terminal (see `ctty`).
+    pub ctty: SpinLock<Option<Arc<crate::fs::tty::Tty>>>,
+    /// The pid namespace its id belongs to (fixed for its life).
+    pub pid_ns: Arc<pidns::PidNs>,
+    /// Its namespaces (see `ns`).
+    pub ns: SpinLock<Arc<ns::Namespaces>>,
     /// PR_GET_DUMPABLE: 1 normally, `suid_dumpable()` after a change of
     /// credentials or an exec that changed ids (Linux keeps it on the mm;
     /// it decides who owns /proc/<pid>).
@@ -160,6 +171,12 @@ pub struct Process {
     /// The program file this process runs, kept from being written
     /// (ETXTBSY) until the process execs another or exits.
     pub exe_file: SpinLock<Option<crate::fs::writecount::DenyWrite>>,
+    /// Told when the last thread exits: pidfds poll it (Linux's
+    /// `pid->wait_pidfd`).
+    pub pidfd_wait: crate::event::Pollee,
+    /// The address space's rseq concurrency ids, made at the first
+    /// registration (shared with CLONE_VM children, dropped by exec).
+    pub mm_cids: SpinLock<Option<Arc<rseq::MmCids>>>,
     /// The threads this process traces (ptrace), and its personality.
     pub tracer: ptrace::TracerState,
 }
@@ -273,7 +290,10 @@ pub(crate) fn register_process(p: &Arc<Process>) {
 }
 
 pub(crate) fn unregister_process(pid: Pid) {
-    PROCESSES.lock().remove(&pid);
+    let gone = PROCESSES.lock().remove(&pid).and_then(|w| w.upgrade());
+    if let Some(p) = gone {
+        pidns::release(&p.pid_ns, pid);
+    }
 }
 
 pub(crate) fn register_task(t: &Arc<Task>) {
@@ -281,7 +301,23 @@ pub(crate) fn register_task(t: &Arc<Task>) {
 }
 
 pub(crate) fn unregister_task(tid: Pid) {
-    TASKS.lock().remove(&tid);
+    let gone = TASKS.lock().remove(&tid).and_then(|w| w.upgrade());
+    // A leader's id stays with its process until the process is reaped.
+    if let Some(t) = gone {
+        if t.process.pid != tid {
+            pidns::release(&t.process.pid_ns, tid);
+        }
+    }
+}
+
+/// The process `viewer` calls `pid` (ESRCH when it sees none by that id).
+pub fn find_process_seen_by(viewer: &Process, pid: Pid) -> Option<Arc<Process>> {
+    find_process(viewer.pid_ns.global(pid)?)
+}
+
+/// The thread `viewer` calls `tid`.
+pub fn find_task_seen_by(viewer: &Process, tid: Pid) -> Option<Arc<Task>> {
+    find_task(viewer.pid_ns.global(tid)?)
 }
 
 /// Every live process (for kill(-1), process groups, ps).
@@ -370,10 +406,15 @@ impl Process {
             cpu_watch: SpinLock::new(Vec::new()),
             cpu_timer_armed: core::sync::atomic::AtomicBool::new(false),
             vfork_done: SpinLock::new(None),
+            ctty: SpinLock::new(None),
+            pid_ns: pidns::initial(),
+            ns: SpinLock::new(ns::initial()),
             dumpable: core::sync::atomic::AtomicU8::new(1),
             exited_leader_cred: SpinLock::new(None),
             unkillable: core::sync::atomic::AtomicBool::new(pid == 1),
             exe_file: SpinLock::new(None),
+            pidfd_wait: crate::event::Pollee::new(),
+            mm_cids: SpinLock::new(None),
             tracer: ptrace::TracerState::default(),
         }
     }

@@ -20,12 +20,16 @@ mod kcmp;
 mod lock;
 mod mem;
 mod membarrier;
+mod ns;
 mod memfd;
 mod mqueue;
 mod numa;
+mod pidfd;
 mod poll;
 mod process;
 mod ptrace;
+mod process_vm;
+mod rseq;
 mod sched;
 mod seccomp;
 mod signal;
@@ -288,6 +292,8 @@ syscall_table! {
     MEMBARRIER => membarrier::sys_membarrier,
     KCMP => kcmp::sys_kcmp,
     PSELECT6 => poll::sys_pselect6,
+    UNSHARE => ns::sys_unshare,
+    SETNS => ns::sys_setns,
     MEMFD_CREATE => memfd::sys_memfd_create,
     MSGGET => ipc::sys_msgget,
     MSGSND => ipc::sys_msgsnd,
@@ -343,6 +349,12 @@ syscall_table! {
     INOTIFY_INIT1 => inotify::sys_inotify_init1,
     INOTIFY_ADD_WATCH => inotify::sys_inotify_add_watch,
     INOTIFY_RM_WATCH => inotify::sys_inotify_rm_watch,
+    PIDFD_OPEN => pidfd::sys_pidfd_open,
+    PIDFD_SEND_SIGNAL => pidfd::sys_pidfd_send_signal,
+    PIDFD_GETFD => pidfd::sys_pidfd_getfd,
+    PROCESS_VM_READV => process_vm::sys_process_vm_readv,
+    PROCESS_VM_WRITEV => process_vm::sys_process_vm_writev,
+    RSEQ => rseq::sys_rseq,
     SECCOMP => seccomp::sys_seccomp,
     IOPRIO_SET => sched::sys_ioprio_set,
     IOPRIO_GET => sched::sys_ioprio_get,

@@ -5,7 +5,7 @@
 //! `version`, `locks` and `sys/` (the sysctl table, `sys.rs`), and the
 //! read-only files other subsystems `register` (/proc/sysvipc). Each
 //! process directory's files are in `pid.rs`; it also has `fd/`, `task/`,
-//! `exe`, `cwd` and `root`.
+//! `fdinfo/`, `exe`, `cwd` and `root`.
 
 mod pid;
 pub mod sys;
@@ -48,6 +48,10 @@ enum Node {
     PidLink(Pid, &'static str),
     FdDir(Pid),
     FdLink(Pid, i32),
+    FdInfoDir(Pid),
+    FdInfo(Pid, i32),
+    NsDir(Pid),
+    NsLink(Pid, &'static str),
     /// A registered file or directory, by its path below /proc.
     Extra(&'static str),
 }
@@ -164,12 +168,35 @@ fn ino_of(n: Node) -> u64 {
         Node::PidLink(p, f) => ((p as u64) << 16) | (100 + PID_LINKS.iter().position(|x| *x == f).unwrap_or(0) as u64),
         Node::FdDir(p) => ((p as u64) << 16) | 200,
         Node::FdLink(p, fd) => ((p as u64) << 16) | (1000 + fd as u64),
+        Node::FdInfoDir(p) => ((p as u64) << 16) | 201,
+        Node::FdInfo(p, fd) => ((p as u64) << 16) | (3000 + fd as u64),
+        Node::NsDir(p) => ((p as u64) << 16) | 400,
+        Node::NsLink(p, n) => ((p as u64) << 16) | (410 + proc::ns::NS_LINKS.iter().position(|x| *x == n).unwrap_or(0) as u64),
         Node::Extra(path) => extra_ino(path),
     }
 }
 
+/// The pid namespace whose ids /proc shows: the reader's (Linux uses the
+/// one /proc was mounted from; the two agree unless a process reads a
+/// /proc mounted outside its namespace).
+fn viewer_ns() -> Arc<proc::pidns::PidNs> {
+    proc::current_task().map_or_else(proc::pidns::initial, |t| t.process.pid_ns.clone())
+}
+
+/// The process the reader calls `pid`.
 fn process(pid: Pid) -> Result<Arc<Process>, Errno> {
-    proc::find_process(pid).ok_or(Errno::ENOENT)
+    proc::find_process(viewer_ns().global(pid).ok_or(Errno::ENOENT)?).ok_or(Errno::ENOENT)
+}
+
+/// The thread of `p` the reader calls `tid`.
+fn thread(p: &Process, tid: Pid) -> Option<Arc<proc::Task>> {
+    let global = viewer_ns().global(tid)?;
+    p.tasks.lock().iter().find(|t| t.tid() == global).cloned()
+}
+
+/// A global id as the reader sees it.
+fn seen(global: Pid) -> Pid {
+    viewer_ns().local_or_zero(global)
 }
 
 impl ProcInode {
@@ -179,11 +206,16 @@ impl ProcInode {
             | Node::SysDir(_)
             | Node::PidDir(_)
             | Node::FdDir(_)
+            | Node::FdInfoDir(_)
             | Node::TaskDir(_)
+            | Node::NsDir(_)
             | Node::TaskEntry(..) => FileType::Directory,
-            Node::SelfLink | Node::ThreadSelfLink | Node::MountsLink | Node::PidLink(..) | Node::FdLink(..) => {
-                FileType::Symlink
-            }
+            Node::SelfLink
+            | Node::ThreadSelfLink
+            | Node::MountsLink
+            | Node::PidLink(..)
+            | Node::FdLink(..)
+            | Node::NsLink(..) => FileType::Symlink,
             Node::Extra(path) if !extra_is_file(path) => FileType::Directory,
             _ => FileType::Regular,
         }
@@ -196,9 +228,10 @@ impl ProcInode {
             Node::PidFile(_, "mem") => Err(Errno::EIO),
             Node::SysFile(row) => sys::row(row).map(sys::read).ok_or(Errno::ENOENT),
             Node::PidFile(pid, f) => pid_file(&process(pid)?, f),
+            Node::FdInfo(pid, fd) => pid::fdinfo(&process(pid)?, fd),
             Node::TaskFile(pid, tid, f) => {
                 let p = process(pid)?;
-                let t = p.tasks.lock().iter().find(|t| t.tid() == tid).cloned().ok_or(Errno::ENOENT)?;
+                let t = thread(&p, tid).ok_or(Errno::ENOENT)?;
                 Ok(if f == "stat" { pid::stat(&p, Some(&t)) } else { pid::status(&p, Some(&t)) })
             }
             Node::Extra(path) => extra_content(path).ok_or(Errno::EISDIR),
@@ -218,7 +251,11 @@ impl ProcInode {
             | Node::PidFile(p, _)
             | Node::PidLink(p, _)
             | Node::FdDir(p)
-            | Node::FdLink(p, _) => Some(p),
+            | Node::FdLink(p, _)
+            | Node::FdInfoDir(p)
+            | Node::FdInfo(p, _)
+            | Node::NsDir(p)
+            | Node::NsLink(p, _) => Some(p),
             _ => None,
         }
     }
@@ -228,7 +265,7 @@ impl ProcInode {
     /// directories belong to root while the process is not dumpable or
     /// has no memory left (Linux's task_dump_owner).
     fn owner(&self, public_dir: bool) -> (u32, u32) {
-        let Some(p) = self.pid().and_then(proc::find_process) else {
+        let Some(p) = self.pid().and_then(|pid| process(pid).ok()) else {
             return (0, 0);
         };
         if !public_dir && (p.dumpable.load(Ordering::Relaxed) != 1 || p.vm.lock().is_none()) {
@@ -236,8 +273,7 @@ impl ProcInode {
         }
         let cred = match self.node {
             Node::TaskEntry(_, tid) | Node::TaskFile(_, tid, _) => {
-                let thread = p.tasks.lock().iter().find(|t| t.tid() == tid).cloned();
-                thread.map(|t| t.cred()).or_else(|| p.cred())
+                thread(&p, tid).map(|t| t.cred()).or_else(|| p.cred())
             }
             _ => p.cred(),
         };
@@ -277,7 +313,7 @@ impl Inode for ProcInode {
     /// belongs to root while it is not dumpable (proc_fd_permission).
     fn grants_caller(&self, _mask: u32) -> bool {
         match self.node {
-            Node::FdDir(pid) => proc::current_task().is_some_and(|t| t.process.pid == pid),
+            Node::FdDir(pid) => proc::current_task().is_some_and(|t| seen(t.process.pid) == pid),
             _ => false,
         }
     }
@@ -345,7 +381,8 @@ impl Inode for ProcInode {
             }
             Node::TaskDir(pid) => {
                 let tid: Pid = name.parse().map_err(|_| Errno::ENOENT)?;
-                if !process(pid)?.tasks.lock().iter().any(|t| t.tid() == tid) {
+                let global = viewer_ns().global(tid).ok_or(Errno::ENOENT)?;
+                if !process(pid)?.tasks.lock().iter().any(|t| t.tid() == global) {
                     return Err(Errno::ENOENT);
                 }
                 Ok(node(Node::TaskEntry(pid, tid)))
@@ -367,15 +404,33 @@ impl Inode for ProcInode {
                 if name == "fd" {
                     return Ok(node(Node::FdDir(pid)));
                 }
+                if name == "fdinfo" {
+                    return Ok(node(Node::FdInfoDir(pid)));
+                }
                 if name == "task" {
                     return Ok(node(Node::TaskDir(pid)));
                 }
+                if name == "ns" {
+                    return Ok(node(Node::NsDir(pid)));
+                }
                 Err(Errno::ENOENT)
+            }
+            Node::NsDir(pid) => {
+                process(pid)?;
+                match proc::ns::NS_LINKS.iter().find(|n| **n == name) {
+                    Some(n) => Ok(node(Node::NsLink(pid, n))),
+                    None => Err(Errno::ENOENT),
+                }
             }
             Node::FdDir(pid) => {
                 let fd: i32 = name.parse().map_err(|_| Errno::ENOENT)?;
                 process(pid)?.files().lock().get(fd).map_err(|_| Errno::ENOENT)?;
                 Ok(node(Node::FdLink(pid, fd)))
+            }
+            Node::FdInfoDir(pid) => {
+                let fd: i32 = name.parse().map_err(|_| Errno::ENOENT)?;
+                process(pid)?.files().lock().get(fd).map_err(|_| Errno::ENOENT)?;
+                Ok(node(Node::FdInfo(pid, fd)))
             }
             _ if self.kind() == FileType::Directory => Err(Errno::ENOENT),
             _ => Err(Errno::ENOTDIR),
@@ -400,7 +455,12 @@ impl Inode for ProcInode {
                 for (name, n) in extra_entries("") {
                     push(name, n);
                 }
-                let mut pids: Vec<Pid> = proc::all_processes().iter().map(|p| p.pid).collect();
+                let ns = viewer_ns();
+                let mut pids: Vec<Pid> = proc::all_processes()
+                    .iter()
+                    .filter(|p| ns.contains(&p.pid_ns))
+                    .filter_map(|p| ns.local(p.pid))
+                    .collect();
                 pids.sort_unstable();
                 for pid in pids {
                     push(format!("{pid}"), Node::PidDir(pid));
@@ -429,7 +489,7 @@ impl Inode for ProcInode {
                 }
             }
             Node::TaskDir(pid) => {
-                let tids: Vec<Pid> = process(pid)?.tasks.lock().iter().map(|t| t.tid()).collect();
+                let tids: Vec<Pid> = process(pid)?.tasks.lock().iter().map(|t| seen(t.tid())).collect();
                 for tid in tids {
                     push(format!("{tid}"), Node::TaskEntry(pid, tid));
                 }
@@ -451,14 +511,23 @@ impl Inode for ProcInode {
                     push(l.to_string(), Node::PidLink(pid, l));
                 }
                 push("fd".to_string(), Node::FdDir(pid));
+                push("fdinfo".to_string(), Node::FdInfoDir(pid));
                 push("task".to_string(), Node::TaskDir(pid));
+                push("ns".to_string(), Node::NsDir(pid));
             }
-            Node::FdDir(pid) => {
+            Node::NsDir(pid) => {
+                process(pid)?;
+                for n in proc::ns::NS_LINKS {
+                    push(n.to_string(), Node::NsLink(pid, n));
+                }
+            }
+            Node::FdDir(pid) | Node::FdInfoDir(pid) => {
+                let info = matches!(self.node, Node::FdInfoDir(_));
                 let process = process(pid)?;
                 let table = process.files().lock();
                 for fd in 0..1024 {
                     if table.get(fd).is_ok() {
-                        push(format!("{fd}"), Node::FdLink(pid, fd));
+                        push(format!("{fd}"), if info { Node::FdInfo(pid, fd) } else { Node::FdLink(pid, fd) });
                     }
                 }
             }
@@ -471,11 +540,15 @@ impl Inode for ProcInode {
         match self.node {
             Node::SelfLink => {
                 let t = proc::current_task().ok_or(Errno::ENOENT)?;
-                Ok(format!("{}", t.process.pid))
+                Ok(format!("{}", seen(t.process.pid)))
             }
             Node::ThreadSelfLink => {
                 let t = proc::current_task().ok_or(Errno::ENOENT)?;
-                Ok(format!("{}/task/{}", t.process.pid, t.tid()))
+                Ok(format!("{}/task/{}", seen(t.process.pid), seen(t.tid())))
+            }
+            Node::NsLink(pid, name) => {
+                let ns = proc::ns::of_process(&*process(pid)?, name).ok_or(Errno::ENOENT)?;
+                Ok(format!("{}:[{}]", name.trim_end_matches("_for_children"), ns.inum()))
             }
             Node::MountsLink => Ok(String::from("self/mounts")),
             Node::PidLink(pid, "exe") => Ok(process(pid)?.exe.lock().clone()),
@@ -494,6 +567,9 @@ impl Inode for ProcInode {
     }
 
     fn magic_link(&self) -> Option<Result<Arc<super::dentry::Dentry>, Errno>> {
+        if let Node::NsLink(pid, name) = self.node {
+            return Some(ns_file(pid, name));
+        }
         let Node::FdLink(pid, fd) = self.node else {
             return None;
         };
@@ -534,6 +610,17 @@ impl Inode for ProcInode {
         }
         Some(self.content().map(|s| Arc::new(SnapshotFile::new(s.into_bytes(), S_IFREG | 0o444)) as Arc<dyn FileOps>))
     }
+}
+
+/// What /proc/<pid>/ns/<name> leads to: the namespace's nsfs file.
+fn ns_file(pid: Pid, name: &'static str) -> Result<Arc<super::dentry::Dentry>, Errno> {
+    let ns = proc::ns::of_process(&*process(pid)?, name).ok_or(Errno::ENOENT)?;
+    let inode = super::nsfs::NsInode {
+        kind: name.trim_end_matches("_for_children"),
+        inum: ns.inum(),
+        target: Arc::try_new(ns).map_err(|_| Errno::ENOMEM)?,
+    };
+    Ok(super::dentry::anonymous(Arc::try_new(inode).map_err(|_| Errno::ENOMEM)?))
 }
 
 /// Opens a sysctl file. Its mode binds root too (Linux's sysctl_perm):
@@ -580,6 +667,9 @@ impl FileOps for SysctlFile {
 
 /// What /proc/<pid>/fd/<n> points at.
 fn describe_file(f: &super::OpenFile) -> String {
+    if let Some(ns) = f.ops.inode().and_then(|i| i.as_any().downcast_ref::<super::nsfs::NsInode>()) {
+        return format!("{}:[{}]", ns.kind, ns.inum);
+    }
     if let Some(d) = &f.dentry {
         return d.path();
     }
@@ -592,6 +682,17 @@ fn describe_file(f: &super::OpenFile) -> String {
         super::inode::S_IFCHR => String::from("/dev/console"),
         super::inode::S_IFSOCK => format!("socket:[{}]", f.ops.ino().unwrap_or(0)),
         _ => String::from("anon_inode:[unknown]"),
+    }
+}
+
+/// The process a /proc/<pid> directory names (Linux's
+/// `tgid_pidfd_to_pid`: pidfd_send_signal takes such a directory's
+/// descriptor as a pidfd). None for anything else, /proc/<pid>/task/<tid>
+/// included.
+pub fn tgid_of_dir(inode: &dyn Inode) -> Option<Pid> {
+    match inode.as_any().downcast_ref::<ProcInode>()?.node {
+        Node::PidDir(pid) => Some(pid),
+        _ => None,
     }
 }
 

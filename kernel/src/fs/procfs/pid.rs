@@ -1,5 +1,6 @@
 //! The files of /proc/<pid> and /proc/<pid>/task/<tid>: stat, status,
-//! statm, maps, smaps, smaps_rollup, pagemap, mem, cmdline, environ, comm.
+//! statm, maps, smaps, smaps_rollup, pagemap, mem, cmdline, environ, comm,
+//! and fdinfo/<n>.
 //!
 //! A process's stat and status describe its group leader's state and the
 //! whole group's times; a thread's (under task/) its own. State letters
@@ -18,7 +19,8 @@ use linux_abi::errno::Errno;
 
 use super::super::file::FileOps;
 use crate::mm::report::{dev_major_minor, MapArea, PageTally};
-use crate::proc::{Process, Task};
+use super::{seen, viewer_ns};
+use crate::proc::{Pid, Process, Task};
 
 pub(super) fn comm(p: &Process) -> String {
     p.comm.lock().clone()
@@ -82,6 +84,8 @@ pub(super) fn stat(p: &Arc<Process>, thread: Option<&Task>) -> String {
         None => (p.pid, state_char(p), crate::proc::cputime::process_times(p)),
     };
     let (cutime, cstime) = crate::proc::cputime::children_times(p);
+    // The controlling terminal's device and foreground group.
+    let (tty_nr, tpgid) = p.ctty.lock().as_ref().map_or((0, -1), |t| (t.rdev(), t.foreground()));
     let sp = match thread {
         Some(t) => t.kthread.get().map_or(crate::sched::SchedParams::DEFAULT, |k| k.sched_params()),
         None => super::leader_sched_params(p),
@@ -92,13 +96,15 @@ pub(super) fn stat(p: &Arc<Process>, thread: Option<&Task>) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{} ({}) {} {} {} {} 0 -1 4194560 0 0 0 0 {} {} {} {} {} {} {} 0 {} {} {} 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 {} {} 0 0 0 0 0 0 0 0 0 0 0 0",
-        pid,
+        "{} ({}) {} {} {} {} {} {} 4194560 0 0 0 0 {} {} {} {} {} {} {} 0 {} {} {} 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 {} {} 0 0 0 0 0 0 0 0 0 0 0 0",
+        seen(pid),
         comm(p),
         state,
-        p.parent_pid(),
-        p.pgid.load(Ordering::Relaxed),
-        p.sid.load(Ordering::Relaxed),
+        seen(p.parent_pid()),
+        seen(p.pgid.load(Ordering::Relaxed)),
+        seen(p.sid.load(Ordering::Relaxed)),
+        tty_nr,
+        if tpgid > 0 { seen(tpgid) } else { tpgid },
         clock_ticks(utime),
         clock_ticks(stime),
         clock_ticks(cutime),
@@ -112,6 +118,28 @@ pub(super) fn stat(p: &Arc<Process>, thread: Option<&Task>) -> String {
         if sp.policy.is_realtime() { sp.rt_priority } else { 0 },
         sp.policy.to_linux(),
     );
+    s
+}
+
+/// status's NStgid, NSpid, NSpgid and NSsid lines: each id from the
+/// reader's pid namespace down to the process's own (`pid`: the
+/// process's id, or the thread's).
+fn ns_ids(p: &Process, pid: Pid) -> String {
+    let viewer = viewer_ns();
+    let mut s = String::new();
+    for (label, id) in [
+        ("NStgid", p.pid),
+        ("NSpid", pid),
+        ("NSpgid", p.pgid.load(Ordering::Relaxed)),
+        ("NSsid", p.sid.load(Ordering::Relaxed)),
+    ] {
+        s.push_str(label);
+        s.push(':');
+        for local in crate::proc::pidns::ids_from(&viewer, &p.pid_ns, id) {
+            let _ = write!(s, "\t{local}");
+        }
+        s.push('\n');
+    }
     s
 }
 
@@ -193,16 +221,16 @@ pub(super) fn status(p: &Arc<Process>, thread: Option<&Task>) -> String {
     let _ = write!(
         s,
         "Name:\t{}\nUmask:\t{:04o}\nState:\t{}\nTgid:\t{}\nNgid:\t0\nPid:\t{}\nPPid:\t{}\nTracerPid:\t{}\n\
-         Uid:\t{}\t{}\t{}\t{}\nGid:\t{}\t{}\t{}\t{}\nFDSize:\t64\nGroups:\t{}\n{}Threads:\t{}\n\
+         Uid:\t{}\t{}\t{}\t{}\nGid:\t{}\t{}\t{}\t{}\nFDSize:\t64\nGroups:\t{}\n{}{}Threads:\t{}\n\
          SigBlk:\t{:016x}\nCapInh:\t{:016x}\nCapPrm:\t{:016x}\nCapEff:\t{:016x}\nCapBnd:\t{:016x}\n\
          CapAmb:\t{:016x}\nNoNewPrivs:\t{}\nSeccomp:\t{}\nSeccomp_filters:\t{}\nCpus_allowed:\t1\n",
         comm(p),
         p.umask.load(Ordering::Relaxed),
         state_name(state),
-        p.pid,
-        pid,
-        p.parent_pid(),
-        tracer_pid,
+        seen(p.pid),
+        seen(pid),
+        seen(p.parent_pid()),
+        if tracer_pid > 0 { seen(tracer_pid) } else { 0 },
         cred.uid,
         cred.euid,
         cred.suid,
@@ -213,6 +241,7 @@ pub(super) fn status(p: &Arc<Process>, thread: Option<&Task>) -> String {
         cred.fsgid,
         // Linux ends the list with a space, even when it is empty.
         if groups.is_empty() { " " } else { groups.as_str() },
+        ns_ids(p, pid),
         status_memory(p),
         p.tasks.lock().len().max(1),
         mask,
@@ -473,4 +502,24 @@ impl FileOps for MemFile {
     fn mode(&self) -> u32 {
         super::super::inode::S_IFREG | 0o600
     }
+}
+
+/// /proc/<pid>/fdinfo/<fd>: the position, status flags (with O_CLOEXEC
+/// for a close-on-exec descriptor), mount and inode, then what the file's
+/// kind adds. Only a caller that may read the process as ptrace would
+/// (PTRACE_MODE_READ_FSCREDS) opens it.
+pub(super) fn fdinfo(p: &Arc<Process>, fd: i32) -> Result<String, Errno> {
+    let caller = crate::proc::current_task().ok_or(Errno::ESRCH)?;
+    crate::proc::ptrace::may_access_process(&caller, p, crate::cred::PtraceMode::READ_FSCREDS)
+        .map_err(|_| Errno::EACCES)?;
+    let (f, cloexec) = {
+        let table = p.files().lock();
+        (table.get(fd).map_err(|_| Errno::ENOENT)?, table.is_cloexec(fd).unwrap_or(false))
+    };
+    let pos = if f.io.seekable { *f.offset.lock() } else { 0 };
+    let flags = f.flags() | if cloexec { linux_abi::consts::O_CLOEXEC } else { 0 };
+    let ino = f.ops.inode().map_or_else(|| f.ops.ino().unwrap_or(0), |i| i.metadata().ino);
+    let mut s = crate::mm::TryString::new();
+    let r = write!(s, "pos:\t{pos}\nflags:\t0{flags:o}\nmnt_id:\t0\nino:\t{ino}\n").and_then(|()| f.ops.fdinfo(&mut s));
+    s.finish(r)
 }
