@@ -83,6 +83,9 @@ static UNUSED const char *errname(int e)
     case ETIMEDOUT: return "ETIMEDOUT";
     case EOVERFLOW: return "EOVERFLOW";
     case EOPNOTSUPP: return "EOPNOTSUPP";
+    case ENODATA: return "ENODATA";
+    case ESTALE: return "ESTALE";
+    case ETXTBSY: return "ETXTBSY";
     default:
         snprintf(buf, sizeof buf, "errno%d", e);
         return buf;

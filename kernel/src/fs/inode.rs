@@ -257,6 +257,13 @@ pub trait Inode: Send + Sync {
         None
     }
 
+    /// The extended attributes and ACLs the inode keeps, and what its
+    /// file system allows (`fs::xattr`); None when it keeps none (every
+    /// xattr call is then EOPNOTSUPP, listings are empty).
+    fn xattrs(&self) -> Option<super::xattr::Xattrs<'_>> {
+        None
+    }
+
     /// Files with behaviour of their own (devices, FIFOs, /proc files)
     /// return their open-file operations; plain files and directories
     /// return None and get the generic ones.

@@ -16,6 +16,7 @@ pub mod procfs;
 pub mod tmpfs;
 pub mod truncate;
 pub mod tty;
+pub mod xattr;
 
 use alloc::sync::Arc;
 
@@ -82,7 +83,7 @@ pub fn new_fs(fstype: &str) -> Result<Arc<dyn Inode>, Errno> {
         }
         "proc" => procfs::new_root(),
         "sysfs" => {
-            let sys: Arc<dyn Inode> = tmpfs::Tmpfs::new_root(0o555);
+            let sys: Arc<dyn Inode> = tmpfs::Tmpfs::new_root_with(0o555, xattr::XattrKinds::KERNFS);
             for d in ["block", "bus", "class", "dev", "devices", "firmware", "fs", "kernel", "module", "power"] {
                 sys.create(d, inode::S_IFDIR | 0o755, 0, inode::Owner::ROOT)?;
             }

@@ -14,6 +14,7 @@ use linux_abi::errno::Errno;
 use super::file::FileOps;
 use super::inode::{DirEntry, FileType, FsStats, Inode, Metadata, Owner, S_IFDIR, S_IFLNK, S_IFMT};
 use super::pagestore::{PageBudget, PageStore};
+use super::xattr::{XattrBudget, XattrKinds, XattrStore, Xattrs};
 use crate::sync::Mutex;
 
 pub const TMPFS_MAGIC: u64 = 0x0102_1994;
@@ -25,6 +26,9 @@ pub struct Tmpfs {
     inodes: AtomicU64,
     /// Pages its files hold, up to half the memory (Linux's default size).
     pages: Arc<PageBudget>,
+    /// What its files' extended attributes may be, and the space they take.
+    xattr_kinds: XattrKinds,
+    xattr_space: XattrBudget,
 }
 
 enum Node {
@@ -63,6 +67,7 @@ pub struct TmpInode {
     kind: FileType,
     meta: SpinLock<Meta>,
     node: Node,
+    xattrs: XattrStore,
     me: Weak<TmpInode>,
 }
 
@@ -70,14 +75,27 @@ fn now() -> u64 {
     crate::clock::realtime_ns()
 }
 
+/// The inodes a tmpfs may hold (statfs's f_files).
+const MAX_INODES: u64 = 65536;
+
 impl Tmpfs {
     /// A new empty tmpfs; returns its root directory.
     pub fn new_root(perm: u32) -> Arc<TmpInode> {
+        Tmpfs::new_root_with(perm, XattrKinds::TMPFS)
+    }
+
+    /// A new empty tmpfs whose attributes follow `kinds` (sysfs's are
+    /// kernfs's).
+    pub fn new_root_with(perm: u32, kinds: XattrKinds) -> Arc<TmpInode> {
         let fs = Arc::new(Tmpfs {
             dev: NEXT_DEV.fetch_add(1, Ordering::Relaxed),
             next_ino: AtomicU64::new(1),
             inodes: AtomicU64::new(0),
             pages: Arc::new(PageBudget::new(hal::mm::total_frame_count() as u64 / 2)),
+            xattr_kinds: kinds,
+            // Linux's tmpfs charges attributes to its inode space, 1 KiB
+            // per inode it may hold.
+            xattr_space: XattrBudget::new(MAX_INODES * 1024),
         });
         TmpInode::new(&fs, S_IFDIR | perm, 0, Owner::ROOT, Node::Dir(SpinLock::new(BTreeMap::new())))
     }
@@ -106,6 +124,7 @@ impl TmpInode {
                 ctime: t,
             }),
             node,
+            xattrs: XattrStore::new(),
             me: me.clone(),
         })
     }
@@ -186,6 +205,7 @@ impl TmpInode {
 impl Drop for TmpInode {
     fn drop(&mut self) {
         self.fs.inodes.fetch_sub(1, Ordering::Relaxed);
+        self.xattrs.release(&self.fs.xattr_space);
     }
 }
 
@@ -232,8 +252,8 @@ impl Inode for TmpInode {
             block_size: 4096,
             blocks: total,
             blocks_free: total.saturating_sub(used),
-            files: 65536,
-            files_free: 65536u64.saturating_sub(self.fs.inodes.load(Ordering::Relaxed)),
+            files: MAX_INODES,
+            files_free: MAX_INODES.saturating_sub(self.fs.inodes.load(Ordering::Relaxed)),
             name_max: 255,
         }
     }
@@ -548,6 +568,10 @@ impl Inode for TmpInode {
             Node::Symlink(t) => Ok(t.clone()),
             _ => Err(Errno::EINVAL),
         }
+    }
+
+    fn xattrs(&self) -> Option<Xattrs<'_>> {
+        Some(Xattrs { store: &self.xattrs, budget: &self.fs.xattr_space, kinds: self.fs.xattr_kinds })
     }
 
     fn open(&self, flags: u32) -> Option<Result<Arc<dyn FileOps>, Errno>> {

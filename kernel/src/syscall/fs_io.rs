@@ -359,8 +359,7 @@ pub fn do_open(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, flags: u32, mode
                 crate::fs::dentry::check_writable(&dir)?;
                 perm::may_create(&cred, &dir)?;
                 let umask = ctx.process().umask.load(Ordering::Relaxed);
-                let (mode, owner) = perm::new_inode(&cred, &dir, S_IFREG | (mode & 0o7777 & !umask));
-                dir.inode().create(&name, mode, 0, owner)?;
+                perm::create(&cred, &dir, &name, S_IFREG | (mode & 0o7777), umask, 0)?;
                 created = true;
                 dir.child(&name)?
             }

@@ -18,6 +18,7 @@ mod process;
 mod sched;
 mod signal;
 mod time;
+mod xattr;
 
 use alloc::sync::Arc;
 use core::sync::atomic::{AtomicBool, Ordering};
@@ -259,6 +260,18 @@ syscall_table! {
     MEMBARRIER => membarrier::sys_membarrier,
     KCMP => kcmp::sys_kcmp,
     PSELECT6 => poll::sys_pselect6,
+    SETXATTR => xattr::sys_setxattr,
+    LSETXATTR => xattr::sys_lsetxattr,
+    FSETXATTR => xattr::sys_fsetxattr,
+    GETXATTR => xattr::sys_getxattr,
+    LGETXATTR => xattr::sys_lgetxattr,
+    FGETXATTR => xattr::sys_fgetxattr,
+    LISTXATTR => xattr::sys_listxattr,
+    LLISTXATTR => xattr::sys_llistxattr,
+    FLISTXATTR => xattr::sys_flistxattr,
+    REMOVEXATTR => xattr::sys_removexattr,
+    LREMOVEXATTR => xattr::sys_lremovexattr,
+    FREMOVEXATTR => xattr::sys_fremovexattr,
 }
 
 static TABLE: [Option<Handler>; TABLE_SIZE] = build_table();

@@ -293,9 +293,24 @@ mod tests {
 
     #[test]
     fn canonical_form_undefines_object_ids() {
-        let mut a = acl(&[(ACL_USER_OBJ, 7, 5), (ACL_USER, 5, 1000), (ACL_GROUP_OBJ, 5, 7), (ACL_MASK, 7, 9), (ACL_OTHER, 4, 1)]);
+        let mut a = acl(&[
+            (ACL_USER_OBJ, 7, 5),
+            (ACL_USER, 5, 1000),
+            (ACL_GROUP_OBJ, 5, 7),
+            (ACL_MASK, 7, 9),
+            (ACL_OTHER, 4, 1),
+        ]);
         assert_eq!(from_xattr(&mut a), Ok(true));
-        assert_eq!(a, acl(&[(ACL_USER_OBJ, 7, U), (ACL_USER, 5, 1000), (ACL_GROUP_OBJ, 5, U), (ACL_MASK, 7, U), (ACL_OTHER, 4, U)]));
+        assert_eq!(
+            a,
+            acl(&[
+                (ACL_USER_OBJ, 7, U),
+                (ACL_USER, 5, 1000),
+                (ACL_GROUP_OBJ, 5, U),
+                (ACL_MASK, 7, U),
+                (ACL_OTHER, 4, U)
+            ])
+        );
         assert_eq!(valid(&a), Ok(()));
     }
 
@@ -304,14 +319,27 @@ mod tests {
         let ok = |e: &[(u16, u16, u32)]| valid(&acl(e));
         assert_eq!(ok(&[(ACL_USER_OBJ, 7, U), (ACL_GROUP_OBJ, 5, U), (ACL_OTHER, 4, U)]), Ok(()));
         // A named user needs a mask.
-        assert_eq!(ok(&[(ACL_USER_OBJ, 7, U), (ACL_USER, 5, 1), (ACL_GROUP_OBJ, 5, U), (ACL_OTHER, 4, U)]), Err(Errno::EINVAL));
+        assert_eq!(
+            ok(&[(ACL_USER_OBJ, 7, U), (ACL_USER, 5, 1), (ACL_GROUP_OBJ, 5, U), (ACL_OTHER, 4, U)]),
+            Err(Errno::EINVAL)
+        );
         // Out of order.
-        assert_eq!(ok(&[(ACL_USER_OBJ, 7, U), (ACL_GROUP_OBJ, 5, U), (ACL_OTHER, 4, U), (ACL_MASK, 7, U)]), Err(Errno::EINVAL));
+        assert_eq!(
+            ok(&[(ACL_USER_OBJ, 7, U), (ACL_GROUP_OBJ, 5, U), (ACL_OTHER, 4, U), (ACL_MASK, 7, U)]),
+            Err(Errno::EINVAL)
+        );
         // Permissions beyond rwx.
         assert_eq!(ok(&[(ACL_USER_OBJ, 8, U), (ACL_GROUP_OBJ, 5, U), (ACL_OTHER, 4, U)]), Err(Errno::EINVAL));
         // Duplicate named entries are allowed (Linux does not sort or dedupe).
         assert_eq!(
-            ok(&[(ACL_USER_OBJ, 7, U), (ACL_USER, 5, 5), (ACL_USER, 5, 5), (ACL_GROUP_OBJ, 5, U), (ACL_MASK, 7, U), (ACL_OTHER, 4, U)]),
+            ok(&[
+                (ACL_USER_OBJ, 7, U),
+                (ACL_USER, 5, 5),
+                (ACL_USER, 5, 5),
+                (ACL_GROUP_OBJ, 5, U),
+                (ACL_MASK, 7, U),
+                (ACL_OTHER, 4, U)
+            ]),
             Ok(())
         );
         // Missing the others entry.
@@ -322,7 +350,13 @@ mod tests {
     fn equivalent_mode() {
         let minimal = acl(&[(ACL_USER_OBJ, 6, U), (ACL_GROUP_OBJ, 4, U), (ACL_OTHER, 0, U)]);
         assert_eq!(equiv_mode(&minimal, 0o100774), (0o100640, false));
-        let named = acl(&[(ACL_USER_OBJ, 7, U), (ACL_USER, 5, 1000), (ACL_GROUP_OBJ, 5, U), (ACL_MASK, 7, U), (ACL_OTHER, 4, U)]);
+        let named = acl(&[
+            (ACL_USER_OBJ, 7, U),
+            (ACL_USER, 5, 1000),
+            (ACL_GROUP_OBJ, 5, U),
+            (ACL_MASK, 7, U),
+            (ACL_OTHER, 4, U),
+        ]);
         assert_eq!(equiv_mode(&named, 0o100640), (0o100774, true));
     }
 
@@ -330,10 +364,31 @@ mod tests {
     fn inheritance_limits_both() {
         // The host's answer: default u::rwx,u:1000:r-x,g::r-x,m::r-x,o::---,
         // open(0666) gives mode 0640 and mask r--.
-        let mut a = acl(&[(ACL_USER_OBJ, 7, U), (ACL_USER, 5, 1000), (ACL_GROUP_OBJ, 5, U), (ACL_MASK, 5, U), (ACL_OTHER, 0, U)]);
+        let mut a = acl(&[
+            (ACL_USER_OBJ, 7, U),
+            (ACL_USER, 5, 1000),
+            (ACL_GROUP_OBJ, 5, U),
+            (ACL_MASK, 5, U),
+            (ACL_OTHER, 0, U),
+        ]);
         assert_eq!(create_masq(&mut a, 0o100666), Ok((0o100640, true)));
-        assert_eq!(a, acl(&[(ACL_USER_OBJ, 6, U), (ACL_USER, 5, 1000), (ACL_GROUP_OBJ, 5, U), (ACL_MASK, 4, U), (ACL_OTHER, 0, U)]));
-        let mut d = acl(&[(ACL_USER_OBJ, 7, U), (ACL_USER, 5, 1000), (ACL_GROUP_OBJ, 5, U), (ACL_MASK, 5, U), (ACL_OTHER, 0, U)]);
+        assert_eq!(
+            a,
+            acl(&[
+                (ACL_USER_OBJ, 6, U),
+                (ACL_USER, 5, 1000),
+                (ACL_GROUP_OBJ, 5, U),
+                (ACL_MASK, 4, U),
+                (ACL_OTHER, 0, U)
+            ])
+        );
+        let mut d = acl(&[
+            (ACL_USER_OBJ, 7, U),
+            (ACL_USER, 5, 1000),
+            (ACL_GROUP_OBJ, 5, U),
+            (ACL_MASK, 5, U),
+            (ACL_OTHER, 0, U),
+        ]);
         assert_eq!(create_masq(&mut d, 0o040777), Ok((0o040750, true)));
         let mut minimal = acl(&[(ACL_USER_OBJ, 7, U), (ACL_GROUP_OBJ, 5, U), (ACL_OTHER, 0, U)]);
         assert_eq!(create_masq(&mut minimal, 0o100666), Ok((0o100640, false)));
@@ -341,14 +396,36 @@ mod tests {
 
     #[test]
     fn chmod_rewrites_object_entries() {
-        let mut a = acl(&[(ACL_USER_OBJ, 7, U), (ACL_USER, 5, 1000), (ACL_GROUP_OBJ, 5, U), (ACL_MASK, 7, U), (ACL_OTHER, 4, U)]);
+        let mut a = acl(&[
+            (ACL_USER_OBJ, 7, U),
+            (ACL_USER, 5, 1000),
+            (ACL_GROUP_OBJ, 5, U),
+            (ACL_MASK, 7, U),
+            (ACL_OTHER, 4, U),
+        ]);
         chmod_masq(&mut a, 0o700).unwrap();
-        assert_eq!(a, acl(&[(ACL_USER_OBJ, 7, U), (ACL_USER, 5, 1000), (ACL_GROUP_OBJ, 5, U), (ACL_MASK, 0, U), (ACL_OTHER, 0, U)]));
+        assert_eq!(
+            a,
+            acl(&[
+                (ACL_USER_OBJ, 7, U),
+                (ACL_USER, 5, 1000),
+                (ACL_GROUP_OBJ, 5, U),
+                (ACL_MASK, 0, U),
+                (ACL_OTHER, 0, U)
+            ])
+        );
     }
 
     #[test]
     fn permission_walk() {
-        let a = acl(&[(ACL_USER_OBJ, 7, U), (ACL_USER, 6, 1000), (ACL_GROUP_OBJ, 5, U), (ACL_GROUP, 2, 50), (ACL_MASK, 4, U), (ACL_OTHER, 7, U)]);
+        let a = acl(&[
+            (ACL_USER_OBJ, 7, U),
+            (ACL_USER, 6, 1000),
+            (ACL_GROUP_OBJ, 5, U),
+            (ACL_GROUP, 2, 50),
+            (ACL_MASK, 4, U),
+            (ACL_OTHER, 7, U),
+        ]);
         let groups = |g: &[u32]| {
             let v = g.to_vec();
             move |x: u32| v.contains(&x)

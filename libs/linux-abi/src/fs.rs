@@ -103,12 +103,8 @@ pub const RESOLVE_NO_SYMLINKS: u64 = 0x04;
 pub const RESOLVE_BENEATH: u64 = 0x08;
 pub const RESOLVE_IN_ROOT: u64 = 0x10;
 pub const RESOLVE_CACHED: u64 = 0x20;
-pub const RESOLVE_ALL: u64 = RESOLVE_NO_XDEV
-    | RESOLVE_NO_MAGICLINKS
-    | RESOLVE_NO_SYMLINKS
-    | RESOLVE_BENEATH
-    | RESOLVE_IN_ROOT
-    | RESOLVE_CACHED;
+pub const RESOLVE_ALL: u64 =
+    RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH | RESOLVE_IN_ROOT | RESOLVE_CACHED;
 /// `struct open_how { u64 flags, mode, resolve; }`, the first (and so far
 /// only) version; openat2 rejects a smaller size.
 pub const OPEN_HOW_SIZE_VER0: usize = 24;
@@ -191,7 +187,8 @@ impl AcctV3 {
         b[0] = self.ac_flag;
         b[1] = ACCT_VERSION;
         b[2..4].copy_from_slice(&self.ac_tty.to_le_bytes());
-        let words = [self.ac_exitcode, self.ac_uid, self.ac_gid, self.ac_pid, self.ac_ppid, self.ac_btime, self.ac_etime];
+        let words =
+            [self.ac_exitcode, self.ac_uid, self.ac_gid, self.ac_pid, self.ac_ppid, self.ac_btime, self.ac_etime];
         for (i, w) in words.iter().enumerate() {
             b[4 + i * 4..8 + i * 4].copy_from_slice(&w.to_le_bytes());
         }
@@ -281,7 +278,13 @@ mod tests {
 
     #[test]
     fn acct_record_layout() {
-        let r = AcctV3 { ac_flag: AFORK, ac_exitcode: 7, ac_pid: 42, ac_comm: *b"sh\0\0\0\0\0\0\0\0\0\0\0\0\0\0", ..Default::default() };
+        let r = AcctV3 {
+            ac_flag: AFORK,
+            ac_exitcode: 7,
+            ac_pid: 42,
+            ac_comm: *b"sh\0\0\0\0\0\0\0\0\0\0\0\0\0\0",
+            ..Default::default()
+        };
         let b = r.to_bytes();
         assert_eq!(b[0], AFORK);
         assert_eq!(b[1], 3);
