@@ -300,8 +300,7 @@ impl AddressSpace {
             }
         };
         let flags = self.new_area_flags();
-        self.vmas
-            .insert(start, Vma { start, end: start + len, prot, backing, kind: VmaKind::Normal, name: None, flags });
+        self.vmas.insert(start, Vma { start, end: start + len, prot, backing, kind: VmaKind::Normal, name: None, flags });
         if flags.locked && !flags.lock_on_fault {
             self.populate_locked(start, start + len);
         }

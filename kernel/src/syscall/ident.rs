@@ -246,3 +246,4 @@ pub fn sys_sysinfo(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 const RUSAGE_SELF: i32 = 0;
 const RUSAGE_CHILDREN: i32 = -1;
 const RUSAGE_THREAD: i32 = 1;
+

@@ -69,7 +69,8 @@ pub fn sys_membarrier(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
             if !registered {
                 return Err(Errno::EPERM);
             }
-            if flags & FLAG_CPU != 0 && (!(0..64).contains(&cpu_id) || crate::sched::online_cpus() & (1 << cpu_id) == 0)
+            if flags & FLAG_CPU != 0
+                && (!(0..64).contains(&cpu_id) || crate::sched::online_cpus() & (1 << cpu_id) == 0)
             {
                 return Err(Errno::EINVAL);
             }

@@ -66,8 +66,7 @@ const SUPPORTED_CLONE: u64 = c::CSIGNAL
 
 fn do_clone(ctx: &mut SyscallContext, flags: u64, stack: u64, parent_tid: u64, child_tid: u64, tls: u64) -> SysResult {
     let exit_signal = (flags & c::CSIGNAL) as u32;
-    let req =
-        CloneRequest { flags: flags & !c::CSIGNAL, exit_signal, stack, parent_tid, child_tid, tls, set_tid: None };
+    let req = CloneRequest { flags: flags & !c::CSIGNAL, exit_signal, stack, parent_tid, child_tid, tls, set_tid: None };
     clone_with(ctx, req)
 }
 
@@ -142,7 +141,9 @@ pub fn sys_clone3(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let stack = match (args.stack, args.stack_size) {
         (0, 0) => 0,
         (0, _) | (_, 0) => return Err(Errno::EINVAL),
-        (s, n) => s.checked_add(n).filter(|&t| t <= hal::paging::USER_END).ok_or(Errno::EINVAL)?,
+        (s, n) => {
+            s.checked_add(n).filter(|&t| t <= hal::paging::USER_END).ok_or(Errno::EINVAL)?
+        }
     };
     // Without cgroups, Linux ignores CLONE_INTO_CGROUP once it is valid.
     let req = CloneRequest {
