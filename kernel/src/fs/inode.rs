@@ -188,6 +188,20 @@ pub trait Inode: Send + Sync {
         Err(Errno::EOPNOTSUPP)
     }
 
+    /// fallocate's allocation: gives bytes [offset, offset + len) their
+    /// storage, growing the size to cover them unless `keep_size`.
+    /// Linux answers EOPNOTSUPP for file systems that cannot.
+    fn allocate(&self, _offset: u64, _len: u64, _keep_size: bool) -> Result<(), Errno> {
+        Err(Errno::EOPNOTSUPP)
+    }
+
+    /// fallocate's FALLOC_FL_PUNCH_HOLE: bytes [offset, offset + len)
+    /// read as zeros and whole pages among them lose their storage; the
+    /// size stays. Mappings are the caller's (`fs::truncate::punch_hole`).
+    fn punch_range(&self, _offset: u64, _len: u64) -> Result<(), Errno> {
+        Err(Errno::EOPNOTSUPP)
+    }
+
     fn lookup(&self, _name: &str) -> Result<Arc<dyn Inode>, Errno> {
         Err(Errno::ENOTDIR)
     }

@@ -180,6 +180,52 @@ impl PageStore {
         self.released(n);
     }
 
+    /// Gives pages [first, last] frames (fallocate), leaving the size
+    /// alone. When memory or the file system's room runs out, the pages
+    /// this call added go again and it fails with ENOSPC, as tmpfs does.
+    pub fn allocate(&mut self, first: u64, last: u64) -> Result<(), Errno> {
+        if last.saturating_sub(first) >= self.budget.limit() {
+            return Err(Errno::ENOSPC);
+        }
+        let mut added = alloc::vec::Vec::new();
+        for index in first..=last {
+            if self.pages.contains_key(&index) {
+                continue;
+            }
+            if added.try_reserve(1).is_err() || self.frame_for_write(index).is_err() {
+                let n = added.iter().filter(|i| self.pages.remove(i).is_some()).count();
+                self.released(n);
+                return Err(Errno::ENOSPC);
+            }
+            added.push(index);
+        }
+        Ok(())
+    }
+
+    /// Punches a hole in bytes [offset, offset + len): whole pages lose
+    /// their frames, the parts of pages at either end are zeroed
+    /// (`shmem_truncate_range`). The size stays.
+    pub fn punch_bytes(&mut self, offset: u64, len: u64) {
+        let end = offset.saturating_add(len);
+        let first_whole = offset.div_ceil(PAGE_SIZE);
+        let end_whole = end / PAGE_SIZE;
+        if first_whole < end_whole {
+            self.punch(first_whole, end_whole - first_whole);
+        }
+        let zero = |from: u64, to: u64| {
+            if from < to {
+                if let Some(frame) = self.pages.get(&(from / PAGE_SIZE)) {
+                    frame.zero((from % PAGE_SIZE) as usize, (to - from) as usize);
+                }
+            }
+        };
+        // The page the hole starts in, and the one it ends in.
+        zero(offset, end.min(first_whole * PAGE_SIZE));
+        if end_whole >= first_whole {
+            zero((end_whole * PAGE_SIZE).max(offset), end);
+        }
+    }
+
     /// Zeroes the last page past the size.
     fn clear_tail(&mut self) {
         let in_page = (self.size % PAGE_SIZE) as usize;

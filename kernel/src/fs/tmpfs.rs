@@ -18,6 +18,7 @@ use super::xattr::{XattrBudget, XattrKinds, XattrStore, Xattrs};
 use crate::sync::Mutex;
 
 pub const TMPFS_MAGIC: u64 = 0x0102_1994;
+const PAGE: u64 = crate::mm::PAGE_SIZE;
 static NEXT_DEV: AtomicU64 = AtomicU64::new(0x20);
 
 pub struct Tmpfs {
@@ -371,6 +372,38 @@ impl Inode for TmpInode {
         let mut data = data.lock();
         data.punch(index, count);
         self.sync_sizes(&data);
+        Ok(())
+    }
+
+    fn allocate(&self, offset: u64, len: u64, keep_size: bool) -> Result<(), Errno> {
+        let Node::File(data) = &self.node else {
+            return Err(Errno::EOPNOTSUPP);
+        };
+        let end = offset.checked_add(len).ok_or(Errno::EFBIG)?;
+        let mut data = data.lock();
+        let result = data.allocate(offset / PAGE, (end - 1) / PAGE);
+        if result.is_ok() && !keep_size && end > data.size() {
+            data.truncate(end);
+        }
+        self.sync_sizes(&data);
+        drop(data);
+        result?;
+        self.meta.lock().ctime = now();
+        Ok(())
+    }
+
+    fn punch_range(&self, offset: u64, len: u64) -> Result<(), Errno> {
+        let Node::File(data) = &self.node else {
+            return Err(Errno::EOPNOTSUPP);
+        };
+        let mut data = data.lock();
+        data.punch_bytes(offset, len);
+        self.sync_sizes(&data);
+        drop(data);
+        let t = now();
+        let mut m = self.meta.lock();
+        m.mtime = t;
+        m.ctime = t;
         Ok(())
     }
 

@@ -1,5 +1,6 @@
 //! Descriptor calls: open, read, write and their vector and positional
-//! forms, lseek, sendfile, close, dup, fcntl, ioctl, pipes.
+//! forms, lseek, close, dup, fcntl, ioctl, pipes. (sendfile is with
+//! splice in `splice`, preadv2/pwritev2 in `rwf`.)
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -91,7 +92,7 @@ fn check_extent(f: &OpenFile, len: usize, at: Option<u64>) -> Result<(), Errno> 
 }
 
 /// Reads from `f` into user memory; `at` reads at an offset without moving it.
-fn read_into_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at: Option<u64>) -> SysResult {
+pub(super) fn read_into_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at: Option<u64>) -> SysResult {
     if !f.readable() {
         return Err(Errno::EBADF);
     }
@@ -163,7 +164,7 @@ fn read_sink(ctx: &SyscallContext, sink: SinkKind, buf: u64, len: usize) -> SysR
     Ok(done as u64)
 }
 
-fn write_from_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at: Option<u64>) -> SysResult {
+pub(super) fn write_from_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at: Option<u64>) -> SysResult {
     if !f.writable() {
         return Err(Errno::EBADF);
     }
@@ -240,7 +241,7 @@ pub fn sys_pwrite64(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     write_from_user(ctx, &f, a[1], a[2] as usize, Some(off))
 }
 
-fn read_iovecs(ctx: &SyscallContext, ptr: u64, count: u64) -> Result<Vec<Iovec>, Errno> {
+pub(super) fn read_iovecs(ctx: &SyscallContext, ptr: u64, count: u64) -> Result<Vec<Iovec>, Errno> {
     if count > 1024 {
         return Err(Errno::EINVAL);
     }
@@ -508,54 +509,6 @@ pub fn sys_lseek(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     }
     *pos = new as u64;
     Ok(new as u64)
-}
-
-pub fn sys_sendfile(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    let (out_fd, in_fd, off_ptr, count) = (a[0] as i32, a[1] as i32, a[2], a[3] as usize);
-    let out = file(ctx, out_fd)?;
-    let input = file(ctx, in_fd)?;
-    if !input.readable() || !out.writable() {
-        return Err(Errno::EBADF);
-    }
-    if out.flags() & c::O_APPEND != 0 {
-        return Err(Errno::EINVAL);
-    }
-    if !input.io.seekable {
-        return Err(Errno::EINVAL);
-    }
-    let vm = ctx.vm()?;
-    let mut offset = if off_ptr != 0 { Some(uaccess::read_u64(&vm, off_ptr)?) } else { None };
-    let mut tmp = bounce(count.min(CHUNK))?;
-    let mut done = 0;
-    while done < count {
-        let want = (count - done).min(CHUNK);
-        let n = match offset {
-            Some(o) => input.ops.read_at(o, &mut tmp[..want], false)?,
-            None => input.read(&mut tmp[..want])?,
-        };
-        if n == 0 {
-            break;
-        }
-        let w = match out.write(&tmp[..n]) {
-            Ok(w) => w,
-            Err(e) if done > 0 => {
-                let _ = e;
-                break;
-            }
-            Err(e) => return Err(e),
-        };
-        if let Some(o) = offset.as_mut() {
-            *o += w as u64;
-        }
-        done += w;
-        if w < n {
-            break;
-        }
-    }
-    if let (Some(o), true) = (offset, off_ptr != 0) {
-        uaccess::write_u64(&vm, off_ptr, o)?;
-    }
-    Ok(done as u64)
 }
 
 pub fn sys_dup(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {

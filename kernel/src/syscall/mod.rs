@@ -8,6 +8,7 @@ mod fs_attr;
 mod fs_io;
 mod fs_name;
 mod fs_path;
+mod fs_range;
 mod futex;
 mod ident;
 mod kcmp;
@@ -15,8 +16,10 @@ mod mem;
 mod membarrier;
 mod poll;
 mod process;
+mod rwf;
 mod sched;
 mod signal;
+mod splice;
 mod time;
 mod xattr;
 
@@ -217,7 +220,7 @@ syscall_table! {
     PWRITEV => fs_io::sys_pwritev,
     CREAT => fs_io::sys_creat,
     CLOSE_RANGE => fs_io::sys_close_range,
-    SENDFILE => fs_io::sys_sendfile,
+    SENDFILE => splice::sys_sendfile,
     PIPE => fs_io::sys_pipe,
     PIPE2 => fs_io::sys_pipe2,
     FSYNC => fs_io::sys_fsync,
@@ -272,6 +275,16 @@ syscall_table! {
     REMOVEXATTR => xattr::sys_removexattr,
     LREMOVEXATTR => xattr::sys_lremovexattr,
     FREMOVEXATTR => xattr::sys_fremovexattr,
+    SPLICE => splice::sys_splice,
+    TEE => splice::sys_tee,
+    VMSPLICE => splice::sys_vmsplice,
+    COPY_FILE_RANGE => splice::sys_copy_file_range,
+    PREADV2 => rwf::sys_preadv2,
+    PWRITEV2 => rwf::sys_pwritev2,
+    FALLOCATE => fs_range::sys_fallocate,
+    FADVISE64 => fs_range::sys_fadvise64,
+    READAHEAD => fs_range::sys_readahead,
+    SYNC_FILE_RANGE => fs_range::sys_sync_file_range,
 }
 
 static TABLE: [Option<Handler>; TABLE_SIZE] = build_table();
