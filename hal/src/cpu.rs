@@ -135,6 +135,10 @@ pub struct CpuInfo {
     pub smep: bool,
     pub smap: bool,
     pub gb_pages: bool,
+    /// RDTSCP, which also returns IA32_TSC_AUX (the vDSO's getcpu).
+    pub rdtscp: bool,
+    /// RDPID, which returns IA32_TSC_AUX alone.
+    pub rdpid: bool,
 }
 
 impl CpuInfo {
@@ -174,6 +178,8 @@ impl CpuInfo {
             smep: leaf7.ebx & (1 << 7) != 0,
             smap: leaf7.ebx & (1 << 20) != 0,
             gb_pages: ext1 & (1 << 26) != 0,
+            rdtscp: ext1 & (1 << 27) != 0,
+            rdpid: leaf7.ecx & (1 << 22) != 0,
         }
     }
 

@@ -10,7 +10,7 @@
 //! kernel memory such as the heap or a page table.
 
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use crate::mm::{self, PhysAddr, PAGE_SIZE};
 use crate::sync::Once;
@@ -119,6 +119,24 @@ impl UserFrame {
         unsafe {
             core::ptr::copy_nonoverlapping((self.paddr.to_virt() as *const u8).add(offset), buf.as_mut_ptr(), buf.len())
         };
+    }
+
+    /// The aligned 32-bit word at `offset`, as an atomic: for a page the
+    /// kernel updates while user mode reads it (the vDSO's data page).
+    pub fn atomic_u32(&self, offset: usize) -> &AtomicU32 {
+        assert!(offset.is_multiple_of(4) && offset + 4 <= PAGE_SIZE as usize, "misplaced atomic in a frame");
+        // SAFETY: the word lies inside a user-data frame that `self` keeps
+        // alive for the borrow, at a 4-aligned direct-map address;
+        // AtomicU32 has u32's size and alignment, and every Rust access
+        // to the word goes through this atomic view.
+        unsafe { &*((self.paddr.to_virt() as *const u8).add(offset) as *const AtomicU32) }
+    }
+
+    /// The aligned 64-bit word at `offset`, as an atomic (see `atomic_u32`).
+    pub fn atomic_u64(&self, offset: usize) -> &AtomicU64 {
+        assert!(offset.is_multiple_of(8) && offset + 8 <= PAGE_SIZE as usize, "misplaced atomic in a frame");
+        // SAFETY: as in `atomic_u32`, for an 8-aligned 64-bit word.
+        unsafe { &*((self.paddr.to_virt() as *const u8).add(offset) as *const AtomicU64) }
     }
 
     /// Zeroes `len` bytes at `offset`.

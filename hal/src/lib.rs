@@ -97,6 +97,7 @@ extern "C" fn hal_start(magic: u32, info_paddr: u32) -> ! {
     enable_cpu_protections(&cpu);
     user::init_cpu_features(cpu.smap);
     user::init_syscall();
+    time::init_cpu_number(0, &cpu);
     let x2apic = apic::init_local(cpu.x2apic);
     let (tsc_hz, apic_hz) = apic::calibrate();
     time::set_tsc(tsc_hz, boot_tsc);

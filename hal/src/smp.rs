@@ -272,6 +272,7 @@ extern "C" fn hal_ap_start(cpu: usize) -> ! {
     crate::enable_cpu_protections(&info.cpu);
     crate::user::init_cpu_features(info.cpu.smap);
     crate::user::init_syscall();
+    crate::time::init_cpu_number(cpu, &info.cpu);
     apic::init_local_ap();
     STARTED.fetch_add(1, Ordering::AcqRel);
     let main = *AP_MAIN.get().expect("AP started without a main function");

@@ -15,7 +15,7 @@ static TICKS: PerCpu<AtomicU64> = PerCpu::new([const { hal::percpu::CacheAligned
 
 pub fn init() {
     let wall = hal::rtc::read_unix_seconds() * 1_000_000_000;
-    REALTIME_BASE_NS.store(wall.saturating_sub(now_ns()), Ordering::Relaxed);
+    set_realtime_ns(wall);
     hal::trap::register_handler(TIMER_VECTOR, on_tick);
     hal::apic::start_periodic_timer(TIMER_VECTOR, HZ);
 }
@@ -37,8 +37,11 @@ fn on_tick(_vector: u8) {
 static REALTIME_BASE_NS: AtomicU64 = AtomicU64::new(0);
 
 /// Sets the wall clock (clock_settime(CLOCK_REALTIME)).
+/// The vDSO's copy follows, so user mode reads the new time at once.
 pub fn set_realtime_ns(ns: u64) {
-    REALTIME_BASE_NS.store(ns.saturating_sub(now_ns()), Ordering::Relaxed);
+    let base = ns.saturating_sub(now_ns());
+    REALTIME_BASE_NS.store(base, Ordering::Relaxed);
+    crate::vdso::set_realtime_base(base);
 }
 
 /// Nanoseconds since the Unix epoch.

@@ -20,6 +20,7 @@ mod cred;
 mod dev;
 mod event;
 mod fs;
+mod ipc;
 mod logger;
 mod mm;
 mod proc;
@@ -27,6 +28,7 @@ mod random;
 mod sched;
 mod sync;
 mod syscall;
+mod vdso;
 
 #[cfg(feature = "ktest")]
 mod ktest;
@@ -42,9 +44,12 @@ fn kmain(info: &'static hal::BootInfo) -> ! {
         info.cpu.brand_str()
     );
     sched::init();
+    vdso::init(info.command_line());
     clock::init();
     console::init();
     syscall::init(info.command_line());
+    proc::sigio::init();
+    ipc::init();
     start_other_cpus(info.command_line());
 
     // The first kernel thread marks the end of boot.

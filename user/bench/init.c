@@ -82,6 +82,18 @@ int main(int argc, char **argv)
             ;
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     dprintf(1, "init: %s exited with status %d\n", args[0], code);
+    /* Which clock the kernel ended on: Linux's vDSO reads the time in
+     * user mode only with the TSC (its watchdog may switch away). Kiln
+     * has no such file; its vDSO always uses the TSC. */
+    mount_one("sysfs", "/sys", "sysfs");
+    int cs = open("/sys/devices/system/clocksource/clocksource0/current_clocksource", O_RDONLY);
+    if (cs >= 0) {
+        char name[32] = "";
+        ssize_t len = read(cs, name, sizeof name - 1);
+        name[len > 0 ? len : 0] = 0;
+        dprintf(1, "init: clocksource %s", name);
+        close(cs);
+    }
     sync();
     if (ioperm(0xf4, 4, 1) == 0)
         outl(16, 0xf4); /* QEMU exits with (16 << 1) | 1 = 33 */

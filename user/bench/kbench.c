@@ -18,7 +18,7 @@
  * QEMU's `-icount shift=0` one nanosecond is one guest instruction.
  *
  * This file holds the runner and the shared helpers (kbench.h); the
- * benchmarks are in bench_sys.c and bench_mem.c.
+ * benchmarks are in bench_sys.c, bench_mem.c and bench_vdso.c.
  */
 #include "kbench.h"
 
@@ -113,6 +113,9 @@ static const struct {
     {"write_zero", b_write_zero},
     {"open_close", b_open_close},
     {"stat", b_stat},
+    {"vdso_clock_gettime", b_vdso_clock_gettime},
+    {"vdso_gettimeofday", b_vdso_gettimeofday},
+    {"vdso_getcpu", b_vdso_getcpu},
     {"pipe_pingpong", b_pipe_pingpong},
     {"futex_pingpong", b_futex_pingpong},
     {"signal", b_signal},

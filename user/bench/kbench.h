@@ -75,4 +75,9 @@ int b_sh_true(uint64_t *ns, uint64_t *ops);
 int b_pipe_bw(uint64_t *ns, uint64_t *ops);
 int b_memcpy_bw(uint64_t *ns, uint64_t *ops);
 
+/* bench_vdso.c */
+int b_vdso_clock_gettime(uint64_t *ns, uint64_t *ops);
+int b_vdso_gettimeofday(uint64_t *ns, uint64_t *ops);
+int b_vdso_getcpu(uint64_t *ns, uint64_t *ops);
+
 #endif

@@ -80,12 +80,18 @@ static UNUSED const char *errname(int e)
     case ENOSYS: return "ENOSYS";
     case ENOTEMPTY: return "ENOTEMPTY";
     case ELOOP: return "ELOOP";
+    case ELIBBAD: return "ELIBBAD";
+    case ETXTBSY: return "ETXTBSY";
     case ETIMEDOUT: return "ETIMEDOUT";
     case EOVERFLOW: return "EOVERFLOW";
     case EOPNOTSUPP: return "EOPNOTSUPP";
     case ENODATA: return "ENODATA";
     case ESTALE: return "ESTALE";
-    case ETXTBSY: return "ETXTBSY";
+    case ENOMSG: return "ENOMSG";
+    case EIDRM: return "EIDRM";
+    case EMSGSIZE: return "EMSGSIZE";
+    case ENOTSOCK: return "ENOTSOCK";
+    case ENOLCK: return "ENOLCK";
     default:
         snprintf(buf, sizeof buf, "errno%d", e);
         return buf;
@@ -117,6 +123,7 @@ static UNUSED const char *signame(int s)
     case SIGTSTP: return "SIGTSTP";
     case SIGVTALRM: return "SIGVTALRM";
     case SIGPROF: return "SIGPROF";
+    case SIGIO: return "SIGIO";
     default:
         snprintf(buf, sizeof buf, "signal%d", s);
         return buf;
@@ -279,6 +286,24 @@ static UNUSED void sleep_ms(long ms)
     struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
     while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
         ;
+}
+
+/* Whether the process has capability `cap` in its effective set. Where
+ * capget is missing (ENOSYS), the process is root with every capability,
+ * as Kiln's processes are until credentials land. */
+#define CAP_SYS_RESOURCE 24
+static UNUSED int has_cap(int cap)
+{
+    struct {
+        uint32_t version;
+        int pid;
+    } hdr = { 0x20080522, 0 };
+    struct {
+        uint32_t effective, permitted, inheritable;
+    } data[2];
+    if (syscall(SYS_capget, &hdr, data) != 0)
+        return errno == ENOSYS;
+    return (data[cap / 32].effective >> (cap % 32)) & 1;
 }
 
 /* Directory part of a path ("." when there is no slash). */

@@ -4,7 +4,10 @@
  * must end in a result or an errno, or the child in a signal; the kernel
  * stays up and works afterwards. The children stay away from what would
  * harm the rest of the machine: signals to other processes, reboot, mount,
- * clocks and names, fork and exec, and paths outside /tmp/fuzz and /proc.
+ * clocks and names, fork, and paths outside /tmp/fuzz and /proc. execve
+ * and execveat are fuzzed (hostile paths, argv and envp arrays, flags):
+ * none of the paths or descriptors a child can name is an executable
+ * program or script, so they can only fail.
  * A child that blocks (a read, a futex, a pause) is killed after 500 ms.
  * A quarter of the calls are credential calls (set*id, groups, capget and
  * capset, the capability prctls, access) with plausible ids and headers,
@@ -14,11 +17,23 @@
  * (random nice values and policies, real-time ones included), and two
  * children end in a SCHED_FIFO busy loop on the parent's CPU: real-time
  * throttling (950 ms a second) must still let the parent run to kill them.
+ * A quarter of the calls aim at IPC and locks with mostly valid
+ * arguments (System V queues, semaphores and segments, POSIX queues,
+ * record locks, flock, leases, owners and O_ASYNC on the child itself,
+ * memfds and seals); afterwards the parent removes every IPC object they
+ * left and checks that none remains.
  */
 #include "common.h"
 #include <fcntl.h>
+#include <dirent.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/ipc.h>
 #include <sys/mman.h>
+#include <sys/msg.h>
 #include <sys/resource.h>
+#include <sys/sem.h>
+#include <sys/shm.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -56,7 +71,7 @@ static int excluded(long nr)
     case SYS_reboot: case SYS_mount: case SYS_umount2: case SYS_pivot_root: case SYS_chroot:
     case SYS_sethostname: case SYS_setdomainname: case SYS_settimeofday: case SYS_clock_settime:
     case SYS_adjtimex: case SYS_clock_adjtime: case SYS_fork: case SYS_vfork: case SYS_clone:
-    case SYS_execve: case SYS_execveat: case SYS_ptrace: case SYS_swapon: case SYS_swapoff:
+    case SYS_ptrace: case SYS_swapon: case SYS_swapoff:
     case SYS_syslog: case SYS_acct: case SYS_setpriority: case SYS_ioprio_set:
 #ifdef SYS_clone3
     case SYS_clone3:
@@ -149,6 +164,181 @@ static void sched_self(void)
     }
 }
 
+/* Mostly `valid`, sometimes a hostile argument. */
+static long pick(long valid)
+{
+    return next() % 4 ? valid : arg();
+}
+
+static const char *mq_names[] = { "kiln-fuzz-0", "kiln-fuzz-1", "kiln-fuzz-2" };
+#define FUZZ_KEY(n) ((key_t)(0x46555a00 + (n)))
+
+/* Random flag bits out of `bits`. */
+static long some(long bits)
+{
+    return (long)(next() & (uint64_t)bits);
+}
+
+/* An IPC or lock call with mostly valid arguments. Owners and async
+ * signals only ever name the child itself. */
+static void ipc_call(void)
+{
+    static int msq = -1, sem = -1, shm = -1, mq = -1, lfd = -1, mfd = -1, pfd[2] = { -1, -1 };
+    static long attached;
+    long *words = (long *)scratch;
+    struct timespec *ts = (struct timespec *)(scratch + 64);
+    switch (next() % 24) {
+    case 0: msq = msgget(next() % 2 ? IPC_PRIVATE : FUZZ_KEY(next() % 4), IPC_CREAT | 0600 | some(IPC_EXCL)); break;
+    case 1:
+        words[0] = (long)(next() % 5);
+        syscall(SYS_msgsnd, pick(msq), pick((long)scratch), pick((long)(next() % 128)), some(IPC_NOWAIT));
+        break;
+    case 2:
+        syscall(SYS_msgrcv, pick(msq), pick((long)scratch), pick((long)(next() % 128)), (long)(next() % 7) - 3,
+                some(IPC_NOWAIT | MSG_NOERROR | MSG_EXCEPT | 040000));
+        break;
+    case 3: syscall(SYS_msgctl, pick(msq), pick((long)(next() % 16)), pick((long)scratch)); break;
+    case 4: sem = semget(next() % 2 ? IPC_PRIVATE : FUZZ_KEY(next() % 4), pick(1 + (long)(next() % 8)), IPC_CREAT | 0600); break;
+    case 5: {
+        struct sembuf *b = (struct sembuf *)scratch;
+        int n = 1 + (int)(next() % 4);
+        for (int i = 0; i < n; i++) {
+            b[i].sem_num = (unsigned short)(next() % 9);
+            b[i].sem_op = (short)((long)(next() % 5) - 2);
+            b[i].sem_flg = (short)some(IPC_NOWAIT | SEM_UNDO);
+        }
+        ts->tv_sec = 0;
+        ts->tv_nsec = (long)(next() % 2000000);
+        syscall(SYS_semtimedop, pick(sem), pick((long)b), pick(n), next() % 2 ? (long)ts : 0);
+        break;
+    }
+    case 6: syscall(SYS_semctl, pick(sem), (long)(next() % 9), pick((long)(next() % 21)), pick((long)scratch)); break;
+    case 7: shm = shmget(next() % 2 ? IPC_PRIVATE : FUZZ_KEY(next() % 4), pick(1 + (long)(next() % 65536)), IPC_CREAT | 0600); break;
+    case 8: {
+        long r = syscall(SYS_shmat, pick(shm), next() % 4 ? 0 : arg(), some(SHM_RDONLY | SHM_RND | SHM_REMAP | SHM_EXEC));
+        if (r != -1) {
+            attached = r;
+            if (next() % 2)
+                memset((void *)r, 1, 16);
+        }
+        break;
+    }
+    case 9: syscall(SYS_shmdt, pick(attached)); break;
+    case 10: syscall(SYS_shmctl, pick(shm), pick((long)(next() % 16)), pick((long)scratch)); break;
+    case 11:
+        words[1] = (long)(next() % 12);
+        words[2] = (long)(next() % 100);
+        mq = (int)syscall(SYS_mq_open, pick((long)mq_names[next() % 3]), O_RDWR | O_CREAT | some(O_NONBLOCK | O_EXCL),
+                          0600, next() % 2 ? (long)scratch : 0);
+        break;
+    case 12:
+        ts->tv_sec = 0;
+        ts->tv_nsec = 0;
+        syscall(SYS_mq_timedsend, pick(mq), pick((long)scratch), pick((long)(next() % 128)), pick((long)(next() % 40)),
+                next() % 2 ? (long)ts : 0);
+        break;
+    case 13:
+        syscall(SYS_mq_timedreceive, pick(mq), pick((long)scratch), pick((long)(next() % 9000)), pick((long)scratch),
+                next() % 2 ? (long)ts : 0);
+        break;
+    case 14: {
+        struct sigevent *ev = (struct sigevent *)scratch;
+        ev->sigev_notify = (int)(next() % 4);
+        ev->sigev_signo = (int)(next() % 70);
+        syscall(SYS_mq_notify, pick(mq), next() % 4 ? (long)ev : 0);
+        break;
+    }
+    case 15: syscall(SYS_mq_getsetattr, pick(mq), pick((long)scratch), pick((long)(scratch + 128))); break;
+    case 16: syscall(SYS_mq_unlink, pick((long)mq_names[next() % 3])); break;
+    case 17: {
+        static const int cmds[] = { F_GETLK, F_SETLK, F_SETLKW, F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW };
+        if (lfd < 0)
+            lfd = open("/tmp/fuzz/a", O_RDWR | O_CREAT, 0600);
+        struct flock *fl = (struct flock *)scratch;
+        fl->l_type = (short)(next() % 4);
+        fl->l_whence = (short)(next() % 4);
+        fl->l_start = (long)(next() % 64) - 8;
+        fl->l_len = (long)(next() % 64) - 8;
+        fl->l_pid = next() % 4 ? 0 : (int)next();
+        syscall(SYS_fcntl, pick(lfd), cmds[next() % 6], pick((long)fl));
+        break;
+    }
+    case 18: syscall(SYS_flock, pick(lfd), pick((long)(next() % 16))); break;
+    case 19: syscall(SYS_fcntl, pick(lfd), next() % 2 ? F_SETLEASE : F_GETLEASE, (long)(next() % 4)); break;
+    case 20: {
+        static const int cmds[] = { F_SETOWN, F_GETOWN, F_SETSIG, F_GETSIG };
+        long who[] = { 0, getpid(), -getpid(), (long)syscall(SYS_gettid) };
+        int cmd = cmds[next() % 4];
+        syscall(SYS_fcntl, pick(lfd), cmd, cmd == F_SETSIG ? (long)(next() % 70) : who[next() % 4]);
+        break;
+    }
+    case 21:
+        if (pfd[0] < 0 && pipe(pfd) != 0)
+            break;
+        syscall(SYS_fcntl, pfd[next() % 2], F_SETOWN, getpid());
+        syscall(SYS_fcntl, pfd[next() % 2], F_SETFL, some(O_ASYNC | O_NONBLOCK));
+        write(pfd[1], "x", 1);
+        syscall(SYS_fcntl, pfd[0], F_SETPIPE_SZ, pick((long)(next() % 70000)));
+        break;
+    case 22: mfd = (int)syscall(SYS_memfd_create, pick((long)"fuzz"), some(0x1f)); break;
+    default:
+        syscall(SYS_fcntl, pick(mfd), F_ADD_SEALS, some(0x3f));
+        syscall(SYS_fallocate, pick(mfd), some(0x13), pick((long)(next() % 20000)), pick((long)(next() % 20000)));
+        syscall(SYS_ftruncate, pick(mfd), pick((long)(next() % 20000)));
+        break;
+    }
+}
+
+/* Removes every System V object and the fuzz POSIX queues; returns how
+ * many objects are left afterwards (0). */
+static int ipc_cleanup(void)
+{
+    struct msqid_ds mds;
+    struct msginfo mi;
+    int max = msgctl(0, IPC_INFO, (struct msqid_ds *)&mi);
+    for (int i = 0; i <= max; i++) {
+        int id = msgctl(i, 13 /* MSG_STAT_ANY */, &mds);
+        if (id >= 0)
+            msgctl(id, IPC_RMID, NULL);
+    }
+    struct seminfo si;
+    max = semctl(0, 0, IPC_INFO, &si);
+    for (int i = 0; i <= max; i++) {
+        struct semid_ds sds;
+        int id = semctl(i, 0, 20 /* SEM_STAT_ANY */, &sds);
+        if (id >= 0)
+            semctl(id, 0, IPC_RMID);
+    }
+    struct shminfo shi;
+    max = shmctl(0, IPC_INFO, (struct shmid_ds *)&shi);
+    for (int i = 0; i <= max; i++) {
+        struct shmid_ds shds;
+        int id = shmctl(i, 15 /* SHM_STAT_ANY */, &shds);
+        if (id >= 0)
+            shmctl(id, IPC_RMID, NULL);
+    }
+    /* Queues with random names too: unlink whatever the mqueue file
+     * system holds. */
+    mkdir("/tmp/fuzz-mq", 0755);
+    if (mount("none", "/tmp/fuzz-mq", "mqueue", 0, NULL) == 0) {
+        DIR *d = opendir("/tmp/fuzz-mq");
+        struct dirent *e;
+        while (d && (e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+                syscall(SYS_mq_unlink, e->d_name);
+        }
+        if (d)
+            closedir(d);
+        umount("/tmp/fuzz-mq");
+    }
+    rmdir("/tmp/fuzz-mq");
+    struct shm_info shinfo;
+    msgctl(0, MSG_INFO, (struct msqid_ds *)&mi);
+    semctl(0, 0, SEM_INFO, &si);
+    shmctl(0, SHM_INFO, (struct shmid_ds *)&shinfo);
+    return mi.msgpool + si.semusz + shinfo.used_ids;
+}
+
 static void child(uint64_t seed, int spin_fifo)
 {
     rng = seed;
@@ -178,6 +368,8 @@ static void child(uint64_t seed, int spin_fifo)
         syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
         if (next() % 32 == 0)
             sched_self();
+        if (next() % 4 == 0)
+            ipc_call();
     }
     if (spin_fifo) {
         /* Spin as SCHED_FIFO until the parent, a normal thread, kills us. */
@@ -247,6 +439,7 @@ int main(void)
     check(m != MAP_FAILED && munmap(m + 4096, 4096) == 0, "scratch page with a guard page after it");
     scratch = m;
     cleanup();
+    ipc_cleanup();
     /* Sticky and world-writable, so the unprivileged children can work there. */
     check(mkdir("/tmp/fuzz", 0755) == 0 && chmod("/tmp/fuzz", 01777) == 0, "mkdir /tmp/fuzz");
     int exited = 0, signaled = 0, timeouts = 0, lost = 0;
@@ -277,6 +470,7 @@ int main(void)
         _exit(7);
     int st = 0;
     check(p > 0 && waitpid(p, &st, 0) == p && WIFEXITED(st) && WEXITSTATUS(st) == 7, "fork and wait still work");
+    check(ipc_cleanup() == 0, "no System V IPC object is left");
     cleanup();
     return t_done();
 }

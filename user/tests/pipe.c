@@ -88,8 +88,30 @@ static void test_basic(void)
     check(fcntl(p[0], F_SETPIPE_SZ, 4096) == 4096, "F_SETPIPE_SZ(4096)");
     check(fcntl(p[1], F_GETPIPE_SZ) == 4096, "F_GETPIPE_SZ reads it back from the other end");
     check(fcntl(p[0], F_SETPIPE_SZ, 5000) == 8192, "F_SETPIPE_SZ(5000) rounds up to 8192");
+    check(fcntl(p[0], F_SETPIPE_SZ, 0) == 4096, "F_SETPIPE_SZ(0) gives one page");
+    check(fcntl(p[0], F_SETPIPE_SZ, 12289) == 16384, "F_SETPIPE_SZ(12289) rounds to a power of two pages");
+    check(fcntl(p[0], F_SETPIPE_SZ, 1 << 20) == 1 << 20, "F_SETPIPE_SZ(pipe-max-size)");
+    /* Past pipe-max-size needs CAP_SYS_RESOURCE (a CI container's root
+     * may lack it). */
+    errno = 0;
+    int grown = fcntl(p[0], F_SETPIPE_SZ, (1 << 20) + 1);
+    check(has_cap(CAP_SYS_RESOURCE) ? grown == 2 << 20 : grown == -1 && errno == EPERM,
+          "F_SETPIPE_SZ(pipe-max-size + 1): 2 MiB with CAP_SYS_RESOURCE, else EPERM");
+    EXPECT_ERR(EINVAL, "F_SETPIPE_SZ(2 GiB + 1)", syscall(SYS_fcntl, p[0], F_SETPIPE_SZ, (1UL << 31) + 1));
+    EXPECT_ERR(EINVAL, "F_SETPIPE_SZ(-1)", syscall(SYS_fcntl, p[0], F_SETPIPE_SZ, -1L));
+    printf("F_SETPIPE_SZ(4 GiB + 4096): %ld\n", syscall(SYS_fcntl, p[0], F_SETPIPE_SZ, (1UL << 32) + 4096));
+    check(fcntl(p[0], F_SETPIPE_SZ, 65536) == 65536, "back to 64 KiB");
+    static char data[3 * 4096];
+    check(write(p[1], data, sizeof data) == sizeof data, "3 pages of data");
+    EXPECT_ERR(EBUSY, "F_SETPIPE_SZ below the data (2 pages)", fcntl(p[0], F_SETPIPE_SZ, 8192));
+    check(fcntl(p[0], F_SETPIPE_SZ, 16384) == 16384, "F_SETPIPE_SZ(4 pages) above the data");
+    check(fcntl(p[1], F_GETPIPE_SZ) == 16384, "F_GETPIPE_SZ: 16384");
     close(p[0]);
     close(p[1]);
+    int fd = open("/proc/self/status", O_RDONLY);
+    EXPECT_ERR(EBADF, "F_GETPIPE_SZ on a file", fcntl(fd, F_GETPIPE_SZ));
+    EXPECT_ERR(EBADF, "F_SETPIPE_SZ on a file", fcntl(fd, F_SETPIPE_SZ, 4096));
+    close(fd);
 }
 
 #define WRITERS 4

@@ -102,6 +102,7 @@ impl Flavor {
 /// The copy, not cargo's output, is patched so cargo's fingerprints stay
 /// valid and the next build is a no-op.
 pub fn kernel(flavor: Flavor) -> Result<PathBuf> {
+    vdso()?;
     let target_dir = flavor.target_dir();
     let mut cmd = kernel_cargo("build", flavor);
     run_checked(&mut cmd, "kernel build")?;
@@ -113,6 +114,14 @@ pub fn kernel(flavor: Flavor) -> Result<PathBuf> {
     let report = ksyms::patch_file(&built, &elf)?;
     println!("ksyms: {report}");
     Ok(elf)
+}
+
+/// Builds the vDSO image (`user/vdso`, C) the kernel embeds with
+/// `include_bytes!`: it must exist before any kernel build or lint.
+pub fn vdso() -> Result<()> {
+    let mut make = Command::new("make");
+    make.args(["-s", "-C"]).arg(repo_root().join("user").join("vdso"));
+    run_checked(&mut make, "building the vDSO (make -C user/vdso)")
 }
 
 /// Debian's cargo set up for the bare-metal kernel: `subcommand` is
@@ -157,7 +166,7 @@ pub fn host_fmt(args: &[String]) -> Result<ExitCode> {
         eprintln!("xtask: /usr/bin/cargo has no fmt; using the cargo on PATH");
         path_cargo()
     };
-    cmd.args(["fmt", "-p", "kiln-util", "-p", "xtask"]);
+    cmd.args(["fmt", "-p", "kiln-util", "-p", "kiln-ipc", "-p", "xtask"]);
     if args.iter().any(|a| a == "--check") {
         cmd.args(["--", "--check"]);
     } else if !args.is_empty() {
@@ -181,10 +190,11 @@ pub fn host_clippy() -> Result<ExitCode> {
         c.env("CARGO_TARGET_DIR", repo_root().join("target").join("rustup"));
         c
     };
-    cmd.args(["clippy", "-p", "kiln-util", "-p", "linux-abi", "-p", "xtask", "--all-targets"])
+    cmd.args(["clippy", "-p", "kiln-util", "-p", "kiln-ipc", "-p", "linux-abi", "-p", "xtask", "--all-targets"])
         .args(["--", "-D", "warnings"]);
     run_checked(&mut cmd, "cargo clippy")?;
     if has_subcommand("clippy") {
+        vdso()?;
         // The kernel (and hal) in both flavours, with the same flags as the build.
         for flavor in [Flavor::Normal, Flavor::Test] {
             let mut k = kernel_cargo("clippy", flavor);

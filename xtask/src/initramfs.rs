@@ -96,9 +96,20 @@ pub fn write_cpio<W: Write>(dirs: &[(&str, &Path)], out: W) -> Result<W> {
         }
         collect(dir, prefix, &mut entries)?;
     }
+    // A path given twice (the host libraries and an EXTRA folder may both
+    // hold /lib/x86_64-linux-gnu/libc.so.6) is archived once, since the
+    // kernel would refuse the second: a directory where it first appears
+    // (before anything in it), anything else from the last folder.
+    let mut keep: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for (i, e) in entries.iter().enumerate() {
+        let is_dir = fs::symlink_metadata(&e.source).is_ok_and(|m| m.is_dir());
+        if !is_dir || !keep.contains_key(e.name.as_str()) {
+            keep.insert(e.name.as_str(), i);
+        }
+    }
     let mut out = Counted { inner: out, written: 0 };
     let io = |e: std::io::Error| format!("write the archive: {e}");
-    for (i, e) in entries.iter().enumerate() {
+    for (i, e) in entries.iter().enumerate().filter(|(i, e)| keep[e.name.as_str()] == *i) {
         let meta = fs::symlink_metadata(&e.source).map_err(|err| format!("stat {}: {err}", e.source.display()))?;
         let ino = i as u32 + 1;
         let mtime = meta.mtime().max(0) as u32;
@@ -190,6 +201,7 @@ pub fn make(root: &Path, out_dir: &Path, extra: Option<&Path>) -> Result<PathBuf
     // Files kept in the source tree (/etc/passwd, /etc/group).
     let files = root.join("user/rootfs");
     let bench = crate::bench::guest::build_programs(root)?;
+    let host_libs = crate::hostlibs::stage(&t, out_dir)?;
     let mut dirs: Vec<(&str, &Path)> = vec![
         ("", base.as_path()),
         ("", files.as_path()),
@@ -197,6 +209,9 @@ pub fn make(root: &Path, out_dir: &Path, extra: Option<&Path>) -> Result<PathBuf
         ("bb/", scripts.as_path()),
         ("b/", bench.as_path()),
     ];
+    if let Some(libs) = &host_libs {
+        dirs.push(("", libs.as_path()));
+    }
     if let Some(extra) = extra {
         if !extra.is_dir() {
             return Err(format!("EXTRA={} is not a folder", extra.display()));

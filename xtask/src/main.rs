@@ -8,6 +8,7 @@
 mod bench;
 mod build;
 mod debiantest;
+mod hostlibs;
 mod initramfs;
 mod iso;
 mod ksyms;

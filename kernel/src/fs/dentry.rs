@@ -336,6 +336,23 @@ pub fn anonymous(inode: Arc<dyn Inode>) -> Arc<Dentry> {
     Dentry::new_root(inode)
 }
 
+/// A dentry for a file with no name in any directory (a memfd, a System
+/// V shared memory segment): its path is `/<name> (deleted)`, as Linux's
+/// d_path shows such files in /proc/<pid>/fd and /proc/<pid>/maps.
+pub fn unnamed(name: &str, inode: Arc<dyn Inode>) -> Arc<Dentry> {
+    Arc::new(Dentry {
+        name: alloc::format!("{name} (deleted)"),
+        inode,
+        parent: Weak::new(),
+        pinned_parent: Some(root()),
+        children: SpinLock::new(BTreeMap::new()),
+        mounted: SpinLock::new(None),
+        covers: SpinLock::new(Weak::new()),
+        read_only: core::sync::atomic::AtomicBool::new(false),
+        mount_flags: core::sync::atomic::AtomicU64::new(0),
+    })
+}
+
 pub fn mount_with(
     target: &Arc<Dentry>,
     fs_root: Arc<Dentry>,

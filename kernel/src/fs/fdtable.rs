@@ -3,7 +3,7 @@
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use linux_abi::errno::Errno;
 
@@ -21,7 +21,11 @@ pub struct SharedFdTable {
 
 impl SharedFdTable {
     /// A table with one sharer, the process it is made for.
-    pub fn new(table: FdTable) -> Result<Arc<SharedFdTable>, Errno> {
+    /// The table is a new owner of POSIX locks: a fork's copy holds none
+    /// of its parent's.
+    pub fn new(mut table: FdTable) -> Result<Arc<SharedFdTable>, Errno> {
+        table.lock_owner = NEXT_LOCK_OWNER.fetch_add(1, Ordering::Relaxed);
+        table.posix_locked = false;
         Arc::try_new(SharedFdTable { table: Mutex::new(table), sharers: AtomicUsize::new(1) })
             .map_err(|_| Errno::ENOMEM)
     }
@@ -42,6 +46,9 @@ impl SharedFdTable {
     pub fn release(&self) {
         if self.sharers.fetch_sub(1, Ordering::AcqRel) == 1 {
             let files = core::mem::take(&mut *self.table.lock());
+            for entry in files.slots.iter().flatten() {
+                files.closed(entry);
+            }
             drop(files);
         }
     }
@@ -56,14 +63,38 @@ pub struct FdEntry {
 #[derive(Clone, Default)]
 pub struct FdTable {
     slots: Vec<Option<FdEntry>>,
+    /// Who owns the POSIX locks taken through this table (Linux's
+    /// `current->files`), and whether it ever took one, so a close looks
+    /// for locks to drop only then.
+    lock_owner: u64,
+    posix_locked: bool,
 }
+
+static NEXT_LOCK_OWNER: AtomicU64 = AtomicU64::new(1);
 
 /// RLIMIT_NOFILE default, as on Linux.
 pub const DEFAULT_NOFILE: usize = 1024;
 
 impl FdTable {
     pub fn new() -> FdTable {
-        FdTable { slots: Vec::new() }
+        FdTable { slots: Vec::new(), lock_owner: 0, posix_locked: false }
+    }
+
+    /// The owner id for POSIX locks taken through this table; from now
+    /// on closes look for its locks.
+    pub fn posix_lock_owner(&mut self) -> u64 {
+        self.posix_locked = true;
+        self.lock_owner
+    }
+
+    /// A descriptor left the table: the file hears of it (`flush`), and
+    /// POSIX's "closing any descriptor of a file releases the process's
+    /// locks on it".
+    fn closed(&self, entry: &FdEntry) {
+        entry.file.ops.flush();
+        if self.posix_locked {
+            super::lock::descriptor_closed(self.lock_owner, &entry.file);
+        }
     }
 
     pub fn get(&self, fd: i32) -> Result<Arc<OpenFile>, Errno> {
@@ -99,24 +130,38 @@ impl FdTable {
             self.slots.try_reserve(fd + 1 - self.slots.len()).map_err(|_| Errno::ENOMEM)?;
             self.slots.resize(fd + 1, None);
         }
-        Ok(self.slots[fd].replace(FdEntry { file, cloexec }))
+        let old = self.slots[fd].replace(FdEntry { file, cloexec });
+        if let Some(e) = &old {
+            self.closed(e);
+        }
+        Ok(old)
     }
 
     pub fn close(&mut self, fd: i32) -> Result<FdEntry, Errno> {
-        usize::try_from(fd).ok().and_then(|i| self.slots.get_mut(i)).and_then(|s| s.take()).ok_or(Errno::EBADF)
+        let entry =
+            usize::try_from(fd).ok().and_then(|i| self.slots.get_mut(i)).and_then(|s| s.take()).ok_or(Errno::EBADF)?;
+        self.closed(&entry);
+        Ok(entry)
     }
 
     /// Drops every close-on-exec descriptor (execve).
     pub fn close_on_exec(&mut self) {
-        for slot in &mut self.slots {
-            if slot.as_ref().is_some_and(|e| e.cloexec) {
-                *slot = None;
+        for i in 0..self.slots.len() {
+            if self.slots[i].as_ref().is_some_and(|e| e.cloexec) {
+                if let Some(e) = self.slots[i].take() {
+                    self.closed(&e);
+                }
             }
         }
     }
 }
 
 impl FdTable {
+    /// Every open file description in the table (one per descriptor).
+    pub fn files(&self) -> impl Iterator<Item = &Arc<OpenFile>> {
+        self.slots.iter().flatten().map(|e| &e.file)
+    }
+
     /// The dentries of every open file (umount's busy check).
     pub fn open_dentries(&self) -> Vec<Arc<crate::fs::Dentry>> {
         self.slots.iter().flatten().filter_map(|e| e.file.dentry.clone()).collect()

@@ -3,7 +3,7 @@
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 
 use linux_abi::consts as c;
 use linux_abi::errno::Errno;
@@ -67,7 +67,9 @@ pub trait FileOps: Send + Sync {
     fn as_pipe(&self) -> Option<&Arc<super::pipe::Pipe>> {
         None
     }
-    fn set_pipe_size(&self, _size: usize) -> Result<usize, Errno> {
+    /// F_SETPIPE_SZ; `privileged`: the caller may pass pipe-max-size
+    /// (CAP_SYS_RESOURCE).
+    fn set_pipe_size(&self, _size: u64, _privileged: bool) -> Result<usize, Errno> {
         Err(Errno::EBADF)
     }
     /// The size SEEK_END counts from, for files without an inode.
@@ -87,6 +89,20 @@ pub trait FileOps: Send + Sync {
     /// `st_mode` for files without an inode.
     fn mode(&self) -> u32 {
         0
+    }
+    /// Whether O_ASYNC makes the file signal its owner (Linux's ->fasync:
+    /// pipes, FIFOs, terminals); elsewhere O_ASYNC is only a flag.
+    fn fasync(&self) -> bool {
+        false
+    }
+    /// A descriptor of the file was closed (Linux's ->flush, run at every
+    /// close, not only the last): a POSIX message queue drops the
+    /// closer's notification registration.
+    fn flush(&self) {}
+    /// The concrete file, for the calls that only work on one kind
+    /// (mq_timedsend needs a message queue).
+    fn as_any(&self) -> Option<&dyn core::any::Any> {
+        None
     }
 }
 
@@ -138,6 +154,23 @@ pub struct OpenFile {
     /// name instead of counting from the start.
     pub dir_cursor: hal::sync::SpinLock<Option<(u64, alloc::string::String)>>,
     pub io: IoTraits,
+    /// Who gets this file's SIGIO, and which signal (F_SETOWN, F_SETSIG).
+    pub owner: hal::sync::SpinLock<super::fown::FileOwner>,
+    /// The kinds of lock this description may own (`lock::USES_*`), so
+    /// that closing it looks for them only when it ever took one.
+    pub lock_use: AtomicU8,
+}
+
+impl Drop for OpenFile {
+    fn drop(&mut self) {
+        let uses = self.lock_use.load(Ordering::Relaxed);
+        if uses & super::lock::USES_ASYNC != 0 {
+            super::fasync::disable(self);
+        }
+        if uses & !super::lock::USES_ASYNC != 0 {
+            super::lock::description_closed(self);
+        }
+    }
 }
 
 impl OpenFile {
@@ -149,6 +182,12 @@ impl OpenFile {
             offset: Mutex::new(0),
             flags: AtomicU32::new(flags),
             dir_cursor: hal::sync::SpinLock::new(None),
+            owner: hal::sync::SpinLock::new(super::fown::FileOwner {
+                kind: super::fown::OwnerKind::Thread,
+                id: 0,
+                signo: 0,
+            }),
+            lock_use: AtomicU8::new(0),
         }
     }
 
@@ -160,6 +199,12 @@ impl OpenFile {
             offset: Mutex::new(0),
             flags: AtomicU32::new(flags),
             dir_cursor: hal::sync::SpinLock::new(None),
+            owner: hal::sync::SpinLock::new(super::fown::FileOwner {
+                kind: super::fown::OwnerKind::Thread,
+                id: 0,
+                signo: 0,
+            }),
+            lock_use: AtomicU8::new(0),
         }
     }
 

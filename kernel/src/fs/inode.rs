@@ -154,6 +154,25 @@ pub trait Inode: Send + Sync {
         Err(if self.file_type() == FileType::Directory { Errno::EISDIR } else { Errno::EINVAL })
     }
 
+    /// The file's seals (`F_SEAL_*`): None for files that cannot carry
+    /// any (F_GET_SEALS is EINVAL there); tmpfs files have F_SEAL_SEAL
+    /// unless made by memfd_create with MFD_ALLOW_SEALING.
+    fn seals(&self) -> Option<u32> {
+        None
+    }
+
+    /// F_ADD_SEALS (the caller has checked the bits and, for
+    /// F_SEAL_WRITE, that no writable shared mapping exists).
+    fn add_seals(&self, _seals: u32) -> Result<(), Errno> {
+        Err(Errno::EINVAL)
+    }
+
+    /// fallocate(2) on a regular file, arguments already checked: `mode`
+    /// is 0, FALLOC_FL_KEEP_SIZE or PUNCH_HOLE|KEEP_SIZE.
+    fn allocate(&self, _mode: u32, _offset: u64, _len: u64) -> Result<(), Errno> {
+        Err(Errno::EOPNOTSUPP)
+    }
+
     /// A mapping of this file is being made (see `Backing::file`).
     fn note_mapped(&self) {}
 
@@ -185,20 +204,6 @@ pub trait Inode: Send + Sync {
     /// (fallocate's FALLOC_FL_PUNCH_HOLE, MADV_REMOVE). Linux answers
     /// EOPNOTSUPP for file systems that cannot.
     fn punch_hole(&self, _index: u64, _count: u64) -> Result<(), Errno> {
-        Err(Errno::EOPNOTSUPP)
-    }
-
-    /// fallocate's allocation: gives bytes [offset, offset + len) their
-    /// storage, growing the size to cover them unless `keep_size`.
-    /// Linux answers EOPNOTSUPP for file systems that cannot.
-    fn allocate(&self, _offset: u64, _len: u64, _keep_size: bool) -> Result<(), Errno> {
-        Err(Errno::EOPNOTSUPP)
-    }
-
-    /// fallocate's FALLOC_FL_PUNCH_HOLE: bytes [offset, offset + len)
-    /// read as zeros and whole pages among them lose their storage; the
-    /// size stays. Mappings are the caller's (`fs::truncate::punch_hole`).
-    fn punch_range(&self, _offset: u64, _len: u64) -> Result<(), Errno> {
         Err(Errno::EOPNOTSUPP)
     }
 

@@ -1,13 +1,18 @@
 //! Files: the VFS (inodes, the dentry cache, mounts, path walk), the file
 //! systems (tmpfs for / and /tmp, devfs nodes, procfs, a minimal sysfs),
-//! pipes, the console terminal, open file descriptions and fd tables.
+//! pipes, the console terminal, open file descriptions and fd tables,
+//! and advisory locks (record, OFD, flock) and leases.
 
 pub mod dentry;
 pub mod devfs;
+pub mod fasync;
 pub mod fdtable;
 pub mod file;
+pub mod fown;
 pub mod initramfs;
 pub mod inode;
+pub mod lease;
+pub mod lock;
 pub mod meminfo;
 pub mod pagestore;
 pub mod perm;
@@ -72,8 +77,31 @@ pub fn mount_at(path: &str, fstype: &str, source: &str) -> Result<(), Errno> {
     dentry::mount(&target, Dentry::new_root(fs_root), source, fstype)
 }
 
+/// File system types a layer above adds (the IPC layer's "mqueue"): the
+/// mount(2) name and what makes (or finds) the root to mount.
+type FsMaker = fn() -> Result<Arc<dyn Inode>, Errno>;
+static FS_TYPES: hal::sync::SpinLock<alloc::vec::Vec<(&'static str, FsMaker)>> =
+    hal::sync::SpinLock::new(alloc::vec::Vec::new());
+
+/// Adds a file system type (at boot).
+pub fn register_fs_type(name: &'static str, make: FsMaker) {
+    let mut types = FS_TYPES.lock();
+    if types.try_reserve(1).is_ok() {
+        types.push((name, make));
+    }
+}
+
+/// The names of the registered file system types (/proc/filesystems).
+pub fn registered_fs_types() -> alloc::vec::Vec<&'static str> {
+    FS_TYPES.lock().iter().map(|(n, _)| *n).collect()
+}
+
 /// A fresh instance of a file system type, by its mount(2) name.
 pub fn new_fs(fstype: &str) -> Result<Arc<dyn Inode>, Errno> {
+    let registered = FS_TYPES.lock().iter().find(|(n, _)| *n == fstype).map(|(_, m)| *m);
+    if let Some(make) = registered {
+        return make();
+    }
     Ok(match fstype {
         "tmpfs" | "ramfs" => tmpfs::Tmpfs::new_root(0o1777),
         "devtmpfs" => {

@@ -147,6 +147,51 @@ impl PageStore {
         }
     }
 
+    /// fallocate: gives every page of `offset..end` a frame (ENOSPC when
+    /// the file system is full: the pages allocated so far stay, as on
+    /// Linux's tmpfs), and grows the size to `end` unless `keep_size`.
+    pub fn allocate(&mut self, offset: u64, end: u64, keep_size: bool) -> Result<(), Errno> {
+        if end > self.size && !keep_size {
+            self.clear_tail();
+        }
+        for index in offset / PAGE_SIZE..end.div_ceil(PAGE_SIZE) {
+            self.frame_for_write(index)?;
+        }
+        if end > self.size && !keep_size {
+            self.size = end;
+        }
+        Ok(())
+    }
+
+    /// fallocate(PUNCH_HOLE) by bytes: `offset..end` reads zeros from now
+    /// on. Whole pages give their frame back (the caller unmaps them from
+    /// shared mappings, as Linux's `unmap_mapping_range` does: see
+    /// `fs::truncate::punch_hole`); the parts of pages at either end are
+    /// zeroed in place. Pages allocated past the size with KEEP_SIZE are
+    /// punched too.
+    pub fn punch_bytes(&mut self, offset: u64, end: u64) {
+        let mut pos = offset;
+        let mut released = 0;
+        while pos < end {
+            let index = pos / PAGE_SIZE;
+            let in_page = (pos % PAGE_SIZE) as usize;
+            let n = (PAGE - in_page).min((end - pos) as usize);
+            if n == PAGE {
+                if self.pages.remove(&index).is_some() {
+                    released += 1;
+                }
+            } else if let Some(frame) = self.pages.get(&index) {
+                frame.zero(in_page, n);
+            }
+            pos += n as u64;
+            // Past the last page there is nothing left to punch.
+            if self.pages.range(index + 1..).next().is_none() {
+                break;
+            }
+        }
+        self.released(released);
+    }
+
     /// The frame of page `index`, to map into a process. A hole gets its
     /// frame now, so every mapper shares the same one. `None` for a page
     /// past the end of the file, and, unless `partial` is set, for the
@@ -178,52 +223,6 @@ impl PageStore {
             }
         }
         self.released(n);
-    }
-
-    /// Gives pages [first, last] frames (fallocate), leaving the size
-    /// alone. When memory or the file system's room runs out, the pages
-    /// this call added go again and it fails with ENOSPC, as tmpfs does.
-    pub fn allocate(&mut self, first: u64, last: u64) -> Result<(), Errno> {
-        if last.saturating_sub(first) >= self.budget.limit() {
-            return Err(Errno::ENOSPC);
-        }
-        let mut added = alloc::vec::Vec::new();
-        for index in first..=last {
-            if self.pages.contains_key(&index) {
-                continue;
-            }
-            if added.try_reserve(1).is_err() || self.frame_for_write(index).is_err() {
-                let n = added.iter().filter(|i| self.pages.remove(i).is_some()).count();
-                self.released(n);
-                return Err(Errno::ENOSPC);
-            }
-            added.push(index);
-        }
-        Ok(())
-    }
-
-    /// Punches a hole in bytes [offset, offset + len): whole pages lose
-    /// their frames, the parts of pages at either end are zeroed
-    /// (`shmem_truncate_range`). The size stays.
-    pub fn punch_bytes(&mut self, offset: u64, len: u64) {
-        let end = offset.saturating_add(len);
-        let first_whole = offset.div_ceil(PAGE_SIZE);
-        let end_whole = end / PAGE_SIZE;
-        if first_whole < end_whole {
-            self.punch(first_whole, end_whole - first_whole);
-        }
-        let zero = |from: u64, to: u64| {
-            if from < to {
-                if let Some(frame) = self.pages.get(&(from / PAGE_SIZE)) {
-                    frame.zero((from % PAGE_SIZE) as usize, (to - from) as usize);
-                }
-            }
-        };
-        // The page the hole starts in, and the one it ends in.
-        zero(offset, end.min(first_whole * PAGE_SIZE));
-        if end_whole >= first_whole {
-            zero((end_whole * PAGE_SIZE).max(offset), end);
-        }
     }
 
     /// Zeroes the last page past the size.

@@ -27,6 +27,9 @@ use crate::sched::{Interrupted, WaitQueue};
 
 pub const PIPE_BUF: usize = 4096;
 pub const PIPE_CAPACITY: usize = 65536;
+/// `/proc/sys/fs/pipe-max-size`: the most an unprivileged F_SETPIPE_SZ
+/// may ask for.
+pub const PIPE_MAX_SIZE: usize = 1 << 20;
 
 pub struct Pipe {
     buf: SpinLock<VecDeque<u8>>,
@@ -66,6 +69,31 @@ impl Pipe {
             read_pollee: Pollee::new(),
             write_pollee: Pollee::new(),
         })
+    }
+
+    /// F_SETPIPE_SZ, as Linux's pipe_set_size: the size rounds up to a
+    /// power-of-two number of pages (at least one; past 2 GiB is EINVAL),
+    /// growing past pipe-max-size needs privilege (EPERM), and shrinking
+    /// below the pages the data occupies is EBUSY. Returns the new size.
+    fn set_size(&self, size: u64, privileged: bool) -> Result<usize, Errno> {
+        const PAGE: u64 = 4096;
+        if size > 1 << 31 {
+            return Err(Errno::EINVAL);
+        }
+        let size = size.max(PAGE).next_power_of_two() as usize;
+        let growing = size > self.capacity.load(Ordering::Relaxed);
+        if growing && size > PIPE_MAX_SIZE && !privileged {
+            return Err(Errno::EPERM);
+        }
+        let buf = self.buf.lock();
+        // Linux counts the page buffers in use; written data fills pages.
+        if buf.len().div_ceil(PAGE as usize) > size / PAGE as usize {
+            return Err(Errno::EBUSY);
+        }
+        self.capacity.store(size, Ordering::Relaxed);
+        drop(buf);
+        self.wake_all();
+        Ok(size)
     }
 
     fn wake_all(&self) {
@@ -372,6 +400,10 @@ impl FileOps for PipeEnd {
         Ok(written)
     }
 
+    fn fasync(&self) -> bool {
+        true
+    }
+
     fn seekable(&self) -> bool {
         false
     }
@@ -431,21 +463,8 @@ impl FileOps for PipeEnd {
         Some(self.pipe.capacity.load(Ordering::Relaxed))
     }
 
-    fn set_pipe_size(&self, size: usize) -> Result<usize, Errno> {
-        // Rounded up to a power-of-two number of pages, at most 1 MiB
-        // (the default /proc/sys/fs/pipe-max-size).
-        if size > 1 << 20 {
-            return Err(Errno::EPERM);
-        }
-        let size = size.max(4096).next_power_of_two();
-        let buf = self.pipe.buf.lock();
-        if buf.len() > size {
-            return Err(Errno::EBUSY);
-        }
-        self.pipe.capacity.store(size, Ordering::Relaxed);
-        drop(buf);
-        self.pipe.wake_all();
-        Ok(size)
+    fn set_pipe_size(&self, size: u64, privileged: bool) -> Result<usize, Errno> {
+        self.pipe.set_size(size, privileged)
     }
 }
 
@@ -508,6 +527,9 @@ impl FileOps for PipeBoth {
     fn write_at(&self, o: u64, buf: &[u8], nb: bool) -> Result<usize, Errno> {
         self.write.write_at(o, buf, nb)
     }
+    fn fasync(&self) -> bool {
+        true
+    }
     fn seekable(&self) -> bool {
         false
     }
@@ -516,6 +538,15 @@ impl FileOps for PipeBoth {
     }
     fn as_pipe(&self) -> Option<&Arc<Pipe>> {
         Some(&self.read.pipe)
+    }
+    fn ino(&self) -> Option<u64> {
+        self.read.ino()
+    }
+    fn pipe_size(&self) -> Option<usize> {
+        self.read.pipe_size()
+    }
+    fn set_pipe_size(&self, size: u64, privileged: bool) -> Result<usize, Errno> {
+        self.read.set_pipe_size(size, privileged)
     }
     fn mode(&self) -> u32 {
         S_IFIFO | 0o600

@@ -13,6 +13,7 @@ use core::any::Any;
 use core::fmt::Write;
 use core::sync::atomic::Ordering;
 
+use hal::sync::SpinLock;
 use linux_abi::errno::Errno;
 
 use super::file::{FileOps, SnapshotFile};
@@ -39,13 +40,76 @@ enum Node {
     PidLink(Pid, &'static str),
     FdDir(Pid),
     FdLink(Pid, i32),
+    /// A registered file or directory, by its path below /proc.
+    Extra(&'static str),
 }
 
 pub struct ProcInode {
     node: Node,
 }
 
-const GLOBALS: &[&str] = &["meminfo", "cpuinfo", "uptime", "loadavg", "filesystems", "stat", "version"];
+/// Files other subsystems add to /proc (System V IPC's /proc/sysvipc,
+/// their limits under /proc/sys): a path below /proc and the function
+/// that makes the file's text. Directories are implied by the paths.
+type Content = fn(&'static str) -> String;
+static EXTRA: SpinLock<Vec<(&'static str, Content)>> = SpinLock::new(Vec::new());
+
+/// Adds the file /proc/`path`, whose text `content(path)` makes when the
+/// file is opened (at boot, by the subsystem that owns it).
+pub fn register(path: &'static str, content: Content) {
+    let mut extra = EXTRA.lock();
+    if extra.try_reserve(1).is_ok() {
+        extra.push((path, content));
+    }
+}
+
+/// The registered node `name` in directory `dir` ("" for /proc itself,
+/// else a path ending in '/'): a file, or a directory some registered
+/// path passes through.
+fn extra_lookup(dir: &str, name: &str) -> Option<Node> {
+    let extra = EXTRA.lock();
+    for (path, _) in extra.iter() {
+        let Some(rest) = path.strip_prefix(dir) else { continue };
+        if rest == name {
+            return Some(Node::Extra(path));
+        }
+        if rest.strip_prefix(name).is_some_and(|r| r.starts_with('/')) {
+            return Some(Node::Extra(&path[..dir.len() + name.len()]));
+        }
+    }
+    None
+}
+
+/// The registered entries of directory `dir` (as in `extra_lookup`).
+fn extra_entries(dir: &str) -> Vec<(String, Node)> {
+    let mut out: Vec<(String, Node)> = Vec::new();
+    for (path, _) in EXTRA.lock().iter() {
+        let Some(rest) = path.strip_prefix(dir) else { continue };
+        let name = rest.split('/').next().unwrap_or(rest);
+        if name.is_empty() || out.iter().any(|(n, _)| n == name) {
+            continue;
+        }
+        out.push((name.to_string(), Node::Extra(&path[..dir.len() + name.len()])));
+    }
+    out
+}
+
+fn extra_content(path: &str) -> Option<String> {
+    let f = EXTRA.lock().iter().find(|(p, _)| *p == path).map(|(p, f)| (*p, *f));
+    f.map(|(p, f)| f(p))
+}
+
+fn extra_is_file(path: &str) -> bool {
+    EXTRA.lock().iter().any(|(p, _)| *p == path)
+}
+
+/// A stable inode number for a registered path (below the pid ranges).
+fn extra_ino(path: &str) -> u64 {
+    let hash = path.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    100 + hash % 65_000
+}
+
+const GLOBALS: &[&str] = &["meminfo", "cpuinfo", "uptime", "loadavg", "filesystems", "stat", "version", "locks"];
 const PID_FILES: &[&str] = &["stat", "status", "cmdline", "comm", "maps", "statm", "environ", "mounts"];
 const SYS_KERNEL_FILES: &[&str] = &["pid_max", "ostype", "osrelease", "hostname"];
 const PID_LINKS: &[&str] = &["exe", "cwd", "root"];
@@ -75,6 +139,7 @@ fn ino_of(n: Node) -> u64 {
         Node::PidLink(p, f) => ((p as u64) << 16) | (100 + PID_LINKS.iter().position(|x| *x == f).unwrap_or(0) as u64),
         Node::FdDir(p) => ((p as u64) << 16) | 200,
         Node::FdLink(p, fd) => ((p as u64) << 16) | (1000 + fd as u64),
+        Node::Extra(path) => extra_ino(path),
     }
 }
 
@@ -95,6 +160,7 @@ impl ProcInode {
             Node::SelfLink | Node::ThreadSelfLink | Node::MountsLink | Node::PidLink(..) | Node::FdLink(..) => {
                 FileType::Symlink
             }
+            Node::Extra(path) if !extra_is_file(path) => FileType::Directory,
             _ => FileType::Regular,
         }
     }
@@ -107,6 +173,7 @@ impl ProcInode {
             Node::SysKernelFile("osrelease") => Ok(String::from("6.1.0-kiln\n")),
             Node::SysKernelFile(_) => Ok(String::from("kiln\n")),
             Node::PidFile(pid, f) => pid_file(&process(pid)?, f),
+            Node::Extra(path) => extra_content(path).ok_or(Errno::EISDIR),
             _ => Err(Errno::EISDIR),
         }
     }
@@ -215,15 +282,23 @@ impl Inode for ProcInode {
                 if let Some(g) = GLOBALS.iter().find(|g| **g == name) {
                     return Ok(node(Node::Global(g)));
                 }
+                if let Some(n) = extra_lookup("", name) {
+                    return Ok(node(n));
+                }
                 let pid: Pid = name.parse().map_err(|_| Errno::ENOENT)?;
                 process(pid)?;
                 Ok(node(Node::PidDir(pid)))
             }
             Node::SysDir if name == "kernel" => Ok(node(Node::SysKernelDir)),
+            Node::SysDir => extra_lookup("sys/", name).map(node).ok_or(Errno::ENOENT),
             Node::SysKernelDir => match SYS_KERNEL_FILES.iter().find(|f| **f == name) {
                 Some(f) => Ok(node(Node::SysKernelFile(f))),
-                None => Err(Errno::ENOENT),
+                None => extra_lookup("sys/kernel/", name).map(node).ok_or(Errno::ENOENT),
             },
+            Node::Extra(path) if !extra_is_file(path) => {
+                let dir = alloc::format!("{path}/");
+                extra_lookup(&dir, name).map(node).ok_or(Errno::ENOENT)
+            }
             Node::TaskDir(pid) => {
                 let tid: Pid = name.parse().map_err(|_| Errno::ENOENT)?;
                 if !process(pid)?.tasks.lock().iter().any(|t| t.tid() == tid) {
@@ -275,16 +350,32 @@ impl Inode for ProcInode {
                 push("thread-self".to_string(), Node::ThreadSelfLink);
                 push("mounts".to_string(), Node::MountsLink);
                 push("sys".to_string(), Node::SysDir);
+                for (name, n) in extra_entries("") {
+                    push(name, n);
+                }
                 let mut pids: Vec<Pid> = proc::all_processes().iter().map(|p| p.pid).collect();
                 pids.sort_unstable();
                 for pid in pids {
                     push(format!("{pid}"), Node::PidDir(pid));
                 }
             }
-            Node::SysDir => push("kernel".to_string(), Node::SysKernelDir),
+            Node::SysDir => {
+                push("kernel".to_string(), Node::SysKernelDir);
+                for (name, n) in extra_entries("sys/") {
+                    push(name, n);
+                }
+            }
             Node::SysKernelDir => {
                 for f in SYS_KERNEL_FILES {
                     push(f.to_string(), Node::SysKernelFile(f));
+                }
+                for (name, n) in extra_entries("sys/kernel/") {
+                    push(name, n);
+                }
+            }
+            Node::Extra(path) if !extra_is_file(path) => {
+                for (name, n) in extra_entries(&alloc::format!("{path}/")) {
+                    push(name, n);
                 }
             }
             Node::TaskDir(pid) => {
@@ -418,8 +509,14 @@ fn global(name: &str) -> Result<String, Errno> {
             let _ = writeln!(s, "0.00 0.00 0.00 1/{n} {}", proc::last_pid());
         }
 
-        "filesystems" => s.push_str("nodev\ttmpfs\nnodev\tproc\nnodev\tsysfs\nnodev\tdevtmpfs\nnodev\tramfs\n"),
+        "filesystems" => {
+            s.push_str("nodev\ttmpfs\nnodev\tproc\nnodev\tsysfs\nnodev\tdevtmpfs\nnodev\tramfs\n");
+            for name in super::registered_fs_types() {
+                let _ = writeln!(s, "nodev\t{name}");
+            }
+        }
         "version" => s.push_str("Linux version 6.1.0-kiln (kiln@kiln) #1 SMP Kiln\n"),
+        "locks" => s = super::lock::proc_locks(),
         "stat" => {
             let ticks = crate::clock::now_ns() / 10_000_000;
             let _ = write!(

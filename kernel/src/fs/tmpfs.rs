@@ -10,6 +10,10 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 use hal::sync::{Once, SpinLock};
 use linux_abi::errno::Errno;
+use linux_abi::ipc::{
+    FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, F_SEAL_EXEC, F_SEAL_FUTURE_WRITE, F_SEAL_GROW, F_SEAL_SEAL,
+    F_SEAL_SHRINK, F_SEAL_WRITE,
+};
 
 use super::file::FileOps;
 use super::inode::{DirEntry, FileType, FsStats, Inode, Metadata, Owner, S_IFDIR, S_IFLNK, S_IFMT};
@@ -18,8 +22,13 @@ use super::xattr::{XattrBudget, XattrKinds, XattrStore, Xattrs};
 use crate::sync::Mutex;
 
 pub const TMPFS_MAGIC: u64 = 0x0102_1994;
-const PAGE: u64 = crate::mm::PAGE_SIZE;
 static NEXT_DEV: AtomicU64 = AtomicU64::new(0x20);
+
+/// A device number for a new in-memory file system instance (Linux's
+/// anonymous block devices, 0:N).
+pub fn new_dev() -> u64 {
+    NEXT_DEV.fetch_add(1, Ordering::Relaxed)
+}
 
 pub struct Tmpfs {
     dev: u64,
@@ -62,6 +71,8 @@ pub struct TmpInode {
     size: AtomicU64,
     /// Some process has mapped the file (it is never cleared).
     mapped: core::sync::atomic::AtomicBool,
+    /// F_SEAL_* bits of a regular file.
+    seals: core::sync::atomic::AtomicU32,
     ino: u64,
     /// The file type, fixed at creation (chmod keeps it), so that listing
     /// a directory reads it without the metadata lock.
@@ -102,6 +113,32 @@ impl Tmpfs {
     }
 }
 
+/// The internal tmpfs that holds memfd files and System V shared memory
+/// segments (Linux's shm_mnt): never mounted, its files have no name.
+static SHM_FS: Once<Arc<Tmpfs>> = Once::new();
+
+/// A new unnamed regular file (nlink 0) of the internal tmpfs, with
+/// permission bits `perm`, seals `seals` and owner `owner`: a memfd or an
+/// IPC segment.
+pub fn unnamed_file(perm: u32, seals: u32, owner: Owner) -> Arc<TmpInode> {
+    if SHM_FS.get().is_none() {
+        SHM_FS.set(Arc::new(Tmpfs {
+            dev: NEXT_DEV.fetch_add(1, Ordering::Relaxed),
+            next_ino: AtomicU64::new(1),
+            inodes: AtomicU64::new(0),
+            pages: Arc::new(PageBudget::new(hal::mm::total_frame_count() as u64 / 2)),
+            xattr_kinds: XattrKinds::TMPFS,
+            xattr_space: XattrBudget::new(MAX_INODES * 1024),
+        }));
+    }
+    let fs = SHM_FS.get().expect("set above");
+    let node = Node::File(Mutex::new(PageStore::new(fs.pages.clone())));
+    let inode = TmpInode::new(fs, super::inode::S_IFREG | (perm & 0o7777), 0, owner, node);
+    inode.meta.lock().nlink = 0;
+    inode.seals.store(seals, Ordering::Relaxed);
+    inode
+}
+
 impl TmpInode {
     fn new(fs: &Arc<Tmpfs>, mode: u32, rdev: u64, owner: Owner, node: Node) -> Arc<TmpInode> {
         let t = now();
@@ -111,6 +148,7 @@ impl TmpInode {
             fs: fs.clone(),
             frames: AtomicU64::new(0),
             mapped: core::sync::atomic::AtomicBool::new(false),
+            seals: core::sync::atomic::AtomicU32::new(F_SEAL_SEAL),
             size: AtomicU64::new(0),
             ino: fs.next_ino.fetch_add(1, Ordering::Relaxed),
             kind: FileType::from_mode(mode).unwrap_or(FileType::Regular),
@@ -128,6 +166,25 @@ impl TmpInode {
             xattrs: XattrStore::new(),
             me: me.clone(),
         })
+    }
+
+    /// What of a write the file's seals let through: nothing under
+    /// F_SEAL_WRITE or F_SEAL_FUTURE_WRITE; under F_SEAL_GROW, the pages
+    /// that do not pass the end (Linux writes a page at a time, and the
+    /// first page that would grow the file fails).
+    fn sealed_write(seals: u32, offset: u64, buf: &[u8], size: u64) -> Result<&[u8], Errno> {
+        if seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE) != 0 {
+            return Err(Errno::EPERM);
+        }
+        let end = offset + buf.len() as u64;
+        if seals & F_SEAL_GROW == 0 || end <= size || buf.is_empty() {
+            return Ok(buf);
+        }
+        let limit = size / 4096 * 4096;
+        if limit <= offset {
+            return Err(Errno::EPERM);
+        }
+        Ok(&buf[..(limit - offset) as usize])
     }
 
     /// Publishes a file's size and frame count after a change (the
@@ -265,6 +322,9 @@ impl Inode for TmpInode {
 
     fn set_mode(&self, mode: u32) -> Result<(), Errno> {
         let mut m = self.meta.lock();
+        if (m.mode ^ mode) & 0o111 != 0 && self.seals.load(Ordering::Relaxed) & F_SEAL_EXEC != 0 {
+            return Err(Errno::EPERM);
+        }
         m.mode = (m.mode & S_IFMT) | (mode & 0o7777);
         m.ctime = now();
         Ok(())
@@ -311,6 +371,7 @@ impl Inode for TmpInode {
             return Err(Errno::EFBIG);
         }
         let mut data = data.lock();
+        let buf = Self::sealed_write(self.seals.load(Ordering::Relaxed), offset, buf, data.size())?;
         let written = data.write(offset, buf);
         self.sync_sizes(&data);
         drop(data);
@@ -330,6 +391,10 @@ impl Inode for TmpInode {
             return Err(Errno::EFBIG);
         }
         let mut data = data.lock();
+        let seals = self.seals.load(Ordering::Relaxed);
+        if (size < data.size() && seals & F_SEAL_SHRINK != 0) || (size > data.size() && seals & F_SEAL_GROW != 0) {
+            return Err(Errno::EPERM);
+        }
         data.truncate(size);
         self.sync_sizes(&data);
         drop(data);
@@ -338,6 +403,52 @@ impl Inode for TmpInode {
         m.mtime = t;
         m.ctime = t;
         Ok(())
+    }
+
+    fn seals(&self) -> Option<u32> {
+        matches!(self.node, Node::File(_)).then(|| self.seals.load(Ordering::Relaxed))
+    }
+
+    fn add_seals(&self, seals: u32) -> Result<(), Errno> {
+        let Node::File(data) = &self.node else { return Err(Errno::EINVAL) };
+        // Under the data lock, so a write in progress finishes first.
+        let _data = data.lock();
+        let mut seals = seals;
+        let old = self.seals.load(Ordering::Relaxed);
+        if old & F_SEAL_SEAL != 0 {
+            return Err(Errno::EPERM);
+        }
+        // F_SEAL_EXEC on an executable file seals writes too (W^X).
+        if seals & F_SEAL_EXEC != 0 && self.meta.lock().mode & 0o111 != 0 {
+            seals |= F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_FUTURE_WRITE;
+        }
+        self.seals.store(old | seals, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn allocate(&self, mode: u32, offset: u64, len: u64) -> Result<(), Errno> {
+        let Node::File(data) = &self.node else { return Err(Errno::EOPNOTSUPP) };
+        let end = offset.checked_add(len).ok_or(Errno::EFBIG)?;
+        let seals = self.seals.load(Ordering::Relaxed);
+        let mut data = data.lock();
+        let result = if mode & FALLOC_FL_PUNCH_HOLE != 0 {
+            if seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE) != 0 {
+                return Err(Errno::EPERM);
+            }
+            data.punch_bytes(offset, end);
+            Ok(())
+        } else {
+            if seals & F_SEAL_GROW != 0 && end > data.size() {
+                return Err(Errno::EPERM);
+            }
+            data.allocate(offset, end, mode & FALLOC_FL_KEEP_SIZE != 0)
+        };
+        self.sync_sizes(&data);
+        drop(data);
+        if result.is_ok() && mode & FALLOC_FL_PUNCH_HOLE == 0 {
+            self.meta.lock().ctime = now();
+        }
+        result
     }
 
     fn note_mapped(&self) {
@@ -369,41 +480,13 @@ impl Inode for TmpInode {
         let Node::File(data) = &self.node else {
             return Err(if self.node_is_dir() { Errno::EISDIR } else { Errno::ENODEV });
         };
+        // A hole is a write: sealed files refuse it (MADV_REMOVE).
+        if self.seals.load(Ordering::Relaxed) & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE) != 0 {
+            return Err(Errno::EPERM);
+        }
         let mut data = data.lock();
         data.punch(index, count);
         self.sync_sizes(&data);
-        Ok(())
-    }
-
-    fn allocate(&self, offset: u64, len: u64, keep_size: bool) -> Result<(), Errno> {
-        let Node::File(data) = &self.node else {
-            return Err(Errno::EOPNOTSUPP);
-        };
-        let end = offset.checked_add(len).ok_or(Errno::EFBIG)?;
-        let mut data = data.lock();
-        let result = data.allocate(offset / PAGE, (end - 1) / PAGE);
-        if result.is_ok() && !keep_size && end > data.size() {
-            data.truncate(end);
-        }
-        self.sync_sizes(&data);
-        drop(data);
-        result?;
-        self.meta.lock().ctime = now();
-        Ok(())
-    }
-
-    fn punch_range(&self, offset: u64, len: u64) -> Result<(), Errno> {
-        let Node::File(data) = &self.node else {
-            return Err(Errno::EOPNOTSUPP);
-        };
-        let mut data = data.lock();
-        data.punch_bytes(offset, len);
-        self.sync_sizes(&data);
-        drop(data);
-        let t = now();
-        let mut m = self.meta.lock();
-        m.mtime = t;
-        m.ctime = t;
         Ok(())
     }
 

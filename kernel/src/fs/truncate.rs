@@ -49,7 +49,8 @@ pub fn truncate(inode: &Arc<dyn Inode>, size: u64) -> Result<(), Errno> {
 /// freed from every shared mapping, as Linux's `unmap_mapping_range`
 /// does: the next touch sees the hole's zeros. (Private copies stay.)
 pub fn punch_hole(inode: &Arc<dyn Inode>, offset: u64, len: u64) -> Result<(), Errno> {
-    inode.punch_range(offset, len)?;
+    use linux_abi::fs::{FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE};
+    inode.allocate(FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, len)?;
     let first = offset.div_ceil(PAGE_SIZE);
     let end = offset.saturating_add(len) / PAGE_SIZE;
     if first >= end || !inode.ever_mapped() {

@@ -292,6 +292,10 @@ impl FileOps for Console {
         Ok(buf.len())
     }
 
+    fn fasync(&self) -> bool {
+        true
+    }
+
     fn seekable(&self) -> bool {
         false
     }

@@ -92,18 +92,20 @@ impl AddressSpace {
     fn populate(&mut self, start: u64, end: u64, write: Option<bool>) -> Result<(), Errno> {
         let mut va = start;
         while va < end {
-            let Some(vma) = self.find(va).cloned() else {
+            // The area's facts, not a copy of it: copying an area opens it
+            // (a shared memory attachment would count it).
+            let Some((vma_end, prot, shared)) = self.find(va).map(|v| (v.end, v.prot, v.is_shared())) else {
                 return Err(Errno::ENOMEM);
             };
-            let stop = vma.end.min(end);
-            let accessible = vma.prot.read || vma.prot.write || vma.prot.exec;
+            let stop = vma_end.min(end);
+            let accessible = prot.read || prot.write || prot.exec;
             // An access the area forbids: EFAULT for mlock's populate
             // (which turns it into ENOMEM), EINVAL for MADV_POPULATE_*.
             let access = match write {
                 None if !accessible => return Err(Errno::EFAULT),
-                None if vma.prot.write && !vma.is_shared() => FaultAccess::Write,
+                None if prot.write && !shared => FaultAccess::Write,
                 None => FaultAccess::Read,
-                Some(true) if !vma.prot.write => return Err(Errno::EINVAL),
+                Some(true) if !prot.write => return Err(Errno::EINVAL),
                 Some(true) => FaultAccess::Write,
                 Some(false) if !accessible => return Err(Errno::EINVAL),
                 Some(false) => FaultAccess::Read,
@@ -212,6 +214,9 @@ impl AddressSpace {
             Backing::File { source, offset, .. } | Backing::SharedFile { source, offset, .. } => {
                 source.has_page((offset + (va - vma.start)) / PAGE_SIZE)
             }
+            Backing::Special { mapping, first_index } => {
+                mapping.frames.get((first_index + (va - vma.start) / PAGE_SIZE) as usize).is_some_and(|f| f.is_some())
+            }
         }
     }
 
@@ -226,19 +231,33 @@ impl AddressSpace {
                 // the advice fails the call before anything is dropped
                 // from it.
                 let mut result = Ok(());
-                let areas: Vec<Vma> =
-                    self.vmas.range(..end).map(|(_, v)| v).filter(|v| v.end > start).cloned().collect();
+                // Raw kernel pages cannot be dropped either (the vDSO's
+                // data page, Linux's VM_PFNMAP): EINVAL, as for FREE on
+                // anything but private anonymous memory.
+                let areas: Vec<(u64, u64, bool, bool, bool)> = self
+                    .vmas
+                    .range(..end)
+                    .map(|(_, v)| v)
+                    .filter(|v| v.end > start)
+                    .map(|v| {
+                        let raw = matches!(v.backing, Backing::Special { mapping, .. } if mapping.pfn_map);
+                        (v.start, v.end, v.flags.locked, matches!(v.backing, Backing::Anonymous), raw)
+                    })
+                    .collect();
                 let mut cursor = start;
-                for v in &areas {
-                    if v.start > cursor {
+                for &(v_start, v_end, locked, anonymous, raw) in &areas {
+                    if v_start > cursor {
                         result = Err(Errno::ENOMEM);
                     }
-                    let (s, e) = (v.start.max(start), v.end.min(end));
-                    if v.flags.locked && advice != c::MADV_DONTNEED_LOCKED {
+                    let (s, e) = (v_start.max(start), v_end.min(end));
+                    if locked && advice != c::MADV_DONTNEED_LOCKED {
                         return Err(Errno::EINVAL);
                     }
                     // MADV_FREE works on private anonymous memory only.
-                    if advice == c::MADV_FREE && !matches!(v.backing, Backing::Anonymous) {
+                    if advice == c::MADV_FREE && !anonymous {
+                        return Err(Errno::EINVAL);
+                    }
+                    if raw {
                         return Err(Errno::EINVAL);
                     }
                     // MADV_FREE lets the kernel drop the pages whenever it
@@ -246,7 +265,7 @@ impl AddressSpace {
                     // gives them back now (reads then see zeros, which
                     // Linux allows).
                     self.unmap_pages(s, e);
-                    cursor = v.end;
+                    cursor = v_end;
                 }
                 if cursor < end {
                     result = Err(Errno::ENOMEM);
@@ -316,8 +335,7 @@ impl AddressSpace {
     pub fn madvise_remove(&mut self, start: u64, end: u64) -> Result<Vec<(SharedObject, u64, u64)>, Errno> {
         let mut freed = Vec::new();
         let mut cursor = start;
-        let areas: Vec<Vma> = self.vmas.range(..end).map(|(_, v)| v).filter(|v| v.end > start).cloned().collect();
-        for v in &areas {
+        for v in self.vmas.range(..end).map(|(_, v)| v).filter(|v| v.end > start) {
             if v.start > cursor {
                 return Err(Errno::ENOMEM);
             }
@@ -328,7 +346,7 @@ impl AddressSpace {
             let first = (s - v.start) / PAGE_SIZE;
             let count = (e - s) / PAGE_SIZE;
             match &v.backing {
-                Backing::Anonymous => return Err(Errno::EINVAL),
+                Backing::Anonymous | Backing::Special { .. } => return Err(Errno::EINVAL),
                 Backing::File { .. } | Backing::SharedFile { may_write: false, .. } => return Err(Errno::EACCES),
                 Backing::SharedAnonymous { pages, first_index } => {
                     pages.remove_range(first_index + first, count);

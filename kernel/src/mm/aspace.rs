@@ -25,8 +25,12 @@ pub const MMAP_MIN_ADDR: u64 = 0x10000;
 /// Top of the main thread's stack.
 pub const STACK_TOP: u64 = 0x7fff_ffff_f000;
 pub const STACK_SIZE: u64 = 8 << 20;
-/// Where top-down mmap placement starts, below the stack and its gap.
-pub const MMAP_BASE: u64 = STACK_TOP - STACK_SIZE - (1 << 30);
+/// Where top-down mmap placement starts: Linux's mmap_base without
+/// randomization, the stack limit plus a 1 MiB guard gap below the top,
+/// but at least 128 MiB (so 0x7ffff7fff000, where ld.so ends on Linux).
+pub const MMAP_BASE: u64 = STACK_TOP - (128 << 20);
+/// The highest the program break may reach: the stack's guard gap.
+const BRK_LIMIT: u64 = STACK_TOP - STACK_SIZE - (1 << 20);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FaultAccess {
@@ -92,7 +96,9 @@ impl AddressSpace {
     /// Resolves a fault at `addr`: demand-fills a missing page, or breaks
     /// copy-on-write sharing on a write.
     pub fn handle_fault(&mut self, addr: u64, access: FaultAccess) -> Result<(), FaultError> {
-        let vma = self.find(addr).ok_or(FaultError::Unmapped)?.clone();
+        // Borrowed, not cloned: copying an area is opening it again (a
+        // shared memory attachment would count it).
+        let vma = self.find(addr).ok_or(FaultError::Unmapped)?;
         let allowed = match access {
             FaultAccess::Read => vma.prot.read || vma.prot.write || vma.prot.exec,
             FaultAccess::Write => vma.prot.write,
@@ -106,20 +112,20 @@ impl AddressSpace {
             if !flags.accessible {
                 // Kept contents of a page whose VMA allows access again
                 // (the PTE is refreshed by mprotect; this is a stale view).
-                self.page_table.protect(va, Self::page_flags(&vma, false));
+                self.page_table.protect(va, Self::page_flags(vma, false));
                 return Ok(());
             }
             if access != FaultAccess::Write || flags.writable {
                 // Another thread resolved it first (or a stale TLB entry).
                 return Ok(());
             }
-            return self.break_cow(&vma, va);
+            return self.break_cow(vma, va);
         }
-        let (frame, exclusive) = self.fill_page(&vma, va)?;
-        self.page_table.map(va, frame, Self::page_flags(&vma, exclusive)).map_err(|_| FaultError::OutOfMemory)
+        let (frame, exclusive) = self.fill_page(vma, va)?;
+        self.page_table.map(va, frame, Self::page_flags(vma, exclusive)).map_err(|_| FaultError::OutOfMemory)
     }
 
-    fn break_cow(&mut self, vma: &Vma, va: u64) -> Result<(), FaultError> {
+    fn break_cow(&self, vma: &Vma, va: u64) -> Result<(), FaultError> {
         let frame = self.page_table.frame_at(va).ok_or(FaultError::Unmapped)?;
         // Our handle plus the page table's: nobody else shares it.
         if frame.ref_count() == 2 {
@@ -178,19 +184,60 @@ impl AddressSpace {
                 }
                 Ok((frame, true))
             }
+            Backing::Special { mapping, first_index } => {
+                let index = first_index + (va - vma.start) / PAGE_SIZE;
+                match mapping.frames.get(index as usize) {
+                    Some(Some(frame)) => Ok((frame.clone(), false)),
+                    _ => Err(FaultError::BusError),
+                }
+            }
         }
     }
 
     /// Is [start, end) free of VMAs?
-    fn is_free(&self, start: u64, end: u64) -> bool {
+    pub fn is_free(&self, start: u64, end: u64) -> bool {
         match self.vmas.range(..end).next_back() {
             Some((_, v)) => v.end <= start,
             None => true,
         }
     }
 
-    /// Finds a free range of `len` bytes, top-down from MMAP_BASE.
-    fn find_free(&self, len: u64) -> Option<u64> {
+    /// Whether any area lies in [start, end).
+    pub fn overlaps(&self, start: u64, end: u64) -> bool {
+        !self.is_free(start, end)
+    }
+
+    /// shmdt: unmaps the System V shared memory attachment whose start
+    /// is `addr`, with every piece of it left by mprotect or munmap (the
+    /// areas of the same segment at the offsets the attachment gave
+    /// them), as Linux does; EINVAL when none starts there.
+    pub fn detach_shm(&mut self, addr: u64) -> Result<(), Errno> {
+        let is_piece = |v: &Vma| match &v.backing {
+            Backing::SharedFile { source, offset, attach: Some(_), .. } => {
+                (v.start >= addr && v.start - addr == *offset).then(|| source.clone())
+            }
+            _ => None,
+        };
+        let first = self.vmas.values().filter(|v| v.end > addr).find_map(|v| is_piece(v).map(|s| (v.start, v.end, s)));
+        let (start, end, source) = first.ok_or(Errno::EINVAL)?;
+        let size = page_ceil(source.metadata().size).unwrap_or(u64::MAX);
+        self.remove_range(start, end);
+        let rest: Vec<(u64, u64)> = self
+            .vmas
+            .values()
+            .filter(|v| v.start >= end && v.end - addr <= size)
+            .filter(|v| is_piece(v).is_some_and(|s| Arc::ptr_eq(&s, &source)))
+            .map(|v| (v.start, v.end))
+            .collect();
+        for (s, e) in rest {
+            self.remove_range(s, e);
+        }
+        Ok(())
+    }
+
+    /// Finds a free range of `len` bytes, top-down from MMAP_BASE (where
+    /// mmap without a hint, the ELF interpreter and the vDSO go).
+    pub fn find_free(&self, len: u64) -> Option<u64> {
         let mut top = MMAP_BASE;
         for v in self.vmas.values().rev() {
             if v.start >= top {
@@ -244,6 +291,14 @@ impl AddressSpace {
                 self.unmap_pages(first, v.end);
             }
         }
+    }
+
+    /// Whether an area maps `source` shared from a description open for
+    /// writing (F_SEAL_WRITE's EBUSY).
+    pub fn maps_writable_shared(&self, source: &Arc<dyn crate::fs::Inode>) -> bool {
+        self.vmas.values().any(
+            |v| matches!(&v.backing, Backing::SharedFile { source: s, may_write: true, .. } if Arc::ptr_eq(s, source)),
+        )
     }
 
     pub(super) fn unmap_pages(&self, start: u64, end: u64) {
@@ -300,7 +355,8 @@ impl AddressSpace {
             }
         };
         let flags = self.new_area_flags();
-        self.vmas.insert(start, Vma { start, end: start + len, prot, backing, kind: VmaKind::Normal, name: None, flags });
+        self.vmas
+            .insert(start, Vma { start, end: start + len, prot, backing, kind: VmaKind::Normal, name: None, flags });
         if flags.locked && !flags.lock_on_fault {
             self.populate_locked(start, start + len);
         }
@@ -322,8 +378,16 @@ impl AddressSpace {
         }
         let old_len = page_ceil(old_len).ok_or(Errno::EINVAL)?;
         let new_len = page_ceil(new_len).ok_or(Errno::ENOMEM)?;
-        let vma = self.find(old).ok_or(Errno::EFAULT)?.clone();
-        if old + old_len.max(PAGE_SIZE) > vma.end {
+        let (vma_start, vma_end, special) = self
+            .find(old)
+            .map(|v| (v.start, v.end, matches!(v.backing, Backing::Special { .. })))
+            .ok_or(Errno::EFAULT)?;
+        if old + old_len.max(PAGE_SIZE) > vma_end {
+            return Err(Errno::EFAULT);
+        }
+        // Kernel-provided pages may move or shrink but never grow (Linux's
+        // VM_DONTEXPAND on special mappings).
+        if new_len > old_len && special {
             return Err(Errno::EFAULT);
         }
         if fixed.is_none() {
@@ -334,8 +398,8 @@ impl AddressSpace {
                 return Ok(old);
             }
             let grow_end = old.checked_add(new_len).ok_or(Errno::ENOMEM)?;
-            if old + old_len == vma.end && grow_end <= MMAP_BASE && self.is_free(vma.end, grow_end) {
-                self.vmas.get_mut(&vma.start).expect("vma present").end = grow_end;
+            if old + old_len == vma_end && grow_end <= MMAP_BASE && self.is_free(vma_end, grow_end) {
+                self.vmas.get_mut(&vma_start).expect("vma present").end = grow_end;
                 return Ok(old);
             }
             if !may_move {
@@ -421,18 +485,27 @@ impl AddressSpace {
         if prot.write && self.vmas.range(..end).map(|(_, v)| v).any(|v| v.end > addr && read_only_file(v)) {
             return Err(Errno::EACCES);
         }
+        // Kernel-provided pages allow only what their mapping may (the
+        // vDSO data page is never writable nor executable, as on Linux).
+        let special_refuses = |v: &Vma| match v.backing {
+            Backing::Special { mapping, .. } => (prot.write && !mapping.may_write) || (prot.exec && !mapping.may_exec),
+            _ => false,
+        };
+        if self.vmas.range(..end).map(|(_, v)| v).any(|v| v.end > addr && special_refuses(v)) {
+            return Err(Errno::EACCES);
+        }
         self.split_at(addr);
         self.split_at(end);
         let keys: Vec<u64> = self.vmas.range(addr..end).map(|(k, _)| *k).collect();
         for k in keys {
             let vma = self.vmas.get_mut(&k).expect("vma present");
             vma.prot = prot;
-            let vma = vma.clone();
+            let (start, end, flags) = (vma.start, vma.end, Self::page_flags(vma, false));
             let mut batch = self.page_table.batch();
-            for (va, _) in self.page_table.mapped_pages(vma.start, vma.end) {
+            for (va, _) in self.page_table.mapped_pages(start, end) {
                 // Private pages get write access back through a fault, which
                 // checks whether they are still shared.
-                batch.protect(va, Self::page_flags(&vma, false));
+                batch.protect(va, flags);
             }
         }
         Ok(())
@@ -450,7 +523,7 @@ impl AddressSpace {
         }
         let old_top = page_ceil(self.brk).unwrap_or(self.brk);
         let new_top = match page_ceil(new) {
-            Some(t) if t <= MMAP_BASE => t,
+            Some(t) if t <= BRK_LIMIT => t,
             _ => return self.brk,
         };
         if new_top > old_top {
@@ -504,6 +577,17 @@ impl AddressSpace {
             }
             for (va, flags) in self.page_table.mapped_pages(vma.start, vma.end) {
                 let frame = self.page_table.frame_at(va).ok_or(Errno::EFAULT)?;
+                // The kernel's own pages (the vDSO) come back by a fault
+                // if the child uses them, as Linux copies no entries for
+                // them either; only a private copy (written after
+                // mprotect) is the process's data. Copying them cost the
+                // child a page-table page, 4,000 instructions per fork.
+                if let Backing::Special { mapping, first_index } = &vma.backing {
+                    let index = (first_index + (va - vma.start) / PAGE_SIZE) as usize;
+                    if mapping.frames.get(index).and_then(|f| f.as_ref()).is_some_and(|f| f.paddr() == frame.paddr()) {
+                        continue;
+                    }
+                }
                 let child_flags = if vma.is_shared() {
                     flags
                 } else {
@@ -569,10 +653,11 @@ impl AddressSpace {
                 Backing::File { offset, .. } | Backing::SharedFile { offset, .. } => *offset,
                 _ => 0,
             };
-            let name = match (v.kind, &v.name) {
-                (VmaKind::Heap, _) => "[heap]",
-                (VmaKind::Stack, _) => "[stack]",
-                (_, Some(n)) => n.as_str(),
+            let name = match (v.kind, &v.name, &v.backing) {
+                (VmaKind::Heap, _, _) => "[heap]",
+                (VmaKind::Stack, _, _) => "[stack]",
+                (_, _, Backing::Special { mapping, .. }) => mapping.name,
+                (_, Some(n), _) => n.as_str(),
                 _ => "",
             };
             let _ = writeln!(

@@ -173,6 +173,16 @@ pub fn write_u32(vm: &Vm, addr: u64, value: u32) -> Result<(), Errno> {
 /// Reads a NUL-terminated string of at most `max` bytes (ENAMETOOLONG
 /// beyond), as Linux does for paths and exec arguments.
 pub fn read_cstring(vm: &Vm, addr: u64, max: usize) -> Result<String, Errno> {
+    let bytes = read_cstring_bytes(vm, addr, max)?;
+    String::from_utf8(bytes).or_else(|e| {
+        // Linux paths are bytes; keep them lossless as far as UTF-8 allows.
+        Ok(String::from_utf8_lossy(e.as_bytes()).into_owned())
+    })
+}
+
+/// Reads a NUL-terminated string of at most `max` bytes (ENAMETOOLONG past
+/// that), as the bytes it is.
+pub fn read_cstring_bytes(vm: &Vm, addr: u64, max: usize) -> Result<Vec<u8>, Errno> {
     let mut out: Vec<u8> = Vec::new();
     let mut cursor = addr;
     loop {
@@ -194,32 +204,6 @@ pub fn read_cstring(vm: &Vm, addr: u64, max: usize) -> Result<String, Errno> {
     }
     if out.len() > max {
         return Err(Errno::ENAMETOOLONG);
-    }
-    String::from_utf8(out).or_else(|e| {
-        // Linux paths are bytes; keep them lossless as far as UTF-8 allows.
-        Ok(String::from_utf8_lossy(e.as_bytes()).into_owned())
-    })
-}
-
-/// Reads a NULL-terminated array of string pointers (argv, envp).
-pub fn read_string_array(vm: &Vm, addr: u64, max_total: usize) -> Result<Vec<String>, Errno> {
-    let mut out = Vec::new();
-    if addr == 0 {
-        return Ok(out);
-    }
-    let mut total = 0;
-    for i in 0.. {
-        let ptr = read_u64(vm, addr + i * 8)?;
-        if ptr == 0 {
-            break;
-        }
-        let s = read_cstring(vm, ptr, max_total)?;
-        total += s.len() + 1 + 8;
-        if total > max_total {
-            return Err(Errno::E2BIG);
-        }
-        out.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
-        out.push(s);
     }
     Ok(out)
 }

@@ -51,6 +51,64 @@ impl Default for SharedPages {
     }
 }
 
+/// Pages the kernel gives every process (the vDSO and its data page): the
+/// same frames in every address space, for the kernel's whole life. A
+/// private mapping of them copies a page on the first write, which is
+/// only possible where `may_write` lets mprotect add PROT_WRITE.
+pub struct SpecialMapping {
+    /// The name /proc/<pid>/maps shows (`[vdso]`, `[vvar]`).
+    pub name: &'static str,
+    /// One entry per page; touching a `None` page raises SIGBUS (the
+    /// unused pages of `[vvar]`, as on Linux).
+    pub frames: alloc::vec::Vec<Option<UserFrame>>,
+    /// Whether mprotect may add PROT_WRITE (Linux's VM_MAYWRITE: a
+    /// debugger's breakpoint in the vDSO) and PROT_EXEC.
+    pub may_write: bool,
+    pub may_exec: bool,
+    /// Raw kernel pages (Linux's VM_PFNMAP, the vDSO's data page):
+    /// madvise cannot drop them.
+    pub pfn_map: bool,
+}
+
+impl SpecialMapping {
+    pub fn len(&self) -> u64 {
+        self.frames.len() as u64 * crate::mm::PAGE_SIZE
+    }
+}
+
+/// Something that counts the areas mapping it: a System V shared memory
+/// segment's `shm_nattch`. It hears of every area made over it, by
+/// shmat, fork or the split of an area (Linux's vm_ops->open), and of
+/// every one that goes (vm_ops->close).
+pub trait MapCounter: Send + Sync {
+    fn opened(&self);
+    fn closed(&self);
+}
+
+/// One area's hold on a `MapCounter`: made with the area, copied with it,
+/// dropped with it. (Areas are only cloned where Linux opens one: fork,
+/// split, mremap.)
+pub struct Attachment(Arc<dyn MapCounter>);
+
+impl Attachment {
+    pub fn new(counter: Arc<dyn MapCounter>) -> Attachment {
+        counter.opened();
+        Attachment(counter)
+    }
+}
+
+impl Clone for Attachment {
+    fn clone(&self) -> Attachment {
+        Attachment::new(self.0.clone())
+    }
+}
+
+impl Drop for Attachment {
+    fn drop(&mut self) {
+        self.0.closed();
+    }
+}
+
 #[derive(Clone)]
 pub enum Backing {
     /// Private zero-filled memory.
@@ -69,7 +127,12 @@ pub enum Backing {
     /// file's own frames are mapped, so stores reach the file and every
     /// other mapper at once. `may_write`: the file was opened for writing,
     /// so mprotect may add PROT_WRITE later.
-    SharedFile { source: Arc<dyn crate::fs::Inode>, offset: u64, may_write: bool },
+    /// `attach`: the area is a System V shared memory attachment (shmat),
+    /// counted by its segment.
+    SharedFile { source: Arc<dyn crate::fs::Inode>, offset: u64, may_write: bool, attach: Option<Attachment> },
+    /// Kernel-provided pages (see `SpecialMapping`); `first_index` is the
+    /// page of the mapping at the area's start.
+    Special { mapping: &'static SpecialMapping, first_index: u64 },
 }
 
 impl Backing {
@@ -83,7 +146,13 @@ impl Backing {
     /// A shared mapping of `source` (see `Backing::SharedFile`).
     pub fn shared_file(source: Arc<dyn crate::fs::Inode>, offset: u64, may_write: bool) -> Backing {
         source.note_mapped();
-        Backing::SharedFile { source, offset, may_write }
+        Backing::SharedFile { source, offset, may_write, attach: None }
+    }
+
+    /// A System V shared memory attachment of the segment's file `source`.
+    pub fn shm_attach(source: Arc<dyn crate::fs::Inode>, may_write: bool, counter: Arc<dyn MapCounter>) -> Backing {
+        source.note_mapped();
+        Backing::SharedFile { source, offset: 0, may_write, attach: Some(Attachment::new(counter)) }
     }
 }
 
@@ -136,6 +205,9 @@ pub struct VmaFlags {
     pub sequential: bool,
 }
 
+/// An area of an address space. Cloning one is opening a second area
+/// (fork, a split, mremap): a System V shared memory attachment counts
+/// it. Code that only looks at an area borrows it or copies its fields.
 #[derive(Clone)]
 pub struct Vma {
     pub start: u64,
@@ -161,7 +233,9 @@ impl Vma {
         let delta = at - self.start;
         match &mut tail.backing {
             Backing::Anonymous => {}
-            Backing::SharedAnonymous { first_index, .. } => *first_index += delta / crate::mm::PAGE_SIZE,
+            Backing::SharedAnonymous { first_index, .. } | Backing::Special { first_index, .. } => {
+                *first_index += delta / crate::mm::PAGE_SIZE
+            }
             Backing::File { offset, .. } | Backing::SharedFile { offset, .. } => *offset += delta,
         }
         self.end = at;

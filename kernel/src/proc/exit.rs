@@ -11,6 +11,17 @@ use crate::mm::uaccess;
 /// The pid of init, the reaper of orphans.
 pub const INIT_PID: i32 = 1;
 
+/// Work a subsystem above this one does when a process ends (System V
+/// semaphores apply its SEM_UNDO adjustments), registered at boot.
+static EXIT_HOOKS: [hal::sync::Once<fn(super::Pid)>; 2] = [hal::sync::Once::new(), hal::sync::Once::new()];
+
+/// Registers `hook` to run as each process ends, before its files close.
+pub fn on_process_exit(hook: fn(super::Pid)) {
+    if let Some(slot) = EXIT_HOOKS.iter().find(|s| s.get().is_none()) {
+        slot.set(hook);
+    }
+}
+
 /// Ends the calling thread (the caller then returns from its run loop).
 /// The last thread out ends the process with `how`.
 pub fn exit_task(t: &Arc<Task>, how: ExitKind) {
@@ -53,6 +64,9 @@ fn exit_process(p: &Arc<Process>, how: ExitKind) {
     // its status for the parent.
     // Values are taken out of the spin locks before they drop: dropping
     // files or an address space may sleep.
+    for hook in EXIT_HOOKS.iter().filter_map(|h| h.get()) {
+        hook(p.pid);
+    }
     p.files.release();
     let vm = p.vm.lock().take();
     drop(vm);
@@ -139,9 +153,13 @@ fn init_exited(how: ExitKind) -> ! {
     // killed on other CPUs, may still be on their way out: give them a
     // moment (bounded) before counting.
     let start = hal::time::monotonic_ns();
-    // tmpfs file data is in user frames too and stays: only frames beyond
-    // it belong to processes still on their way out.
-    let process_frames = || hal::frame::live_user_frames().saturating_sub(crate::fs::pagestore::file_frames() as usize);
+    // tmpfs file data and the vDSO are in user frames too and stay: only
+    // frames beyond them belong to processes still on their way out.
+    let process_frames = || {
+        hal::frame::live_user_frames()
+            .saturating_sub(crate::fs::pagestore::file_frames() as usize)
+            .saturating_sub(crate::vdso::frames())
+    };
     while (process_frames() != 0 || hal::paging::live_user_table_frames() != 0)
         && hal::time::monotonic_ns() - start < 2_000_000_000
     {

@@ -22,11 +22,20 @@ use crate::sync::Mutex;
 pub fn start(path: &str, argv: Vec<String>) -> Result<(), Errno> {
     let cred = Arc::new(crate::cred::ROOT.clone());
     let dentry = resolve(&cred, &root(), path, true)?;
-    let inode = dentry.inode().clone();
+    exec::check_executable(&cred, &dentry)?;
     let envp: Vec<String> =
         ["HOME=/", "TERM=linux", "PATH=/sbin:/bin:/usr/sbin:/usr/bin"].iter().map(|s| String::from(*s)).collect();
-    let image = exec::load(&inode, path, &argv, &envp, &exec::AuxCreds::default())?;
-    let envp = envp.clone();
+    let bprm = exec::Binprm {
+        filename: String::from(path),
+        interp: String::from(path),
+        argv: argv.iter().map(|a| a.as_bytes().to_vec()).collect(),
+        envp: envp.iter().map(|e| e.as_bytes().to_vec()).collect(),
+        path_inaccessible: false,
+        arg_limit: exec::arg_space(8 << 20),
+        cwd: root(),
+        cred: cred.clone(),
+    };
+    let (image, _) = exec::load(dentry, bprm)?;
 
     let mut files = FdTable::new();
     let console_node = resolve(&cred, &root(), "/dev/console", true)?;
@@ -38,7 +47,7 @@ pub fn start(path: &str, argv: Vec<String>) -> Result<(), Errno> {
     let vm = Arc::new(Mutex::new(image.vm));
     let signals = SignalState::new(Arc::new(SpinLock::new(default_actions())));
     let p = Arc::new(Process::new(pid, Weak::new(), vm, SharedFdTable::new(files)?, signals));
-    *p.exe.lock() = dentry.path();
+    *p.exe.lock() = image.exe;
     p.set_comm_from_path(path);
     *p.cmdline.lock() = argv;
     *p.environ.lock() = envp;

@@ -14,9 +14,11 @@ pub mod futex;
 pub mod init;
 pub mod oom;
 pub mod robust;
+pub mod sigio;
 pub mod signal;
 pub mod task;
 pub mod timer;
+pub mod user_dispatch;
 pub mod wait;
 
 use alloc::collections::BTreeMap;
@@ -234,6 +236,32 @@ pub(crate) fn unregister_task(tid: Pid) {
 /// Every live process (for kill(-1), process groups, ps).
 pub fn all_processes() -> Vec<Arc<Process>> {
     PROCESSES.lock().values().filter_map(Weak::upgrade).collect()
+}
+
+/// How many distinct open file descriptions that `matches` picks are open
+/// for writing, and how many for reading only, across every descriptor
+/// table (a lease's conflicting-open check).
+pub fn open_counts(matches: impl Fn(&crate::fs::OpenFile) -> bool) -> crate::fs::lease::OpenCounts {
+    let mut seen: Vec<usize> = Vec::new();
+    let mut counts = crate::fs::lease::OpenCounts { writers: 0, readers: 0 };
+    for p in all_processes() {
+        let table = p.files().lock();
+        for f in table.files() {
+            let id = Arc::as_ptr(f) as usize;
+            if seen.contains(&id) || !matches(f) {
+                continue;
+            }
+            if seen.try_reserve(1).is_ok() {
+                seen.push(id);
+            }
+            if f.writable() {
+                counts.writers += 1;
+            } else if f.readable() {
+                counts.readers += 1;
+            }
+        }
+    }
+    counts
 }
 
 pub const RLIM_INFINITY: u64 = u64::MAX;

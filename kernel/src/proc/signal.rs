@@ -393,6 +393,14 @@ fn on_alt_stack(alt: &super::task::AltStack, sp: u64) -> bool {
 }
 
 /// Builds the rt_sigframe and points the thread at the handler.
+/// The most stack a signal frame takes (AT_MINSIGSTKSZ): the FXSAVE
+/// image and its 64-byte alignment, the rt_sigframe and its alignment,
+/// rounded up to 16 as Linux reports it. The red zone is not counted: a
+/// frame on an alternate stack does not skip one.
+pub fn max_frame_size() -> u64 {
+    (512 + 63 + rt_sigframe::SIZE as u64 + 15 + 8).next_multiple_of(16)
+}
+
 fn deliver(t: &Arc<Task>, ctx: &mut UserContext, info: &Siginfo, action: &SigAction) -> Result<(), Errno> {
     let vm = t.process.vm()?;
     let signo = info.si_signo as u32;

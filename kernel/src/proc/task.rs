@@ -51,6 +51,10 @@ pub struct Task {
     /// The last user page fault (address, error code, repeats): a fault
     /// that keeps coming back is a kernel bug worth reporting.
     pub last_fault: SpinLock<(u64, u64, u64)>,
+    /// prctl(PR_SET_SYSCALL_USER_DISPATCH) for this thread; the flag lets
+    /// the syscall path skip the lock when it is off.
+    pub user_dispatch: SpinLock<Option<super::user_dispatch::UserDispatch>>,
+    pub user_dispatch_on: core::sync::atomic::AtomicBool,
     /// The credentials this thread acts with, replaced whole on change
     /// (`commit_cred`), never changed in place.
     cred: SpinLock<Arc<Cred>>,
@@ -73,6 +77,8 @@ impl Task {
             attention: core::sync::atomic::AtomicBool::new(true),
             in_syscall: AtomicU64::new(0),
             last_fault: SpinLock::new((0, 0, 0)),
+            user_dispatch: SpinLock::new(None),
+            user_dispatch_on: core::sync::atomic::AtomicBool::new(false),
             cred: SpinLock::new(cred),
         }
     }

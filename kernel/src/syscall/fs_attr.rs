@@ -143,6 +143,8 @@ pub fn sys_truncate(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     check_writable(&d)?;
     perm::permission(&cred, &d, MAY_WRITE)?;
     perm::clear_setid_on_write(d.inode().as_ref(), || cred.clone())?;
+    // truncate(2) breaks leases as an open for writing does.
+    crate::fs::lease::break_leases(crate::fs::lock::inode_key(d.inode().as_ref()), true, false)?;
     crate::fs::truncate::truncate(d.inode(), a[1])?;
     Ok(0)
 }

@@ -409,6 +409,11 @@ pub fn do_open(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, flags: u32, mode
     if access == 3 {
         return Err(Errno::EINVAL);
     }
+    if kind == FileType::Regular {
+        // Opening breaks the leases it conflicts with, and waits for them.
+        let key = crate::fs::lock::inode_key(inode.as_ref());
+        crate::fs::lease::break_leases(key, access != c::O_RDONLY, flags & c::O_NONBLOCK != 0)?;
+    }
     let ops: Arc<dyn FileOps> = match inode.open(flags) {
         Some(r) => r?,
         None => Arc::new(InodeFile::new(inode.clone())),
@@ -553,41 +558,57 @@ pub fn sys_dup3(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 
 pub fn sys_fcntl(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let (fd, cmd, arg) = (a[0] as i32, a[1] as u32, a[2]);
-    let limit = nofile_limit(ctx);
-    let files = ctx.process().files();
-    let mut table = files.lock();
-    let f = table.get(fd)?;
+    let f = file(ctx, fd)?;
+    // A path-only descriptor answers only the descriptor commands.
+    if f.is_path_only() && !matches!(cmd, c::F_DUPFD | c::F_DUPFD_CLOEXEC | c::F_GETFD | c::F_SETFD | c::F_GETFL) {
+        return Err(Errno::EBADF);
+    }
     match cmd {
         c::F_DUPFD | c::F_DUPFD_CLOEXEC => {
+            let limit = nofile_limit(ctx);
             let min = usize::try_from(arg as i64).map_err(|_| Errno::EINVAL)?;
             if min >= limit {
                 return Err(Errno::EINVAL);
             }
-            Ok(table.install_from(min, f, cmd == c::F_DUPFD_CLOEXEC, limit)? as u64)
+            Ok(ctx.process().files().lock().install_from(min, f, cmd == c::F_DUPFD_CLOEXEC, limit)? as u64)
         }
-        c::F_GETFD => Ok(u64::from(table.is_cloexec(fd)?)),
+        c::F_GETFD => Ok(u64::from(ctx.process().files().lock().is_cloexec(fd)?)),
         c::F_SETFD => {
-            table.set_cloexec(fd, arg & u64::from(c::FD_CLOEXEC) != 0)?;
+            ctx.process().files().lock().set_cloexec(fd, arg & u64::from(c::FD_CLOEXEC) != 0)?;
             Ok(0)
         }
         c::F_GETFL => Ok(u64::from(f.flags())),
         c::F_SETFL => {
-            if f.is_path_only() {
-                return Err(Errno::EBADF);
-            }
-            let changeable = c::O_APPEND | c::O_NONBLOCK | c::O_ASYNC | c::O_DIRECT | c::O_NOATIME;
+            let changeable = c::O_APPEND | c::O_NONBLOCK | c::O_DIRECT | c::O_NOATIME;
             let old = f.flags();
-            f.flags.store((old & !changeable) | (arg as u32 & changeable), Ordering::Relaxed);
+            let mut new = (old & !changeable) | (arg as u32 & changeable);
+            // O_ASYNC changes only where signal-driven I/O exists (Linux:
+            // the file's ->fasync sets the bit), starting or stopping it.
+            if (old ^ arg as u32) & c::O_ASYNC != 0 && f.ops.fasync() {
+                if arg as u32 & c::O_ASYNC != 0 {
+                    crate::fs::fasync::enable(&f, fd)?;
+                    new |= c::O_ASYNC;
+                } else {
+                    crate::fs::fasync::disable(&f);
+                    new &= !c::O_ASYNC;
+                }
+            }
+            f.flags.store(new, Ordering::Relaxed);
             Ok(0)
         }
         c::F_GETPIPE_SZ => f.ops.pipe_size().map(|s| s as u64).ok_or(Errno::EBADF),
         c::F_SETPIPE_SZ => {
-            drop(table);
-            f.ops.set_pipe_size(arg as usize).map(|s| s as u64)
+            let privileged = crate::ipc::creds::capable(ctx.task, crate::ipc::creds::CAP_SYS_RESOURCE);
+            // The size is an int (Linux 6.7 on): the high half is ignored.
+            f.ops.set_pipe_size(u64::from(arg as u32), privileged).map(|s| s as u64)
         }
-        c::F_GETLK | c::F_SETLK | c::F_SETLKW => {
-            log::debug!("fcntl: record locks are not implemented");
-            Err(Errno::ENOLCK)
+        c::F_GETLK | c::F_SETLK | c::F_SETLKW | c::F_OFD_GETLK | c::F_OFD_SETLK | c::F_OFD_SETLKW => {
+            super::lock::fcntl_record_lock(ctx, fd, &f, cmd, arg)
+        }
+        c::F_ADD_SEALS | c::F_GET_SEALS => super::memfd::fcntl_seals(&f, cmd, arg as u32),
+        c::F_SETLEASE | c::F_GETLEASE => super::lock::fcntl_lease(ctx, fd, &f, cmd, arg),
+        c::F_SETOWN | c::F_GETOWN | c::F_SETOWN_EX | c::F_GETOWN_EX | c::F_SETSIG | c::F_GETSIG => {
+            super::lock::fcntl_owner(ctx, &f, cmd, arg)
         }
         _ => Err(Errno::EINVAL),
     }
@@ -605,6 +626,21 @@ pub fn sys_ioctl(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
             let on = uaccess::read_u32(&vm, arg)? != 0;
             let old = f.flags();
             let new = if on { old | c::O_NONBLOCK } else { old & !c::O_NONBLOCK };
+            f.flags.store(new, Ordering::Relaxed);
+            Ok(0)
+        }
+        c::FIOASYNC => {
+            let on = uaccess::read_u32(&vm, arg)? != 0;
+            let old = f.flags();
+            if (on != (old & c::O_ASYNC != 0)) && !f.ops.fasync() {
+                return Err(Errno::ENOTTY);
+            }
+            if on && old & c::O_ASYNC == 0 {
+                crate::fs::fasync::enable(&f, a[0] as i32)?;
+            } else if !on && old & c::O_ASYNC != 0 {
+                crate::fs::fasync::disable(&f);
+            }
+            let new = if on { old | c::O_ASYNC } else { old & !c::O_ASYNC };
             f.flags.store(new, Ordering::Relaxed);
             Ok(0)
         }

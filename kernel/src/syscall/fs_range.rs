@@ -1,20 +1,15 @@
-//! Calls on a byte range of an open file: fallocate (allocation and
-//! punched holes on tmpfs; the other modes are EOPNOTSUPP there, as on
-//! Linux), fadvise64 and readahead (advice a kernel without reclaim or
-//! readahead has nothing to do with, checked as Linux checks it), and
-//! sync_file_range (nothing to write back from memory).
+//! Hints on a byte range of an open file: fadvise64 and readahead
+//! (advice a kernel without reclaim or readahead has nothing to do with,
+//! checked as Linux checks it), and sync_file_range (nothing to write
+//! back from memory). fallocate is in `fs_alloc`.
 
 use linux_abi::errno::Errno;
 use linux_abi::fs as x;
 
 use super::fs_io::file;
 use super::fs_path::file_metadata;
-use super::splice::fsize_limit;
 use super::{SysResult, SyscallContext};
 use crate::fs::inode::FileType;
-
-/// The largest file offset (MAX_LFS_FILESIZE).
-const MAX_FILE_SIZE: i64 = i64::MAX;
 
 /// The type of the file behind a descriptor (pipes have no inode).
 fn kind_of(f: &crate::fs::OpenFile) -> FileType {
@@ -23,63 +18,6 @@ fn kind_of(f: &crate::fs::OpenFile) -> FileType {
         (Some(d), None) => d.inode().file_type(),
         (None, None) => file_metadata(f).file_type(),
     }
-}
-
-pub fn sys_fallocate(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    let (fd, mode, offset, len) = (a[0] as i32, a[1] as u32, a[2] as i64, a[3] as i64);
-    let f = file(ctx, fd)?;
-    // vfs_fallocate's checks, in its order (Linux 6.1).
-    if offset < 0 || len <= 0 {
-        return Err(Errno::EINVAL);
-    }
-    if mode & !x::FALLOC_FL_SUPPORTED_MASK != 0 {
-        return Err(Errno::EOPNOTSUPP);
-    }
-    let punch = mode & x::FALLOC_FL_PUNCH_HOLE != 0;
-    if punch && mode & x::FALLOC_FL_ZERO_RANGE != 0 {
-        return Err(Errno::EOPNOTSUPP);
-    }
-    if punch && mode & x::FALLOC_FL_KEEP_SIZE == 0 {
-        return Err(Errno::EOPNOTSUPP);
-    }
-    for only in [x::FALLOC_FL_COLLAPSE_RANGE, x::FALLOC_FL_INSERT_RANGE] {
-        if mode & only != 0 && mode & !only != 0 {
-            return Err(Errno::EINVAL);
-        }
-    }
-    if mode & x::FALLOC_FL_UNSHARE_RANGE != 0 && mode & !(x::FALLOC_FL_UNSHARE_RANGE | x::FALLOC_FL_KEEP_SIZE) != 0 {
-        return Err(Errno::EINVAL);
-    }
-    if !f.writable() {
-        return Err(Errno::EBADF);
-    }
-    match kind_of(&f) {
-        FileType::Fifo => return Err(Errno::ESPIPE),
-        FileType::Directory => return Err(Errno::EISDIR),
-        FileType::Regular | FileType::BlockDevice => {}
-        _ => return Err(Errno::ENODEV),
-    }
-    if offset.checked_add(len).is_none_or(|end| end > MAX_FILE_SIZE) {
-        return Err(Errno::EFBIG);
-    }
-    let inode = f.ops.inode().ok_or(Errno::EOPNOTSUPP)?;
-    // tmpfs (shmem_fallocate) knows allocation and punching only.
-    if mode & !(x::FALLOC_FL_KEEP_SIZE | x::FALLOC_FL_PUNCH_HOLE) != 0 {
-        return Err(Errno::EOPNOTSUPP);
-    }
-    let (offset, len) = (offset as u64, len as u64);
-    if punch {
-        crate::fs::truncate::punch_hole(inode, offset, len)?;
-        return Ok(0);
-    }
-    // RLIMIT_FSIZE applies to growth past the size, KEEP_SIZE or not
-    // (inode_newsize_ok).
-    let end = offset + len;
-    if end > inode.metadata().size {
-        fsize_limit(ctx, &f, end - 1, 1)?;
-    }
-    inode.allocate(offset, len, mode & x::FALLOC_FL_KEEP_SIZE != 0)?;
-    Ok(0)
 }
 
 /// Advice a file without backing store accepts and ignores

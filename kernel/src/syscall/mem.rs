@@ -4,6 +4,7 @@
 
 use linux_abi::consts as c;
 use linux_abi::errno::Errno;
+use linux_abi::ipc::{F_SEAL_FUTURE_WRITE, F_SEAL_WRITE};
 
 use super::{SysResult, SyscallContext};
 use crate::mm::vma::{Backing, Prot};
@@ -60,7 +61,13 @@ pub fn sys_mmap(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
             if !inode.has_page_frames() {
                 return Err(Errno::ENODEV);
             }
-            Backing::shared_file(inode, offset, file.writable())
+            // A file sealed against writes maps shared only read-only,
+            // and mprotect may not add PROT_WRITE later.
+            let sealed = inode.seals().unwrap_or(0) & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE) != 0;
+            if sealed && prot & c::PROT_WRITE as u64 != 0 {
+                return Err(Errno::EPERM);
+            }
+            Backing::shared_file(inode, offset, file.writable() && !sealed)
         } else {
             Backing::file(inode, offset, None)
         }

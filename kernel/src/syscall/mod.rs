@@ -3,17 +3,23 @@
 //! the boundary and return `Result<u64, Errno>`; unsupported calls and
 //! flags get the errno Linux would give, never a fake success.
 
+mod exec;
 mod cred;
 mod fs_attr;
+mod fs_alloc;
 mod fs_io;
 mod fs_name;
 mod fs_path;
 mod fs_range;
 mod futex;
 mod ident;
+mod ipc;
 mod kcmp;
+mod lock;
 mod mem;
 mod membarrier;
+mod memfd;
+mod mqueue;
 mod poll;
 mod process;
 mod rwf;
@@ -123,12 +129,14 @@ syscall_table! {
     CLONE3 => process::sys_clone3,
     FORK => process::sys_fork,
     VFORK => process::sys_vfork,
-    EXECVE => process::sys_execve,
+    EXECVE => exec::sys_execve,
+    EXECVEAT => exec::sys_execveat,
     EXIT => process::sys_exit,
     WAIT4 => process::sys_wait4,
     KILL => signal::sys_kill,
     UNAME => ident::sys_uname,
     FCNTL => fs_io::sys_fcntl,
+    FLOCK => lock::sys_flock,
     GETCWD => fs_path::sys_getcwd,
     CHDIR => fs_path::sys_chdir,
     READLINK => fs_path::sys_readlink,
@@ -281,10 +289,29 @@ syscall_table! {
     COPY_FILE_RANGE => splice::sys_copy_file_range,
     PREADV2 => rwf::sys_preadv2,
     PWRITEV2 => rwf::sys_pwritev2,
-    FALLOCATE => fs_range::sys_fallocate,
     FADVISE64 => fs_range::sys_fadvise64,
     READAHEAD => fs_range::sys_readahead,
     SYNC_FILE_RANGE => fs_range::sys_sync_file_range,
+    MEMFD_CREATE => memfd::sys_memfd_create,
+    MSGGET => ipc::sys_msgget,
+    MSGSND => ipc::sys_msgsnd,
+    MSGRCV => ipc::sys_msgrcv,
+    MSGCTL => ipc::sys_msgctl,
+    SEMGET => ipc::sys_semget,
+    SEMOP => ipc::sys_semop,
+    SEMTIMEDOP => ipc::sys_semtimedop,
+    SEMCTL => ipc::sys_semctl,
+    SHMGET => ipc::sys_shmget,
+    SHMAT => ipc::sys_shmat,
+    SHMDT => ipc::sys_shmdt,
+    SHMCTL => ipc::sys_shmctl,
+    FALLOCATE => fs_alloc::sys_fallocate,
+    MQ_OPEN => mqueue::sys_mq_open,
+    MQ_UNLINK => mqueue::sys_mq_unlink,
+    MQ_TIMEDSEND => mqueue::sys_mq_timedsend,
+    MQ_TIMEDRECEIVE => mqueue::sys_mq_timedreceive,
+    MQ_NOTIFY => mqueue::sys_mq_notify,
+    MQ_GETSETATTR => mqueue::sys_mq_getsetattr,
 }
 
 static TABLE: [Option<Handler>; TABLE_SIZE] = build_table();
@@ -303,6 +330,9 @@ fn is_restart(e: Errno) -> bool {
 /// Runs the system call the thread just made and stores its result.
 pub fn dispatch(task: &Arc<Task>, uctx: &mut UserContext) {
     let number = uctx.regs.rax;
+    if task.user_dispatch_on.load(Ordering::Relaxed) && crate::proc::user_dispatch::intercepts(task, uctx, number) {
+        return;
+    }
     let r = &uctx.regs;
     let args = [r.rdi, r.rsi, r.rdx, r.r10, r.r8, r.r9];
     let handler = usize::try_from(number).ok().and_then(|n| TABLE.get(n).copied().flatten());

@@ -7,17 +7,14 @@ use alloc::sync::Arc;
 use core::sync::atomic::{AtomicBool, Ordering};
 
 use hal::sync::SpinLock;
-use hal::user::UserContext;
 use linux_abi::consts as c;
 use linux_abi::errno::Errno;
 use linux_abi::layout::{CloneArgs, Rusage, Siginfo, Timeval};
 use linux_abi::signal as sig;
 
 use super::{SysResult, SyscallContext};
-use crate::fs::perm;
 use crate::fs::SharedFdTable;
 use crate::mm::uaccess;
-use crate::proc::exec;
 use crate::proc::signal::SignalState;
 use crate::proc::wait::{wait_child, VforkDone, WaitTarget};
 use crate::proc::{self, task, ExitKind, Process, Task};
@@ -281,171 +278,6 @@ fn clone_with(ctx: &mut SyscallContext, req: CloneRequest) -> SysResult {
     Ok(tid as u64)
 }
 
-pub fn sys_execve(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    let vm = ctx.vm()?;
-    let path = uaccess::read_cstring(&vm, a[0], 4096)?;
-    let argv = uaccess::read_string_array(&vm, a[1], exec::MAX_ARG_BYTES)?;
-    let envp = uaccess::read_string_array(&vm, a[2], exec::MAX_ARG_BYTES)?;
-    drop(vm);
-    let p = ctx.process().clone();
-    let cwd = p.cwd.lock().clone();
-    let cred = ctx.cred();
-    let dentry = crate::fs::dentry::resolve(&cred, &cwd, &path, true)?;
-    perm::may_exec(&cred, &dentry)?;
-    let inode = dentry.inode().clone();
-    let creds = ExecCreds::of(&cred, &dentry)?;
-    let image = match exec::load(&inode, &path, &argv, &envp, &creds.aux()) {
-        Err(Errno::ENOEXEC) => return exec_script(ctx, &dentry, &path, &argv, &envp),
-        other => other?,
-    };
-
-    *ctx.process().environ.lock() = envp;
-    commit_exec(ctx, image, dentry.path(), argv, creds)
-}
-
-/// The credentials an exec commits, computed before the point of no
-/// return (the allocation may fail) from the file that is loaded: for a
-/// script that is the interpreter, so set-id bits on scripts do nothing,
-/// as on Linux.
-struct ExecCreds {
-    cred: Arc<crate::cred::Cred>,
-    secure: bool,
-    dumpable: bool,
-}
-
-impl ExecCreds {
-    fn of(cred: &crate::cred::Cred, file: &Arc<crate::fs::Dentry>) -> Result<ExecCreds, Errno> {
-        let (new, dumpable) = perm::exec_creds(cred, file);
-        let secure = new.secure;
-        Ok(ExecCreds { cred: Arc::try_new(new.cred).map_err(|_| Errno::ENOMEM)?, secure, dumpable })
-    }
-
-    fn aux(&self) -> exec::AuxCreds {
-        let c = &self.cred;
-        exec::AuxCreds { uid: c.uid, euid: c.euid, gid: c.gid, egid: c.egid, secure: self.secure }
-    }
-}
-
-/// Ends every other thread of the process and waits until they are gone,
-/// as Linux's de_thread does. They exit on the old image, so their
-/// clear-child-tid words and robust lists are written there and not into
-/// the new program. Of two threads calling execve at once, the second
-/// backs off with EAGAIN and is ended by the first.
-fn end_other_threads(ctx: &SyscallContext) -> Result<(), Errno> {
-    let p = ctx.process();
-    if p.tasks.lock().len() == 1 {
-        return Ok(());
-    }
-    if p.exec_in_progress.swap(true, Ordering::AcqRel) {
-        return Err(Errno::EAGAIN);
-    }
-    for other in p.tasks.lock().iter().filter(|t| !Arc::ptr_eq(t, ctx.task)) {
-        *other.exit_request.lock() = Some(ExitKind::Exited(0));
-        other.interrupt();
-    }
-    p.thread_exited.wait_until(|| p.tasks.lock().len() == 1);
-    ctx.task.become_leader();
-    p.exec_in_progress.store(false, Ordering::Release);
-    Ok(())
-}
-
-/// The point of no return of execve: the old image goes.
-fn commit_exec(
-    ctx: &mut SyscallContext,
-    image: exec::Image,
-    exe: String,
-    argv: alloc::vec::Vec<String>,
-    creds: ExecCreds,
-) -> SysResult {
-    let p = ctx.process().clone();
-    let new_vm = Arc::try_new(Mutex::new(image.vm)).map_err(|_| Errno::ENOMEM)?;
-    end_other_threads(ctx)?;
-    ctx.task.install_cred(creds.cred);
-    p.dumpable.store(if creds.dumpable { 1 } else { proc::SUID_DUMPABLE }, Ordering::Relaxed);
-    // This thread's robust list lives in the old image: walk it while that
-    // is still the one mapped (the other threads walked theirs on exit).
-    if let Ok(old) = ctx.vm() {
-        crate::proc::robust::release(ctx.task, &old);
-    }
-    let root = new_vm.lock().page_table().clone();
-    // The running thread is this task's: switch it for good.
-    crate::sched::current().set_vm_root(Some(root.clone()));
-    root.activate();
-    let old_vm = p.vm.lock().replace(new_vm);
-    drop(old_vm);
-    p.files().lock().close_on_exec();
-    {
-        // Handlers point into the old image: back to default, but
-        // ignored signals stay ignored.
-        let fresh = {
-            let table = p.signals.actions.lock().clone();
-            let old = *table.lock();
-            let mut new = crate::proc::signal::default_actions();
-            for (i, a) in old.iter().enumerate() {
-                if a.handler == crate::proc::signal::SIG_IGN {
-                    new[i].handler = crate::proc::signal::SIG_IGN;
-                }
-            }
-            new
-        };
-        *p.signals.actions.lock() = Arc::try_new(SpinLock::new(fresh)).map_err(|_| Errno::ENOMEM)?;
-    }
-    *ctx.task.altstack.lock() = task::AltStack { sp: 0, size: 0, flags: sig::SS_DISABLE };
-    p.set_comm_from_path(argv.first().map_or(exe.as_str(), |a| a.as_str()));
-    *p.exe.lock() = exe;
-    *p.cmdline.lock() = argv;
-    crate::proc::timer::clear(&p);
-    *ctx.uctx = UserContext::new();
-    ctx.uctx.regs.rip = image.entry;
-    ctx.uctx.regs.rsp = image.stack_pointer;
-    proc::wait::complete_vfork(&p);
-    Ok(0)
-}
-
-/// `#!interpreter [arg]` scripts: run the interpreter with the script's
-/// path as an argument (one level, as Linux allows several).
-fn exec_script(
-    ctx: &mut SyscallContext,
-    script: &Arc<crate::fs::Dentry>,
-    path: &str,
-    argv: &[String],
-    envp: &[String],
-) -> SysResult {
-    let inode = script.inode();
-    let mut head = [0u8; 256];
-    let n = inode.read_at(0, &mut head)?;
-    if n < 2 || &head[..2] != b"#!" {
-        return Err(Errno::ENOEXEC);
-    }
-    let line_end = head[..n].iter().position(|&b| b == b'\n').unwrap_or(n);
-    let line = core::str::from_utf8(&head[2..line_end]).map_err(|_| Errno::ENOEXEC)?.trim();
-    let (interp, arg) = match line.split_once([' ', '\t']) {
-        Some((i, a)) => (i, Some(a.trim())),
-        None => (line, None),
-    };
-    if interp.is_empty() {
-        return Err(Errno::ENOEXEC);
-    }
-    let mut new_argv: alloc::vec::Vec<String> = alloc::vec![String::from(interp)];
-    if let Some(a) = arg.filter(|a| !a.is_empty()) {
-        new_argv.push(String::from(a));
-    }
-    new_argv.push(String::from(path));
-    new_argv.extend(argv.iter().skip(1).cloned());
-    let p = ctx.process().clone();
-    let cwd = p.cwd.lock().clone();
-    let cred = ctx.cred();
-    let dentry = crate::fs::dentry::resolve(&cred, &cwd, interp, true)?;
-    perm::may_exec(&cred, &dentry)?;
-    let interp_inode = dentry.inode().clone();
-    let mut creds = ExecCreds::of(&cred, &dentry)?;
-    // An unreadable script leaves the process non-dumpable too.
-    creds.dumpable &= perm::may_read(&cred, script.inode().as_ref());
-    let image = exec::load(&interp_inode, interp, &new_argv, envp, &creds.aux())?;
-    *ctx.process().environ.lock() = envp.to_vec();
-    commit_exec(ctx, image, dentry.path(), new_argv, creds)
-}
-
 pub fn sys_exit(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     *ctx.task.exit_request.lock() = Some(ExitKind::Exited(a[0] as u8));
     ctx.task.attention.store(true, Ordering::Release);
@@ -651,6 +483,9 @@ pub fn sys_prctl(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
             name[..n].copy_from_slice(&base.as_bytes()[..n]);
             uaccess::write_bytes(&vm, a[1], &name)?;
             Ok(0)
+        }
+        c::PR_SET_SYSCALL_USER_DISPATCH => {
+            crate::proc::user_dispatch::configure(ctx.task, a[1], a[2], a[3], a[4]).map(|()| 0)
         }
         _ => Err(Errno::EINVAL),
     }

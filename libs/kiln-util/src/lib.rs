@@ -21,6 +21,8 @@ pub mod ksyms;
 pub mod memmap;
 pub mod multiboot2;
 pub mod pvh;
+pub mod shebang;
+pub mod vdso;
 
 pub(crate) mod bytes {
     //! Little-endian field readers shared by the parsers. Each returns

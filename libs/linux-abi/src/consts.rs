@@ -578,6 +578,14 @@ pub const PR_GET_NO_NEW_PRIVS: u32 = 39;
 pub const PR_GET_TID_ADDRESS: u32 = 40;
 pub const PR_SET_THP_DISABLE: u32 = 41;
 pub const PR_GET_THP_DISABLE: u32 = 42;
+// Syscall user dispatch (prctl PR_SET_SYSCALL_USER_DISPATCH).
+pub const PR_SET_SYSCALL_USER_DISPATCH: u32 = 59;
+pub const PR_SYS_DISPATCH_OFF: u64 = 0;
+pub const PR_SYS_DISPATCH_ON: u64 = 1;
+pub const SYSCALL_DISPATCH_FILTER_ALLOW: u8 = 0;
+pub const SYSCALL_DISPATCH_FILTER_BLOCK: u8 = 1;
+/// The `si_arch` of a SIGSYS from an x86_64 system call (linux/audit.h).
+pub const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
 /// Size of the task name buffer of `PR_SET_NAME`/`PR_GET_NAME`
 /// (`TASK_COMM_LEN`, including the NUL).
 pub const TASK_COMM_LEN: usize = 16;

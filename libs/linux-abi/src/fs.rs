@@ -57,14 +57,11 @@ pub const SPLICE_F_MORE: u32 = 0x04;
 pub const SPLICE_F_GIFT: u32 = 0x08;
 pub const SPLICE_F_ALL: u32 = SPLICE_F_MOVE | SPLICE_F_NONBLOCK | SPLICE_F_MORE | SPLICE_F_GIFT;
 
-// ---- fallocate ----
-pub const FALLOC_FL_KEEP_SIZE: u32 = 0x01;
-pub const FALLOC_FL_PUNCH_HOLE: u32 = 0x02;
-pub const FALLOC_FL_NO_HIDE_STALE: u32 = 0x04;
-pub const FALLOC_FL_COLLAPSE_RANGE: u32 = 0x08;
-pub const FALLOC_FL_ZERO_RANGE: u32 = 0x10;
-pub const FALLOC_FL_INSERT_RANGE: u32 = 0x20;
-pub const FALLOC_FL_UNSHARE_RANGE: u32 = 0x40;
+// ---- fallocate (the mode bits are `ipc`'s, where memfd brought them) ----
+pub use crate::ipc::{
+    FALLOC_FL_COLLAPSE_RANGE, FALLOC_FL_INSERT_RANGE, FALLOC_FL_KEEP_SIZE, FALLOC_FL_NO_HIDE_STALE,
+    FALLOC_FL_PUNCH_HOLE, FALLOC_FL_UNSHARE_RANGE, FALLOC_FL_ZERO_RANGE,
+};
 /// Every mode bit Linux 6.1 knows (`FALLOC_FL_SUPPORTED_MASK`).
 pub const FALLOC_FL_SUPPORTED_MASK: u32 = FALLOC_FL_KEEP_SIZE
     | FALLOC_FL_PUNCH_HOLE

@@ -14,44 +14,44 @@ use crate::signal::SigSet;
 mod sched;
 pub use sched::{SchedAttr, SchedParam};
 
-fn put_u16(b: &mut [u8], off: usize, v: u16) {
+pub(crate) fn put_u16(b: &mut [u8], off: usize, v: u16) {
     b[off..off + 2].copy_from_slice(&v.to_le_bytes());
 }
-fn put_u32(b: &mut [u8], off: usize, v: u32) {
+pub(crate) fn put_u32(b: &mut [u8], off: usize, v: u32) {
     b[off..off + 4].copy_from_slice(&v.to_le_bytes());
 }
-fn put_u64(b: &mut [u8], off: usize, v: u64) {
+pub(crate) fn put_u64(b: &mut [u8], off: usize, v: u64) {
     b[off..off + 8].copy_from_slice(&v.to_le_bytes());
 }
-fn put_i16(b: &mut [u8], off: usize, v: i16) {
+pub(crate) fn put_i16(b: &mut [u8], off: usize, v: i16) {
     put_u16(b, off, v as u16)
 }
-fn put_i32(b: &mut [u8], off: usize, v: i32) {
+pub(crate) fn put_i32(b: &mut [u8], off: usize, v: i32) {
     put_u32(b, off, v as u32)
 }
-fn put_i64(b: &mut [u8], off: usize, v: i64) {
+pub(crate) fn put_i64(b: &mut [u8], off: usize, v: i64) {
     put_u64(b, off, v as u64)
 }
-fn get_u16(b: &[u8], off: usize) -> u16 {
+pub(crate) fn get_u16(b: &[u8], off: usize) -> u16 {
     u16::from_le_bytes([b[off], b[off + 1]])
 }
-fn get_u32(b: &[u8], off: usize) -> u32 {
+pub(crate) fn get_u32(b: &[u8], off: usize) -> u32 {
     let mut a = [0u8; 4];
     a.copy_from_slice(&b[off..off + 4]);
     u32::from_le_bytes(a)
 }
-fn get_u64(b: &[u8], off: usize) -> u64 {
+pub(crate) fn get_u64(b: &[u8], off: usize) -> u64 {
     let mut a = [0u8; 8];
     a.copy_from_slice(&b[off..off + 8]);
     u64::from_le_bytes(a)
 }
-fn get_i16(b: &[u8], off: usize) -> i16 {
+pub(crate) fn get_i16(b: &[u8], off: usize) -> i16 {
     get_u16(b, off) as i16
 }
-fn get_i32(b: &[u8], off: usize) -> i32 {
+pub(crate) fn get_i32(b: &[u8], off: usize) -> i32 {
     get_u32(b, off) as i32
 }
-fn get_i64(b: &[u8], off: usize) -> i64 {
+pub(crate) fn get_i64(b: &[u8], off: usize) -> i64 {
     get_u64(b, off) as i64
 }
 
@@ -403,6 +403,16 @@ impl Siginfo {
         let mut s = Siginfo::with(sig, code);
         s.set_u64(16, band as u64);
         s.set_u32(24, fd as u32);
+        s
+    }
+
+    /// A system call intercepted (SIGSYS): the address after the
+    /// `syscall` instruction, its number and the audit architecture.
+    pub fn sys(code: i32, call_addr: u64, syscall: i32, arch: u32) -> Self {
+        let mut s = Siginfo::with(crate::signal::SIGSYS, code);
+        s.set_u64(16, call_addr);
+        s.set_u32(24, syscall as u32);
+        s.set_u32(28, arch);
         s
     }
 

@@ -7,8 +7,9 @@
 //! signals ([`signal`]), flag and command constants ([`consts`]),
 //! capabilities and securebits ([`capability`]), file-system call
 //! constants and formats (xattrs, ACLs, splice, openat2, acct: [`fs`]), the
-//! `wait4` status word ([`wait_status`]) and byte-exact encoders for the
-//! structs exchanged through user memory ([`layout`]). The values are facts
+//! `wait4` status word ([`wait_status`]), byte-exact encoders for the
+//! structs exchanged through user memory ([`layout`]), and the IPC and
+//! file-lock structs and limits ([`ipc`]). The values are facts
 //! of the Linux ABI taken from the kernel's UAPI headers; the tests compare
 //! them with the headers installed on the build host when a C compiler is
 //! available. No heap, no `unsafe`, no dependencies beyond `core`.
@@ -17,6 +18,7 @@ pub mod capability;
 pub mod consts;
 pub mod errno;
 pub mod fs;
+pub mod ipc;
 pub mod layout;
 pub mod nr;
 pub mod signal;

@@ -52,6 +52,7 @@
 #include <linux/fs.h>
 #include <linux/close_range.h>
 #include <linux/eventpoll.h>
+#include <linux/audit.h>
 #include <linux/capability.h>
 #include <linux/securebits.h>
 
@@ -95,6 +96,9 @@ int main(void)
     OFF("siginfo.si_overrun", siginfo_t, si_overrun);
     OFF("siginfo.si_band", siginfo_t, si_band);
     OFF("siginfo.si_fd", siginfo_t, si_fd);
+    OFF("siginfo.si_call_addr", siginfo_t, si_call_addr);
+    OFF("siginfo.si_syscall", siginfo_t, si_syscall);
+    OFF("siginfo.si_arch", siginfo_t, si_arch);
 
     SZ("sigcontext", struct sigcontext);
     OFF("sigcontext.r8", struct sigcontext, r8);
@@ -305,6 +309,9 @@ int main(void)
     VAL(STATX_TYPE); VAL(STATX_MODE); VAL(STATX_INO); VAL(STATX_SIZE);
     VAL(STATX_BASIC_STATS); VAL(STATX_BTIME); VAL(STATX_MNT_ID); VAL(STATX_ATTR_IMMUTABLE);
     VAL(AT_STATX_SYNC_AS_STAT); VAL(AT_STATX_FORCE_SYNC); VAL(AT_STATX_DONT_SYNC);
+    VAL(PR_SET_SYSCALL_USER_DISPATCH); VAL(PR_SYS_DISPATCH_OFF); VAL(PR_SYS_DISPATCH_ON);
+    VAL(SYSCALL_DISPATCH_FILTER_ALLOW); VAL(SYSCALL_DISPATCH_FILTER_BLOCK);
+    VAL(AUDIT_ARCH_X86_64); VAL(SYS_SECCOMP); VAL(SYS_USER_DISPATCH);
     VAL(CAP_CHOWN); VAL(CAP_DAC_OVERRIDE); VAL(CAP_DAC_READ_SEARCH); VAL(CAP_FOWNER);
     VAL(CAP_FSETID); VAL(CAP_KILL); VAL(CAP_SETGID); VAL(CAP_SETUID); VAL(CAP_SETPCAP);
     VAL(CAP_LINUX_IMMUTABLE); VAL(CAP_NET_BIND_SERVICE); VAL(CAP_NET_BROADCAST);

@@ -163,6 +163,10 @@ fn kernel_uapi_layouts() {
     let b = Siginfo::poll(SIGIO, POLL_IN, 0x3344, 17).to_bytes();
     c.field("siginfo.si_band", &b, &0x3344i64.to_le_bytes());
     c.field("siginfo.si_fd", &b, &17i32.to_le_bytes());
+    let b = Siginfo::sys(SYS_USER_DISPATCH, 0x4010_2030, 39, AUDIT_ARCH_X86_64).to_bytes();
+    c.field("siginfo.si_call_addr", &b, &0x4010_2030u64.to_le_bytes());
+    c.field("siginfo.si_syscall", &b, &39i32.to_le_bytes());
+    c.field("siginfo.si_arch", &b, &AUDIT_ARCH_X86_64.to_le_bytes());
 
     let mut g = [0u64; NGREG];
     for r in g.iter_mut() {
@@ -468,6 +472,9 @@ fn kernel_uapi_layouts() {
         CLOSE_RANGE_CLOEXEC, STATX_TYPE, STATX_MODE, STATX_INO, STATX_SIZE,
         STATX_BASIC_STATS, STATX_BTIME, STATX_MNT_ID, STATX_ATTR_IMMUTABLE,
         AT_STATX_SYNC_AS_STAT, AT_STATX_FORCE_SYNC, AT_STATX_DONT_SYNC,
+        PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_OFF, PR_SYS_DISPATCH_ON,
+        SYSCALL_DISPATCH_FILTER_ALLOW, SYSCALL_DISPATCH_FILTER_BLOCK, AUDIT_ARCH_X86_64,
+        SYS_SECCOMP, SYS_USER_DISPATCH,
         CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER, CAP_FSETID, CAP_KILL,
         CAP_SETGID, CAP_SETUID, CAP_SETPCAP, CAP_LINUX_IMMUTABLE, CAP_NET_BIND_SERVICE,
         CAP_NET_BROADCAST, CAP_NET_ADMIN, CAP_NET_RAW, CAP_IPC_LOCK, CAP_IPC_OWNER, CAP_SYS_MODULE,
