@@ -14,6 +14,7 @@ pub mod inode;
 pub mod lease;
 pub mod lock;
 pub mod meminfo;
+pub mod mount;
 pub mod pagestore;
 pub mod perm;
 pub mod pipe;
@@ -38,8 +39,11 @@ pub use inode::Inode;
 /// would fail later in ways far harder to read.
 pub fn init(initramfs: Option<hal::TakenModule>) -> Result<(), initramfs::UnpackError> {
     let root: Arc<dyn Inode> = tmpfs::Tmpfs::new_root(0o755);
-    dentry::set_root(Dentry::new_root(root));
-    dentry::record_root_mount("rootfs");
+    let root = Dentry::new_root(root);
+    dentry::set_root(root.clone());
+    if mount::mount_root(&root, "rootfs", "rootfs").is_err() {
+        log::error!("cannot record the root mount: no memory");
+    }
     if let Some(archive) = initramfs {
         let start = hal::time::monotonic_ns();
         let size = archive.len();
@@ -73,8 +77,9 @@ pub fn mount_at(path: &str, fstype: &str, source: &str) -> Result<(), Errno> {
         }
         Err(e) => return Err(e),
     };
-    let fs_root = new_fs(fstype)?;
-    dentry::mount(&target, Dentry::new_root(fs_root), source, fstype)
+    let (fs_root, options) = new_fs_with(fstype, "")?;
+    let sb = mount::Super::new(fstype, options)?;
+    mount::mount_new(&target, Dentry::new_root(fs_root), sb, source, 0, mount::mnt_flags_of(0))
 }
 
 /// File system types a layer above adds (the IPC layer's "mqueue"): the
@@ -96,8 +101,44 @@ pub fn registered_fs_types() -> alloc::vec::Vec<&'static str> {
     FS_TYPES.lock().iter().map(|(n, _)| *n).collect()
 }
 
-/// A fresh instance of a file system type, by its mount(2) name.
-pub fn new_fs(fstype: &str) -> Result<Arc<dyn Inode>, Errno> {
+/// The file system types mount(2) knows, in /proc/filesystems order
+/// (sysfs(2) numbers them in that order).
+pub fn fs_type_names() -> alloc::vec::Vec<&'static str> {
+    let mut names = alloc::vec::Vec::new();
+    let builtin = ["tmpfs", "proc", "sysfs", "devtmpfs", "ramfs"];
+    let registered = registered_fs_types();
+    if names.try_reserve(builtin.len() + registered.len()).is_ok() {
+        names.extend_from_slice(&builtin);
+        names.extend(registered);
+    }
+    names
+}
+
+/// A fresh instance of `fstype` configured by mount(2)'s `data` (tmpfs:
+/// size=, nr_inodes=, mode=, uid=, gid=), and the options /proc/mounts
+/// shows for it (",size=1024k,mode=700"). An unknown option is EINVAL.
+pub fn new_fs_with(fstype: &str, data: &str) -> Result<(Arc<dyn Inode>, alloc::string::String), Errno> {
+    if fstype == "tmpfs" || fstype == "ramfs" {
+        let opts = tmpfs::Options::parse(data)?;
+        let root = tmpfs::Tmpfs::new_root_opts(&opts);
+        return Ok((root, opts.shown()?));
+    }
+    if !fs_type_names().contains(&fstype) {
+        return Err(Errno::ENODEV);
+    }
+    // Other types take no options here.
+    if data.split(',').any(|o| !o.is_empty() && !is_generic_option(o)) {
+        return Err(Errno::EINVAL);
+    }
+    Ok((new_fs_plain(fstype)?, alloc::string::String::new()))
+}
+
+/// Options every file system accepts in mount(2)'s data (superblock flags).
+pub fn is_generic_option(o: &str) -> bool {
+    matches!(o, "ro" | "rw" | "sync" | "async" | "dirsync" | "lazytime" | "nolazytime" | "mand" | "nomand" | "silent")
+}
+
+fn new_fs_plain(fstype: &str) -> Result<Arc<dyn Inode>, Errno> {
     let registered = FS_TYPES.lock().iter().find(|(n, _)| *n == fstype).map(|(_, m)| *m);
     if let Some(make) = registered {
         return make();

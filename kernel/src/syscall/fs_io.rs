@@ -13,7 +13,7 @@ use linux_abi::layout::Iovec;
 use super::fs_path::{path_arg, start_dir};
 use super::{SysResult, SyscallContext};
 use crate::cred::{MAY_READ, MAY_WRITE};
-use crate::fs::dentry::{resolve, resolve_parent};
+use crate::fs::dentry::{resolve_how, resolve_parent_how, resolve_within, Lookup};
 use crate::fs::file::{FileOps, InodeFile, SinkKind};
 use crate::fs::inode::{FileType, S_IFMT, S_IFREG};
 use crate::fs::perm;
@@ -331,6 +331,11 @@ const OPEN_KNOWN: u32 = 3
 /// against what the file is, and install a descriptor.
 pub fn do_open(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, flags: u32, mode: u32) -> SysResult {
     let path = path_arg(ctx, path_ptr)?;
+    open_path(ctx, dirfd, &path, flags, mode, Lookup::default())
+}
+
+/// do_open's work once the path is read, walking as `how` says (openat2).
+pub fn open_path(ctx: &SyscallContext, dirfd: i32, path: &str, flags: u32, mode: u32, how: Lookup) -> SysResult {
     if flags & c::O_TMPFILE == c::O_TMPFILE {
         // O_TMPFILE needs write access; anonymous tmpfs files are not supported.
         return Err(if flags & 3 == c::O_RDONLY { Errno::EINVAL } else { Errno::EOPNOTSUPP });
@@ -339,12 +344,13 @@ pub fn do_open(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, flags: u32, mode
         return Err(Errno::EINVAL);
     }
     let cred = ctx.cred();
-    let start = if path.starts_with('/') { crate::fs::dentry::root() } else { start_dir(ctx, dirfd)? };
+    // An absolute path ignores the directory, unless the walk is scoped to it.
+    let start =
+        if path.starts_with('/') && !how.scoped() { crate::fs::dentry::caller_root() } else { start_dir(ctx, dirfd)? };
     let follow = flags & c::O_NOFOLLOW == 0;
-    let access = flags & 3;
     let mut created = false;
     let dentry = if flags & c::O_CREAT != 0 && flags & c::O_PATH == 0 {
-        let (dir, name) = resolve_parent(&cred, &start, &path)?;
+        let (dir, name) = resolve_parent_how(&cred, &start, path, how)?;
         if name == "." || name == ".." || path.ends_with('/') {
             return Err(Errno::EISDIR);
         }
@@ -354,7 +360,7 @@ pub fn do_open(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, flags: u32, mode
                     return Err(Errno::EEXIST);
                 }
                 // Follow a trailing symlink to its target (creating it if dangling is not supported).
-                resolve(&cred, &dir, &name, follow)?
+                resolve_within(&cred, &start, &dir, &name, follow, how)?
             }
             Err(Errno::ENOENT) => {
                 crate::fs::dentry::check_writable(&dir)?;
@@ -367,8 +373,22 @@ pub fn do_open(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, flags: u32, mode
             Err(e) => return Err(e),
         }
     } else {
-        resolve(&cred, &start, &path, follow)?
+        resolve_how(&cred, &start, path, follow, how)?
     };
+    finish_open(ctx, &cred, dentry, flags, created)
+}
+
+/// Opens `dentry` as `flags` ask (the checks of an open once the file is
+/// found); `created` when this call made it.
+pub(super) fn finish_open(
+    ctx: &SyscallContext,
+    cred: &Arc<crate::cred::Cred>,
+    dentry: Arc<crate::fs::Dentry>,
+    flags: u32,
+    created: bool,
+) -> SysResult {
+    let cred = cred.clone();
+    let access = flags & 3;
     let inode = dentry.inode().clone();
     let kind = inode.file_type();
     if flags & c::O_PATH != 0 {

@@ -1,7 +1,7 @@
 //! Path calls: path arguments and lookup for the *at calls, stat and
-//! statx, getdents64, readlink, statfs, the working directory, mount and
-//! umount2. (The namespace calls are in `fs_name`, attributes in
-//! `fs_attr`.)
+//! statx, getdents64, readlink, statfs, the working directory. (The
+//! namespace calls are in `fs_name`, attributes in `fs_attr`, mounts and
+//! the root directory in `fs_mount`.)
 
 use alloc::string::String;
 use alloc::sync::Arc;
@@ -13,7 +13,6 @@ use linux_abi::layout::{Stat, Statfs, Statx, StatxTimestamp, Timespec};
 
 use super::fs_io::file;
 use super::{SysResult, SyscallContext};
-use linux_abi::capability::CAP_SYS_ADMIN;
 
 use crate::cred::{Cred, MAY_EXEC};
 use crate::fs::dentry::{resolve, Dentry};
@@ -324,7 +323,7 @@ pub fn sys_readlinkat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     readlink_at(ctx, a[0] as i32, a[1], a[2], a[3])
 }
 
-fn write_statfs(ctx: &SyscallContext, ptr: u64, d: &Arc<dyn crate::fs::Inode>, read_only: bool) -> SysResult {
+fn write_statfs(ctx: &SyscallContext, ptr: u64, d: &Arc<dyn crate::fs::Inode>, st_flags: u64) -> SysResult {
     let s = d.fs_stats();
     let st = Statfs {
         f_type: s.magic as i64,
@@ -336,24 +335,31 @@ fn write_statfs(ctx: &SyscallContext, ptr: u64, d: &Arc<dyn crate::fs::Inode>, r
         f_ffree: s.files_free,
         f_namelen: s.name_max as i64,
         f_frsize: s.block_size as i64,
-        f_flags: if read_only { 1 } else { 0 } | 0x20, // ST_RDONLY, ST_RELATIME
+        f_flags: st_flags as i64,
         ..Statfs::default()
     };
     uaccess::write_bytes(&ctx.vm()?, ptr, &st.to_bytes())?;
     Ok(0)
 }
 
+/// statfs's f_flags: ST_VALID (0x20) and the mount's flags.
+const ST_VALID: u64 = 0x20;
+
+fn statfs_flags(d: &Arc<Dentry>) -> u64 {
+    d.mount().map_or(ST_VALID, |m| m.statfs_flags())
+}
+
 pub fn sys_statfs(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let path = path_arg(ctx, a[0])?;
     let d = lookup_at(ctx, &ctx.cred(), c::AT_FDCWD, &path, true, false)?;
-    write_statfs(ctx, a[1], d.inode(), d.is_read_only())
+    write_statfs(ctx, a[1], d.inode(), statfs_flags(&d))
 }
 
 pub fn sys_fstatfs(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let f = file(ctx, a[0] as i32)?;
     match (&f.dentry, f.ops.inode()) {
-        (Some(d), _) => write_statfs(ctx, a[1], d.inode(), d.is_read_only()),
-        (None, Some(i)) => write_statfs(ctx, a[1], i, false),
+        (Some(d), _) => write_statfs(ctx, a[1], d.inode(), statfs_flags(d)),
+        (None, Some(i)) => write_statfs(ctx, a[1], i, ST_VALID),
         // Pipes live in pipefs.
         _ => {
             let st = Statfs { f_type: 0x5049_5045, f_bsize: 4096, f_namelen: 255, f_frsize: 4096, ..Statfs::default() };
@@ -368,7 +374,10 @@ pub fn sys_getcwd(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if dentry.inode().metadata().nlink == 0 {
         return Err(Errno::ENOENT); // the working directory was removed
     }
-    let cwd = dentry.path();
+    // From the process root; a directory outside it is "(unreachable)".
+    let root = ctx.process().root.lock().clone();
+    let (cwd, reachable) = dentry.path_from(&root);
+    let cwd = if reachable { cwd } else { alloc::format!("(unreachable){cwd}") };
     let needed = cwd.len() + 1;
     if (a[1] as usize) < needed {
         return Err(Errno::ERANGE);
@@ -401,56 +410,6 @@ pub fn sys_fchdir(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     perm::permission(&ctx.cred(), &d, MAY_EXEC)?;
     let old = core::mem::replace(&mut *ctx.process().cwd.lock(), d);
     drop(old);
-    Ok(0)
-}
-
-pub fn sys_mount(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    let (source_ptr, target_ptr, type_ptr, flags) = (a[0], a[1], a[2], a[3]);
-    const MS_RDONLY: u64 = 1;
-    const MS_REMOUNT: u64 = 32;
-    const MS_BIND: u64 = 4096;
-    let target = path_arg(ctx, target_ptr)?;
-    let cred = ctx.cred();
-    let d = lookup_at(ctx, &cred, c::AT_FDCWD, &target, true, false)?;
-    if !cred.capable(CAP_SYS_ADMIN) {
-        return Err(Errno::EPERM);
-    }
-    if !d.is_dir() {
-        return Err(Errno::ENOTDIR);
-    }
-    if flags & (MS_REMOUNT | MS_BIND) != 0 {
-        log::debug!("mount: remount and bind mounts are not supported");
-        return Err(Errno::EINVAL);
-    }
-    let fstype = path_arg(ctx, type_ptr).map_err(|_| Errno::ENODEV)?;
-    let source = if source_ptr != 0 { path_arg(ctx, source_ptr).unwrap_or_default() } else { String::from("none") };
-    let root = crate::fs::new_fs(&fstype)?;
-    crate::fs::dentry::mount_with(&d, Dentry::new_root(root), &source, &fstype, flags & MS_RDONLY != 0, flags)?;
-    Ok(0)
-}
-
-pub fn sys_umount2(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    const MNT_FORCE: u32 = 1;
-    const MNT_DETACH: u32 = 2;
-    const MNT_EXPIRE: u32 = 4;
-    const UMOUNT_NOFOLLOW: u32 = 8;
-    let flags = a[1] as u32;
-    if flags & !(MNT_FORCE | MNT_DETACH | MNT_EXPIRE | UMOUNT_NOFOLLOW) != 0 {
-        return Err(Errno::EINVAL);
-    }
-    let cred = ctx.cred();
-    let path = path_arg(ctx, a[0])?;
-    let d = lookup_at(ctx, &cred, c::AT_FDCWD, &path, flags & UMOUNT_NOFOLLOW == 0, false)?;
-    if !cred.capable(CAP_SYS_ADMIN) {
-        return Err(Errno::EPERM);
-    }
-    // Busy: some process has a file open in it or works inside it.
-    let busy = |root: &Arc<Dentry>| {
-        crate::proc::all_processes()
-            .iter()
-            .any(|p| p.cwd.lock().is_within(root) || p.files().lock().open_dentries().iter().any(|f| f.is_within(root)))
-    };
-    crate::fs::dentry::umount(&d, flags & MNT_DETACH != 0, busy)?;
     Ok(0)
 }
 

@@ -8,6 +8,7 @@ mod cred;
 mod fs_attr;
 mod fs_alloc;
 mod fs_io;
+mod fs_mount;
 mod fs_name;
 mod fs_path;
 mod fs_range;
@@ -265,8 +266,11 @@ syscall_table! {
     STATFS => fs_path::sys_statfs,
     FSTATFS => fs_path::sys_fstatfs,
     FCHDIR => fs_path::sys_fchdir,
-    MOUNT => fs_path::sys_mount,
-    UMOUNT2 => fs_path::sys_umount2,
+    MOUNT => fs_mount::sys_mount,
+    UMOUNT2 => fs_mount::sys_umount2,
+    CHROOT => fs_mount::sys_chroot,
+    PIVOT_ROOT => fs_mount::sys_pivot_root,
+    SYSFS => fs_mount::sys_sysfs,
     SELECT => poll::sys_select,
     MEMBARRIER => membarrier::sys_membarrier,
     KCMP => kcmp::sys_kcmp,

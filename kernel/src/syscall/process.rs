@@ -228,6 +228,8 @@ fn clone_with(ctx: &mut SyscallContext, req: CloneRequest) -> SysResult {
         p.pgid.store(parent.pgid.load(Ordering::Relaxed), Ordering::Relaxed);
         p.sid.store(parent.sid.load(Ordering::Relaxed), Ordering::Relaxed);
         *p.cwd.lock() = parent.cwd.lock().clone();
+        *p.root.lock() = parent.root.lock().clone();
+        p.forked.store(true, Ordering::Relaxed);
         *p.exe.lock() = parent.exe.lock().clone();
         *p.comm.lock() = parent.comm.lock().clone();
         *p.cmdline.lock() = parent.cmdline.lock().clone();
