@@ -283,7 +283,8 @@ static void test_hints(void)
 int main(void)
 {
     t_init("fallocate");
-    umount(D);
+    while (umount2(D, MNT_DETACH) == 0)
+        ;
     rm_rf(D);
     mkdir(D, 0755);
     if (mount("none", D, "tmpfs", 0, NULL) != 0) {
@@ -296,7 +297,7 @@ int main(void)
     test_fallocate_fsize();
     test_rwv2();
     test_hints();
-    umount(D);
+    umount2(D, MNT_DETACH);
     rmdir(D);
     return t_done();
 }

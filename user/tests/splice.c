@@ -437,8 +437,10 @@ static void test_fsize(void)
 int main(void)
 {
     t_init("splice");
-    umount(D);
-    umount(D2);
+    while (umount2(D, MNT_DETACH) == 0)
+        ;
+    while (umount2(D2, MNT_DETACH) == 0)
+        ;
     rm_rf(D);
     rm_rf(D2);
     mkdir(D, 0755);
@@ -455,8 +457,8 @@ int main(void)
     test_sendfile();
     test_chain();
     test_fsize();
-    umount(D);
-    umount(D2);
+    umount2(D, MNT_DETACH);
+    umount2(D2, MNT_DETACH);
     rmdir(D);
     rmdir(D2);
     return t_done();

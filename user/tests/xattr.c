@@ -429,6 +429,8 @@ static void test_unprivileged(void)
 int main(void)
 {
     t_init("xattr");
+    while (umount2(D, MNT_DETACH) == 0)
+        ;
     rm_rf(D);
     mkdir(D, 0755);
     if (mount("none", D, "tmpfs", 0, NULL) != 0) {
@@ -442,7 +444,7 @@ int main(void)
     test_acls();
     test_caps();
     test_unprivileged();
-    umount(D);
+    umount2(D, MNT_DETACH);
     rmdir(D);
     return t_done();
 }

@@ -117,13 +117,11 @@ impl Dentry {
     }
 
     /// The child `name` only if the dentry cache can give it without
-    /// waiting (RESOLVE_CACHED): file systems whose dentries stay cached
-    /// (tmpfs) answer, /proc (revalidated on every walk) and names that
-    /// do not exist (no negative dentries are kept) are EAGAIN.
+    /// waiting (RESOLVE_CACHED). Every file system here keeps its dentries
+    /// in memory (Linux's tmpfs and, in 6.18, /proc answer from the cache
+    /// too); a name that does not exist is EAGAIN, since no negative
+    /// dentry is kept for it.
     fn cached_child(self: &Arc<Self>, name: &str) -> Result<Arc<Dentry>, Errno> {
-        if !self.inode.cacheable() {
-            return Err(Errno::EAGAIN);
-        }
         self.child(name).map_err(|e| if e == Errno::ENOENT { Errno::EAGAIN } else { e })
     }
 

@@ -276,6 +276,20 @@ pub trait Inode: Send + Sync {
         None
     }
 
+    /// A file handle for the inode (name_to_handle_at): its type and
+    /// words; None when the file system cannot export handles
+    /// (EOPNOTSUPP). Asking makes the inode findable by the handle for as
+    /// long as it lives.
+    fn file_handle(&self) -> Option<(i32, [u32; 3])> {
+        None
+    }
+
+    /// On a file system's root: the inode a handle names, if it still
+    /// lives (open_by_handle_at; ESTALE otherwise).
+    fn inode_by_handle(&self, _kind: i32, _words: &[u32]) -> Option<Arc<dyn Inode>> {
+        None
+    }
+
     /// The extended attributes and ACLs the inode keeps, and what its
     /// file system allows (`fs::xattr`); None when it keeps none (every
     /// xattr call is then EOPNOTSUPP, listings are empty).

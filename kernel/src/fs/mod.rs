@@ -7,6 +7,7 @@ pub mod dentry;
 pub mod devfs;
 pub mod fasync;
 pub mod fdtable;
+pub mod fhandle;
 pub mod file;
 pub mod fown;
 pub mod initramfs;

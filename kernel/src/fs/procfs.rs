@@ -422,8 +422,14 @@ impl Inode for ProcInode {
             Node::MountsLink => Ok(String::from("self/mounts")),
             Node::PidLink(pid, "exe") => Ok(process(pid)?.exe.lock().clone()),
             // As seen from the reader's root.
-            Node::PidLink(pid, "cwd") => Ok(process(pid)?.cwd.lock().path_for_caller()),
-            Node::PidLink(pid, "root") => Ok(process(pid)?.root.lock().path_for_caller()),
+            Node::PidLink(pid, "cwd") => {
+                let cwd = process(pid)?.cwd.lock().clone();
+                Ok(cwd.path_for_caller())
+            }
+            Node::PidLink(pid, "root") => {
+                let root = process(pid)?.root.lock().clone();
+                Ok(root.path_for_caller())
+            }
             Node::PidLink(_, _) => Ok(String::from("/")),
             Node::FdLink(pid, fd) => {
                 let f = process(pid)?.files().lock().get(fd).map_err(|_| Errno::ENOENT)?;

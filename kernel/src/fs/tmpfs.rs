@@ -40,7 +40,14 @@ pub struct Tmpfs {
     /// What its files' extended attributes may be, and the space they take.
     xattr_kinds: XattrKinds,
     xattr_space: XattrBudget,
+    /// Inodes a file handle was made for, by number (Linux hashes an
+    /// inode when its first handle is encoded).
+    handles: SpinLock<BTreeMap<u64, Weak<TmpInode>>>,
 }
+
+/// File handles of tmpfs files are type 1 (inode number and generation).
+const FILEID_INO32_GEN: i32 = 1;
+static NEXT_GENERATION: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(1);
 
 enum Node {
     Dir(SpinLock<BTreeMap<String, Arc<TmpInode>>>),
@@ -81,6 +88,8 @@ pub struct TmpInode {
     meta: SpinLock<Meta>,
     node: Node,
     xattrs: XattrStore,
+    /// Told apart from an earlier inode with the same number by handles.
+    generation: u32,
     me: Weak<TmpInode>,
 }
 
@@ -205,6 +214,7 @@ impl Tmpfs {
             // Linux's tmpfs charges attributes to its inode space, 1 KiB
             // per inode it may hold.
             xattr_space: XattrBudget::new(opts.inodes.saturating_mul(1024)),
+            handles: SpinLock::new(BTreeMap::new()),
         });
         let owner = Owner { uid: opts.uid, gid: opts.gid };
         TmpInode::new(&fs, S_IFDIR | opts.mode, 0, owner, Node::Dir(SpinLock::new(BTreeMap::new())))
@@ -228,6 +238,7 @@ pub fn unnamed_file(perm: u32, seals: u32, owner: Owner) -> Arc<TmpInode> {
             pages: Arc::new(PageBudget::new(hal::mm::total_frame_count() as u64 / 2)),
             xattr_kinds: XattrKinds::TMPFS,
             xattr_space: XattrBudget::new(MAX_INODES * 1024),
+            handles: SpinLock::new(BTreeMap::new()),
         }));
     }
     let fs = SHM_FS.get().expect("set above");
@@ -263,6 +274,7 @@ impl TmpInode {
             }),
             node,
             xattrs: XattrStore::new(),
+            generation: NEXT_GENERATION.fetch_add(1, Ordering::Relaxed),
             me: me.clone(),
         })
     }
@@ -783,6 +795,24 @@ impl Inode for TmpInode {
             Node::Symlink(t) => Ok(t.clone()),
             _ => Err(Errno::EINVAL),
         }
+    }
+
+    fn file_handle(&self) -> Option<(i32, [u32; 3])> {
+        let me = self.me.clone();
+        let mut handles = self.fs.handles.lock();
+        // Handles of inodes gone since are forgotten now and then.
+        if handles.len() >= 64 && handles.len().is_power_of_two() {
+            handles.retain(|_, w| w.strong_count() > 0);
+        }
+        handles.entry(self.ino).or_insert(me);
+        Some((FILEID_INO32_GEN, [self.generation, self.ino as u32, (self.ino >> 32) as u32]))
+    }
+
+    fn inode_by_handle(&self, _kind: i32, words: &[u32]) -> Option<Arc<dyn Inode>> {
+        let [generation, lo, hi, ..] = *words else { return None };
+        let ino = u64::from(lo) | (u64::from(hi) << 32);
+        let inode = self.fs.handles.lock().get(&ino)?.upgrade()?;
+        (inode.generation == generation).then_some(inode as Arc<dyn Inode>)
     }
 
     fn xattrs(&self) -> Option<Xattrs<'_>> {

@@ -8,6 +8,7 @@
 //! tables that hold weak references, so an exited process disappears from
 //! them when its parent reaps it.
 
+pub mod acct;
 pub mod exec;
 pub mod exit;
 pub mod futex;

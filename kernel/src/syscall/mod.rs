@@ -4,6 +4,7 @@
 //! flags get the errno Linux would give, never a fake success.
 
 mod exec;
+mod acct;
 mod cred;
 mod fs_attr;
 mod fs_alloc;
@@ -21,6 +22,7 @@ mod mem;
 mod membarrier;
 mod memfd;
 mod mqueue;
+mod openat2;
 mod poll;
 mod process;
 mod rwf;
@@ -271,6 +273,10 @@ syscall_table! {
     CHROOT => fs_mount::sys_chroot,
     PIVOT_ROOT => fs_mount::sys_pivot_root,
     SYSFS => fs_mount::sys_sysfs,
+    ACCT => acct::sys_acct,
+    OPENAT2 => openat2::sys_openat2,
+    NAME_TO_HANDLE_AT => openat2::sys_name_to_handle_at,
+    OPEN_BY_HANDLE_AT => openat2::sys_open_by_handle_at,
     SELECT => poll::sys_select,
     MEMBARRIER => membarrier::sys_membarrier,
     KCMP => kcmp::sys_kcmp,
