@@ -43,6 +43,9 @@ pub struct Dentry {
     covers: SpinLock<Weak<Dentry>>,
     /// For the root dentry of a mount: the mount.
     mount: Once<Arc<Mount>>,
+    /// For other dentries: the mount they were looked up in (a dentry
+    /// belongs to one mount for its life), so asking is one load.
+    in_mount: Option<Arc<Mount>>,
 }
 
 /// The root of the mount tree (pivot_root may change it).
@@ -60,7 +63,13 @@ static CHROOTED: AtomicBool = AtomicBool::new(false);
 static CALLER_ROOT: Once<fn() -> Option<Arc<Dentry>>> = Once::new();
 
 impl Dentry {
-    fn with(name: String, inode: Arc<dyn Inode>, parent: Weak<Dentry>, pinned_parent: Option<Arc<Dentry>>) -> Dentry {
+    fn with(
+        name: String,
+        inode: Arc<dyn Inode>,
+        parent: Weak<Dentry>,
+        pinned_parent: Option<Arc<Dentry>>,
+        in_mount: Option<Arc<Mount>>,
+    ) -> Dentry {
         Dentry {
             name,
             inode,
@@ -70,11 +79,12 @@ impl Dentry {
             mounted: SpinLock::new(None),
             covers: SpinLock::new(Weak::new()),
             mount: Once::new(),
+            in_mount,
         }
     }
 
     pub fn new_root(inode: Arc<dyn Inode>) -> Arc<Dentry> {
-        Arc::new(Dentry::with(String::from("/"), inode, Weak::new(), None))
+        Arc::new(Dentry::with(String::from("/"), inode, Weak::new(), None, None))
     }
 
     pub fn inode(&self) -> &Arc<dyn Inode> {
@@ -109,6 +119,7 @@ impl Dentry {
             inode,
             Arc::downgrade(self),
             if cacheable { None } else { Some(self.clone()) },
+            self.mount(),
         ));
         if cacheable {
             self.children.lock().insert(String::from(name), d.clone());
@@ -201,32 +212,36 @@ impl Dentry {
 
     /// The mount this dentry is seen through (None for dentries outside
     /// any tree: pipes' and magic links').
-    pub fn mount(self: &Arc<Self>) -> Option<Arc<Mount>> {
-        self.fs_root().mount.get().cloned()
+    pub fn mount(&self) -> Option<Arc<Mount>> {
+        self.mount_ref().cloned()
     }
 
-    fn mount_flag(self: &Arc<Self>, flag: u32) -> bool {
-        self.mount().is_some_and(|m| m.flags() & flag != 0)
+    fn mount_ref(&self) -> Option<&Arc<Mount>> {
+        self.mount.get().or(self.in_mount.as_ref())
+    }
+
+    fn mount_flag(&self, flag: u32) -> bool {
+        self.mount_ref().is_some_and(|m| m.flags() & flag != 0)
     }
 
     /// MS_NODEV: device nodes on this mount cannot be opened.
-    pub fn no_dev(self: &Arc<Self>) -> bool {
+    pub fn no_dev(&self) -> bool {
         self.mount_flag(super::mount::MNT_NODEV)
     }
 
     /// MS_NOSUID: exec ignores set-user-ID and set-group-ID bits here.
-    pub fn no_suid(self: &Arc<Self>) -> bool {
+    pub fn no_suid(&self) -> bool {
         self.mount_flag(super::mount::MNT_NOSUID)
     }
 
     /// MS_NOEXEC: files on this mount cannot be executed or mapped executable.
-    pub fn no_exec(self: &Arc<Self>) -> bool {
+    pub fn no_exec(&self) -> bool {
         self.mount_flag(super::mount::MNT_NOEXEC)
     }
 
     /// A read-only mount, or a mount of a read-only file system.
-    pub fn is_read_only(self: &Arc<Self>) -> bool {
-        self.mount().is_some_and(|m| m.is_read_only())
+    pub fn is_read_only(&self) -> bool {
+        self.mount_ref().is_some_and(|m| m.is_read_only())
     }
 
     /// The absolute path of this dentry in the mount tree.
@@ -564,7 +579,7 @@ pub fn anonymous(inode: Arc<dyn Inode>) -> Arc<Dentry> {
 /// V shared memory segment): its path is `/<name> (deleted)`, as Linux's
 /// d_path shows such files in /proc/<pid>/fd and /proc/<pid>/maps.
 pub fn unnamed(name: &str, inode: Arc<dyn Inode>) -> Arc<Dentry> {
-    Arc::new(Dentry::with(alloc::format!("{name} (deleted)"), inode, Weak::new(), Some(root())))
+    Arc::new(Dentry::with(alloc::format!("{name} (deleted)"), inode, Weak::new(), Some(root()), None))
 }
 
 /// A new root dentry over `dir` (a bind mount's), with its own cache.

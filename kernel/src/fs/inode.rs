@@ -142,6 +142,10 @@ pub trait Inode: Send + Sync {
         Err(Errno::EPERM)
     }
 
+    /// Records an access (atime), leaving ctime alone; see
+    /// `fs::mount::touch_atime` for when.
+    fn set_atime(&self, _ns: u64) {}
+
     fn read_at(&self, _offset: u64, _buf: &mut [u8]) -> Result<usize, Errno> {
         Err(if self.file_type() == FileType::Directory { Errno::EISDIR } else { Errno::EINVAL })
     }

@@ -608,6 +608,29 @@ pub fn parent_of(d: &Arc<Dentry>) -> Option<Arc<Mount>> {
     TABLE.lock().iter().find(|e| Arc::ptr_eq(&e.root, d)).and_then(|e| e.parent.clone())
 }
 
+/// A read of `inode` through `d` records the access as the mount says
+/// (`touch_atime`): never under MS_NOATIME (or MS_NODIRATIME for a
+/// directory); under relatime (the default) only when the last access is
+/// older than the last change or a day old; under MS_STRICTATIME always.
+pub fn touch_atime(d: &Dentry, inode: &dyn super::Inode) {
+    let Some(mount) = d.mount() else { return };
+    let flags = mount.flags();
+    if flags & MNT_NOATIME != 0 || mount.is_read_only() {
+        return;
+    }
+    let m = inode.metadata();
+    if flags & MNT_NODIRATIME != 0 && m.file_type() == super::inode::FileType::Directory {
+        return;
+    }
+    let now = crate::clock::realtime_ns();
+    if flags & MNT_RELATIME != 0 && m.mtime < m.atime && m.ctime < m.atime && now.saturating_sub(m.atime) < 86_400 * 1_000_000_000 {
+        return;
+    }
+    if m.atime != now {
+        inode.set_atime(now);
+    }
+}
+
 /// Escapes what /proc/mounts cannot show raw (space, tab, newline,
 /// backslash) as octal, as Linux's `mangle`.
 fn mangle(s: &mut TryString, text: &str) -> core::fmt::Result {

@@ -465,6 +465,10 @@ impl Inode for TmpInode {
         Ok(())
     }
 
+    fn set_atime(&self, ns: u64) {
+        self.meta.lock().atime = ns;
+    }
+
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize, Errno> {
         match &self.node {
             Node::File(data) => Ok(data.lock().read(offset, buf)),

@@ -107,6 +107,7 @@ pub(super) fn read_into_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: 
         return read_sink(ctx, sink, buf, len);
     }
     check_extent(f, len, at)?;
+    accessed(f);
     let mut staging = Staging::new();
     let tmp = staging.buf(len)?;
     let mut done = 0;
@@ -131,6 +132,17 @@ pub(super) fn read_into_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: 
         }
     }
     Ok(done as u64)
+}
+
+/// A read of a file with an inode records the access (unless O_NOATIME),
+/// as the mount's atime mode says (`fs::mount::touch_atime`).
+pub(super) fn accessed(f: &OpenFile) {
+    if f.flags() & c::O_NOATIME != 0 {
+        return;
+    }
+    if let (Some(d), Some(inode)) = (&f.dentry, f.ops.inode()) {
+        crate::fs::mount::touch_atime(d, inode.as_ref());
+    }
 }
 
 /// A read from a sink device: end of file, or zeros straight into the

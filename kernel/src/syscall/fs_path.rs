@@ -207,6 +207,7 @@ pub fn sys_getdents64(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         return Err(Errno::ENOTDIR);
     }
     let dentry = f.dentry.clone();
+    super::fs_io::accessed(&f);
     // "." and ".." first, then the directory's entries; the file offset
     // counts entries already returned. Only the entries that can fit in
     // this call are fetched (the smallest record is 24 bytes).
