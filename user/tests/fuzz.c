@@ -73,6 +73,9 @@ static int excluded(long nr)
     case SYS_adjtimex: case SYS_clock_adjtime: case SYS_fork: case SYS_vfork: case SYS_clone:
     case SYS_ptrace: case SYS_swapon: case SYS_swapoff:
     case SYS_syslog: case SYS_acct: case SYS_setpriority: case SYS_ioprio_set:
+    /* Limits now bite (RLIMIT_CPU kills, RLIMIT_STACK stops stack growth):
+     * one set on pid 1 would end the run. */
+    case SYS_prlimit64:
 #ifdef SYS_clone3
     case SYS_clone3:
 #endif

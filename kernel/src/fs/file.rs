@@ -269,11 +269,19 @@ impl OpenFile {
 /// A regular file or directory of some file system.
 pub struct InodeFile {
     inode: Arc<dyn Inode>,
+    /// Held while open for writing (ETXTBSY for exec meanwhile).
+    _write_access: Option<super::writecount::WriteAccess>,
 }
 
 impl InodeFile {
     pub fn new(inode: Arc<dyn Inode>) -> InodeFile {
-        InodeFile { inode }
+        InodeFile { inode, _write_access: None }
+    }
+
+    /// Opened for writing: no process may run the file meanwhile.
+    pub fn for_writing(inode: Arc<dyn Inode>) -> Result<InodeFile, Errno> {
+        let access = super::writecount::get_write_access(&inode)?;
+        Ok(InodeFile { inode, _write_access: Some(access) })
     }
 }
 

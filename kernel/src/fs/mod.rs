@@ -23,6 +23,7 @@ pub mod procfs;
 pub mod tmpfs;
 pub mod truncate;
 pub mod tty;
+pub mod writecount;
 pub mod xattr;
 
 use alloc::sync::Arc;

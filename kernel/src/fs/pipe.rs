@@ -27,9 +27,22 @@ use crate::sched::{Interrupted, WaitQueue};
 
 pub const PIPE_BUF: usize = 4096;
 pub const PIPE_CAPACITY: usize = 65536;
-/// `/proc/sys/fs/pipe-max-size`: the most an unprivileged F_SETPIPE_SZ
-/// may ask for.
-pub const PIPE_MAX_SIZE: usize = 1 << 20;
+/// fs.pipe-max-size: the most an unprivileged F_SETPIPE_SZ may ask for.
+static PIPE_MAX_SIZE: AtomicUsize = AtomicUsize::new(1024 * 1024);
+
+pub fn pipe_max_size() -> usize {
+    PIPE_MAX_SIZE.load(Ordering::Relaxed)
+}
+
+/// Sets fs.pipe-max-size, rounded as Linux rounds a pipe size (a power
+/// of two of at least a page); EINVAL for 0 or past 2^31.
+pub fn set_pipe_max_size(size: usize) -> Result<(), linux_abi::errno::Errno> {
+    if size == 0 || size > 1 << 31 {
+        return Err(linux_abi::errno::Errno::EINVAL);
+    }
+    PIPE_MAX_SIZE.store(size.max(4096).next_power_of_two(), Ordering::Relaxed);
+    Ok(())
+}
 
 pub struct Pipe {
     buf: SpinLock<VecDeque<u8>>,
@@ -82,7 +95,7 @@ impl Pipe {
         }
         let size = size.max(PAGE).next_power_of_two() as usize;
         let growing = size > self.capacity.load(Ordering::Relaxed);
-        if growing && size > PIPE_MAX_SIZE && !privileged {
+        if growing && size > pipe_max_size() && !privileged {
             return Err(Errno::EPERM);
         }
         let buf = self.buf.lock();

@@ -72,6 +72,8 @@ fn exit_process(p: &Arc<Process>, how: ExitKind) {
     p.files.release();
     let vm = p.vm.lock().take();
     drop(vm);
+    let exe_file = p.exe_file.lock().take();
+    drop(exe_file);
     // The last thread still runs on these page tables: switch away and
     // release them now rather than when the kernel thread is reaped.
     if let Some(kt) = crate::sched::current_opt() {

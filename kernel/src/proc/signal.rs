@@ -100,6 +100,23 @@ fn is_stop_signal(signo: u32) -> bool {
     matches!(signo, sig::SIGSTOP | sig::SIGTSTP | sig::SIGTTIN | sig::SIGTTOU)
 }
 
+/// Whether a user-sent signal was sent by the kernel on its own behalf
+/// (a fault, a timer, SIGCHLD, SIGPIPE, ...) rather than by kill, tkill or
+/// sigqueue: those carry SI_USER or a negative code.
+fn from_kernel(info: &Siginfo) -> bool {
+    info.si_code > 0
+}
+
+/// Linux's SIGNAL_UNKILLABLE rule: init drops every signal whose action
+/// is the default, SIGKILL and SIGSTOP included, unless the kernel itself
+/// sends SIGKILL or SIGSTOP (the OOM killer). A handler it installed runs.
+fn init_drops(p: &Process, info: &Siginfo) -> bool {
+    let signo = info.si_signo as u32;
+    p.is_unkillable()
+        && p.signals.action(signo).handler == SIG_DFL
+        && !(from_kernel(info) && matches!(signo, sig::SIGKILL | sig::SIGSTOP))
+}
+
 /// Sends a signal to a process (kill).
 pub fn send_to_process(p: &Arc<Process>, info: Siginfo) {
     let signo = info.si_signo as u32;
@@ -107,6 +124,9 @@ pub fn send_to_process(p: &Arc<Process>, info: Siginfo) {
         return;
     }
     if p.state.lock().zombie {
+        return;
+    }
+    if init_drops(p, &info) {
         return;
     }
     if signo == sig::SIGKILL {
@@ -154,6 +174,9 @@ pub fn send_to_task(t: &Arc<Task>, info: Siginfo) {
     if is_ignored(&t.process, signo) && !t.sigmask.lock().contains(signo) {
         return;
     }
+    if init_drops(&t.process, &info) {
+        return;
+    }
     t.pending.lock().add(info);
     t.interrupt();
 }
@@ -187,6 +210,10 @@ pub fn force_fault_signal(t: &Arc<Task>, info: Siginfo) {
         let blocked = t.sigmask.lock().contains(signo);
         if blocked || actions[signo as usize].handler == SIG_IGN {
             actions[signo as usize].handler = SIG_DFL;
+        }
+        // A fault init cannot handle kills it, as on Linux.
+        if actions[signo as usize].handler == SIG_DFL {
+            t.process.unkillable.store(false, core::sync::atomic::Ordering::Relaxed);
         }
     }
     t.sigmask.lock().remove(signo);
@@ -338,6 +365,11 @@ fn handle_attention(t: &Arc<Task>, ctx: &mut UserContext) -> Flow {
             continue;
         }
         if action.handler == SIG_DFL {
+            // Init drops a default-action signal that was blocked when it
+            // came and got through only now (Linux's get_signal does too).
+            if t.process.is_unkillable() && !matches!(signo, sig::SIGKILL | sig::SIGSTOP) {
+                continue;
+            }
             match sig::default_action(signo) {
                 DefaultAction::Ignore | DefaultAction::Continue => continue,
                 DefaultAction::Stop => {
@@ -349,7 +381,7 @@ fn handle_attention(t: &Arc<Task>, ctx: &mut UserContext) -> Flow {
                     continue;
                 }
                 DefaultAction::CoreDump => {
-                    group_exit(&t.process, ExitKind::Signaled { sig: signo, core: true });
+                    core_dump_exit(t, ctx, &info);
                     continue;
                 }
             }
@@ -357,13 +389,35 @@ fn handle_attention(t: &Arc<Task>, ctx: &mut UserContext) -> Flow {
         finish_restart(t, ctx, Some(&action));
         if deliver(t, ctx, &info, &action).is_err() {
             // The stack is unusable: die of SIGSEGV, as Linux does.
-            group_exit(&t.process, ExitKind::Signaled { sig: sig::SIGSEGV, core: true });
+            core_dump_exit(t, ctx, &Siginfo::fault(sig::SIGSEGV, sig::SI_KERNEL, 0));
             continue;
         }
         if let Some(kt) = t.kthread.get() {
             kt.set_interrupt(false);
         }
         return Flow::Continue;
+    }
+}
+
+/// A core-dumping signal's default action: the other threads are told to
+/// exit first (Linux's coredump_wait), the dump is written, and the exit
+/// status has the core bit only if it was (`coredump`).
+fn core_dump_exit(t: &Arc<Task>, ctx: &mut UserContext, info: &Siginfo) {
+    let signo = info.si_signo as u32;
+    let first = {
+        let mut st = t.process.state.lock();
+        let first = st.exiting.is_none();
+        if first {
+            st.exiting = Some(ExitKind::Signaled { sig: signo, core: false });
+        }
+        first
+    };
+    if !first {
+        return; // someone else's exit (or dump) came first
+    }
+    group_exit(&t.process, ExitKind::Signaled { sig: signo, core: false });
+    if super::coredump::dump(t, ctx, info) {
+        t.process.state.lock().exiting = Some(ExitKind::Signaled { sig: signo, core: true });
     }
 }
 
@@ -471,8 +525,10 @@ fn deliver(t: &Arc<Task>, ctx: &mut UserContext, info: &Siginfo, action: &SigAct
     }
     *t.sigmask.lock() = new_mask.without_unblockable();
     if action.flags & sig::SA_RESETHAND != 0 {
+        // Only the handler goes back to SIG_DFL: the flags (SA_SIGINFO,
+        // SA_RESETHAND itself...), mask and restorer stay, as on Linux.
         let actions = t.process.signals.actions.lock().clone();
-        actions.lock()[signo as usize] = SigAction::default();
+        actions.lock()[signo as usize].handler = SIG_DFL;
     }
 
     ctx.regs.rsp = frame;

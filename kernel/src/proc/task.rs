@@ -58,6 +58,8 @@ pub struct Task {
     /// The credentials this thread acts with, replaced whole on change
     /// (`commit_cred`), never changed in place.
     cred: SpinLock<Arc<Cred>>,
+    /// User/system tick samples (see `cputime`).
+    pub cpu: super::cputime::CpuAccount,
 }
 
 impl Task {
@@ -80,6 +82,7 @@ impl Task {
             user_dispatch: SpinLock::new(None),
             user_dispatch_on: core::sync::atomic::AtomicBool::new(false),
             cred: SpinLock::new(cred),
+            cpu: super::cputime::CpuAccount::default(),
         }
     }
 
@@ -96,7 +99,7 @@ impl Task {
         let new = Arc::try_new(new).map_err(|_| linux_abi::errno::Errno::ENOMEM)?;
         let old = self.install_cred(new.clone());
         if old.change_drops_dumpable(&new) {
-            self.process.dumpable.store(super::SUID_DUMPABLE, Ordering::Relaxed);
+            self.process.dumpable.store(super::suid_dumpable(), Ordering::Relaxed);
         }
         Ok(())
     }
@@ -112,11 +115,6 @@ impl Task {
     /// here, so no hot path divides.
     pub fn cpu_ns(&self) -> u64 {
         self.kthread.get().map_or(0, |k| hal::time::tsc_to_ns(k.cpu_tsc()))
-    }
-
-    /// Whether the thread is runnable (for /proc state letters).
-    pub fn is_running(&self) -> bool {
-        self.kthread.get().is_some_and(|t| matches!(t.state(), sched::State::Running | sched::State::Ready))
     }
 
     pub fn tid(&self) -> Pid {
@@ -193,17 +191,11 @@ fn run_task(task: Arc<Task>, mut ctx: Box<UserContext>) {
         if super::signal::handle_pending(&task, &mut ctx) == Flow::Exit {
             return;
         }
-        // CPU clocks are kept at context switches; only an armed CPU-time
-        // itimer needs the time spent in user mode itself. (Two clock
-        // reads per system call cost little on hardware, but under QEMU's
-        // TCG each takes a lock every vCPU contends for.)
-        let timed = task.process.cpu_timer_armed.load(Ordering::Relaxed);
-        let entered = if timed { hal::cpu::rdtsc() } else { 0 };
+        // No clock is read here: CPU time is kept at context switches and
+        // split into user and system time by the tick's samples (see
+        // `cputime`). Under QEMU's TCG each rdtsc takes a lock every vCPU
+        // contends for.
         let reason = ctx.run();
-        if timed {
-            let ran = hal::cpu::rdtsc().saturating_sub(entered);
-            super::timer::charge_cpu(&task.process, hal::time::tsc_to_ns(ran));
-        }
         match reason {
             ReturnReason::Syscall => crate::syscall::dispatch(&task, &mut ctx),
             ReturnReason::Exception { vector, error_code, fault_addr } => {

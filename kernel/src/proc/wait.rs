@@ -27,7 +27,9 @@ pub struct WaitResult {
     /// waitid: CLD_* code and status (exit code or signal).
     pub code: i32,
     pub si_status: i32,
-    pub cpu_ns: u64,
+    /// (user, system) ns of the child and its reaped children (wait4's
+    /// rusage).
+    pub times: (u64, u64),
     /// The child's real uid (waitid's si_uid).
     pub uid: u32,
 }
@@ -52,7 +54,11 @@ fn exit_result(child: &Process, how: ExitKind, uid: u32) -> WaitResult {
         status,
         code,
         si_status,
-        cpu_ns: child.cpu_ns() + child.children_cpu_ns.load(Ordering::Relaxed),
+        times: {
+            let (u, s) = super::cputime::process_times(child);
+            let (cu, cs) = super::cputime::children_times(child);
+            (u.saturating_add(cu), s.saturating_add(cs))
+        },
         uid,
     }
 }
@@ -72,7 +78,7 @@ fn scan(p: &Arc<Process>, target: WaitTarget, options: u32) -> (Option<WaitResul
             let result = exit_result(child, how, uid);
             if options & WNOWAIT == 0 {
                 p.children.lock().retain(|c| !Arc::ptr_eq(c, child));
-                p.children_cpu_ns.fetch_add(result.cpu_ns, Ordering::Relaxed);
+                super::cputime::account_reaped(p, child);
                 super::unregister_process(child.pid);
             }
             return (Some(result), true);
@@ -89,7 +95,7 @@ fn scan(p: &Arc<Process>, target: WaitTarget, options: u32) -> (Option<WaitResul
                         status,
                         code: sig::CLD_STOPPED,
                         si_status: signo as i32,
-                        cpu_ns: 0,
+                        times: (0, 0),
                         uid,
                     }),
                     true,
@@ -106,7 +112,7 @@ fn scan(p: &Arc<Process>, target: WaitTarget, options: u32) -> (Option<WaitResul
                     status: 0xffff,
                     code: sig::CLD_CONTINUED,
                     si_status: sig::SIGCONT as i32,
-                    cpu_ns: 0,
+                    times: (0, 0),
                     uid,
                 }),
                 true,

@@ -128,6 +128,18 @@ pub fn sys_fchown(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     }
 }
 
+/// RLIMIT_FSIZE for a truncate that grows a file past it: SIGXFSZ and
+/// EFBIG, as Linux's inode_newsize_ok (shrinking is always allowed).
+/// It runs before the set-id bits are cleared, as in notify_change.
+fn grow_limit(ctx: &SyscallContext, inode: &Arc<dyn crate::fs::Inode>, size: u64) -> Result<(), Errno> {
+    let limit = ctx.process().rlimits.lock()[c::RLIMIT_FSIZE as usize].0;
+    if size > inode.metadata().size && limit != crate::proc::RLIM_INFINITY && size > limit {
+        super::fs_io::file_too_big(ctx);
+        return Err(Errno::EFBIG);
+    }
+    Ok(())
+}
+
 pub fn sys_truncate(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let path = path_arg(ctx, a[0])?;
     if (a[1] as i64) < 0 {
@@ -142,6 +154,8 @@ pub fn sys_truncate(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     }
     check_writable(&d)?;
     perm::permission(&cred, &d, MAY_WRITE)?;
+    let _write = crate::fs::writecount::get_write_access(d.inode())?;
+    grow_limit(ctx, d.inode(), a[1])?;
     perm::clear_setid_on_write(d.inode().as_ref(), || cred.clone())?;
     // truncate(2) breaks leases as an open for writing does.
     crate::fs::lease::break_leases(crate::fs::lock::inode_key(d.inode().as_ref()), true, false)?;
@@ -158,6 +172,7 @@ pub fn sys_ftruncate(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         return Err(if f.is_path_only() { Errno::EBADF } else { Errno::EINVAL });
     }
     let inode = f.ops.inode().filter(|i| i.file_type() == FileType::Regular).ok_or(Errno::EINVAL)?;
+    grow_limit(ctx, inode, a[1])?;
     perm::clear_setid_on_write(inode.as_ref(), || ctx.cred())?;
     crate::fs::truncate::truncate(inode, a[1])?;
     Ok(0)

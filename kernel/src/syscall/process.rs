@@ -9,7 +9,7 @@ use core::sync::atomic::{AtomicBool, Ordering};
 use hal::sync::SpinLock;
 use linux_abi::consts as c;
 use linux_abi::errno::Errno;
-use linux_abi::layout::{CloneArgs, Rusage, Siginfo, Timeval};
+use linux_abi::layout::{CloneArgs, Siginfo};
 use linux_abi::signal as sig;
 
 use super::{SysResult, SyscallContext};
@@ -119,7 +119,7 @@ pub fn sys_clone3(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
             return Err(Errno::EINVAL);
         }
         let tid = i32::from_le_bytes([ids[0], ids[1], ids[2], ids[3]]);
-        if !(1..proc::PID_MAX).contains(&tid) {
+        if !(1..proc::pid_max()).contains(&tid) {
             return Err(Errno::EINVAL);
         }
         Some(tid)
@@ -177,7 +177,17 @@ fn clone_with(ctx: &mut SyscallContext, req: CloneRequest) -> SysResult {
     let parent_task = ctx.task.clone();
     let parent = ctx.process().clone();
     let tid = match set_tid {
-        Some(t) => proc::claim_pid(t)?,
+        Some(t) => {
+            // Choosing an id is for checkpoint/restore tools (Linux's
+            // checkpoint_restore_ns_capable), asked before the id is taken.
+            let cred = ctx.cred();
+            if !cred.capable(linux_abi::capability::CAP_SYS_ADMIN)
+                && !cred.capable(linux_abi::capability::CAP_CHECKPOINT_RESTORE)
+            {
+                return Err(Errno::EPERM);
+            }
+            proc::claim_pid(t)?
+        }
         None => proc::alloc_pid()?,
     };
 
@@ -237,6 +247,8 @@ fn clone_with(ctx: &mut SyscallContext, req: CloneRequest) -> SysResult {
         p.umask.store(parent.umask.load(Ordering::Relaxed), Ordering::Relaxed);
         p.dumpable.store(parent.dumpable.load(Ordering::Relaxed), Ordering::Relaxed);
         *p.rlimits.lock() = *parent.rlimits.lock();
+        let exe_file = parent.exe_file.lock().as_ref().map(|d| d.try_clone()).transpose()?;
+        *p.exe_file.lock() = exe_file;
         let vfork = if flags & c::CLONE_VFORK != 0 {
             let v = Arc::try_new(VforkDone { done: AtomicBool::new(false), queue: WaitQueue::new() })
                 .map_err(|_| Errno::ENOMEM)?;
@@ -300,15 +312,16 @@ fn wait_target(ctx: &SyscallContext, pid: i32) -> WaitTarget {
     }
 }
 
-fn rusage_from_ns(cpu_ns: u64) -> Rusage {
-    Rusage { ru_utime: Timeval::from_micros(cpu_ns / 1000), ..Rusage::default() }
-}
 
 pub fn sys_wait4(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let (pid, status_ptr, options, rusage_ptr) = (a[0] as i32, a[1], a[2] as u32, a[3]);
     let known = c::WNOHANG | c::WUNTRACED | c::WCONTINUED | c::__WALL | c::__WCLONE | c::__WNOTHREAD;
     if options & !known != 0 {
         return Err(Errno::EINVAL);
+    }
+    if pid == i32::MIN {
+        // -INT_MIN is no group id: Linux answers ESRCH before anything else.
+        return Err(Errno::ESRCH);
     }
     let target = wait_target(ctx, pid);
     let p = ctx.process().clone();
@@ -320,7 +333,7 @@ pub fn sys_wait4(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         uaccess::write_u32(&vm, status_ptr, r.status as u32)?;
     }
     if rusage_ptr != 0 {
-        uaccess::write_bytes(&vm, rusage_ptr, &rusage_from_ns(r.cpu_ns).to_bytes())?;
+        uaccess::write_bytes(&vm, rusage_ptr, &super::time::rusage_from_times(r.times).to_bytes())?;
     }
     Ok(r.pid as u64)
 }
@@ -394,22 +407,32 @@ pub fn sys_arch_prctl(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     Ok(0)
 }
 
+/// The process that `pid` names for getpgid/getsid/setpgid: the caller
+/// for 0, else the process of that process or thread id; a negative id
+/// names nothing (ESRCH, as Linux's lookup finds no such task).
 fn process_or_self(ctx: &SyscallContext, pid: i32) -> Result<Arc<Process>, Errno> {
     if pid == 0 {
         return Ok(ctx.process().clone());
     }
     if pid < 0 {
-        return Err(Errno::EINVAL);
+        return Err(Errno::ESRCH);
     }
-    proc::find_process(pid).ok_or(Errno::ESRCH)
+    proc::find_process(pid).or_else(|| proc::find_task(pid).map(|t| t.process.clone())).ok_or(Errno::ESRCH)
 }
 
 pub fn sys_setpgid(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let (pid, pgid) = (a[0] as i32, a[1] as i32);
+    // Linux fills in 0s before it checks the group: setpgid(-5, 0) is
+    // EINVAL, setpgid(-5, 3) ESRCH.
+    let pid = if pid == 0 { ctx.process().pid } else { pid };
+    let pgid = if pgid == 0 { pid } else { pgid };
     if pgid < 0 {
         return Err(Errno::EINVAL);
     }
     let me = ctx.process().clone();
+    if pid > 0 && proc::find_process(pid).is_none() && proc::find_task(pid).is_some() {
+        return Err(Errno::EINVAL); // a thread that is not its group's leader
+    }
     let target = process_or_self(ctx, pid)?;
     let is_child = target.parent.lock().upgrade().is_some_and(|pp| Arc::ptr_eq(&pp, &me));
     if !Arc::ptr_eq(&target, &me) && !is_child {
@@ -421,7 +444,6 @@ pub fn sys_setpgid(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if target.sid.load(Ordering::Relaxed) != me.sid.load(Ordering::Relaxed) {
         return Err(Errno::EPERM);
     }
-    let pgid = if pgid == 0 { target.pid } else { pgid };
     if pgid != target.pid {
         let exists = proc::all_processes().iter().any(|p| {
             p.pgid.load(Ordering::Relaxed) == pgid && p.sid.load(Ordering::Relaxed) == me.sid.load(Ordering::Relaxed)

@@ -11,7 +11,7 @@
 use linux_abi::errno::Errno;
 use linux_abi::fs as x;
 
-use super::fs_io::{file, read_into_user, read_iovecs, write_from_user};
+use super::fs_io::{file, fsize_limit, read_into_user, read_iovecs, write_from_user};
 use super::{SysResult, SyscallContext};
 use crate::fs::OpenFile;
 
@@ -88,17 +88,38 @@ fn rw2(ctx: &SyscallContext, a: &[u64; 6], write: bool) -> SysResult {
     }
     let append = write && flags & x::RWF_APPEND != 0;
     let size = || f.ops.inode().map(|i| i.metadata().size);
+    // RLIMIT_FSIZE counts the whole vector once (as fs_io's vector_io):
+    // reaching the limit part way is a short write, not a signal.
+    let mut budget = u64::MAX;
+    if write {
+        let start = if append || f.flags() & linux_abi::consts::O_APPEND != 0 {
+            size().unwrap_or(0)
+        } else if at_position {
+            if f.io.seekable {
+                *f.offset.lock()
+            } else {
+                0
+            }
+        } else {
+            pos as u64
+        };
+        budget = fsize_limit(ctx, f.ops.inode(), start, total.min(usize::MAX as u64) as usize)? as u64;
+    }
     let mut done = 0u64;
     for iov in &iovs {
+        let len = iov.iov_len.min(budget - done);
+        if len == 0 {
+            break;
+        }
         let at = match (append, at_position) {
             (true, _) => size().or((!at_position).then_some(pos as u64 + done)),
             (false, true) => None,
             (false, false) => Some(pos as u64 + done),
         };
         let r = if write {
-            write_from_user(ctx, &f, iov.iov_base, iov.iov_len as usize, at)
+            write_from_user(ctx, &f, iov.iov_base, len as usize, at)
         } else {
-            read_into_user(ctx, &f, iov.iov_base, iov.iov_len as usize, at)
+            read_into_user(ctx, &f, iov.iov_base, len as usize, at)
         };
         let n = match r {
             Ok(n) => n,

@@ -67,28 +67,13 @@ fn verify_area(pos: u64, count: usize) -> Result<(), Errno> {
 }
 
 /// RLIMIT_FSIZE for writing `len` bytes at `pos` of `f`: how many fit
-/// under the limit, or SIGXFSZ and EFBIG when none do (Linux's
-/// generic_write_check_limits). The same rule as the write path's
-/// `fs_io::fsize_limit` on the semantics branch; one should call the
-/// other once both are on main.
+/// under the limit, or SIGXFSZ and EFBIG when none do (the write path's
+/// `fs_io::fsize_limit`), and EFBIG past the largest file size.
 pub(super) fn fsize_limit(ctx: &SyscallContext, f: &OpenFile, pos: u64, len: usize) -> Result<usize, Errno> {
     if !is_regular(f) {
         return Ok(len);
     }
-    let limit = ctx.process().rlimits.lock()[c::RLIMIT_FSIZE as usize].0;
-    if limit != crate::proc::RLIM_INFINITY {
-        if pos >= limit {
-            let info = linux_abi::layout::Siginfo::kill(
-                linux_abi::signal::SIGXFSZ,
-                linux_abi::signal::SI_USER,
-                ctx.process().pid,
-                ctx.cred().uid,
-            );
-            crate::proc::signal::send_to_task(ctx.task, info);
-            return Err(Errno::EFBIG);
-        }
-        return Ok(len.min((limit - pos).min(usize::MAX as u64) as usize));
-    }
+    let len = super::fs_io::fsize_limit(ctx, f.ops.inode(), pos, len)?;
     if pos >= MAX_FILE_SIZE {
         return Err(Errno::EFBIG);
     }
