@@ -5,8 +5,9 @@
 //! the atime mode), its propagation type, and the [`Super`] it shows (the
 //! file-system instance, shared by bind mounts of it, with the flags a
 //! plain remount changes: read-only, sync, ...). Its root dentry carries
-//! it (`Dentry::mount`); the table here lists the mounts in the order
-//! /proc/mounts shows them.
+//! it and every dentry looked up below records it (`Dentry::mount`), so
+//! the per-mount flags are one load away on every path call; the table
+//! here lists the mounts in the order /proc/mounts shows them.
 //!
 //! The operations are mount(2)'s: a new mount, MS_BIND (MS_REC copies the
 //! mounts below the source too), MS_REMOUNT (of the file system; with

@@ -3,8 +3,8 @@
 //! Debian's kernel does (CONFIG_BSD_PROCESS_ACCT_V3): flags (AFORK for a
 //! process that never exec'd, AXSIG and ACORE for one a signal ended),
 //! the exit code as exit(2) and signals make it, real ids, pid and
-//! parent pid, command name, start and elapsed time, CPU time (all of it
-//! as user time: Kiln does not split it) and the address space size.
+//! parent pid, command name, start and elapsed time, user and system
+//! CPU time (split as `cputime` splits it) and the address space size.
 //! ASU (used super-user privileges) is never set: Kiln does not record
 //! which capability checks succeeded.
 
@@ -51,7 +51,11 @@ pub fn process_exited(p: &Process, how: ExitKind) {
     let elapsed_ns = crate::clock::now_ns().saturating_sub(p.start_ns);
     let elapsed = ns_to_ahz(elapsed_ns);
     let btime = (crate::clock::realtime_ns() / 1_000_000_000).saturating_sub(elapsed / x::AHZ);
-    let vsize = p.vm.lock().clone().map_or(0, |vm| vm.lock().mapped_bytes());
+    let (utime, stime) = super::cputime::process_times(p);
+    // The address-space handle is copied out first: its lock sleeps, and
+    // may not be taken under the spin lock that guards the handle.
+    let vm = p.vm.lock().clone();
+    let vsize = vm.map_or(0, |vm| vm.lock().mapped_bytes());
     let mut comm = [0u8; x::ACCT_COMM];
     let name = p.comm.lock().clone();
     let n = name.len().min(x::ACCT_COMM - 1);
@@ -66,8 +70,8 @@ pub fn process_exited(p: &Process, how: ExitKind) {
         ac_ppid: ppid as u32,
         ac_btime: btime.min(u64::from(u32::MAX)) as u32,
         ac_etime: x::encode_float(elapsed),
-        ac_utime: x::encode_comp_t(ns_to_ahz(p.cpu_ns())),
-        ac_stime: 0,
+        ac_utime: x::encode_comp_t(ns_to_ahz(utime)),
+        ac_stime: x::encode_comp_t(ns_to_ahz(stime)),
         ac_mem: x::encode_comp_t(vsize / 1024),
         ac_comm: comm,
         ..AcctV3::default()

@@ -35,7 +35,7 @@ pub fn sys_acct(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let inode = d.inode().clone();
     let ops: Arc<dyn FileOps> = match inode.open(flags) {
         Some(r) => r?,
-        None => Arc::new(InodeFile::new(inode)),
+        None => Arc::new(InodeFile::for_writing(inode)?),
     };
     let file = Arc::try_new(OpenFile::with_dentry(ops, flags, d)).map_err(|_| Errno::ENOMEM)?;
     crate::proc::acct::set(Some(file));
