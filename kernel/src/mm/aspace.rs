@@ -897,6 +897,62 @@ impl AddressSpace {
     }
 }
 
+impl AddressSpace {
+    /// A debugger's access to this address space (ptrace PEEK/POKE,
+    /// Linux's FOLL_FORCE): any mapped page can be read whatever its
+    /// protection; a private mapping can be written even where it is
+    /// read-only (a breakpoint in text), always into a private copy, so
+    /// the file's own frame never changes; a shared mapping only where it
+    /// is writable. Returns how many bytes were done before the first
+    /// address that could not be.
+    pub fn access_forced(&mut self, addr: u64, buf: &mut [u8], write: bool) -> usize {
+        let mut done = 0usize;
+        while done < buf.len() {
+            let Some(va) = addr.checked_add(done as u64) else {
+                break;
+            };
+            let page = page_floor(va);
+            let off = (va - page) as usize;
+            let n = (PAGE_SIZE as usize - off).min(buf.len() - done);
+            let Some(frame) = self.forced_frame(page, write) else {
+                break;
+            };
+            if write {
+                frame.write(off, &buf[done..done + n]);
+            } else {
+                frame.read(off, &mut buf[done..done + n]);
+            }
+            done += n;
+        }
+        done
+    }
+
+    /// The frame a forced access at page `va` reads or writes: present
+    /// (filled if needed), and for a private write this space's own copy.
+    fn forced_frame(&mut self, va: u64, write: bool) -> Option<UserFrame> {
+        let vma = self.find(va)?.clone();
+        if vma.is_shared() && write && !vma.prot.write {
+            return None;
+        }
+        if self.page_table.query(va).is_none() {
+            let (frame, exclusive) = self.fill_page(&vma, va).ok()?;
+            self.page_table.map(va, frame, Self::page_flags(&vma, exclusive)).ok()?;
+        }
+        let frame = self.page_table.frame_at(va)?;
+        if !write || vma.is_shared() {
+            return Some(frame);
+        }
+        // Our handle plus the page table's: nobody else sees this page.
+        if frame.ref_count() == 2 {
+            return Some(frame);
+        }
+        let copy = frame.duplicate().ok()?;
+        drop(frame);
+        self.page_table.map(va, copy.clone(), Self::page_flags(&vma, true)).ok()?;
+        Some(copy)
+    }
+}
+
 impl Drop for AddressSpace {
     fn drop(&mut self) {
         // The page table releases every frame reference it holds.

@@ -16,6 +16,7 @@ pub mod exit;
 pub mod futex;
 pub mod init;
 pub mod oom;
+pub mod ptrace;
 pub mod robust;
 pub mod sigio;
 pub mod signal;
@@ -87,6 +88,8 @@ pub struct ProcState {
     pub stopped: Option<u32>,
     pub stop_reported: bool,
     pub continued_unreported: bool,
+    /// Counts group stops, so a traced thread reports each one once.
+    pub stop_gen: u64,
 }
 
 pub struct Process {
@@ -160,6 +163,8 @@ pub struct Process {
     /// The program file this process runs, kept from being written
     /// (ETXTBSY) until the process execs another or exits.
     pub exe_file: SpinLock<Option<crate::fs::writecount::DenyWrite>>,
+    /// The threads this process traces (ptrace), and its personality.
+    pub tracer: ptrace::TracerState,
 }
 
 /// `/proc/sys/fs/suid_dumpable`: what a credential change sets dumpable
@@ -380,6 +385,7 @@ impl Process {
             exited_leader_cred: SpinLock::new(None),
             unkillable: core::sync::atomic::AtomicBool::new(pid == 1),
             exe_file: SpinLock::new(None),
+            tracer: ptrace::TracerState::default(),
         }
     }
 

@@ -85,6 +85,11 @@ impl PendingSignals {
         self.set.difference(blocked).first()
     }
 
+    /// The queued signals in order (PTRACE_PEEKSIGINFO).
+    pub fn queued(&self) -> impl Iterator<Item = &Siginfo> {
+        self.queue.iter()
+    }
+
     fn discard(&mut self, signo: u32) {
         self.queue.retain(|i| i.si_signo as u32 != signo);
         self.set.remove(signo);
@@ -93,7 +98,11 @@ impl PendingSignals {
 
 fn is_ignored(p: &Process, signo: u32) -> bool {
     let action = p.signals.action(signo);
-    action.handler == SIG_IGN || (action.handler == SIG_DFL && sig::default_action(signo) == DefaultAction::Ignore)
+    let ignored =
+        action.handler == SIG_IGN || (action.handler == SIG_DFL && sig::default_action(signo) == DefaultAction::Ignore);
+    // A tracer sees even ignored signals (never SIGKILL, which is not
+    // queued at all).
+    ignored && !p.tasks.lock().iter().any(|t| t.ptrace.is_traced())
 }
 
 fn is_stop_signal(signo: u32) -> bool {
@@ -179,6 +188,12 @@ pub fn send_to_task(t: &Arc<Task>, info: Siginfo) {
     }
     t.pending.lock().add(info);
     t.interrupt();
+}
+
+/// Queues `info` for `t` alone, as pending from the start (a traced new
+/// child's SIGSTOP).
+pub fn queue_private(t: &Task, info: Siginfo) {
+    t.pending.lock().add(info);
 }
 
 /// Takes a pending signal from `set` (thread-directed first), for
@@ -287,19 +302,25 @@ fn stop_process(t: &Arc<Task>, signo: u32) {
         if st.stopped.is_none() {
             st.stopped = Some(signo);
             st.stop_reported = false;
+            st.stop_gen += 1;
         }
     }
     p.notify_parent_waiters();
     notify_parent_signal(p, sig::CLD_STOPPED, signo as i32);
-    wait_while_stopped(t);
+    // A traced thread reports the stop to its tracer instead (the caller
+    // loops back to `ptrace::group_stop`).
+    if !t.ptrace.is_traced() {
+        wait_while_stopped(t);
+    }
 }
 
 fn wait_while_stopped(t: &Arc<Task>) {
     let p = &t.process;
     p.resume.wait_until(|| {
         let st = p.state.lock();
-        // An exec in another thread ends this one even while stopped.
-        st.stopped.is_none() || st.exiting.is_some() || t.exit_request.lock().is_some()
+        // An exec in another thread ends this one even while stopped; a
+        // thread that became traced reports the stop to its tracer.
+        st.stopped.is_none() || st.exiting.is_some() || t.exit_request.lock().is_some() || t.ptrace.is_traced()
     });
 }
 
@@ -328,18 +349,26 @@ fn handle_attention(t: &Arc<Task>, ctx: &mut UserContext) -> Flow {
     loop {
         // Bound first: a guard in the `if let` would stay held through the exit.
         let requested = t.exit_request.lock().take();
-        if let Some(how) = requested {
+        let exiting = requested.or_else(|| t.process.state.lock().exiting);
+        if let Some(how) = exiting {
+            if t.ptrace.is_traced() {
+                super::ptrace::exit_event(t, ctx, how);
+            }
             super::exit::exit_task(t, how);
             return Flow::Exit;
         }
-        let exiting = t.process.state.lock().exiting;
-        if let Some(how) = exiting {
-            super::exit::exit_task(t, how);
-            return Flow::Exit;
+        let traced = t.ptrace.is_traced();
+        if traced && super::ptrace::pending_trap(t, ctx) {
+            continue;
         }
         if t.process.state.lock().stopped.is_some() {
-            wait_while_stopped(t);
-            continue;
+            if !traced {
+                wait_while_stopped(t);
+                continue;
+            }
+            if super::ptrace::group_stop(t, ctx) {
+                continue;
+            }
         }
         let blocked = *t.sigmask.lock();
         let taken = {
@@ -358,6 +387,15 @@ fn handle_attention(t: &Arc<Task>, ctx: &mut UserContext) -> Flow {
             }
             finish_restart(t, ctx, None);
             return Flow::Continue;
+        };
+        // Signal-delivery-stop: the tracer decides what is delivered.
+        let info = if traced {
+            match super::ptrace::signal_stop(t, ctx, info) {
+                Some(info) => info,
+                None => continue,
+            }
+        } else {
+            info
         };
         let signo = info.si_signo as u32;
         let action = t.process.signals.action(signo);
@@ -394,6 +432,9 @@ fn handle_attention(t: &Arc<Task>, ctx: &mut UserContext) -> Flow {
         }
         if let Some(kt) = t.kthread.get() {
             kt.set_interrupt(false);
+        }
+        if traced {
+            super::ptrace::handler_entered(t, ctx);
         }
         return Flow::Continue;
     }
@@ -537,8 +578,8 @@ fn deliver(t: &Arc<Task>, ctx: &mut UserContext, info: &Siginfo, action: &SigAct
     ctx.regs.rsi = frame + rt_sigframe::INFO as u64;
     ctx.regs.rdx = frame + rt_sigframe::UC as u64;
     ctx.regs.rax = 0;
-    // Handlers start with a clean direction flag.
-    ctx.regs.rflags &= !(1 << 10);
+    // Handlers start with clean direction and trap flags, as on Linux.
+    ctx.regs.rflags &= !((1 << 10) | hal::user::RFLAGS_TF);
     ctx.reset_fpu();
     Ok(())
 }

@@ -60,6 +60,8 @@ pub struct Task {
     cred: SpinLock<Arc<Cred>>,
     /// User/system tick samples (see `cputime`).
     pub cpu: super::cputime::CpuAccount,
+    /// The ptrace link (tracer, options, the current stop).
+    pub ptrace: super::ptrace::TaskPtrace,
 }
 
 impl Task {
@@ -83,6 +85,7 @@ impl Task {
             user_dispatch_on: core::sync::atomic::AtomicBool::new(false),
             cred: SpinLock::new(cred),
             cpu: super::cputime::CpuAccount::default(),
+            ptrace: super::ptrace::TaskPtrace::new(),
         }
     }
 
@@ -201,7 +204,11 @@ fn run_task(task: Arc<Task>, mut ctx: Box<UserContext>) {
             ReturnReason::Exception { vector, error_code, fault_addr } => {
                 handle_exception(&task, &mut ctx, vector, error_code, fault_addr)
             }
-            ReturnReason::Interrupt => {}
+            ReturnReason::Interrupt => {
+                if task.ptrace.is_traced() {
+                    super::ptrace::note_trap(&task);
+                }
+            }
         }
         sched::preempt_point();
     }
@@ -210,6 +217,9 @@ fn run_task(task: Arc<Task>, mut ctx: Box<UserContext>) {
 /// A CPU exception in user mode: resolve page faults the address space
 /// allows, turn everything else into the signal Linux would send.
 fn handle_exception(task: &Arc<Task>, ctx: &mut UserContext, vector: u8, error_code: u64, addr: u64) {
+    if task.ptrace.is_traced() {
+        super::ptrace::note_trap(task);
+    }
     let info = match vector {
         14 => {
             let access = if error_code & 0x10 != 0 {
@@ -263,7 +273,22 @@ fn handle_exception(task: &Arc<Task>, ctx: &mut UserContext, vector: u8, error_c
         }
         0 => SigInfo::fault(sig::SIGFPE, sig::FPE_INTDIV, ctx.regs.rip),
         16 | 19 => SigInfo::fault(sig::SIGFPE, 0, ctx.regs.rip),
-        1 | 3 => SigInfo::fault(sig::SIGTRAP, sig::SI_KERNEL, ctx.regs.rip),
+        // #DB: `addr` is DR6. Single step (a program's own TF or a
+        // tracer's PTRACE_SINGLESTEP), else a breakpoint; Linux reports
+        // the instruction pointer.
+        1 => {
+            super::ptrace::note_debug_exception(task, addr);
+            let code = if addr & linux_abi::ptrace::DR_STEP != 0 {
+                sig::TRAP_TRACE
+            } else if addr & 0xf != 0 {
+                sig::TRAP_HWBKPT
+            } else {
+                sig::TRAP_BRKPT
+            };
+            SigInfo::fault(sig::SIGTRAP, code, ctx.regs.rip)
+        }
+        // int3: rip is already past it; Linux sends a bare SI_KERNEL.
+        3 => SigInfo::kill(sig::SIGTRAP, sig::SI_KERNEL, 0, 0),
         6 => SigInfo::fault(sig::SIGILL, sig::ILL_ILLOPN, ctx.regs.rip),
         17 => SigInfo::fault(sig::SIGBUS, sig::BUS_ADRALN, addr),
         // #GP and friends: Linux reports SIGSEGV with SI_KERNEL and address 0.

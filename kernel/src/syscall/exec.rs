@@ -140,6 +140,9 @@ fn commit(ctx: &mut SyscallContext, image: exec::Image, bprm: Binprm) -> SysResu
     let cmdline = lossy(&bprm.argv)?;
     let environ = lossy(&bprm.envp)?;
     let new_vm = Arc::try_new(Mutex::new(image.vm)).map_err(|_| Errno::ENOMEM)?;
+    // The thread id before a non-leader takes over the leader's
+    // (PTRACE_EVENT_EXEC's message).
+    let old_tid = ctx.task.tid();
     end_other_threads(ctx)?;
     ctx.task.install_cred(image.cred);
     p.dumpable.store(if image.dumpable { 1 } else { proc::suid_dumpable() }, Ordering::Relaxed);
@@ -188,5 +191,6 @@ fn commit(ctx: &mut SyscallContext, image: exec::Image, bprm: Binprm) -> SysResu
     ctx.uctx.regs.rip = image.entry;
     ctx.uctx.regs.rsp = image.stack_pointer;
     proc::wait::complete_vfork(&p);
+    proc::ptrace::exec_event(ctx.task, ctx.uctx, old_tid);
     Ok(0)
 }

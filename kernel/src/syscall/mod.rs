@@ -25,6 +25,7 @@ mod mqueue;
 mod openat2;
 mod poll;
 mod process;
+mod ptrace;
 mod rwf;
 mod sched;
 mod signal;
@@ -280,6 +281,8 @@ syscall_table! {
     OPENAT2 => openat2::sys_openat2,
     NAME_TO_HANDLE_AT => openat2::sys_name_to_handle_at,
     OPEN_BY_HANDLE_AT => openat2::sys_open_by_handle_at,
+    PTRACE => ptrace::sys_ptrace,
+    PERSONALITY => process::sys_personality,
     SELECT => poll::sys_select,
     MEMBARRIER => membarrier::sys_membarrier,
     KCMP => kcmp::sys_kcmp,
@@ -343,13 +346,27 @@ fn is_restart(e: Errno) -> bool {
 /// Runs the system call the thread just made and stores its result.
 pub fn dispatch(task: &Arc<Task>, uctx: &mut UserContext) {
     let number = uctx.regs.rax;
+    // Syscall user dispatch comes first, as in Linux's syscall_trace_enter:
+    // an intercepted call makes no ptrace stops.
     if task.user_dispatch_on.load(Ordering::Relaxed) && crate::proc::user_dispatch::intercepts(task, uctx, number) {
         return;
     }
+    // A traced thread takes the path with syscall stops; the untraced
+    // one pays this one load.
+    if task.ptrace.is_traced() {
+        return ptrace::dispatch_traced(task, uctx);
+    }
+    run(task, uctx, number);
+}
+
+/// Runs system call `number` with the arguments in the saved registers
+/// and stores its result in rax.
+#[inline(always)]
+fn run(task: &Arc<Task>, uctx: &mut UserContext, number: u64) {
     let r = &uctx.regs;
     let args = [r.rdi, r.rsi, r.rdx, r.r10, r.r8, r.r9];
     let handler = usize::try_from(number).ok().and_then(|n| TABLE.get(n).copied().flatten());
-    task.in_syscall.store(number + 1, Ordering::Relaxed);
+    task.in_syscall.store(number.wrapping_add(1), Ordering::Relaxed);
     let mut ctx = SyscallContext { task, uctx };
     let result = match handler {
         Some(h) => h(&mut ctx, &args),

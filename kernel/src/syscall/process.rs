@@ -59,7 +59,9 @@ const SUPPORTED_CLONE: u64 = c::CSIGNAL
     | c::CLONE_PARENT_SETTID
     | c::CLONE_CHILD_CLEARTID
     | c::CLONE_DETACHED
-    | c::CLONE_CHILD_SETTID;
+    | c::CLONE_CHILD_SETTID
+    | c::CLONE_PTRACE
+    | c::CLONE_UNTRACED;
 
 fn do_clone(ctx: &mut SyscallContext, flags: u64, stack: u64, parent_tid: u64, child_tid: u64, tls: u64) -> SysResult {
     let exit_signal = (flags & c::CSIGNAL) as u32;
@@ -246,6 +248,7 @@ fn clone_with(ctx: &mut SyscallContext, req: CloneRequest) -> SysResult {
         *p.environ.lock() = parent.environ.lock().clone();
         p.umask.store(parent.umask.load(Ordering::Relaxed), Ordering::Relaxed);
         p.dumpable.store(parent.dumpable.load(Ordering::Relaxed), Ordering::Relaxed);
+        p.tracer.personality.store(parent.tracer.personality.load(Ordering::Relaxed), Ordering::Relaxed);
         *p.rlimits.lock() = *parent.rlimits.lock();
         let exe_file = parent.exe_file.lock().as_ref().map(|d| d.try_clone()).transpose()?;
         *p.exe_file.lock() = exe_file;
@@ -280,14 +283,30 @@ fn clone_with(ctx: &mut SyscallContext, req: CloneRequest) -> SysResult {
         space.write_remote(child_tid, &(tid as u32).to_le_bytes())?;
     }
     process.tasks.lock().push(task.clone());
+    // A traced parent's child is traced too when the tracer asked for
+    // this kind of event (or CLONE_PTRACE).
+    let event = proc::ptrace::clone_event(&parent_task, flags, exit_signal);
+    let ptrace_child = flags & c::CLONE_PTRACE != 0 && flags & c::CLONE_UNTRACED == 0;
+    if event != 0 || (ptrace_child && parent_task.ptrace.is_traced()) {
+        proc::ptrace::attach_child(&parent_task, &task)?;
+    }
     if let Err(e) = task::start(task.clone(), child_ctx) {
         process.tasks.lock().retain(|t| !Arc::ptr_eq(t, &task));
+        if task.ptrace.is_traced() {
+            proc::ptrace::detach(&task, 0);
+        }
         return Err(e);
+    }
+    if event != 0 {
+        proc::ptrace::clone_event_stop(&parent_task, ctx.uctx, event, tid);
     }
     if let Some(v) = vfork {
         // The parent sleeps until the child execs or exits (it shares
         // our memory until then).
         v.queue.wait_until(|| v.done.load(Ordering::Acquire));
+        if parent_task.ptrace.is_traced() {
+            proc::ptrace::vfork_done(&parent_task, ctx.uctx, tid);
+        }
     }
     Ok(tid as u64)
 }
@@ -478,6 +497,17 @@ pub fn sys_setsid(ctx: &mut SyscallContext, _a: &[u64; 6]) -> SysResult {
     p.sid.store(pid, Ordering::Relaxed);
     p.pgid.store(pid, Ordering::Relaxed);
     Ok(pid as u64)
+}
+
+/// personality(persona): 0xffffffff queries; anything else is stored and
+/// the old value returned, as Linux does (it keeps unknown domains too).
+pub fn sys_personality(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let slot = &ctx.process().tracer.personality;
+    let old = slot.load(Ordering::Relaxed);
+    if a[0] as u32 != u32::MAX {
+        slot.store(a[0] as u32, Ordering::Relaxed);
+    }
+    Ok(u64::from(old))
 }
 
 pub fn sys_prctl(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {

@@ -21,6 +21,7 @@ pub mod fs;
 pub mod ipc;
 pub mod layout;
 pub mod nr;
+pub mod ptrace;
 pub mod signal;
 pub mod wait_status;
 

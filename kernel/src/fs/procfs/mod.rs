@@ -132,6 +132,7 @@ const PID_FILES: &[&str] = &[
     "smaps",
     "smaps_rollup",
     "pagemap",
+    "mem",
 ];
 /// The files a thread's directory has of its own.
 const TASK_FILES: &[&str] = &["stat", "status"];
@@ -192,6 +193,8 @@ impl ProcInode {
     fn content(&self) -> Result<String, Errno> {
         match self.node {
             Node::Global(name) => global(name),
+            // Read through an open file (pid::MemFile), never as text.
+            Node::PidFile(_, "mem") => Err(Errno::EIO),
             Node::SysFile(row) => sys::row(row).map(sys::read).ok_or(Errno::ENOENT),
             Node::PidFile(pid, f) => pid_file(&process(pid)?, f),
             Node::TaskFile(pid, tid, f) => {
@@ -249,6 +252,7 @@ impl Inode for ProcInode {
         let perm = match (kind, self.node) {
             (_, Node::FdDir(_)) => 0o500,
             (_, Node::PidFile(_, "environ" | "pagemap")) => 0o400,
+            (_, Node::PidFile(_, "mem")) => 0o600,
             (FileType::Directory, _) => 0o555,
             (FileType::Symlink, _) => 0o777,
             (_, Node::SysFile(row)) => sys::row(row).map_or(0o444, |r| r.mode),
@@ -539,6 +543,9 @@ impl Inode for ProcInode {
             return Some(process(pid).map(|p| {
                 Arc::new(pid::PagemapFile { process: Arc::downgrade(&p), show_pfn }) as Arc<dyn FileOps>
             }));
+        }
+        if let Node::PidFile(pid, "mem") = self.node {
+            return Some(process(pid).and_then(|p| pid::MemFile::open(&p)).map(|f| Arc::new(f) as Arc<dyn FileOps>));
         }
         Some(self.content().map(|s| Arc::new(SnapshotFile::new(s.into_bytes(), S_IFREG | 0o444)) as Arc<dyn FileOps>))
     }

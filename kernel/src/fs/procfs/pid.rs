@@ -1,11 +1,11 @@
 //! The files of /proc/<pid> and /proc/<pid>/task/<tid>: stat, status,
-//! statm, maps, smaps, smaps_rollup, pagemap, cmdline, environ, comm.
+//! statm, maps, smaps, smaps_rollup, pagemap, mem, cmdline, environ, comm.
 //!
 //! A process's stat and status describe its group leader's state and the
 //! whole group's times; a thread's (under task/) its own. State letters
 //! are Linux's: R running or runnable, S asleep where a signal wakes it,
-//! D asleep where none does, T stopped, Z a zombie (or an exited leader
-//! whose other threads run on). Memory figures come from the address
+//! D asleep where none does, T stopped, t in a ptrace stop, Z a zombie
+//! (or an exited leader whose other threads run on). Memory figures come from the address
 //! space (`mm::report`), which classifies pages as Linux does.
 
 use alloc::string::String;
@@ -30,10 +30,14 @@ fn task_state(p: &Process, t: &Task) -> char {
     if st.zombie {
         return 'Z';
     }
-    if st.stopped.is_some() {
+    drop(st);
+    // A traced thread's stops (a group stop included) are ptrace stops.
+    if t.ptrace.in_stop() {
+        return 't';
+    }
+    if p.state.lock().stopped.is_some() {
         return 'T';
     }
-    drop(st);
     match t.kthread.get() {
         Some(k) if k.in_uninterruptible_sleep() => 'D',
         Some(k) if k.state() == crate::sched::State::Blocked => 'S',
@@ -56,6 +60,7 @@ fn state_name(c: char) -> &'static str {
         'R' => "R (running)",
         'D' => "D (disk sleep)",
         'T' => "T (stopped)",
+        't' => "t (tracing stop)",
         'Z' => "Z (zombie)",
         _ => "S (sleeping)",
     }
@@ -162,6 +167,14 @@ pub(super) fn status(p: &Arc<Process>, thread: Option<&Task>) -> String {
         Some(t) => t.cred(),
         None => p.cred().unwrap_or_else(|| Arc::new(crate::cred::ROOT.clone())),
     };
+    // The tracing thread of this thread (of the leader for the process).
+    let tracer_pid = match thread {
+        Some(t) => t.ptrace.tracer_tid(),
+        None => {
+            let leader = p.tasks.lock().iter().find(|t| t.is_leader()).cloned();
+            leader.map_or(0, |t| t.ptrace.tracer_tid())
+        }
+    };
     let mut groups = String::new();
     for g in cred.groups.as_ref() {
         let _ = write!(groups, "{g} ");
@@ -169,7 +182,7 @@ pub(super) fn status(p: &Arc<Process>, thread: Option<&Task>) -> String {
     let mut s = String::new();
     let _ = write!(
         s,
-        "Name:\t{}\nUmask:\t{:04o}\nState:\t{}\nTgid:\t{}\nNgid:\t0\nPid:\t{}\nPPid:\t{}\nTracerPid:\t0\n\
+        "Name:\t{}\nUmask:\t{:04o}\nState:\t{}\nTgid:\t{}\nNgid:\t0\nPid:\t{}\nPPid:\t{}\nTracerPid:\t{}\n\
          Uid:\t{}\t{}\t{}\t{}\nGid:\t{}\t{}\t{}\t{}\nFDSize:\t64\nGroups:\t{}\n{}Threads:\t{}\n\
          SigBlk:\t{:016x}\nCapInh:\t{:016x}\nCapPrm:\t{:016x}\nCapEff:\t{:016x}\nCapBnd:\t{:016x}\n\
          CapAmb:\t{:016x}\nNoNewPrivs:\t{}\nCpus_allowed:\t1\n",
@@ -179,6 +192,7 @@ pub(super) fn status(p: &Arc<Process>, thread: Option<&Task>) -> String {
         p.pid,
         pid,
         p.parent_pid(),
+        tracer_pid,
         cred.uid,
         cred.euid,
         cred.suid,
@@ -392,5 +406,59 @@ impl FileOps for PagemapFile {
 
     fn mode(&self) -> u32 {
         super::super::inode::S_IFREG | 0o400
+    }
+}
+
+/// /proc/<pid>/mem: the process's memory at file offset = address, read
+/// and written the way a debugger's ptrace PEEK/POKE are (any mapped page;
+/// text through a private copy). Opening it takes what attaching would
+/// (Linux's mm_access with PTRACE_MODE_ATTACH_FSCREDS), unless the caller
+/// opens its own; the file then keeps to the address space it was opened
+/// on, and reads nothing once that is gone (exec or exit).
+pub(super) struct MemFile {
+    vm: Option<Weak<crate::sync::Mutex<crate::mm::aspace::AddressSpace>>>,
+}
+
+impl MemFile {
+    pub(super) fn open(p: &Arc<Process>) -> Result<MemFile, Errno> {
+        let Some(vm) = p.vm.lock().clone() else {
+            // No memory left (a zombie): opens, and reads nothing.
+            return Ok(MemFile { vm: None });
+        };
+        let caller = crate::proc::current_task().ok_or(Errno::ESRCH)?;
+        crate::proc::ptrace::may_access_process(&caller, p, crate::cred::PtraceMode::ATTACH_FSCREDS)
+            .map_err(|_| Errno::EACCES)?;
+        Ok(MemFile { vm: Some(Arc::downgrade(&vm)) })
+    }
+
+    fn access(&self, offset: u64, buf: &mut [u8], write: bool) -> Result<usize, Errno> {
+        let Some(vm) = self.vm.as_ref().and_then(Weak::upgrade) else {
+            return Ok(0);
+        };
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        let done = vm.lock().access_forced(offset, buf, write);
+        if done == 0 {
+            return Err(Errno::EIO);
+        }
+        Ok(done)
+    }
+}
+
+impl FileOps for MemFile {
+    fn read_at(&self, offset: u64, buf: &mut [u8], _nonblock: bool) -> Result<usize, Errno> {
+        self.access(offset, buf, false)
+    }
+
+    fn write_at(&self, offset: u64, buf: &[u8], _nonblock: bool) -> Result<usize, Errno> {
+        let mut copy = Vec::new();
+        copy.try_reserve_exact(buf.len()).map_err(|_| Errno::ENOMEM)?;
+        copy.extend_from_slice(buf);
+        self.access(offset, &mut copy, true)
+    }
+
+    fn mode(&self) -> u32 {
+        super::super::inode::S_IFREG | 0o600
     }
 }
