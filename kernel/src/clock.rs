@@ -47,7 +47,9 @@ pub static WALL_CLOCK_SET: crate::sched::WaitQueue = crate::sched::WaitQueue::ne
 
 /// Sets the wall clock (clock_settime(CLOCK_REALTIME)) and wakes the
 /// sleepers waiting for a wall time, which look again. The vDSO's copy
-/// follows, so user mode reads the new time at once.
+/// follows, so user mode reads the new time at once. Timers kept on the
+/// wall clock (POSIX timers, timerfds) are moved by the caller, the
+/// syscall layer's `set_wall_clock`, which knows them all.
 pub fn set_realtime_ns(ns: u64) {
     let base = ns.saturating_sub(now_ns());
     REALTIME_BASE_NS.store(base, Ordering::Relaxed);

@@ -92,6 +92,7 @@ static UNUSED const char *errname(int e)
     case EMSGSIZE: return "EMSGSIZE";
     case ENOTSOCK: return "ENOTSOCK";
     case ENOLCK: return "ENOLCK";
+    case ECANCELED: return "ECANCELED";
     default:
         snprintf(buf, sizeof buf, "errno%d", e);
         return buf;

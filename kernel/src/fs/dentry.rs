@@ -48,6 +48,14 @@ pub struct Dentry {
     in_mount: Option<Arc<Mount>>,
 }
 
+impl Drop for Dentry {
+    fn drop(&mut self) {
+        // The last reference to a name of a removed file: inotify's
+        // DELETE_SELF comes now (one load when nothing is watched).
+        super::notify::dentry_dropped(&self.inode);
+    }
+}
+
 /// The root of the mount tree (pivot_root may change it).
 static ROOT: SpinLock<Option<Arc<Dentry>>> = SpinLock::new(None);
 
@@ -89,6 +97,11 @@ impl Dentry {
 
     pub fn inode(&self) -> &Arc<dyn Inode> {
         &self.inode
+    }
+
+    /// The name in its parent directory ("/" for a root).
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
     pub fn is_dir(&self) -> bool {

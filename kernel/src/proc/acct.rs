@@ -78,5 +78,7 @@ pub fn process_exited(p: &Process, how: ExitKind) {
     };
     // Opened O_APPEND: at the end, whatever RLIMIT_FSIZE says.
     let end = file.ops.size().unwrap_or(0);
-    let _ = file.ops.write_at(end, &record.to_bytes(), false);
+    if file.ops.write_at(end, &record.to_bytes(), false).is_ok() {
+        crate::fs::notify::modified(&file);
+    }
 }

@@ -20,6 +20,7 @@ pub mod ptrace;
 pub mod robust;
 pub mod sigio;
 pub mod signal;
+pub mod signalfd;
 pub mod task;
 pub mod timer;
 pub mod user_dispatch;

@@ -12,6 +12,7 @@ use linux_abi::signal::{self as sig, DefaultAction, SigSet};
 
 use super::task::{Flow, Task};
 use super::{ExitKind, Process};
+use crate::event::{Events, Pollee};
 use crate::mm::uaccess;
 
 pub type SigInfo = Siginfo;
@@ -34,11 +35,18 @@ pub type Actions = [SigAction; sig::NSIG as usize];
 pub struct SignalState {
     pub actions: SpinLock<Arc<SpinLock<Actions>>>,
     pub shared_pending: SpinLock<PendingSignals>,
+    /// Notified whenever a signal becomes pending for the process or one
+    /// of its threads (signalfd readiness, Linux's signalfd_wqh).
+    pub pollee: Pollee,
 }
 
 impl SignalState {
     pub fn new(actions: Arc<SpinLock<Actions>>) -> SignalState {
-        SignalState { actions: SpinLock::new(actions), shared_pending: SpinLock::new(PendingSignals::default()) }
+        SignalState {
+            actions: SpinLock::new(actions),
+            shared_pending: SpinLock::new(PendingSignals::default()),
+            pollee: Pollee::new(),
+        }
     }
 
     pub fn action(&self, signo: u32) -> SigAction {
@@ -159,6 +167,7 @@ pub fn send_to_process(p: &Arc<Process>, info: Siginfo) {
         return;
     }
     p.signals.shared_pending.lock().add(info);
+    p.signals.pollee.notify(Events::IN);
     // Wake a thread that can take it (woken outside the list's lock).
     let target = {
         let tasks = p.tasks.lock();
@@ -187,6 +196,7 @@ pub fn send_to_task(t: &Arc<Task>, info: Siginfo) {
         return;
     }
     t.pending.lock().add(info);
+    t.process.signals.pollee.notify(Events::IN);
     t.interrupt();
 }
 
@@ -384,6 +394,14 @@ fn handle_attention(t: &Arc<Task>, ctx: &mut UserContext) -> Flow {
         let Some(info) = taken else {
             if let Some(kt) = t.kthread.get() {
                 kt.set_interrupt(false);
+            }
+            // A call that swapped the mask (ppoll, epoll_pwait...) left it
+            // for a handler that did not come (the signal was ignored):
+            // the caller's own mask comes back now, as Linux's
+            // restore_saved_sigmask does.
+            let saved = t.saved_sigmask.lock().take();
+            if let Some(mask) = saved {
+                *t.sigmask.lock() = mask;
             }
             finish_restart(t, ctx, None);
             return Flow::Continue;

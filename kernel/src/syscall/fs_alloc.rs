@@ -67,6 +67,7 @@ pub fn sys_fallocate(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if punch {
         // Shared mappings stop showing the freed pages.
         crate::fs::truncate::punch_hole(inode, offset, len)?;
+        crate::fs::notify::modified(&f);
         return Ok(0);
     }
     // RLIMIT_FSIZE applies to growth past the size, KEEP_SIZE or not
@@ -76,5 +77,7 @@ pub fn sys_fallocate(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         super::splice::fsize_limit(ctx, &f, end - 1, 1)?;
     }
     inode.allocate(mode, offset, len)?;
+    // Linux's vfs_fallocate reports a modification on success.
+    crate::fs::notify::modified(&f);
     Ok(0)
 }

@@ -101,13 +101,18 @@ pub(super) fn read_into_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: 
     }
     let len = len.min(MAX_RW);
     if len == 0 {
+        // Files with rules of their own still see empty reads (an eventfd
+        // refuses them), as they see empty writes.
+        if f.ops.anon_name().is_some() {
+            return f.ops.read_at(0, &mut [], f.nonblocking()).map(|n| n as u64);
+        }
         return Ok(0);
     }
     if let Some(sink) = f.io.sink {
         return read_sink(ctx, sink, buf, len);
     }
     check_extent(f, len, at)?;
-    accessed(f);
+    update_atime(f);
     let mut staging = Staging::new();
     let tmp = staging.buf(len)?;
     let mut done = 0;
@@ -131,12 +136,15 @@ pub(super) fn read_into_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: 
             break;
         }
     }
+    if done > 0 {
+        crate::fs::notify::accessed(f);
+    }
     Ok(done as u64)
 }
 
 /// A read of a file with an inode records the access (unless O_NOATIME),
 /// as the mount's atime mode says (`fs::mount::touch_atime`).
-pub(super) fn accessed(f: &OpenFile) {
+pub(super) fn update_atime(f: &OpenFile) {
     if f.flags() & c::O_NOATIME != 0 {
         return;
     }
@@ -256,6 +264,9 @@ pub(super) fn write_from_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len:
         if written < n {
             break;
         }
+    }
+    if done > 0 {
+        crate::fs::notify::modified(f);
     }
     Ok(done as u64)
 }
@@ -437,6 +448,7 @@ pub fn open_path(ctx: &SyscallContext, dirfd: i32, path: &str, flags: u32, mode:
                 perm::may_create(&cred, &dir)?;
                 let umask = ctx.process().umask.load(Ordering::Relaxed);
                 perm::create(&cred, &dir, &name, S_IFREG | (mode & 0o7777), umask, 0)?;
+                crate::fs::notify::created(&dir, &name, false);
                 created = true;
                 dir.child(&name)?
             }
@@ -527,8 +539,13 @@ pub(super) fn finish_open(
             | c::O_LARGEFILE
             | c::O_NOATIME
             | 0o4000000);
-    let f = OpenFile::with_dentry(ops, status, dentry);
-    install(ctx, f, flags & c::O_CLOEXEC != 0)
+    let f = OpenFile::with_dentry(ops, status, dentry.clone());
+    let fd = install(ctx, f, flags & c::O_CLOEXEC != 0)?;
+    crate::fs::notify::changed(&dentry, c::IN_OPEN);
+    if flags & c::O_TRUNC != 0 && kind == FileType::Regular && !created {
+        crate::fs::notify::changed(&dentry, c::IN_MODIFY);
+    }
+    Ok(fd)
 }
 
 pub fn sys_open(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {

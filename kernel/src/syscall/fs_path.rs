@@ -17,7 +17,7 @@ use super::{SysResult, SyscallContext};
 use crate::cred::{Cred, MAY_EXEC};
 use crate::fs::dentry::{resolve, Dentry};
 use crate::fs::inode::{FileType, Metadata};
-use crate::fs::perm;
+use crate::fs::{notify, perm};
 use crate::mm::uaccess;
 
 pub fn path_arg(ctx: &SyscallContext, ptr: u64) -> Result<String, Errno> {
@@ -207,7 +207,7 @@ pub fn sys_getdents64(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         return Err(Errno::ENOTDIR);
     }
     let dentry = f.dentry.clone();
-    super::fs_io::accessed(&f);
+    super::fs_io::update_atime(&f);
     // "." and ".." first, then the directory's entries; the file offset
     // counts entries already returned. Only the entries that can fit in
     // this call are fetched (the smallest record is 24 bytes).
@@ -301,6 +301,7 @@ pub fn sys_getdents64(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         let last_name = String::from(core::str::from_utf8(&name[..len]).unwrap_or_default());
         *f.dir_cursor.lock() = Some((index as u64, last_name));
     }
+    notify::accessed(&f);
     Ok(out.len() as u64)
 }
 

@@ -3,11 +3,13 @@
 //! the boundary and return `Result<u64, Errno>`; unsupported calls and
 //! flags get the errno Linux would give, never a fake success.
 
-mod exec;
 mod acct;
 mod cred;
-mod fs_attr;
+mod epoll;
+mod eventfd;
+mod exec;
 mod fs_alloc;
+mod fs_attr;
 mod fs_io;
 mod fs_mount;
 mod fs_name;
@@ -15,6 +17,7 @@ mod fs_path;
 mod fs_range;
 mod futex;
 mod ident;
+mod inotify;
 mod ipc;
 mod kcmp;
 mod lock;
@@ -29,8 +32,10 @@ mod ptrace;
 mod rwf;
 mod sched;
 mod signal;
+mod signalfd;
 mod splice;
 mod time;
+mod timerfd;
 mod xattr;
 
 use alloc::sync::Arc;
@@ -328,6 +333,23 @@ syscall_table! {
     MQ_TIMEDRECEIVE => mqueue::sys_mq_timedreceive,
     MQ_NOTIFY => mqueue::sys_mq_notify,
     MQ_GETSETATTR => mqueue::sys_mq_getsetattr,
+    EPOLL_CREATE => epoll::sys_epoll_create,
+    EPOLL_CREATE1 => epoll::sys_epoll_create1,
+    EPOLL_CTL => epoll::sys_epoll_ctl,
+    EPOLL_WAIT => epoll::sys_epoll_wait,
+    EPOLL_PWAIT => epoll::sys_epoll_pwait,
+    EPOLL_PWAIT2 => epoll::sys_epoll_pwait2,
+    EVENTFD => eventfd::sys_eventfd,
+    EVENTFD2 => eventfd::sys_eventfd2,
+    TIMERFD_CREATE => timerfd::sys_timerfd_create,
+    TIMERFD_SETTIME => timerfd::sys_timerfd_settime,
+    TIMERFD_GETTIME => timerfd::sys_timerfd_gettime,
+    SIGNALFD => signalfd::sys_signalfd,
+    SIGNALFD4 => signalfd::sys_signalfd4,
+    INOTIFY_INIT => inotify::sys_inotify_init,
+    INOTIFY_INIT1 => inotify::sys_inotify_init1,
+    INOTIFY_ADD_WATCH => inotify::sys_inotify_add_watch,
+    INOTIFY_RM_WATCH => inotify::sys_inotify_rm_watch,
 }
 
 static TABLE: [Option<Handler>; TABLE_SIZE] = build_table();

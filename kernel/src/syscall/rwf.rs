@@ -83,7 +83,15 @@ fn rw2(ctx: &SyscallContext, a: &[u64; 6], write: bool) -> SysResult {
             return Err(Errno::EOPNOTSUPP);
         }
         if f.ops.as_pipe().is_some() {
-            return nowait_io(ctx, &f, &iovs, write);
+            let n = nowait_io(ctx, &f, &iovs, write)?;
+            if n > 0 {
+                if write {
+                    crate::fs::notify::modified(&f);
+                } else {
+                    crate::fs::notify::accessed(&f);
+                }
+            }
+            return Ok(n);
         }
     }
     let append = write && flags & x::RWF_APPEND != 0;

@@ -299,6 +299,17 @@ fn set_file_pos(f: &OpenFile, pos: u64) {
     }
 }
 
+/// A transfer of `n` bytes happened: the input was read (atime, inotify
+/// IN_ACCESS) and the output written (IN_MODIFY), as Linux's splice,
+/// tee, copy_file_range and sendfile report on success.
+fn transferred(input: &OpenFile, out: &OpenFile, n: usize) {
+    if n > 0 {
+        super::fs_io::update_atime(input);
+        crate::fs::notify::accessed(input);
+        crate::fs::notify::modified(out);
+    }
+}
+
 pub fn sys_splice(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let (fd_in, off_in, fd_out, off_out, len, flags) =
         (a[0] as i32, a[1], a[2] as i32, a[3], a[4] as usize, a[5] as u32);
@@ -361,6 +372,7 @@ pub fn sys_splice(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         }
         (None, None) => return Err(Errno::EINVAL),
     };
+    transferred(&input, &out, n);
     Ok(n as u64)
 }
 
@@ -380,7 +392,9 @@ pub fn sys_tee(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     match (pipe_of(&input), pipe_of(&out)) {
         (Some(ip), Some(op)) if !Arc::ptr_eq(ip, op) => {
             let nonblock = flags & x::SPLICE_F_NONBLOCK != 0 || input.nonblocking() || out.nonblocking();
-            Ok(pipe_to_pipe(ip, op, len, nonblock, true)? as u64)
+            let n = pipe_to_pipe(ip, op, len, nonblock, true)?;
+            transferred(&input, &out, n);
+            Ok(n as u64)
         }
         _ => Err(Errno::EINVAL),
     }
@@ -489,6 +503,13 @@ pub fn sys_vmsplice(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     } else {
         vmsplice_to_user(ctx, pipe, &iovs, nonblock)?
     };
+    if n > 0 {
+        if to_pipe {
+            crate::fs::notify::modified(&f);
+        } else {
+            crate::fs::notify::accessed(&f);
+        }
+    }
     Ok(n as u64)
 }
 
@@ -553,6 +574,7 @@ pub fn sys_copy_file_range(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult 
         return Ok(0);
     }
     let n = direct(ctx, &input, &mut pos_in, &out, &mut pos_out, (count as usize).min(MAX_RW))?;
+    transferred(&input, &out, n);
     if n > 0 {
         match off_in {
             0 => set_file_pos(&input, pos_in),
@@ -604,6 +626,7 @@ fn do_sendfile(ctx: &SyscallContext, out_fd: i32, in_fd: i32, given: Option<&mut
             n
         }
     };
+    transferred(&input, &out, n);
     if n > 0 {
         match given {
             Some(p) => *p = pos,

@@ -72,6 +72,17 @@ impl On {
         }
     }
 
+    /// An attribute changed: inotify's IN_ATTRIB (Linux's fsnotify_xattr).
+    fn attribute_changed(&self) {
+        let d = match self {
+            On::Path(d) => Some(d),
+            On::File(f) => f.dentry.as_ref(),
+        };
+        if let Some(d) = d {
+            crate::fs::notify::changed(d, c::IN_ATTRIB);
+        }
+    }
+
     /// `mnt_want_write`: EROFS on a read-only mount.
     fn writable(&self) -> Result<(), Errno> {
         match self {
@@ -123,6 +134,7 @@ fn set_common(ctx: &SyscallContext, a: &[u64; 6], how: How) -> SysResult {
     let on = target_of(ctx, a[0], how)?;
     on.writable()?;
     xattr::set(&ctx.cred(), &on.target(), &name, &value, flags)?;
+    on.attribute_changed();
     Ok(0)
 }
 
@@ -162,6 +174,7 @@ fn remove_common(ctx: &SyscallContext, a: &[u64; 6], how: How) -> SysResult {
     let on = target_of(ctx, a[0], how)?;
     on.writable()?;
     xattr::remove(&ctx.cred(), &on.target(), &name)?;
+    on.attribute_changed();
     Ok(0)
 }
 

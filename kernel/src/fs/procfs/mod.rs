@@ -598,6 +598,9 @@ fn describe_file(f: &super::OpenFile) -> String {
     if let Some(d) = &f.dentry {
         return d.path_for_caller();
     }
+    if let Some(name) = f.ops.anon_name() {
+        return format!("anon_inode:{name}");
+    }
     let mode = f.ops.mode();
     match mode & super::inode::S_IFMT {
         super::inode::S_IFIFO => format!("pipe:[{}]", Arc::as_ptr(&f.ops) as *const () as usize & 0xffffff),

@@ -7,7 +7,8 @@
 //! that behaviour lives (`uts` for hostname and domainname, `proc` for
 //! pid_max, `proc::coredump` for core_pattern, `mm` for max_map_count,
 //! mmap_min_addr and overcommit_memory, `fs::pipe` for pipe-max-size,
-//! `fs::fdtable` for nr_open, `fs::lease` reads lease-break-time), the
+//! `fs::fdtable` for nr_open, `fs::inotify` and `fs::epoll` for their
+//! per-user limits, `fs::lease` reads lease-break-time), the
 //! others keep it in a [`Knob`] here. Subsystems above `fs` add their
 //! own rows at boot with [`register`] (the IPC limits under kernel/ and
 //! fs/mqueue/, kept in `ipc::limits`), so this table names none of them.
@@ -20,7 +21,9 @@
 
 use alloc::format;
 use alloc::string::String;
-use core::sync::atomic::{AtomicI64, Ordering};
+use core::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+use super::super::{epoll, inotify};
 
 use linux_abi::errno::Errno;
 
@@ -145,8 +148,6 @@ static THREADS_MAX: Knob = Knob::new(UNSET);
 static MIN_FREE_KBYTES: Knob = Knob::new(UNSET);
 static USER_RESERVE_KBYTES: Knob = Knob::new(UNSET);
 static FILE_MAX: Knob = Knob::new(UNSET);
-static INOTIFY_MAX_USER_WATCHES: Knob = Knob::new(UNSET);
-static EPOLL_MAX_USER_WATCHES: Knob = Knob::new(UNSET);
 static OVERCOMMIT_RATIO: Knob = Knob::new(50);
 static OVERCOMMIT_KBYTES: Knob = Knob::new(0);
 static SWAPPINESS: Knob = Knob::new(60);
@@ -164,8 +165,6 @@ static ADMIN_RESERVE_KBYTES: Knob = Knob::new(8192);
 static STAT_INTERVAL: Knob = Knob::new(1);
 static PIPE_USER_PAGES_SOFT: Knob = Knob::new(16384);
 static PIPE_USER_PAGES_HARD: Knob = Knob::new(0);
-static INOTIFY_MAX_USER_INSTANCES: Knob = Knob::new(128);
-static INOTIFY_MAX_QUEUED_EVENTS: Knob = Knob::new(16384);
 static AIO_MAX_NR: Knob = Knob::new(65536);
 /// fs.lease-break-time, in seconds: read by `fs::lease`.
 pub static LEASE_BREAK_TIME: Knob = Knob::new(45);
@@ -251,10 +250,18 @@ pub static TABLE: &[Sysctl] = &[
     func_rw("fs/pipe-max-size", || int_line(super::super::pipe::pipe_max_size() as i64), write_pipe_max_size),
     int("fs/pipe-user-pages-soft", &PIPE_USER_PAGES_SOFT, 0, i64::MAX),
     int("fs/pipe-user-pages-hard", &PIPE_USER_PAGES_HARD, 0, i64::MAX),
-    derived("fs/inotify/max_user_watches", &INOTIFY_MAX_USER_WATCHES, inotify_max_user_watches, 0, I32_MAX),
-    int("fs/inotify/max_user_instances", &INOTIFY_MAX_USER_INSTANCES, 0, I32_MAX),
-    int("fs/inotify/max_queued_events", &INOTIFY_MAX_QUEUED_EVENTS, 0, I32_MAX),
-    derived("fs/epoll/max_user_watches", &EPOLL_MAX_USER_WATCHES, epoll_max_user_watches, 0, i64::MAX),
+    func_rw("fs/inotify/max_user_watches", || int_line(inotify::max_user_watches() as i64), |b| {
+        store_limit(&inotify::MAX_USER_WATCHES, b, I32_MAX)
+    }),
+    func_rw("fs/inotify/max_user_instances", || int_line(load_limit(&inotify::MAX_USER_INSTANCES)), |b| {
+        store_limit(&inotify::MAX_USER_INSTANCES, b, I32_MAX)
+    }),
+    func_rw("fs/inotify/max_queued_events", || int_line(load_limit(&inotify::MAX_QUEUED_EVENTS)), |b| {
+        store_limit(&inotify::MAX_QUEUED_EVENTS, b, I32_MAX)
+    }),
+    func_rw("fs/epoll/max_user_watches", || int_line(epoll::max_user_watches() as i64), |b| {
+        store_limit(&epoll::MAX_USER_WATCHES, b, i64::MAX)
+    }),
     int("fs/aio-max-nr", &AIO_MAX_NR, 0, i64::MAX),
     text("fs/aio-nr", "0\n"),
     int("fs/lease-break-time", &LEASE_BREAK_TIME, i32::MIN as i64, I32_MAX),
@@ -481,15 +488,14 @@ fn min_free_kbytes() -> i64 {
     (r as i64).clamp(128, 262_144)
 }
 
-/// Linux's inotify default: 1% of memory at 1080 bytes a watch,
-/// 8192..=1048576.
-fn inotify_max_user_watches() -> i64 {
-    ((total_kbytes() * 1024 / 100) / 1080).clamp(8192, 1_048_576)
+fn load_limit(limit: &AtomicU64) -> i64 {
+    limit.load(Ordering::Relaxed).min(i64::MAX as u64) as i64
 }
 
-/// Linux's eventpoll default: 4% of memory at 184 bytes a watch.
-fn epoll_max_user_watches() -> i64 {
-    (total_kbytes() * 1024 / 25) / 184
+/// Writes an inotify or epoll limit, `0..=max`, where its subsystem reads it.
+fn store_limit(limit: &AtomicU64, b: &[u8], max: i64) -> Result<(), Errno> {
+    limit.store(parse_one(b, 0, max)? as u64, Ordering::Relaxed);
+    Ok(())
 }
 
 fn hex_uuid(b: [u8; 16]) -> String {
