@@ -4,12 +4,15 @@
  * room counted in pages, SPLICE_F_NONBLOCK and O_NONBLOCK, end of file,
  * EPIPE), tee, vmsplice both ways, copy_file_range (offsets, overlap,
  * end of file, another file system), sendfile, RLIMIT_FSIZE, and the
- * calls chained: file -> pipe -> tee -> pipe -> file. Works on a tmpfs
+ * calls chained: file -> pipe -> tee -> pipe -> file; the inotify events
+ * each call reports (IN_ACCESS on what it read, IN_MODIFY on what it
+ * wrote). Works on a tmpfs
  * mounted at /tmp/splice_t (and a second one for EXDEV).
  */
 #include "common.h"
 #include "fsutil.h"
 #include <fcntl.h>
+#include <sys/inotify.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/sendfile.h>
@@ -434,6 +437,53 @@ static void test_fsize(void)
     close(fsize_pipe[1]);
 }
 
+/* The events waiting on `ino`, by watch: "in:ACCESS out:MODIFY". */
+static void show_events(const char *what, int ino, int wd_in, int wd_out)
+{
+    char ev[4096];
+    printf("%s:", what);
+    long n = read(ino, ev, sizeof ev);
+    for (long off = 0; n > 0 && off < n;) {
+        struct inotify_event *e = (struct inotify_event *)(ev + off);
+        printf(" %s:%s%s%s", e->wd == wd_in ? "in" : e->wd == wd_out ? "out" : "?", e->mask & IN_ACCESS ? "ACCESS" : "",
+               e->mask & IN_MODIFY ? "MODIFY" : "", e->mask & IN_ATTRIB ? "ATTRIB" : "");
+        off += sizeof *e + e->len;
+    }
+    printf("\n");
+}
+
+static void test_notify(void)
+{
+    close(make_file(D "/n_in", 10000));
+    int in = open(D "/n_in", O_RDONLY), out = open(D "/n_out", O_CREAT | O_RDWR | O_TRUNC, 0644);
+    int ino = inotify_init1(IN_NONBLOCK);
+    int wd_in = inotify_add_watch(ino, D "/n_in", IN_ACCESS | IN_MODIFY | IN_ATTRIB);
+    int wd_out = inotify_add_watch(ino, D "/n_out", IN_ACCESS | IN_MODIFY | IN_ATTRIB);
+    int p[2];
+    pipe(p);
+    loff_t a = 0, b = 0;
+    check(splice(in, &a, p[1], NULL, 100, 0) == 100, "splice file -> pipe");
+    show_events("splice file -> pipe", ino, wd_in, wd_out);
+    check(splice(p[0], NULL, out, &b, 100, 0) == 100, "splice pipe -> file");
+    show_events("splice pipe -> file", ino, wd_in, wd_out);
+    a = 0;
+    b = 200;
+    check(copy_file_range(in, &a, out, &b, 50, 0) == 50, "copy_file_range");
+    show_events("copy_file_range", ino, wd_in, wd_out);
+    a = 0;
+    lseek(out, 0, SEEK_END);
+    check(sendfile(out, in, &a, 70) == 70, "sendfile");
+    show_events("sendfile", ino, wd_in, wd_out);
+    a = 20000;
+    check(copy_file_range(in, &a, out, NULL, 50, 0) == 0, "copy_file_range past the end");
+    show_events("nothing copied", ino, wd_in, wd_out);
+    close(p[0]);
+    close(p[1]);
+    close(in);
+    close(out);
+    close(ino);
+}
+
 int main(void)
 {
     t_init("splice");
@@ -457,6 +507,7 @@ int main(void)
     test_sendfile();
     test_chain();
     test_fsize();
+    test_notify();
     umount2(D, MNT_DETACH);
     umount2(D2, MNT_DETACH);
     rmdir(D);

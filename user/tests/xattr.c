@@ -8,11 +8,12 @@
  * format and validation, the mode they set, chmod, inheritance through a
  * default ACL, permission checks); file capabilities (format, version 3
  * with root 0 read back as version 2, removal by write, truncate and
- * chown).
+ * chown); inotify IN_ATTRIB for set and remove.
  */
 #include "common.h"
 #include "fsutil.h"
 #include <fcntl.h>
+#include <sys/inotify.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -426,6 +427,47 @@ static void test_unprivileged(void)
     show_value(D "/mine", ACCESS);
 }
 
+/* inotify: setting or removing an attribute is IN_ATTRIB; reading and
+ * listing report nothing; a failed set reports nothing. */
+static void test_notify(void)
+{
+    mkfile(D "/watched", "w");
+    int ino = inotify_init1(IN_NONBLOCK);
+    inotify_add_watch(ino, D "/watched", IN_ALL_EVENTS);
+    const char *steps[] = { "setxattr", "getxattr", "listxattr", "removexattr", "failed removexattr" };
+    for (int i = 0; i < 5; i++) {
+        char v[16];
+        switch (i) {
+        case 0:
+            setxattr(D "/watched", "user.n", "1", 1, 0);
+            break;
+        case 1:
+            getxattr(D "/watched", "user.n", v, sizeof v);
+            break;
+        case 2:
+            listxattr(D "/watched", v, sizeof v);
+            break;
+        case 3:
+            removexattr(D "/watched", "user.n");
+            break;
+        case 4:
+            removexattr(D "/watched", "user.n");
+            break;
+        }
+        char ev[1024];
+        long n = read(ino, ev, sizeof ev);
+        printf("inotify after %s:", steps[i]);
+        for (long off = 0; n > 0 && off < n;) {
+            struct inotify_event *e = (struct inotify_event *)(ev + off);
+            printf(" %#x", e->mask);
+            off += sizeof *e + e->len;
+        }
+        printf("\n");
+    }
+    close(ino);
+    unlink(D "/watched");
+}
+
 int main(void)
 {
     t_init("xattr");
@@ -444,6 +486,7 @@ int main(void)
     test_acls();
     test_caps();
     test_unprivileged();
+    test_notify();
     umount2(D, MNT_DETACH);
     rmdir(D);
     return t_done();

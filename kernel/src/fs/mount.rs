@@ -673,26 +673,41 @@ fn sb_opts(s: &mut TryString, sb: &Super) -> core::fmt::Result {
     Ok(())
 }
 
+/// A mount as a process sees it: its root dentry, the mount it is
+/// mounted in (None for the tree's root) and the path it shows at.
+struct Visible {
+    mount: Arc<Mount>,
+    root: Arc<Dentry>,
+    parent: Option<Arc<Mount>>,
+    path: String,
+}
+
 /// The mounts `root` (a process's root) sees, in table order, with the
-/// path each is mounted on as seen from there.
-fn visible(root: &Arc<Dentry>) -> Vec<(Arc<Mount>, Arc<Dentry>, Option<Arc<Mount>>, String)> {
-    let entries: Vec<(Arc<Mount>, Arc<Dentry>, Option<Arc<Mount>>)> =
-        TABLE.lock().iter().map(|e| (e.mount.clone(), e.root.clone(), e.parent.clone())).collect();
-    let mut out = Vec::new();
-    for (m, r, p) in entries {
-        let (path, reachable) = r.path_from(root);
-        if reachable && out.try_reserve(1).is_ok() {
-            out.push((m, r, p, path));
+/// path each is mounted on as seen from there (as many as memory allows).
+fn visible(root: &Arc<Dentry>) -> Vec<Visible> {
+    let mut entries = Vec::new();
+    {
+        let table = TABLE.lock();
+        if entries.try_reserve(table.len()).is_err() {
+            return entries;
+        }
+        for e in table.iter() {
+            entries.push(Visible { mount: e.mount.clone(), root: e.root.clone(), parent: e.parent.clone(), path: String::new() });
         }
     }
-    out
+    entries.retain_mut(|v| {
+        let (path, reachable) = v.root.path_from(root);
+        v.path = path;
+        reachable
+    });
+    entries
 }
 
 /// /proc/mounts (and /proc/<pid>/mounts) as `root` sees it.
 pub fn mounts_text(root: &Arc<Dentry>) -> Result<String, Errno> {
     let mut s = TryString::new();
     let text = (|| -> core::fmt::Result {
-        for (m, _, _, path) in visible(root) {
+        for Visible { mount: m, path, .. } in visible(root) {
             mangle(&mut s, &m.source)?;
             s.write_char(' ')?;
             mangle(&mut s, &path)?;
@@ -711,7 +726,7 @@ pub fn mounts_text(root: &Arc<Dentry>) -> Result<String, Errno> {
 pub fn mountinfo_text(root: &Arc<Dentry>) -> Result<String, Errno> {
     let mut s = TryString::new();
     let text = (|| -> core::fmt::Result {
-        for (m, r, parent, path) in visible(root) {
+        for Visible { mount: m, root: r, parent, path } in visible(root) {
             let dev = r.inode().metadata().dev;
             // The tree's root is its own parent.
             let parent_id = parent.map_or(m.id, |p| p.id);

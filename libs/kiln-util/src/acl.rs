@@ -57,7 +57,7 @@ pub fn from_xattr(value: &mut [u8]) -> Result<bool, Errno> {
         return Err(Errno::EOPNOTSUPP);
     }
     let body = value.len() - HEADER;
-    if body % ENTRY != 0 {
+    if !body.is_multiple_of(ENTRY) {
         return Err(Errno::EINVAL);
     }
     if body == 0 {
