@@ -605,6 +605,7 @@ fn describe_file(f: &super::OpenFile) -> String {
     match mode & super::inode::S_IFMT {
         super::inode::S_IFIFO => format!("pipe:[{}]", Arc::as_ptr(&f.ops) as *const () as usize & 0xffffff),
         super::inode::S_IFCHR => String::from("/dev/console"),
+        super::inode::S_IFSOCK => format!("socket:[{}]", f.ops.ino().unwrap_or(0)),
         _ => String::from("anon_inode:[unknown]"),
     }
 }
@@ -691,6 +692,11 @@ impl Inode for OpenFileInode {
     }
 
     fn open(&self, _flags: u32) -> Option<Result<Arc<dyn FileOps>, Errno>> {
+        // A socket cannot be opened again (Linux's sock_no_open): its one
+        // open file is what its in-flight references are counted against.
+        if self.file.ops.mode() & super::inode::S_IFMT == super::inode::S_IFSOCK {
+            return Some(Err(Errno::ENXIO));
+        }
         Some(Ok(self.file.ops.clone()))
     }
 }
