@@ -37,10 +37,11 @@ pub struct Dentry {
     /// no cache holds the chain from the root.
     pinned_parent: Option<Arc<Dentry>>,
     children: SpinLock<BTreeMap<String, Arc<Dentry>>>,
-    /// The root of a file system mounted on this dentry.
-    mounted: SpinLock<Option<Arc<Dentry>>>,
-    /// For the root of a mounted file system: where it is mounted.
-    covers: SpinLock<Weak<Dentry>>,
+    /// Something was mounted on this dentry in some mount namespace (the
+    /// namespace's table says what, now): walks ask only then.
+    ever_mountpoint: AtomicBool,
+    /// This is a mount's root in some mount namespace.
+    ever_mount_root: AtomicBool,
     /// For the root dentry of a mount: the mount.
     mount: Once<Arc<Mount>>,
     /// For other dentries: the mount they were looked up in (a dentry
@@ -54,6 +55,82 @@ impl Drop for Dentry {
         // DELETE_SELF comes now (one load when nothing is watched).
         super::notify::dentry_dropped(&self.inode);
     }
+}
+
+/// A mount namespace: which mount roots hang on which dentries, and the
+/// mount table (`fs::mount`) /proc/<pid>/mounts shows. Copied whole by
+/// unshare/clone(CLONE_NEWNS): afterwards mounts made or removed in one
+/// are not seen in the other. The copy shares the `Mount`s themselves
+/// (ids, flags), where Linux's copy_tree makes new ones.
+pub struct MountNamespace {
+    /// Its /proc/<pid>/ns/mnt inode number.
+    pub inum: u64,
+    /// Mountpoint (by address) -> the mount root on it.
+    on: SpinLock<BTreeMap<usize, Arc<Dentry>>>,
+    /// Mount root (by address) -> the dentry it covers.
+    under: SpinLock<BTreeMap<usize, Arc<Dentry>>>,
+    /// The mount table, in mount order.
+    pub(super) table: SpinLock<Vec<super::mount::Entry>>,
+}
+
+fn key(d: &Dentry) -> usize {
+    d as *const Dentry as usize
+}
+
+impl MountNamespace {
+    fn empty(inum: u64) -> MountNamespace {
+        MountNamespace {
+            inum,
+            on: SpinLock::new(BTreeMap::new()),
+            under: SpinLock::new(BTreeMap::new()),
+            table: SpinLock::new(Vec::new()),
+        }
+    }
+
+    /// A copy of `self` with its own tables (ENOMEM when none can be made).
+    pub fn copy(&self, inum: u64) -> Result<Arc<MountNamespace>, Errno> {
+        let ns = MountNamespace::empty(inum);
+        *ns.on.lock() = self.on.lock().clone();
+        *ns.under.lock() = self.under.lock().clone();
+        let src = self.table.lock().clone();
+        *ns.table.lock() = src;
+        Arc::try_new(ns).map_err(|_| Errno::ENOMEM)
+    }
+
+    fn mounted_on(&self, d: &Dentry) -> Option<Arc<Dentry>> {
+        self.on.lock().get(&key(d)).cloned()
+    }
+
+    fn covered_by(&self, root: &Dentry) -> Option<Arc<Dentry>> {
+        self.under.lock().get(&key(root)).cloned()
+    }
+}
+
+static INIT_NS: Once<Arc<MountNamespace>> = Once::new();
+
+/// The calling process's mount namespace (installed by the process layer).
+static CURRENT_NS: Once<fn() -> Option<Arc<MountNamespace>>> = Once::new();
+
+/// Linux's fixed proc inode number of the initial mount namespace.
+pub const INIT_MNT_INUM: u64 = 0xEFFF_FFF8;
+
+/// The namespace the boot mounts are made in (Linux's init_mnt_ns).
+pub fn init_namespace() -> Arc<MountNamespace> {
+    loop {
+        if let Some(ns) = INIT_NS.get() {
+            return ns.clone();
+        }
+        INIT_NS.set(Arc::new(MountNamespace::empty(INIT_MNT_INUM)));
+    }
+}
+
+pub fn set_namespace_hook(current: fn() -> Option<Arc<MountNamespace>>) {
+    CURRENT_NS.set(current);
+}
+
+/// The caller's mount namespace (the initial one in kernel threads).
+pub fn current_namespace() -> Arc<MountNamespace> {
+    CURRENT_NS.get().and_then(|f| f()).unwrap_or_else(init_namespace)
 }
 
 /// The root of the mount tree (pivot_root may change it).
@@ -84,8 +161,8 @@ impl Dentry {
             parent,
             pinned_parent,
             children: SpinLock::new(BTreeMap::new()),
-            mounted: SpinLock::new(None),
-            covers: SpinLock::new(Weak::new()),
+            ever_mountpoint: AtomicBool::new(false),
+            ever_mount_root: AtomicBool::new(false),
             mount: Once::new(),
             in_mount,
         }
@@ -164,34 +241,40 @@ impl Dentry {
     /// mount root covers, and so on out.
     fn outermost(self: &Arc<Self>) -> Arc<Dentry> {
         let mut d = self.clone();
-        loop {
-            let up = d.covers.lock().upgrade();
-            match up {
-                Some(mp) => d = mp,
-                None => return d,
-            }
+        while let Some(mp) = d.covering() {
+            d = mp;
         }
+        d
+    }
+
+    /// The dentry this mount root covers in the caller's namespace.
+    fn covering(&self) -> Option<Arc<Dentry>> {
+        if !self.ever_mount_root.load(Ordering::Acquire) {
+            return None;
+        }
+        current_namespace().covered_by(self)
     }
 
     /// Follows mounts stacked on this dentry.
     pub fn mounted_root(self: &Arc<Self>) -> Arc<Dentry> {
         let mut d = self.clone();
-        loop {
-            let next = d.mounted.lock().clone();
-            match next {
-                Some(m) => d = m,
-                None => return d,
-            }
+        if !d.ever_mountpoint.load(Ordering::Acquire) {
+            return d;
         }
+        let ns = current_namespace();
+        while let Some(m) = ns.mounted_on(&d) {
+            d = m;
+        }
+        d
     }
 
     pub fn is_mount_root(&self) -> bool {
-        self.covers.lock().upgrade().is_some()
+        self.covering().is_some()
     }
 
     /// Whether a file system is mounted on this dentry.
     pub fn is_mountpoint(&self) -> bool {
-        self.mounted.lock().is_some()
+        self.ever_mountpoint.load(Ordering::Acquire) && current_namespace().mounted_on(self).is_some()
     }
 
     /// The root of the mount this dentry belongs to.
@@ -274,8 +357,7 @@ impl Dentry {
                 reachable = true;
                 break;
             }
-            let up = d.covers.lock().upgrade();
-            if let Some(mp) = up {
+            if let Some(mp) = d.covering() {
                 d = mp;
                 continue;
             }
@@ -604,26 +686,28 @@ pub(super) fn view_of(dir: &Arc<Dentry>) -> Arc<Dentry> {
 /// mounted there already; returns the dentry it now covers.
 pub(super) fn attach(target: &Arc<Dentry>, root: &Arc<Dentry>) -> Arc<Dentry> {
     let top = target.mounted_root();
-    *root.covers.lock() = Arc::downgrade(&top);
-    *top.mounted.lock() = Some(root.clone());
+    let ns = current_namespace();
+    top.ever_mountpoint.store(true, Ordering::Release);
+    root.ever_mount_root.store(true, Ordering::Release);
+    ns.under.lock().insert(key(root), top.clone());
+    ns.on.lock().insert(key(&top), root.clone());
     top
 }
 
 /// Takes `root` (a mount's root dentry) off the dentry it covers; a
 /// mount stacked on it stays on it.
 pub(super) fn detach(root: &Arc<Dentry>) {
-    let Some(mp) = root.covers.lock().upgrade() else { return };
-    let mut slot = mp.mounted.lock();
-    if slot.as_ref().is_some_and(|m| Arc::ptr_eq(m, root)) {
-        *slot = None;
+    let ns = current_namespace();
+    let Some(mp) = ns.under.lock().remove(&key(root)) else { return };
+    let mut on = ns.on.lock();
+    if on.get(&key(&mp)).is_some_and(|m| Arc::ptr_eq(m, root)) {
+        on.remove(&key(&mp));
     }
-    drop(slot);
-    *root.covers.lock() = Weak::new();
 }
 
 /// The dentry a mount root covers (its mountpoint).
 pub(super) fn covered(root: &Arc<Dentry>) -> Option<Arc<Dentry>> {
-    root.covers.lock().upgrade()
+    root.covering()
 }
 
 /// Whether `d` lies at or below `ancestor` in the tree (through mounts).

@@ -42,6 +42,11 @@ impl SharedFdTable {
         self.clone()
     }
 
+    /// Whether another process shares the table (CLONE_FILES).
+    pub fn is_shared(&self) -> bool {
+        self.sharers.load(Ordering::Relaxed) > 1
+    }
+
     /// An exiting process is done with the table. The last sharer closes
     /// every descriptor now (pipe readers must see end of file before the
     /// parent's wait returns), outside the lock, since closing may sleep.

@@ -92,6 +92,11 @@ pub trait FileOps: Send + Sync {
     fn mode(&self) -> u32 {
         0
     }
+    /// TIOCGPTPEER on a pty master: the slave opened with `flags`, and
+    /// the dentry it is found at.
+    fn open_peer(&self, _flags: u32) -> Result<PeerFile, Errno> {
+        Err(Errno::ENOTTY)
+    }
     /// Whether O_ASYNC makes the file signal its owner (Linux's ->fasync:
     /// pipes, FIFOs, terminals, sockets, inotify); elsewhere O_ASYNC is
     /// only a flag.
@@ -121,6 +126,9 @@ pub trait FileOps: Send + Sync {
         None
     }
 }
+
+/// A file opened from another (TIOCGPTPEER), with where it is found.
+pub type PeerFile = (Arc<dyn FileOps>, Option<Arc<Dentry>>);
 
 /// What a sink device gives to reads; writes to either are discarded
 /// without reading the caller's buffer, as Linux does (only the buffer's

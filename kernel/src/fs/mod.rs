@@ -6,6 +6,7 @@
 
 pub mod dentry;
 pub mod devfs;
+pub mod devpts;
 pub mod epoll;
 pub mod eventfd;
 pub mod fasync;
@@ -16,15 +17,18 @@ pub mod fown;
 pub mod initramfs;
 pub mod inode;
 pub mod inotify;
+pub mod ldisc;
 pub mod lease;
 pub mod lock;
 pub mod meminfo;
 pub mod mount;
 pub mod notify;
+pub mod nsfs;
 pub mod pagestore;
 pub mod perm;
 pub mod pipe;
 pub mod procfs;
+pub mod pty;
 pub mod timerfd;
 pub mod tmpfs;
 pub mod truncate;
@@ -47,6 +51,9 @@ pub use inode::Inode;
 /// unpacked is an error the caller must stop on: a root missing files
 /// would fail later in ways far harder to read.
 pub fn init(initramfs: Option<hal::TakenModule>) -> Result<(), initramfs::UnpackError> {
+    if let Err(e) = tty::init_console() {
+        log::error!("no console terminal: {}", e.name());
+    }
     let root: Arc<dyn Inode> = tmpfs::Tmpfs::new_root(0o755);
     let root = Dentry::new_root(root);
     dentry::set_root(root.clone());
@@ -65,7 +72,9 @@ pub fn init(initramfs: Option<hal::TakenModule>) -> Result<(), initramfs::Unpack
             size / 1024
         );
     }
-    for (path, fstype) in [("/dev", "devtmpfs"), ("/proc", "proc"), ("/sys", "sysfs"), ("/tmp", "tmpfs")] {
+    for (path, fstype) in
+        [("/dev", "devtmpfs"), ("/dev/pts", "devpts"), ("/proc", "proc"), ("/sys", "sysfs"), ("/tmp", "tmpfs")]
+    {
         if let Err(e) = mount_at(path, fstype, "none") {
             log::error!("cannot mount {fstype} on {path}: {}", e.name());
         }
@@ -88,7 +97,7 @@ pub fn mount_at(path: &str, fstype: &str, source: &str) -> Result<(), Errno> {
     };
     let (fs_root, options) = new_fs_with(fstype, "")?;
     let sb = mount::Super::new(fstype, options)?;
-    mount::mount_new(&target, Dentry::new_root(fs_root), sb, source, 0, mount::mnt_flags_of(0))
+    mount::mount_new(&target, root_dentry(fstype, fs_root), sb, source, 0, mount::mnt_flags_of(0))
 }
 
 /// File system types a layer above adds (the IPC layer's "mqueue"): the
@@ -114,7 +123,7 @@ pub fn registered_fs_types() -> alloc::vec::Vec<&'static str> {
 /// (sysfs(2) numbers them in that order).
 pub fn fs_type_names() -> alloc::vec::Vec<&'static str> {
     let mut names = alloc::vec::Vec::new();
-    let builtin = ["tmpfs", "proc", "sysfs", "devtmpfs", "ramfs"];
+    let builtin = ["tmpfs", "proc", "sysfs", "devtmpfs", "ramfs", "devpts"];
     let registered = registered_fs_types();
     if names.try_reserve(builtin.len() + registered.len()).is_ok() {
         names.extend_from_slice(&builtin);
@@ -135,11 +144,25 @@ pub fn new_fs_with(fstype: &str, data: &str) -> Result<(Arc<dyn Inode>, alloc::s
     if !fs_type_names().contains(&fstype) {
         return Err(Errno::ENODEV);
     }
+    if fstype == "devpts" {
+        // devpts reads its own options (mode, ptmxmode, gid, uid, max).
+        return Ok((new_fs_plain(fstype, Some(data))?, alloc::string::String::new()));
+    }
     // Other types take no options here.
     if data.split(',').any(|o| !o.is_empty() && !is_generic_option(o)) {
         return Err(Errno::EINVAL);
     }
-    Ok((new_fs_plain(fstype)?, alloc::string::String::new()))
+    Ok((new_fs_plain(fstype, None)?, alloc::string::String::new()))
+}
+
+/// The root dentry to mount for a new instance's root inode (a devpts
+/// instance learns its root, where its pty nodes are looked up).
+pub fn root_dentry(fstype: &str, root: Arc<dyn Inode>) -> Arc<Dentry> {
+    let d = Dentry::new_root(root);
+    if fstype == "devpts" {
+        devpts::instance_of(&d);
+    }
+    d
 }
 
 /// Options every file system accepts in mount(2)'s data (superblock flags).
@@ -147,12 +170,13 @@ pub fn is_generic_option(o: &str) -> bool {
     matches!(o, "ro" | "rw" | "sync" | "async" | "dirsync" | "lazytime" | "nolazytime" | "mand" | "nomand" | "silent")
 }
 
-fn new_fs_plain(fstype: &str) -> Result<Arc<dyn Inode>, Errno> {
+fn new_fs_plain(fstype: &str, data: Option<&str>) -> Result<Arc<dyn Inode>, Errno> {
     let registered = FS_TYPES.lock().iter().find(|(n, _)| *n == fstype).map(|(_, m)| *m);
     if let Some(make) = registered {
         return make();
     }
     Ok(match fstype {
+        "devpts" => devpts::new_instance(data)?,
         "tmpfs" | "ramfs" => tmpfs::Tmpfs::new_root(0o1777),
         "devtmpfs" => {
             let dev: Arc<dyn Inode> = tmpfs::Tmpfs::new_root(0o755);

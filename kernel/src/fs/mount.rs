@@ -184,15 +184,20 @@ impl Mount {
     }
 }
 
-/// One row of the table.
-struct Entry {
+/// One row of a mount namespace's table (`dentry::MountNamespace`).
+#[derive(Clone)]
+pub(super) struct Entry {
     mount: Arc<Mount>,
     root: Arc<Dentry>,
     /// The mount this one is mounted in (None for the tree's root).
     parent: Option<Arc<Mount>>,
 }
 
-static TABLE: SpinLock<Vec<Entry>> = SpinLock::new(Vec::new());
+/// The caller's mount namespace, whose table the operations here read
+/// and change.
+fn ns() -> Arc<dentry::MountNamespace> {
+    dentry::current_namespace()
+}
 
 /// mount(2)'s flags as per-mount flags (`path_mount`): relatime unless
 /// MS_NOATIME (MS_STRICTATIME clears both).
@@ -221,7 +226,8 @@ pub fn mnt_flags_of(flags: u64) -> u32 {
 }
 
 fn push_entry(mount: Arc<Mount>, root: Arc<Dentry>, parent: Option<Arc<Mount>>) -> Result<(), Errno> {
-    let mut table = TABLE.lock();
+    let ns = ns();
+    let mut table = ns.table.lock();
     table.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
     table.push(Entry { mount, root, parent });
     Ok(())
@@ -277,7 +283,7 @@ fn mount_at(d: &Arc<Dentry>) -> Result<Arc<Mount>, Errno> {
 
 /// Whether `d` is the root of a mount in the table.
 fn in_table(d: &Arc<Dentry>) -> bool {
-    TABLE.lock().iter().any(|e| Arc::ptr_eq(&e.root, d))
+    ns().table.lock().iter().any(|e| Arc::ptr_eq(&e.root, d))
 }
 
 /// MS_BIND: a new mount at `target` showing `source` (a directory or a
@@ -298,7 +304,8 @@ pub fn bind(source: &Arc<Dentry>, target: &Arc<Dentry>, recursive: bool) -> Resu
         // The mounts below the source, in table order (a parent before
         // its children), each at the matching place of the copy.
         let below: Vec<(Arc<Dentry>, Arc<Dentry>)> = {
-            let table = TABLE.lock();
+            let ns = ns();
+            let table = ns.table.lock();
             table
                 .iter()
                 .filter(|e| e.parent.is_some() && !Arc::ptr_eq(&e.root, &root))
@@ -412,7 +419,8 @@ pub fn change_type(target: &Arc<Dentry>, flags: u64) -> Result<(), Errno> {
     }
     let mut targets = alloc::vec![mount.clone()];
     if flags & c::MS_REC != 0 {
-        let table = TABLE.lock();
+        let ns = ns();
+        let table = ns.table.lock();
         targets.try_reserve(table.len()).map_err(|_| Errno::ENOMEM)?;
         for e in table.iter() {
             if !Arc::ptr_eq(&e.mount, &mount) && descends_from(&table, &e.mount, &mount) {
@@ -447,7 +455,7 @@ pub fn change_type(target: &Arc<Dentry>, flags: u64) -> Result<(), Errno> {
 }
 
 fn peers(group: u32) -> usize {
-    TABLE.lock().iter().filter(|e| e.mount.propagation.lock().group() == Some(group)).count()
+    ns().table.lock().iter().filter(|e| e.mount.propagation.lock().group() == Some(group)).count()
 }
 
 /// Whether `m` is mounted somewhere below `ancestor`.
@@ -470,7 +478,8 @@ fn descends_from(table: &[Entry], m: &Arc<Mount>, ancestor: &Arc<Mount>) -> bool
 pub fn move_mount(source: &Arc<Dentry>, target: &Arc<Dentry>) -> Result<(), Errno> {
     mount_at(source)?;
     let parent = {
-        let table = TABLE.lock();
+        let ns = ns();
+        let table = ns.table.lock();
         let entry = table.iter().find(|e| Arc::ptr_eq(&e.root, source)).ok_or(Errno::EINVAL)?;
         entry.parent.clone().ok_or(Errno::EINVAL)?
     };
@@ -486,7 +495,8 @@ pub fn move_mount(source: &Arc<Dentry>, target: &Arc<Dentry>) -> Result<(), Errn
     dentry::detach(source);
     let new_parent = target.mount();
     {
-        let mut table = TABLE.lock();
+        let ns = ns();
+        let mut table = ns.table.lock();
         if let Some(i) = table.iter().position(|e| Arc::ptr_eq(&e.root, source)) {
             // A moved mount goes to the end of the list, as on Linux.
             let mut e = table.remove(i);
@@ -525,7 +535,8 @@ pub fn umount(root: &Arc<Dentry>, flags: u32, busy: impl Fn(&Arc<Dentry>) -> boo
     }
     // The mount and, for MNT_DETACH, every mount below it leave the table.
     let gone: Vec<Entry> = {
-        let mut table = TABLE.lock();
+        let ns = ns();
+        let mut table = ns.table.lock();
         let mut keep = Vec::new();
         keep.try_reserve(table.len()).map_err(|_| Errno::ENOMEM)?;
         let mut gone = Vec::new();
@@ -551,7 +562,7 @@ pub fn umount(root: &Arc<Dentry>, flags: u32, busy: impl Fn(&Arc<Dentry>) -> boo
 
 /// Whether mounts are mounted in `m` (they keep it busy).
 fn has_children(m: &Arc<Mount>) -> bool {
-    TABLE.lock().iter().any(|e| e.parent.as_ref().is_some_and(|p| Arc::ptr_eq(p, m)))
+    ns().table.lock().iter().any(|e| e.parent.as_ref().is_some_and(|p| Arc::ptr_eq(p, m)))
 }
 
 /// Whether the table entry `e` hangs below `top` (through the entries
@@ -581,7 +592,8 @@ pub fn pivot(new_root: &Arc<Dentry>, old_root: &Arc<Dentry>, put_old: &Arc<Dentr
     dentry::detach(old_root);
     dentry::attach(put_old, old_root);
     dentry::attach(&root_mp, new_root);
-    let mut table = TABLE.lock();
+    let ns = ns();
+    let mut table = ns.table.lock();
     let new_parent_of_old = new_root.mount_of_root().cloned();
     let parent_of_new = root_mp.mount();
     for e in table.iter_mut() {
@@ -596,7 +608,7 @@ pub fn pivot(new_root: &Arc<Dentry>, old_root: &Arc<Dentry>, put_old: &Arc<Dentr
 
 /// Whether the mount rooted at `d` has a parent mount (is attached).
 pub fn has_parent(d: &Arc<Dentry>) -> bool {
-    TABLE.lock().iter().any(|e| Arc::ptr_eq(&e.root, d) && e.parent.is_some())
+    ns().table.lock().iter().any(|e| Arc::ptr_eq(&e.root, d) && e.parent.is_some())
 }
 
 /// Whether `m` is shared (pivot_root refuses shared mounts).
@@ -606,7 +618,7 @@ pub fn is_shared(m: &Mount) -> bool {
 
 /// The parent mount of the mount rooted at `d`.
 pub fn parent_of(d: &Arc<Dentry>) -> Option<Arc<Mount>> {
-    TABLE.lock().iter().find(|e| Arc::ptr_eq(&e.root, d)).and_then(|e| e.parent.clone())
+    ns().table.lock().iter().find(|e| Arc::ptr_eq(&e.root, d)).and_then(|e| e.parent.clone())
 }
 
 /// A read of `inode` through `d` records the access as the mount says
@@ -687,7 +699,8 @@ struct Visible {
 fn visible(root: &Arc<Dentry>) -> Vec<Visible> {
     let mut entries = Vec::new();
     {
-        let table = TABLE.lock();
+        let ns = ns();
+        let table = ns.table.lock();
         if entries.try_reserve(table.len()).is_err() {
             return entries;
         }

@@ -206,7 +206,7 @@ pub(super) fn fsize_limit(ctx: &SyscallContext, inode: Option<&Arc<dyn crate::fs
 
 /// A file would grow past RLIMIT_FSIZE: SIGXFSZ to the calling thread.
 pub(super) fn file_too_big(ctx: &SyscallContext) {
-    let info = linux_abi::layout::Siginfo::kill(linux_abi::signal::SIGXFSZ, linux_abi::signal::SI_USER, ctx.process().pid, ctx.cred().uid);
+    let info = linux_abi::layout::Siginfo::kill(linux_abi::signal::SIGXFSZ, linux_abi::signal::SI_USER, ctx.process().pid_ns.local_or_zero(ctx.process().pid), ctx.cred().uid);
     crate::proc::signal::send_to_task(ctx.task, info);
 }
 
@@ -773,6 +773,17 @@ pub fn sys_ioctl(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
             let pos = *f.offset.lock();
             uaccess::write_u32(&vm, arg, size.saturating_sub(pos).min(u32::MAX as u64) as u32)?;
             Ok(0)
+        }
+        c::TIOCGPTPEER => {
+            // Like open(2) of the slave (creation flags mean nothing here).
+            let flags = arg as u32;
+            let (ops, dentry) = f.ops.open_peer(flags)?;
+            let status = flags & (3 | c::O_NONBLOCK | c::O_LARGEFILE);
+            let file = match dentry {
+                Some(d) => OpenFile::with_dentry(ops, status, d),
+                None => OpenFile::new(ops, status),
+            };
+            install(ctx, file, flags & c::O_CLOEXEC != 0)
         }
         // A socket's owner, as F_SETOWN/F_GETOWN (Linux's sock_ioctl).
         s::FIOSETOWN | s::SIOCSPGRP if crate::net::Socket::of(&f).is_some() => {

@@ -93,7 +93,7 @@ pub fn sys_mount(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         let (root, options) = crate::fs::new_fs_with(&fstype, &data)?;
         let sb = mount::Super::new(&fstype, options)?;
         let source = source.unwrap_or_else(|| String::from("none"));
-        mount::mount_new(&d, Dentry::new_root(root), sb, &source, sb_flags, mnt_flags)?;
+        mount::mount_new(&d, crate::fs::root_dentry(&fstype, root), sb, &source, sb_flags, mnt_flags)?;
     }
     Ok(0)
 }

@@ -23,6 +23,7 @@ mod kcmp;
 mod lock;
 mod mem;
 mod membarrier;
+mod ns;
 mod memfd;
 mod mqueue;
 mod openat2;
@@ -315,6 +316,8 @@ syscall_table! {
     FADVISE64 => fs_range::sys_fadvise64,
     READAHEAD => fs_range::sys_readahead,
     SYNC_FILE_RANGE => fs_range::sys_sync_file_range,
+    UNSHARE => ns::sys_unshare,
+    SETNS => ns::sys_setns,
     MEMFD_CREATE => memfd::sys_memfd_create,
     MSGGET => ipc::sys_msgget,
     MSGSND => ipc::sys_msgsnd,

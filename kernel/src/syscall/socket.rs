@@ -34,7 +34,7 @@ impl net::Host for KernelHost {
 
     fn sigpipe(&self) {
         if let Some(t) = crate::proc::current_task() {
-            crate::proc::signal::send_to_task(&t, Siginfo::kill(sig::SIGPIPE, sig::SI_USER, t.process.pid, 0));
+            crate::proc::signal::send_to_task(&t, Siginfo::kill(sig::SIGPIPE, sig::SI_USER, t.process.pid_ns.local_or_zero(t.process.pid), 0));
         }
     }
 }
@@ -287,7 +287,12 @@ pub fn sys_getsockopt(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if len < 0 {
         return Err(Errno::EINVAL);
     }
-    let value = net::options_get(sock(&f).proto().as_ref(), name)?.into_bytes();
+    let mut value = net::options_get(sock(&f).proto().as_ref(), name)?.into_bytes();
+    if name == s::SO_PEERCRED && value.len() >= 4 {
+        // The peer's pid as the caller's pid namespace has it.
+        let global = i32::from_le_bytes([value[0], value[1], value[2], value[3]]);
+        value[..4].copy_from_slice(&ctx.process().pid_ns.local_or_zero(global).to_le_bytes());
+    }
     let n = (len as usize).min(value.len());
     ctx.copy_to_user(a[3], &value[..n])?;
     ctx.copy_to_user(a[4], &(n as u32).to_le_bytes())?;

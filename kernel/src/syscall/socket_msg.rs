@@ -195,17 +195,20 @@ fn check_cred(ctx: &SyscallContext, claim: s::Ucred) -> Result<s::Ucred, Errno> 
         return Err(Errno::EINVAL);
     }
     let cred = ctx.cred();
-    let own_pid = ctx.process().pid;
+    // The claimed pid is the sender's pid namespace's; the message keeps
+    // the global one, which the receiver sees in its own.
+    let own_pid = ctx.process().pid_ns.local_or_zero(ctx.process().pid);
     let pid_ok = claim.pid == own_pid || cred.capable(CAP_SYS_ADMIN);
     let uid_ok = [cred.uid, cred.euid, cred.suid].contains(&claim.uid) || cred.capable(CAP_SETUID);
     let gid_ok = [cred.gid, cred.egid, cred.sgid].contains(&claim.gid) || cred.capable(CAP_SETGID);
     if !(pid_ok && uid_ok && gid_ok) {
         return Err(Errno::EPERM);
     }
-    if claim.pid != own_pid && crate::proc::find_task(claim.pid).is_none() {
-        return Err(Errno::ESRCH);
+    if claim.pid == own_pid {
+        return Ok(s::Ucred { pid: ctx.process().pid, ..claim });
     }
-    Ok(claim)
+    let t = crate::proc::find_task_seen_by(ctx.process(), claim.pid).ok_or(Errno::ESRCH)?;
+    Ok(s::Ucred { pid: t.tid(), ..claim })
 }
 
 /// Sends from `data`; `addr` is sendto's or msg_name.
@@ -318,6 +321,8 @@ fn put_control(ctx: &SyscallContext, r: &mut Received, ptr: u64, len: u64, flags
         let _ = ctx.copy_to_user(ptr + at as u64, bytes);
     };
     if let Some(cred) = r.cred {
+        // The sender's pid as the receiver's pid namespace has it.
+        let cred = s::Ucred { pid: ctx.process().pid_ns.local_or_zero(cred.pid), ..cred };
         if let Some(p) = w.put(s::SOL_SOCKET, s::SCM_CREDENTIALS, s::Ucred::SIZE) {
             put(p.at, &p.header.to_bytes());
             put(p.at + s::Cmsghdr::SIZE, &cred.to_bytes()[..p.data_len]);
