@@ -5,6 +5,8 @@
 //! anonymous memory are keyed by the physical frame so that processes
 //! sharing it meet. A waiter checks the futex word under the table lock,
 //! so a wake that follows a change of the word cannot be missed.
+//! futex_waitv queues one waiter per futex; they share a wait group, so a
+//! wake of any of them wakes the sleeping thread.
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -22,11 +24,27 @@ struct Key {
     addr: u64,
 }
 
+/// What the sleeping thread waits on: one per wait, shared by all the
+/// waiters of a futex_waitv.
+struct Group {
+    any_woken: AtomicBool,
+    queue: WaitQueue,
+}
+
 struct Waiter {
     key: SpinLock<Key>,
     bitset: u32,
     woken: AtomicBool,
-    queue: WaitQueue,
+    group: Arc<Group>,
+}
+
+fn new_group() -> Result<Arc<Group>, Errno> {
+    Arc::try_new(Group { any_woken: AtomicBool::new(false), queue: WaitQueue::new() }).map_err(|_| Errno::ENOMEM)
+}
+
+fn new_waiter(key: Key, bitset: u32, group: &Arc<Group>) -> Result<Arc<Waiter>, Errno> {
+    Arc::try_new(Waiter { key: SpinLock::new(key), bitset, woken: AtomicBool::new(false), group: group.clone() })
+        .map_err(|_| Errno::ENOMEM)
 }
 
 static WAITERS: SpinLock<Vec<Arc<Waiter>>> = SpinLock::new(Vec::new());
@@ -51,13 +69,8 @@ pub fn wait(vm: &Vm, addr: u64, expected: u32, deadline: Option<u64>, bitset: u3
     // and must not sleep.
     uaccess::read_u32(vm, addr)?;
     let key = key_for(vm, addr);
-    let waiter = Arc::try_new(Waiter {
-        key: SpinLock::new(key),
-        bitset,
-        woken: AtomicBool::new(false),
-        queue: WaitQueue::new(),
-    })
-    .map_err(|_| Errno::ENOMEM)?;
+    let group = new_group()?;
+    let waiter = new_waiter(key, bitset, &group)?;
     {
         let mut waiters = WAITERS.lock();
         let mut word = [0u8; 4];
@@ -70,7 +83,7 @@ pub fn wait(vm: &Vm, addr: u64, expected: u32, deadline: Option<u64>, bitset: u3
         waiters.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
         waiters.push(waiter.clone());
     }
-    let result = waiter.queue.wait_until_interruptible(deadline, || waiter.woken.load(Ordering::Acquire));
+    let result = group.queue.wait_until_interruptible(deadline, || waiter.woken.load(Ordering::Acquire));
     if result.is_err() {
         WAITERS.lock().retain(|w| !Arc::ptr_eq(w, &waiter));
         // A wake may have raced with the timeout or signal.
@@ -80,6 +93,55 @@ pub fn wait(vm: &Vm, addr: u64, expected: u32, deadline: Option<u64>, bitset: u3
     }
     match result {
         Ok(()) => Ok(()),
+        Err(Interrupted::TimedOut) => Err(Errno::ETIMEDOUT),
+        Err(Interrupted::Signal) => Err(Errno::ERESTARTSYS),
+    }
+}
+
+/// futex_waitv: sleeps while every `*addr == expected` of `futexes`
+/// (aligned, checked by the caller) and returns the index of a woken one:
+/// the highest, as Linux's unqueue does. The words are all checked and the
+/// waiters all queued under the table lock, so no wake is missed between.
+pub fn wait_multiple(vm: &Vm, futexes: &[(u64, u32)], deadline: Option<u64>) -> Result<usize, Errno> {
+    let group = new_group()?;
+    let mut waiters = Vec::new();
+    waiters.try_reserve(futexes.len()).map_err(|_| Errno::ENOMEM)?;
+    for &(addr, _) in futexes {
+        // Fault the words in first, as in `wait`.
+        uaccess::read_u32(vm, addr)?;
+        waiters.push(new_waiter(key_for(vm, addr), u32::MAX, &group)?);
+    }
+    loop {
+        let mut table = WAITERS.lock();
+        let mut paged_out = None;
+        for &(addr, expected) in futexes {
+            let mut word = [0u8; 4];
+            if hal::user::copy_from_user(&mut word, addr).is_err() {
+                paged_out = Some(addr);
+                break;
+            }
+            if u32::from_le_bytes(word) != expected {
+                return Err(Errno::EAGAIN);
+            }
+        }
+        if let Some(addr) = paged_out {
+            // Fault it in without the lock and check them all again.
+            drop(table);
+            uaccess::read_u32(vm, addr)?;
+            continue;
+        }
+        table.try_reserve(waiters.len()).map_err(|_| Errno::ENOMEM)?;
+        table.extend(waiters.iter().cloned());
+        break;
+    }
+    let result = group.queue.wait_until_interruptible(deadline, || group.any_woken.load(Ordering::Acquire));
+    WAITERS.lock().retain(|w| !Arc::ptr_eq(&w.group, &group));
+    // A wake may have raced with the timeout or signal: it wins.
+    if let Some(index) = waiters.iter().rposition(|w| w.woken.load(Ordering::Acquire)) {
+        return Ok(index);
+    }
+    match result {
+        Ok(()) => Err(Errno::ERESTARTSYS), // cannot happen: woken without a waiter woken
         Err(Interrupted::TimedOut) => Err(Errno::ETIMEDOUT),
         Err(Interrupted::Signal) => Err(Errno::ERESTARTSYS),
     }
@@ -100,6 +162,7 @@ fn wake_key(key: Key, count: u32, bitset: u32) -> u32 {
             if *waiters[i].key.lock() == key && waiters[i].bitset & bitset != 0 && woken.try_reserve(1).is_ok() {
                 let w = waiters.remove(i);
                 w.woken.store(true, Ordering::Release);
+                w.group.any_woken.store(true, Ordering::Release);
                 woken.push(w);
             } else {
                 i += 1;
@@ -107,7 +170,7 @@ fn wake_key(key: Key, count: u32, bitset: u32) -> u32 {
         }
     }
     for w in &woken {
-        w.queue.wake_all();
+        w.group.queue.wake_all();
     }
     woken.len() as u32
 }

@@ -203,6 +203,7 @@ syscall_table! {
     TKILL => signal::sys_tkill,
     TIME => time::sys_time,
     FUTEX => futex::sys_futex,
+    FUTEX_WAITV => futex::sys_futex_waitv,
     SCHED_SETAFFINITY => ident::sys_sched_setaffinity,
     SCHED_GETAFFINITY => ident::sys_sched_getaffinity,
     GETCPU => ident::sys_getcpu,

@@ -147,6 +147,9 @@ pub const FUTEX_CMP_REQUEUE_PI: u32 = 12;
 pub const FUTEX_LOCK_PI2: u32 = 13;
 pub const FUTEX_PRIVATE_FLAG: u32 = 128;
 pub const FUTEX_CLOCK_REALTIME: u32 = 256;
+/// futex_waitv(2): the only futex size, and the most futexes at once.
+pub const FUTEX_32: u32 = 2;
+pub const FUTEX_WAITV_MAX: u32 = 128;
 /// Mask selecting the command from a futex `op`.
 pub const FUTEX_CMD_MASK: u32 = !(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME);
 pub const FUTEX_WAIT_PRIVATE: u32 = FUTEX_WAIT | FUTEX_PRIVATE_FLAG;

@@ -94,6 +94,22 @@ pub struct Timespec {
     pub tv_nsec: i64,
 }
 
+/// `struct futex_waitv`: one futex of a futex_waitv(2) vector.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FutexWaitv {
+    pub val: u64,
+    pub uaddr: u64,
+    pub flags: u32,
+    pub reserved: u32,
+}
+
+impl FutexWaitv {
+    pub const SIZE: usize = 24;
+    pub fn from_bytes(b: &[u8; 24]) -> Self {
+        FutexWaitv { val: get_u64(b, 0), uaddr: get_u64(b, 8), flags: get_u32(b, 16), reserved: get_u32(b, 20) }
+    }
+}
+
 impl Timespec {
     pub const SIZE: usize = 16;
     /// Special `tv_nsec` values of `utimensat`.

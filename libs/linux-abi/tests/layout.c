@@ -62,6 +62,10 @@
 int main(void)
 {
     SZ("timespec", struct __kernel_timespec);
+    SZ("futex_waitv", struct futex_waitv);
+    OFF("futex_waitv.uaddr", struct futex_waitv, uaddr);
+    OFF("futex_waitv.flags", struct futex_waitv, flags);
+    OFF("futex_waitv.__reserved", struct futex_waitv, __reserved);
     SZ("timeval", struct __kernel_old_timeval);
     SZ("itimerval", struct __kernel_itimerspec);
     SZ("rusage", struct rusage);
@@ -290,7 +294,7 @@ int main(void)
     VAL(__WALL); VAL(__WCLONE); VAL(__WNOTHREAD); VAL(P_ALL); VAL(P_PID); VAL(P_PGID); VAL(P_PIDFD);
     VAL(FUTEX_WAIT); VAL(FUTEX_WAKE); VAL(FUTEX_WAIT_BITSET); VAL(FUTEX_WAKE_BITSET);
     VAL(FUTEX_PRIVATE_FLAG); VAL(FUTEX_CLOCK_REALTIME); VAL(FUTEX_BITSET_MATCH_ANY);
-    VAL(FUTEX_LOCK_PI2); VAL(FUTEX_WAITERS); VAL(FUTEX_TID_MASK);
+    VAL(FUTEX_LOCK_PI2); VAL(FUTEX_WAITERS); VAL(FUTEX_TID_MASK); VAL(FUTEX_32); VAL(FUTEX_WAITV_MAX);
     VAL(CLOCK_REALTIME); VAL(CLOCK_MONOTONIC); VAL(CLOCK_BOOTTIME); VAL(CLOCK_TAI);
     VAL(TIMER_ABSTIME); VAL(ITIMER_REAL); VAL(ITIMER_VIRTUAL); VAL(ITIMER_PROF);
     VAL(RLIMIT_CPU); VAL(RLIMIT_STACK); VAL(RLIMIT_NOFILE); VAL(RLIMIT_AS);

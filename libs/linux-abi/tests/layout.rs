@@ -103,6 +103,15 @@ fn kernel_uapi_layouts() {
     let mut k = Ctr(0);
 
     c.size("timespec", Timespec::SIZE);
+    c.size("futex_waitv", FutexWaitv::SIZE);
+    // Place each field where C says it is; the parser must find it there.
+    let mut w = [0u8; FutexWaitv::SIZE];
+    w[c.get("futex_waitv.uaddr") as usize] = 0x11;
+    w[c.get("futex_waitv.flags") as usize] = 0x22;
+    w[c.get("futex_waitv.__reserved") as usize] = 0x33;
+    w[0] = 0x44;
+    let parsed = FutexWaitv::from_bytes(&w);
+    assert_eq!((parsed.val, parsed.uaddr, parsed.flags, parsed.reserved), (0x44, 0x11, 0x22, 0x33));
     c.size("timeval", Timeval::SIZE);
     c.size("itimerval", Itimerval::SIZE);
     c.size("rlimit", Rlimit::SIZE);
@@ -499,7 +508,7 @@ fn kernel_uapi_layouts() {
         P_ALL, P_PID, P_PGID, P_PIDFD,
         FUTEX_WAIT, FUTEX_WAKE, FUTEX_WAIT_BITSET, FUTEX_WAKE_BITSET, FUTEX_PRIVATE_FLAG,
         FUTEX_CLOCK_REALTIME, FUTEX_BITSET_MATCH_ANY, FUTEX_LOCK_PI2, FUTEX_WAITERS,
-        FUTEX_TID_MASK,
+        FUTEX_TID_MASK, FUTEX_32, FUTEX_WAITV_MAX,
         CLOCK_REALTIME, CLOCK_MONOTONIC, CLOCK_BOOTTIME, CLOCK_TAI, TIMER_ABSTIME,
         ITIMER_REAL, ITIMER_VIRTUAL, ITIMER_PROF,
         RLIMIT_CPU, RLIMIT_STACK, RLIMIT_NOFILE, RLIMIT_AS, RLIMIT_RTTIME, RLIM_NLIMITS,
