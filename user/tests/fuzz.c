@@ -30,7 +30,8 @@
  * their argument checks. An eighth of the calls aim at pidfds (open,
  * getfd, harmless signals, waitid, poll), process_vm_readv/writev on the
  * child's own memory, rseq (areas registered and unregistered, now and
- * then a garbage descriptor) and membarrier's RSEQ commands.
+ * then a garbage descriptor), membarrier's RSEQ commands and futex_waitv
+ * (vectors of plausible and hostile entries with a near deadline).
  */
 #include "common.h"
 
@@ -55,6 +56,10 @@
 #include <sys/utsname.h>
 #include <poll.h>
 #include <time.h>
+
+#ifndef SYS_futex_waitv
+#define SYS_futex_waitv 449
+#endif
 
 #ifndef CHILDREN
 #define CHILDREN 48
@@ -384,7 +389,7 @@ static void proc2_call(void)
     static const int harmless[] = { 0, SIGURG, SIGWINCH, SIGCHLD, SIGCONT };
     static const long lens[] = { 32, 64, 31, 0, 33 };
     long *iov = (long *)(scratch + 2048);
-    switch (next() % 9) {
+    switch (next() % 10) {
     case 0: pidfd = (int)syscall(SYS_pidfd_open, pick(getpid()), some(O_NONBLOCK | O_EXCL | 1)); break;
     case 1: syscall(SYS_pidfd_getfd, pick(pidfd), pick((long)(next() % 8)), some(3)); break;
     case 2:
@@ -410,6 +415,24 @@ static void proc2_call(void)
     }
     case 6: syscall(SYS_membarrier, next() % 2 ? 256 : 128, some(1), (long)(next() % 6) - 1); break;
     case 7: syscall(SYS_waitid, 3, pick(pidfd), pick((long)scratch), some(0x100000f), 0); break;
+    case 8: {
+        /* futex_waitv: up to 130 entries of { val, uaddr, flags, reserved }
+         * in the scratch page's upper half, mostly FUTEX_32 words there. */
+        uint64_t *v = (uint64_t *)(scratch + 2048);
+        unsigned n = (unsigned)(next() % 131);
+        for (unsigned i = 0; i < n && i < 85; i++) {
+            v[3 * i] = next() % 8 ? (uint64_t)(next() % 3) : (uint64_t)next();
+            v[3 * i + 1] = next() % 8 ? (uint64_t)(scratch + 4 * (next() % 512)) : (uint64_t)arg();
+            v[3 * i + 2] = (next() % 8 ? 2 | (uint64_t)some(128) : next() % 512) | (next() % 16 ? 0 : next() << 32);
+        }
+        struct timespec ts;
+        int clk = next() % 2 ? CLOCK_MONOTONIC : CLOCK_REALTIME;
+        clock_gettime(clk, &ts);
+        ts.tv_nsec = (ts.tv_nsec + 1000000) % 1000000000L;
+        syscall(SYS_futex_waitv, pick((long)v), n, some(1), next() % 4 ? (long)&ts : arg(),
+                next() % 8 ? clk : (long)(next() % 12));
+        break;
+    }
     default: {
         struct pollfd p = { .fd = pidfd, .events = POLLIN };
         poll(&p, 1, 0);
