@@ -31,7 +31,9 @@
  * getfd, harmless signals, waitid, poll), process_vm_readv/writev on the
  * child's own memory, rseq (areas registered and unregistered, now and
  * then a garbage descriptor), membarrier's RSEQ commands and futex_waitv
- * (vectors of plausible and hostile entries with a near deadline).
+ * (vectors of plausible and hostile entries with a near deadline), and
+ * adjtimex/clock_adjtime with modes that only read or fail validation
+ * (a child may still hold CAP_SYS_TIME, and the clock must stay put).
  */
 #include "common.h"
 
@@ -389,7 +391,7 @@ static void proc2_call(void)
     static const int harmless[] = { 0, SIGURG, SIGWINCH, SIGCHLD, SIGCONT };
     static const long lens[] = { 32, 64, 31, 0, 33 };
     long *iov = (long *)(scratch + 2048);
-    switch (next() % 10) {
+    switch (next() % 11) {
     case 0: pidfd = (int)syscall(SYS_pidfd_open, pick(getpid()), some(O_NONBLOCK | O_EXCL | 1)); break;
     case 1: syscall(SYS_pidfd_getfd, pick(pidfd), pick((long)(next() % 8)), some(3)); break;
     case 2:
@@ -431,6 +433,20 @@ static void proc2_call(void)
         ts.tv_nsec = (ts.tv_nsec + 1000000) % 1000000000L;
         syscall(SYS_futex_waitv, pick((long)v), n, some(1), next() % 4 ? (long)&ts : arg(),
                 next() % 8 ? clk : (long)(next() % 12));
+        break;
+    }
+    case 9: {
+        /* Modes 0, ADJ_OFFSET_SS_READ, a bad ADJ_TICK, a lone adjtime bit. */
+        static const unsigned modes[] = { 0, 0xa001, 0x4000, 0x8000 };
+        unsigned m = modes[next() % 4];
+        long *t = (long *)(scratch + 1024);
+        *(unsigned *)t = m;
+        t[11] = m == 0x4000 ? (long)(next() % 9000) : t[11];
+        long where = next() % 4 ? (long)t : arg();
+        if (next() % 2)
+            syscall(SYS_adjtimex, where);
+        else
+            syscall(SYS_clock_adjtime, (long)(next() % 20) - 10, where);
         break;
     }
     default: {

@@ -4,6 +4,7 @@
 //! flags get the errno Linux would give, never a fake success.
 
 mod acct;
+mod adjtimex;
 mod cred;
 mod epoll;
 mod eventfd;
@@ -212,6 +213,8 @@ syscall_table! {
     SET_ROBUST_LIST => process::sys_set_robust_list,
     GET_ROBUST_LIST => process::sys_get_robust_list,
     CLOCK_GETTIME => time::sys_clock_gettime,
+    ADJTIMEX => adjtimex::sys_adjtimex,
+    CLOCK_ADJTIME => adjtimex::sys_clock_adjtime,
     CLOCK_SETTIME => time::sys_clock_settime,
     TIMER_CREATE => time::sys_timer_create,
     TIMER_SETTIME => time::sys_timer_settime,

@@ -263,7 +263,7 @@ fn may_set_time(ctx: &SyscallContext) -> Result<(), Errno> {
 /// Sets the wall clock: sleepers and timers waiting for a wall time look
 /// at it again. This is the one place that tells every keeper of wall
 /// deadlines: POSIX timers move (or fire) and timerfds move or cancel.
-fn set_wall_clock(ns: u64) {
+pub(super) fn set_wall_clock(ns: u64) {
     crate::clock::set_realtime_ns(ns);
     timer::clock_was_set();
     crate::fs::timerfd::clock_was_set();

@@ -147,6 +147,31 @@ pub const FUTEX_CMP_REQUEUE_PI: u32 = 12;
 pub const FUTEX_LOCK_PI2: u32 = 13;
 pub const FUTEX_PRIVATE_FLAG: u32 = 128;
 pub const FUTEX_CLOCK_REALTIME: u32 = 256;
+/// adjtimex(2) modes, status bits and clock states (linux/timex.h).
+pub const ADJ_OFFSET: u32 = 0x0001;
+pub const ADJ_FREQUENCY: u32 = 0x0002;
+pub const ADJ_MAXERROR: u32 = 0x0004;
+pub const ADJ_ESTERROR: u32 = 0x0008;
+pub const ADJ_STATUS: u32 = 0x0010;
+pub const ADJ_TIMECONST: u32 = 0x0020;
+pub const ADJ_TAI: u32 = 0x0080;
+pub const ADJ_SETOFFSET: u32 = 0x0100;
+pub const ADJ_MICRO: u32 = 0x1000;
+pub const ADJ_NANO: u32 = 0x2000;
+pub const ADJ_TICK: u32 = 0x4000;
+pub const ADJ_OFFSET_SINGLESHOT: u32 = 0x8001;
+pub const ADJ_OFFSET_SS_READ: u32 = 0xa001;
+/// Kernel-internal bits of ADJ_OFFSET_SINGLESHOT and ADJ_OFFSET_SS_READ
+/// (not in the uapi header): "adjtime(3) style" and "read only".
+pub const ADJ_ADJTIME: u32 = 0x8000;
+pub const ADJ_OFFSET_READONLY: u32 = 0x2000;
+pub const STA_PLL: i32 = 0x0001;
+pub const STA_UNSYNC: i32 = 0x0040;
+pub const STA_CLOCKERR: i32 = 0x1000;
+pub const STA_NANO: i32 = 0x2000;
+pub const STA_RONLY: i32 = 0xff00;
+pub const TIME_OK: u64 = 0;
+pub const TIME_ERROR: u64 = 5;
 /// futex_waitv(2): the only futex size, and the most futexes at once.
 pub const FUTEX_32: u32 = 2;
 pub const FUTEX_WAITV_MAX: u32 = 128;

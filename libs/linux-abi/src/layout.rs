@@ -143,6 +143,78 @@ impl Timespec {
 }
 from_slice!(Timespec);
 
+/// `struct timex` (adjtimex(2), clock_adjtime(2)): the fields Linux reads
+/// or writes, at their offsets in the 208-byte struct; holes and the
+/// trailing padding are left as the caller had them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Timex {
+    pub modes: u32,
+    pub offset: i64,
+    pub freq: i64,
+    pub maxerror: i64,
+    pub esterror: i64,
+    pub status: i32,
+    pub constant: i64,
+    pub precision: i64,
+    pub tolerance: i64,
+    pub time: Timeval,
+    pub tick: i64,
+    /// ppsfreq, jitter, shift, stabil, jitcnt, calcnt, errcnt, stbcnt:
+    /// the PPS fields, all zero without a PPS source.
+    pub pps: [i64; 8],
+    pub tai: i32,
+}
+
+impl Timex {
+    pub const SIZE: usize = 208;
+    /// Offsets of the PPS fields (`shift` is an int).
+    const PPS_OFFSETS: [usize; 8] = [96, 104, 112, 120, 128, 136, 144, 152];
+    pub fn from_bytes(b: &[u8; 208]) -> Self {
+        let mut pps = [0i64; 8];
+        for (i, off) in Self::PPS_OFFSETS.iter().enumerate() {
+            pps[i] = if *off == 112 { i64::from(get_u32(b, *off) as i32) } else { get_i64(b, *off) };
+        }
+        Timex {
+            modes: get_u32(b, 0),
+            offset: get_i64(b, 8),
+            freq: get_i64(b, 16),
+            maxerror: get_i64(b, 24),
+            esterror: get_i64(b, 32),
+            status: get_u32(b, 40) as i32,
+            constant: get_i64(b, 48),
+            precision: get_i64(b, 56),
+            tolerance: get_i64(b, 64),
+            time: Timeval { tv_sec: get_i64(b, 72), tv_usec: get_i64(b, 80) },
+            tick: get_i64(b, 88),
+            pps,
+            tai: get_u32(b, 160) as i32,
+        }
+    }
+    /// Writes the fields into `b`, leaving holes and padding alone.
+    pub fn write_to(&self, b: &mut [u8; 208]) {
+        put_u32(b, 0, self.modes);
+        put_i64(b, 8, self.offset);
+        put_i64(b, 16, self.freq);
+        put_i64(b, 24, self.maxerror);
+        put_i64(b, 32, self.esterror);
+        put_i32(b, 40, self.status);
+        put_i64(b, 48, self.constant);
+        put_i64(b, 56, self.precision);
+        put_i64(b, 64, self.tolerance);
+        put_i64(b, 72, self.time.tv_sec);
+        put_i64(b, 80, self.time.tv_usec);
+        put_i64(b, 88, self.tick);
+        for (i, off) in Self::PPS_OFFSETS.iter().enumerate() {
+            if *off == 112 {
+                put_i32(b, *off, self.pps[i] as i32);
+            } else {
+                put_i64(b, *off, self.pps[i]);
+            }
+        }
+        put_i32(b, 160, self.tai);
+    }
+}
+
 /// `struct timeval` (`__kernel_old_timeval`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Timeval {

@@ -46,6 +46,7 @@
 #endif
 #include <linux/wait.h>
 #include <linux/futex.h>
+#include <linux/timex.h>
 #include <linux/random.h>
 #include <linux/prctl.h>
 #include <linux/mount.h>
@@ -63,6 +64,14 @@ int main(void)
 {
     SZ("timespec", struct __kernel_timespec);
     SZ("futex_waitv", struct futex_waitv);
+    SZ("timex", struct timex);
+    OFF("timex.offset", struct timex, offset); OFF("timex.freq", struct timex, freq);
+    OFF("timex.maxerror", struct timex, maxerror); OFF("timex.esterror", struct timex, esterror);
+    OFF("timex.status", struct timex, status); OFF("timex.constant", struct timex, constant);
+    OFF("timex.precision", struct timex, precision); OFF("timex.tolerance", struct timex, tolerance);
+    OFF("timex.time", struct timex, time); OFF("timex.tick", struct timex, tick);
+    OFF("timex.ppsfreq", struct timex, ppsfreq); OFF("timex.shift", struct timex, shift);
+    OFF("timex.stbcnt", struct timex, stbcnt); OFF("timex.tai", struct timex, tai);
     OFF("futex_waitv.uaddr", struct futex_waitv, uaddr);
     OFF("futex_waitv.flags", struct futex_waitv, flags);
     OFF("futex_waitv.__reserved", struct futex_waitv, __reserved);
@@ -295,6 +304,10 @@ int main(void)
     VAL(FUTEX_WAIT); VAL(FUTEX_WAKE); VAL(FUTEX_WAIT_BITSET); VAL(FUTEX_WAKE_BITSET);
     VAL(FUTEX_PRIVATE_FLAG); VAL(FUTEX_CLOCK_REALTIME); VAL(FUTEX_BITSET_MATCH_ANY);
     VAL(FUTEX_LOCK_PI2); VAL(FUTEX_WAITERS); VAL(FUTEX_TID_MASK); VAL(FUTEX_32); VAL(FUTEX_WAITV_MAX);
+    VAL(ADJ_OFFSET); VAL(ADJ_FREQUENCY); VAL(ADJ_MAXERROR); VAL(ADJ_ESTERROR); VAL(ADJ_STATUS);
+    VAL(ADJ_TIMECONST); VAL(ADJ_TAI); VAL(ADJ_SETOFFSET); VAL(ADJ_MICRO); VAL(ADJ_NANO); VAL(ADJ_TICK);
+    VAL(ADJ_OFFSET_SINGLESHOT); VAL(ADJ_OFFSET_SS_READ); VAL(STA_PLL); VAL(STA_UNSYNC);
+    VAL(STA_CLOCKERR); VAL(STA_NANO); VAL(STA_RONLY); VAL(TIME_OK); VAL(TIME_ERROR);
     VAL(CLOCK_REALTIME); VAL(CLOCK_MONOTONIC); VAL(CLOCK_BOOTTIME); VAL(CLOCK_TAI);
     VAL(TIMER_ABSTIME); VAL(ITIMER_REAL); VAL(ITIMER_VIRTUAL); VAL(ITIMER_PROF);
     VAL(RLIMIT_CPU); VAL(RLIMIT_STACK); VAL(RLIMIT_NOFILE); VAL(RLIMIT_AS);

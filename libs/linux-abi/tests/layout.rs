@@ -104,6 +104,43 @@ fn kernel_uapi_layouts() {
 
     c.size("timespec", Timespec::SIZE);
     c.size("futex_waitv", FutexWaitv::SIZE);
+    c.size("timex", Timex::SIZE);
+    let tx = Timex {
+        modes: 1,
+        offset: 2,
+        freq: 3,
+        maxerror: 4,
+        esterror: 5,
+        status: 6,
+        constant: 7,
+        precision: 8,
+        tolerance: 9,
+        time: Timeval { tv_sec: 10, tv_usec: 11 },
+        tick: 12,
+        pps: [13, 14, 15, 16, 17, 18, 19, 20],
+        tai: 21,
+    };
+    let mut tb = [0u8; Timex::SIZE];
+    tx.write_to(&mut tb);
+    assert_eq!(Timex::from_bytes(&tb), tx);
+    for (k, v) in [
+        ("timex.offset", 2u8),
+        ("timex.freq", 3),
+        ("timex.maxerror", 4),
+        ("timex.esterror", 5),
+        ("timex.status", 6),
+        ("timex.constant", 7),
+        ("timex.precision", 8),
+        ("timex.tolerance", 9),
+        ("timex.time", 10),
+        ("timex.tick", 12),
+        ("timex.ppsfreq", 13),
+        ("timex.shift", 15),
+        ("timex.stbcnt", 20),
+        ("timex.tai", 21),
+    ] {
+        c.field(k, &tb, &[v]);
+    }
     // Place each field where C says it is; the parser must find it there.
     let mut w = [0u8; FutexWaitv::SIZE];
     w[c.get("futex_waitv.uaddr") as usize] = 0x11;
@@ -509,6 +546,9 @@ fn kernel_uapi_layouts() {
         FUTEX_WAIT, FUTEX_WAKE, FUTEX_WAIT_BITSET, FUTEX_WAKE_BITSET, FUTEX_PRIVATE_FLAG,
         FUTEX_CLOCK_REALTIME, FUTEX_BITSET_MATCH_ANY, FUTEX_LOCK_PI2, FUTEX_WAITERS,
         FUTEX_TID_MASK, FUTEX_32, FUTEX_WAITV_MAX,
+        ADJ_OFFSET, ADJ_FREQUENCY, ADJ_MAXERROR, ADJ_ESTERROR, ADJ_STATUS, ADJ_TIMECONST, ADJ_TAI,
+        ADJ_SETOFFSET, ADJ_MICRO, ADJ_NANO, ADJ_TICK, ADJ_OFFSET_SINGLESHOT, ADJ_OFFSET_SS_READ,
+        STA_PLL, STA_UNSYNC, STA_CLOCKERR, STA_NANO, STA_RONLY, TIME_OK, TIME_ERROR,
         CLOCK_REALTIME, CLOCK_MONOTONIC, CLOCK_BOOTTIME, CLOCK_TAI, TIMER_ABSTIME,
         ITIMER_REAL, ITIMER_VIRTUAL, ITIMER_PROF,
         RLIMIT_CPU, RLIMIT_STACK, RLIMIT_NOFILE, RLIMIT_AS, RLIMIT_RTTIME, RLIM_NLIMITS,
