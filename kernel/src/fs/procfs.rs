@@ -110,7 +110,7 @@ fn extra_ino(path: &str) -> u64 {
 }
 
 const GLOBALS: &[&str] = &["meminfo", "cpuinfo", "uptime", "loadavg", "filesystems", "stat", "version", "locks"];
-const PID_FILES: &[&str] = &["stat", "status", "cmdline", "comm", "maps", "statm", "environ", "mounts"];
+const PID_FILES: &[&str] = &["stat", "status", "cmdline", "comm", "maps", "statm", "environ", "auxv", "mounts"];
 const SYS_KERNEL_FILES: &[&str] = &["pid_max", "ostype", "osrelease", "hostname"];
 const PID_LINKS: &[&str] = &["exe", "cwd", "root"];
 
@@ -165,6 +165,20 @@ impl ProcInode {
         }
     }
 
+    /// What reading the file gives: its text, or for /proc/<pid>/auxv
+    /// the binary vector.
+    fn bytes(&self) -> Result<Vec<u8>, Errno> {
+        if let Node::PidFile(pid, "auxv") = self.node {
+            let p = process(pid)?;
+            let auxv = p.auxv.lock();
+            let mut copy = Vec::new();
+            copy.try_reserve_exact(auxv.len()).map_err(|_| Errno::ENOMEM)?;
+            copy.extend_from_slice(&auxv);
+            return Ok(copy);
+        }
+        self.content().map(String::into_bytes)
+    }
+
     fn content(&self) -> Result<String, Errno> {
         match self.node {
             Node::Global(name) => global(name),
@@ -213,7 +227,7 @@ impl Inode for ProcInode {
         let kind = self.kind();
         let perm = match (kind, self.node) {
             (_, Node::FdDir(_)) => 0o500,
-            (_, Node::PidFile(_, "environ")) => 0o400,
+            (_, Node::PidFile(_, "environ" | "auxv")) => 0o400,
             (FileType::Directory, _) => 0o555,
             (FileType::Symlink, _) => 0o777,
             _ => 0o444,
@@ -252,8 +266,8 @@ impl Inode for ProcInode {
     }
 
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize, Errno> {
-        let data = self.content()?;
-        let bytes = data.as_bytes();
+        let data = self.bytes()?;
+        let bytes = data.as_slice();
         let start = (offset as usize).min(bytes.len());
         let n = buf.len().min(bytes.len() - start);
         buf[..n].copy_from_slice(&bytes[start..start + n]);
@@ -453,7 +467,7 @@ impl Inode for ProcInode {
         if self.kind() != FileType::Regular {
             return None;
         }
-        Some(self.content().map(|s| Arc::new(SnapshotFile::new(s.into_bytes(), S_IFREG | 0o444)) as Arc<dyn FileOps>))
+        Some(self.bytes().map(|b| Arc::new(SnapshotFile::new(b, S_IFREG | 0o444)) as Arc<dyn FileOps>))
     }
 }
 

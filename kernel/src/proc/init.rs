@@ -51,6 +51,7 @@ pub fn start(path: &str, argv: Vec<String>) -> Result<(), Errno> {
     p.set_comm_from_path(path);
     *p.cmdline.lock() = argv;
     *p.environ.lock() = envp;
+    *p.auxv.lock() = image.auxv;
     register_process(&p);
     crate::fs::tty::activate(pid);
     let t = Arc::new(Task::new(pid, p.clone(), SigSet(0), cred));

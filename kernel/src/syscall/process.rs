@@ -232,6 +232,7 @@ fn clone_with(ctx: &mut SyscallContext, req: CloneRequest) -> SysResult {
         *p.comm.lock() = parent.comm.lock().clone();
         *p.cmdline.lock() = parent.cmdline.lock().clone();
         *p.environ.lock() = parent.environ.lock().clone();
+        *p.auxv.lock() = parent.auxv.lock().clone();
         p.umask.store(parent.umask.load(Ordering::Relaxed), Ordering::Relaxed);
         p.dumpable.store(parent.dumpable.load(Ordering::Relaxed), Ordering::Relaxed);
         *p.rlimits.lock() = *parent.rlimits.lock();

@@ -291,7 +291,7 @@ pub(super) fn load(dentry: &Arc<Dentry>, head: &[u8], bprm: &Binprm) -> Result<I
         egid: c.egid,
         secure: creds.secure,
     };
-    let stack_pointer = stack::build(&mut vm, bprm, &aux)?;
+    let (stack_pointer, auxv) = stack::build(&mut vm, bprm, &aux)?;
     let cred = Arc::try_new(creds.cred).map_err(|_| Errno::ENOMEM)?;
-    Ok(Image { vm, entry, stack_pointer, exe, cred, dumpable })
+    Ok(Image { vm, entry, stack_pointer, exe, cred, dumpable, auxv })
 }

@@ -66,6 +66,8 @@ pub struct Image {
     /// The process stays dumpable: no id changed, and every file of the
     /// chain (scripts, program, interpreter) was readable.
     pub dumpable: bool,
+    /// The auxiliary vector as written to the stack (Process::auxv).
+    pub auxv: Vec<u8>,
 }
 
 /// Linux's open_exec checks on a looked-up file: a symlink here was not
