@@ -12,6 +12,7 @@ PACKAGES=(
     lld-16                           # kernel linker
     qemu-system-x86                  # boots the kernel
     musl-tools busybox-static        # static user-space programs
+    golang-go                        # user/go: Go programs (CGO_ENABLED=0)
     grub-pc-bin grub-common xorriso mtools # GRUB ISO (grub-mkrescue)
 )
 

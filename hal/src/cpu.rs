@@ -83,6 +83,20 @@ pub(crate) fn read_cr2() -> u64 {
     v
 }
 
+/// Reads DR6 (why the last debug exception happened) and resets it to
+/// its idle value: the CPU never clears the status bits itself.
+pub(crate) fn take_dr6() -> u64 {
+    let v: u64;
+    // SAFETY: DR6 only reports debug conditions; reading it and writing
+    // its architectural reset value (all status bits clear) changes
+    // nothing else.
+    unsafe {
+        asm!("mov {}, dr6", out(reg) v, options(nomem, nostack, preserves_flags));
+        asm!("mov dr6, {}", in(reg) 0xffff_0ff0u64, options(nomem, nostack, preserves_flags));
+    }
+    v
+}
+
 pub(crate) fn read_cr3() -> u64 {
     let v: u64;
     // SAFETY: reading CR3 has no side effects.

@@ -331,6 +331,8 @@ pub struct PageTable {
     /// User pages that hold a frame (PROT_NONE ones included, as Linux
     /// counts them): the resident set, for /proc and the OOM killer.
     resident: AtomicU64,
+    /// Table frames of this space, the root included (VmPTE).
+    tables: AtomicU64,
 }
 
 impl PageTable {
@@ -341,7 +343,12 @@ impl PageTable {
             write_entry(root, idx, read_entry(kernel, idx));
         }
         USER_TABLE_FRAMES.fetch_add(1, Ordering::Relaxed);
-        Ok(PageTable { root, lock: crate::sync::SpinLock::new(()), resident: AtomicU64::new(0) })
+        Ok(PageTable {
+            root,
+            lock: crate::sync::SpinLock::new(()),
+            resident: AtomicU64::new(0),
+            tables: AtomicU64::new(1),
+        })
     }
 
     pub fn root(&self) -> PhysAddr {
@@ -351,6 +358,11 @@ impl PageTable {
     /// How many user pages hold a frame.
     pub fn resident_pages(&self) -> u64 {
         self.resident.load(Ordering::Relaxed)
+    }
+
+    /// How many frames this space's tables take, the root included.
+    pub fn table_frames(&self) -> u64 {
+        self.tables.load(Ordering::Relaxed)
     }
 
     fn check_user(va: u64) {
@@ -377,6 +389,7 @@ impl PageTable {
         let mut created = 0;
         let result = walk_create_counted(self.root, va, 1, true, &mut created);
         USER_TABLE_FRAMES.fetch_add(created, Ordering::Relaxed);
+        self.tables.fetch_add(created, Ordering::Relaxed);
         let pt = result?;
         let idx = index_at(va, 0);
         let old = read_entry(pt, idx);

@@ -61,7 +61,8 @@ pub struct GeneralRegs {
 pub enum ReturnReason {
     /// SYSCALL: number in `rax`, arguments in rdi, rsi, rdx, r10, r8, r9.
     Syscall,
-    /// A CPU exception in user mode.
+    /// A CPU exception in user mode. `fault_addr` is CR2 for a page
+    /// fault and DR6 for a debug exception (vector 1).
     Exception { vector: u8, error_code: u64, fault_addr: u64 },
     /// A device or timer interrupt arrived (already handled).
     Interrupt,
@@ -104,6 +105,13 @@ impl FpuState {
 
     pub fn as_bytes(&self) -> &[u8; 512] {
         &self.0
+    }
+
+    /// An image given by a debugger (PTRACE_SETFPREGS), made safe to load.
+    pub fn from_bytes(image: &[u8; 512]) -> FpuState {
+        let mut state = FpuState(*image);
+        state.sanitize();
+        state
     }
 }
 
@@ -167,7 +175,10 @@ impl Default for UserContext {
     }
 }
 
-const USER_RFLAGS_MASK: u64 = 0x0000_0000_0000_0cd5; // CF PF AF ZF SF DF OF
+const USER_RFLAGS_MASK: u64 = 0x0000_0000_0000_0dd5; // CF PF AF ZF SF TF DF OF
+/// The trap flag: a debug exception after each user instruction (set by
+/// a program itself, or by a tracer's PTRACE_SINGLESTEP).
+pub const RFLAGS_TF: u64 = 1 << 8;
 const RFLAGS_IF: u64 = 1 << 9;
 const RFLAGS_RESERVED1: u64 = 1 << 1;
 
@@ -289,8 +300,12 @@ impl UserContext {
         // address and flags, which is exactly what SYSRET loads: take the
         // fast way back. Anything else (signals, exec, sigreturn, faults)
         // needs IRET to restore every register.
-        let fast =
-            self.trap_kind == KIND_SYSCALL && self.regs.rcx == self.regs.rip && self.regs.r11 == self.regs.rflags;
+        // SYSRET with TF set would trap before the first user instruction
+        // (IRET traps after it, which is what single-stepping expects).
+        let fast = self.trap_kind == KIND_SYSCALL
+            && self.regs.rcx == self.regs.rip
+            && self.regs.r11 == self.regs.rflags
+            && self.regs.rflags & RFLAGS_TF == 0;
         // SAFETY: `self` outlives the call; the assembly saves and restores
         // every callee-saved register and returns here with interrupts off.
         // SYSRET is only used with a user-half rip (checked above), so it
@@ -509,7 +524,13 @@ extern "C" fn save_user_trap(frame: &TrapFrame) {
         ctx.trap_kind = KIND_EXCEPTION;
         ctx.trap_vector = frame.vector;
         ctx.trap_error = frame.error_code;
-        ctx.trap_addr = if frame.vector == 14 { cpu::read_cr2() } else { 0 };
+        // A page fault's address, or why a debug exception (#DB) came:
+        // DR6, which is reset for the next one.
+        ctx.trap_addr = match frame.vector {
+            14 => cpu::read_cr2(),
+            1 => cpu::take_dr6(),
+            _ => 0,
+        };
     } else {
         ctx.trap_kind = KIND_INTERRUPT;
     }

@@ -30,18 +30,37 @@ fn on_tick(_vector: u8) {
     if hal::percpu::cpu_id() == 0 {
         crate::proc::timer::on_tick(now_ns());
     }
+    // Sample user or system time for the thread this tick interrupted
+    // (before a preemption switches away from it).
+    crate::proc::cputime::on_tick(hal::trap::interrupted_user_mode());
     crate::sched::on_tick();
 }
 
 /// Wall-clock nanoseconds at the monotonic clock's zero, from the RTC.
 static REALTIME_BASE_NS: AtomicU64 = AtomicU64::new(0);
 
-/// Sets the wall clock (clock_settime(CLOCK_REALTIME)).
-/// The vDSO's copy follows, so user mode reads the new time at once.
+/// Bumped every time the wall clock is set.
+static WALL_CLOCK_GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// Sleepers waiting for a wall-clock time, woken when the clock is set.
+pub static WALL_CLOCK_SET: crate::sched::WaitQueue = crate::sched::WaitQueue::new();
+
+/// Sets the wall clock (clock_settime(CLOCK_REALTIME)) and wakes the
+/// sleepers waiting for a wall time, which look again. The vDSO's copy
+/// follows, so user mode reads the new time at once. Timers kept on the
+/// wall clock (POSIX timers, timerfds) are moved by the caller, the
+/// syscall layer's `set_wall_clock`, which knows them all.
 pub fn set_realtime_ns(ns: u64) {
     let base = ns.saturating_sub(now_ns());
     REALTIME_BASE_NS.store(base, Ordering::Relaxed);
     crate::vdso::set_realtime_base(base);
+    WALL_CLOCK_GENERATION.fetch_add(1, Ordering::AcqRel);
+    WALL_CLOCK_SET.wake_all();
+}
+
+/// How many times the wall clock has been set.
+pub fn wall_clock_generation() -> u64 {
+    WALL_CLOCK_GENERATION.load(Ordering::Acquire)
 }
 
 /// Nanoseconds since the Unix epoch.

@@ -15,7 +15,7 @@ use alloc::vec::Vec;
 
 use linux_abi::errno::Errno;
 
-pub use kiln_util::cred::{ExecFile, FileAttrs, MAY_EXEC, MAY_READ, MAY_WRITE, NO_ID, S_ISGID};
+pub use kiln_util::cred::{ExecFile, FileAttrs, PtraceMode, MAY_EXEC, MAY_READ, MAY_WRITE, NO_ID, S_ISGID};
 
 /// A thread's credentials.
 pub type Cred = kiln_util::cred::Cred<GroupList>;

@@ -28,6 +28,7 @@ mod random;
 mod sched;
 mod sync;
 mod syscall;
+mod uts;
 mod vdso;
 
 #[cfg(feature = "ktest")]

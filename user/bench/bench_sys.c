@@ -6,6 +6,8 @@
  */
 #include "kbench.h"
 
+#include <sys/epoll.h>
+
 int b_getppid(uint64_t *ns, uint64_t *ops)
 {
     uint64_t n = iters(200000);
@@ -111,6 +113,95 @@ int b_pipe_pingpong(uint64_t *ns, uint64_t *ops)
     *ops = n;
     close(there[1]);
     close(back[0]);
+    return reap(pid);
+}
+
+/* epoll_wait with timeout 0 on an instance whose one entry, a pipe with
+ * data, is ready: the cost of asking (scan, re-poll, copy out). */
+int b_epoll_wait(uint64_t *ns, uint64_t *ops)
+{
+    int p[2];
+    if (pipe(p) != 0)
+        return fail("pipe");
+    int ep = epoll_create1(0);
+    if (ep < 0)
+        return fail("epoll_create1");
+    struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 1 };
+    if (epoll_ctl(ep, EPOLL_CTL_ADD, p[0], &ev) != 0)
+        return fail("epoll_ctl");
+    if (write(p[1], "x", 1) != 1)
+        return fail("write");
+    uint64_t n = iters(50000);
+    for (uint64_t i = 0; i < warm(n) + n; i++) {
+        if (i == warm(n))
+            *ns = now();
+        if (epoll_wait(ep, &ev, 1, 0) != 1)
+            return fail("epoll_wait");
+    }
+    *ns = now() - *ns;
+    *ops = n;
+    close(ep);
+    close(p[0]);
+    close(p[1]);
+    return 0;
+}
+
+/* Sleeps in epoll_wait until the pipe has a byte, then reads it. */
+static int epoll_read(int ep, int fd, char *c)
+{
+    struct epoll_event ev;
+    if (epoll_wait(ep, &ev, 1, -1) != 1)
+        return -1;
+    return read(fd, c, 1) == 1 ? 0 : -1;
+}
+
+/* pipe_pingpong with each side sleeping in epoll_wait before its read:
+ * a round trip is two epoll wakeups. */
+int b_epoll_pingpong(uint64_t *ns, uint64_t *ops)
+{
+    int there[2], back[2];
+    if (pipe(there) != 0 || pipe(back) != 0)
+        return fail("pipe");
+    pid_t pid = fork();
+    if (pid < 0)
+        return fail("fork");
+    if (pid == 0) {
+        char c;
+        close(there[1]);
+        close(back[0]);
+        int ep = epoll_create1(0);
+        struct epoll_event ev = { .events = EPOLLIN };
+        if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, there[0], &ev) != 0)
+            _exit(1);
+        for (;;) {
+            struct epoll_event out;
+            if (epoll_wait(ep, &out, 1, -1) != 1)
+                _exit(1);
+            if (read(there[0], &c, 1) != 1)
+                _exit(0);
+            if (write(back[1], &c, 1) != 1)
+                _exit(1);
+        }
+    }
+    close(there[0]);
+    close(back[1]);
+    int ep = epoll_create1(0);
+    struct epoll_event ev = { .events = EPOLLIN };
+    if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, back[0], &ev) != 0)
+        return fail("epoll");
+    uint64_t n = iters(20000);
+    char c = 'x';
+    for (uint64_t i = 0; i < warm(n) + n; i++) {
+        if (i == warm(n))
+            *ns = now();
+        if (write(there[1], &c, 1) != 1 || epoll_read(ep, back[0], &c) != 0)
+            return fail("epoll round trip");
+    }
+    *ns = now() - *ns;
+    *ops = n;
+    close(there[1]);
+    close(back[0]);
+    close(ep);
     return reap(pid);
 }
 

@@ -118,6 +118,8 @@ static const struct {
     {"vdso_getcpu", b_vdso_getcpu},
     {"pipe_pingpong", b_pipe_pingpong},
     {"futex_pingpong", b_futex_pingpong},
+    {"epoll_wait", b_epoll_wait},
+    {"epoll_pingpong", b_epoll_pingpong},
     {"signal", b_signal},
     {"page_fault", b_page_fault},
     {"mmap_munmap", b_mmap_munmap},

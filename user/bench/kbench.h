@@ -60,6 +60,8 @@ int b_open_close(uint64_t *ns, uint64_t *ops);
 int b_stat(uint64_t *ns, uint64_t *ops);
 int b_pipe_pingpong(uint64_t *ns, uint64_t *ops);
 int b_futex_pingpong(uint64_t *ns, uint64_t *ops);
+int b_epoll_wait(uint64_t *ns, uint64_t *ops);
+int b_epoll_pingpong(uint64_t *ns, uint64_t *ops);
 int b_signal(uint64_t *ns, uint64_t *ops);
 int b_tmpfs_file(uint64_t *ns, uint64_t *ops);
 int b_getdents(uint64_t *ns, uint64_t *ops);

@@ -69,6 +69,7 @@ static UNUSED const char *errname(int e)
     case EMFILE: return "EMFILE";
     case ENOTTY: return "ENOTTY";
     case EFBIG: return "EFBIG";
+    case ETXTBSY: return "ETXTBSY";
     case ENOSPC: return "ENOSPC";
     case ESPIPE: return "ESPIPE";
     case EROFS: return "EROFS";
@@ -81,7 +82,6 @@ static UNUSED const char *errname(int e)
     case ENOTEMPTY: return "ENOTEMPTY";
     case ELOOP: return "ELOOP";
     case ELIBBAD: return "ELIBBAD";
-    case ETXTBSY: return "ETXTBSY";
     case ETIMEDOUT: return "ETIMEDOUT";
     case EOVERFLOW: return "EOVERFLOW";
     case EOPNOTSUPP: return "EOPNOTSUPP";
@@ -90,6 +90,7 @@ static UNUSED const char *errname(int e)
     case EMSGSIZE: return "EMSGSIZE";
     case ENOTSOCK: return "ENOTSOCK";
     case ENOLCK: return "ENOLCK";
+    case ECANCELED: return "ECANCELED";
     default:
         snprintf(buf, sizeof buf, "errno%d", e);
         return buf;
@@ -121,6 +122,9 @@ static UNUSED const char *signame(int s)
     case SIGTSTP: return "SIGTSTP";
     case SIGVTALRM: return "SIGVTALRM";
     case SIGPROF: return "SIGPROF";
+    case SIGXCPU: return "SIGXCPU";
+    case SIGXFSZ: return "SIGXFSZ";
+    case SIGSYS: return "SIGSYS";
     case SIGIO: return "SIGIO";
     default:
         snprintf(buf, sizeof buf, "signal%d", s);

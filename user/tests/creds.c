@@ -10,9 +10,11 @@
  * with v1/v2/v3 headers, the bounding set, ambient capabilities,
  * securebits and keepcaps, no_new_privs, dumpability, exec of set-user-ID
  * and set-group-ID copies of this program (AT_SECURE, nosuid mounts),
- * signal permission, waitid's si_uid, /proc/self/status, and the calls
- * that need a capability (mount, umount, reboot, clock_settime,
- * setrlimit, prlimit, sched_setaffinity).
+ * signal permission, waitid's si_uid, /proc/self/status and a thread's
+ * own status, pagemap's frame numbers and mode, and the calls that need
+ * a capability (mount, umount, reboot, clock_settime, settimeofday,
+ * sethostname, setdomainname, clone3's set_tid, setrlimit, prlimit,
+ * sched_setaffinity, mlock past RLIMIT_MEMLOCK), PRIO_USER by real uid.
  */
 #include "common.h"
 #include <fcntl.h>
@@ -21,6 +23,7 @@
 #include <pthread.h>
 #include <sys/auxv.h>
 #include <sys/fsuid.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sched.h>
@@ -657,6 +660,62 @@ static int t_privileged_calls(void)
     EXPECT_ERR(EACCES, "uid 1000: raising it back (RLIMIT_NICE 0)", setpriority(PRIO_PROCESS, 0, nice));
     struct sched_param sp = { .sched_priority = 1 };
     EXPECT_ERR(EPERM, "uid 1000: SCHED_FIFO (RLIMIT_RTPRIO 0)", syscall(SYS_sched_setscheduler, 0, SCHED_FIFO, &sp));
+    /* CAP_SYS_ADMIN is asked before the length is looked at. */
+    EXPECT_ERR(EPERM, "uid 1000: sethostname", syscall(SYS_sethostname, "kiln", 4));
+    EXPECT_ERR(EPERM, "uid 1000: sethostname(len 1000)", syscall(SYS_sethostname, "kiln", 1000));
+    EXPECT_ERR(EPERM, "uid 1000: setdomainname", syscall(SYS_setdomainname, "kiln", 4));
+    EXPECT_ERR(EACCES, "uid 1000: open /proc/sys/kernel/hostname for writing",
+               open("/proc/sys/kernel/hostname", O_WRONLY));
+    /* settimeofday asks CAP_SYS_TIME even with nothing to set, after
+     * checking the time and before the time zone's range. */
+    struct timeval bad_tv = { 0, 2000000 };
+    struct timezone far_tz = { 16 * 60, 0 };
+    EXPECT_ERR(EPERM, "uid 1000: settimeofday(NULL, NULL)", syscall(SYS_settimeofday, NULL, NULL));
+    EXPECT_ERR(EINVAL, "uid 1000: settimeofday(bad usec)", syscall(SYS_settimeofday, &bad_tv, NULL));
+    EXPECT_ERR(EPERM, "uid 1000: settimeofday(NULL, tz out of range)", syscall(SYS_settimeofday, NULL, &far_tz));
+    /* clone3's set_tid needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE,
+     * asked before whether the id is free. */
+    uint64_t ca[11] = { 0 };
+    pid_t own = getpid();
+    ca[4] = SIGCHLD;
+    ca[8] = (uint64_t)(uintptr_t)&own;
+    ca[9] = 1;
+    EXPECT_ERR(EPERM, "uid 1000: clone3 with set_tid", syscall(SYS_clone3, ca, sizeof ca));
+    return 0;
+}
+
+/* RLIMIT_MEMLOCK binds a caller without CAP_IPC_LOCK (a normalized
+ * root has none either). */
+static int t_memlock(void)
+{
+    char *p = mmap(NULL, 4 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    struct rlimit rl = { 2 * 4096, 2 * 4096 };
+    check(p != MAP_FAILED && setrlimit(RLIMIT_MEMLOCK, &rl) == 0, "RLIMIT_MEMLOCK two pages");
+    check(setresuid(1000, 1000, 1000) == 0, "become 1000");
+    EXPECT_ERR(ENOMEM, "uid 1000: mlock of three pages", mlock(p, 3 * 4096));
+    EXPECT_OK("uid 1000: mlock of two pages", mlock(p, 2 * 4096));
+    EXPECT_ERR(ENOMEM, "uid 1000: one page more", mlock(p + 2 * 4096, 4096));
+    EXPECT_OK("uid 1000: munlock", munlock(p, 2 * 4096));
+    rl.rlim_cur = 0;
+    check(setrlimit(RLIMIT_MEMLOCK, &rl) == 0, "RLIMIT_MEMLOCK 0");
+    EXPECT_ERR(EPERM, "uid 1000: mlock with RLIMIT_MEMLOCK 0", mlock(p, 4096));
+    EXPECT_ERR(EPERM, "uid 1000: mlockall with RLIMIT_MEMLOCK 0", mlockall(MCL_CURRENT));
+    return 0;
+}
+
+/* PRIO_USER names the processes of a real uid (an uncommon one here, so
+ * no other process on the host shares it). */
+static int t_prio_user(void)
+{
+    check(setresuid(43210, 43210, 43210) == 0, "become 43210");
+    errno = 0;
+    int nice = getpriority(PRIO_USER, 0);
+    check(errno == 0 && nice == getpriority(PRIO_PROCESS, 0), "getpriority(PRIO_USER, 0) is its own");
+    check(setpriority(PRIO_USER, 0, nice + 1) == 0, "setpriority(PRIO_USER, 0) lowers its own priority");
+    check(getpriority(PRIO_PROCESS, 0) == nice + 1, "... the process's nice moved");
+    errno = 0;
+    check(getpriority(PRIO_USER, 43210) == nice + 1 && errno == 0, "getpriority(PRIO_USER, 43210)");
+    EXPECT_ERR(ESRCH, "getpriority(PRIO_USER, uid without processes)", getpriority(PRIO_USER, 43211));
     return 0;
 }
 
@@ -705,6 +764,105 @@ static int t_status(void)
     prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
     check(stat("/proc/self/status", &st) == 0, "stat /proc/self/status");
     printf("/proc/self/status owner %u:%u (dumpable: effective ids)\n", st.st_uid, st.st_gid);
+    return 0;
+}
+
+/* The pagemap entry of `addr` read through `fd`. */
+static uint64_t pagemap_entry(int fd, const volatile void *addr)
+{
+    uint64_t e = 0;
+    if (pread(fd, &e, sizeof e, (off_t)((uintptr_t)addr / 4096 * 8)) != sizeof e)
+        return ~0ULL;
+    return e;
+}
+
+#define PM_PRESENT (1ULL << 63)
+#define PM_PFN ((1ULL << 55) - 1)
+
+static volatile char touched[4096] __attribute__((aligned(4096)));
+
+/* pagemap shows frame numbers only to an opener with CAP_SYS_ADMIN, and
+ * is the process's own only while it is dumpable (0400). */
+static int t_pagemap(void)
+{
+    touched[0] = 1;
+    int fd = open("/proc/self/pagemap", O_RDONLY);
+    uint64_t e = pagemap_entry(fd, touched);
+    check(fd >= 0 && e != ~0ULL, "root: read /proc/self/pagemap");
+    printf("root without CAP_SYS_ADMIN: present %d, frame number %s\n", !!(e & PM_PRESENT),
+           (e & PM_PFN) ? "shown" : "0");
+    check(setresuid(1000, 1000, 1000) == 0, "become 1000");
+    e = pagemap_entry(fd, touched);
+    printf("uid 1000, through root's descriptor: present %d, frame number %s\n", !!(e & PM_PRESENT),
+           (e & PM_PFN) ? "shown" : "0");
+    close(fd);
+    EXPECT_ERR(EACCES, "uid 1000, not dumpable: open /proc/self/pagemap", open("/proc/self/pagemap", O_RDONLY));
+    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+    fd = open("/proc/self/pagemap", O_RDONLY);
+    e = pagemap_entry(fd, touched);
+    check(fd >= 0 && e != ~0ULL, "uid 1000, dumpable: read /proc/self/pagemap");
+    printf("uid 1000: present %d, frame number %s\n", !!(e & PM_PRESENT), (e & PM_PFN) ? "shown" : "0");
+    close(fd);
+    return 0;
+}
+
+static pid_t status_tid;
+
+static void *thread_changes_ids(void *arg)
+{
+    (void)arg;
+    /* Raw calls: only this thread's credentials change. */
+    syscall(SYS_setresgid, 7, 8, 9);
+    syscall(SYS_setresuid, 1000, 1001, 1002);
+    status_tid = (pid_t)syscall(SYS_gettid);
+    pthread_barrier_wait(&bar);
+    pthread_barrier_wait(&bar);
+    return NULL;
+}
+
+/* Prints the lines of `path` that start with one of `keys`. */
+static void show_status_lines(const char *label, const char *path)
+{
+    char buf[4096];
+    int fd = open(path, O_RDONLY);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    buf[n > 0 ? n : 0] = 0;
+    const char *keys[] = { "\nUid:", "\nGid:", "\nCapPrm:", "\nCapEff:" };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        char *k = strstr(buf, keys[i]);
+        char *end = k ? strchr(k + 1, '\n') : NULL;
+        if (k && end)
+            printf("%s %.*s\n", label, (int)(end - k - 1), k + 1);
+        else
+            check(0, "%s has %s", path, keys[i] + 1);
+    }
+}
+
+/* A thread's status under task/ shows its own credentials, and its
+ * directory belongs to its own effective ids. */
+static int t_thread_status(void)
+{
+    pthread_t t;
+    pthread_barrier_init(&bar, NULL, 2);
+    pthread_create(&t, NULL, thread_changes_ids, NULL);
+    pthread_barrier_wait(&bar);
+    char path[96];
+    show_status_lines("process:", "/proc/self/status");
+    snprintf(path, sizeof path, "/proc/self/task/%d/status", (int)getpid());
+    show_status_lines("main thread:", path);
+    snprintf(path, sizeof path, "/proc/self/task/%d/status", (int)status_tid);
+    show_status_lines("other thread:", path);
+    struct stat st;
+    snprintf(path, sizeof path, "/proc/self/task/%d", (int)status_tid);
+    check(stat(path, &st) == 0, "stat the other thread's directory");
+    printf("other thread's directory owner %u:%u\n", st.st_uid, st.st_gid);
+    snprintf(path, sizeof path, "/proc/self/task/%d", (int)getpid());
+    check(stat(path, &st) == 0, "stat the main thread's directory");
+    printf("main thread's directory owner %u:%u\n", st.st_uid, st.st_gid);
+    pthread_barrier_wait(&bar);
+    pthread_join(t, NULL);
     return 0;
 }
 
@@ -789,7 +947,11 @@ int main(int argc, char **argv)
     in_child("waitid si_uid", t_waitid_uid);
     in_child("privileged calls", t_privileged_calls);
     in_child("nice without CAP_SYS_NICE", t_nice_without_cap);
+    in_child("RLIMIT_MEMLOCK without CAP_IPC_LOCK", t_memlock);
+    in_child("PRIO_USER by real uid", t_prio_user);
     in_child("/proc/self/status", t_status);
+    in_child("pagemap", t_pagemap);
+    in_child("thread status", t_thread_status);
 
     check(umount2(mnt, 0) == 0 && umount2(nosuid_mnt, 0) == 0, "unmount the scratch mounts");
     rmdir(mnt);

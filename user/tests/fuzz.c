@@ -22,6 +22,12 @@
  * record locks, flock, leases, owners and O_ASYNC on the child itself,
  * memfds and seals); afterwards the parent removes every IPC object they
  * left and checks that none remains.
+ * A quarter of the other calls work on event files with mostly valid
+ * arguments (epoll instances nested and watching each other's files,
+ * eventfds, timerfds armed to fire, signalfds, inotify watches on
+ * /tmp/fuzz while files come and go there, some inotify instances with
+ * O_ASYNC sending the child the blocked SIGUSR1), so the calls get past
+ * their argument checks.
  */
 #include "common.h"
 #include <fcntl.h>
@@ -29,8 +35,14 @@
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/ipc.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/msg.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
 #include <sys/resource.h>
 #include <sys/sem.h>
 #include <sys/shm.h>
@@ -73,6 +85,9 @@ static int excluded(long nr)
     case SYS_adjtimex: case SYS_clock_adjtime: case SYS_fork: case SYS_vfork: case SYS_clone:
     case SYS_ptrace: case SYS_swapon: case SYS_swapoff:
     case SYS_syslog: case SYS_acct: case SYS_setpriority: case SYS_ioprio_set:
+    /* Limits now bite (RLIMIT_CPU kills, RLIMIT_STACK stops stack growth):
+     * one set on pid 1 would end the run. */
+    case SYS_prlimit64:
 #ifdef SYS_clone3
     case SYS_clone3:
 #endif
@@ -339,6 +354,149 @@ static int ipc_cleanup(void)
     return mi.msgpool + si.semusz + shinfo.used_ids;
 }
 
+/* Event-file descriptors this child made, for calls that use them. */
+static int evfds[16];
+static int nev;
+
+static int pick_ev(void)
+{
+    return nev ? evfds[next() % nev] : (int)(next() % 8);
+}
+
+static int any_fd(void)
+{
+    return next() % 4 ? pick_ev() : (int)(next() % 12);
+}
+
+static void keep(int fd)
+{
+    if (fd < 0)
+        return;
+    if (nev < 16) {
+        evfds[nev++] = fd;
+    } else {
+        int i = (int)(next() % 16);
+        close(evfds[i]);
+        evfds[i] = fd;
+    }
+}
+
+static unsigned epoll_bits(void)
+{
+    static const unsigned bits[] = { EPOLLIN, EPOLLOUT, EPOLLPRI, EPOLLRDHUP, EPOLLET, EPOLLONESHOT,
+                                     EPOLLEXCLUSIVE, EPOLLWAKEUP, EPOLLERR, EPOLLHUP, 1u << 20 };
+    unsigned m = 0;
+    for (int i = 0, n = (int)(next() % 4); i < n; i++)
+        m |= bits[next() % (sizeof bits / sizeof bits[0])];
+    return m;
+}
+
+/* One call on event files, arguments mostly valid. */
+static void event_call(void)
+{
+    static const int clocks[] = { CLOCK_MONOTONIC, CLOCK_REALTIME, CLOCK_BOOTTIME, CLOCK_REALTIME_ALARM, 3, -1 };
+    static const char *names[] = { "/tmp/fuzz/n1", "/tmp/fuzz/n2", "/tmp/fuzz/d/n3" };
+    int nonblock = next() % 4 ? O_NONBLOCK : 0;
+    uint64_t value = next() % 3 ? next() % 4 : next();
+    switch (next() % 16) {
+    case 0: keep(epoll_create1(next() % 4 ? 0 : EPOLL_CLOEXEC)); break;
+    case 1: keep(eventfd((unsigned)(next() % 3), nonblock | (next() % 3 ? 0 : EFD_SEMAPHORE))); break;
+    case 2: keep(timerfd_create(clocks[next() % 6], nonblock)); break;
+    case 3: {
+        uint64_t mask = next();
+        keep((int)syscall(SYS_signalfd4, next() % 3 ? -1 : pick_ev(), &mask, 8, nonblock));
+        break;
+    }
+    case 4: {
+        int fd = inotify_init1(nonblock);
+        if (fd >= 0 && next() % 4 == 0) {
+            fcntl(fd, F_SETOWN, getpid());
+            fcntl(fd, F_SETSIG, SIGUSR1);
+            fcntl(fd, F_SETFL, nonblock | O_ASYNC);
+        }
+        keep(fd);
+        break;
+    }
+    case 5: case 6: case 7: {
+        struct epoll_event ev = { .events = epoll_bits(), .data.u64 = next() };
+        epoll_ctl(pick_ev(), (int)(next() % 4), any_fd(), next() % 8 ? &ev : (void *)arg());
+        break;
+    }
+    case 8: {
+        struct timespec ts = { 0, (long)(next() % 3000000) };
+        uint64_t mask = next();
+        int max = next() % 8 ? (int)(next() % 8) + 1 : (int)arg();
+        void *buf = next() % 8 ? (void *)scratch : (void *)arg();
+        switch (next() % 3) {
+        case 0: epoll_wait(pick_ev(), buf, max, (int)(next() % 3)); break;
+        case 1: syscall(SYS_epoll_pwait, pick_ev(), buf, max, (int)(next() % 3), &mask, 8); break;
+        default: syscall(SYS_epoll_pwait2, pick_ev(), buf, max, &ts, next() % 2 ? &mask : NULL, 8); break;
+        }
+        break;
+    }
+    case 9: {
+        int fd = pick_ev();
+        fcntl(fd, F_SETFL, O_NONBLOCK);
+        write(fd, &value, next() % 8 ? 8 : next() % 16);
+        break;
+    }
+    case 10: {
+        int fd = pick_ev();
+        fcntl(fd, F_SETFL, O_NONBLOCK);
+        read(fd, scratch, next() % 4 ? 512 : next() % 160);
+        break;
+    }
+    case 11: {
+        struct itimerspec its = { { 0, (long)(next() % 2000000) }, { 0, (long)(next() % 3000000) } };
+        if (next() % 4 == 0)
+            its.it_value.tv_sec = (long)arg();
+        int flags = (int)(next() % 4);
+        if (next() % 2)
+            timerfd_settime(pick_ev(), flags, &its, next() % 2 ? &its : NULL);
+        else
+            timerfd_gettime(pick_ev(), next() % 8 ? &its : (void *)arg());
+        break;
+    }
+    case 12:
+        if (next() % 3)
+            inotify_add_watch(pick_ev(), next() % 2 ? "/tmp/fuzz" : paths[next() % NPATHS],
+                              (uint32_t)next() & (IN_ALL_EVENTS | IN_ONESHOT | IN_MASK_ADD | IN_ONLYDIR));
+        else
+            inotify_rm_watch(pick_ev(), (int)(next() % 4));
+        break;
+    case 13:
+        if (nev && next() % 2) {
+            int i = (int)(next() % nev);
+            close(evfds[i]);
+            evfds[i] = evfds[--nev];
+        } else {
+            keep(dup(pick_ev()));
+        }
+        break;
+    case 14: {
+        /* Directory traffic for the watches. */
+        const char *a = names[next() % 3], *b = names[next() % 3];
+        switch (next() % 5) {
+        case 0: close(open(a, O_CREAT | O_WRONLY | O_TRUNC, 0644)); break;
+        case 1: rename(a, b); break;
+        case 2: unlink(a); break;
+        case 3: chmod(a, 0600); break;
+        default: mkdir("/tmp/fuzz/d", 0755); break;
+        }
+        break;
+    }
+    default: {
+        struct pollfd pfd[4];
+        for (int i = 0; i < 4; i++)
+            pfd[i] = (struct pollfd){ pick_ev(), (short)(POLLIN | POLLOUT), 0 };
+        poll(pfd, 4, 0);
+        if (next() % 4 == 0)
+            raise(next() % 2 ? SIGUSR1 : SIGCHLD);
+        break;
+    }
+    }
+}
+
 static void child(uint64_t seed, int spin_fifo)
 {
     rng = seed;
@@ -352,9 +510,19 @@ static void child(uint64_t seed, int spin_fifo)
      * spinning as SCHED_FIFO, which needs root). */
     if (seed % 2 && !spin_fifo && setresuid(1000 + (uid_t)(seed % 7), 1000 + (uid_t)(seed % 7), 1000 + (uid_t)(seed % 7)) != 0)
         _exit(101);
+    /* SIGUSR1 is raised for the signalfds: blocked, so it stays pending
+     * unless a random call unblocks it. */
+    sigset_t usr1;
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    sigprocmask(SIG_BLOCK, &usr1, NULL);
     for (int i = 0; i < CALLS; i++) {
         if (next() % 4 == 0 && !spin_fifo) {
             cred_call();
+            continue;
+        }
+        if (next() % 4 == 0) {
+            event_call();
             continue;
         }
         long nr = (long)(next() % 450);
@@ -418,7 +586,8 @@ static int run_one(uint64_t seed, int spin_fifo, int *timed_out)
 
 static void cleanup(void)
 {
-    static const char *gone[] = { "/tmp/fuzz/d/e", "/tmp/fuzz/a", "/tmp/fuzz/b", "/tmp/fuzz/d" };
+    static const char *gone[] = { "/tmp/fuzz/d/e", "/tmp/fuzz/d/n3", "/tmp/fuzz/n1", "/tmp/fuzz/n2",
+                                  "/tmp/fuzz/a", "/tmp/fuzz/b", "/tmp/fuzz/d" };
     for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++) {
         unlink(gone[i]);
         rmdir(gone[i]);

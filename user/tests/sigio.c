@@ -4,12 +4,21 @@
  * F_SETSIG signal with si_code POLL_IN/POLL_OUT, si_band and si_fd;
  * nothing without an owner, after O_ASYNC is cleared, or on a regular
  * file (where O_ASYNC is only a flag); another process as the owner;
- * the hang-up of the last writer.
+ * the hang-up of the last writer. Of the event files only inotify has
+ * signal-driven I/O (a signal per queued event, none for a merged one,
+ * one for IN_IGNORED); eventfd, timerfd, signalfd and epoll keep O_ASYNC
+ * off and refuse FIOASYNC, as on Linux.
  */
 #include "common.h"
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
 
 static volatile sig_atomic_t count, last_sig, last_code, last_fd;
 static volatile long last_band;
@@ -48,6 +57,72 @@ static const char *code_name(int code)
     case POLL_HUP: return "POLL_HUP";
     default: return "other";
     }
+}
+
+/* inotify signals each event it queues; the other event files have no
+ * signal-driven I/O. */
+static void event_files(void)
+{
+    mkdir("/tmp/sigio-dir", 0755);
+    close(open("/tmp/sigio-dir/f", O_CREAT | O_WRONLY, 0644));
+    int in = inotify_init1(IN_NONBLOCK);
+    int wd = inotify_add_watch(in, "/tmp/sigio-dir/f", IN_MODIFY);
+    fcntl(in, F_SETOWN, getpid());
+    fcntl(in, F_SETSIG, SIGRTMIN);
+    check(fcntl(in, F_SETFL, O_ASYNC | O_NONBLOCK) == 0 && (fcntl(in, F_GETFL) & O_ASYNC), "O_ASYNC on inotify stays on");
+    int f = open("/tmp/sigio-dir/f", O_WRONLY);
+    reset();
+    write(f, "a", 1);
+    check(wait_signal(1000), "an inotify event sends the F_SETSIG signal");
+    sleep_ms(50);
+    printf("inotify: %d signal, code %s band 0x%lx si_fd is the inotify fd %d\n", count, code_name(last_code), last_band,
+           last_fd == in);
+    reset();
+    write(f, "b", 1);
+    check(!wait_signal(100), "an event merged into the last one sends nothing");
+    char buf[4096];
+    read(in, buf, sizeof buf);
+    reset();
+    write(f, "c", 1);
+    check(wait_signal(1000), "after a read, the next event signals again");
+    read(in, buf, sizeof buf);
+    reset();
+    inotify_rm_watch(in, wd);
+    check(wait_signal(1000), "IN_IGNORED from rm_watch signals too");
+    close(f);
+    close(in);
+    unlink("/tmp/sigio-dir/f");
+    rmdir("/tmp/sigio-dir");
+
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGUSR2);
+    struct {
+        const char *name;
+        int fd;
+    } others[] = {
+        { "eventfd", eventfd(0, 0) },
+        { "timerfd", timerfd_create(CLOCK_MONOTONIC, 0) },
+        { "signalfd", signalfd(-1, &mask, 0) },
+        { "epoll", epoll_create1(0) },
+    };
+    for (unsigned i = 0; i < sizeof others / sizeof others[0]; i++) {
+        int fd = others[i].fd;
+        fcntl(fd, F_SETOWN, getpid());
+        int ok = fcntl(fd, F_SETFL, O_ASYNC) == 0;
+        printf("%s: F_SETFL O_ASYNC succeeds %d, the flag stays off %d\n", others[i].name, ok,
+               (fcntl(fd, F_GETFL) & O_ASYNC) == 0);
+        int on = 1;
+        char what[64];
+        snprintf(what, sizeof what, "FIOASYNC on %s", others[i].name);
+        EXPECT_ERR(ENOTTY, what, ioctl(fd, FIOASYNC, &on));
+    }
+    uint64_t one = 1;
+    reset();
+    write(others[0].fd, &one, sizeof one);
+    check(!wait_signal(100), "an eventfd write sends nothing");
+    for (unsigned i = 0; i < sizeof others / sizeof others[0]; i++)
+        close(others[i].fd);
 }
 
 int main(void)
@@ -156,5 +231,6 @@ int main(void)
     printf("open(O_ASYNC) keeps the flag: %d\n", (fcntl(fd, F_GETFL) & O_ASYNC) != 0);
     close(fd);
     unlink("/tmp/sigio-file");
+    event_files();
     return t_done();
 }

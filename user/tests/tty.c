@@ -1,13 +1,15 @@
 /*
  * tty: terminal checks that need a real terminal on stdin (TCGETS/TCSETS
  * round trip, ECHO and ICANON toggling, VMIN/VTIME reads, TIOCGWINSZ,
- * FIONREAD, speeds, controlling-terminal queries).  The host oracle runs
+ * FIONREAD, speeds, controlling-terminal queries, epoll on the terminal:
+ * always writable, readable only with input).  The host oracle runs
  * without a terminal, so when stdin is not a tty the program prints only
  * "no terminal: skipped" (plus the summary line).  ENOTTY cases on
  * non-terminals are in fs_fd.
  */
 #include "common.h"
 #include <fcntl.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <termios.h>
@@ -86,5 +88,12 @@ int main(void)
     }
     char *name = ttyname(0);
     check(name && strncmp(name, "/dev/", 5) == 0, "ttyname(0) is under /dev");
+    int ep = epoll_create1(0);
+    struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT, .data.u64 = 1 }, out[2];
+    check(epoll_ctl(ep, EPOLL_CTL_ADD, 0, &ev) == 0, "epoll_ctl(ADD the terminal)");
+    n = epoll_wait(ep, out, 2, 0);
+    check(n == 1 && (out[0].events & EPOLLOUT), "the terminal is writable through epoll");
+    check(n == 1 && !(out[0].events & EPOLLIN), "... and not readable with no input typed");
+    close(ep);
     return t_done();
 }

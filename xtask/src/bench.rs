@@ -60,6 +60,8 @@ pub const BENCHES: &[Bench] = &[
     b("vdso", "vdso_getcpu", "getcpu through the vDSO"),
     b("switching", "pipe_pingpong", "1-byte round trip, 2 processes, 2 pipes"),
     b("switching", "futex_pingpong", "round trip between 2 threads via futex (2 switches)"),
+    b("events", "epoll_wait", "epoll_wait(timeout 0) on a ready pipe"),
+    b("events", "epoll_pingpong", "1-byte round trip, 2 processes, each in epoll_wait"),
     b("switching", "signal", "kill(self) + handler + sigreturn"),
     b("memory", "page_fault", "first write to an anonymous page"),
     b("memory", "mmap_munmap", "mmap+munmap of 1 MiB (untouched)"),
@@ -78,7 +80,8 @@ pub const BENCHES: &[Bench] = &[
 /// switches and forks (a second CPU turns a switch into a cross-CPU
 /// wakeup) and the parallel-scaling row. Exact names: they are passed to
 /// kbench as its filter.
-pub const SMP2_BENCHES: &[&str] = &["pipe_pingpong", "futex_pingpong", "fork_exit", "fork_exec", "parallel"];
+pub const SMP2_BENCHES: &[&str] =
+    &["pipe_pingpong", "futex_pingpong", "epoll_pingpong", "fork_exit", "fork_exec", "parallel"];
 
 /// The CPU counts `make bench` boots with, in order.
 pub const SMP_COUNTS: [u32; 2] = [1, 2];

@@ -99,9 +99,11 @@ impl Pollee {
 
     /// Like [`notify`](Self::notify), for an observer passing a
     /// notification on: the threads to wake join the caller's batch.
-    pub fn notify_into(&self, events: Events, wakeups: &mut WakeBatch) {
-        if let Some(head) = self.head.get() {
-            head.notify(events, wakeups);
+    /// Returns whether an observer woke a waiter.
+    pub fn notify_into(&self, events: Events, wakeups: &mut WakeBatch) -> bool {
+        match self.head.get() {
+            Some(head) => head.notify(events, wakeups),
+            None => false,
         }
     }
 
@@ -126,6 +128,12 @@ impl Pollee {
         Ok(Subscription { head: head.clone(), id })
     }
 
+    /// Whether anyone is subscribed now (a hint: it may change at once).
+    #[inline]
+    pub fn is_watched(&self) -> bool {
+        self.head.get().is_some_and(|h| h.count.load(Ordering::Relaxed) != 0)
+    }
+
     /// Observers subscribed now.
     #[cfg(feature = "ktest")]
     pub fn observers(&self) -> usize {
@@ -140,21 +148,23 @@ impl Default for Pollee {
 }
 
 impl Head {
-    fn notify(&self, events: Events, wakeups: &mut WakeBatch) {
+    fn notify(&self, events: Events, wakeups: &mut WakeBatch) -> bool {
         fence(Ordering::SeqCst);
         if self.count.load(Ordering::SeqCst) == 0 {
-            return;
+            return false;
         }
         let observers = self.observers.lock();
         let wanted = |s: &Slot| events.is_empty() || events.intersects(s.interest);
+        let mut woke = false;
         for s in observers.iter().filter(|s| !s.exclusive && wanted(s)) {
-            s.observer.on_events(events, wakeups);
+            woke |= s.observer.on_events(events, wakeups);
         }
         for s in observers.iter().filter(|s| s.exclusive && wanted(s)) {
             if s.observer.on_events(events, wakeups) {
-                break;
+                return true;
             }
         }
+        woke
     }
 }
 
@@ -181,12 +191,13 @@ impl Drop for Subscription {
 /// What a waiter hands to `FileOps::poll`: the observer to subscribe, its
 /// interest, and where to keep the subscriptions. A file registers it on
 /// each head whose changes may change its answer, before it reads its
-/// state, so no change in between is missed.
+/// state, so no change in between is missed. A probe table subscribes
+/// nothing and only counts the heads (epoll_ctl's "can this file be
+/// polled at all").
 pub struct PollTable<'a> {
-    observer: &'a Arc<dyn Observer>,
+    target: Option<(&'a Arc<dyn Observer>, &'a mut Vec<Subscription>)>,
     interest: Events,
     exclusive: bool,
-    subscriptions: &'a mut Vec<Subscription>,
     heads: usize,
     error: Option<Errno>,
 }
@@ -198,23 +209,37 @@ impl<'a> PollTable<'a> {
         exclusive: bool,
         subscriptions: &'a mut Vec<Subscription>,
     ) -> PollTable<'a> {
-        PollTable { observer, interest, exclusive, subscriptions, heads: 0, error: None }
+        PollTable { target: Some((observer, subscriptions)), interest, exclusive, heads: 0, error: None }
+    }
+
+    /// A table that only counts the heads a file registers.
+    pub fn probe() -> PollTable<'static> {
+        PollTable { target: None, interest: Events::EMPTY, exclusive: false, heads: 0, error: None }
     }
 
     /// Subscribes the waiter to `pollee` (called by files' `poll`).
     pub fn register(&mut self, pollee: &Pollee) {
         self.heads += 1;
+        let Some((observer, subscriptions)) = self.target.as_mut() else {
+            return;
+        };
         if self.error.is_some() {
             return;
         }
-        if self.subscriptions.try_reserve(1).is_err() {
+        if subscriptions.try_reserve(1).is_err() {
             self.error = Some(Errno::ENOMEM);
             return;
         }
-        match pollee.subscribe(self.observer.clone(), self.interest, self.exclusive) {
-            Ok(s) => self.subscriptions.push(s),
+        match pollee.subscribe((*observer).clone(), self.interest, self.exclusive) {
+            Ok(s) => subscriptions.push(s),
             Err(e) => self.error = Some(e),
         }
+    }
+
+    /// How many heads the file registered: 0 means it has none (it is
+    /// always ready, and epoll refuses it).
+    pub fn heads(&self) -> usize {
+        self.heads
     }
 
     /// A subscription that failed for want of memory.

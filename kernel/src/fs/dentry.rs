@@ -35,6 +35,14 @@ pub struct Dentry {
     mount_flags: core::sync::atomic::AtomicU64,
 }
 
+impl Drop for Dentry {
+    fn drop(&mut self) {
+        // The last reference to a name of a removed file: inotify's
+        // DELETE_SELF comes now (one load when nothing is watched).
+        super::notify::dentry_dropped(&self.inode);
+    }
+}
+
 static ROOT: Once<Arc<Dentry>> = Once::new();
 
 /// A mounted file system, for /proc/mounts.
@@ -65,6 +73,11 @@ impl Dentry {
 
     pub fn inode(&self) -> &Arc<dyn Inode> {
         &self.inode
+    }
+
+    /// The name in its parent directory ("/" for a root).
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
     pub fn is_dir(&self) -> bool {

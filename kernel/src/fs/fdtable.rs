@@ -75,6 +75,17 @@ static NEXT_LOCK_OWNER: AtomicU64 = AtomicU64::new(1);
 /// RLIMIT_NOFILE default, as on Linux.
 pub const DEFAULT_NOFILE: usize = 1024;
 
+/// fs.nr_open: no process's RLIMIT_NOFILE may exceed it.
+static NR_OPEN: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(1024 * 1024);
+
+pub fn nr_open() -> usize {
+    NR_OPEN.load(core::sync::atomic::Ordering::Relaxed)
+}
+
+pub fn set_nr_open(n: usize) {
+    NR_OPEN.store(n, core::sync::atomic::Ordering::Relaxed);
+}
+
 impl FdTable {
     pub fn new() -> FdTable {
         FdTable { slots: Vec::new(), lock_owner: 0, posix_locked: false }

@@ -1,14 +1,16 @@
 //! Open file descriptions: what a file descriptor refers to. Several
 //! descriptors (after dup or fork) share one description and its offset.
 
-use alloc::sync::Arc;
+use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
+use core::any::Any;
 use core::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 
 use linux_abi::consts as c;
 use linux_abi::errno::Errno;
 
 use super::dentry::Dentry;
+use super::epoll::EpollEntry;
 use super::inode::{FileType, Inode};
 use crate::event::{Events, PollTable};
 use crate::mm::Vm;
@@ -82,7 +84,7 @@ pub trait FileOps: Send + Sync {
         0
     }
     /// Whether O_ASYNC makes the file signal its owner (Linux's ->fasync:
-    /// pipes, FIFOs, terminals); elsewhere O_ASYNC is only a flag.
+    /// pipes, FIFOs, terminals, inotify); elsewhere O_ASYNC is only a flag.
     fn fasync(&self) -> bool {
         false
     }
@@ -90,9 +92,15 @@ pub trait FileOps: Send + Sync {
     /// close, not only the last): a POSIX message queue drops the
     /// closer's notification registration.
     fn flush(&self) {}
-    /// The concrete file, for the calls that only work on one kind
-    /// (mq_timedsend needs a message queue).
-    fn as_any(&self) -> Option<&dyn core::any::Any> {
+    /// The file as `Any`, for calls that work on one kind of file only
+    /// (mq_timedsend's message queue, epoll_ctl's epoll,
+    /// timerfd_settime's timer): `Some(self)` in the kinds they look for.
+    fn as_any(&self) -> Option<&dyn Any> {
+        None
+    }
+    /// Anonymous-inode files (epoll, eventfd, ...): the name
+    /// /proc/<pid>/fd shows after `anon_inode:`.
+    fn anon_name(&self) -> Option<&'static str> {
         None
     }
 }
@@ -150,18 +158,10 @@ pub struct OpenFile {
     /// The kinds of lock this description may own (`lock::USES_*`), so
     /// that closing it looks for them only when it ever took one.
     pub lock_use: AtomicU8,
-}
-
-impl Drop for OpenFile {
-    fn drop(&mut self) {
-        let uses = self.lock_use.load(Ordering::Relaxed);
-        if uses & super::lock::USES_ASYNC != 0 {
-            super::fasync::disable(self);
-        }
-        if uses & !super::lock::USES_ASYNC != 0 {
-            super::lock::description_closed(self);
-        }
-    }
+    /// The epoll entries watching this description: they go when it does
+    /// (Linux removes a file from every epoll when its last reference
+    /// goes, however many descriptors pointed at it).
+    pub(crate) epoll_links: hal::sync::SpinLock<Vec<Weak<EpollEntry>>>,
 }
 
 impl OpenFile {
@@ -179,6 +179,7 @@ impl OpenFile {
                 signo: 0,
             }),
             lock_use: AtomicU8::new(0),
+            epoll_links: hal::sync::SpinLock::new(Vec::new()),
         }
     }
 
@@ -196,6 +197,7 @@ impl OpenFile {
                 signo: 0,
             }),
             lock_use: AtomicU8::new(0),
+            epoll_links: hal::sync::SpinLock::new(Vec::new()),
         }
     }
 
@@ -257,14 +259,45 @@ impl OpenFile {
     }
 }
 
+impl Drop for OpenFile {
+    /// The last reference went (Linux's __fput): inotify's close event,
+    /// every epoll watching the description, O_ASYNC, locks and leases.
+    fn drop(&mut self) {
+        super::notify::closed(self);
+        // Every epoll watching this description drops its entry. Nothing
+        // else can reach the list now, so no lock.
+        let links = core::mem::take(self.epoll_links.get_mut());
+        for link in links {
+            if let Some(entry) = link.upgrade() {
+                entry.detach();
+            }
+        }
+        let uses = self.lock_use.load(Ordering::Relaxed);
+        if uses & super::lock::USES_ASYNC != 0 {
+            super::fasync::disable(self);
+        }
+        if uses & !super::lock::USES_ASYNC != 0 {
+            super::lock::description_closed(self);
+        }
+    }
+}
+
 /// A regular file or directory of some file system.
 pub struct InodeFile {
     inode: Arc<dyn Inode>,
+    /// Held while open for writing (ETXTBSY for exec meanwhile).
+    _write_access: Option<super::writecount::WriteAccess>,
 }
 
 impl InodeFile {
     pub fn new(inode: Arc<dyn Inode>) -> InodeFile {
-        InodeFile { inode }
+        InodeFile { inode, _write_access: None }
+    }
+
+    /// Opened for writing: no process may run the file meanwhile.
+    pub fn for_writing(inode: Arc<dyn Inode>) -> Result<InodeFile, Errno> {
+        let access = super::writecount::get_write_access(&inode)?;
+        Ok(InodeFile { inode, _write_access: Some(access) })
     }
 }
 

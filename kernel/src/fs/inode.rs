@@ -195,6 +195,13 @@ pub trait Inode: Send + Sync {
         None
     }
 
+    /// The physical address of the frame that holds page `index` now, if
+    /// the file keeps its data in frames and that page has one. Never
+    /// makes a frame (/proc uses it to tell file pages from copies).
+    fn cached_page(&self, _index: u64) -> Option<u64> {
+        None
+    }
+
     /// Whether page `index` of the file is in memory (mincore).
     fn has_page(&self, _index: u64) -> bool {
         false

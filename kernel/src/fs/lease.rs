@@ -25,8 +25,12 @@ use super::fown::{self, FileOwner, OwnerKind};
 use super::lock::{self, description_id, lock_key, LockState, GENERATION, STATE, USES_LEASE};
 use crate::sched::Interrupted;
 
-/// `/proc/sys/fs/lease-break-time`, in seconds.
-pub const LEASE_BREAK_SECS: u64 = 45;
+/// How long a lease holder has to give a broken lease up:
+/// `/proc/sys/fs/lease-break-time` seconds (none at all when it is 0 or
+/// less, as Linux's).
+fn lease_break_ns() -> u64 {
+    (super::procfs::sys::LEASE_BREAK_TIME.get().max(0) as u64).saturating_mul(1_000_000_000)
+}
 
 /// Set once any lease was taken: until then opens skip the lease check.
 static LEASES_USED: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
@@ -240,7 +244,7 @@ pub fn break_leases(key: (u64, u64), write: bool, nonblock: bool) -> Result<(), 
         }
         if first {
             first = false;
-            let deadline = now.saturating_add(LEASE_BREAK_SECS * 1_000_000_000);
+            let deadline = now.saturating_add(lease_break_ns());
             for l in inode.leases.iter_mut().filter(|l| l.conflicts_with(write)) {
                 // A break already heading where this one would is left be.
                 let start = !matches!((write, l.breaking), (true, Some((None, _))) | (false, Some(_)));

@@ -1,26 +1,34 @@
 //! Files: the VFS (inodes, the dentry cache, mounts, path walk), the file
 //! systems (tmpfs for / and /tmp, devfs nodes, procfs, a minimal sysfs),
 //! pipes, the console terminal, open file descriptions and fd tables,
-//! and advisory locks (record, OFD, flock) and leases.
+//! advisory locks (record, OFD, flock) and leases, and the event files
+//! (epoll, eventfd, timerfd, inotify with its VFS hooks in `notify`).
 
 pub mod dentry;
 pub mod devfs;
+pub mod epoll;
+pub mod eventfd;
 pub mod fasync;
 pub mod fdtable;
 pub mod file;
 pub mod fown;
 pub mod initramfs;
 pub mod inode;
+pub mod inotify;
 pub mod lease;
 pub mod lock;
 pub mod meminfo;
+pub mod notify;
 pub mod pagestore;
 pub mod perm;
 pub mod pipe;
 pub mod procfs;
+pub mod timerfd;
 pub mod tmpfs;
 pub mod truncate;
 pub mod tty;
+pub mod ucounts;
+pub mod writecount;
 
 use alloc::sync::Arc;
 

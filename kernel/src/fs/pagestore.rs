@@ -84,6 +84,12 @@ impl PageStore {
         self.pages.len() as u64
     }
 
+    /// The physical address of page `index`'s frame, if it has one (no
+    /// frame is made): how /proc tells a mapped file page from a copy.
+    pub fn frame_paddr(&self, index: u64) -> Option<u64> {
+        self.pages.get(&index).map(|f| f.paddr().0)
+    }
+
     /// Copies file bytes from `offset` into `buf`; holes read as zero.
     /// Returns how many bytes were read (short at the end of the file).
     pub fn read(&self, offset: u64, buf: &mut [u8]) -> usize {

@@ -6,8 +6,9 @@
 //!
 //! Each direction has a notification head, as Linux's pipe has a read and
 //! a write wait queue: writes notify the read head (`IN`), reads that make
-//! room where there was none the write head (`OUT`), and an end opening
-//! or closing both (with an empty mask: anything may have changed).
+//! room where there was none the write head (`OUT`), and the first end of
+//! a kind opening or the last closing both (with an empty mask: anything
+//! may have changed).
 
 use alloc::collections::VecDeque;
 use alloc::sync::Arc;
@@ -27,9 +28,22 @@ use crate::sched::{Interrupted, WaitQueue};
 
 pub const PIPE_BUF: usize = 4096;
 pub const PIPE_CAPACITY: usize = 65536;
-/// `/proc/sys/fs/pipe-max-size`: the most an unprivileged F_SETPIPE_SZ
-/// may ask for.
-pub const PIPE_MAX_SIZE: usize = 1 << 20;
+/// fs.pipe-max-size: the most an unprivileged F_SETPIPE_SZ may ask for.
+static PIPE_MAX_SIZE: AtomicUsize = AtomicUsize::new(1024 * 1024);
+
+pub fn pipe_max_size() -> usize {
+    PIPE_MAX_SIZE.load(Ordering::Relaxed)
+}
+
+/// Sets fs.pipe-max-size, rounded as Linux rounds a pipe size (a power
+/// of two of at least a page); EINVAL for 0 or past 2^31.
+pub fn set_pipe_max_size(size: usize) -> Result<(), linux_abi::errno::Errno> {
+    if size == 0 || size > 1 << 31 {
+        return Err(linux_abi::errno::Errno::EINVAL);
+    }
+    PIPE_MAX_SIZE.store(size.max(4096).next_power_of_two(), Ordering::Relaxed);
+    Ok(())
+}
 
 pub struct Pipe {
     buf: SpinLock<VecDeque<u8>>,
@@ -82,7 +96,7 @@ impl Pipe {
         }
         let size = size.max(PAGE).next_power_of_two() as usize;
         let growing = size > self.capacity.load(Ordering::Relaxed);
-        if growing && size > PIPE_MAX_SIZE && !privileged {
+        if growing && size > pipe_max_size() && !privileged {
             return Err(Errno::EPERM);
         }
         let buf = self.buf.lock();
@@ -101,6 +115,19 @@ impl Pipe {
         self.writable.wake_all();
         self.read_pollee.notify(Events::EMPTY);
         self.write_pollee.notify(Events::EMPTY);
+    }
+
+    /// An end opened or closed: blocked readers and writers look again;
+    /// pollers hear of it only when that side appeared or went
+    /// (`side_changed`: Linux's wake_up_partner and pipe_release), so an
+    /// edge-triggered watcher sees no event for a second writer.
+    fn end_changed(&self, side_changed: bool) {
+        if side_changed {
+            self.wake_all();
+        } else {
+            self.readable.wake_all();
+            self.writable.wake_all();
+        }
     }
 
     /// Whether a writer may go ahead (`POLLOUT`): room for an atomic write.
@@ -124,31 +151,31 @@ impl PipeEnd {
     /// under `open_lock`, so a FIFO open sees a partner that is already
     /// there even if it goes away again before the opener runs on.
     fn register(pipe: Arc<Pipe>, write: bool) -> (PipeEnd, usize, usize) {
-        let (others, other_opens) = {
+        let (mine, others, other_opens) = {
             let _guard = pipe.open_lock.lock();
             if write {
-                pipe.writers.fetch_add(1, Ordering::AcqRel);
+                let mine = pipe.writers.fetch_add(1, Ordering::AcqRel) + 1;
                 pipe.writer_opens.fetch_add(1, Ordering::AcqRel);
-                (pipe.readers.load(Ordering::Acquire), pipe.reader_opens.load(Ordering::Acquire))
+                (mine, pipe.readers.load(Ordering::Acquire), pipe.reader_opens.load(Ordering::Acquire))
             } else {
-                pipe.readers.fetch_add(1, Ordering::AcqRel);
+                let mine = pipe.readers.fetch_add(1, Ordering::AcqRel) + 1;
                 pipe.reader_opens.fetch_add(1, Ordering::AcqRel);
-                (pipe.writers.load(Ordering::Acquire), pipe.writer_opens.load(Ordering::Acquire))
+                (mine, pipe.writers.load(Ordering::Acquire), pipe.writer_opens.load(Ordering::Acquire))
             }
         };
-        pipe.wake_all();
+        pipe.end_changed(mine == 1);
         (PipeEnd { pipe, write }, others, other_opens)
     }
 }
 
 impl Drop for PipeEnd {
     fn drop(&mut self) {
-        if self.write {
-            self.pipe.writers.fetch_sub(1, Ordering::AcqRel);
+        let left = if self.write {
+            self.pipe.writers.fetch_sub(1, Ordering::AcqRel) - 1
         } else {
-            self.pipe.readers.fetch_sub(1, Ordering::AcqRel);
-        }
-        self.pipe.wake_all();
+            self.pipe.readers.fetch_sub(1, Ordering::AcqRel) - 1
+        };
+        self.pipe.end_changed(left == 0);
     }
 }
 

@@ -449,6 +449,11 @@ impl Inode for TmpInode {
         Some(frame)
     }
 
+    fn cached_page(&self, index: u64) -> Option<u64> {
+        let Node::File(data) = &self.node else { return None };
+        data.lock().frame_paddr(index)
+    }
+
     fn has_page(&self, index: u64) -> bool {
         let Node::File(data) = &self.node else { return false };
         data.lock().has_page(index)

@@ -19,9 +19,7 @@ pub fn init() {
     register("sysvipc/msg", |_| msg::proc_text());
     register("sysvipc/sem", |_| sem::proc_text());
     register("sysvipc/shm", |_| shm::proc_text());
-    for path in limits::SYSCTL_PATHS {
-        register(path, |p| limits::sysctl_text(p).unwrap_or_default());
-    }
+    crate::fs::procfs::sys::register(limits::SYSCTLS);
     crate::proc::exit::on_process_exit(sem::exit_undo);
     crate::fs::register_fs_type("mqueue", mqueue::root_inode);
 }

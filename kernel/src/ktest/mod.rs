@@ -10,6 +10,7 @@
 mod boot_tests;
 mod dev_tests;
 mod event_tests;
+mod limit_tests;
 mod mm_tests;
 mod pagestore_tests;
 mod sched_tests;
@@ -52,6 +53,7 @@ const SUITES: &[&[KTest]] = &[
     smp_tests::TESTS,
     dev_tests::TESTS,
     event_tests::TESTS,
+    limit_tests::TESTS,
 ];
 
 pub fn run_all(info: &'static hal::BootInfo) {

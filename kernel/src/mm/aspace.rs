@@ -20,11 +20,15 @@ use crate::sync::Mutex;
 /// The address space of a process, shared by its threads.
 pub type Vm = Arc<Mutex<AddressSpace>>;
 
-/// Lowest address user mappings may use (catches NULL dereferences).
-pub const MMAP_MIN_ADDR: u64 = 0x10000;
 /// Top of the main thread's stack.
 pub const STACK_TOP: u64 = 0x7fff_ffff_f000;
 pub const STACK_SIZE: u64 = 8 << 20;
+/// What a new program's stack area holds below its arguments before it
+/// grows (Linux's stack_expand in setup_arg_pages).
+pub const STACK_EXPAND: u64 = 128 << 10;
+/// Linux's stack_guard_gap: a stack grows no closer than this to an
+/// accessible area below it, and mmap keeps new areas this far away.
+pub const STACK_GUARD_GAP: u64 = 256 * PAGE_SIZE;
 /// Where top-down mmap placement starts: Linux's mmap_base without
 /// randomization, the stack limit plus a 1 MiB guard gap below the top,
 /// but at least 128 MiB (so 0x7ffff7fff000, where ld.so ends on Linux).
@@ -56,6 +60,15 @@ pub struct AddressSpace {
     pub(super) vmas: BTreeMap<u64, Vma>,
     brk_start: u64,
     brk: u64,
+    /// Bytes covered by areas (Linux's total_vm), and the most it was.
+    total_vm: u64,
+    hiwater_vm: u64,
+    /// The most pages resident, noted before any are unmapped (Linux's
+    /// lazy hiwater_rss): VmHWM is the larger of this and the current.
+    hiwater_rss: core::sync::atomic::AtomicU64,
+    /// RLIMIT_STACK's soft limit, which bounds how far a stack area grows
+    /// (kept in step with the process's limit).
+    stack_limit: core::sync::atomic::AtomicU64,
     /// mlockall(MCL_FUTURE): new areas start locked; `Some(true)` with
     /// MCL_ONFAULT (locked as pages are touched).
     pub(super) lock_future: Option<bool>,
@@ -72,9 +85,88 @@ impl AddressSpace {
             vmas: BTreeMap::new(),
             brk_start: 0,
             brk: 0,
+            total_vm: 0,
+            hiwater_vm: 0,
+            hiwater_rss: core::sync::atomic::AtomicU64::new(0),
+            stack_limit: core::sync::atomic::AtomicU64::new(STACK_SIZE),
             lock_future: None,
             membarrier_registered: 0,
         })
+    }
+
+    /// RLIMIT_STACK changed (or a new program starts with it).
+    pub fn set_stack_limit(&self, limit: u64) {
+        self.stack_limit.store(limit, core::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// A new program's stack: the area shrinks to the pages its arguments
+    /// use plus STACK_EXPAND (as Linux's setup_arg_pages leaves it, within
+    /// the stack limit); it grows from there on faults.
+    pub fn settle_stack(&mut self, lowest_used: u64) {
+        let Some((&key, _)) = self.vmas.iter().find(|(_, v)| v.kind == VmaKind::Stack) else {
+            return;
+        };
+        let Some(mut vma) = self.vmas.remove(&key) else {
+            return;
+        };
+        let limit = self.stack_limit.load(core::sync::atomic::Ordering::Relaxed);
+        let want = page_floor(lowest_used).saturating_sub(STACK_EXPAND);
+        let start = want.max(vma.end.saturating_sub(limit.max(PAGE_SIZE))).max(vma.start);
+        let start = start.min(page_floor(lowest_used));
+        self.account_vm(0, start - vma.start);
+        vma.start = start;
+        self.vmas.insert(start, vma);
+    }
+
+    /// The start of the area below which `addr` would be a stack's growth,
+    /// if the first area above `addr` grows down and may reach it: within
+    /// RLIMIT_STACK, above mmap_min_addr, and (unless the area below is
+    /// itself a stack or inaccessible) at least STACK_GUARD_GAP above the
+    /// area below, as Linux's expand_downwards checks.
+    fn stack_growth(&self, addr: u64) -> Option<u64> {
+        let (&key, above) = self.vmas.range(addr..).next()?;
+        if !matches!(above.kind, VmaKind::Stack | VmaKind::GrowsDown) || !matches!(above.backing, Backing::Anonymous) {
+            return None;
+        }
+        let new_start = page_floor(addr);
+        let limit = self.stack_limit.load(core::sync::atomic::Ordering::Relaxed);
+        if above.end - new_start > limit || new_start < super::mmap_min_addr() {
+            return None;
+        }
+        if let Some((_, below)) = self.vmas.range(..new_start).next_back() {
+            let accessible = below.prot.read || below.prot.write || below.prot.exec;
+            let stack = matches!(below.kind, VmaKind::Stack | VmaKind::GrowsDown);
+            if below.end > new_start || (accessible && !stack && new_start - below.end < STACK_GUARD_GAP) {
+                return None;
+            }
+        }
+        Some(key)
+    }
+
+    /// Grows the stack area starting at `key` down to `addr`'s page.
+    fn grow_stack(&mut self, key: u64, addr: u64) {
+        if let Some(mut vma) = self.vmas.remove(&key) {
+            let new_start = page_floor(addr);
+            self.account_vm(vma.start - new_start, 0);
+            vma.start = new_start;
+            self.vmas.insert(new_start, vma);
+        }
+    }
+
+    /// Areas grew or shrank by `delta` bytes (total_vm and VmPeak).
+    fn account_vm(&mut self, grew: u64, shrank: u64) {
+        self.total_vm = (self.total_vm + grew).saturating_sub(shrank);
+        self.hiwater_vm = self.hiwater_vm.max(self.total_vm);
+    }
+
+    /// The largest total_vm so far, in bytes.
+    pub fn hiwater_vm(&self) -> u64 {
+        self.hiwater_vm
+    }
+
+    /// The largest resident set noted so far, in bytes.
+    pub fn hiwater_rss(&self) -> u64 {
+        self.hiwater_rss.load(core::sync::atomic::Ordering::Relaxed) * PAGE_SIZE
     }
 
     pub fn page_table(&self) -> &Arc<PageTable> {
@@ -96,6 +188,10 @@ impl AddressSpace {
     /// Resolves a fault at `addr`: demand-fills a missing page, or breaks
     /// copy-on-write sharing on a write.
     pub fn handle_fault(&mut self, addr: u64, access: FaultAccess) -> Result<(), FaultError> {
+        if self.find(addr).is_none() {
+            let key = self.stack_growth(addr).ok_or(FaultError::Unmapped)?;
+            self.grow_stack(key, addr);
+        }
         // Borrowed, not cloned: copying an area is opening it again (a
         // shared memory attachment would count it).
         let vma = self.find(addr).ok_or(FaultError::Unmapped)?;
@@ -202,6 +298,16 @@ impl AddressSpace {
         }
     }
 
+    /// Where an area's room for new mappings ends below it: a stack keeps
+    /// its guard gap free (Linux's vm_start_gap).
+    fn start_gap(v: &Vma) -> u64 {
+        if matches!(v.kind, VmaKind::Stack | VmaKind::GrowsDown) {
+            v.start.saturating_sub(STACK_GUARD_GAP)
+        } else {
+            v.start
+        }
+    }
+
     /// Whether any area lies in [start, end).
     pub fn overlaps(&self, start: u64, end: u64) -> bool {
         !self.is_free(start, end)
@@ -240,15 +346,16 @@ impl AddressSpace {
     pub fn find_free(&self, len: u64) -> Option<u64> {
         let mut top = MMAP_BASE;
         for v in self.vmas.values().rev() {
-            if v.start >= top {
+            let start = Self::start_gap(v);
+            if start >= top {
                 continue;
             }
             if v.end <= top && top - v.end >= len {
                 return Some(top - len);
             }
-            top = top.min(v.start);
+            top = top.min(start);
         }
-        top.checked_sub(len).filter(|s| *s >= MMAP_MIN_ADDR)
+        top.checked_sub(len).filter(|s| *s >= super::mmap_min_addr())
     }
 
     /// Splits VMAs so that `addr` is a boundary.
@@ -270,6 +377,7 @@ impl AddressSpace {
         for k in keys {
             if let Some(v) = self.vmas.remove(&k) {
                 self.unmap_pages(v.start, v.end);
+                self.account_vm(0, v.end - v.start);
             }
         }
     }
@@ -302,6 +410,7 @@ impl AddressSpace {
     }
 
     pub(super) fn unmap_pages(&self, start: u64, end: u64) {
+        self.hiwater_rss.fetch_max(self.page_table.resident_pages(), core::sync::atomic::Ordering::Relaxed);
         // One TLB shootdown for the range, not one per page.
         let mut batch = self.page_table.batch();
         for (va, _) in self.page_table.mapped_pages(start, end) {
@@ -314,6 +423,7 @@ impl AddressSpace {
         if vma.start >= vma.end || vma.end > USER_END || !self.is_free(vma.start, vma.end) {
             return Err(Errno::EINVAL);
         }
+        self.account_vm(vma.end - vma.start, 0);
         self.vmas.insert(vma.start, vma);
         Ok(())
     }
@@ -332,13 +442,18 @@ impl AddressSpace {
         if len == 0 {
             return Err(Errno::EINVAL);
         }
+        // vm.max_map_count, checked as Linux's do_mmap does.
+        if self.vmas.len() > super::max_map_count() {
+            return Err(Errno::ENOMEM);
+        }
+        let min_addr = super::mmap_min_addr();
         let start = if fixed || noreplace {
             if !hint.is_multiple_of(PAGE_SIZE) {
                 return Err(Errno::EINVAL);
             }
             let end = hint.checked_add(len).ok_or(Errno::ENOMEM)?;
-            if end > USER_END || hint < MMAP_MIN_ADDR {
-                return Err(if hint < MMAP_MIN_ADDR { Errno::EPERM } else { Errno::ENOMEM });
+            if end > USER_END || hint < min_addr {
+                return Err(if hint < min_addr { Errno::EPERM } else { Errno::ENOMEM });
             }
             if !self.is_free(hint, end) {
                 if noreplace {
@@ -350,10 +465,11 @@ impl AddressSpace {
         } else {
             let h = page_floor(hint);
             match h.checked_add(len) {
-                Some(end) if h >= MMAP_MIN_ADDR && end <= MMAP_BASE && self.is_free(h, end) => h,
+                Some(end) if h >= min_addr && end <= MMAP_BASE && self.is_free(h, end) => h,
                 _ => self.find_free(len).ok_or(Errno::ENOMEM)?,
             }
         };
+        self.account_vm(len, 0);
         let flags = self.new_area_flags();
         self.vmas
             .insert(start, Vma { start, end: start + len, prot, backing, kind: VmaKind::Normal, name: None, flags });
@@ -400,6 +516,7 @@ impl AddressSpace {
             let grow_end = old.checked_add(new_len).ok_or(Errno::ENOMEM)?;
             if old + old_len == vma_end && grow_end <= MMAP_BASE && self.is_free(vma_end, grow_end) {
                 self.vmas.get_mut(&vma_start).expect("vma present").end = grow_end;
+                self.account_vm(grow_end - vma_end, 0);
                 return Ok(old);
             }
             if !may_move {
@@ -430,6 +547,7 @@ impl AddressSpace {
         }
         drop(batch);
         self.remove_range(old, old + old_len);
+        self.account_vm(new_len, 0);
         self.vmas.insert(dest, moved);
         Ok(dest)
     }
@@ -437,6 +555,9 @@ impl AddressSpace {
     /// Linux's default overcommit heuristic: one mapping may not ask for
     /// more than all of RAM (there is no swap).
     pub fn check_commit(len: u64) -> Result<(), Errno> {
+        if super::overcommit_memory() == 1 {
+            return Ok(());
+        }
         let total = hal::mm::total_frame_count() * PAGE_SIZE;
         if len > total {
             return Err(Errno::ENOMEM);
@@ -535,7 +656,9 @@ impl AddressSpace {
                 Some(k) => {
                     let heap = self.vmas.get_mut(&k).expect("heap vma");
                     heap.end = new_top;
-                    if heap.flags.locked && !heap.flags.lock_on_fault {
+                    let populate = heap.flags.locked && !heap.flags.lock_on_fault;
+                    self.account_vm(new_top - old_top, 0);
+                    if populate {
                         self.populate_locked(old_top, new_top);
                     }
                 }
@@ -549,6 +672,7 @@ impl AddressSpace {
                         name: None,
                         flags: self.new_area_flags(),
                     };
+                    self.account_vm(new_top - old_top, 0);
                     let populate = vma.flags.locked && !vma.flags.lock_on_fault;
                     self.vmas.insert(old_top, vma);
                     if populate {
@@ -609,6 +733,9 @@ impl AddressSpace {
         }
         // The mm is copied whole on Linux, registrations included.
         child.membarrier_registered = self.membarrier_registered;
+        child.total_vm = child.vmas.values().map(|v| v.end - v.start).sum();
+        child.hiwater_vm = child.total_vm;
+        child.set_stack_limit(self.stack_limit.load(core::sync::atomic::Ordering::Relaxed));
         child.brk_start = self.brk_start;
         child.brk = self.brk;
         Ok(child)
@@ -632,6 +759,22 @@ impl AddressSpace {
         }
     }
 
+    /// Makes the area at `start` a MAP_GROWSDOWN one.
+    pub fn set_grows_down(&mut self, start: u64) {
+        if let Some(v) = self.vmas.get_mut(&start) {
+            v.kind = VmaKind::GrowsDown;
+        }
+    }
+
+    /// mprotect with PROT_GROWSDOWN: the start of the growing area that
+    /// holds `addr` (the change reaches down to it), or EINVAL.
+    pub fn grows_down_start(&self, addr: u64) -> Result<u64, Errno> {
+        match self.find(addr) {
+            Some(v) if matches!(v.kind, VmaKind::Stack | VmaKind::GrowsDown) => Ok(v.start),
+            _ => Err(Errno::EINVAL),
+        }
+    }
+
     /// Names the VMA starting at `start` (the file it maps).
     pub fn set_name(&mut self, start: u64, name: &str) {
         if let Some(v) = self.vmas.get_mut(&start) {
@@ -644,39 +787,6 @@ impl AddressSpace {
         self.vmas.values().map(|v| v.end - v.start).sum()
     }
 
-    /// The text of /proc/<pid>/maps.
-    pub fn describe_maps(&self, _exe: &str) -> alloc::string::String {
-        use core::fmt::Write;
-        let mut s = alloc::string::String::new();
-        for v in self.vmas.values() {
-            let offset = match &v.backing {
-                Backing::File { offset, .. } | Backing::SharedFile { offset, .. } => *offset,
-                _ => 0,
-            };
-            let name = match (v.kind, &v.name, &v.backing) {
-                (VmaKind::Heap, _, _) => "[heap]",
-                (VmaKind::Stack, _, _) => "[stack]",
-                (_, _, Backing::Special { mapping, .. }) => mapping.name,
-                (_, Some(n), _) => n.as_str(),
-                _ => "",
-            };
-            let _ = writeln!(
-                s,
-                "{:08x}-{:08x} {}{}{}{} {:08x} 00:00 0 {}{}",
-                v.start,
-                v.end,
-                if v.prot.read { 'r' } else { '-' },
-                if v.prot.write { 'w' } else { '-' },
-                if v.prot.exec { 'x' } else { '-' },
-                if v.is_shared() { 's' } else { 'p' },
-                offset,
-                if name.is_empty() { "" } else { "                   " },
-                name
-            );
-        }
-        s
-    }
-
     /// The physical address behind `addr` if it lies in shared memory
     /// (futex keys for process-shared futexes).
     pub fn shared_frame_at(&self, addr: u64) -> Option<u64> {
@@ -685,6 +795,88 @@ impl AddressSpace {
             return None;
         }
         self.page_table.query(addr).map(|(pa, _)| pa.0 + addr % PAGE_SIZE)
+    }
+
+    /// The areas a core dump holds, as Linux's default coredump_filter
+    /// (0x33) picks them: (start, end, prot, bytes to dump from the
+    /// start). Anonymous memory is dumped whole once it has a page, shared
+    /// file mappings not at all, a private file mapping whole once written
+    /// (a page of it is this space's own copy), else only a first page
+    /// that holds an ELF header.
+    pub fn core_areas(&self) -> Vec<(u64, u64, Prot, u64)> {
+        let mut out = Vec::new();
+        if out.try_reserve(self.vmas.len()).is_err() {
+            return out;
+        }
+        for v in self.vmas.values() {
+            let has_page = || !self.page_table.mapped_pages(v.start, v.end).is_empty();
+            let size = v.end - v.start;
+            let dump = match &v.backing {
+                // The vDSO and its data are always dumped whole, as Linux's
+                // always_dump_vma does for special mappings.
+                Backing::Special { .. } => size,
+                _ if v.flags.dont_dump => 0,
+                Backing::SharedFile { .. } => 0,
+                Backing::SharedAnonymous { .. } | Backing::Anonymous => {
+                    if has_page() {
+                        size
+                    } else {
+                        0
+                    }
+                }
+                Backing::File { source, offset, .. } => {
+                    let written = v.prot.write
+                        && self.page_table.mapped_pages(v.start, v.end).iter().any(|(va, _)| {
+                            self.page_table.frame_at(*va).is_some_and(|f| f.ref_count() <= 2)
+                        });
+                    let mut magic = [0u8; 4];
+                    if written {
+                        size
+                    } else if *offset == 0
+                        && v.prot.read
+                        && source.read_at(0, &mut magic).ok() == Some(4)
+                        && magic == *b"\x7fELF"
+                    {
+                        PAGE_SIZE
+                    } else {
+                        0
+                    }
+                }
+            };
+            out.push((v.start, v.end, v.prot, dump));
+        }
+        out
+    }
+
+    /// Copies the page at `va` for a core dump, whatever its protection;
+    /// false (and `buf` untouched) when no page is there.
+    pub fn read_page_for_dump(&self, va: u64, buf: &mut [u8]) -> bool {
+        let frame = self.page_table.frame_at(page_floor(va)).or_else(|| {
+            // A special mapping's page needs no fault to be read (fork
+            // leaves the vDSO's unmapped until touched).
+            let v = self.find(va)?;
+            match &v.backing {
+                Backing::Special { mapping, first_index } => {
+                    let index = first_index + (page_floor(va) - v.start) / PAGE_SIZE;
+                    mapping.frames.get(index as usize)?.clone()
+                }
+                _ => None,
+            }
+        });
+        match frame {
+            Some(frame) => {
+                frame.read(0, buf);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether `addr` lies in private anonymous memory that may not be
+    /// written: Linux refuses such a page as a shared futex's key (it can
+    /// never change), where a read-only file page is fine.
+    pub fn is_read_only_anonymous(&self, addr: u64) -> bool {
+        self.find(addr).is_some_and(|v| !v.prot.write && matches!(v.backing, Backing::Anonymous))
     }
 
     /// Writes into this address space whether or not it is the active
@@ -702,6 +894,62 @@ impl AddressSpace {
             done += n;
         }
         Ok(())
+    }
+}
+
+impl AddressSpace {
+    /// A debugger's access to this address space (ptrace PEEK/POKE,
+    /// Linux's FOLL_FORCE): any mapped page can be read whatever its
+    /// protection; a private mapping can be written even where it is
+    /// read-only (a breakpoint in text), always into a private copy, so
+    /// the file's own frame never changes; a shared mapping only where it
+    /// is writable. Returns how many bytes were done before the first
+    /// address that could not be.
+    pub fn access_forced(&mut self, addr: u64, buf: &mut [u8], write: bool) -> usize {
+        let mut done = 0usize;
+        while done < buf.len() {
+            let Some(va) = addr.checked_add(done as u64) else {
+                break;
+            };
+            let page = page_floor(va);
+            let off = (va - page) as usize;
+            let n = (PAGE_SIZE as usize - off).min(buf.len() - done);
+            let Some(frame) = self.forced_frame(page, write) else {
+                break;
+            };
+            if write {
+                frame.write(off, &buf[done..done + n]);
+            } else {
+                frame.read(off, &mut buf[done..done + n]);
+            }
+            done += n;
+        }
+        done
+    }
+
+    /// The frame a forced access at page `va` reads or writes: present
+    /// (filled if needed), and for a private write this space's own copy.
+    fn forced_frame(&mut self, va: u64, write: bool) -> Option<UserFrame> {
+        let vma = self.find(va)?.clone();
+        if vma.is_shared() && write && !vma.prot.write {
+            return None;
+        }
+        if self.page_table.query(va).is_none() {
+            let (frame, exclusive) = self.fill_page(&vma, va).ok()?;
+            self.page_table.map(va, frame, Self::page_flags(&vma, exclusive)).ok()?;
+        }
+        let frame = self.page_table.frame_at(va)?;
+        if !write || vma.is_shared() {
+            return Some(frame);
+        }
+        // Our handle plus the page table's: nobody else sees this page.
+        if frame.ref_count() == 2 {
+            return Some(frame);
+        }
+        let copy = frame.duplicate().ok()?;
+        drop(frame);
+        self.page_table.map(va, copy.clone(), Self::page_flags(&vma, true)).ok()?;
+        Some(copy)
     }
 }
 

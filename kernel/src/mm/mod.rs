@@ -4,6 +4,7 @@
 
 pub mod advice;
 pub mod aspace;
+pub mod report;
 pub mod uaccess;
 pub mod vma;
 
@@ -53,6 +54,37 @@ impl core::fmt::Write for TryString {
 }
 
 pub const PAGE_SIZE: u64 = hal::mm::PAGE_SIZE;
+
+/// vm.max_map_count: mmap fails with ENOMEM past this many areas.
+static MAX_MAP_COUNT: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(65530);
+/// vm.mmap_min_addr: the lowest address a mapping may take.
+static MMAP_MIN_ADDR: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0x10000);
+/// vm.overcommit_memory: 0 heuristic, 1 always.
+static OVERCOMMIT_MEMORY: core::sync::atomic::AtomicI64 = core::sync::atomic::AtomicI64::new(0);
+
+pub fn max_map_count() -> usize {
+    MAX_MAP_COUNT.load(core::sync::atomic::Ordering::Relaxed)
+}
+
+pub fn set_max_map_count(n: usize) {
+    MAX_MAP_COUNT.store(n, core::sync::atomic::Ordering::Relaxed);
+}
+
+pub fn mmap_min_addr() -> u64 {
+    MMAP_MIN_ADDR.load(core::sync::atomic::Ordering::Relaxed)
+}
+
+pub fn set_mmap_min_addr(addr: u64) {
+    MMAP_MIN_ADDR.store(addr, core::sync::atomic::Ordering::Relaxed);
+}
+
+pub fn overcommit_memory() -> i64 {
+    OVERCOMMIT_MEMORY.load(core::sync::atomic::Ordering::Relaxed)
+}
+
+pub fn set_overcommit_memory(mode: i64) {
+    OVERCOMMIT_MEMORY.store(mode, core::sync::atomic::Ordering::Relaxed);
+}
 
 pub fn page_floor(addr: u64) -> u64 {
     addr & !(PAGE_SIZE - 1)

@@ -178,7 +178,10 @@ impl Prot {
 pub enum VmaKind {
     Normal,
     Heap,
+    /// The main thread's stack ([stack]), which grows down.
     Stack,
+    /// A MAP_GROWSDOWN mapping.
+    GrowsDown,
 }
 
 /// What madvise, mlock and mlockall recorded about an area (Linux's

@@ -26,6 +26,11 @@ pub fn on_process_exit(hook: fn(super::Pid)) {
 /// The last thread out ends the process with `how`.
 pub fn exit_task(t: &Arc<Task>, how: ExitKind) {
     let p = &t.process;
+    if !p.tracer.tracees.lock().is_empty() {
+        super::ptrace::tracer_exited(t);
+    }
+    let status = p.state.lock().exiting.unwrap_or(how);
+    super::ptrace::tracee_exited(t, status);
     if let Ok(vm) = p.vm() {
         // Robust mutexes it still holds become owner-dead, then the
         // clear-child-tid word is zeroed and woken (Linux's order).
@@ -70,6 +75,8 @@ fn exit_process(p: &Arc<Process>, how: ExitKind) {
     p.files.release();
     let vm = p.vm.lock().take();
     drop(vm);
+    let exe_file = p.exe_file.lock().take();
+    drop(exe_file);
     // The last thread still runs on these page tables: switch away and
     // release them now rather than when the kernel thread is reaped.
     if let Some(kt) = crate::sched::current_opt() {

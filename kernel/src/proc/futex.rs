@@ -122,9 +122,6 @@ pub fn requeue(
     requeue_count: u32,
     expected: Option<u32>,
 ) -> Result<u32, Errno> {
-    if !addr.is_multiple_of(4) || !addr2.is_multiple_of(4) {
-        return Err(Errno::EINVAL);
-    }
     if let Some(expected) = expected {
         if uaccess::read_u32(vm, addr)? != expected {
             return Err(Errno::EAGAIN);
@@ -145,4 +142,48 @@ pub fn requeue(
         }
     }
     Ok(woken + moved)
+}
+
+/// FUTEX_WAKE_OP: atomically applies the encoded operation to the word at
+/// `addr2`, wakes up to `count` waiters on `addr`, and up to `count2` on
+/// `addr2` too if the old value of `addr2` passes the encoded comparison.
+pub fn wake_op(vm: &Vm, addr: u64, addr2: u64, count: u32, count2: u32, encoded: u32) -> Result<u32, Errno> {
+    let op = (encoded >> 28) & 7;
+    let cmp = (encoded >> 24) & 15;
+    let mut oparg = (((encoded >> 12) & 0xfff) as i32) << 20 >> 20;
+    let cmparg = ((encoded & 0xfff) as i32) << 20 >> 20;
+    if encoded & (linux_abi::consts::FUTEX_OP_OPARG_SHIFT << 28) != 0 {
+        oparg = 1 << (oparg & 31);
+    }
+    if op > linux_abi::consts::FUTEX_OP_XOR {
+        return Err(Errno::ENOSYS);
+    }
+    let old = loop {
+        let old = uaccess::read_u32(vm, addr2)?;
+        let oparg = oparg as u32;
+        let new = match op {
+            linux_abi::consts::FUTEX_OP_SET => oparg,
+            linux_abi::consts::FUTEX_OP_ADD => old.wrapping_add(oparg),
+            linux_abi::consts::FUTEX_OP_OR => old | oparg,
+            linux_abi::consts::FUTEX_OP_ANDN => old & !oparg,
+            _ => old ^ oparg,
+        };
+        if uaccess::cmpxchg_u32(vm, addr2, old, new)? == old {
+            break old as i32;
+        }
+    };
+    let passes = match cmp {
+        linux_abi::consts::FUTEX_OP_CMP_EQ => old == cmparg,
+        linux_abi::consts::FUTEX_OP_CMP_NE => old != cmparg,
+        linux_abi::consts::FUTEX_OP_CMP_LT => old < cmparg,
+        linux_abi::consts::FUTEX_OP_CMP_LE => old <= cmparg,
+        linux_abi::consts::FUTEX_OP_CMP_GT => old > cmparg,
+        linux_abi::consts::FUTEX_OP_CMP_GE => old >= cmparg,
+        _ => return Err(Errno::ENOSYS),
+    };
+    let mut woken = wake_key(key_for(vm, addr), count, u32::MAX);
+    if passes {
+        woken += wake_key(key_for(vm, addr2), count2, u32::MAX);
+    }
+    Ok(woken)
 }

@@ -32,6 +32,7 @@ pub fn start(path: &str, argv: Vec<String>) -> Result<(), Errno> {
         envp: envp.iter().map(|e| e.as_bytes().to_vec()).collect(),
         path_inaccessible: false,
         arg_limit: exec::arg_space(8 << 20),
+        stack_limit: 8 << 20,
         cwd: root(),
         cred: cred.clone(),
     };
@@ -48,6 +49,7 @@ pub fn start(path: &str, argv: Vec<String>) -> Result<(), Errno> {
     let signals = SignalState::new(Arc::new(SpinLock::new(default_actions())));
     let p = Arc::new(Process::new(pid, Weak::new(), vm, SharedFdTable::new(files)?, signals));
     *p.exe.lock() = image.exe;
+    *p.exe_file.lock() = Some(image.deny);
     p.set_comm_from_path(path);
     *p.cmdline.lock() = argv;
     *p.environ.lock() = envp;

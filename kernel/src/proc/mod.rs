@@ -8,14 +8,18 @@
 //! tables that hold weak references, so an exited process disappears from
 //! them when its parent reaps it.
 
+pub mod coredump;
+pub mod cputime;
 pub mod exec;
 pub mod exit;
 pub mod futex;
 pub mod init;
 pub mod oom;
+pub mod ptrace;
 pub mod robust;
 pub mod sigio;
 pub mod signal;
+pub mod signalfd;
 pub mod task;
 pub mod timer;
 pub mod user_dispatch;
@@ -38,8 +42,33 @@ pub use task::Task;
 
 pub type Pid = i32;
 
-/// Linux's default pid_max.
-pub const PID_MAX: Pid = 4_194_304;
+/// kernel.pid_max: ids are below it (Linux's default for up to 32 CPUs).
+static PID_MAX: AtomicI32 = AtomicI32::new(32_768);
+
+pub fn pid_max() -> Pid {
+    PID_MAX.load(Ordering::Relaxed)
+}
+
+/// /proc/sys/kernel/pid_max: new ids stay below `max`.
+pub fn set_pid_max(max: Pid) {
+    PID_MAX.store(max, Ordering::Relaxed);
+}
+
+/// Open file descriptions of all processes (each counted once), for
+/// /proc/sys/fs/file-nr.
+pub fn open_file_count() -> usize {
+    let mut seen: Vec<usize> = Vec::new();
+    for p in all_processes() {
+        let table = p.files().lock();
+        for f in table.files() {
+            let key = Arc::as_ptr(f) as usize;
+            if !seen.contains(&key) && seen.try_reserve(1).is_ok() {
+                seen.push(key);
+            }
+        }
+    }
+    seen.len()
+}
 
 /// How a process ended or changed state, for wait4/waitid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,6 +88,8 @@ pub struct ProcState {
     pub stopped: Option<u32>,
     pub stop_reported: bool,
     pub continued_unreported: bool,
+    /// Counts group stops, so a traced thread reports each one once.
+    pub stop_gen: u64,
 }
 
 pub struct Process {
@@ -103,26 +134,44 @@ pub struct Process {
     pub rlimits: SpinLock<[(u64, u64); 16]>,
     /// Signal sent to the parent when this process exits (SIGCHLD or 0).
     pub exit_signal: u32,
-    /// CPU time of exited threads, and of reaped children.
+    /// CPU time of exited threads.
     pub dead_tasks_cpu_ns: AtomicU64,
-    pub children_cpu_ns: AtomicU64,
+    /// User/system tick samples of all its threads, exited ones included.
+    pub cpu: cputime::CpuAccount,
+    /// (user, system) ns of reaped children and their reaped children.
+    pub children_cpu: SpinLock<(u64, u64)>,
     pub timers: SpinLock<timer::Timers>,
-    /// Whether a CPU-time itimer is armed (skips accounting otherwise).
+    /// ITIMER_VIRTUAL and ITIMER_PROF.
+    pub cpu_itimers: SpinLock<[cputime::CpuItimer; 2]>,
+    /// POSIX timers (of any process) on this process's CPU clocks.
+    pub cpu_watch: SpinLock<Vec<cputime::Watch>>,
+    /// Whether the tick has CPU timers of this process to run.
     pub cpu_timer_armed: core::sync::atomic::AtomicBool,
     /// Set in a vfork child until it execs or exits.
     pub vfork_done: SpinLock<Option<Arc<wait::VforkDone>>>,
-    /// PR_GET_DUMPABLE: 1 normally, `SUID_DUMPABLE` after a change of
+    /// PR_GET_DUMPABLE: 1 normally, `suid_dumpable()` after a change of
     /// credentials or an exec that changed ids (Linux keeps it on the mm;
     /// it decides who owns /proc/<pid>).
     pub dumpable: core::sync::atomic::AtomicU8,
     /// The leader thread's credentials once it has exited, for whoever
     /// still asks about the process (signals, /proc, prlimit).
     pub exited_leader_cred: SpinLock<Option<Arc<crate::cred::Cred>>>,
+    /// Linux's SIGNAL_UNKILLABLE: init ignores signals it has no handler
+    /// for (see `signal::send_to_process`), until a fault it cannot
+    /// handle clears this.
+    pub unkillable: core::sync::atomic::AtomicBool,
+    /// The program file this process runs, kept from being written
+    /// (ETXTBSY) until the process execs another or exits.
+    pub exe_file: SpinLock<Option<crate::fs::writecount::DenyWrite>>,
+    /// The threads this process traces (ptrace), and its personality.
+    pub tracer: ptrace::TracerState,
 }
 
 /// `/proc/sys/fs/suid_dumpable`: what a credential change sets dumpable
-/// to (Linux's default, 0).
-pub const SUID_DUMPABLE: u8 = 0;
+/// to (0 by default; 2 lets such a process dump core as root).
+pub fn suid_dumpable() -> u8 {
+    crate::fs::procfs::sys::SUID_DUMPABLE.get() as u8
+}
 
 static PROCESSES: SpinLock<BTreeMap<Pid, Weak<Process>>> = SpinLock::new(BTreeMap::new());
 static TASKS: SpinLock<BTreeMap<Pid, Weak<Task>>> = SpinLock::new(BTreeMap::new());
@@ -131,9 +180,10 @@ static NEXT_PID: AtomicI32 = AtomicI32::new(1);
 /// A free id for a process or thread (they share one number space).
 pub fn alloc_pid() -> Result<Pid, Errno> {
     let tasks = TASKS.lock();
-    for _ in 0..PID_MAX {
+    let max = pid_max();
+    for _ in 0..max {
         let mut pid = NEXT_PID.fetch_add(1, Ordering::Relaxed);
-        if pid >= PID_MAX {
+        if pid >= max {
             NEXT_PID.store(2, Ordering::Relaxed);
             pid = 2;
         }
@@ -317,12 +367,18 @@ impl Process {
             rlimits: SpinLock::new(default_rlimits()),
             exit_signal: linux_abi::signal::SIGCHLD,
             dead_tasks_cpu_ns: AtomicU64::new(0),
-            children_cpu_ns: AtomicU64::new(0),
+            cpu: cputime::CpuAccount::default(),
+            children_cpu: SpinLock::new((0, 0)),
             timers: SpinLock::new(timer::Timers::default()),
+            cpu_itimers: SpinLock::new([cputime::CpuItimer::default(); 2]),
+            cpu_watch: SpinLock::new(Vec::new()),
             cpu_timer_armed: core::sync::atomic::AtomicBool::new(false),
             vfork_done: SpinLock::new(None),
             dumpable: core::sync::atomic::AtomicU8::new(1),
             exited_leader_cred: SpinLock::new(None),
+            unkillable: core::sync::atomic::AtomicBool::new(pid == 1),
+            exe_file: SpinLock::new(None),
+            tracer: ptrace::TracerState::default(),
         }
     }
 
@@ -336,6 +392,10 @@ impl Process {
             return Some(c);
         }
         self.tasks.lock().first().map(|t| t.cred())
+    }
+
+    pub fn is_unkillable(&self) -> bool {
+        self.unkillable.load(Ordering::Relaxed)
     }
 
     /// Sets the command name from an exec'd path, as Linux does.

@@ -12,6 +12,7 @@ use linux_abi::signal::{self as sig, DefaultAction, SigSet};
 
 use super::task::{Flow, Task};
 use super::{ExitKind, Process};
+use crate::event::{Events, Pollee};
 use crate::mm::uaccess;
 
 pub type SigInfo = Siginfo;
@@ -34,11 +35,18 @@ pub type Actions = [SigAction; sig::NSIG as usize];
 pub struct SignalState {
     pub actions: SpinLock<Arc<SpinLock<Actions>>>,
     pub shared_pending: SpinLock<PendingSignals>,
+    /// Notified whenever a signal becomes pending for the process or one
+    /// of its threads (signalfd readiness, Linux's signalfd_wqh).
+    pub pollee: Pollee,
 }
 
 impl SignalState {
     pub fn new(actions: Arc<SpinLock<Actions>>) -> SignalState {
-        SignalState { actions: SpinLock::new(actions), shared_pending: SpinLock::new(PendingSignals::default()) }
+        SignalState {
+            actions: SpinLock::new(actions),
+            shared_pending: SpinLock::new(PendingSignals::default()),
+            pollee: Pollee::new(),
+        }
     }
 
     pub fn action(&self, signo: u32) -> SigAction {
@@ -85,6 +93,11 @@ impl PendingSignals {
         self.set.difference(blocked).first()
     }
 
+    /// The queued signals in order (PTRACE_PEEKSIGINFO).
+    pub fn queued(&self) -> impl Iterator<Item = &Siginfo> {
+        self.queue.iter()
+    }
+
     fn discard(&mut self, signo: u32) {
         self.queue.retain(|i| i.si_signo as u32 != signo);
         self.set.remove(signo);
@@ -93,11 +106,32 @@ impl PendingSignals {
 
 fn is_ignored(p: &Process, signo: u32) -> bool {
     let action = p.signals.action(signo);
-    action.handler == SIG_IGN || (action.handler == SIG_DFL && sig::default_action(signo) == DefaultAction::Ignore)
+    let ignored =
+        action.handler == SIG_IGN || (action.handler == SIG_DFL && sig::default_action(signo) == DefaultAction::Ignore);
+    // A tracer sees even ignored signals (never SIGKILL, which is not
+    // queued at all).
+    ignored && !p.tasks.lock().iter().any(|t| t.ptrace.is_traced())
 }
 
 fn is_stop_signal(signo: u32) -> bool {
     matches!(signo, sig::SIGSTOP | sig::SIGTSTP | sig::SIGTTIN | sig::SIGTTOU)
+}
+
+/// Whether a user-sent signal was sent by the kernel on its own behalf
+/// (a fault, a timer, SIGCHLD, SIGPIPE, ...) rather than by kill, tkill or
+/// sigqueue: those carry SI_USER or a negative code.
+fn from_kernel(info: &Siginfo) -> bool {
+    info.si_code > 0
+}
+
+/// Linux's SIGNAL_UNKILLABLE rule: init drops every signal whose action
+/// is the default, SIGKILL and SIGSTOP included, unless the kernel itself
+/// sends SIGKILL or SIGSTOP (the OOM killer). A handler it installed runs.
+fn init_drops(p: &Process, info: &Siginfo) -> bool {
+    let signo = info.si_signo as u32;
+    p.is_unkillable()
+        && p.signals.action(signo).handler == SIG_DFL
+        && !(from_kernel(info) && matches!(signo, sig::SIGKILL | sig::SIGSTOP))
 }
 
 /// Sends a signal to a process (kill).
@@ -107,6 +141,9 @@ pub fn send_to_process(p: &Arc<Process>, info: Siginfo) {
         return;
     }
     if p.state.lock().zombie {
+        return;
+    }
+    if init_drops(p, &info) {
         return;
     }
     if signo == sig::SIGKILL {
@@ -130,6 +167,7 @@ pub fn send_to_process(p: &Arc<Process>, info: Siginfo) {
         return;
     }
     p.signals.shared_pending.lock().add(info);
+    p.signals.pollee.notify(Events::IN);
     // Wake a thread that can take it (woken outside the list's lock).
     let target = {
         let tasks = p.tasks.lock();
@@ -154,8 +192,18 @@ pub fn send_to_task(t: &Arc<Task>, info: Siginfo) {
     if is_ignored(&t.process, signo) && !t.sigmask.lock().contains(signo) {
         return;
     }
+    if init_drops(&t.process, &info) {
+        return;
+    }
     t.pending.lock().add(info);
+    t.process.signals.pollee.notify(Events::IN);
     t.interrupt();
+}
+
+/// Queues `info` for `t` alone, as pending from the start (a traced new
+/// child's SIGSTOP).
+pub fn queue_private(t: &Task, info: Siginfo) {
+    t.pending.lock().add(info);
 }
 
 /// Takes a pending signal from `set` (thread-directed first), for
@@ -187,6 +235,10 @@ pub fn force_fault_signal(t: &Arc<Task>, info: Siginfo) {
         let blocked = t.sigmask.lock().contains(signo);
         if blocked || actions[signo as usize].handler == SIG_IGN {
             actions[signo as usize].handler = SIG_DFL;
+        }
+        // A fault init cannot handle kills it, as on Linux.
+        if actions[signo as usize].handler == SIG_DFL {
+            t.process.unkillable.store(false, core::sync::atomic::Ordering::Relaxed);
         }
     }
     t.sigmask.lock().remove(signo);
@@ -260,19 +312,25 @@ fn stop_process(t: &Arc<Task>, signo: u32) {
         if st.stopped.is_none() {
             st.stopped = Some(signo);
             st.stop_reported = false;
+            st.stop_gen += 1;
         }
     }
     p.notify_parent_waiters();
     notify_parent_signal(p, sig::CLD_STOPPED, signo as i32);
-    wait_while_stopped(t);
+    // A traced thread reports the stop to its tracer instead (the caller
+    // loops back to `ptrace::group_stop`).
+    if !t.ptrace.is_traced() {
+        wait_while_stopped(t);
+    }
 }
 
 fn wait_while_stopped(t: &Arc<Task>) {
     let p = &t.process;
     p.resume.wait_until(|| {
         let st = p.state.lock();
-        // An exec in another thread ends this one even while stopped.
-        st.stopped.is_none() || st.exiting.is_some() || t.exit_request.lock().is_some()
+        // An exec in another thread ends this one even while stopped; a
+        // thread that became traced reports the stop to its tracer.
+        st.stopped.is_none() || st.exiting.is_some() || t.exit_request.lock().is_some() || t.ptrace.is_traced()
     });
 }
 
@@ -301,18 +359,26 @@ fn handle_attention(t: &Arc<Task>, ctx: &mut UserContext) -> Flow {
     loop {
         // Bound first: a guard in the `if let` would stay held through the exit.
         let requested = t.exit_request.lock().take();
-        if let Some(how) = requested {
+        let exiting = requested.or_else(|| t.process.state.lock().exiting);
+        if let Some(how) = exiting {
+            if t.ptrace.is_traced() {
+                super::ptrace::exit_event(t, ctx, how);
+            }
             super::exit::exit_task(t, how);
             return Flow::Exit;
         }
-        let exiting = t.process.state.lock().exiting;
-        if let Some(how) = exiting {
-            super::exit::exit_task(t, how);
-            return Flow::Exit;
+        let traced = t.ptrace.is_traced();
+        if traced && super::ptrace::pending_trap(t, ctx) {
+            continue;
         }
         if t.process.state.lock().stopped.is_some() {
-            wait_while_stopped(t);
-            continue;
+            if !traced {
+                wait_while_stopped(t);
+                continue;
+            }
+            if super::ptrace::group_stop(t, ctx) {
+                continue;
+            }
         }
         let blocked = *t.sigmask.lock();
         let taken = {
@@ -329,8 +395,25 @@ fn handle_attention(t: &Arc<Task>, ctx: &mut UserContext) -> Flow {
             if let Some(kt) = t.kthread.get() {
                 kt.set_interrupt(false);
             }
+            // A call that swapped the mask (ppoll, epoll_pwait...) left it
+            // for a handler that did not come (the signal was ignored):
+            // the caller's own mask comes back now, as Linux's
+            // restore_saved_sigmask does.
+            let saved = t.saved_sigmask.lock().take();
+            if let Some(mask) = saved {
+                *t.sigmask.lock() = mask;
+            }
             finish_restart(t, ctx, None);
             return Flow::Continue;
+        };
+        // Signal-delivery-stop: the tracer decides what is delivered.
+        let info = if traced {
+            match super::ptrace::signal_stop(t, ctx, info) {
+                Some(info) => info,
+                None => continue,
+            }
+        } else {
+            info
         };
         let signo = info.si_signo as u32;
         let action = t.process.signals.action(signo);
@@ -338,6 +421,11 @@ fn handle_attention(t: &Arc<Task>, ctx: &mut UserContext) -> Flow {
             continue;
         }
         if action.handler == SIG_DFL {
+            // Init drops a default-action signal that was blocked when it
+            // came and got through only now (Linux's get_signal does too).
+            if t.process.is_unkillable() && !matches!(signo, sig::SIGKILL | sig::SIGSTOP) {
+                continue;
+            }
             match sig::default_action(signo) {
                 DefaultAction::Ignore | DefaultAction::Continue => continue,
                 DefaultAction::Stop => {
@@ -349,7 +437,7 @@ fn handle_attention(t: &Arc<Task>, ctx: &mut UserContext) -> Flow {
                     continue;
                 }
                 DefaultAction::CoreDump => {
-                    group_exit(&t.process, ExitKind::Signaled { sig: signo, core: true });
+                    core_dump_exit(t, ctx, &info);
                     continue;
                 }
             }
@@ -357,13 +445,38 @@ fn handle_attention(t: &Arc<Task>, ctx: &mut UserContext) -> Flow {
         finish_restart(t, ctx, Some(&action));
         if deliver(t, ctx, &info, &action).is_err() {
             // The stack is unusable: die of SIGSEGV, as Linux does.
-            group_exit(&t.process, ExitKind::Signaled { sig: sig::SIGSEGV, core: true });
+            core_dump_exit(t, ctx, &Siginfo::fault(sig::SIGSEGV, sig::SI_KERNEL, 0));
             continue;
         }
         if let Some(kt) = t.kthread.get() {
             kt.set_interrupt(false);
         }
+        if traced {
+            super::ptrace::handler_entered(t, ctx);
+        }
         return Flow::Continue;
+    }
+}
+
+/// A core-dumping signal's default action: the other threads are told to
+/// exit first (Linux's coredump_wait), the dump is written, and the exit
+/// status has the core bit only if it was (`coredump`).
+fn core_dump_exit(t: &Arc<Task>, ctx: &mut UserContext, info: &Siginfo) {
+    let signo = info.si_signo as u32;
+    let first = {
+        let mut st = t.process.state.lock();
+        let first = st.exiting.is_none();
+        if first {
+            st.exiting = Some(ExitKind::Signaled { sig: signo, core: false });
+        }
+        first
+    };
+    if !first {
+        return; // someone else's exit (or dump) came first
+    }
+    group_exit(&t.process, ExitKind::Signaled { sig: signo, core: false });
+    if super::coredump::dump(t, ctx, info) {
+        t.process.state.lock().exiting = Some(ExitKind::Signaled { sig: signo, core: true });
     }
 }
 
@@ -471,8 +584,10 @@ fn deliver(t: &Arc<Task>, ctx: &mut UserContext, info: &Siginfo, action: &SigAct
     }
     *t.sigmask.lock() = new_mask.without_unblockable();
     if action.flags & sig::SA_RESETHAND != 0 {
+        // Only the handler goes back to SIG_DFL: the flags (SA_SIGINFO,
+        // SA_RESETHAND itself...), mask and restorer stay, as on Linux.
         let actions = t.process.signals.actions.lock().clone();
-        actions.lock()[signo as usize] = SigAction::default();
+        actions.lock()[signo as usize].handler = SIG_DFL;
     }
 
     ctx.regs.rsp = frame;
@@ -481,8 +596,8 @@ fn deliver(t: &Arc<Task>, ctx: &mut UserContext, info: &Siginfo, action: &SigAct
     ctx.regs.rsi = frame + rt_sigframe::INFO as u64;
     ctx.regs.rdx = frame + rt_sigframe::UC as u64;
     ctx.regs.rax = 0;
-    // Handlers start with a clean direction flag.
-    ctx.regs.rflags &= !(1 << 10);
+    // Handlers start with clean direction and trap flags, as on Linux.
+    ctx.regs.rflags &= !((1 << 10) | hal::user::RFLAGS_TF);
     ctx.reset_fpu();
     Ok(())
 }

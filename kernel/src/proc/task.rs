@@ -58,6 +58,10 @@ pub struct Task {
     /// The credentials this thread acts with, replaced whole on change
     /// (`commit_cred`), never changed in place.
     cred: SpinLock<Arc<Cred>>,
+    /// User/system tick samples (see `cputime`).
+    pub cpu: super::cputime::CpuAccount,
+    /// The ptrace link (tracer, options, the current stop).
+    pub ptrace: super::ptrace::TaskPtrace,
 }
 
 impl Task {
@@ -80,6 +84,8 @@ impl Task {
             user_dispatch: SpinLock::new(None),
             user_dispatch_on: core::sync::atomic::AtomicBool::new(false),
             cred: SpinLock::new(cred),
+            cpu: super::cputime::CpuAccount::default(),
+            ptrace: super::ptrace::TaskPtrace::new(),
         }
     }
 
@@ -96,7 +102,7 @@ impl Task {
         let new = Arc::try_new(new).map_err(|_| linux_abi::errno::Errno::ENOMEM)?;
         let old = self.install_cred(new.clone());
         if old.change_drops_dumpable(&new) {
-            self.process.dumpable.store(super::SUID_DUMPABLE, Ordering::Relaxed);
+            self.process.dumpable.store(super::suid_dumpable(), Ordering::Relaxed);
         }
         Ok(())
     }
@@ -112,11 +118,6 @@ impl Task {
     /// here, so no hot path divides.
     pub fn cpu_ns(&self) -> u64 {
         self.kthread.get().map_or(0, |k| hal::time::tsc_to_ns(k.cpu_tsc()))
-    }
-
-    /// Whether the thread is runnable (for /proc state letters).
-    pub fn is_running(&self) -> bool {
-        self.kthread.get().is_some_and(|t| matches!(t.state(), sched::State::Running | sched::State::Ready))
     }
 
     pub fn tid(&self) -> Pid {
@@ -193,23 +194,21 @@ fn run_task(task: Arc<Task>, mut ctx: Box<UserContext>) {
         if super::signal::handle_pending(&task, &mut ctx) == Flow::Exit {
             return;
         }
-        // CPU clocks are kept at context switches; only an armed CPU-time
-        // itimer needs the time spent in user mode itself. (Two clock
-        // reads per system call cost little on hardware, but under QEMU's
-        // TCG each takes a lock every vCPU contends for.)
-        let timed = task.process.cpu_timer_armed.load(Ordering::Relaxed);
-        let entered = if timed { hal::cpu::rdtsc() } else { 0 };
+        // No clock is read here: CPU time is kept at context switches and
+        // split into user and system time by the tick's samples (see
+        // `cputime`). Under QEMU's TCG each rdtsc takes a lock every vCPU
+        // contends for.
         let reason = ctx.run();
-        if timed {
-            let ran = hal::cpu::rdtsc().saturating_sub(entered);
-            super::timer::charge_cpu(&task.process, hal::time::tsc_to_ns(ran));
-        }
         match reason {
             ReturnReason::Syscall => crate::syscall::dispatch(&task, &mut ctx),
             ReturnReason::Exception { vector, error_code, fault_addr } => {
                 handle_exception(&task, &mut ctx, vector, error_code, fault_addr)
             }
-            ReturnReason::Interrupt => {}
+            ReturnReason::Interrupt => {
+                if task.ptrace.is_traced() {
+                    super::ptrace::note_trap(&task);
+                }
+            }
         }
         sched::preempt_point();
     }
@@ -218,6 +217,9 @@ fn run_task(task: Arc<Task>, mut ctx: Box<UserContext>) {
 /// A CPU exception in user mode: resolve page faults the address space
 /// allows, turn everything else into the signal Linux would send.
 fn handle_exception(task: &Arc<Task>, ctx: &mut UserContext, vector: u8, error_code: u64, addr: u64) {
+    if task.ptrace.is_traced() {
+        super::ptrace::note_trap(task);
+    }
     let info = match vector {
         14 => {
             let access = if error_code & 0x10 != 0 {
@@ -271,7 +273,22 @@ fn handle_exception(task: &Arc<Task>, ctx: &mut UserContext, vector: u8, error_c
         }
         0 => SigInfo::fault(sig::SIGFPE, sig::FPE_INTDIV, ctx.regs.rip),
         16 | 19 => SigInfo::fault(sig::SIGFPE, 0, ctx.regs.rip),
-        1 | 3 => SigInfo::fault(sig::SIGTRAP, sig::SI_KERNEL, ctx.regs.rip),
+        // #DB: `addr` is DR6. Single step (a program's own TF or a
+        // tracer's PTRACE_SINGLESTEP), else a breakpoint; Linux reports
+        // the instruction pointer.
+        1 => {
+            super::ptrace::note_debug_exception(task, addr);
+            let code = if addr & linux_abi::ptrace::DR_STEP != 0 {
+                sig::TRAP_TRACE
+            } else if addr & 0xf != 0 {
+                sig::TRAP_HWBKPT
+            } else {
+                sig::TRAP_BRKPT
+            };
+            SigInfo::fault(sig::SIGTRAP, code, ctx.regs.rip)
+        }
+        // int3: rip is already past it; Linux sends a bare SI_KERNEL.
+        3 => SigInfo::kill(sig::SIGTRAP, sig::SI_KERNEL, 0, 0),
         6 => SigInfo::fault(sig::SIGILL, sig::ILL_ILLOPN, ctx.regs.rip),
         17 => SigInfo::fault(sig::SIGBUS, sig::BUS_ADRALN, addr),
         // #GP and friends: Linux reports SIGSEGV with SI_KERNEL and address 0.

@@ -1,6 +1,9 @@
-//! Process timers: ITIMER_REAL/alarm and POSIX timers (timer_create)
-//! expire on the monotonic clock and are checked on every clock tick;
-//! ITIMER_VIRTUAL and ITIMER_PROF count the process's CPU time.
+//! Process timers: ITIMER_REAL/alarm and POSIX timers (timer_create).
+//! Timers on the monotonic and real-time clocks expire on the monotonic
+//! clock and are checked on every clock tick; one armed for an absolute
+//! CLOCK_REALTIME time is moved when the wall clock is set
+//! (`clock_was_set`), so it fires at the new wall time, as on Linux.
+//! Timers on CPU clocks live here too but are run by `cputime`.
 
 use alloc::collections::BTreeMap;
 use alloc::sync::{Arc, Weak};
@@ -10,6 +13,7 @@ use linux_abi::errno::Errno;
 use linux_abi::layout::Siginfo;
 use linux_abi::signal as sig;
 
+use super::cputime::{self, CpuClock};
 use super::{Pid, Process};
 
 /// Which timer of a process an armed deadline belongs to.
@@ -29,10 +33,25 @@ pub enum Notify {
     Signal { signo: u32, value: u64, tid: Option<Pid> },
 }
 
+/// The clock a POSIX timer counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimerClock {
+    Monotonic,
+    /// CLOCK_REALTIME or CLOCK_TAI: an absolute time follows the wall clock.
+    Realtime,
+    Cpu(CpuClock),
+}
+
 #[derive(Clone, Copy, Debug)]
 pub struct PosixTimer {
     pub notify: Notify,
+    pub clock: TimerClock,
+    /// Monotonic ns for Monotonic/Realtime timers, the CPU clock's ns for
+    /// CPU timers.
     pub deadline: Option<u64>,
+    /// The absolute wall-clock time an absolute Realtime timer is armed
+    /// for (kept so a clock change can move `deadline`).
+    pub wall_deadline: Option<u64>,
     pub interval: u64,
     pub overrun: i32,
 }
@@ -42,10 +61,36 @@ pub struct PosixTimer {
 pub struct Timers {
     real_deadline: Option<u64>,
     real_interval: u64,
-    /// ITIMER_VIRTUAL and ITIMER_PROF: (remaining, interval) in CPU ns.
-    cpu: [(u64, u64); 2],
     posix: BTreeMap<i32, PosixTimer>,
     next_id: i32,
+}
+
+impl Timers {
+    /// A CPU timer's clock and deadline, if it is armed.
+    pub(super) fn cpu_deadline(&self, id: i32) -> Option<(CpuClock, u64)> {
+        let t = self.posix.get(&id)?;
+        match t.clock {
+            TimerClock::Cpu(c) => t.deadline.map(|d| (c, d)),
+            _ => None,
+        }
+    }
+
+    /// A CPU timer reached `deadline` at clock reading `now`: reload or
+    /// disarm it (counting overruns) and say how to notify.
+    pub(super) fn cpu_expired(&mut self, id: i32, deadline: u64, now: u64) -> Option<Notify> {
+        let t = self.posix.get_mut(&id)?;
+        if t.deadline != Some(deadline) {
+            return None;
+        }
+        match (now - deadline).checked_div(t.interval) {
+            Some(missed) => {
+                t.overrun = i32::try_from(missed).unwrap_or(i32::MAX);
+                t.deadline = Some(deadline.saturating_add((missed + 1).saturating_mul(t.interval)));
+            }
+            None => t.deadline = None,
+        }
+        Some(t.notify)
+    }
 }
 
 fn arm(p: &Arc<Process>, deadline: u64, which: Which) {
@@ -82,71 +127,74 @@ pub fn set_real(p: &Arc<Process>, value: u64, interval: u64) -> (u64, u64) {
     old
 }
 
-/// ITIMER_VIRTUAL (0) or ITIMER_PROF (1): (remaining, interval).
-pub fn get_cpu(p: &Process, which: usize) -> (u64, u64) {
-    p.timers.lock().cpu[which]
-}
-
-pub fn set_cpu(p: &Process, which: usize, value: u64, interval: u64) -> (u64, u64) {
-    let mut t = p.timers.lock();
-    let old = core::mem::replace(&mut t.cpu[which], (value, interval));
-    let armed = t.cpu.iter().any(|c| c.0 != 0);
-    p.cpu_timer_armed.store(armed, core::sync::atomic::Ordering::Relaxed);
-    old
-}
-
-/// Charges `ns` of CPU time to the CPU-time itimers.
-pub fn charge_cpu(p: &Arc<Process>, ns: u64) {
-    if !p.cpu_timer_armed.load(core::sync::atomic::Ordering::Relaxed) {
-        return;
-    }
-    let mut fired = [false; 2];
-    {
+pub fn create(p: &Arc<Process>, clock: TimerClock, notify: Notify) -> Result<i32, Errno> {
+    let id = {
         let mut t = p.timers.lock();
-        for (i, slot) in t.cpu.iter_mut().enumerate() {
-            if slot.0 == 0 {
-                continue;
-            }
-            if slot.0 <= ns {
-                fired[i] = true;
-                slot.0 = slot.1;
-            } else {
-                slot.0 -= ns;
-            }
+        if t.posix.len() >= 4096 {
+            return Err(Errno::EAGAIN);
+        }
+        let id = t.next_id;
+        t.next_id += 1;
+        let timer = PosixTimer { notify, clock, deadline: None, wall_deadline: None, interval: 0, overrun: 0 };
+        t.posix.insert(id, timer);
+        id
+    };
+    if let TimerClock::Cpu(c) = clock {
+        if let Err(e) = cputime::watch(p, id, c) {
+            p.timers.lock().posix.remove(&id);
+            return Err(e);
         }
     }
-    for (i, signo) in [(0, sig::SIGVTALRM), (1, sig::SIGPROF)] {
-        if fired[i] {
-            super::signal::send_to_process(p, Siginfo::kill(signo, sig::SI_KERNEL, 0, 0));
-        }
-    }
-}
-
-pub fn create(p: &Process, notify: Notify) -> Result<i32, Errno> {
-    let mut t = p.timers.lock();
-    if t.posix.len() >= 4096 {
-        return Err(Errno::EAGAIN);
-    }
-    let id = t.next_id;
-    t.next_id += 1;
-    t.posix.insert(id, PosixTimer { notify, deadline: None, interval: 0, overrun: 0 });
     Ok(id)
 }
 
-/// Sets a POSIX timer (value 0 disarms); returns the old (remaining, interval).
-pub fn settime(p: &Arc<Process>, id: i32, value: u64, interval: u64) -> Result<(u64, u64), Errno> {
+fn timer_remaining(timer: &PosixTimer) -> u64 {
+    match timer.clock {
+        TimerClock::Cpu(c) => cputime::remaining(timer, c),
+        _ => remaining(timer.deadline),
+    }
+}
+
+/// Sets a POSIX timer (value 0 disarms), `value` relative or absolute on
+/// the timer's clock; returns the old (remaining, interval).
+pub fn settime(p: &Arc<Process>, id: i32, value: u64, interval: u64, absolute: bool) -> Result<(u64, u64), Errno> {
+    let clock = p.timers.lock().posix.get(&id).ok_or(Errno::EINVAL)?.clock;
+    // A CPU clock is read before the lock: reading it takes other locks.
+    let cpu_deadline = match clock {
+        TimerClock::Cpu(c) => cputime::arm_deadline(c, value, absolute)?,
+        _ => None,
+    };
     let mut t = p.timers.lock();
     let timer = t.posix.get_mut(&id).ok_or(Errno::EINVAL)?;
-    let old = (remaining(timer.deadline), timer.interval);
-    if let Some(d) = timer.deadline.take() {
+    let old = (timer_remaining(timer), timer.interval);
+    if let (Some(d), false) = (timer.deadline.take(), matches!(timer.clock, TimerClock::Cpu(_))) {
         disarm(p.pid, d, Which::Posix(id));
     }
+    timer.wall_deadline = None;
     timer.interval = interval;
     timer.overrun = 0;
-    if value > 0 {
-        let d = crate::clock::now_ns().saturating_add(value);
-        timer.deadline = Some(d);
-        arm(p, d, Which::Posix(id));
+    if value == 0 {
+        return Ok(old);
+    }
+    let now = crate::clock::now_ns();
+    match clock {
+        TimerClock::Cpu(_) => timer.deadline = cpu_deadline,
+        TimerClock::Realtime if absolute => {
+            let wall_now = crate::clock::realtime_ns();
+            timer.wall_deadline = Some(value);
+            let d = now.saturating_add(value.saturating_sub(wall_now));
+            timer.deadline = Some(d);
+            arm(p, d, Which::Posix(id));
+        }
+        TimerClock::Monotonic if absolute => {
+            timer.deadline = Some(value);
+            arm(p, value, Which::Posix(id));
+        }
+        _ => {
+            let d = now.saturating_add(value);
+            timer.deadline = Some(d);
+            arm(p, d, Which::Posix(id));
+        }
     }
     Ok(old)
 }
@@ -154,7 +202,7 @@ pub fn settime(p: &Arc<Process>, id: i32, value: u64, interval: u64) -> Result<(
 pub fn gettime(p: &Process, id: i32) -> Result<(u64, u64, i32), Errno> {
     let t = p.timers.lock();
     let timer = t.posix.get(&id).ok_or(Errno::EINVAL)?;
-    Ok((remaining(timer.deadline), timer.interval, timer.overrun))
+    Ok((timer_remaining(timer), timer.interval, timer.overrun))
 }
 
 pub fn set_notify(p: &Process, id: i32, notify: Notify) {
@@ -163,26 +211,73 @@ pub fn set_notify(p: &Process, id: i32, notify: Notify) {
     }
 }
 
+fn forget(p: &Process, id: i32, timer: &PosixTimer) {
+    match timer.clock {
+        TimerClock::Cpu(c) => cputime::unwatch(p, id, c),
+        _ => {
+            if let Some(d) = timer.deadline {
+                disarm(p.pid, d, Which::Posix(id));
+            }
+        }
+    }
+}
+
 pub fn delete(p: &Process, id: i32) -> Result<(), Errno> {
     let timer = p.timers.lock().posix.remove(&id).ok_or(Errno::EINVAL)?;
-    if let Some(d) = timer.deadline {
-        disarm(p.pid, d, Which::Posix(id));
-    }
+    forget(p, id, &timer);
     Ok(())
 }
 
 /// Disarms everything (exit, exec).
 pub fn clear(p: &Process) {
-    let mut t = p.timers.lock();
-    if let Some(d) = t.real_deadline.take() {
-        disarm(p.pid, d, Which::Real);
+    let timers = {
+        let mut t = p.timers.lock();
+        if let Some(d) = t.real_deadline.take() {
+            disarm(p.pid, d, Which::Real);
+        }
+        core::mem::take(&mut t.posix)
+    };
+    for (id, timer) in timers {
+        forget(p, id, &timer);
     }
-    for (id, timer) in core::mem::take(&mut t.posix) {
-        if let Some(d) = timer.deadline {
-            disarm(p.pid, d, Which::Posix(id));
+    for which in 0..2 {
+        cputime::set_itimer(p, which, 0, 0);
+    }
+}
+
+/// The wall clock was set: every timer armed for an absolute wall time
+/// moves to the monotonic time at which the wall clock now reaches it.
+pub fn clock_was_set() {
+    let now = crate::clock::now_ns();
+    let wall_now = crate::clock::realtime_ns();
+    for p in super::all_processes() {
+        let mut t = p.timers.lock();
+        let ids: alloc::vec::Vec<i32> = t.posix.iter().filter(|(_, x)| x.wall_deadline.is_some()).map(|(id, _)| *id).collect();
+        for id in ids {
+            let Some(timer) = t.posix.get_mut(&id) else {
+                continue;
+            };
+            let (Some(old), Some(wall)) = (timer.deadline, timer.wall_deadline) else {
+                continue;
+            };
+            let new = now.saturating_add(wall.saturating_sub(wall_now));
+            timer.deadline = Some(new);
+            disarm(p.pid, old, Which::Posix(id));
+            arm(&p, new, Which::Posix(id));
         }
     }
-    t.cpu = [(0, 0); 2];
+}
+
+/// Sends a POSIX timer's notification.
+pub(super) fn notify(p: &Arc<Process>, id: i32, notify: Notify) {
+    if let Notify::Signal { signo, value, tid } = notify {
+        let overrun = p.timers.lock().posix.get(&id).map_or(0, |t| t.overrun);
+        let info = Siginfo::timer(signo, id, overrun, value);
+        match tid.and_then(super::find_task) {
+            Some(t) => super::signal::send_to_task(&t, info),
+            None => super::signal::send_to_process(p, info),
+        }
+    }
 }
 
 /// Clock tick: fire expired timers.
@@ -218,7 +313,7 @@ pub fn on_tick(now: u64) {
                 super::signal::send_to_process(&p, Siginfo::kill(sig::SIGALRM, sig::SI_KERNEL, 0, 0));
             }
             Which::Posix(id) => {
-                let notify = {
+                let notify_how = {
                     let mut t = p.timers.lock();
                     let Some(timer) = t.posix.get_mut(&id) else {
                         continue;
@@ -230,17 +325,14 @@ pub fn on_tick(now: u64) {
                     if timer.interval > 0 {
                         let next = deadline + timer.interval;
                         timer.deadline = Some(next);
+                        timer.wall_deadline = timer.wall_deadline.map(|w| w.saturating_add(timer.interval));
                         arm(&p, next, Which::Posix(id));
+                    } else {
+                        timer.wall_deadline = None;
                     }
                     timer.notify
                 };
-                if let Notify::Signal { signo, value, tid } = notify {
-                    let info = Siginfo::timer(signo, id, 0, value);
-                    match tid.and_then(super::find_task) {
-                        Some(t) => super::signal::send_to_task(&t, info),
-                        None => super::signal::send_to_process(&p, info),
-                    }
-                }
+                notify(&p, id, notify_how);
             }
         }
     }

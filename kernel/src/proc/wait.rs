@@ -4,7 +4,7 @@
 use alloc::sync::Arc;
 use core::sync::atomic::Ordering;
 
-use linux_abi::consts::{WCONTINUED, WEXITED, WNOHANG, WNOWAIT, WUNTRACED};
+use linux_abi::consts::{WCONTINUED, WEXITED, WNOHANG, WNOWAIT, WUNTRACED, __WALL, __WCLONE};
 use linux_abi::errno::Errno;
 use linux_abi::signal as sig;
 
@@ -27,17 +27,23 @@ pub struct WaitResult {
     /// waitid: CLD_* code and status (exit code or signal).
     pub code: i32,
     pub si_status: i32,
-    pub cpu_ns: u64,
+    /// (user, system) ns of the child and its reaped children (wait4's
+    /// rusage).
+    pub times: (u64, u64),
     /// The child's real uid (waitid's si_uid).
     pub uid: u32,
 }
 
-fn matches(target: WaitTarget, child: &Process) -> bool {
-    match target {
+fn matches(target: WaitTarget, child: &Process, options: u32) -> bool {
+    let id = match target {
         WaitTarget::Any => true,
         WaitTarget::Pid(pid) => child.pid == pid,
         WaitTarget::Pgid(pgid) => child.pgid.load(Ordering::Relaxed) == pgid,
-    }
+    };
+    // Without __WALL, __WCLONE selects the children that report with a
+    // signal other than SIGCHLD ("clone" children), and only those.
+    let clone_child = child.exit_signal != sig::SIGCHLD;
+    id && (options & __WALL != 0 || clone_child == (options & __WCLONE != 0))
 }
 
 fn exit_result(child: &Process, how: ExitKind, uid: u32) -> WaitResult {
@@ -52,7 +58,11 @@ fn exit_result(child: &Process, how: ExitKind, uid: u32) -> WaitResult {
         status,
         code,
         si_status,
-        cpu_ns: child.cpu_ns() + child.children_cpu_ns.load(Ordering::Relaxed),
+        times: {
+            let (u, s) = super::cputime::process_times(child);
+            let (cu, cs) = super::cputime::children_times(child);
+            (u.saturating_add(cu), s.saturating_add(cs))
+        },
         uid,
     }
 }
@@ -60,9 +70,19 @@ fn exit_result(child: &Process, how: ExitKind, uid: u32) -> WaitResult {
 /// One pass over the children: a reportable change, or whether any child
 /// matched at all.
 fn scan(p: &Arc<Process>, target: WaitTarget, options: u32) -> (Option<WaitResult>, bool) {
-    let children = p.children.lock().clone();
+    // Threads this process traces report first: their stops, and exits
+    // the tracer collects apart from the parent.
     let mut any = false;
-    for child in children.iter().filter(|c| matches(target, c)) {
+    if !p.tracer.tracees.lock().is_empty() {
+        let caller = crate::sched::current().task_id();
+        let (found, traced) = super::ptrace::wait_scan(p, caller, target, options);
+        if found.is_some() {
+            return (found, true);
+        }
+        any = traced;
+    }
+    let children = p.children.lock().clone();
+    for child in children.iter().filter(|c| matches(target, c, options)) {
         any = true;
         let uid = child.cred().map_or(0, |c| c.uid);
         let mut st = child.state.lock();
@@ -72,13 +92,15 @@ fn scan(p: &Arc<Process>, target: WaitTarget, options: u32) -> (Option<WaitResul
             let result = exit_result(child, how, uid);
             if options & WNOWAIT == 0 {
                 p.children.lock().retain(|c| !Arc::ptr_eq(c, child));
-                p.children_cpu_ns.fetch_add(result.cpu_ns, Ordering::Relaxed);
+                super::cputime::account_reaped(p, child);
                 super::unregister_process(child.pid);
             }
             return (Some(result), true);
         }
         if let Some(signo) = st.stopped {
-            if options & WUNTRACED != 0 && !st.stop_reported {
+            // A child this process traces reports its stops as ptrace
+            // stops, not a second time here.
+            if options & WUNTRACED != 0 && !st.stop_reported && !super::ptrace::traced_by(child, p) {
                 if options & WNOWAIT == 0 {
                     st.stop_reported = true;
                 }
@@ -89,7 +111,7 @@ fn scan(p: &Arc<Process>, target: WaitTarget, options: u32) -> (Option<WaitResul
                         status,
                         code: sig::CLD_STOPPED,
                         si_status: signo as i32,
-                        cpu_ns: 0,
+                        times: (0, 0),
                         uid,
                     }),
                     true,
@@ -106,7 +128,7 @@ fn scan(p: &Arc<Process>, target: WaitTarget, options: u32) -> (Option<WaitResul
                     status: 0xffff,
                     code: sig::CLD_CONTINUED,
                     si_status: sig::SIGCONT as i32,
-                    cpu_ns: 0,
+                    times: (0, 0),
                     uid,
                 }),
                 true,

@@ -24,6 +24,7 @@
 mod balance;
 pub mod policy;
 mod thread;
+pub mod timer;
 mod wait;
 
 use alloc::sync::Arc;
@@ -316,6 +317,7 @@ pub(crate) fn on_tick() {
     // One CPU keeps the sleepers, so their list is not fought over.
     if hal::percpu::cpu_id() == 0 {
         wait::wake_sleepers(now);
+        timer::fire(now);
     }
     let preempt = {
         let mut rq = RUN_QUEUES.get().lock();

@@ -62,6 +62,9 @@ pub struct Thread {
     pub(super) vm_root: SpinLock<Option<Arc<PageTable>>>,
     /// Set when a signal is pending, so interruptible waits end early.
     interrupt: AtomicBool,
+    /// Set while the thread sleeps where a signal cannot wake it (Linux's
+    /// TASK_UNINTERRUPTIBLE, /proc's 'D').
+    uninterruptible: AtomicBool,
     /// The user task this thread runs (0 for kernel threads).
     task_id: core::sync::atomic::AtomicI32,
     /// Time on a CPU, in TSC ticks: (finished slices, start of the
@@ -124,6 +127,7 @@ impl Thread {
             is_idle,
             vm_root: SpinLock::new(None),
             interrupt: AtomicBool::new(false),
+            uninterruptible: AtomicBool::new(false),
             task_id: core::sync::atomic::AtomicI32::new(0),
             run_time: SpinLock::new((0, 0)),
             params: AtomicU32::new(pack_params(&SchedParams::DEFAULT)),
@@ -296,6 +300,15 @@ impl Thread {
 
     pub fn interrupt_pending(&self) -> bool {
         self.interrupt.load(Ordering::Acquire)
+    }
+
+    /// Whether the thread is blocked where a signal cannot wake it.
+    pub fn in_uninterruptible_sleep(&self) -> bool {
+        self.state() == State::Blocked && self.uninterruptible.load(Ordering::Relaxed)
+    }
+
+    pub(super) fn set_uninterruptible(&self, on: bool) {
+        self.uninterruptible.store(on, Ordering::Relaxed);
     }
 
     pub(super) fn is_idle(&self) -> bool {

@@ -50,9 +50,11 @@ impl WaitQueue {
                     self.publish(&waiters);
                     return;
                 }
+                me.set_uninterruptible(true);
                 me.set_state(State::Blocked);
             }
             super::schedule();
+            super::current().set_uninterruptible(false);
         }
     }
 
@@ -353,10 +355,12 @@ pub fn sleep_ns(ns: u64) {
                 continue;
             }
             let me = super::current();
+            me.set_uninterruptible(true);
             me.set_state(State::Blocked);
             sleepers.push((deadline, me));
         }
         super::schedule();
+        super::current().set_uninterruptible(false);
     }
 }
 

@@ -104,7 +104,9 @@ fn exec_at(ctx: &mut SyscallContext, dirfd: i32, path_ptr: u64, argv: u64, envp:
         argv.push(Vec::new());
     }
     let cwd = p.cwd.lock().clone();
-    let bprm = Binprm { interp: filename.clone(), filename, argv, envp, path_inaccessible, arg_limit, cwd, cred };
+    let stack_limit = p.rlimits.lock()[c::RLIMIT_STACK as usize].0;
+    let bprm =
+        Binprm { interp: filename.clone(), filename, argv, envp, path_inaccessible, arg_limit, stack_limit, cwd, cred };
     let (image, bprm) = exec::load(dentry, bprm)?;
     commit(ctx, image, bprm)
 }
@@ -138,9 +140,12 @@ fn commit(ctx: &mut SyscallContext, image: exec::Image, bprm: Binprm) -> SysResu
     let cmdline = lossy(&bprm.argv)?;
     let environ = lossy(&bprm.envp)?;
     let new_vm = Arc::try_new(Mutex::new(image.vm)).map_err(|_| Errno::ENOMEM)?;
+    // The thread id before a non-leader takes over the leader's
+    // (PTRACE_EVENT_EXEC's message).
+    let old_tid = ctx.task.tid();
     end_other_threads(ctx)?;
     ctx.task.install_cred(image.cred);
-    p.dumpable.store(if image.dumpable { 1 } else { proc::SUID_DUMPABLE }, Ordering::Relaxed);
+    p.dumpable.store(if image.dumpable { 1 } else { proc::suid_dumpable() }, Ordering::Relaxed);
     // This thread's robust list lives in the old image: walk it while that
     // is still the one mapped (the other threads walked theirs on exit).
     if let Ok(old) = ctx.vm() {
@@ -152,6 +157,9 @@ fn commit(ctx: &mut SyscallContext, image: exec::Image, bprm: Binprm) -> SysResu
     root.activate();
     let old_vm = p.vm.lock().replace(new_vm);
     drop(old_vm);
+    // The old program may be written again; the new one may not.
+    let old_exe = p.exe_file.lock().replace(image.deny);
+    drop(old_exe);
     p.files().lock().close_on_exec();
     {
         // Handlers point into the old image: back to default, but
@@ -183,5 +191,6 @@ fn commit(ctx: &mut SyscallContext, image: exec::Image, bprm: Binprm) -> SysResu
     ctx.uctx.regs.rip = image.entry;
     ctx.uctx.regs.rsp = image.stack_pointer;
     proc::wait::complete_vfork(&p);
+    proc::ptrace::exec_event(ctx.task, ctx.uctx, old_tid);
     Ok(0)
 }

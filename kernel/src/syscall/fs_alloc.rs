@@ -63,5 +63,7 @@ pub fn sys_fallocate(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         return Err(Errno::EOPNOTSUPP);
     }
     inode.allocate(mode, offset as u64, len as u64)?;
+    // Linux's vfs_fallocate reports a modification on success.
+    crate::fs::notify::modified(&f);
     Ok(0)
 }

@@ -14,6 +14,7 @@ use super::{SysResult, SyscallContext};
 use crate::cred::{Cred, MAY_EXEC, MAY_WRITE};
 use crate::fs::dentry::{check_writable, Dentry};
 use crate::fs::inode::FileType;
+use crate::fs::notify;
 use crate::fs::perm::{self, TimeChange};
 use crate::mm::uaccess;
 
@@ -55,7 +56,15 @@ pub fn sys_faccessat2(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 fn chmod_dentry(cred: &Cred, d: &Arc<Dentry>, mode: u32) -> SysResult {
     check_writable(d)?;
     perm::chmod(cred, d.inode().as_ref(), mode)?;
+    notify::changed(d, c::IN_ATTRIB);
     Ok(0)
+}
+
+/// An attribute change made through a descriptor, for inotify.
+fn changed_through(f: &crate::fs::OpenFile, mask: u32) {
+    if let Some(d) = &f.dentry {
+        notify::changed(d, mask);
+    }
 }
 
 pub fn sys_chmod(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
@@ -78,10 +87,11 @@ pub fn sys_fchmod(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if let Some(d) = &f.dentry {
         check_writable(d)?;
     }
-    match f.ops.inode() {
-        Some(i) => perm::chmod(&ctx.cred(), i.as_ref(), a[1] as u32).map(|_| 0),
-        None => Ok(0),
+    if let Some(i) = f.ops.inode() {
+        perm::chmod(&ctx.cred(), i.as_ref(), a[1] as u32)?;
     }
+    changed_through(&f, c::IN_ATTRIB);
+    Ok(0)
 }
 
 /// An id argument of chown: -1 leaves it alone.
@@ -99,6 +109,7 @@ fn chown_at(ctx: &SyscallContext, dirfd: i32, path: u64, uid: u64, gid: u64, fla
     let d = lookup_at(ctx, &cred, dirfd, &path, flags & c::AT_SYMLINK_NOFOLLOW == 0, flags & c::AT_EMPTY_PATH != 0)?;
     check_writable(&d)?;
     perm::chown(&cred, d.inode().as_ref(), id(uid), id(gid))?;
+    notify::changed(&d, c::IN_ATTRIB);
     Ok(0)
 }
 
@@ -122,10 +133,23 @@ pub fn sys_fchown(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if let Some(d) = &f.dentry {
         check_writable(d)?;
     }
-    match f.ops.inode() {
-        Some(i) => perm::chown(&ctx.cred(), i.as_ref(), id(a[1]), id(a[2])).map(|_| 0),
-        None => Ok(0),
+    if let Some(i) = f.ops.inode() {
+        perm::chown(&ctx.cred(), i.as_ref(), id(a[1]), id(a[2]))?;
     }
+    changed_through(&f, c::IN_ATTRIB);
+    Ok(0)
+}
+
+/// RLIMIT_FSIZE for a truncate that grows a file past it: SIGXFSZ and
+/// EFBIG, as Linux's inode_newsize_ok (shrinking is always allowed).
+/// It runs before the set-id bits are cleared, as in notify_change.
+fn grow_limit(ctx: &SyscallContext, inode: &Arc<dyn crate::fs::Inode>, size: u64) -> Result<(), Errno> {
+    let limit = ctx.process().rlimits.lock()[c::RLIMIT_FSIZE as usize].0;
+    if size > inode.metadata().size && limit != crate::proc::RLIM_INFINITY && size > limit {
+        super::fs_io::file_too_big(ctx);
+        return Err(Errno::EFBIG);
+    }
+    Ok(())
 }
 
 pub fn sys_truncate(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
@@ -142,10 +166,13 @@ pub fn sys_truncate(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     }
     check_writable(&d)?;
     perm::permission(&cred, &d, MAY_WRITE)?;
+    let _write = crate::fs::writecount::get_write_access(d.inode())?;
+    grow_limit(ctx, d.inode(), a[1])?;
     perm::clear_setid_on_write(d.inode().as_ref(), || cred.clone())?;
     // truncate(2) breaks leases as an open for writing does.
     crate::fs::lease::break_leases(crate::fs::lock::inode_key(d.inode().as_ref()), true, false)?;
     crate::fs::truncate::truncate(d.inode(), a[1])?;
+    notify::changed(&d, c::IN_MODIFY);
     Ok(0)
 }
 
@@ -158,8 +185,10 @@ pub fn sys_ftruncate(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         return Err(if f.is_path_only() { Errno::EBADF } else { Errno::EINVAL });
     }
     let inode = f.ops.inode().filter(|i| i.file_type() == FileType::Regular).ok_or(Errno::EINVAL)?;
+    grow_limit(ctx, inode, a[1])?;
     perm::clear_setid_on_write(inode.as_ref(), || ctx.cred())?;
     crate::fs::truncate::truncate(inode, a[1])?;
+    notify::modified(&f);
     Ok(0)
 }
 
@@ -214,6 +243,16 @@ pub fn sys_utimensat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         UTIME_OMIT => None,
         n => Some((secs[i].max(0) as u64).saturating_mul(1_000_000_000) + n as u64),
     };
-    d.inode().set_times(time(0), time(1))?;
+    let (atime, mtime) = (time(0), time(1));
+    d.inode().set_times(atime, mtime)?;
+    // Linux's fsnotify_change: both times are a utime call, one alone an
+    // access or a modification.
+    let mask = match (atime.is_some(), mtime.is_some()) {
+        (true, true) => c::IN_ATTRIB,
+        (true, false) => c::IN_ACCESS,
+        (false, true) => c::IN_MODIFY,
+        (false, false) => 0,
+    };
+    notify::changed(&d, mask);
     Ok(0)
 }

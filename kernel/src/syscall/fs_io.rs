@@ -100,6 +100,11 @@ fn read_into_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at: 
     }
     let len = len.min(MAX_RW);
     if len == 0 {
+        // Files with rules of their own still see empty reads (an eventfd
+        // refuses them), as they see empty writes.
+        if f.ops.anon_name().is_some() {
+            return f.ops.read_at(0, &mut [], f.nonblocking()).map(|n| n as u64);
+        }
         return Ok(0);
     }
     if let Some(sink) = f.io.sink {
@@ -128,6 +133,9 @@ fn read_into_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at: 
         if n < want || f.io.partial_reads {
             break;
         }
+    }
+    if done > 0 {
+        crate::fs::notify::accessed(f);
     }
     Ok(done as u64)
 }
@@ -163,6 +171,31 @@ fn read_sink(ctx: &SyscallContext, sink: SinkKind, buf: u64, len: usize) -> SysR
     Ok(done as u64)
 }
 
+/// RLIMIT_FSIZE for a write of `len` bytes at `pos` to a regular file:
+/// the bytes that fit under the limit, or, when none do, SIGXFSZ for the
+/// calling thread and EFBIG (what the caller sees when it survives the
+/// signal: ignored or handled), as Linux's generic_write_check_limits.
+pub(super) fn fsize_limit(ctx: &SyscallContext, inode: Option<&Arc<dyn crate::fs::Inode>>, pos: u64, len: usize) -> Result<usize, Errno> {
+    if !inode.is_some_and(|i| i.file_type() == FileType::Regular) {
+        return Ok(len);
+    }
+    let limit = ctx.process().rlimits.lock()[c::RLIMIT_FSIZE as usize].0;
+    if limit == crate::proc::RLIM_INFINITY {
+        return Ok(len);
+    }
+    if pos >= limit {
+        file_too_big(ctx);
+        return Err(Errno::EFBIG);
+    }
+    Ok(len.min((limit - pos).min(usize::MAX as u64) as usize))
+}
+
+/// A file would grow past RLIMIT_FSIZE: SIGXFSZ to the calling thread.
+pub(super) fn file_too_big(ctx: &SyscallContext) {
+    let info = linux_abi::layout::Siginfo::kill(linux_abi::signal::SIGXFSZ, linux_abi::signal::SI_USER, ctx.process().pid, ctx.cred().uid);
+    crate::proc::signal::send_to_task(ctx.task, info);
+}
+
 fn write_from_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at: Option<u64>) -> SysResult {
     if !f.writable() {
         return Err(Errno::EBADF);
@@ -180,6 +213,16 @@ fn write_from_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at:
         return if uaccess::access_ok(buf, len) { Ok(len as u64) } else { Err(Errno::EFAULT) };
     }
     check_extent(f, len, at)?;
+    let append = f.flags() & c::O_APPEND != 0;
+    let pos = match at {
+        _ if append => f.ops.inode().map_or(0, |i| i.metadata().size),
+        Some(off) => off,
+        None if f.io.seekable => *f.offset.lock(),
+        None => 0,
+    };
+    let len = fsize_limit(ctx, f.ops.inode(), pos, len)?;
+    // After the limit check, as Linux's file_remove_privs follows
+    // generic_write_checks.
     if let Some(inode) = f.ops.inode() {
         perm::clear_setid_on_write(inode.as_ref(), || ctx.cred())?;
     }
@@ -189,9 +232,13 @@ fn write_from_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at:
     while done < len {
         let n = (len - done).min(CHUNK);
         ctx.copy_from_user(buf + done as u64, &mut tmp[..n])?;
-        // pwrite on an O_APPEND file appends, as on Linux.
+        // pwrite on an O_APPEND file appends, as on Linux, and like any
+        // pwrite leaves the file offset alone.
         let written = match at {
-            Some(_) if f.flags() & c::O_APPEND != 0 => f.write(&tmp[..n]),
+            Some(_) if f.flags() & c::O_APPEND != 0 => {
+                let end = f.ops.inode().map_or(0, |i| i.metadata().size);
+                f.ops.write_at(end, &tmp[..n], f.nonblocking())
+            }
             Some(off) => f.ops.write_at(off + done as u64, &tmp[..n], f.nonblocking()),
             None => f.write(&tmp[..n]),
         };
@@ -204,6 +251,9 @@ fn write_from_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at:
         if written < n {
             break;
         }
+    }
+    if done > 0 {
+        crate::fs::notify::modified(f);
     }
     Ok(done as u64)
 }
@@ -263,11 +313,30 @@ fn read_iovecs(ctx: &SyscallContext, ptr: u64, count: u64) -> Result<Vec<Iovec>,
 fn vector_io(ctx: &SyscallContext, a: &[u64; 6], write: bool, at: Option<u64>) -> SysResult {
     let f = file(ctx, a[0] as i32)?;
     let iovs = read_iovecs(ctx, a[1], a[2])?;
+    // RLIMIT_FSIZE counts the whole vector once, so a vector that reaches
+    // the limit part way is a short write, not a signal.
+    let mut budget = u64::MAX;
+    if write && f.writable() {
+        let wanted: u64 = iovs.iter().map(|v| v.iov_len).sum();
+        let pos = match at {
+            _ if f.flags() & c::O_APPEND != 0 => f.ops.inode().map_or(0, |i| i.metadata().size),
+            Some(off) => off,
+            None if f.io.seekable => *f.offset.lock(),
+            None => 0,
+        };
+        if wanted > 0 {
+            budget = fsize_limit(ctx, f.ops.inode(), pos, wanted.min(usize::MAX as u64) as usize)? as u64;
+        }
+    }
     let mut total = 0;
     for iov in iovs {
         let pos = at.map(|o| o + total);
+        let len = iov.iov_len.min(budget.saturating_sub(total));
+        if write && len == 0 && iov.iov_len > 0 {
+            break;
+        }
         let n = if write {
-            write_from_user(ctx, &f, iov.iov_base, iov.iov_len as usize, pos)
+            write_from_user(ctx, &f, iov.iov_base, len as usize, pos)
         } else {
             read_into_user(ctx, &f, iov.iov_base, iov.iov_len as usize, pos)
         };
@@ -280,7 +349,7 @@ fn vector_io(ctx: &SyscallContext, a: &[u64; 6], write: bool, at: Option<u64>) -
             Err(e) => return Err(e),
         };
         total += n;
-        if n < iov.iov_len {
+        if n < if write { len } else { iov.iov_len } {
             break;
         }
     }
@@ -361,6 +430,7 @@ pub fn do_open(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, flags: u32, mode
                 let umask = ctx.process().umask.load(Ordering::Relaxed);
                 let (mode, owner) = perm::new_inode(&cred, &dir, S_IFREG | (mode & 0o7777 & !umask));
                 dir.inode().create(&name, mode, 0, owner)?;
+                crate::fs::notify::created(&dir, &name, false);
                 created = true;
                 dir.child(&name)?
             }
@@ -409,17 +479,22 @@ pub fn do_open(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, flags: u32, mode
     if access == 3 {
         return Err(Errno::EINVAL);
     }
+    let ops: Arc<dyn FileOps> = match inode.open(flags) {
+        Some(r) => r?,
+        // A running program cannot be opened for writing (ETXTBSY).
+        None if access != c::O_RDONLY => Arc::new(InodeFile::for_writing(inode.clone())?),
+        None => Arc::new(InodeFile::new(inode.clone())),
+    };
     if kind == FileType::Regular {
-        // Opening breaks the leases it conflicts with, and waits for them.
+        // Opening breaks the leases it conflicts with, and waits for them
+        // (after taking write access, as Linux's do_dentry_open).
         let key = crate::fs::lock::inode_key(inode.as_ref());
         crate::fs::lease::break_leases(key, access != c::O_RDONLY, flags & c::O_NONBLOCK != 0)?;
     }
-    let ops: Arc<dyn FileOps> = match inode.open(flags) {
-        Some(r) => r?,
-        None => Arc::new(InodeFile::new(inode.clone())),
-    };
-    // Linux truncates even for O_RDONLY when O_TRUNC is given.
+    // Linux truncates even for O_RDONLY when O_TRUNC is given (and that
+    // too needs write access).
     if flags & c::O_TRUNC != 0 && kind == FileType::Regular && !created {
+        let _write = crate::fs::writecount::get_write_access(&inode)?;
         perm::clear_setid_on_write(inode.as_ref(), || cred.clone())?;
         crate::fs::truncate::truncate(&inode, 0)?;
     }
@@ -432,8 +507,13 @@ pub fn do_open(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, flags: u32, mode
             | c::O_LARGEFILE
             | c::O_NOATIME
             | 0o4000000);
-    let f = OpenFile::with_dentry(ops, status, dentry);
-    install(ctx, f, flags & c::O_CLOEXEC != 0)
+    let f = OpenFile::with_dentry(ops, status, dentry.clone());
+    let fd = install(ctx, f, flags & c::O_CLOEXEC != 0)?;
+    crate::fs::notify::changed(&dentry, c::IN_OPEN);
+    if flags & c::O_TRUNC != 0 && kind == FileType::Regular && !created {
+        crate::fs::notify::changed(&dentry, c::IN_MODIFY);
+    }
+    Ok(fd)
 }
 
 pub fn sys_open(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
@@ -542,6 +622,12 @@ pub fn sys_sendfile(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         if n == 0 {
             break;
         }
+        let pos = if out.io.seekable { *out.offset.lock() } else { 0 };
+        let n = match fsize_limit(ctx, out.ops.inode(), pos, n) {
+            Ok(n) => n,
+            Err(_) if done > 0 => break,
+            Err(e) => return Err(e),
+        };
         let w = match out.write(&tmp[..n]) {
             Ok(w) => w,
             Err(e) if done > 0 => {

@@ -17,7 +17,7 @@ use super::{SysResult, SyscallContext};
 use crate::cred::MAY_WRITE;
 use crate::fs::dentry::{check_writable, resolve_parent, Dentry};
 use crate::fs::inode::{S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFMT, S_IFREG, S_IFSOCK};
-use crate::fs::perm;
+use crate::fs::{notify, perm};
 
 /// Whether two dentries name the same inode.
 fn same_inode(a: &Arc<Dentry>, b: &Arc<Dentry>) -> bool {
@@ -48,6 +48,7 @@ fn create_at(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, mode: u32, rdev: u
     let bits = if kind == S_IFDIR { 0o1777 } else { 0o7777 };
     let (mode, owner) = perm::new_inode(&cred, &dir, kind | (mode & bits & !umask));
     dir.inode().create(&name, mode, rdev, owner)?;
+    notify::created(&dir, &name, kind == S_IFDIR);
     Ok(0)
 }
 
@@ -98,6 +99,8 @@ fn unlink_at(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, dir_wanted: bool) 
             return Err(Errno::EBUSY);
         }
         dir.inode().rmdir(&name)?;
+        dir.forget(&name);
+        notify::removed(&dir, &name, &target);
     } else {
         if name == "." || name == ".." {
             return Err(Errno::EISDIR);
@@ -112,8 +115,9 @@ fn unlink_at(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, dir_wanted: bool) 
             return Err(Errno::EBUSY);
         }
         dir.inode().unlink(&name)?;
+        dir.forget(&name);
+        notify::removed(&dir, &name, &target);
     }
-    dir.forget(&name);
     Ok(0)
 }
 
@@ -203,6 +207,14 @@ fn rename_at(ctx: &SyscallContext, olddir: i32, old_ptr: u64, newdir: i32, new_p
     odir.inode().rename(&oname, ndir.inode(), &nname, flags)?;
     odir.forget(&oname);
     ndir.forget(&nname);
+    if flags & c::RENAME_EXCHANGE != 0 {
+        if let Some(other) = &target {
+            notify::moved(&odir, &oname, &ndir, &nname, moving.inode(), None);
+            notify::moved(&ndir, &nname, &odir, &oname, other.inode(), None);
+        }
+    } else {
+        notify::moved(&odir, &oname, &ndir, &nname, moving.inode(), target.as_ref());
+    }
     Ok(0)
 }
 
@@ -247,6 +259,7 @@ fn link_at(ctx: &SyscallContext, olddir: i32, old_ptr: u64, newdir: i32, new_ptr
         return Err(Errno::EPERM);
     }
     dir.inode().link(&name, target.inode())?;
+    notify::linked(&dir, &name, target.inode());
     Ok(0)
 }
 
@@ -273,6 +286,7 @@ fn symlink_at(ctx: &SyscallContext, target_ptr: u64, dirfd: i32, path_ptr: u64) 
     perm::may_create(&cred, &dir)?;
     let (_, owner) = perm::new_inode(&cred, &dir, crate::fs::inode::S_IFLNK | 0o777);
     dir.inode().symlink(&name, &target, owner)?;
+    notify::created(&dir, &name, false);
     Ok(0)
 }
 

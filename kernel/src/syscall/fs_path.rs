@@ -18,7 +18,7 @@ use linux_abi::capability::CAP_SYS_ADMIN;
 use crate::cred::{Cred, MAY_EXEC};
 use crate::fs::dentry::{resolve, Dentry};
 use crate::fs::inode::{FileType, Metadata};
-use crate::fs::perm;
+use crate::fs::{notify, perm};
 use crate::mm::uaccess;
 
 pub fn path_arg(ctx: &SyscallContext, ptr: u64) -> Result<String, Errno> {
@@ -301,6 +301,7 @@ pub fn sys_getdents64(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         let last_name = String::from(core::str::from_utf8(&name[..len]).unwrap_or_default());
         *f.dir_cursor.lock() = Some((index as u64, last_name));
     }
+    notify::accessed(&f);
     Ok(out.len() as u64)
 }
 

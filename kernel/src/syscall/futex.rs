@@ -1,5 +1,5 @@
-//! futex(2): WAIT, WAKE, their BITSET forms and (CMP_)REQUEUE, private
-//! or shared. PI futexes and WAKE_OP are not implemented (ENOSYS).
+//! futex(2): WAIT, WAKE, their BITSET forms, (CMP_)REQUEUE and WAKE_OP,
+//! private or shared. PI futexes are not implemented (ENOSYS).
 
 use linux_abi::consts as c;
 use linux_abi::errno::Errno;
@@ -26,9 +26,37 @@ fn timeout_deadline(ctx: &SyscallContext, ptr: u64, absolute: bool, realtime: bo
     }))
 }
 
+/// Linux's get_futex_key: the word must be aligned (EINVAL) and in the
+/// user half (EFAULT). A private futex is keyed by its address alone, so
+/// an unmapped one is fine (a wake there finds nobody); a shared one is
+/// keyed by its page, which must be there: it is faulted in, for writing
+/// when the op will store to it, and EFAULT if it cannot be.
+fn check_key(ctx: &SyscallContext, addr: u64, private: bool, write: bool) -> Result<(), Errno> {
+    if !addr.is_multiple_of(4) {
+        return Err(Errno::EINVAL);
+    }
+    if !uaccess::access_ok(addr, 4) {
+        return Err(Errno::EFAULT);
+    }
+    if !private {
+        let vm = ctx.vm()?;
+        let value = uaccess::read_u32(&vm, addr)?;
+        if vm.lock().is_read_only_anonymous(addr) {
+            return Err(Errno::EFAULT);
+        }
+        if write {
+            // A store of the value it holds: faults the page in writable
+            // (or fails) without changing it.
+            uaccess::cmpxchg_u32(&vm, addr, value, value)?;
+        }
+    }
+    Ok(())
+}
+
 pub fn sys_futex(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let (uaddr, op, val, timeout, uaddr2, val3) = (a[0], a[1] as u32, a[2] as u32, a[3], a[4], a[5] as u32);
     let cmd = op & c::FUTEX_CMD_MASK;
+    let private = op & c::FUTEX_PRIVATE_FLAG != 0;
     let realtime = op & c::FUTEX_CLOCK_REALTIME != 0;
     if realtime && cmd != c::FUTEX_WAIT_BITSET {
         return Err(Errno::ENOSYS);
@@ -37,28 +65,41 @@ pub fn sys_futex(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     match cmd {
         c::FUTEX_WAIT => {
             let deadline = timeout_deadline(ctx, timeout, false, false)?;
+            check_key(ctx, uaddr, private, false)?;
             futex::wait(&vm, uaddr, val, deadline, u32::MAX)?;
             Ok(0)
         }
         c::FUTEX_WAIT_BITSET => {
             let deadline = timeout_deadline(ctx, timeout, true, realtime)?;
+            if val3 == 0 {
+                return Err(Errno::EINVAL);
+            }
+            check_key(ctx, uaddr, private, false)?;
             futex::wait(&vm, uaddr, val, deadline, val3)?;
             Ok(0)
         }
         c::FUTEX_WAKE => {
-            if uaddr % 4 != 0 {
-                return Err(Errno::EINVAL);
-            }
+            check_key(ctx, uaddr, private, false)?;
             Ok(u64::from(futex::wake(&vm, uaddr, val, u32::MAX)))
         }
         c::FUTEX_WAKE_BITSET => {
-            if uaddr % 4 != 0 || val3 == 0 {
+            if val3 == 0 {
                 return Err(Errno::EINVAL);
             }
+            check_key(ctx, uaddr, private, false)?;
             Ok(u64::from(futex::wake(&vm, uaddr, val, val3)))
         }
-        c::FUTEX_REQUEUE => Ok(u64::from(futex::requeue(&vm, uaddr, uaddr2, val, timeout as u32, None)?)),
-        c::FUTEX_CMP_REQUEUE => Ok(u64::from(futex::requeue(&vm, uaddr, uaddr2, val, timeout as u32, Some(val3))?)),
+        c::FUTEX_REQUEUE | c::FUTEX_CMP_REQUEUE => {
+            check_key(ctx, uaddr, private, false)?;
+            check_key(ctx, uaddr2, private, false)?;
+            let expected = (cmd == c::FUTEX_CMP_REQUEUE).then_some(val3);
+            Ok(u64::from(futex::requeue(&vm, uaddr, uaddr2, val, timeout as u32, expected)?))
+        }
+        c::FUTEX_WAKE_OP => {
+            check_key(ctx, uaddr, private, false)?;
+            check_key(ctx, uaddr2, private, true)?;
+            Ok(u64::from(futex::wake_op(&vm, uaddr, uaddr2, val, timeout as u32, val3)?))
+        }
         _ => Err(Errno::ENOSYS),
     }
 }

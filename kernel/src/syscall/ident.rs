@@ -4,10 +4,10 @@
 use alloc::sync::Arc;
 use core::sync::atomic::Ordering;
 
-use linux_abi::capability::{CAP_SYS_BOOT, CAP_SYS_RESOURCE};
+use linux_abi::capability::{CAP_SYS_ADMIN, CAP_SYS_BOOT, CAP_SYS_RESOURCE};
 use linux_abi::consts as c;
 use linux_abi::errno::Errno;
-use linux_abi::layout::{Rlimit, Rusage, Sysinfo, Timeval, Utsname};
+use linux_abi::layout::{Rlimit, Sysinfo, Utsname};
 
 use super::{SysResult, SyscallContext};
 use crate::mm::uaccess;
@@ -64,9 +64,35 @@ pub fn sys_reboot(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 }
 
 pub fn sys_uname(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    let uts = Utsname::new("Linux", "kiln", "6.1.0-kiln", "#1 SMP Kiln", "x86_64", "(none)");
+    let (host, domain) = (crate::uts::hostname(), crate::uts::domainname());
+    let uts = Utsname::new(crate::uts::SYSNAME, &host, crate::uts::RELEASE, crate::uts::VERSION, crate::uts::MACHINE, &domain);
     uaccess::write_bytes(&ctx.vm()?, a[0], &uts.to_bytes())?;
     Ok(0)
+}
+
+/// sethostname/setdomainname(name, len): EPERM without CAP_SYS_ADMIN
+/// (checked first, as Linux does), EINVAL past 64 bytes, EFAULT for a
+/// bad buffer.
+fn set_uts_name(ctx: &SyscallContext, a: &[u64; 6], set: fn(&[u8]) -> Result<(), Errno>) -> SysResult {
+    if !ctx.cred().capable(CAP_SYS_ADMIN) {
+        return Err(Errno::EPERM);
+    }
+    let len = a[1] as i64;
+    if !(0..=crate::uts::NAME_MAX as i64).contains(&len) {
+        return Err(Errno::EINVAL);
+    }
+    let mut buf = [0u8; crate::uts::NAME_MAX];
+    ctx.copy_from_user(a[0], &mut buf[..len as usize])?;
+    set(&buf[..len as usize])?;
+    Ok(0)
+}
+
+pub fn sys_sethostname(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    set_uts_name(ctx, a, crate::uts::set_hostname)
+}
+
+pub fn sys_setdomainname(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    set_uts_name(ctx, a, crate::uts::set_domainname)
 }
 
 fn target_process(ctx: &SyscallContext, pid: i32) -> Result<Arc<Process>, Errno> {
@@ -146,15 +172,23 @@ fn rlimit_set(cred: &crate::cred::Cred, p: &Process, resource: u32, new: Rlimit)
     if new.rlim_cur > new.rlim_max {
         return Err(Errno::EINVAL);
     }
-    if resource == c::RLIMIT_NOFILE && new.rlim_max > 1024 * 1024 {
+    if resource == c::RLIMIT_NOFILE && new.rlim_max > crate::fs::fdtable::nr_open() as u64 {
         return Err(Errno::EPERM); // above fs.nr_open
     }
-    let mut limits = p.rlimits.lock();
-    let slot = limits.get_mut(resource as usize).ok_or(Errno::EINVAL)?;
-    if new.rlim_max > slot.1 && !cred.capable(CAP_SYS_RESOURCE) {
-        return Err(Errno::EPERM);
+    {
+        let mut limits = p.rlimits.lock();
+        let slot = limits.get_mut(resource as usize).ok_or(Errno::EINVAL)?;
+        if new.rlim_max > slot.1 && !cred.capable(CAP_SYS_RESOURCE) {
+            return Err(Errno::EPERM);
+        }
+        *slot = (new.rlim_cur, new.rlim_max);
     }
-    *slot = (new.rlim_cur, new.rlim_max);
+    if resource == c::RLIMIT_STACK {
+        // Stack areas grow as far as the limit says.
+        if let Ok(vm) = p.vm() {
+            vm.lock().set_stack_limit(new.rlim_cur);
+        }
+    }
     Ok(())
 }
 
@@ -217,13 +251,13 @@ pub fn sys_getrandom(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 pub fn sys_getrusage(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let who = a[0] as i32;
     let p = ctx.process();
-    let ns = match who {
-        RUSAGE_SELF => p.cpu_ns(),
-        RUSAGE_CHILDREN => p.children_cpu_ns.load(Ordering::Relaxed),
-        RUSAGE_THREAD => ctx.task.cpu_ns(),
+    let times = match who {
+        RUSAGE_SELF => crate::proc::cputime::process_times(p),
+        RUSAGE_CHILDREN => crate::proc::cputime::children_times(p),
+        RUSAGE_THREAD => crate::proc::cputime::thread_times(ctx.task),
         _ => return Err(Errno::EINVAL),
     };
-    let usage = Rusage { ru_utime: Timeval::from_micros(ns / 1000), ..Rusage::default() };
+    let usage = super::time::rusage_from_times(times);
     uaccess::write_bytes(&ctx.vm()?, a[1], &usage.to_bytes())?;
     Ok(0)
 }

@@ -36,6 +36,9 @@ pub fn sys_mmap(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let zero_device =
         flags & c::MAP_ANONYMOUS == 0 && ctx.process().files().lock().get(fd).is_ok_and(|f| f.ops.maps_anonymous());
     let backing = if flags & c::MAP_ANONYMOUS != 0 || zero_device {
+        if shared && flags & c::MAP_GROWSDOWN != 0 {
+            return Err(Errno::EINVAL);
+        }
         if shared {
             AddressSpace::new_shared_backing()?
         } else {
@@ -89,6 +92,9 @@ pub fn sys_mmap(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if let Some(n) = name {
         space.set_name(start, &n);
     }
+    if flags & c::MAP_GROWSDOWN != 0 {
+        space.set_grows_down(start);
+    }
     Ok(start)
 }
 
@@ -102,7 +108,20 @@ pub fn sys_mprotect(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if prot & !(KNOWN_PROT | (c::PROT_GROWSDOWN | c::PROT_GROWSUP) as u64) != 0 {
         return Err(Errno::EINVAL);
     }
-    ctx.vm()?.lock().mprotect(a[0], a[1], Prot::from_bits(prot))?;
+    let grows = prot & (c::PROT_GROWSDOWN | c::PROT_GROWSUP) as u64;
+    if grows == (c::PROT_GROWSDOWN | c::PROT_GROWSUP) as u64 || grows == c::PROT_GROWSUP as u64 {
+        return Err(Errno::EINVAL); // x86 has no areas that grow up
+    }
+    let vm = ctx.vm()?;
+    let mut space = vm.lock();
+    let (mut start, mut len) = (a[0], a[1]);
+    if grows != 0 && len != 0 {
+        // PROT_GROWSDOWN: the change reaches down to the growing area's start.
+        let bottom = space.grows_down_start(start)?;
+        len += start - bottom;
+        start = bottom;
+    }
+    space.mprotect(start, len, Prot::from_bits(prot))?;
     Ok(0)
 }
 
@@ -206,10 +225,8 @@ pub fn sys_madvise(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 }
 
 /// Whether the caller holds CAP_IPC_LOCK, which lifts RLIMIT_MEMLOCK.
-/// Everything runs as root today; once credentials land (branch `creds`)
-/// this asks the caller's effective capabilities.
-fn has_cap_ipc_lock(_ctx: &SyscallContext) -> bool {
-    true
+fn has_cap_ipc_lock(ctx: &SyscallContext) -> bool {
+    ctx.cred().capable(linux_abi::capability::CAP_IPC_LOCK)
 }
 
 /// The RLIMIT_MEMLOCK that binds the caller, in bytes (None: no limit).

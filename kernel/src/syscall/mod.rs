@@ -3,15 +3,18 @@
 //! the boundary and return `Result<u64, Errno>`; unsupported calls and
 //! flags get the errno Linux would give, never a fake success.
 
-mod exec;
 mod cred;
-mod fs_attr;
+mod epoll;
+mod eventfd;
+mod exec;
 mod fs_alloc;
+mod fs_attr;
 mod fs_io;
 mod fs_name;
 mod fs_path;
 mod futex;
 mod ident;
+mod inotify;
 mod ipc;
 mod kcmp;
 mod lock;
@@ -21,9 +24,12 @@ mod memfd;
 mod mqueue;
 mod poll;
 mod process;
+mod ptrace;
 mod sched;
 mod signal;
+mod signalfd;
 mod time;
+mod timerfd;
 
 use alloc::sync::Arc;
 use core::sync::atomic::{AtomicBool, Ordering};
@@ -131,6 +137,8 @@ syscall_table! {
     WAIT4 => process::sys_wait4,
     KILL => signal::sys_kill,
     UNAME => ident::sys_uname,
+    SETHOSTNAME => ident::sys_sethostname,
+    SETDOMAINNAME => ident::sys_setdomainname,
     FCNTL => fs_io::sys_fcntl,
     FLOCK => lock::sys_flock,
     GETCWD => fs_path::sys_getcwd,
@@ -138,6 +146,7 @@ syscall_table! {
     READLINK => fs_path::sys_readlink,
     UMASK => ident::sys_umask,
     GETTIMEOFDAY => time::sys_gettimeofday,
+    SETTIMEOFDAY => time::sys_settimeofday,
     GETRLIMIT => ident::sys_getrlimit,
     GETRUSAGE => ident::sys_getrusage,
     SYSINFO => ident::sys_sysinfo,
@@ -263,6 +272,8 @@ syscall_table! {
     FCHDIR => fs_path::sys_fchdir,
     MOUNT => fs_path::sys_mount,
     UMOUNT2 => fs_path::sys_umount2,
+    PTRACE => ptrace::sys_ptrace,
+    PERSONALITY => process::sys_personality,
     SELECT => poll::sys_select,
     MEMBARRIER => membarrier::sys_membarrier,
     KCMP => kcmp::sys_kcmp,
@@ -287,6 +298,23 @@ syscall_table! {
     MQ_TIMEDRECEIVE => mqueue::sys_mq_timedreceive,
     MQ_NOTIFY => mqueue::sys_mq_notify,
     MQ_GETSETATTR => mqueue::sys_mq_getsetattr,
+    EPOLL_CREATE => epoll::sys_epoll_create,
+    EPOLL_CREATE1 => epoll::sys_epoll_create1,
+    EPOLL_CTL => epoll::sys_epoll_ctl,
+    EPOLL_WAIT => epoll::sys_epoll_wait,
+    EPOLL_PWAIT => epoll::sys_epoll_pwait,
+    EPOLL_PWAIT2 => epoll::sys_epoll_pwait2,
+    EVENTFD => eventfd::sys_eventfd,
+    EVENTFD2 => eventfd::sys_eventfd2,
+    TIMERFD_CREATE => timerfd::sys_timerfd_create,
+    TIMERFD_SETTIME => timerfd::sys_timerfd_settime,
+    TIMERFD_GETTIME => timerfd::sys_timerfd_gettime,
+    SIGNALFD => signalfd::sys_signalfd,
+    SIGNALFD4 => signalfd::sys_signalfd4,
+    INOTIFY_INIT => inotify::sys_inotify_init,
+    INOTIFY_INIT1 => inotify::sys_inotify_init1,
+    INOTIFY_ADD_WATCH => inotify::sys_inotify_add_watch,
+    INOTIFY_RM_WATCH => inotify::sys_inotify_rm_watch,
 }
 
 static TABLE: [Option<Handler>; TABLE_SIZE] = build_table();
@@ -305,13 +333,27 @@ fn is_restart(e: Errno) -> bool {
 /// Runs the system call the thread just made and stores its result.
 pub fn dispatch(task: &Arc<Task>, uctx: &mut UserContext) {
     let number = uctx.regs.rax;
+    // Syscall user dispatch comes first, as in Linux's syscall_trace_enter:
+    // an intercepted call makes no ptrace stops.
     if task.user_dispatch_on.load(Ordering::Relaxed) && crate::proc::user_dispatch::intercepts(task, uctx, number) {
         return;
     }
+    // A traced thread takes the path with syscall stops; the untraced
+    // one pays this one load.
+    if task.ptrace.is_traced() {
+        return ptrace::dispatch_traced(task, uctx);
+    }
+    run(task, uctx, number);
+}
+
+/// Runs system call `number` with the arguments in the saved registers
+/// and stores its result in rax.
+#[inline(always)]
+fn run(task: &Arc<Task>, uctx: &mut UserContext, number: u64) {
     let r = &uctx.regs;
     let args = [r.rdi, r.rsi, r.rdx, r.r10, r.r8, r.r9];
     let handler = usize::try_from(number).ok().and_then(|n| TABLE.get(n).copied().flatten());
-    task.in_syscall.store(number + 1, Ordering::Relaxed);
+    task.in_syscall.store(number.wrapping_add(1), Ordering::Relaxed);
     let mut ctx = SyscallContext { task, uctx };
     let result = match handler {
         Some(h) => h(&mut ctx, &args),

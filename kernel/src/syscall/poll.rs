@@ -18,20 +18,23 @@ use crate::mm::uaccess;
 use crate::proc::Task;
 use crate::sched::Interrupted;
 
-/// A scan-then-sleep wait over many files (poll, select, epoll_wait).
+/// A scan-then-sleep wait over many files (poll, select). Nothing is
+/// subscribed when the call only looks (a zero timeout), nor after the
+/// first ready file is found (the call will not sleep then), as Linux
+/// stops registering its poll table.
 pub(super) struct ReadyWait {
-    poller: Poller,
+    poller: Option<Poller>,
     subscriptions: Vec<Subscription>,
     subscribing: bool,
 }
 
 impl ReadyWait {
-    pub(super) fn new() -> Result<ReadyWait, Errno> {
-        Ok(ReadyWait { poller: Poller::new()?, subscriptions: Vec::new(), subscribing: true })
+    pub(super) fn new(deadline: Option<u64>) -> ReadyWait {
+        ReadyWait { poller: None, subscriptions: Vec::new(), subscribing: deadline != Some(0) }
     }
 
-    /// `f`'s readiness; during the first scan also subscribes to its
-    /// heads for `interest`.
+    /// `f`'s readiness; while subscribing, also subscribes to its heads
+    /// for `interest`.
     pub(super) fn poll_file(&mut self, f: &OpenFile, interest: Events) -> Result<Events, Errno> {
         if f.is_path_only() {
             return Ok(Events::NVAL);
@@ -39,12 +42,20 @@ impl ReadyWait {
         if !self.subscribing {
             return Ok(f.ops.poll(None));
         }
-        let mut table = self.poller.table(interest, &mut self.subscriptions);
+        let poller = match &self.poller {
+            Some(p) => p,
+            None => self.poller.insert(Poller::new()?),
+        };
+        let mut table = poller.table(interest, &mut self.subscriptions);
         let events = f.ops.poll(Some(&mut table));
-        match table.error() {
-            Some(e) => Err(e),
-            None => Ok(events),
+        if let Some(e) = table.error() {
+            return Err(e);
         }
+        if events.intersects(interest) {
+            // This call returns without sleeping: no more subscriptions.
+            self.subscribing = false;
+        }
+        Ok(events)
     }
 
     /// Sleeps after a scan that found nothing. `Ok(true)`: something
@@ -52,11 +63,16 @@ impl ReadyWait {
     /// last time; `Err`: a signal to deliver (`ERESTARTNOHAND`).
     pub(super) fn sleep(&mut self, task: &Task, deadline: Option<u64>) -> Result<bool, Errno> {
         self.subscribing = false;
+        // No file polled (poll with no descriptors): a plain timed sleep.
+        let poller = match &self.poller {
+            Some(p) => p,
+            None => self.poller.insert(Poller::new()?),
+        };
         loop {
             if crate::proc::signal::has_deliverable(task) {
                 return Err(Errno::ERESTARTNOHAND);
             }
-            match self.poller.wait(deadline) {
+            match poller.wait(deadline) {
                 Ok(()) => return Ok(true),
                 Err(Interrupted::TimedOut) => return Ok(false),
                 // A signal the thread blocks (or one already taken) woke
@@ -68,9 +84,19 @@ impl ReadyWait {
     }
 }
 
-/// Whether `deadline` (monotonic ns) has passed.
+/// Whether `deadline` (monotonic ns) has passed; deadline 0 is a zero
+/// timeout, past without reading the clock.
 pub(super) fn expired(deadline: Option<u64>) -> bool {
-    deadline.is_some_and(|d| crate::clock::now_ns() >= d)
+    deadline.is_some_and(|d| d == 0 || crate::clock::now_ns() >= d)
+}
+
+/// The deadline of a timeout of `ns` from now: 0 for a zero timeout.
+fn deadline_in(ns: u64) -> u64 {
+    if ns == 0 {
+        0
+    } else {
+        crate::clock::now_ns().saturating_add(ns)
+    }
 }
 
 fn lookup(ctx: &SyscallContext, fd: i32) -> Option<alloc::sync::Arc<OpenFile>> {
@@ -89,7 +115,7 @@ fn do_poll(ctx: &SyscallContext, fds_ptr: u64, nfds: u64, deadline: Option<u64>)
         uaccess::read_bytes(&vm, fds_ptr + i * Pollfd::SIZE as u64, &mut b)?;
         fds.push(Pollfd::from_bytes(&b));
     }
-    let mut wait = ReadyWait::new()?;
+    let mut wait = ReadyWait::new(deadline);
     let mut last = false;
     loop {
         let mut ready = 0;
@@ -120,30 +146,31 @@ fn do_poll(ctx: &SyscallContext, fds_ptr: u64, nfds: u64, deadline: Option<u64>)
 
 pub fn sys_poll(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let timeout_ms = a[2] as i32;
-    let deadline = (timeout_ms >= 0).then(|| crate::clock::now_ns() + timeout_ms as u64 * 1_000_000);
+    let deadline = (timeout_ms >= 0).then(|| deadline_in(timeout_ms as u64 * 1_000_000));
     do_poll(ctx, a[0], a[1], deadline)
 }
 
-fn timespec_deadline(ctx: &SyscallContext, ptr: u64) -> Result<Option<u64>, Errno> {
+pub(super) fn timespec_deadline(ctx: &SyscallContext, ptr: u64) -> Result<Option<u64>, Errno> {
     if ptr == 0 {
         return Ok(None);
     }
     let mut b = [0u8; Timespec::SIZE];
     uaccess::read_bytes(&ctx.vm()?, ptr, &mut b)?;
     let ns = Timespec::from_bytes(&b).as_nanos().ok_or(Errno::EINVAL)?;
-    Ok(Some(crate::clock::now_ns().saturating_add(ns)))
+    Ok(Some(deadline_in(ns)))
 }
 
-/// Runs `f` with the signal mask temporarily replaced (ppoll, pselect6);
-/// the old mask comes back afterwards or after the handler runs.
-fn with_sigmask(ctx: &SyscallContext, mask_ptr: u64, f: impl FnOnce() -> SysResult) -> SysResult {
+/// Runs `f` with the signal mask temporarily replaced (ppoll, pselect6,
+/// epoll_pwait); the old mask comes back afterwards, or after the handler
+/// runs when a signal interrupted the call.
+pub(super) fn with_sigmask(ctx: &SyscallContext, mask_ptr: u64, f: impl FnOnce() -> SysResult) -> SysResult {
     if mask_ptr == 0 {
         return f();
     }
     let mask = SigSet(uaccess::read_u64(&ctx.vm()?, mask_ptr)?).without_unblockable();
     let old = core::mem::replace(&mut *ctx.task.sigmask.lock(), mask);
     let r = f();
-    if matches!(r, Err(Errno::ERESTARTNOHAND)) {
+    if matches!(r, Err(Errno::ERESTARTNOHAND | Errno::EINTR)) {
         // Restored by sigreturn after the handler runs.
         *ctx.task.saved_sigmask.lock() = Some(old);
     } else {
@@ -192,7 +219,7 @@ fn do_select(
         Events::OUT | Events::WRNORM | Events::WRBAND | Events::ERR,
         Events::PRI,
     ];
-    let mut wait = ReadyWait::new()?;
+    let mut wait = ReadyWait::new(deadline);
     let mut last = false;
     loop {
         let mut out =
@@ -245,7 +272,7 @@ pub fn sys_select(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         let mut b = [0u8; Timeval::SIZE];
         uaccess::read_bytes(&ctx.vm()?, a[4], &mut b)?;
         let us = Timeval::from_bytes(&b).as_micros().ok_or(Errno::EINVAL)?;
-        Some(crate::clock::now_ns().saturating_add(us * 1000))
+        Some(deadline_in(us.saturating_mul(1000)))
     };
     let (count, sets) = do_select(ctx, a[0], ptrs, deadline)?;
     write_sets(ctx, ptrs, &sets)?;

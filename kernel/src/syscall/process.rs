@@ -9,7 +9,7 @@ use core::sync::atomic::{AtomicBool, Ordering};
 use hal::sync::SpinLock;
 use linux_abi::consts as c;
 use linux_abi::errno::Errno;
-use linux_abi::layout::{CloneArgs, Rusage, Siginfo, Timeval};
+use linux_abi::layout::{CloneArgs, Siginfo};
 use linux_abi::signal as sig;
 
 use super::{SysResult, SyscallContext};
@@ -59,7 +59,9 @@ const SUPPORTED_CLONE: u64 = c::CSIGNAL
     | c::CLONE_PARENT_SETTID
     | c::CLONE_CHILD_CLEARTID
     | c::CLONE_DETACHED
-    | c::CLONE_CHILD_SETTID;
+    | c::CLONE_CHILD_SETTID
+    | c::CLONE_PTRACE
+    | c::CLONE_UNTRACED;
 
 fn do_clone(ctx: &mut SyscallContext, flags: u64, stack: u64, parent_tid: u64, child_tid: u64, tls: u64) -> SysResult {
     let exit_signal = (flags & c::CSIGNAL) as u32;
@@ -119,7 +121,7 @@ pub fn sys_clone3(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
             return Err(Errno::EINVAL);
         }
         let tid = i32::from_le_bytes([ids[0], ids[1], ids[2], ids[3]]);
-        if !(1..proc::PID_MAX).contains(&tid) {
+        if !(1..proc::pid_max()).contains(&tid) {
             return Err(Errno::EINVAL);
         }
         Some(tid)
@@ -177,7 +179,17 @@ fn clone_with(ctx: &mut SyscallContext, req: CloneRequest) -> SysResult {
     let parent_task = ctx.task.clone();
     let parent = ctx.process().clone();
     let tid = match set_tid {
-        Some(t) => proc::claim_pid(t)?,
+        Some(t) => {
+            // Choosing an id is for checkpoint/restore tools (Linux's
+            // checkpoint_restore_ns_capable), asked before the id is taken.
+            let cred = ctx.cred();
+            if !cred.capable(linux_abi::capability::CAP_SYS_ADMIN)
+                && !cred.capable(linux_abi::capability::CAP_CHECKPOINT_RESTORE)
+            {
+                return Err(Errno::EPERM);
+            }
+            proc::claim_pid(t)?
+        }
         None => proc::alloc_pid()?,
     };
 
@@ -235,7 +247,10 @@ fn clone_with(ctx: &mut SyscallContext, req: CloneRequest) -> SysResult {
         *p.auxv.lock() = parent.auxv.lock().clone();
         p.umask.store(parent.umask.load(Ordering::Relaxed), Ordering::Relaxed);
         p.dumpable.store(parent.dumpable.load(Ordering::Relaxed), Ordering::Relaxed);
+        p.tracer.personality.store(parent.tracer.personality.load(Ordering::Relaxed), Ordering::Relaxed);
         *p.rlimits.lock() = *parent.rlimits.lock();
+        let exe_file = parent.exe_file.lock().as_ref().map(|d| d.try_clone()).transpose()?;
+        *p.exe_file.lock() = exe_file;
         let vfork = if flags & c::CLONE_VFORK != 0 {
             let v = Arc::try_new(VforkDone { done: AtomicBool::new(false), queue: WaitQueue::new() })
                 .map_err(|_| Errno::ENOMEM)?;
@@ -267,14 +282,30 @@ fn clone_with(ctx: &mut SyscallContext, req: CloneRequest) -> SysResult {
         space.write_remote(child_tid, &(tid as u32).to_le_bytes())?;
     }
     process.tasks.lock().push(task.clone());
+    // A traced parent's child is traced too when the tracer asked for
+    // this kind of event (or CLONE_PTRACE).
+    let event = proc::ptrace::clone_event(&parent_task, flags, exit_signal);
+    let ptrace_child = flags & c::CLONE_PTRACE != 0 && flags & c::CLONE_UNTRACED == 0;
+    if event != 0 || (ptrace_child && parent_task.ptrace.is_traced()) {
+        proc::ptrace::attach_child(&parent_task, &task)?;
+    }
     if let Err(e) = task::start(task.clone(), child_ctx) {
         process.tasks.lock().retain(|t| !Arc::ptr_eq(t, &task));
+        if task.ptrace.is_traced() {
+            proc::ptrace::detach(&task, 0);
+        }
         return Err(e);
+    }
+    if event != 0 {
+        proc::ptrace::clone_event_stop(&parent_task, ctx.uctx, event, tid);
     }
     if let Some(v) = vfork {
         // The parent sleeps until the child execs or exits (it shares
         // our memory until then).
         v.queue.wait_until(|| v.done.load(Ordering::Acquire));
+        if parent_task.ptrace.is_traced() {
+            proc::ptrace::vfork_done(&parent_task, ctx.uctx, tid);
+        }
     }
     Ok(tid as u64)
 }
@@ -299,15 +330,16 @@ fn wait_target(ctx: &SyscallContext, pid: i32) -> WaitTarget {
     }
 }
 
-fn rusage_from_ns(cpu_ns: u64) -> Rusage {
-    Rusage { ru_utime: Timeval::from_micros(cpu_ns / 1000), ..Rusage::default() }
-}
 
 pub fn sys_wait4(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let (pid, status_ptr, options, rusage_ptr) = (a[0] as i32, a[1], a[2] as u32, a[3]);
     let known = c::WNOHANG | c::WUNTRACED | c::WCONTINUED | c::__WALL | c::__WCLONE | c::__WNOTHREAD;
     if options & !known != 0 {
         return Err(Errno::EINVAL);
+    }
+    if pid == i32::MIN {
+        // -INT_MIN is no group id: Linux answers ESRCH before anything else.
+        return Err(Errno::ESRCH);
     }
     let target = wait_target(ctx, pid);
     let p = ctx.process().clone();
@@ -319,7 +351,7 @@ pub fn sys_wait4(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         uaccess::write_u32(&vm, status_ptr, r.status as u32)?;
     }
     if rusage_ptr != 0 {
-        uaccess::write_bytes(&vm, rusage_ptr, &rusage_from_ns(r.cpu_ns).to_bytes())?;
+        uaccess::write_bytes(&vm, rusage_ptr, &super::time::rusage_from_times(r.times).to_bytes())?;
     }
     Ok(r.pid as u64)
 }
@@ -393,22 +425,32 @@ pub fn sys_arch_prctl(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     Ok(0)
 }
 
+/// The process that `pid` names for getpgid/getsid/setpgid: the caller
+/// for 0, else the process of that process or thread id; a negative id
+/// names nothing (ESRCH, as Linux's lookup finds no such task).
 fn process_or_self(ctx: &SyscallContext, pid: i32) -> Result<Arc<Process>, Errno> {
     if pid == 0 {
         return Ok(ctx.process().clone());
     }
     if pid < 0 {
-        return Err(Errno::EINVAL);
+        return Err(Errno::ESRCH);
     }
-    proc::find_process(pid).ok_or(Errno::ESRCH)
+    proc::find_process(pid).or_else(|| proc::find_task(pid).map(|t| t.process.clone())).ok_or(Errno::ESRCH)
 }
 
 pub fn sys_setpgid(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let (pid, pgid) = (a[0] as i32, a[1] as i32);
+    // Linux fills in 0s before it checks the group: setpgid(-5, 0) is
+    // EINVAL, setpgid(-5, 3) ESRCH.
+    let pid = if pid == 0 { ctx.process().pid } else { pid };
+    let pgid = if pgid == 0 { pid } else { pgid };
     if pgid < 0 {
         return Err(Errno::EINVAL);
     }
     let me = ctx.process().clone();
+    if pid > 0 && proc::find_process(pid).is_none() && proc::find_task(pid).is_some() {
+        return Err(Errno::EINVAL); // a thread that is not its group's leader
+    }
     let target = process_or_self(ctx, pid)?;
     let is_child = target.parent.lock().upgrade().is_some_and(|pp| Arc::ptr_eq(&pp, &me));
     if !Arc::ptr_eq(&target, &me) && !is_child {
@@ -420,7 +462,6 @@ pub fn sys_setpgid(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if target.sid.load(Ordering::Relaxed) != me.sid.load(Ordering::Relaxed) {
         return Err(Errno::EPERM);
     }
-    let pgid = if pgid == 0 { target.pid } else { pgid };
     if pgid != target.pid {
         let exists = proc::all_processes().iter().any(|p| {
             p.pgid.load(Ordering::Relaxed) == pgid && p.sid.load(Ordering::Relaxed) == me.sid.load(Ordering::Relaxed)
@@ -455,6 +496,17 @@ pub fn sys_setsid(ctx: &mut SyscallContext, _a: &[u64; 6]) -> SysResult {
     p.sid.store(pid, Ordering::Relaxed);
     p.pgid.store(pid, Ordering::Relaxed);
     Ok(pid as u64)
+}
+
+/// personality(persona): 0xffffffff queries; anything else is stored and
+/// the old value returned, as Linux does (it keeps unknown domains too).
+pub fn sys_personality(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let slot = &ctx.process().tracer.personality;
+    let old = slot.load(Ordering::Relaxed);
+    if a[0] as u32 != u32::MAX {
+        slot.store(a[0] as u32, Ordering::Relaxed);
+    }
+    Ok(u64::from(old))
 }
 
 pub fn sys_prctl(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {

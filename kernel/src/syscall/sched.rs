@@ -98,14 +98,14 @@ fn apply(task: &Task, params: SchedParams) -> Result<(), Errno> {
     sched::set_sched_params(&kthread(task)?, params).map_err(|_| Errno::ENOMEM)
 }
 
-/// The real user id of a task's process, for PRIO_USER. Everyone is root
-/// until credentials land (branch `creds`).
-fn real_uid(_task: &Task) -> u32 {
-    0
+/// The real user id of a thread, which PRIO_USER matches (Linux's
+/// task_uid).
+fn real_uid(task: &Task) -> u32 {
+    task.cred().uid
 }
 
-fn caller_uid(_ctx: &SyscallContext) -> u32 {
-    0
+fn caller_uid(ctx: &SyscallContext) -> u32 {
+    ctx.cred().uid
 }
 
 // ---- nice values ----------------------------------------------------------

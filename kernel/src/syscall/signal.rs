@@ -35,7 +35,24 @@ pub fn sys_rt_sigaction(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         if matches!(signo, sig::SIGKILL | sig::SIGSTOP) {
             return Err(Errno::EINVAL);
         }
-        Some(SigAction { handler: k.handler, flags: k.flags, restorer: k.restorer, mask: k.mask.without_unblockable() })
+        // Unknown flag bits are dropped, so a program can tell which ones
+        // this kernel knows (Linux 5.11's UAPI_SA_FLAGS; SA_UNSUPPORTED is
+        // the bit meant to come back clear).
+        let known = sig::SA_NOCLDSTOP
+            | sig::SA_NOCLDWAIT
+            | sig::SA_SIGINFO
+            | sig::SA_EXPOSE_TAGBITS
+            | sig::SA_RESTORER
+            | sig::SA_ONSTACK
+            | sig::SA_RESTART
+            | sig::SA_NODEFER
+            | sig::SA_RESETHAND;
+        Some(SigAction {
+            handler: k.handler,
+            flags: k.flags & known,
+            restorer: k.restorer,
+            mask: k.mask.without_unblockable(),
+        })
     } else {
         None
     };
@@ -136,15 +153,30 @@ pub fn sys_kill(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     }
     let info = user_info(ctx, signo, sig::SI_USER);
     if pid > 0 {
-        let p = proc::find_process(pid).ok_or(Errno::ESRCH)?;
-        may_signal_process(ctx, &p, signo)?;
-        if p.state.lock().zombie {
-            return Ok(0);
-        }
+        // Any thread id names its whole process, as on Linux; the
+        // permission check asks the named thread's credentials.
+        let (p, tcred) = match proc::find_process(pid) {
+            Some(p) => {
+                let cred = p.cred();
+                (p, cred)
+            }
+            None => {
+                let t = proc::find_task(pid).ok_or(Errno::ESRCH)?;
+                (t.process.clone(), Some(t.cred()))
+            }
+        };
+        may_signal(ctx, &p, tcred, signo)?;
         psig::send_to_process(&p, info);
         return Ok(0);
     }
+    if pid == i32::MIN {
+        // -INT_MIN names no group (Linux checks this first).
+        return Err(Errno::ESRCH);
+    }
     let me = ctx.process().pid;
+    // kill(-1) skips init and the caller; a group's zombies still count as
+    // members (the signal is then dropped), so only a group with no
+    // member at all is ESRCH.
     let targets: alloc::vec::Vec<_> = match pid {
         0 => {
             let pgid = ctx.process().pgid.load(Ordering::Relaxed);
@@ -153,15 +185,14 @@ pub fn sys_kill(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         -1 => proc::all_processes().into_iter().filter(|p| p.pid != 1 && p.pid != me).collect(),
         _ => proc::all_processes().into_iter().filter(|p| p.pgid.load(Ordering::Relaxed) == -pid).collect(),
     };
-    let live: alloc::vec::Vec<_> = targets.into_iter().filter(|p| !p.state.lock().zombie).collect();
-    if live.is_empty() {
+    if targets.is_empty() {
         return Err(Errno::ESRCH);
     }
     // kill(-1) succeeds when only permission stopped it; a process group
     // succeeds when one member got the signal, else gives the last error.
     let mut sent = false;
     let mut last = Ok(0);
-    for p in &live {
+    for p in &targets {
         match may_signal_process(ctx, p, signo) {
             Ok(_) => {
                 psig::send_to_process(p, info);

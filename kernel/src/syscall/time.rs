@@ -2,12 +2,27 @@
 
 use linux_abi::consts as c;
 use linux_abi::errno::Errno;
-use linux_abi::layout::{Itimerval, Timespec, Timeval, Tms};
+use linux_abi::layout::{Itimerval, Rusage, Timespec, Timeval, Tms};
 
 use super::{SysResult, SyscallContext};
 use crate::mm::uaccess;
+use crate::proc::cputime::{self, CpuClock, CpuKind, CpuTarget};
 use crate::proc::timer;
 use crate::sched::{sleep_until_interruptible, Interrupted};
+
+/// getrusage/wait4's struct rusage from (user, system) ns.
+pub(super) fn rusage_from_times(times: (u64, u64)) -> Rusage {
+    Rusage {
+        ru_utime: Timeval::from_micros(times.0 / 1000),
+        ru_stime: Timeval::from_micros(times.1 / 1000),
+        ..Rusage::default()
+    }
+}
+
+/// The CPU clock `clock` names, if it names one (see `cputime::decode_clock`).
+fn cpu_clock(ctx: &SyscallContext, clock: u32, for_gettime: bool) -> Result<Option<CpuClock>, Errno> {
+    cputime::decode_clock(clock as i32, ctx.task, for_gettime)
+}
 
 fn read_timespec(ctx: &SyscallContext, addr: u64) -> Result<Timespec, Errno> {
     let mut b = [0u8; Timespec::SIZE];
@@ -24,7 +39,10 @@ fn clock_now(ctx: &SyscallContext, clock: u32) -> Result<u64, Errno> {
         }
         c::CLOCK_PROCESS_CPUTIME_ID => ctx.process().cpu_ns(),
         c::CLOCK_THREAD_CPUTIME_ID => ctx.task.cpu_ns(),
-        _ => return Err(Errno::EINVAL),
+        _ => match cpu_clock(ctx, clock, true)? {
+            Some(cpu) => cputime::read_clock(cpu)?,
+            None => return Err(Errno::EINVAL),
+        },
     })
 }
 
@@ -38,9 +56,14 @@ pub fn sys_clock_getres(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let clock = a[0] as u32;
     clock_now(ctx, clock)?;
     if a[1] != 0 {
+        let tick = 1_000_000_000 / u64::from(crate::clock::HZ);
         let res = match clock {
-            c::CLOCK_REALTIME_COARSE | c::CLOCK_MONOTONIC_COARSE => 1_000_000_000 / u64::from(crate::clock::HZ),
-            _ => 1,
+            c::CLOCK_REALTIME_COARSE | c::CLOCK_MONOTONIC_COARSE => tick,
+            // The sampled CPU clocks tick; the exact one counts ns.
+            _ => match cpu_clock(ctx, clock, true)? {
+                Some(CpuClock { kind: CpuKind::Prof | CpuKind::Virt, .. }) => tick,
+                _ => 1,
+            },
         };
         uaccess::write_bytes(&ctx.vm()?, a[1], &Timespec::from_nanos(res).to_bytes())?;
     }
@@ -91,25 +114,77 @@ pub fn sys_nanosleep(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 
 pub fn sys_clock_nanosleep(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let (clock, flags, req, rem) = (a[0] as u32, a[1] as u32, a[2], a[3]);
+    let absolute = flags & c::TIMER_ABSTIME != 0;
+    let wall = match clock {
+        c::CLOCK_REALTIME | c::CLOCK_TAI => true,
+        c::CLOCK_MONOTONIC | c::CLOCK_BOOTTIME => false,
+        // Linux's thread clock has no sleep at all.
+        c::CLOCK_THREAD_CPUTIME_ID => return Err(Errno::EOPNOTSUPP),
+        _ => {
+            let cpu = cpu_clock(ctx, clock, false)?.ok_or(Errno::EINVAL)?;
+            let ts = read_timespec(ctx, req)?;
+            let ns = ts.as_nanos().ok_or(Errno::EINVAL)?;
+            return cpu_sleep(ctx, cpu, ns, absolute, rem);
+        }
+    };
     let ts = read_timespec(ctx, req)?;
     let ns = ts.as_nanos().ok_or(Errno::EINVAL)?;
-    let now_on_clock = match clock {
-        c::CLOCK_REALTIME | c::CLOCK_MONOTONIC | c::CLOCK_BOOTTIME | c::CLOCK_TAI => clock_now(ctx, clock)?,
-        // Sleeping on CPU-time clocks is not supported (Linux refuses the
-        // thread clock the same way).
-        c::CLOCK_THREAD_CPUTIME_ID | c::CLOCK_PROCESS_CPUTIME_ID => return Err(Errno::EOPNOTSUPP),
-        _ => return Err(Errno::EINVAL),
-    };
-    let deadline = if flags & c::TIMER_ABSTIME != 0 {
-        crate::clock::now_ns().saturating_add(ns.saturating_sub(now_on_clock))
-    } else {
-        crate::clock::now_ns().saturating_add(ns)
-    };
-    // With TIMER_ABSTIME the remaining time is not reported.
-    let rem = if flags & c::TIMER_ABSTIME != 0 { 0 } else { rem };
     // clock_nanosleep returns the error number instead of setting errno;
     // the libc wrapper handles both, the raw value is -EINTR either way.
-    sleep_until(ctx, deadline, rem)
+    if absolute && wall {
+        return sleep_until_wall(ns);
+    }
+    let deadline = if absolute { ns } else { crate::clock::now_ns().saturating_add(ns) };
+    // With TIMER_ABSTIME the remaining time is not reported.
+    sleep_until(ctx, deadline, if absolute { 0 } else { rem })
+}
+
+/// Sleeps until the wall clock reads `wall_ns`, waking early to look
+/// again whenever the wall clock is set.
+fn sleep_until_wall(wall_ns: u64) -> SysResult {
+    loop {
+        let seq = crate::clock::wall_clock_generation();
+        let wall_now = crate::clock::realtime_ns();
+        if wall_now >= wall_ns {
+            return Ok(0);
+        }
+        let deadline = crate::clock::now_ns().saturating_add(wall_ns - wall_now);
+        let changed = || crate::clock::wall_clock_generation() != seq;
+        match crate::clock::WALL_CLOCK_SET.wait_until_interruptible(Some(deadline), changed) {
+            Ok(()) | Err(Interrupted::TimedOut) => continue,
+            Err(Interrupted::Signal) => return Err(Errno::EINTR),
+        }
+    }
+}
+
+/// clock_nanosleep on a process CPU clock: sleeps a tick at a time until
+/// the clock (advanced by the process's other threads) reaches the time.
+fn cpu_sleep(ctx: &SyscallContext, cpu: CpuClock, ns: u64, absolute: bool, rem: u64) -> SysResult {
+    if let CpuTarget::Thread(tid) = cpu.target {
+        // Sleeping on one's own thread clock would never end.
+        if tid == ctx.task.tid() {
+            return Err(Errno::EINVAL);
+        }
+    }
+    let start = cputime::read_clock(cpu)?;
+    let target = if absolute { ns } else { start.saturating_add(ns) };
+    loop {
+        let now = cputime::read_clock(cpu)?;
+        if now >= target {
+            return Ok(0);
+        }
+        let tick = crate::clock::now_ns().saturating_add(cputime::TICK_NS);
+        if let Err(Interrupted::Signal) = sleep_until_interruptible(tick) {
+            if rem != 0 && !absolute {
+                let left = target.saturating_sub(cputime::read_clock(cpu).unwrap_or(target));
+                uaccess::write_bytes(&ctx.vm()?, rem, &Timespec::from_nanos(left).to_bytes())?;
+            }
+            return Err(Errno::EINTR);
+        }
+        if let Some(kt) = ctx.task.kthread.get() {
+            kt.set_interrupt(false);
+        }
+    }
 }
 
 fn write_itimer(ctx: &SyscallContext, addr: u64, value: (u64, u64)) -> Result<(), Errno> {
@@ -126,8 +201,8 @@ fn write_itimer(ctx: &SyscallContext, addr: u64, value: (u64, u64)) -> Result<()
 pub fn sys_getitimer(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let cur = match a[0] as u32 {
         c::ITIMER_REAL => timer::get_real(ctx.process()),
-        c::ITIMER_VIRTUAL => timer::get_cpu(ctx.process(), 0),
-        c::ITIMER_PROF => timer::get_cpu(ctx.process(), 1),
+        c::ITIMER_VIRTUAL => cputime::get_itimer(ctx.process(), 0),
+        c::ITIMER_PROF => cputime::get_itimer(ctx.process(), 1),
         _ => return Err(Errno::EINVAL),
     };
     write_itimer(ctx, a[1], cur)?;
@@ -151,8 +226,8 @@ pub fn sys_setitimer(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     };
     let old = match which {
         c::ITIMER_REAL => timer::set_real(ctx.process(), new.0, new.1),
-        c::ITIMER_VIRTUAL => timer::set_cpu(ctx.process(), 0, new.0, new.1),
-        _ => timer::set_cpu(ctx.process(), 1, new.0, new.1),
+        c::ITIMER_VIRTUAL => cputime::set_itimer(ctx.process(), 0, new.0, new.1),
+        _ => cputime::set_itimer(ctx.process(), 1, new.0, new.1),
     };
     write_itimer(ctx, a[2], old)?;
     Ok(0)
@@ -164,14 +239,67 @@ pub fn sys_clock_settime(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let ns = ts.as_nanos().ok_or(Errno::EINVAL)?;
     match clock {
         c::CLOCK_REALTIME => {
-            if !ctx.cred().capable(linux_abi::capability::CAP_SYS_TIME) {
-                return Err(Errno::EPERM);
-            }
-            crate::clock::set_realtime_ns(ns);
+            may_set_time(ctx)?;
+            set_wall_clock(ns);
             Ok(0)
         }
-        _ => Err(Errno::EINVAL),
+        c::CLOCK_PROCESS_CPUTIME_ID | c::CLOCK_THREAD_CPUTIME_ID => Err(Errno::EINVAL),
+        // A CPU clock that exists cannot be set; one that does not is EINVAL.
+        _ => match cpu_clock(ctx, clock, true)? {
+            Some(_) => Err(Errno::EPERM),
+            None => Err(Errno::EINVAL),
+        },
     }
+}
+
+/// Setting the time needs CAP_SYS_TIME (Linux's security_settime64).
+fn may_set_time(ctx: &SyscallContext) -> Result<(), Errno> {
+    if !ctx.cred().capable(linux_abi::capability::CAP_SYS_TIME) {
+        return Err(Errno::EPERM);
+    }
+    Ok(())
+}
+
+/// Sets the wall clock: sleepers and timers waiting for a wall time look
+/// at it again. This is the one place that tells every keeper of wall
+/// deadlines: POSIX timers move (or fire) and timerfds move or cancel.
+fn set_wall_clock(ns: u64) {
+    crate::clock::set_realtime_ns(ns);
+    timer::clock_was_set();
+    crate::fs::timerfd::clock_was_set();
+}
+
+pub fn sys_settimeofday(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let vm = ctx.vm()?;
+    let tv = if a[0] != 0 {
+        let mut b = [0u8; Timeval::SIZE];
+        uaccess::read_bytes(&vm, a[0], &mut b)?;
+        let sec = i64::from_le_bytes(b[0..8].try_into().unwrap_or([0; 8]));
+        let usec = i64::from_le_bytes(b[8..16].try_into().unwrap_or([0; 8]));
+        if sec < 0 || !(0..1_000_000).contains(&usec) {
+            return Err(Errno::EINVAL);
+        }
+        Some((sec as u64).saturating_mul(1_000_000_000).saturating_add(usec as u64 * 1000))
+    } else {
+        None
+    };
+    if a[1] != 0 {
+        // struct timezone: only its range is checked (the kernel keeps no
+        // time zone that anything here reads).
+        let mut b = [0u8; 8];
+        uaccess::read_bytes(&vm, a[1], &mut b)?;
+        let minutes_west = i32::from_le_bytes(b[0..4].try_into().unwrap_or([0; 4]));
+        may_set_time(ctx)?;
+        if !(-15 * 60..=15 * 60).contains(&minutes_west) {
+            return Err(Errno::EINVAL);
+        }
+    }
+    // Linux asks for CAP_SYS_TIME even when both pointers are NULL.
+    may_set_time(ctx)?;
+    if let Some(ns) = tv {
+        set_wall_clock(ns);
+    }
+    Ok(0)
 }
 
 const SIGEV_SIGNAL: i32 = 0;
@@ -180,9 +308,11 @@ const SIGEV_THREAD_ID: i32 = 4;
 
 pub fn sys_timer_create(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let (clock, sevp, id_ptr) = (a[0] as u32, a[1], a[2]);
-    if !matches!(clock, c::CLOCK_REALTIME | c::CLOCK_MONOTONIC | c::CLOCK_BOOTTIME) {
-        return Err(Errno::EINVAL);
-    }
+    let timer_clock = match clock {
+        c::CLOCK_REALTIME | c::CLOCK_TAI => timer::TimerClock::Realtime,
+        c::CLOCK_MONOTONIC | c::CLOCK_BOOTTIME => timer::TimerClock::Monotonic,
+        _ => timer::TimerClock::Cpu(cpu_clock(ctx, clock, false)?.ok_or(Errno::EINVAL)?),
+    };
     let vm = ctx.vm()?;
     let notify = if sevp == 0 {
         None
@@ -212,7 +342,7 @@ pub fn sys_timer_create(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
             _ => return Err(Errno::EINVAL),
         })
     };
-    let id = timer::create(ctx.process(), timer::Notify::None)?;
+    let id = timer::create(ctx.process(), timer_clock, timer::Notify::None)?;
     let notify =
         notify.unwrap_or(timer::Notify::Signal { signo: linux_abi::signal::SIGALRM, value: id as u64, tid: None });
     timer::set_notify(ctx.process(), id, notify);
@@ -236,12 +366,9 @@ pub fn sys_timer_settime(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let mut b = [0u8; 32];
     uaccess::read_bytes(&ctx.vm()?, new_ptr, &mut b)?;
     let spec = linux_abi::layout::Itimerspec::from_bytes(&b);
-    let mut value = spec.it_value.as_nanos().ok_or(Errno::EINVAL)?;
+    let value = spec.it_value.as_nanos().ok_or(Errno::EINVAL)?;
     let interval = spec.it_interval.as_nanos().ok_or(Errno::EINVAL)?;
-    if flags & c::TIMER_ABSTIME != 0 && value != 0 {
-        value = value.saturating_sub(crate::clock::now_ns()).max(1);
-    }
-    let old = timer::settime(ctx.process(), id, value, interval)?;
+    let old = timer::settime(ctx.process(), id, value, interval, flags & c::TIMER_ABSTIME != 0)?;
     if old_ptr != 0 {
         write_itimerspec(ctx, old_ptr, old)?;
     }
@@ -274,12 +401,9 @@ pub fn sys_times(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let ticks = |ns: u64| (ns / 10_000_000) as i64;
     if a[0] != 0 {
         let p = ctx.process();
-        let tms = Tms {
-            tms_utime: ticks(p.cpu_ns()),
-            tms_stime: 0,
-            tms_cutime: ticks(p.children_cpu_ns.load(core::sync::atomic::Ordering::Relaxed)),
-            tms_cstime: 0,
-        };
+        let (u, s) = cputime::process_times(p);
+        let (cu, cs) = cputime::children_times(p);
+        let tms = Tms { tms_utime: ticks(u), tms_stime: ticks(s), tms_cutime: ticks(cu), tms_cstime: ticks(cs) };
         uaccess::write_bytes(&ctx.vm()?, a[0], &tms.to_bytes())?;
     }
     Ok(ticks(crate::clock::now_ns()) as u64)

@@ -85,6 +85,28 @@ impl FileAttrs {
     }
 }
 
+/// How a ptrace access check is made (Linux's `PTRACE_MODE_*`): to read
+/// what a process shows (/proc files, kcmp) or to attach (ptrace, writing
+/// /proc/<pid>/mem, process_vm_writev), and with the caller's real or its
+/// file-system ids. Without Yama only the credentials matter, so read and
+/// attach are checked alike; the flag says what the caller asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PtraceMode {
+    pub attach: bool,
+    pub fscreds: bool,
+}
+
+impl PtraceMode {
+    pub const READ_REALCREDS: PtraceMode = PtraceMode { attach: false, fscreds: false };
+    pub const READ_FSCREDS: PtraceMode = PtraceMode { attach: false, fscreds: true };
+    pub const ATTACH_REALCREDS: PtraceMode = PtraceMode { attach: true, fscreds: false };
+    pub const ATTACH_FSCREDS: PtraceMode = PtraceMode { attach: true, fscreds: true };
+}
+
+/// `PR_GET_DUMPABLE`'s normal value: only a process that is dumpable
+/// this way may be traced without CAP_SYS_PTRACE.
+pub const SUID_DUMP_USER: u8 = 1;
+
 /// What an executed file contributes to the new credentials.
 #[derive(Clone, Copy, Debug)]
 pub struct ExecFile {
@@ -704,6 +726,44 @@ impl<G: AsRef<[u32]> + Clone> Cred<G> {
             || self.uid == target.suid
             || self.uid == target.uid
             || self.capable(CAP_KILL)
+    }
+
+    /// Whether this caller may trace or inspect a thread of another
+    /// thread group with credentials `target` (Linux's
+    /// `__ptrace_may_access`, then the capability module's
+    /// `cap_ptrace_access_check`; no Yama). The caller's real ids, or its
+    /// file-system ids under `mode.fscreds`, must equal all three of the
+    /// target's user and group ids, and a target that still has memory
+    /// (`target_dumpable` is its PR_GET_DUMPABLE then) must be dumpable;
+    /// and the target's permitted capabilities must be within the
+    /// caller's permitted set (effective under `fscreds`). CAP_SYS_PTRACE
+    /// overrides each. The caller's own thread group is the caller's
+    /// business: it passes before this is asked.
+    pub fn may_ptrace(&self, target: &Cred<G>, target_dumpable: Option<u8>, mode: PtraceMode) -> bool {
+        let override_cap = self.capable(CAP_SYS_PTRACE);
+        let (uid, gid) = if mode.fscreds { (self.fsuid, self.fsgid) } else { (self.uid, self.gid) };
+        let same_ids = uid == target.euid
+            && uid == target.suid
+            && uid == target.uid
+            && gid == target.egid
+            && gid == target.sgid
+            && gid == target.gid;
+        if !same_ids && !override_cap {
+            return false;
+        }
+        if target_dumpable.is_some_and(|d| d != SUID_DUMP_USER) && !override_cap {
+            return false;
+        }
+        let caller_caps = if mode.fscreds { self.caps.effective } else { self.caps.permitted };
+        target.caps.permitted & !caller_caps == 0 || override_cap
+    }
+
+    /// Whether a parent with credentials `parent` may become this
+    /// thread's tracer through PTRACE_TRACEME (`cap_ptrace_traceme`): the
+    /// child's permitted capabilities are within the parent's permitted
+    /// set, or the parent has CAP_SYS_PTRACE.
+    pub fn may_be_traced_by(&self, parent: &Cred<G>) -> bool {
+        self.caps.permitted & !parent.caps.permitted == 0 || parent.capable(CAP_SYS_PTRACE)
     }
 
     /// Whether prlimit may read or change `target`'s limits: all its ids

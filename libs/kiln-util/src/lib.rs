@@ -12,7 +12,9 @@
 
 pub mod acpi;
 pub mod cpio;
+pub mod cputime;
 pub mod cred;
+pub mod elfcore;
 pub mod fmt_util;
 pub mod frames;
 pub mod gzip;

@@ -550,6 +550,77 @@ pub const POLLMSG: u16 = 0x0400;
 pub const POLLREMOVE: u16 = 0x1000;
 pub const POLLRDHUP: u16 = 0x2000;
 
+// ---- epoll ----
+pub const EPOLL_CLOEXEC: u32 = 0o2000000;
+pub const EPOLL_CTL_ADD: u32 = 1;
+pub const EPOLL_CTL_DEL: u32 = 2;
+pub const EPOLL_CTL_MOD: u32 = 3;
+pub const EPOLLIN: u32 = 0x0000_0001;
+pub const EPOLLPRI: u32 = 0x0000_0002;
+pub const EPOLLOUT: u32 = 0x0000_0004;
+pub const EPOLLERR: u32 = 0x0000_0008;
+pub const EPOLLHUP: u32 = 0x0000_0010;
+pub const EPOLLNVAL: u32 = 0x0000_0020;
+pub const EPOLLRDNORM: u32 = 0x0000_0040;
+pub const EPOLLRDBAND: u32 = 0x0000_0080;
+pub const EPOLLWRNORM: u32 = 0x0000_0100;
+pub const EPOLLWRBAND: u32 = 0x0000_0200;
+pub const EPOLLMSG: u32 = 0x0000_0400;
+pub const EPOLLRDHUP: u32 = 0x0000_2000;
+/// Only one of several epoll instances watching a file is woken.
+pub const EPOLLEXCLUSIVE: u32 = 1 << 28;
+/// Hold a wakeup source while the event is pending (needs
+/// CAP_BLOCK_SUSPEND; silently dropped without it).
+pub const EPOLLWAKEUP: u32 = 1 << 29;
+pub const EPOLLONESHOT: u32 = 1 << 30;
+pub const EPOLLET: u32 = 1 << 31;
+/// `INT_MAX / sizeof(struct epoll_event)`: the largest `maxevents`.
+pub const EP_MAX_EVENTS: u32 = 0x7fff_ffff / 12;
+
+// ---- eventfd ----
+pub const EFD_SEMAPHORE: u32 = 1;
+pub const EFD_CLOEXEC: u32 = 0o2000000;
+pub const EFD_NONBLOCK: u32 = 0o4000;
+
+// ---- timerfd ----
+pub const TFD_TIMER_ABSTIME: u32 = 1;
+pub const TFD_TIMER_CANCEL_ON_SET: u32 = 2;
+pub const TFD_CLOEXEC: u32 = 0o2000000;
+pub const TFD_NONBLOCK: u32 = 0o4000;
+/// `_IOW('T', 0, __u64)`: sets the expiration count (CONFIG_CHECKPOINT_RESTORE).
+pub const TFD_IOC_SET_TICKS: u32 = 0x4008_5400;
+
+// ---- signalfd ----
+pub const SFD_CLOEXEC: u32 = 0o2000000;
+pub const SFD_NONBLOCK: u32 = 0o4000;
+
+// ---- inotify ----
+pub const IN_CLOEXEC: u32 = 0o2000000;
+pub const IN_NONBLOCK: u32 = 0o4000;
+pub const IN_ACCESS: u32 = 0x0000_0001;
+pub const IN_MODIFY: u32 = 0x0000_0002;
+pub const IN_ATTRIB: u32 = 0x0000_0004;
+pub const IN_CLOSE_WRITE: u32 = 0x0000_0008;
+pub const IN_CLOSE_NOWRITE: u32 = 0x0000_0010;
+pub const IN_OPEN: u32 = 0x0000_0020;
+pub const IN_MOVED_FROM: u32 = 0x0000_0040;
+pub const IN_MOVED_TO: u32 = 0x0000_0080;
+pub const IN_CREATE: u32 = 0x0000_0100;
+pub const IN_DELETE: u32 = 0x0000_0200;
+pub const IN_DELETE_SELF: u32 = 0x0000_0400;
+pub const IN_MOVE_SELF: u32 = 0x0000_0800;
+pub const IN_ALL_EVENTS: u32 = 0x0000_0fff;
+pub const IN_UNMOUNT: u32 = 0x0000_2000;
+pub const IN_Q_OVERFLOW: u32 = 0x0000_4000;
+pub const IN_IGNORED: u32 = 0x0000_8000;
+pub const IN_ONLYDIR: u32 = 0x0100_0000;
+pub const IN_DONT_FOLLOW: u32 = 0x0200_0000;
+pub const IN_EXCL_UNLINK: u32 = 0x0400_0000;
+pub const IN_MASK_CREATE: u32 = 0x1000_0000;
+pub const IN_MASK_ADD: u32 = 0x2000_0000;
+pub const IN_ISDIR: u32 = 0x4000_0000;
+pub const IN_ONESHOT: u32 = 0x8000_0000;
+
 // ---- getrandom ----
 pub const GRND_NONBLOCK: u32 = 0x0001;
 pub const GRND_RANDOM: u32 = 0x0002;

@@ -1292,6 +1292,207 @@ impl EpollEvent {
 }
 from_slice!(EpollEvent);
 
+/// `struct signalfd_siginfo`: one signal read from a signalfd, 128 bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct SignalfdSiginfo {
+    pub ssi_signo: u32,
+    pub ssi_errno: i32,
+    pub ssi_code: i32,
+    pub ssi_pid: u32,
+    pub ssi_uid: u32,
+    pub ssi_fd: i32,
+    pub ssi_tid: u32,
+    pub ssi_band: u32,
+    pub ssi_overrun: u32,
+    pub ssi_trapno: u32,
+    pub ssi_status: i32,
+    pub ssi_int: i32,
+    pub ssi_ptr: u64,
+    pub ssi_utime: u64,
+    pub ssi_stime: u64,
+    pub ssi_addr: u64,
+    pub ssi_addr_lsb: u16,
+    pub ssi_syscall: i32,
+    pub ssi_call_addr: u64,
+    pub ssi_arch: u32,
+}
+
+impl SignalfdSiginfo {
+    pub const SIZE: usize = 128;
+    pub fn to_bytes(&self) -> [u8; 128] {
+        let mut b = [0u8; 128];
+        put_u32(&mut b, 0, self.ssi_signo);
+        put_i32(&mut b, 4, self.ssi_errno);
+        put_i32(&mut b, 8, self.ssi_code);
+        put_u32(&mut b, 12, self.ssi_pid);
+        put_u32(&mut b, 16, self.ssi_uid);
+        put_i32(&mut b, 20, self.ssi_fd);
+        put_u32(&mut b, 24, self.ssi_tid);
+        put_u32(&mut b, 28, self.ssi_band);
+        put_u32(&mut b, 32, self.ssi_overrun);
+        put_u32(&mut b, 36, self.ssi_trapno);
+        put_i32(&mut b, 40, self.ssi_status);
+        put_i32(&mut b, 44, self.ssi_int);
+        put_u64(&mut b, 48, self.ssi_ptr);
+        put_u64(&mut b, 56, self.ssi_utime);
+        put_u64(&mut b, 64, self.ssi_stime);
+        put_u64(&mut b, 72, self.ssi_addr);
+        put_u16(&mut b, 80, self.ssi_addr_lsb);
+        put_i32(&mut b, 84, self.ssi_syscall);
+        put_u64(&mut b, 88, self.ssi_call_addr);
+        put_u32(&mut b, 96, self.ssi_arch);
+        b
+    }
+    pub fn from_bytes(b: &[u8; 128]) -> Self {
+        SignalfdSiginfo {
+            ssi_signo: get_u32(b, 0),
+            ssi_errno: get_i32(b, 4),
+            ssi_code: get_i32(b, 8),
+            ssi_pid: get_u32(b, 12),
+            ssi_uid: get_u32(b, 16),
+            ssi_fd: get_i32(b, 20),
+            ssi_tid: get_u32(b, 24),
+            ssi_band: get_u32(b, 28),
+            ssi_overrun: get_u32(b, 32),
+            ssi_trapno: get_u32(b, 36),
+            ssi_status: get_i32(b, 40),
+            ssi_int: get_i32(b, 44),
+            ssi_ptr: get_u64(b, 48),
+            ssi_utime: get_u64(b, 56),
+            ssi_stime: get_u64(b, 64),
+            ssi_addr: get_u64(b, 72),
+            ssi_addr_lsb: get_u16(b, 80),
+            ssi_syscall: get_i32(b, 84),
+            ssi_call_addr: get_u64(b, 88),
+            ssi_arch: get_u32(b, 96),
+        }
+    }
+}
+from_slice!(SignalfdSiginfo);
+
+/// Which members of `siginfo_t`'s union a signal carries (Linux's
+/// `siginfo_layout`), decided by the signal and its code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SiginfoLayout {
+    Kill,
+    Timer,
+    Poll,
+    Fault,
+    Child,
+    Rt,
+    Sys,
+}
+
+impl SiginfoLayout {
+    pub fn of(signo: u32, code: i32) -> SiginfoLayout {
+        use crate::signal as sig;
+        if code > sig::SI_USER && code < sig::SI_KERNEL {
+            // Codes specific to the signal, up to each one's last code
+            // (NSIGILL, NSIGFPE, NSIGSEGV, NSIGBUS, NSIGTRAP, NSIGCHLD,
+            // NSIGPOLL, NSIGSYS).
+            let specific = match signo {
+                sig::SIGILL => Some((11, SiginfoLayout::Fault)),
+                sig::SIGFPE => Some((15, SiginfoLayout::Fault)),
+                sig::SIGSEGV => Some((10, SiginfoLayout::Fault)),
+                sig::SIGBUS => Some((5, SiginfoLayout::Fault)),
+                sig::SIGTRAP => Some((6, SiginfoLayout::Fault)),
+                sig::SIGCHLD => Some((6, SiginfoLayout::Child)),
+                sig::SIGPOLL => Some((6, SiginfoLayout::Poll)),
+                sig::SIGSYS => Some((2, SiginfoLayout::Sys)),
+                _ => None,
+            };
+            match specific {
+                Some((limit, layout)) if code <= limit => layout,
+                _ if code <= 6 => SiginfoLayout::Poll,
+                _ => SiginfoLayout::Kill,
+            }
+        } else if code == sig::SI_TIMER {
+            SiginfoLayout::Timer
+        } else if code == sig::SI_SIGIO {
+            SiginfoLayout::Poll
+        } else if code < 0 {
+            SiginfoLayout::Rt
+        } else {
+            SiginfoLayout::Kill
+        }
+    }
+}
+
+impl SignalfdSiginfo {
+    /// What a signalfd read reports for a dequeued signal: the members
+    /// its layout carries, the rest 0 (Linux's signalfd_copyinfo).
+    pub fn from_siginfo(info: &Siginfo) -> SignalfdSiginfo {
+        let mut s = SignalfdSiginfo {
+            ssi_signo: info.si_signo as u32,
+            ssi_errno: info.si_errno,
+            ssi_code: info.si_code,
+            ..SignalfdSiginfo::default()
+        };
+        match SiginfoLayout::of(info.si_signo as u32, info.si_code) {
+            SiginfoLayout::Kill => {
+                s.ssi_pid = info.u32_at(16);
+                s.ssi_uid = info.u32_at(20);
+            }
+            SiginfoLayout::Timer => {
+                s.ssi_tid = info.u32_at(16);
+                s.ssi_overrun = info.u32_at(20);
+                s.ssi_ptr = info.u64_at(24);
+                s.ssi_int = info.u32_at(24) as i32;
+            }
+            SiginfoLayout::Poll => {
+                s.ssi_band = info.u64_at(16) as u32;
+                s.ssi_fd = info.u32_at(24) as i32;
+            }
+            SiginfoLayout::Fault => s.ssi_addr = info.u64_at(16),
+            SiginfoLayout::Child => {
+                s.ssi_pid = info.u32_at(16);
+                s.ssi_uid = info.u32_at(20);
+                s.ssi_status = info.u32_at(24) as i32;
+                s.ssi_utime = info.u64_at(32);
+                s.ssi_stime = info.u64_at(40);
+            }
+            SiginfoLayout::Rt => {
+                s.ssi_pid = info.u32_at(16);
+                s.ssi_uid = info.u32_at(20);
+                s.ssi_ptr = info.u64_at(24);
+                s.ssi_int = info.u32_at(24) as i32;
+            }
+            SiginfoLayout::Sys => {
+                s.ssi_call_addr = info.u64_at(16);
+                s.ssi_syscall = info.u32_at(24) as i32;
+                s.ssi_arch = info.u32_at(28);
+            }
+        }
+        s
+    }
+}
+
+/// The fixed head of `struct inotify_event`; `len` bytes of name (NUL
+/// padded) follow it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct InotifyEvent {
+    pub wd: i32,
+    pub mask: u32,
+    pub cookie: u32,
+    pub len: u32,
+}
+
+impl InotifyEvent {
+    pub const SIZE: usize = 16;
+    pub fn to_bytes(&self) -> [u8; 16] {
+        let mut b = [0u8; 16];
+        put_i32(&mut b, 0, self.wd);
+        put_u32(&mut b, 4, self.mask);
+        put_u32(&mut b, 8, self.cookie);
+        put_u32(&mut b, 12, self.len);
+        b
+    }
+    pub fn from_bytes(b: &[u8; 16]) -> Self {
+        InotifyEvent { wd: get_i32(b, 0), mask: get_u32(b, 4), cookie: get_u32(b, 8), len: get_u32(b, 12) }
+    }
+}
+from_slice!(InotifyEvent);
+
 /// `struct iovec` (readv, writev, ...).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Iovec {

@@ -19,6 +19,7 @@ pub mod errno;
 pub mod ipc;
 pub mod layout;
 pub mod nr;
+pub mod ptrace;
 pub mod signal;
 pub mod wait_status;
 

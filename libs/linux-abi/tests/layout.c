@@ -55,6 +55,9 @@
 #include <linux/audit.h>
 #include <linux/capability.h>
 #include <linux/securebits.h>
+#include <linux/signalfd.h>
+#include <linux/inotify.h>
+#include <linux/timerfd.h>
 
 int main(void)
 {
@@ -217,6 +220,35 @@ int main(void)
     OFF("flock.l_pid", struct flock, l_pid);
     SZ("epoll_event", struct epoll_event);
     OFF("epoll_event.data", struct epoll_event, data);
+    SZ("itimerspec", struct __kernel_itimerspec);
+    OFF("itimerspec.it_value", struct __kernel_itimerspec, it_value);
+    SZ("signalfd_siginfo", struct signalfd_siginfo);
+    OFF("signalfd_siginfo.ssi_signo", struct signalfd_siginfo, ssi_signo);
+    OFF("signalfd_siginfo.ssi_errno", struct signalfd_siginfo, ssi_errno);
+    OFF("signalfd_siginfo.ssi_code", struct signalfd_siginfo, ssi_code);
+    OFF("signalfd_siginfo.ssi_pid", struct signalfd_siginfo, ssi_pid);
+    OFF("signalfd_siginfo.ssi_uid", struct signalfd_siginfo, ssi_uid);
+    OFF("signalfd_siginfo.ssi_fd", struct signalfd_siginfo, ssi_fd);
+    OFF("signalfd_siginfo.ssi_tid", struct signalfd_siginfo, ssi_tid);
+    OFF("signalfd_siginfo.ssi_band", struct signalfd_siginfo, ssi_band);
+    OFF("signalfd_siginfo.ssi_overrun", struct signalfd_siginfo, ssi_overrun);
+    OFF("signalfd_siginfo.ssi_trapno", struct signalfd_siginfo, ssi_trapno);
+    OFF("signalfd_siginfo.ssi_status", struct signalfd_siginfo, ssi_status);
+    OFF("signalfd_siginfo.ssi_int", struct signalfd_siginfo, ssi_int);
+    OFF("signalfd_siginfo.ssi_ptr", struct signalfd_siginfo, ssi_ptr);
+    OFF("signalfd_siginfo.ssi_utime", struct signalfd_siginfo, ssi_utime);
+    OFF("signalfd_siginfo.ssi_stime", struct signalfd_siginfo, ssi_stime);
+    OFF("signalfd_siginfo.ssi_addr", struct signalfd_siginfo, ssi_addr);
+    OFF("signalfd_siginfo.ssi_addr_lsb", struct signalfd_siginfo, ssi_addr_lsb);
+    OFF("signalfd_siginfo.ssi_syscall", struct signalfd_siginfo, ssi_syscall);
+    OFF("signalfd_siginfo.ssi_call_addr", struct signalfd_siginfo, ssi_call_addr);
+    OFF("signalfd_siginfo.ssi_arch", struct signalfd_siginfo, ssi_arch);
+    SZ("inotify_event", struct inotify_event);
+    OFF("inotify_event.wd", struct inotify_event, wd);
+    OFF("inotify_event.mask", struct inotify_event, mask);
+    OFF("inotify_event.cookie", struct inotify_event, cookie);
+    OFF("inotify_event.len", struct inotify_event, len);
+    OFF("inotify_event.name", struct inotify_event, name);
     SZ("clone_args", struct clone_args);
     OFF("clone_args.exit_signal", struct clone_args, exit_signal);
     OFF("clone_args.tls", struct clone_args, tls);
@@ -295,6 +327,18 @@ int main(void)
     VAL(TCSANOW); VAL(TCSADRAIN); VAL(TCSAFLUSH); VAL(TCIFLUSH); VAL(TCOFLUSH); VAL(TCIOFLUSH);
     VAL(POLLIN); VAL(POLLPRI); VAL(POLLOUT); VAL(POLLERR); VAL(POLLHUP); VAL(POLLNVAL);
     VAL(POLLRDNORM); VAL(POLLWRNORM); VAL(POLLRDHUP);
+    VAL(EPOLL_CLOEXEC); VAL(EPOLL_CTL_ADD); VAL(EPOLL_CTL_DEL); VAL(EPOLL_CTL_MOD);
+    VAL(EPOLLIN); VAL(EPOLLPRI); VAL(EPOLLOUT); VAL(EPOLLERR); VAL(EPOLLHUP); VAL(EPOLLNVAL);
+    VAL(EPOLLRDNORM); VAL(EPOLLRDBAND); VAL(EPOLLWRNORM); VAL(EPOLLWRBAND); VAL(EPOLLMSG);
+    VAL(EPOLLRDHUP); VAL(EPOLLEXCLUSIVE); VAL(EPOLLWAKEUP); VAL(EPOLLONESHOT); VAL(EPOLLET);
+    VAL(TFD_TIMER_ABSTIME); VAL(TFD_TIMER_CANCEL_ON_SET); VAL(TFD_CLOEXEC); VAL(TFD_NONBLOCK);
+    VAL(TFD_IOC_SET_TICKS); VAL(SFD_CLOEXEC); VAL(SFD_NONBLOCK);
+    VAL(IN_CLOEXEC); VAL(IN_NONBLOCK); VAL(IN_ACCESS); VAL(IN_MODIFY); VAL(IN_ATTRIB);
+    VAL(IN_CLOSE_WRITE); VAL(IN_CLOSE_NOWRITE); VAL(IN_OPEN); VAL(IN_MOVED_FROM);
+    VAL(IN_MOVED_TO); VAL(IN_CREATE); VAL(IN_DELETE); VAL(IN_DELETE_SELF); VAL(IN_MOVE_SELF);
+    VAL(IN_ALL_EVENTS); VAL(IN_UNMOUNT); VAL(IN_Q_OVERFLOW); VAL(IN_IGNORED); VAL(IN_ONLYDIR);
+    VAL(IN_DONT_FOLLOW); VAL(IN_EXCL_UNLINK); VAL(IN_MASK_CREATE); VAL(IN_MASK_ADD);
+    VAL(IN_ISDIR); VAL(IN_ONESHOT);
     VAL(GRND_NONBLOCK); VAL(GRND_RANDOM); VAL(GRND_INSECURE);
     VAL(PR_SET_NAME); VAL(PR_GET_NAME); VAL(PR_SET_CHILD_SUBREAPER);
     VAL(PR_GET_CHILD_SUBREAPER); VAL(PR_SET_PDEATHSIG); VAL(PR_SET_NO_NEW_PRIVS);
@@ -356,6 +400,7 @@ int main(void)
 #include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/eventfd.h>
 
 int main(void)
 {
@@ -390,6 +435,7 @@ int main(void)
     VAL(MNT_DETACH); VAL(MNT_FORCE); VAL(MNT_EXPIRE); VAL(UMOUNT_NOFOLLOW);
     VAL(DT_UNKNOWN); VAL(DT_FIFO); VAL(DT_CHR); VAL(DT_DIR); VAL(DT_BLK); VAL(DT_REG);
     VAL(DT_LNK); VAL(DT_SOCK); VAL(DT_WHT);
+    VAL(EFD_SEMAPHORE); VAL(EFD_CLOEXEC); VAL(EFD_NONBLOCK);
     printf("makedev_259_74565 %llu\n", (unsigned long long)makedev(259, 74565));
     printf("makedev_4095_4096 %llu\n", (unsigned long long)makedev(4095, 4096));
     printf("makedev_70000_3 %llu\n", (unsigned long long)makedev(70000, 3));

@@ -388,6 +388,71 @@ fn kernel_uapi_layouts() {
     c.size("epoll_event", EpollEvent::SIZE);
     c.field("epoll_event.data", &ev.to_bytes(), &ev.data.to_le_bytes());
 
+    let si = SignalfdSiginfo {
+        ssi_signo: k.n() as u32,
+        ssi_errno: k.n() as i32,
+        ssi_code: k.n() as i32,
+        ssi_pid: k.n() as u32,
+        ssi_uid: k.n() as u32,
+        ssi_fd: k.n() as i32,
+        ssi_tid: k.n() as u32,
+        ssi_band: k.n() as u32,
+        ssi_overrun: k.n() as u32,
+        ssi_trapno: k.n() as u32,
+        ssi_status: k.n() as i32,
+        ssi_int: k.n() as i32,
+        ssi_ptr: k.n(),
+        ssi_utime: k.n(),
+        ssi_stime: k.n(),
+        ssi_addr: k.n(),
+        ssi_addr_lsb: k.n() as u16,
+        ssi_syscall: k.n() as i32,
+        ssi_call_addr: k.n(),
+        ssi_arch: k.n() as u32,
+    };
+    let b = si.to_bytes();
+    assert_eq!(SignalfdSiginfo::from_bytes(&b), si);
+    c.size("signalfd_siginfo", SignalfdSiginfo::SIZE);
+    c.field("signalfd_siginfo.ssi_signo", &b, &si.ssi_signo.to_le_bytes());
+    c.field("signalfd_siginfo.ssi_errno", &b, &si.ssi_errno.to_le_bytes());
+    c.field("signalfd_siginfo.ssi_code", &b, &si.ssi_code.to_le_bytes());
+    c.field("signalfd_siginfo.ssi_pid", &b, &si.ssi_pid.to_le_bytes());
+    c.field("signalfd_siginfo.ssi_uid", &b, &si.ssi_uid.to_le_bytes());
+    c.field("signalfd_siginfo.ssi_fd", &b, &si.ssi_fd.to_le_bytes());
+    c.field("signalfd_siginfo.ssi_tid", &b, &si.ssi_tid.to_le_bytes());
+    c.field("signalfd_siginfo.ssi_band", &b, &si.ssi_band.to_le_bytes());
+    c.field("signalfd_siginfo.ssi_overrun", &b, &si.ssi_overrun.to_le_bytes());
+    c.field("signalfd_siginfo.ssi_trapno", &b, &si.ssi_trapno.to_le_bytes());
+    c.field("signalfd_siginfo.ssi_status", &b, &si.ssi_status.to_le_bytes());
+    c.field("signalfd_siginfo.ssi_int", &b, &si.ssi_int.to_le_bytes());
+    c.field("signalfd_siginfo.ssi_ptr", &b, &si.ssi_ptr.to_le_bytes());
+    c.field("signalfd_siginfo.ssi_utime", &b, &si.ssi_utime.to_le_bytes());
+    c.field("signalfd_siginfo.ssi_stime", &b, &si.ssi_stime.to_le_bytes());
+    c.field("signalfd_siginfo.ssi_addr", &b, &si.ssi_addr.to_le_bytes());
+    c.field("signalfd_siginfo.ssi_addr_lsb", &b, &si.ssi_addr_lsb.to_le_bytes());
+    c.field("signalfd_siginfo.ssi_syscall", &b, &si.ssi_syscall.to_le_bytes());
+    c.field("signalfd_siginfo.ssi_call_addr", &b, &si.ssi_call_addr.to_le_bytes());
+    c.field("signalfd_siginfo.ssi_arch", &b, &si.ssi_arch.to_le_bytes());
+
+    let ie = InotifyEvent { wd: k.n() as i32, mask: k.n() as u32, cookie: k.n() as u32, len: k.n() as u32 };
+    let b = ie.to_bytes();
+    assert_eq!(InotifyEvent::from_bytes(&b), ie);
+    c.size("inotify_event", InotifyEvent::SIZE);
+    assert_eq!(c.get("inotify_event.name") as usize, InotifyEvent::SIZE, "the name follows the header");
+    c.field("inotify_event.wd", &b, &ie.wd.to_le_bytes());
+    c.field("inotify_event.mask", &b, &ie.mask.to_le_bytes());
+    c.field("inotify_event.cookie", &b, &ie.cookie.to_le_bytes());
+    c.field("inotify_event.len", &b, &ie.len.to_le_bytes());
+
+    let its = Itimerspec {
+        it_interval: Timespec { tv_sec: k.n() as i64, tv_nsec: k.n() as i64 },
+        it_value: Timespec { tv_sec: k.n() as i64, tv_nsec: k.n() as i64 },
+    };
+    let b = its.to_bytes();
+    assert_eq!(Itimerspec::from_bytes(&b), its);
+    c.size("itimerspec", Itimerspec::SIZE);
+    c.field("itimerspec.it_value", &b, &its.it_value.to_bytes());
+
     let ca = CloneArgs { exit_signal: k.n(), tls: k.n(), set_tid: k.n(), cgroup: k.n(), ..CloneArgs::default() };
     let b = ca.to_bytes();
     c.size("clone_args", CloneArgs::SIZE);
@@ -462,6 +527,16 @@ fn kernel_uapi_layouts() {
         TCSANOW, TCSADRAIN, TCSAFLUSH, TCIFLUSH, TCOFLUSH, TCIOFLUSH,
         POLLIN, POLLPRI, POLLOUT, POLLERR, POLLHUP, POLLNVAL, POLLRDNORM, POLLWRNORM,
         POLLRDHUP, GRND_NONBLOCK, GRND_RANDOM, GRND_INSECURE,
+        EPOLL_CLOEXEC, EPOLL_CTL_ADD, EPOLL_CTL_DEL, EPOLL_CTL_MOD, EPOLLIN, EPOLLPRI,
+        EPOLLOUT, EPOLLERR, EPOLLHUP, EPOLLNVAL, EPOLLRDNORM, EPOLLRDBAND, EPOLLWRNORM,
+        EPOLLWRBAND, EPOLLMSG, EPOLLRDHUP, EPOLLEXCLUSIVE, EPOLLWAKEUP, EPOLLONESHOT, EPOLLET,
+        TFD_TIMER_ABSTIME, TFD_TIMER_CANCEL_ON_SET, TFD_CLOEXEC, TFD_NONBLOCK, TFD_IOC_SET_TICKS,
+        SFD_CLOEXEC, SFD_NONBLOCK,
+        IN_CLOEXEC, IN_NONBLOCK, IN_ACCESS, IN_MODIFY, IN_ATTRIB, IN_CLOSE_WRITE,
+        IN_CLOSE_NOWRITE, IN_OPEN, IN_MOVED_FROM, IN_MOVED_TO, IN_CREATE, IN_DELETE,
+        IN_DELETE_SELF, IN_MOVE_SELF, IN_ALL_EVENTS, IN_UNMOUNT, IN_Q_OVERFLOW, IN_IGNORED,
+        IN_ONLYDIR, IN_DONT_FOLLOW, IN_EXCL_UNLINK, IN_MASK_CREATE, IN_MASK_ADD, IN_ISDIR,
+        IN_ONESHOT,
         PR_SET_NAME, PR_GET_NAME, PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER,
         PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_SET_DUMPABLE,
         SCHED_NORMAL, SCHED_FIFO, SCHED_RR, SCHED_BATCH, SCHED_IDLE, SCHED_RESET_ON_FORK,
@@ -554,6 +629,7 @@ fn glibc_layouts() {
         S_IFMT, S_IFSOCK, S_IFLNK, S_IFREG, S_IFBLK, S_IFDIR, S_IFCHR, S_IFIFO, S_ISUID,
         S_ISGID, S_ISVTX, MNT_DETACH, MNT_FORCE, MNT_EXPIRE, UMOUNT_NOFOLLOW,
         DT_UNKNOWN, DT_FIFO, DT_CHR, DT_DIR, DT_BLK, DT_REG, DT_LNK, DT_SOCK, DT_WHT,
+        EFD_SEMAPHORE, EFD_CLOEXEC, EFD_NONBLOCK,
     ];
     check_constants(&c, &table);
 }

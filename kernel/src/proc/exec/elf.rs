@@ -31,7 +31,8 @@ use super::stack::{self, AuxValues};
 use super::{open_exec, read_exact_or_eof, Binprm, Image};
 use crate::fs::dentry::Dentry;
 use crate::fs::perm;
-use crate::mm::aspace::{AddressSpace, MMAP_MIN_ADDR, STACK_SIZE, STACK_TOP};
+use crate::fs::writecount::{deny_write_access, DenyWrite};
+use crate::mm::aspace::{AddressSpace, STACK_SIZE, STACK_TOP};
 use crate::mm::vma::{Backing, Prot, Vma, VmaKind};
 use crate::mm::{page_ceil, page_floor, PAGE_SIZE};
 
@@ -160,7 +161,7 @@ fn pick_bias(vm: &AddressSpace, file: &ElfFile, hint: u64) -> Result<u64, Errno>
     let (low, high) = file.span().ok_or(Errno::ENOEXEC)?;
     let len = high - low;
     let start = match hint.checked_add(len) {
-        Some(end) if hint >= MMAP_MIN_ADDR && end <= hal::paging::USER_END && vm.is_free(hint, end) => hint,
+        Some(end) if hint >= crate::mm::mmap_min_addr() && end <= hal::paging::USER_END && vm.is_free(hint, end) => hint,
         _ => vm.find_free(len).ok_or(Errno::ENOMEM)?,
     };
     Ok(start - low)
@@ -185,7 +186,7 @@ fn map_segments(vm: &mut AddressSpace, file: &ElfFile, name: &str, bias: u64) ->
         let va = bias.checked_add(vaddr).ok_or(Errno::ENOEXEC)?;
         let start = page_floor(va);
         let seg_end = va.checked_add(memsz).and_then(page_ceil).ok_or(Errno::ENOEXEC)?;
-        if start < MMAP_MIN_ADDR || seg_end > hal::paging::USER_END {
+        if start < crate::mm::mmap_min_addr() || seg_end > hal::paging::USER_END {
             return Err(Errno::ENOEXEC);
         }
         let flags = ph.p_flags(LE);
@@ -203,14 +204,18 @@ fn map_segments(vm: &mut AddressSpace, file: &ElfFile, name: &str, bias: u64) ->
 
 /// Loads the ELF program in `dentry` (its first bytes in `head`) with the
 /// interpreter it names, the vDSO and the stack for `bprm`.
-pub(super) fn load(dentry: &Arc<Dentry>, head: &[u8], bprm: &Binprm) -> Result<Image, Errno> {
+pub(super) fn load(dentry: &Arc<Dentry>, head: &[u8], bprm: &Binprm, deny: DenyWrite) -> Result<Image, Errno> {
     let program = ElfFile::read(dentry, head, Role::Program)?;
     // The credentials the program will run with: its set-id bits count,
     // not its interpreter's.
     let (creds, mut dumpable) = perm::exec_creds(&bprm.cred, dentry);
+    let mut _interp_deny = None;
     let interpreter = match program.interpreter_path()? {
         Some(path) => {
             let d = open_exec(bprm, &path)?;
+            // Held while the interpreter loads: an ld.so open for
+            // writing cannot run either.
+            _interp_deny = Some(deny_write_access(d.inode())?);
             // An unreadable interpreter keeps the process from dumping
             // too (Linux's would_dump).
             dumpable &= perm::may_read(&bprm.cred, d.inode().as_ref());
@@ -292,6 +297,8 @@ pub(super) fn load(dentry: &Arc<Dentry>, head: &[u8], bprm: &Binprm) -> Result<I
         secure: creds.secure,
     };
     let (stack_pointer, auxv) = stack::build(&mut vm, bprm, &aux)?;
+    vm.set_stack_limit(bprm.stack_limit);
+    vm.settle_stack(stack_pointer);
     let cred = Arc::try_new(creds.cred).map_err(|_| Errno::ENOMEM)?;
-    Ok(Image { vm, entry, stack_pointer, exe, cred, dumpable, auxv })
+    Ok(Image { vm, entry, stack_pointer, exe, cred, dumpable, deny, auxv })
 }

@@ -7,7 +7,10 @@
 //! PT_INTERP names; a `#!` script (`script`) rewrites the arguments and
 //! starts over with its interpreter, at most `shebang::MAX_NESTING`
 //! times; anything else is ENOEXEC. `stack` lays out argv, envp and the
-//! auxiliary vector exactly where Linux puts them.
+//! auxiliary vector exactly where Linux puts them; the stack area then
+//! shrinks to what they use plus Linux's stack_expand and grows on
+//! faults. Every file of the chain is denied writers while it loads
+//! (ETXTBSY), the program for as long as it runs.
 
 mod elf;
 mod script;
@@ -24,6 +27,7 @@ use crate::cred::Cred;
 use crate::fs::dentry::{resolve, Dentry};
 use crate::fs::inode::FileType;
 use crate::fs::perm;
+use crate::fs::writecount::{deny_write_access, DenyWrite};
 use crate::mm::aspace::AddressSpace;
 
 pub use stack::{arg_space, MAX_ARG_STRLEN};
@@ -46,6 +50,8 @@ pub struct Binprm {
     pub path_inaccessible: bool,
     /// Bytes the strings may take on the new stack (`arg_space`).
     pub arg_limit: u64,
+    /// RLIMIT_STACK's soft limit: how far the new stack may grow.
+    pub stack_limit: u64,
     /// The directory relative interpreter paths start from (the cwd).
     pub cwd: Arc<Dentry>,
     /// The caller's credentials: they look up and check each file.
@@ -66,6 +72,9 @@ pub struct Image {
     /// The process stays dumpable: no id changed, and every file of the
     /// chain (scripts, program, interpreter) was readable.
     pub dumpable: bool,
+    /// The program file kept from being written while it runs (ETXTBSY),
+    /// for the process to hold (`Process::exe_file`).
+    pub deny: DenyWrite,
     /// The auxiliary vector as written to the stack (Process::auxv).
     pub auxv: Vec<u8>,
 }
@@ -111,10 +120,14 @@ pub fn load(file: Arc<Dentry>, mut bprm: Binprm) -> Result<(Image, Binprm), Errn
     // The program itself, then up to MAX_NESTING interpreters; a chain
     // that is still a script after that is ELOOP.
     for _ in 0..=shebang::MAX_NESTING {
+        // Each file of the chain is kept from being written while it is
+        // loaded, and one open for writing cannot run (ETXTBSY), as
+        // Linux's do_open_execat; the program keeps its denial.
+        let deny = deny_write_access(file.inode())?;
         let mut head = [0u8; shebang::BUF_SIZE];
         let n = read_exact_or_eof(&file, 0, &mut head)?;
         if head.starts_with(b"\x7fELF") {
-            let mut image = elf::load(&file, &head[..n], &bprm)?;
+            let mut image = elf::load(&file, &head[..n], &bprm, deny)?;
             image.dumpable &= readable;
             return Ok((image, bprm));
         }

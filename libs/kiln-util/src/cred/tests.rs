@@ -397,3 +397,76 @@ fn dumpable_follows_id_and_capability_changes() {
     assert!(!r.change_drops_dumpable(&d), "losing capabilities is fine");
     assert!(d.change_drops_dumpable(&r), "gaining them is not");
 }
+
+#[test]
+fn ptrace_same_user_and_dumpable() {
+    let u = user(1000, 1000);
+    let v = user(1001, 1000);
+    assert!(u.may_ptrace(&user(1000, 1000), Some(1), PtraceMode::ATTACH_REALCREDS));
+    assert!(!u.may_ptrace(&v, Some(1), PtraceMode::ATTACH_REALCREDS), "another user");
+    assert!(!u.may_ptrace(&user(1000, 1001), Some(1), PtraceMode::ATTACH_REALCREDS), "another group");
+    assert!(!u.may_ptrace(&user(1000, 1000), Some(0), PtraceMode::ATTACH_REALCREDS), "not dumpable");
+    assert!(!u.may_ptrace(&user(1000, 1000), Some(2), PtraceMode::ATTACH_REALCREDS), "suid-safe is not dumpable");
+    assert!(u.may_ptrace(&user(1000, 1000), None, PtraceMode::ATTACH_REALCREDS), "no memory: dumpable is not asked");
+}
+
+#[test]
+fn ptrace_checks_every_id_of_the_target() {
+    let u = user(1000, 1000);
+    // A set-user-ID program run by the caller: its effective and saved
+    // uids are another user's.
+    let mut t = user(1000, 1000);
+    t.euid = 0;
+    t.suid = 0;
+    assert!(!u.may_ptrace(&t, Some(1), PtraceMode::ATTACH_REALCREDS));
+    let mut t = user(1000, 1000);
+    t.sgid = 5;
+    assert!(!u.may_ptrace(&t, Some(1), PtraceMode::READ_REALCREDS));
+}
+
+#[test]
+fn ptrace_real_or_filesystem_ids() {
+    let mut c = user(1000, 1000);
+    c.fsuid = 1001;
+    let target = user(1000, 1000);
+    assert!(c.may_ptrace(&target, Some(1), PtraceMode::ATTACH_REALCREDS));
+    assert!(!c.may_ptrace(&target, Some(1), PtraceMode::ATTACH_FSCREDS), "the file-system uid differs");
+}
+
+#[test]
+fn ptrace_capabilities() {
+    let r = root();
+    let u = user(1000, 1000);
+    assert!(r.may_ptrace(&u, Some(0), PtraceMode::ATTACH_REALCREDS), "CAP_SYS_PTRACE overrides ids and dumpable");
+    assert!(!u.may_ptrace(&r, Some(1), PtraceMode::ATTACH_REALCREDS));
+    // Root without CAP_SYS_PTRACE traces root only if its capabilities
+    // cover the target's.
+    let mut weak = root();
+    weak.capset(CAP_FULL_SET & !(1 << CAP_SYS_PTRACE), CAP_FULL_SET & !(1 << CAP_SYS_PTRACE), 0).unwrap();
+    assert!(!weak.may_ptrace(&r, Some(1), PtraceMode::ATTACH_REALCREDS), "the target holds more");
+    let mut lesser = root();
+    lesser.capset(0, 0, 0).unwrap();
+    assert!(weak.may_ptrace(&lesser, Some(1), PtraceMode::ATTACH_REALCREDS));
+    assert!(!weak.may_ptrace(&lesser, Some(0), PtraceMode::ATTACH_REALCREDS), "not dumpable");
+    // Under FSCREDS the caller's effective set counts, not its permitted.
+    let mut eff = root();
+    eff.capset(0, CAP_FULL_SET, 0).unwrap();
+    assert!(eff.may_ptrace(&lesser, Some(1), PtraceMode::ATTACH_REALCREDS));
+    let mut some = lesser.clone();
+    some.caps.permitted = 1 << CAP_CHOWN;
+    assert!(eff.may_ptrace(&some, Some(1), PtraceMode::ATTACH_REALCREDS));
+    assert!(!eff.may_ptrace(&some, Some(1), PtraceMode::ATTACH_FSCREDS));
+}
+
+#[test]
+fn traceme_needs_the_parents_capabilities() {
+    let r = root();
+    let u = user(1000, 1000);
+    assert!(u.may_be_traced_by(&r));
+    assert!(u.may_be_traced_by(&user(1001, 1001)), "ids do not matter, capabilities do");
+    assert!(!r.may_be_traced_by(&u));
+    let mut weak = root();
+    weak.capset(0, 1 << CAP_CHOWN, 0).unwrap();
+    assert!(!r.may_be_traced_by(&weak));
+    assert!(weak.may_be_traced_by(&r));
+}

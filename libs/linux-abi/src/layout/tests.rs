@@ -349,3 +349,38 @@ fn dirent_name_nul_check_matches_a_byte_scan() {
     }
     assert!(!dirent_name_ok(b"", 24));
 }
+
+#[test]
+fn siginfo_layouts_follow_linux() {
+    assert_eq!(SiginfoLayout::of(SIGUSR1, SI_USER), SiginfoLayout::Kill);
+    assert_eq!(SiginfoLayout::of(SIGUSR1, SI_KERNEL), SiginfoLayout::Kill);
+    assert_eq!(SiginfoLayout::of(SIGUSR1, SI_TKILL), SiginfoLayout::Rt);
+    assert_eq!(SiginfoLayout::of(SIGRTMIN, SI_QUEUE), SiginfoLayout::Rt);
+    assert_eq!(SiginfoLayout::of(SIGALRM, SI_TIMER), SiginfoLayout::Timer);
+    assert_eq!(SiginfoLayout::of(SIGIO, SI_SIGIO), SiginfoLayout::Poll);
+    assert_eq!(SiginfoLayout::of(SIGSEGV, SEGV_MAPERR), SiginfoLayout::Fault);
+    assert_eq!(SiginfoLayout::of(SIGBUS, BUS_ADRERR), SiginfoLayout::Fault);
+    assert_eq!(SiginfoLayout::of(SIGCHLD, CLD_EXITED), SiginfoLayout::Child);
+    assert_eq!(SiginfoLayout::of(SIGSYS, 1), SiginfoLayout::Sys);
+    // A positive code past the signal's own ones, or for a signal without
+    // any, is read as a poll code up to NSIGPOLL, else as kill.
+    assert_eq!(SiginfoLayout::of(SIGUSR1, 3), SiginfoLayout::Poll);
+    assert_eq!(SiginfoLayout::of(SIGUSR1, 7), SiginfoLayout::Kill);
+    assert_eq!(SiginfoLayout::of(SIGCHLD, 7), SiginfoLayout::Kill);
+}
+
+#[test]
+fn signalfd_siginfo_from_siginfo() {
+    let s = SignalfdSiginfo::from_siginfo(&Siginfo::kill(SIGUSR1, SI_USER, 42, 1000));
+    assert_eq!((s.ssi_signo, s.ssi_code, s.ssi_pid, s.ssi_uid, s.ssi_ptr), (SIGUSR1, SI_USER, 42, 1000, 0));
+    let s = SignalfdSiginfo::from_siginfo(&Siginfo::queue(SIGRTMIN, SI_QUEUE, 7, 0, 0x1_2345_6789));
+    assert_eq!((s.ssi_pid, s.ssi_ptr, s.ssi_int), (7, 0x1_2345_6789, 0x2345_6789));
+    let s = SignalfdSiginfo::from_siginfo(&Siginfo::child_with_times(CLD_EXITED, 9, 0, 3, 11, 12));
+    assert_eq!((s.ssi_pid, s.ssi_status, s.ssi_utime, s.ssi_stime), (9, 3, 11, 12));
+    let s = SignalfdSiginfo::from_siginfo(&Siginfo::fault(SIGSEGV, SEGV_MAPERR, 0xdead_b000));
+    assert_eq!((s.ssi_addr, s.ssi_pid), (0xdead_b000, 0));
+    let s = SignalfdSiginfo::from_siginfo(&Siginfo::timer(SIGALRM, 3, 2, 99));
+    assert_eq!((s.ssi_tid, s.ssi_overrun, s.ssi_int, s.ssi_pid), (3, 2, 99, 0));
+    let s = SignalfdSiginfo::from_siginfo(&Siginfo::poll(SIGIO, 1, 0x41, 5));
+    assert_eq!((s.ssi_band, s.ssi_fd), (0x41, 5));
+}

@@ -2,8 +2,13 @@
 //!
 //! The root lists one directory per process plus `self`, `meminfo`,
 //! `cpuinfo`, `uptime`, `loadavg`, `mounts`, `filesystems`, `stat`,
-//! `version` and `sys/kernel/pid_max`. Each process directory has `stat`,
-//! `status`, `cmdline`, `comm`, `maps`, `fd/`, `exe` and `cwd`.
+//! `version`, `locks` and `sys/` (the sysctl table, `sys.rs`), and the
+//! read-only files other subsystems `register` (/proc/sysvipc). Each
+//! process directory's files are in `pid.rs`; it also has `fd/`, `task/`,
+//! `exe`, `cwd` and `root`.
+
+mod pid;
+pub mod sys;
 
 use alloc::format;
 use alloc::string::{String, ToString};
@@ -29,12 +34,15 @@ enum Node {
     SelfLink,
     ThreadSelfLink,
     MountsLink,
-    SysKernelFile(&'static str),
+    /// A directory of /proc/sys: its path below /proc/sys ("" for sys itself).
+    SysDir(&'static str),
+    /// A sysctl file: its index in `sys::rows()`.
+    SysFile(usize),
     TaskDir(Pid),
     TaskEntry(Pid, Pid),
+    /// A thread's own stat or status.
+    TaskFile(Pid, Pid, &'static str),
     Global(&'static str),
-    SysDir,
-    SysKernelDir,
     PidDir(Pid),
     PidFile(Pid, &'static str),
     PidLink(Pid, &'static str),
@@ -48,9 +56,10 @@ pub struct ProcInode {
     node: Node,
 }
 
-/// Files other subsystems add to /proc (System V IPC's /proc/sysvipc,
-/// their limits under /proc/sys): a path below /proc and the function
-/// that makes the file's text. Directories are implied by the paths.
+/// Read-only files other subsystems add to /proc (System V IPC's
+/// /proc/sysvipc): a path below /proc and the function that makes the
+/// file's text. Directories are implied by the paths. /proc/sys rows
+/// are registered with `sys::register` instead.
 type Content = fn(&'static str) -> String;
 static EXTRA: SpinLock<Vec<(&'static str, Content)>> = SpinLock::new(Vec::new());
 
@@ -110,8 +119,23 @@ fn extra_ino(path: &str) -> u64 {
 }
 
 const GLOBALS: &[&str] = &["meminfo", "cpuinfo", "uptime", "loadavg", "filesystems", "stat", "version", "locks"];
-const PID_FILES: &[&str] = &["stat", "status", "cmdline", "comm", "maps", "statm", "environ", "auxv", "mounts"];
-const SYS_KERNEL_FILES: &[&str] = &["pid_max", "ostype", "osrelease", "hostname"];
+const PID_FILES: &[&str] = &[
+    "stat",
+    "status",
+    "cmdline",
+    "comm",
+    "maps",
+    "statm",
+    "environ",
+    "auxv",
+    "mounts",
+    "smaps",
+    "smaps_rollup",
+    "pagemap",
+    "mem",
+];
+/// The files a thread's directory has of its own.
+const TASK_FILES: &[&str] = &["stat", "status"];
 const PID_LINKS: &[&str] = &["exe", "cwd", "root"];
 
 pub fn new_root() -> Arc<dyn Inode> {
@@ -128,12 +152,14 @@ fn ino_of(n: Node) -> u64 {
         Node::SelfLink => 2,
         Node::ThreadSelfLink => 3,
         Node::MountsLink => 4,
-        Node::SysKernelFile(name) => 40 + SYS_KERNEL_FILES.iter().position(|g| *g == name).unwrap_or(0) as u64,
+        Node::SysDir(path) => 0x1_0000 + path.bytes().fold(0u64, |h, b| (h * 31 + u64::from(b)) & 0xffff),
+        Node::SysFile(row) => 0x2_0000 + row as u64,
         Node::TaskDir(p) => ((p as u64) << 16) | 300,
         Node::TaskEntry(p, t) => ((p as u64) << 16) | (0x8000 + (t as u64 & 0x7fff)),
+        Node::TaskFile(p, t, f) => {
+            (((p as u64) << 16) | (0x8000 + (t as u64 & 0x7fff))) + ((1 + TASK_FILES.iter().position(|x| *x == f).unwrap_or(0) as u64) << 32)
+        }
         Node::Global(name) => 10 + GLOBALS.iter().position(|g| *g == name).unwrap_or(0) as u64,
-        Node::SysDir => 30,
-        Node::SysKernelDir => 31,
         Node::PidDir(p) => (p as u64) << 16,
         Node::PidFile(p, f) => ((p as u64) << 16) | (1 + PID_FILES.iter().position(|x| *x == f).unwrap_or(0) as u64),
         Node::PidLink(p, f) => ((p as u64) << 16) | (100 + PID_LINKS.iter().position(|x| *x == f).unwrap_or(0) as u64),
@@ -151,8 +177,7 @@ impl ProcInode {
     fn kind(&self) -> FileType {
         match self.node {
             Node::Root
-            | Node::SysDir
-            | Node::SysKernelDir
+            | Node::SysDir(_)
             | Node::PidDir(_)
             | Node::FdDir(_)
             | Node::TaskDir(_)
@@ -182,11 +207,15 @@ impl ProcInode {
     fn content(&self) -> Result<String, Errno> {
         match self.node {
             Node::Global(name) => global(name),
-            Node::SysKernelFile("pid_max") => Ok(format!("{}\n", proc::PID_MAX)),
-            Node::SysKernelFile("ostype") => Ok(String::from("Linux\n")),
-            Node::SysKernelFile("osrelease") => Ok(String::from("6.1.0-kiln\n")),
-            Node::SysKernelFile(_) => Ok(String::from("kiln\n")),
+            // Read through an open file (pid::MemFile), never as text.
+            Node::PidFile(_, "mem") => Err(Errno::EIO),
+            Node::SysFile(row) => sys::row(row).map(sys::read).ok_or(Errno::ENOENT),
             Node::PidFile(pid, f) => pid_file(&process(pid)?, f),
+            Node::TaskFile(pid, tid, f) => {
+                let p = process(pid)?;
+                let t = p.tasks.lock().iter().find(|t| t.tid() == tid).cloned().ok_or(Errno::ENOENT)?;
+                Ok(if f == "stat" { pid::stat(&p, Some(&t)) } else { pid::status(&p, Some(&t)) })
+            }
             Node::Extra(path) => extra_content(path).ok_or(Errno::EISDIR),
             _ => Err(Errno::EISDIR),
         }
@@ -199,6 +228,7 @@ impl ProcInode {
         match self.node {
             Node::TaskDir(p)
             | Node::TaskEntry(p, _)
+            | Node::TaskFile(p, _, _)
             | Node::PidDir(p)
             | Node::PidFile(p, _)
             | Node::PidLink(p, _)
@@ -208,9 +238,10 @@ impl ProcInode {
         }
     }
 
-    /// A process's files belong to its effective ids; all but its 0555
-    /// directories belong to root while it is not dumpable or has no
-    /// memory left (Linux's task_dump_owner).
+    /// A process's files belong to its effective ids, a thread's
+    /// directory and own files to the thread's; all but the 0555
+    /// directories belong to root while the process is not dumpable or
+    /// has no memory left (Linux's task_dump_owner).
     fn owner(&self, public_dir: bool) -> (u32, u32) {
         let Some(p) = self.pid().and_then(proc::find_process) else {
             return (0, 0);
@@ -218,7 +249,14 @@ impl ProcInode {
         if !public_dir && (p.dumpable.load(Ordering::Relaxed) != 1 || p.vm.lock().is_none()) {
             return (0, 0);
         }
-        p.cred().map_or((0, 0), |c| (c.euid, c.egid))
+        let cred = match self.node {
+            Node::TaskEntry(_, tid) | Node::TaskFile(_, tid, _) => {
+                let thread = p.tasks.lock().iter().find(|t| t.tid() == tid).cloned();
+                thread.map(|t| t.cred()).or_else(|| p.cred())
+            }
+            _ => p.cred(),
+        };
+        cred.map_or((0, 0), |c| (c.euid, c.egid))
     }
 }
 
@@ -227,9 +265,11 @@ impl Inode for ProcInode {
         let kind = self.kind();
         let perm = match (kind, self.node) {
             (_, Node::FdDir(_)) => 0o500,
-            (_, Node::PidFile(_, "environ" | "auxv")) => 0o400,
+            (_, Node::PidFile(_, "environ" | "pagemap" | "auxv")) => 0o400,
+            (_, Node::PidFile(_, "mem")) => 0o600,
             (FileType::Directory, _) => 0o555,
             (FileType::Symlink, _) => 0o777,
+            (_, Node::SysFile(row)) => sys::row(row).map_or(0o444, |r| r.mode),
             _ => 0o444,
         };
         let (uid, gid) = self.owner(perm == 0o555 && kind == FileType::Directory);
@@ -291,7 +331,7 @@ impl Inode for ProcInode {
                     return Ok(node(Node::MountsLink));
                 }
                 if name == "sys" {
-                    return Ok(node(Node::SysDir));
+                    return Ok(node(Node::SysDir("")));
                 }
                 if let Some(g) = GLOBALS.iter().find(|g| **g == name) {
                     return Ok(node(Node::Global(g)));
@@ -303,12 +343,17 @@ impl Inode for ProcInode {
                 process(pid)?;
                 Ok(node(Node::PidDir(pid)))
             }
-            Node::SysDir if name == "kernel" => Ok(node(Node::SysKernelDir)),
-            Node::SysDir => extra_lookup("sys/", name).map(node).ok_or(Errno::ENOENT),
-            Node::SysKernelDir => match SYS_KERNEL_FILES.iter().find(|f| **f == name) {
-                Some(f) => Ok(node(Node::SysKernelFile(f))),
-                None => extra_lookup("sys/kernel/", name).map(node).ok_or(Errno::ENOENT),
-            },
+            Node::SysDir(dir) => {
+                let path = if dir.is_empty() { String::from(name) } else { format!("{dir}/{name}") };
+                if let Some(row) = sys::find(&path) {
+                    return Ok(node(Node::SysFile(row)));
+                }
+                // A directory: name it by a row's own (static) path prefix.
+                let row = sys::rows()
+                    .find(|r| r.path.len() > path.len() && r.path.starts_with(&path) && r.path.as_bytes()[path.len()] == b'/')
+                    .ok_or(Errno::ENOENT)?;
+                Ok(node(Node::SysDir(&row.path[..path.len()])))
+            }
             Node::Extra(path) if !extra_is_file(path) => {
                 let dir = alloc::format!("{path}/");
                 extra_lookup(&dir, name).map(node).ok_or(Errno::ENOENT)
@@ -320,8 +365,11 @@ impl Inode for ProcInode {
                 }
                 Ok(node(Node::TaskEntry(pid, tid)))
             }
-            Node::TaskEntry(pid, _) => {
-                // A thread's directory shows the process's files.
+            Node::TaskEntry(pid, tid) => {
+                if let Some(f) = TASK_FILES.iter().find(|f| **f == name) {
+                    return Ok(node(Node::TaskFile(pid, tid, f)));
+                }
+                // The rest of a thread's directory shows the process's files.
                 ProcInode { node: Node::PidDir(pid) }.lookup(name)
             }
             Node::PidDir(pid) => {
@@ -363,7 +411,7 @@ impl Inode for ProcInode {
                 push("self".to_string(), Node::SelfLink);
                 push("thread-self".to_string(), Node::ThreadSelfLink);
                 push("mounts".to_string(), Node::MountsLink);
-                push("sys".to_string(), Node::SysDir);
+                push("sys".to_string(), Node::SysDir(""));
                 for (name, n) in extra_entries("") {
                     push(name, n);
                 }
@@ -373,18 +421,21 @@ impl Inode for ProcInode {
                     push(format!("{pid}"), Node::PidDir(pid));
                 }
             }
-            Node::SysDir => {
-                push("kernel".to_string(), Node::SysKernelDir);
-                for (name, n) in extra_entries("sys/") {
-                    push(name, n);
-                }
-            }
-            Node::SysKernelDir => {
-                for f in SYS_KERNEL_FILES {
-                    push(f.to_string(), Node::SysKernelFile(f));
-                }
-                for (name, n) in extra_entries("sys/kernel/") {
-                    push(name, n);
+            Node::SysDir(dir) => {
+                for (name, is_dir) in sys::list(dir) {
+                    let path = if dir.is_empty() { String::from(name) } else { format!("{dir}/{name}") };
+                    let n = if is_dir {
+                        match sys::rows().find(|r| r.path.starts_with(&path)) {
+                            Some(r) => Node::SysDir(&r.path[..path.len()]),
+                            None => continue,
+                        }
+                    } else {
+                        match sys::find(&path) {
+                            Some(row) => Node::SysFile(row),
+                            None => continue,
+                        }
+                    };
+                    push(name.to_string(), n);
                 }
             }
             Node::Extra(path) if !extra_is_file(path) => {
@@ -398,7 +449,15 @@ impl Inode for ProcInode {
                     push(format!("{tid}"), Node::TaskEntry(pid, tid));
                 }
             }
-            Node::TaskEntry(pid, _) => return ProcInode { node: Node::PidDir(pid) }.readdir(),
+            Node::TaskEntry(pid, tid) => {
+                let mut entries = ProcInode { node: Node::PidDir(pid) }.readdir()?;
+                for e in entries.iter_mut() {
+                    if let Some(f) = TASK_FILES.iter().find(|f| **f == e.name) {
+                        e.ino = ino_of(Node::TaskFile(pid, tid, f));
+                    }
+                }
+                return Ok(entries);
+            }
             Node::PidDir(pid) => {
                 for f in PID_FILES {
                     push(f.to_string(), Node::PidFile(pid, f));
@@ -463,11 +522,74 @@ impl Inode for ProcInode {
         Some(Ok(super::dentry::anonymous(Arc::new(OpenFileInode { file: f }))))
     }
 
-    fn open(&self, _flags: u32) -> Option<Result<Arc<dyn FileOps>, Errno>> {
+    fn truncate(&self, _size: u64) -> Result<(), Errno> {
+        // O_TRUNC on a sysctl file is accepted and means nothing.
+        match self.node {
+            Node::SysFile(_) => Ok(()),
+            _ => Err(Errno::EACCES),
+        }
+    }
+
+    fn open(&self, flags: u32) -> Option<Result<Arc<dyn FileOps>, Errno>> {
         if self.kind() != FileType::Regular {
             return None;
         }
+        if let Node::SysFile(row) = self.node {
+            return Some(sys::row(row).ok_or(Errno::ENOENT).and_then(|r| sys_open(r, flags)));
+        }
+        if let Node::PidFile(pid, "pagemap") = self.node {
+            let show_pfn = proc::current_task()
+                .is_some_and(|t| t.cred().capable(linux_abi::capability::CAP_SYS_ADMIN));
+            return Some(process(pid).map(|p| {
+                Arc::new(pid::PagemapFile { process: Arc::downgrade(&p), show_pfn }) as Arc<dyn FileOps>
+            }));
+        }
+        if let Node::PidFile(pid, "mem") = self.node {
+            return Some(process(pid).and_then(|p| pid::MemFile::open(&p)).map(|f| Arc::new(f) as Arc<dyn FileOps>));
+        }
         Some(self.bytes().map(|b| Arc::new(SnapshotFile::new(b, S_IFREG | 0o444)) as Arc<dyn FileOps>))
+    }
+}
+
+/// Opens a sysctl file. Its mode binds root too (Linux's sysctl_perm):
+/// a read-only file cannot be opened for writing, drop_caches (0200) not
+/// for reading. What is read is the value at open.
+fn sys_open(row: &'static sys::Sysctl, flags: u32) -> Result<Arc<dyn FileOps>, Errno> {
+    let access = flags & 3;
+    let wants_read = access != linux_abi::consts::O_WRONLY;
+    let wants_write = access != linux_abi::consts::O_RDONLY;
+    if (wants_read && row.mode & 0o400 == 0) || (wants_write && row.mode & 0o200 == 0) {
+        return Err(Errno::EACCES);
+    }
+    let data = if wants_read { sys::read(row).into_bytes() } else { Vec::new() };
+    Ok(Arc::new(SysctlFile { row, data }))
+}
+
+/// An open sysctl file: reads see the value at open, each write sets it.
+struct SysctlFile {
+    row: &'static sys::Sysctl,
+    data: Vec<u8>,
+}
+
+impl FileOps for SysctlFile {
+    fn read_at(&self, offset: u64, buf: &mut [u8], _nonblock: bool) -> Result<usize, Errno> {
+        let start = (offset as usize).min(self.data.len());
+        let n = buf.len().min(self.data.len() - start);
+        buf[..n].copy_from_slice(&self.data[start..start + n]);
+        Ok(n)
+    }
+
+    fn write_at(&self, offset: u64, buf: &[u8], _nonblock: bool) -> Result<usize, Errno> {
+        // A write past the start is accepted and ignored, as Linux's
+        // strict sysctl writes treat a second write to an open file.
+        if offset == 0 {
+            sys::write(self.row, buf)?;
+        }
+        Ok(buf.len())
+    }
+
+    fn mode(&self) -> u32 {
+        S_IFREG | self.row.mode
     }
 }
 
@@ -475,6 +597,9 @@ impl Inode for ProcInode {
 fn describe_file(f: &super::OpenFile) -> String {
     if let Some(d) = &f.dentry {
         return d.path();
+    }
+    if let Some(name) = f.ops.anon_name() {
+        return format!("anon_inode:{name}");
     }
     let mode = f.ops.mode();
     match mode & super::inode::S_IFMT {
@@ -582,26 +707,10 @@ impl Inode for OpenFileInode {
     }
 }
 
-fn comm(p: &Process) -> String {
-    p.comm.lock().clone()
-}
-
-fn state_char(p: &Process) -> char {
-    let st = p.state.lock();
-    if st.zombie {
-        'Z'
-    } else if st.stopped.is_some() {
-        'T'
-    } else if p.tasks.lock().iter().any(|t| t.is_running()) {
-        'R'
-    } else {
-        'S'
-    }
-}
 
 /// The scheduling parameters of a process's main thread (Linux reports
 /// the thread group leader's in /proc/<pid>/stat).
-fn leader_sched_params(p: &Process) -> crate::sched::SchedParams {
+pub(super) fn leader_sched_params(p: &Process) -> crate::sched::SchedParams {
     let tasks = p.tasks.lock();
     let leader = tasks.iter().find(|t| t.is_leader()).or(tasks.first());
     leader.and_then(|t| t.kthread.get()).map_or(crate::sched::SchedParams::DEFAULT, |k| k.sched_params())
@@ -609,92 +718,13 @@ fn leader_sched_params(p: &Process) -> crate::sched::SchedParams {
 
 fn pid_file(p: &Arc<Process>, f: &str) -> Result<String, Errno> {
     let mut s = String::new();
-    // Never hold a spin lock (p.vm) while taking the sleeping address-space lock.
-    let vm = p.vm.lock().clone();
-    let (vm_pages, rss_pages, locked_pages) = vm.as_ref().map_or((0, 0, 0), |vm| {
-        let space = vm.lock();
-        (space.mapped_bytes() / 4096, space.page_table().resident_pages(), space.locked_bytes() / 4096)
-    });
     match f {
-        "stat" => {
-            let ticks = p.cpu_ns() / 10_000_000;
-            let sp = leader_sched_params(p);
-            // Linux's "priority" field: 20 + nice for the fair policies,
-            // -1 - priority for the real-time ones.
-            let prio = if sp.policy.is_realtime() { -1 - sp.rt_priority as i32 } else { 20 + sp.nice };
-            let _ = writeln!(
-                s,
-                "{} ({}) {} {} {} {} 0 -1 4194560 0 0 0 0 {} 0 0 0 {} {} {} 0 {} {} {} 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 {} {} 0 0 0 0 0 0 0 0 0 0 0 0",
-                p.pid,
-                comm(p),
-                state_char(p),
-                p.parent_pid(),
-                p.pgid.load(Ordering::Relaxed),
-                p.sid.load(Ordering::Relaxed),
-                ticks,
-                prio,
-                sp.nice,
-                p.tasks.lock().len().max(1),
-                p.start_ticks(),
-                vm_pages * 4096,
-                rss_pages,
-                if sp.policy.is_realtime() { sp.rt_priority } else { 0 },
-                sp.policy.to_linux(),
-            );
-        }
-        "statm" => {
-            let _ = writeln!(s, "{vm_pages} {rss_pages} 0 0 0 {vm_pages} 0");
-        }
-        "status" => {
-            let st = state_char(p);
-            let state_name = match st {
-                'R' => "R (running)",
-                'Z' => "Z (zombie)",
-                'T' => "T (stopped)",
-                _ => "S (sleeping)",
-            };
-            let mask = p.tasks.lock().first().map_or(0, |t| t.sigmask.lock().0);
-            let cred = p.cred().unwrap_or_else(|| Arc::new(crate::cred::ROOT.clone()));
-            let mut groups = String::new();
-            for g in cred.groups.as_ref() {
-                let _ = write!(groups, "{g} ");
-            }
-            let _ = write!(
-                s,
-                "Name:\t{}\nUmask:\t{:04o}\nState:\t{}\nTgid:\t{}\nNgid:\t0\nPid:\t{}\nPPid:\t{}\nTracerPid:\t0\n\
-                 Uid:\t{}\t{}\t{}\t{}\nGid:\t{}\t{}\t{}\t{}\nFDSize:\t64\nGroups:\t{}\n\
-                 VmSize:\t{:8} kB\nVmLck:\t{:8} kB\nVmRSS:\t{:8} kB\nThreads:\t{}\nSigBlk:\t{:016x}\n\
-                 CapInh:\t{:016x}\nCapPrm:\t{:016x}\nCapEff:\t{:016x}\nCapBnd:\t{:016x}\nCapAmb:\t{:016x}\n\
-                 NoNewPrivs:\t{}\nCpus_allowed:\t1\n",
-                comm(p),
-                p.umask.load(Ordering::Relaxed),
-                state_name,
-                p.pid,
-                p.pid,
-                p.parent_pid(),
-                cred.uid,
-                cred.euid,
-                cred.suid,
-                cred.fsuid,
-                cred.gid,
-                cred.egid,
-                cred.sgid,
-                cred.fsgid,
-                // Linux ends the list with a space, even when it is empty.
-                if groups.is_empty() { " " } else { groups.as_str() },
-                vm_pages * 4,
-                locked_pages * 4,
-                rss_pages * 4,
-                p.tasks.lock().len().max(1),
-                mask,
-                cred.caps.inheritable,
-                cred.caps.permitted,
-                cred.caps.effective,
-                cred.caps.bounding,
-                cred.caps.ambient,
-                u8::from(cred.no_new_privs),
-            );
-        }
+        "stat" => s = pid::stat(p, None),
+        "status" => s = pid::status(p, None),
+        "statm" => s = pid::statm(p),
+        "maps" => s = pid::maps(p),
+        "smaps" => s = pid::smaps(p),
+        "smaps_rollup" => s = pid::smaps_rollup(p),
         "cmdline" => {
             for a in p.cmdline.lock().iter() {
                 s.push_str(a);
@@ -709,14 +739,8 @@ fn pid_file(p: &Arc<Process>, f: &str) -> Result<String, Errno> {
         }
         "mounts" => s = global_mounts(),
         "comm" => {
-            s = comm(p);
+            s = pid::comm(p);
             s.push('\n');
-        }
-        "maps" => {
-            let exe = p.exe.lock().clone();
-            if let Some(vm) = vm {
-                s = vm.lock().describe_maps(&exe);
-            }
         }
         _ => return Err(Errno::ENOENT),
     }

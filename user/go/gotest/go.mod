@@ -1,0 +1,3 @@
+module kiln/gotest
+
+go 1.19
