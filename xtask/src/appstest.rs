@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use crate::build;
 use crate::qemu;
 use crate::rootfs;
-use crate::usertest::{judge_sections, leak_verdict};
+use crate::usertest::{first_difference, leak_verdict, sections};
 use crate::Result;
 
 /// What the workloads need beyond the base (libc6-dev: gcc's Depends do
@@ -47,8 +47,10 @@ pub const PACKAGES: &[&str] = &[
     "procps",
 ];
 
-/// The whole run in Kiln: boot, unpack and every section.
-const LIMIT: Duration = Duration::from_secs(1500);
+/// The whole run in Kiln: boot, unpack and every section (about 5
+/// minutes on a loaded 2-CPU host). A kernel that hangs costs this much,
+/// so it stays well inside CI's budget.
+const LIMIT: Duration = Duration::from_secs(720);
 /// The guest's memory: the root (about 520 MiB) lives in a tmpfs that may
 /// hold half of it, and the workloads (gcc, node, stress-ng's vm
 /// stressor) need room beside it.
@@ -56,6 +58,37 @@ const MEMORY: &str = "2G";
 /// CPUs in the guest: `make -j2`, the multiprocessing pools and
 /// stress-ng are meant to run in parallel.
 pub const CPUS: u32 = 2;
+
+/// Workloads that cannot pass until a kernel feature reaches main, with
+/// what each waits for. Such a failure is reported (`expected failure`)
+/// but does not fail the stage; such a workload passing is a failure
+/// until it is taken off this list, so the list cannot go stale and hide
+/// a later regression.
+pub const EXPECTED_TO_FAIL: &[(&str, &str)] = &[
+    ("python-mp-fork", "AF_UNIX socketpair (branch unix2): multiprocessing.Pipe(duplex=True)"),
+    ("python-mp-spawn", "AF_UNIX socketpair (branch unix2): multiprocessing.Pipe(duplex=True)"),
+    ("python-asyncio", "AF_UNIX socketpair (branch unix2) for the event loop's self-pipe"),
+    ("node", "AF_UNIX socketpair (branch unix2): libuv's child stdio pipes (spawn fails with ENOSYS)"),
+    (
+        "strace",
+        "the traced calls answering as Linux's: rseq (branch sched2), lgetxattr/getxattr (ls -l prints \
+         `d: Function not implemented`) and fadvise64 (branch files), socket(AF_UNIX) (branch unix2)",
+    ),
+    (
+        "gdb",
+        "a fix to ptrace: after `next` (PTRACE_SINGLESTEPs), PTRACE_CONT stops again one instruction \
+         later with SIGTRAP (TF stays set), so `finish` stops at leaf+0xf instead of the return address",
+    ),
+];
+
+/// How far MemFree may fall across the stress-ng section in Kiln. The
+/// kernel heap keeps what it grew to: measured, three runs in one boot
+/// lowered MemFree by 2056, 1056 and 0 KiB while /proc/meminfo's Slab
+/// grew by 2080, 1024 and 0 KiB (and one run in a fresh stage by up to
+/// 3.1 MiB). A leak of what the stressors use (32 MiB vm and 16 MiB mmap
+/// regions, thousands of forked processes' stacks and page tables,
+/// message queues, semaphores) would pass it at once.
+const STRESS_MEMFREE_TOLERANCE_KIB: i64 = 4096;
 
 /// The section names `run.sh` runs, in its order (its `section NAME`
 /// lines).
@@ -124,11 +157,7 @@ exec chroot "$R" /bin/sh /apps/run.sh "$@""#;
         .map_err(|e| format!("run the workloads under chroot: {e}"))?;
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     if text.trim().is_empty() {
-        return Err(format!(
-            "the host run printed nothing ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        ));
+        return Err(format!("the host run printed nothing ({}): {}", out.status, String::from_utf8_lossy(&out.stderr)));
     }
     Ok(text)
 }
@@ -170,15 +199,110 @@ pub fn run(repo: &Path, elf: &Path, only: &[String]) -> Result<(u64, u64)> {
     let run = qemu::run_captured(&boot, LIMIT, &build::out_dir().join("debian-apps.log"))?;
     let kiln_secs = kiln_start.elapsed().as_secs_f64();
 
-    let (mut passed, mut failed) = judge_sections("apps", &names, &host_out, &run.output);
+    let mut unavailable = Vec::new();
+    if !staged.join("apps/gotest").is_file() {
+        unavailable.push(("go", "user/go/gotest is not built here"));
+    }
+    let v = judge(&names, &host_out, &run.output, &unavailable);
+    let (mut passed, mut failed, expected) = (v.passed, v.failed, v.expected);
+    if names.iter().any(|n| n == "stress-ng") {
+        match stress_memory_verdict(&run.output) {
+            Ok(text) => {
+                passed += 1;
+                println!("apps stress-ng-memory ... ok ({text})");
+            }
+            Err(text) => {
+                failed += 1;
+                crate::recap::failure(format!("apps stress-ng-memory ... FAILED ({text})"));
+            }
+        }
+    }
     let (p, f) = leak_verdict("apps", &run);
     passed += p;
     failed += f;
     println!(
-        "apps: {passed} passed, {failed} failed; host {host_secs:.0} s, Kiln {kiln_secs:.0} s, stage {:.0} s",
+        "apps: {passed} passed, {failed} failed, {expected} expected failures; host {host_secs:.0} s, Kiln {kiln_secs:.0} s, stage {:.0} s",
         start.elapsed().as_secs_f64()
     );
     Ok((passed, failed))
+}
+
+/// The stage's verdicts, counted.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Verdicts {
+    passed: u64,
+    failed: u64,
+    /// Failures listed in `EXPECTED_TO_FAIL`.
+    expected: u64,
+}
+
+/// Compares each section of Kiln's run with the host's. A section in
+/// `unavailable` (a program this build could not make) fails whatever it
+/// printed: host and Kiln would agree on its absence.
+fn judge(names: &[String], host_out: &str, kiln_out: &str, unavailable: &[(&str, &str)]) -> Verdicts {
+    let host_sections = sections(host_out);
+    let kiln_sections = sections(kiln_out);
+    let mut v = Verdicts::default();
+    for name in names {
+        let h = host_sections.iter().find(|(n, _)| n == name).map(|(_, t)| t.as_str());
+        let k = kiln_sections.iter().find(|(n, _)| n == name).map(|(_, t)| t.as_str());
+        // Why it fails, and the first differing lines when it ran.
+        let why: Option<(String, Option<String>)> = match (h, k) {
+            _ if unavailable.iter().any(|(n, _)| n == name) => {
+                unavailable.iter().find(|(n, _)| n == name).map(|(_, w)| (w.to_string(), None))
+            }
+            (Some(h), Some(k)) if h == k => None,
+            (Some(h), Some(k)) => Some(("output differs from Linux".to_string(), Some(first_difference(h, k)))),
+            (None, _) => Some(("no output on the host".to_string(), None)),
+            (_, None) => Some(("did not run in Kiln".to_string(), None)),
+        };
+        let expected = EXPECTED_TO_FAIL.iter().find(|(n, _)| n == name).map(|(_, until)| *until);
+        match (why, expected) {
+            (None, None) => {
+                v.passed += 1;
+                println!("apps {name} ... ok");
+            }
+            (None, Some(until)) => {
+                v.failed += 1;
+                crate::recap::failure(format!(
+                    "apps {name} ... FAILED (passes now: take it off EXPECTED_TO_FAIL in xtask/src/appstest.rs; it waited for {until})"
+                ));
+            }
+            (Some((why, detail)), Some(until)) => {
+                v.expected += 1;
+                println!("apps {name} ... expected failure ({why}) until {until}");
+                if let Some(detail) = detail {
+                    println!("    {detail}");
+                }
+            }
+            (Some((why, detail)), None) => {
+                v.failed += 1;
+                let detail = detail.map(|d| format!("\n    {d}")).unwrap_or_default();
+                crate::recap::failure(format!("apps {name} ... FAILED ({why}){detail}"));
+            }
+        }
+    }
+    v
+}
+
+/// The stress-ng section's memory check: `run.sh` prints MemFree (KiB)
+/// before each section and after its files are gone (`--- NAME MemFree
+/// BEFORE AFTER`, not compared); in Kiln it may not fall by more than
+/// the tolerance across stress-ng. (The host's MemFree moves with
+/// everything else the host runs, so only Kiln's is judged.)
+fn stress_memory_verdict(kiln_out: &str) -> std::result::Result<String, String> {
+    let line = kiln_out
+        .lines()
+        .find_map(|l| l.trim_end_matches('\r').strip_prefix("--- stress-ng MemFree "))
+        .ok_or("no MemFree line for stress-ng in Kiln's output")?;
+    let kib: Vec<i64> = line.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+    let [before, after] = kib[..] else { return Err(format!("unreadable MemFree line: {line}")) };
+    let text = format!("MemFree {before} KiB before, {after} KiB after, tolerance {STRESS_MEMFREE_TOLERANCE_KIB} KiB");
+    if before - after <= STRESS_MEMFREE_TOLERANCE_KIB {
+        Ok(text)
+    } else {
+        Err(text)
+    }
 }
 
 #[cfg(test)]
@@ -187,7 +311,39 @@ mod tests {
 
     #[test]
     fn section_lines_name_the_workloads() {
-        let script = "section() {\n    name=$1\n}\n\nsection perl perl \"$APPS/text.pl\"\nsection go \"$APPS/gotest\"\n";
+        let script =
+            "section() {\n    name=$1\n}\n\nsection perl perl \"$APPS/text.pl\"\nsection go \"$APPS/gotest\"\n";
         assert_eq!(section_names(script), ["perl", "go"]);
+    }
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn expected_failures_are_counted_apart_and_their_passing_fails() {
+        let host = "=== perl ===\nsame\n=== perl exit 0 ===\n=== node ===\nt10\n=== node exit 0 ===\n\
+                    === gdb ===\nbt\n=== gdb exit 0 ===\n";
+        let kiln = "=== perl ===\nsame\n=== perl exit 0 ===\n=== node ===\nAborted\n=== node exit 134 ===\n\
+                    === gdb ===\nbt\n=== gdb exit 0 ===\n";
+        let v = judge(&names(&["perl", "node", "gdb"]), host, kiln, &[]);
+        // perl passes; node fails as expected; gdb, listed, passes: a failure.
+        assert_eq!(v, Verdicts { passed: 1, failed: 1, expected: 1 });
+    }
+
+    #[test]
+    fn a_missing_program_fails_even_when_both_sides_agree() {
+        let out = "=== vim ===\nno such file\n=== vim exit 127 ===\n";
+        let v = judge(&names(&["vim"]), out, out, &[("vim", "not built")]);
+        assert_eq!(v, Verdicts { passed: 0, failed: 1, expected: 0 });
+        assert_eq!(judge(&names(&["vim"]), out, out, &[]), Verdicts { passed: 1, failed: 0, expected: 0 });
+    }
+
+    #[test]
+    fn stress_memory_within_tolerance() {
+        assert!(stress_memory_verdict("--- stress-ng MemFree 100000 98000\n").is_ok());
+        assert!(stress_memory_verdict("--- stress-ng MemFree 100000 110000\n").is_ok());
+        assert!(stress_memory_verdict("--- stress-ng MemFree 100000 90000\n").is_err());
+        assert!(stress_memory_verdict("--- perl MemFree 1 1\n").is_err());
     }
 }

@@ -235,24 +235,6 @@ fn judge(
     (passed + p, failed + f)
 }
 
-/// Compares a Kiln run's sections with the host's, one verdict line per
-/// name (`<label> <name> ... ok`). Returns (passed, failed).
-pub fn judge_sections(label: &str, names: &[String], host_out: &str, kiln_out: &str) -> (u64, u64) {
-    let host_sections = sections(host_out);
-    let kiln_sections = sections(kiln_out);
-    let (mut passed, mut failed) = (0, 0);
-    for name in names {
-        let h = host_sections.iter().find(|(n, _)| n == name).map(|(_, t)| t.as_str());
-        let k = kiln_sections.iter().find(|(n, _)| n == name).map(|(_, t)| t.as_str());
-        if compare_one(label, name, h, k) {
-            passed += 1;
-        } else {
-            failed += 1;
-        }
-    }
-    (passed, failed)
-}
-
 /// One section's verdict: printed when it passes, recorded for the recap
 /// when it does not.
 fn compare_one(label: &str, name: &str, host: Option<&str>, kiln: Option<&str>) -> bool {

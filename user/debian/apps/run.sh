@@ -5,12 +5,20 @@
 # default) in this order. Each runs in a fresh directory under /tmp with
 # stdin from /dev/null and stdout and stderr to a file (so no program
 # sees a terminal), under `timeout` so a hang costs one section only.
-# Between sections a line gives each one's run time (not compared).
+# After each section a line gives its run time and one MemFree (KiB)
+# before it and after its files are gone (not compared; xtask checks
+# Kiln's across stress-ng for leaks).
 APPS=$(dirname "$0")
 export APPS LC_ALL=C TZ=UTC HOME=/root PYTHONDONTWRITEBYTECODE=1
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-LIMIT=${APPS_LIMIT:-300}
+LIMIT=${APPS_LIMIT:-240}
 SELECTED=" $* "
+
+memfree() {
+    while read -r key kib _; do
+        [ "$key" = MemFree: ] && echo "$kib" && return
+    done </proc/meminfo
+}
 
 section() {
     name=$1
@@ -22,14 +30,17 @@ section() {
     dir=/tmp/apps/$name
     rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || exit 1
     echo "=== $name ==="
+    free0=$(memfree)
     t0=$(date +%s%N)
     timeout -k 10 "$LIMIT" "$@" </dev/null >/tmp/apps/$name.out 2>&1
     rc=$?
     cat /tmp/apps/$name.out
     echo "=== $name exit $rc ==="
-    # Outside the section, so not compared: how long it took.
+    # Outside the section, so not compared: how long it took and the
+    # memory it left.
     echo "--- $name took $((($(date +%s%N) - t0) / 1000000)) ms"
     cd / && rm -rf "$dir" /tmp/apps/$name.out
+    echo "--- $name MemFree $free0 $(memfree)"
 }
 
 section python-threads python3 "$APPS/py_threads.py"
