@@ -23,6 +23,7 @@ mod fs;
 mod ipc;
 mod logger;
 mod mm;
+mod net;
 mod proc;
 mod random;
 mod sched;

@@ -5,6 +5,8 @@
  */
 #include "kbench.h"
 
+#include <sys/socket.h>
+
 /* First touch of fresh anonymous pages, 1 MiB at a time; only the
  * touching is timed, not the mmap and munmap around it. */
 int b_page_fault(uint64_t *ns, uint64_t *ops)
@@ -166,6 +168,41 @@ int b_pipe_bw(uint64_t *ns, uint64_t *ops)
     *ns = now() - *ns;
     *ops = n;
     close(fds[0]);
+    return reap(pid);
+}
+
+/* 64 KiB writes through an AF_UNIX stream socketpair to another process. */
+int b_unix_bw(uint64_t *ns, uint64_t *ops)
+{
+    uint64_t n = iters(5000), total = warm(n) + n;
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
+        return fail("socketpair");
+    pid_t pid = fork();
+    if (pid < 0)
+        return fail("fork");
+    static char buf[CHUNK];
+    if (pid == 0) {
+        close(sv[0]);
+        memset(buf, 'u', sizeof buf);
+        for (uint64_t i = 0; i < total; i++)
+            if (write(sv[1], buf, CHUNK) != CHUNK)
+                _exit(1);
+        _exit(0);
+    }
+    close(sv[1]);
+    uint64_t got = 0;
+    while (got < total * CHUNK) {
+        if (got >= warm(n) * CHUNK && *ns == 0)
+            *ns = now();
+        long r = read(sv[0], buf, CHUNK);
+        if (r <= 0)
+            return r < 0 ? fail("read") : fail_msg("socket closed early");
+        got += r;
+    }
+    *ns = now() - *ns;
+    *ops = n;
+    close(sv[0]);
     return reap(pid);
 }
 

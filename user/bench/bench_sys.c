@@ -6,6 +6,8 @@
  */
 #include "kbench.h"
 
+#include <sys/socket.h>
+
 #include <sys/epoll.h>
 
 int b_getppid(uint64_t *ns, uint64_t *ops)
@@ -113,6 +115,38 @@ int b_pipe_pingpong(uint64_t *ns, uint64_t *ops)
     *ops = n;
     close(there[1]);
     close(back[0]);
+    return reap(pid);
+}
+
+/* The same round trip over one AF_UNIX stream socketpair. */
+int b_unix_pingpong(uint64_t *ns, uint64_t *ops)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
+        return fail("socketpair");
+    pid_t pid = fork();
+    if (pid < 0)
+        return fail("fork");
+    if (pid == 0) {
+        char c;
+        close(sv[0]);
+        while (read(sv[1], &c, 1) == 1)
+            if (write(sv[1], &c, 1) != 1)
+                _exit(1);
+        _exit(0);
+    }
+    close(sv[1]);
+    uint64_t n = iters(20000);
+    char c = 'x';
+    for (uint64_t i = 0; i < warm(n) + n; i++) {
+        if (i == warm(n))
+            *ns = now();
+        if (write(sv[0], &c, 1) != 1 || read(sv[0], &c, 1) != 1)
+            return fail("socket round trip");
+    }
+    *ns = now() - *ns;
+    *ops = n;
+    close(sv[0]);
     return reap(pid);
 }
 

@@ -59,6 +59,7 @@ int b_write_zero(uint64_t *ns, uint64_t *ops);
 int b_open_close(uint64_t *ns, uint64_t *ops);
 int b_stat(uint64_t *ns, uint64_t *ops);
 int b_pipe_pingpong(uint64_t *ns, uint64_t *ops);
+int b_unix_pingpong(uint64_t *ns, uint64_t *ops);
 int b_futex_pingpong(uint64_t *ns, uint64_t *ops);
 int b_epoll_wait(uint64_t *ns, uint64_t *ops);
 int b_epoll_pingpong(uint64_t *ns, uint64_t *ops);
@@ -75,6 +76,7 @@ int b_fork_exit(uint64_t *ns, uint64_t *ops);
 int b_fork_exec(uint64_t *ns, uint64_t *ops);
 int b_sh_true(uint64_t *ns, uint64_t *ops);
 int b_pipe_bw(uint64_t *ns, uint64_t *ops);
+int b_unix_bw(uint64_t *ns, uint64_t *ops);
 int b_memcpy_bw(uint64_t *ns, uint64_t *ops);
 
 /* bench_vdso.c */

@@ -30,6 +30,8 @@
  * their argument checks.
  */
 #include "common.h"
+
+#include <sys/socket.h>
 #include <fcntl.h>
 #include <dirent.h>
 #include <sys/file.h>
@@ -354,6 +356,57 @@ static int ipc_cleanup(void)
     return mi.msgpool + si.semusz + shinfo.used_ids;
 }
 
+/* A socket call with arguments that often get past the first checks:
+ * AF_UNIX, real socket descriptors, msghdrs in the scratch page whose
+ * control messages pass random descriptors (so sockets travel inside
+ * sockets), abstract names. */
+static void socket_call(void)
+{
+    static const long nrs[] = { SYS_socket, SYS_socketpair, SYS_bind, SYS_connect, SYS_listen, SYS_accept4,
+                                SYS_sendmsg, SYS_recvmsg, SYS_sendto, SYS_recvfrom, SYS_shutdown,
+                                SYS_setsockopt, SYS_getsockopt, SYS_sendmmsg, SYS_recvmmsg, SYS_getsockname,
+                                SYS_getpeername, SYS_read, SYS_write, SYS_close };
+    long *w = (long *)scratch;
+    /* msghdr at scratch: name, iov, control in the same page. */
+    w[0] = next() % 2 ? (long)(scratch + 512) : 0;
+    w[1] = (long)(next() % 20);
+    w[2] = (long)(scratch + 256);
+    w[3] = (long)(next() % 3);
+    w[4] = next() % 4 ? (long)(scratch + 1024) : arg();
+    w[5] = (long)(next() % 64);
+    long *iov = (long *)(scratch + 256);
+    iov[0] = (long)(scratch + 2048);
+    iov[1] = (long)(next() % 600);
+    iov[2] = (long)(scratch + 3000);
+    iov[3] = (long)(next() % 1200);
+    int *cm = (int *)(scratch + 1024);
+    cm[0] = 16 + 4 * (int)(next() % 8);
+    cm[1] = 0;
+    cm[2] = 1;                      /* SOL_SOCKET */
+    cm[3] = 1 + (int)(next() % 2);  /* SCM_RIGHTS or SCM_CREDENTIALS */
+    for (int j = 4; j < 12; j++)
+        cm[j] = (int)(next() % 12);
+    short *sa = (short *)(scratch + 512);
+    sa[0] = 1; /* AF_UNIX */
+    scratch[514] = 0;
+    scratch[515] = (char)('a' + next() % 4);
+    long nr = nrs[next() % (sizeof nrs / sizeof nrs[0])];
+    long fd = (long)(3 + next() % 10);
+    long a1 = next() % 2 ? (long)scratch : arg();
+    long type = (long)(next() % 6) | (next() % 2 ? SOCK_NONBLOCK : 0);
+    switch (nr) {
+    case SYS_socket: syscall(nr, next() % 8 ? 1 : arg(), type, next() % 8 ? 0 : arg()); break;
+    case SYS_socketpair: syscall(nr, 1, type, 0, next() % 8 ? (long)(scratch + 4000) : arg()); break;
+    case SYS_bind: case SYS_connect: syscall(nr, fd, scratch + 512, (long)(next() % 8)); break;
+    case SYS_sendto: case SYS_recvfrom:
+        syscall(nr, fd, scratch + 2048, (long)(next() % 1024), (long)(next() % 2 ? MSG_DONTWAIT : arg()),
+                next() % 2 ? (long)(scratch + 512) : 0, (long)(next() % 8));
+        break;
+    case SYS_sendmmsg: case SYS_recvmmsg: syscall(nr, fd, scratch, (long)(next() % 3), MSG_DONTWAIT, 0); break;
+    default: syscall(nr, fd, a1, arg() | (next() % 2 ? MSG_DONTWAIT : 0), arg(), arg()); break;
+    }
+}
+
 /* Event-file descriptors this child made, for calls that use them. */
 static int evfds[16];
 static int nev;
@@ -510,6 +563,11 @@ static void child(uint64_t seed, int spin_fifo)
      * spinning as SCHED_FIFO, which needs root). */
     if (seed % 2 && !spin_fifo && setresuid(1000 + (uid_t)(seed % 7), 1000 + (uid_t)(seed % 7), 1000 + (uid_t)(seed % 7)) != 0)
         _exit(101);
+    /* Sockets at the low descriptors the calls aim at. */
+    int sv[2];
+    socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+    socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0, sv);
+    socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv);
     /* SIGUSR1 is raised for the signalfds: blocked, so it stays pending
      * unless a random call unblocks it. */
     sigset_t usr1;
@@ -538,6 +596,8 @@ static void child(uint64_t seed, int spin_fifo)
             sched_self();
         if (next() % 4 == 0)
             ipc_call();
+        if (next() % 4 == 0)
+            socket_call();
     }
     if (spin_fifo) {
         /* Spin as SCHED_FIFO until the parent, a normal thread, kills us. */

@@ -4,7 +4,17 @@
  * F_SETSIG signal with si_code POLL_IN/POLL_OUT, si_band and si_fd;
  * nothing without an owner, after O_ASYNC is cleared, or on a regular
  * file (where O_ASYNC is only a flag); another process as the owner;
- * the hang-up of the last writer. Of the event files only inotify has
+ * the hang-up of the last writer.
+ * AF_UNIX sockets follow Linux's socket rules (sock_wake_async): POLL_IN
+ * for data, a connection or the peer's SHUT_WR; POLL_OUT only after a
+ * writer found the buffer full; POLL_HUP when the peer goes; POLL_ERR for
+ * a datagram peer's ECONNRESET; nothing while a reader sleeps for data.
+ * A socket's owner may also be set and read by ioctl (FIOSETOWN,
+ * SIOCSPGRP, FIOGETOWN, SIOCGPGRP); a pipe refuses those (ENOTTY).
+ * The other socket ioctls as Linux gives them on AF_UNIX: FIOASYNC off,
+ * FIONBIO both ways, SIOCINQ (a stream's bytes, a datagram's first
+ * length, EINVAL on a listener), SIOCOUTQ, ENOTTY for a tty request.
+ * Of the event files only inotify has
  * signal-driven I/O (a signal per queued event, none for a merged one,
  * one for IN_IGNORED); eventfd, timerfd, signalfd and epoll keep O_ASYNC
  * off and refuse FIOASYNC, as on Linux.
@@ -16,16 +26,30 @@
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <stddef.h>
+#include <sys/un.h>
+
+#ifndef SIOCINQ
+#define SIOCINQ FIONREAD
+#endif
+#ifndef SIOCOUTQ
+#define SIOCOUTQ TIOCOUTQ
+#endif
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 
 static volatile sig_atomic_t count, last_sig, last_code, last_fd;
 static volatile long last_band;
+/* Every signal's reason, in order (socket cases). */
+static volatile sig_atomic_t codes[64];
 
 static void on_signal(int s, siginfo_t *si, void *uc)
 {
     (void)uc;
+    if (count < 64)
+        codes[count] = si->si_code;
     count++;
     last_sig = s;
     last_code = si->si_code;
@@ -54,9 +78,230 @@ static const char *code_name(int code)
     case SI_KERNEL: return "SI_KERNEL";
     case POLL_IN: return "POLL_IN";
     case POLL_OUT: return "POLL_OUT";
+    case POLL_ERR: return "POLL_ERR";
     case POLL_HUP: return "POLL_HUP";
     default: return "other";
     }
+}
+
+/* Waits up to a second for `want` signals and 100 ms more for any extra
+ * one, then prints what came: "what: POLL_IN POLL_OUT" (or "none"). */
+static void expect_codes(const char *what, int want)
+{
+    for (int i = 0; i < 100 && count < want; i++)
+        sleep_ms(10);
+    sleep_ms(100);
+    printf("%s:", what);
+    if (count == 0)
+        printf(" none");
+    for (int i = 0; i < count && i < 64; i++)
+        printf(" %s", code_name(codes[i]));
+    printf("\n");
+}
+
+/* O_ASYNC on `fd` with this process as owner and SIGRTMIN as signal. */
+static void async_on(int fd)
+{
+    fcntl(fd, F_SETOWN, getpid());
+    fcntl(fd, F_SETSIG, SIGRTMIN);
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_ASYNC);
+}
+
+static void sockets(void)
+{
+    static char buf[65536];
+    int sv[2];
+    socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+    check(fcntl(sv[0], F_SETOWN, getpid()) == 0 && fcntl(sv[0], F_SETSIG, SIGRTMIN) == 0, "F_SETOWN, F_SETSIG on a socket");
+    check(fcntl(sv[0], F_SETFL, O_ASYNC | O_NONBLOCK) == 0, "O_ASYNC on a socket");
+    printf("socket F_GETFL has O_ASYNC %d\n", (fcntl(sv[0], F_GETFL) & O_ASYNC) != 0);
+    reset();
+    write(sv[1], "x", 1);
+    expect_codes("socket, peer writes", 1);
+    printf("band 0x%lx si_fd is the socket %d\n", last_band, last_fd == sv[0]);
+    reset();
+    read(sv[0], buf, sizeof buf);
+    write(sv[0], "y", 1);
+    read(sv[1], buf, sizeof buf);
+    expect_codes("socket reads, writes, peer reads", 0);
+
+    /* Room only counts after a writer found none. */
+    int n = 0;
+    while (write(sv[0], buf, sizeof buf) > 0)
+        n++;
+    reset();
+    fcntl(sv[1], F_SETFL, O_NONBLOCK);
+    while (read(sv[1], buf, sizeof buf) > 0)
+        ;
+    expect_codes("full socket drained by its peer", 1);
+    printf("band 0x%lx\n", last_band);
+    reset();
+    write(sv[0], "z", 1);
+    read(sv[1], buf, sizeof buf);
+    expect_codes("and after one more write and read", 0);
+
+    reset();
+    shutdown(sv[1], SHUT_WR);
+    expect_codes("peer's SHUT_WR", 1);
+    reset();
+    close(sv[1]);
+    expect_codes("peer's close", 1);
+    printf("band 0x%lx\n", last_band);
+    close(sv[0]);
+
+    /* A reader asleep for data holds POLL_IN back. */
+    socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+    async_on(sv[0]);
+    int ready[2];
+    pipe(ready);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        write(ready[1], "r", 1);
+        _exit(read(sv[0], buf, 1) == 1 ? 0 : 1);
+    }
+    char c;
+    read(ready[0], &c, 1);
+    sleep_ms(200);
+    reset();
+    write(sv[1], "w", 1);
+    int st;
+    wait_for(pid, &st, 0);
+    check(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the sleeping reader got the byte");
+    expect_codes("a write to a sleeping reader", 0);
+    close(sv[0]);
+    close(sv[1]);
+    close(ready[0]);
+    close(ready[1]);
+
+    /* A listener: a connection is POLL_IN; plain SIGIO without F_SETSIG. */
+    struct sockaddr_un a = { .sun_family = AF_UNIX };
+    memcpy(a.sun_path, "\0kiln-sigio", 11);
+    socklen_t alen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 11);
+    int l = socket(AF_UNIX, SOCK_STREAM, 0);
+    bind(l, (struct sockaddr *)&a, alen);
+    listen(l, 4);
+    fcntl(l, F_SETOWN, getpid());
+    fcntl(l, F_SETFL, O_ASYNC);
+    reset();
+    int cl = socket(AF_UNIX, SOCK_STREAM, 0);
+    check(connect(cl, (struct sockaddr *)&a, alen) == 0, "connect to the listener");
+    expect_codes("listener, a connection", 1);
+    printf("signal %s\n", signame(last_sig));
+    reset();
+    int acc = accept(l, NULL, NULL);
+    expect_codes("accept", 0);
+    close(acc);
+    close(cl);
+    close(l);
+
+    /* Datagrams: one to a bound receiver; a connected peer's reset. */
+    int r = socket(AF_UNIX, SOCK_DGRAM, 0), s2 = socket(AF_UNIX, SOCK_DGRAM, 0);
+    bind(r, (struct sockaddr *)&a, alen);
+    async_on(r);
+    reset();
+    sendto(s2, "d", 1, 0, (struct sockaddr *)&a, alen);
+    expect_codes("datagram to a bound socket", 1);
+    recv(r, buf, sizeof buf, 0);
+    struct sockaddr_un b = { .sun_family = AF_UNIX };
+    memcpy(b.sun_path, "\0kiln-sigio2", 12);
+    socklen_t blen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 12);
+    bind(s2, (struct sockaddr *)&b, blen);
+    connect(r, (struct sockaddr *)&b, blen);
+    connect(s2, (struct sockaddr *)&a, alen);
+    send(r, "e", 1, 0);
+    reset();
+    struct sockaddr unspec = { .sa_family = AF_UNSPEC };
+    connect(s2, &unspec, sizeof unspec);
+    expect_codes("peer disconnects with our datagram unread", 1);
+    printf("band 0x%lx\n", last_band);
+    int err = 0;
+    socklen_t elen = sizeof err;
+    getsockopt(r, SOL_SOCKET, SO_ERROR, &err, &elen);
+    printf("SO_ERROR is ECONNRESET %d\n", err == ECONNRESET);
+    close(r);
+    close(s2);
+
+    /* The owner by ioctl, as sockets allow (FIOSETOWN/SIOCSPGRP). */
+    socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+    int who = getpid(), got = 0;
+    check(ioctl(sv[0], FIOSETOWN, &who) == 0, "FIOSETOWN on a socket");
+    ioctl(sv[0], FIOGETOWN, &got);
+    printf("FIOGETOWN is me %d, F_GETOWN is me %d\n", got == getpid(), fcntl(sv[0], F_GETOWN) == getpid());
+    who = -getpgrp();
+    check(ioctl(sv[0], SIOCSPGRP, &who) == 0, "SIOCSPGRP to my group");
+    ioctl(sv[0], SIOCGPGRP, &got);
+    printf("SIOCGPGRP is minus my group %d\n", got == -getpgrp());
+    who = 999999;
+    EXPECT_ERR(ESRCH, "FIOSETOWN to no process", ioctl(sv[0], FIOSETOWN, &who));
+    EXPECT_ERR(EFAULT, "FIOSETOWN from a bad address", ioctl(sv[0], FIOSETOWN, BAD_PTR));
+    who = getpid();
+    ioctl(sv[0], FIOSETOWN, &who);
+    int on = 1;
+    check(ioctl(sv[0], FIOASYNC, &on) == 0, "FIOASYNC on a socket");
+    reset();
+    write(sv[1], "o", 1);
+    expect_codes("owner set by ioctl, plain SIGIO", 1);
+    printf("signal %s\n", signame(last_sig));
+    int off = 0;
+    check(ioctl(sv[0], FIOASYNC, &off) == 0, "FIOASYNC off on a socket");
+    printf("F_GETFL has O_ASYNC after FIOASYNC off %d\n", (fcntl(sv[0], F_GETFL) & O_ASYNC) != 0);
+    reset();
+    write(sv[1], "p", 1);
+    expect_codes("after FIOASYNC off", 0);
+
+    /* Byte counts (SIOCINQ is FIONREAD, SIOCOUTQ is TIOCOUTQ). */
+    int q = -1;
+    check(ioctl(sv[0], SIOCINQ, &q) == 0, "SIOCINQ");
+    printf("SIOCINQ %d\n", q);
+    check(ioctl(sv[1], SIOCOUTQ, &q) == 0, "SIOCOUTQ");
+    printf("SIOCOUTQ holds the unread bytes %d\n", q > 0);
+    read(sv[0], buf, sizeof buf);
+    ioctl(sv[0], SIOCINQ, &q);
+    printf("SIOCINQ after read %d\n", q);
+    ioctl(sv[1], SIOCOUTQ, &q);
+    printf("SIOCOUTQ after read %d\n", q);
+    EXPECT_ERR(EFAULT, "SIOCINQ to a bad address", ioctl(sv[0], SIOCINQ, BAD_PTR));
+    EXPECT_ERR(ENOTTY, "TCGETS on a socket", ioctl(sv[0], TCGETS, buf));
+
+    /* FIONBIO is O_NONBLOCK, both ways. */
+    on = 1;
+    check(ioctl(sv[0], FIONBIO, &on) == 0, "FIONBIO on");
+    printf("F_GETFL has O_NONBLOCK %d\n", (fcntl(sv[0], F_GETFL) & O_NONBLOCK) != 0);
+    EXPECT_ERR(EAGAIN, "read with FIONBIO set", read(sv[0], buf, 1));
+    on = 0;
+    check(ioctl(sv[0], FIONBIO, &on) == 0, "FIONBIO off");
+    printf("F_GETFL has O_NONBLOCK after off %d\n", (fcntl(sv[0], F_GETFL) & O_NONBLOCK) != 0);
+
+    /* A datagram socket's SIOCINQ is its first datagram's length. */
+    int dv[2];
+    socketpair(AF_UNIX, SOCK_DGRAM, 0, dv);
+    send(dv[1], "abc", 3, 0);
+    send(dv[1], "defgh", 5, 0);
+    ioctl(dv[0], SIOCINQ, &q);
+    printf("datagram SIOCINQ %d\n", q);
+    close(dv[0]);
+    close(dv[1]);
+
+    /* A listener has no byte queue. */
+    int l2 = socket(AF_UNIX, SOCK_STREAM, 0);
+    sa_family_t fam = AF_UNIX;
+    bind(l2, (struct sockaddr *)&fam, sizeof fam);
+    check(listen(l2, 1) == 0, "listen after autobind");
+    EXPECT_ERR(EINVAL, "SIOCINQ on a listener", ioctl(l2, SIOCINQ, &q));
+    q = -1;
+    check(ioctl(l2, SIOCOUTQ, &q) == 0, "SIOCOUTQ on a listener");
+    printf("listener SIOCOUTQ %d\n", q);
+    close(l2);
+
+    int p2[2];
+    pipe(p2);
+    EXPECT_ERR(ENOTTY, "FIOSETOWN on a pipe", ioctl(p2[0], FIOSETOWN, &who));
+    close(p2[0]);
+    close(p2[1]);
+    close(sv[0]);
+    close(sv[1]);
+    (void)n;
 }
 
 /* inotify signals each event it queues; the other event files have no
@@ -231,6 +476,7 @@ int main(void)
     printf("open(O_ASYNC) keeps the flag: %d\n", (fcntl(fd, F_GETFL) & O_ASYNC) != 0);
     close(fd);
     unlink("/tmp/sigio-file");
+    sockets();
     event_files();
     return t_done();
 }

@@ -5,10 +5,18 @@
 //! so repeated walks of the same path never ask the file system again. A
 //! mount hangs the root dentry of another file system on a dentry; walks
 //! step into it, and `..` from a mounted root steps back out.
+//!
+//! Mounts belong to a [`MountNamespace`]: a table from mountpoint to
+//! mounted root (and back), so two namespaces share every dentry but see
+//! different mounts on them. A walk asks the calling process's namespace
+//! (through the hook the process layer installs) only at dentries that
+//! have ever been a mountpoint or a mounted root, so a walk through
+//! plain directories costs no table lookup.
 
 use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::sync::{Arc, Weak};
+use core::sync::atomic::{AtomicBool, Ordering};
 use alloc::vec::Vec;
 
 use hal::sync::{Once, SpinLock};
@@ -25,10 +33,10 @@ pub struct Dentry {
     /// no cache holds the chain from the root.
     pinned_parent: Option<Arc<Dentry>>,
     children: SpinLock<BTreeMap<String, Arc<Dentry>>>,
-    /// The root of a file system mounted on this dentry.
-    mounted: SpinLock<Option<Arc<Dentry>>>,
-    /// For the root of a mounted file system: where it is mounted.
-    covers: SpinLock<Weak<Dentry>>,
+    /// Something was mounted on this dentry in some namespace.
+    ever_mountpoint: AtomicBool,
+    /// This is the root of a file system mounted in some namespace.
+    ever_mount_root: AtomicBool,
     /// For the root of a file system mounted MS_RDONLY.
     read_only: core::sync::atomic::AtomicBool,
     /// For the root of a mounted file system: MS_NOSUID, MS_NODEV and MS_NOEXEC.
@@ -54,7 +62,86 @@ pub struct MountInfo {
     pub root: Arc<Dentry>,
 }
 
-static MOUNTS: SpinLock<Vec<MountInfo>> = SpinLock::new(Vec::new());
+/// One namespace's mounts.
+#[derive(Clone, Default)]
+struct MountTable {
+    /// Mountpoint (by address) -> (mountpoint, mounted root).
+    on: BTreeMap<usize, (Arc<Dentry>, Arc<Dentry>)>,
+    /// Mounted root (by address) -> its mountpoint.
+    under: BTreeMap<usize, Arc<Dentry>>,
+    /// In mount order, for /proc/mounts.
+    list: Vec<MountInfo>,
+}
+
+/// A mount namespace: which file systems are mounted where. Copied
+/// whole by unshare/clone(CLONE_NEWNS); afterwards mounts in one are not
+/// seen in the other (every mount is private, Linux's default).
+pub struct MountNamespace {
+    /// Its /proc/<pid>/ns/mnt inode number.
+    pub inum: u64,
+    table: SpinLock<MountTable>,
+}
+
+fn key(d: &Arc<Dentry>) -> usize {
+    Arc::as_ptr(d) as *const () as usize
+}
+
+impl MountNamespace {
+    /// A copy of `self` with its own table (ENOMEM when none can be made).
+    pub fn copy(&self, inum: u64) -> Result<Arc<MountNamespace>, Errno> {
+        let table = self.table.lock().clone();
+        Arc::try_new(MountNamespace { inum, table: SpinLock::new(table) }).map_err(|_| Errno::ENOMEM)
+    }
+
+    fn mounted_on(&self, d: &Arc<Dentry>) -> Option<Arc<Dentry>> {
+        self.table.lock().on.get(&key(d)).map(|(_, root)| root.clone())
+    }
+
+    fn mountpoint_of(&self, root: &Arc<Dentry>) -> Option<Arc<Dentry>> {
+        self.table.lock().under.get(&key(root)).cloned()
+    }
+
+    /// Its mounts, in mount order (/proc/<pid>/mounts).
+    pub fn mounts(&self) -> Vec<MountInfo> {
+        self.table.lock().list.clone()
+    }
+}
+
+static INIT_NS: Once<Arc<MountNamespace>> = Once::new();
+
+/// The calling process's mount namespace (installed by the process layer).
+static CURRENT_NS: Once<fn() -> Option<Arc<MountNamespace>>> = Once::new();
+
+/// The namespace the boot mounts are made in (Linux's init_mnt_ns).
+pub fn init_namespace() -> Arc<MountNamespace> {
+    loop {
+        if let Some(ns) = INIT_NS.get() {
+            return ns.clone();
+        }
+        INIT_NS.set(Arc::new(MountNamespace { inum: INIT_MNT_INUM, table: SpinLock::new(MountTable::default()) }));
+    }
+}
+
+/// Linux's fixed proc inode number of the initial mount namespace.
+pub const INIT_MNT_INUM: u64 = 0xEFFF_FFF8;
+
+pub fn set_namespace_hook(current: fn() -> Option<Arc<MountNamespace>>) {
+    CURRENT_NS.set(current);
+}
+
+/// The caller's mount namespace (the initial one in kernel threads).
+pub fn current_namespace() -> Arc<MountNamespace> {
+    CURRENT_NS.get().and_then(|f| f()).unwrap_or_else(init_namespace)
+}
+
+/// A mount namespace looked up once per walk, when first needed.
+struct NsCache(Option<Arc<MountNamespace>>);
+
+impl NsCache {
+    fn get(&mut self) -> &Arc<MountNamespace> {
+        self.0.get_or_insert_with(current_namespace)
+    }
+}
 
 impl Dentry {
     pub fn new_root(inode: Arc<dyn Inode>) -> Arc<Dentry> {
@@ -64,8 +151,8 @@ impl Dentry {
             parent: Weak::new(),
             pinned_parent: None,
             children: SpinLock::new(BTreeMap::new()),
-            mounted: SpinLock::new(None),
-            covers: SpinLock::new(Weak::new()),
+            ever_mountpoint: AtomicBool::new(false),
+            ever_mount_root: AtomicBool::new(false),
             read_only: core::sync::atomic::AtomicBool::new(false),
             mount_flags: core::sync::atomic::AtomicU64::new(0),
         })
@@ -97,8 +184,8 @@ impl Dentry {
             parent: Arc::downgrade(self),
             pinned_parent: if cacheable { None } else { Some(self.clone()) },
             children: SpinLock::new(BTreeMap::new()),
-            mounted: SpinLock::new(None),
-            covers: SpinLock::new(Weak::new()),
+            ever_mountpoint: AtomicBool::new(false),
+            ever_mount_root: AtomicBool::new(false),
             read_only: core::sync::atomic::AtomicBool::new(false),
             mount_flags: core::sync::atomic::AtomicU64::new(0),
         });
@@ -115,43 +202,52 @@ impl Dentry {
 
     /// The parent directory, stepping out of mounts; the root is its own parent.
     pub fn parent(self: &Arc<Self>) -> Arc<Dentry> {
+        self.parent_in(&mut NsCache(None))
+    }
+
+    fn parent_in(self: &Arc<Self>, ns: &mut NsCache) -> Arc<Dentry> {
         let mut d = self.clone();
-        loop {
-            let up = d.covers.lock().upgrade();
-            match up {
-                Some(mp) => d = mp,
-                None => break,
-            }
+        while let Some(mp) = d.covering(ns) {
+            d = mp;
         }
         d.pinned_parent.clone().or_else(|| d.parent.upgrade()).unwrap_or(d)
     }
 
-    /// Follows mounts stacked on this dentry.
-    fn mounted_root(self: &Arc<Self>) -> Arc<Dentry> {
-        let mut d = self.clone();
-        loop {
-            let next = d.mounted.lock().clone();
-            match next {
-                Some(m) => d = m,
-                None => return d,
-            }
+    /// Where this mounted root is mounted in the namespace.
+    fn covering(self: &Arc<Self>, ns: &mut NsCache) -> Option<Arc<Dentry>> {
+        if !self.ever_mount_root.load(Ordering::Acquire) {
+            return None;
         }
+        ns.get().mountpoint_of(self)
     }
 
-    pub fn is_mount_root(&self) -> bool {
-        self.covers.lock().upgrade().is_some()
+    /// Follows mounts stacked on this dentry.
+    fn mounted_root(self: &Arc<Self>, ns: &mut NsCache) -> Arc<Dentry> {
+        let mut d = self.clone();
+        while d.ever_mountpoint.load(Ordering::Acquire) {
+            match ns.get().mounted_on(&d) {
+                Some(m) => d = m,
+                None => break,
+            }
+        }
+        d
+    }
+
+    pub fn is_mount_root(self: &Arc<Self>) -> bool {
+        self.covering(&mut NsCache(None)).is_some()
     }
 
     /// Whether a file system is mounted on this dentry.
-    pub fn is_mountpoint(&self) -> bool {
-        self.mounted.lock().is_some()
+    pub fn is_mountpoint(self: &Arc<Self>) -> bool {
+        self.ever_mountpoint.load(Ordering::Acquire) && current_namespace().mounted_on(self).is_some()
     }
 
     /// The root of the file system this dentry belongs to.
     pub fn fs_root(self: &Arc<Self>) -> Arc<Dentry> {
+        let mut ns = NsCache(None);
         let mut d = self.clone();
         loop {
-            if d.is_mount_root() {
+            if d.covering(&mut ns).is_some() {
                 return d;
             }
             match d.pinned_parent.clone().or_else(|| d.parent.upgrade()) {
@@ -187,15 +283,12 @@ impl Dentry {
 
     /// The absolute path of this dentry.
     pub fn path(self: &Arc<Self>) -> String {
+        let mut ns = NsCache(None);
         let mut parts: Vec<String> = Vec::new();
         let mut d = self.clone();
         loop {
-            loop {
-                let up = d.covers.lock().upgrade();
-                match up {
-                    Some(mp) => d = mp,
-                    None => break,
-                }
+            while let Some(mp) = d.covering(&mut ns) {
+                d = mp;
             }
             match d.pinned_parent.clone().or_else(|| d.parent.upgrade()) {
                 Some(p) => {
@@ -244,6 +337,7 @@ fn walk(cred: &Cred, start: &Arc<Dentry>, path: &str, follow: bool, budget: &mut
     if path.len() >= PATH_MAX {
         return Err(Errno::ENAMETOOLONG);
     }
+    let mut ns = NsCache(None);
     let mut cur = if path.starts_with('/') { root() } else { start.clone() };
     let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
     let must_be_dir = path.ends_with('/');
@@ -258,13 +352,13 @@ fn walk(cred: &Cred, start: &Arc<Dentry>, path: &str, follow: bool, budget: &mut
         match *part {
             "." => continue,
             ".." => {
-                cur = cur.parent();
+                cur = cur.parent_in(&mut ns);
                 continue;
             }
             name if name.len() > NAME_MAX => return Err(Errno::ENAMETOOLONG),
             _ => {}
         }
-        let child = cur.child(part)?.mounted_root();
+        let child = cur.child(part)?.mounted_root(&mut ns);
         if child.inode.file_type() == FileType::Symlink && (!last || follow || must_be_dir) {
             // /proc/<pid>/fd/N and friends name a file, not a path.
             if let Some(target) = child.inode.magic_link() {
@@ -359,8 +453,8 @@ pub fn unnamed(name: &str, inode: Arc<dyn Inode>) -> Arc<Dentry> {
         parent: Weak::new(),
         pinned_parent: Some(root()),
         children: SpinLock::new(BTreeMap::new()),
-        mounted: SpinLock::new(None),
-        covers: SpinLock::new(Weak::new()),
+        ever_mountpoint: AtomicBool::new(false),
+        ever_mount_root: AtomicBool::new(false),
         read_only: core::sync::atomic::AtomicBool::new(false),
         mount_flags: core::sync::atomic::AtomicU64::new(0),
     })
@@ -379,39 +473,48 @@ pub fn mount_with(
     }
     fs_root.read_only.store(read_only, core::sync::atomic::Ordering::Relaxed);
     fs_root.mount_flags.store(flags & (MS_NOSUID | MS_NODEV | MS_NOEXEC), core::sync::atomic::Ordering::Relaxed);
-    let top = target.mounted_root();
-    *fs_root.covers.lock() = Arc::downgrade(&top);
-    *top.mounted.lock() = Some(fs_root.clone());
-    MOUNTS.lock().push(MountInfo {
-        source: String::from(source),
-        path: top.path(),
-        fstype: String::from(fstype),
-        root: fs_root,
-    });
+    let mut cache = NsCache(None);
+    let top = target.mounted_root(&mut cache);
+    let path = top.path();
+    let ns = cache.get().clone();
+    let mut table = ns.table.lock();
+    table.list.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+    top.ever_mountpoint.store(true, Ordering::Release);
+    fs_root.ever_mount_root.store(true, Ordering::Release);
+    table.on.insert(key(&top), (top.clone(), fs_root.clone()));
+    table.under.insert(key(&fs_root), top);
+    table.list.push(MountInfo { source: String::from(source), path, fstype: String::from(fstype), root: fs_root });
     Ok(())
 }
 
 /// Unmounts the file system whose root `root` is; `busy` says whether
 /// something still uses it (open files, working directories).
 pub fn umount(root: &Arc<Dentry>, detach: bool, busy: impl Fn(&Arc<Dentry>) -> bool) -> Result<(), Errno> {
-    let Some(mp) = root.covers.lock().upgrade() else {
+    let ns = current_namespace();
+    let Some(mp) = ns.mountpoint_of(root) else {
         return Err(Errno::EINVAL);
     };
-    if !detach && (root.mounted.lock().is_some() || busy(root)) {
+    if !detach && (ns.mounted_on(root).is_some() || busy(root)) {
         return Err(Errno::EBUSY);
     }
-    *mp.mounted.lock() = None;
-    *root.covers.lock() = Weak::new();
-    MOUNTS.lock().retain(|m| !Arc::ptr_eq(&m.root, root));
+    let removed = {
+        let mut table = ns.table.lock();
+        let on = table.on.remove(&key(&mp));
+        let under = table.under.remove(&key(root));
+        table.list.retain(|m| !Arc::ptr_eq(&m.root, root));
+        (on, under)
+    };
+    drop(removed);
     Ok(())
 }
 
+/// The caller's namespace's mounts.
 pub fn mounts() -> Vec<MountInfo> {
-    MOUNTS.lock().clone()
+    current_namespace().mounts()
 }
 
 pub fn record_root_mount(fstype: &str) {
-    MOUNTS.lock().push(MountInfo {
+    init_namespace().table.lock().list.push(MountInfo {
         source: String::from("rootfs"),
         path: String::from("/"),
         fstype: String::from(fstype),

@@ -130,9 +130,10 @@ pub fn populate(dev: &Arc<dyn Inode>) -> Result<(), Errno> {
     register(FULL, |_| Ok(Arc::new(Mem::Full)));
     register(RANDOM, |_| Ok(Arc::new(Mem::Random)));
     register(URANDOM, |_| Ok(Arc::new(Mem::Urandom)));
-    register(TTY, super::tty::open);
-    register(CONSOLE, super::tty::open);
-    register(TTYS0, super::tty::open);
+    register(TTY, super::tty::open_current);
+    register(CONSOLE, super::tty::open_console);
+    register(TTYS0, super::tty::open_console);
+    register(super::devpts::PTMX, super::devpts::open_ptmx);
     register(crate::dev::mymem::RDEV, crate::dev::mymem::open);
     for (name, rdev, perm) in [
         ("null", NULL, 0o666),
@@ -143,6 +144,7 @@ pub fn populate(dev: &Arc<dyn Inode>) -> Result<(), Errno> {
         ("tty", TTY, 0o666),
         ("console", CONSOLE, 0o600),
         ("ttyS0", TTYS0, 0o660),
+        ("ptmx", super::devpts::PTMX, 0o666),
         ("mymem", crate::dev::mymem::RDEV, 0o666),
     ] {
         dev.create(name, S_IFCHR | perm, rdev, Owner::ROOT)?;

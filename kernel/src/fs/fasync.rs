@@ -3,14 +3,20 @@
 //! si_code POLL_IN/POLL_OUT, si_band and si_fd, when it becomes readable
 //! or writable (Linux's fasync).
 //!
-//! Only files that support it on Linux take part (pipes, FIFOs and
-//! terminals say so with `FileOps::fasync`); on others O_ASYNC is just a
-//! flag. Enabling subscribes an observer to the file's notification heads
-//! through its `poll`. The observer runs under a head's lock, perhaps in
-//! an interrupt, where no signal can be sent: it marks the description
-//! and wakes the `sigio` kernel thread, which sends the signals. Like
-//! Linux's kill_fasync, every notification counts, not only a change
-//! from not ready to ready.
+//! Only files that support it on Linux take part (pipes, FIFOs,
+//! terminals and sockets say so with `FileOps::fasync`); on others
+//! O_ASYNC is just a flag. For most, enabling subscribes an observer to
+//! the file's notification heads through its `poll`. The observer runs
+//! under a head's lock, perhaps in an interrupt, where no signal can be
+//! sent: it marks the description and wakes the `sigio` kernel thread,
+//! which sends the signals. Like Linux's kill_fasync, every notification
+//! counts, not only a change from not ready to ready.
+//!
+//! A file whose reasons are not its readiness (a socket signals POLL_OUT
+//! only after a writer found no room, and POLL_HUP when its peer goes:
+//! Linux's `sock_wake_async`) has an [`AsyncSlot`] instead
+//! (`FileOps::async_slot`): enabling arms the slot, and the file says
+//! itself when to signal and with which reason ([`AsyncSlot::signal`]).
 
 use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
@@ -18,7 +24,7 @@ use core::sync::atomic::{AtomicU32, Ordering};
 
 use hal::sync::{Once, SpinLock};
 use linux_abi::errno::Errno;
-use linux_abi::signal::{POLL_IN, POLL_OUT};
+use linux_abi::signal::{POLL_HUP, POLL_IN, POLL_OUT};
 
 use super::file::OpenFile;
 use super::fown;
@@ -26,8 +32,13 @@ use super::lock::{description_id, USES_ASYNC};
 use crate::event::{Events, Observer, PollTable, Subscription};
 use crate::sched::{WakeBatch, WakeFlag};
 
-const READ: u32 = 1;
-const WRITE: u32 = 2;
+/// A reason as a bit of `AsyncFile::pending` (POLL_IN .. POLL_HUP).
+const fn reason_bit(code: i32) -> u32 {
+    1 << (code - POLL_IN)
+}
+
+const READ: u32 = reason_bit(POLL_IN);
+const WRITE: u32 = reason_bit(POLL_OUT);
 
 /// One description with O_ASYNC on.
 struct AsyncFile {
@@ -37,8 +48,17 @@ struct AsyncFile {
     fd: AtomicU32,
     /// Which reasons apply: POLL_IN if open for reading, POLL_OUT for writing.
     directions: u32,
-    /// Reasons noticed and not yet signalled.
+    /// Reasons noticed and not yet signalled (`reason_bit`s).
     pending: AtomicU32,
+}
+
+impl AsyncFile {
+    fn mark(&self, bits: u32, wakeups: &mut WakeBatch) {
+        self.pending.fetch_or(bits, Ordering::SeqCst);
+        if let Some(flag) = WORKER.get() {
+            flag.wake_into(wakeups);
+        }
+    }
 }
 
 impl Observer for AsyncFile {
@@ -56,12 +76,44 @@ impl Observer for AsyncFile {
             bits &= self.directions;
         }
         if bits != 0 {
-            self.pending.fetch_or(bits, Ordering::SeqCst);
-            if let Some(flag) = WORKER.get() {
-                flag.wake_into(wakeups);
-            }
+            self.mark(bits, wakeups);
         }
         false
+    }
+}
+
+/// Where a file that decides itself when to signal (a socket) keeps its
+/// O_ASYNC registration: empty until F_SETFL sets O_ASYNC, and dead once
+/// it is cleared or the description closes.
+pub struct AsyncSlot(SpinLock<Weak<AsyncFile>>);
+
+impl AsyncSlot {
+    pub const fn new() -> AsyncSlot {
+        AsyncSlot(SpinLock::new(Weak::new()))
+    }
+
+    /// Whether O_ASYNC is on (Linux's non-empty fasync list).
+    pub fn armed(&self) -> bool {
+        self.0.lock().strong_count() > 0
+    }
+
+    /// Signals the owner with `code` (POLL_IN .. POLL_HUP) if O_ASYNC is
+    /// on; returns whether it is. Sent by the `sigio` thread, so callable
+    /// under the file's own locks.
+    pub fn signal(&self, code: i32) -> bool {
+        if !(POLL_IN..=POLL_HUP).contains(&code) {
+            return false;
+        }
+        let Some(a) = self.0.lock().upgrade() else { return false };
+        let mut wakeups = WakeBatch::new();
+        a.mark(reason_bit(code), &mut wakeups);
+        true
+    }
+}
+
+impl Default for AsyncSlot {
+    fn default() -> AsyncSlot {
+        AsyncSlot::new()
     }
 }
 
@@ -102,16 +154,21 @@ pub fn enable(f: &Arc<OpenFile>, fd: i32) -> Result<(), Errno> {
         pending: AtomicU32::new(0),
     })
     .map_err(|_| Errno::ENOMEM)?;
-    let observer: Arc<dyn Observer> = async_file.clone();
     let mut subscriptions = Vec::new();
-    let interest = Events::READABLE | Events::WRITABLE | Events::PRI | Events::ERR | Events::HUP;
-    let mut table = PollTable::new(&observer, interest, false, &mut subscriptions);
-    f.ops.poll(Some(&mut table));
-    if let Some(e) = table.error() {
-        return Err(e);
+    if f.ops.async_slot().is_none() {
+        let observer: Arc<dyn Observer> = async_file.clone();
+        let interest = Events::READABLE | Events::WRITABLE | Events::PRI | Events::ERR | Events::HUP;
+        let mut table = PollTable::new(&observer, interest, false, &mut subscriptions);
+        f.ops.poll(Some(&mut table));
+        if let Some(e) = table.error() {
+            return Err(e);
+        }
     }
     let mut registry = REGISTRY.lock();
     registry.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+    if let Some(slot) = f.ops.async_slot() {
+        *slot.0.lock() = Arc::downgrade(&async_file);
+    }
     registry.push(Registration { async_file, _subscriptions: subscriptions });
     drop(registry);
     f.lock_use.fetch_or(USES_ASYNC, Ordering::Relaxed);
@@ -157,11 +214,10 @@ fn worker() {
             let Some(file) = a.file.upgrade() else { continue };
             let owner = *file.owner.lock();
             let fd = a.fd.load(Ordering::Relaxed) as i32;
-            if bits & READ != 0 {
-                fown::send(owner, fd, POLL_IN);
-            }
-            if bits & WRITE != 0 {
-                fown::send(owner, fd, POLL_OUT);
+            for code in POLL_IN..=POLL_HUP {
+                if bits & reason_bit(code) != 0 {
+                    fown::send(owner, fd, code);
+                }
             }
             // May be the last reference: its close takes the registry's
             // lock, which is not held here.

@@ -26,6 +26,8 @@ impl SharedFdTable {
     pub fn new(mut table: FdTable) -> Result<Arc<SharedFdTable>, Errno> {
         table.lock_owner = NEXT_LOCK_OWNER.fetch_add(1, Ordering::Relaxed);
         table.posix_locked = false;
+        // A descriptor another thread reserved is not the copy's.
+        table.reserved.clear();
         Arc::try_new(SharedFdTable { table: Mutex::new(table), sharers: AtomicUsize::new(1) })
             .map_err(|_| Errno::ENOMEM)
     }
@@ -38,6 +40,11 @@ impl SharedFdTable {
     pub fn share(self: &Arc<Self>) -> Arc<SharedFdTable> {
         self.sharers.fetch_add(1, Ordering::Relaxed);
         self.clone()
+    }
+
+    /// Whether another process shares the table (CLONE_FILES).
+    pub fn is_shared(&self) -> bool {
+        self.sharers.load(Ordering::Relaxed) > 1
     }
 
     /// An exiting process is done with the table. The last sharer closes
@@ -68,6 +75,9 @@ pub struct FdTable {
     /// for locks to drop only then.
     lock_owner: u64,
     posix_locked: bool,
+    /// Descriptors taken but not filled yet (`reserve`): no file, yet not
+    /// free for others (Linux's open bit without a file).
+    reserved: Vec<usize>,
 }
 
 static NEXT_LOCK_OWNER: AtomicU64 = AtomicU64::new(1);
@@ -88,7 +98,7 @@ pub fn set_nr_open(n: usize) {
 
 impl FdTable {
     pub fn new() -> FdTable {
-        FdTable { slots: Vec::new(), lock_owner: 0, posix_locked: false }
+        FdTable { slots: Vec::new(), lock_owner: 0, posix_locked: false, reserved: Vec::new() }
     }
 
     /// The owner id for POSIX locks taken through this table; from now
@@ -117,25 +127,63 @@ impl FdTable {
             .ok_or(Errno::EBADF)
     }
 
-    /// Installs `file` at the lowest free descriptor >= `min`.
-    pub fn install_from(&mut self, min: usize, file: Arc<OpenFile>, cloexec: bool, limit: usize) -> Result<i32, Errno> {
-        let free = (min..limit).find(|&i| self.slots.get(i).is_none_or(|s| s.is_none())).ok_or(Errno::EMFILE)?;
+    /// The lowest free descriptor >= `min` and below `limit`, with its
+    /// slot made (EMFILE, ENOMEM).
+    fn free_slot(&mut self, min: usize, limit: usize) -> Result<usize, Errno> {
+        let free = (min..limit)
+            .find(|&i| self.slots.get(i).is_none_or(|s| s.is_none()) && !self.reserved.contains(&i))
+            .ok_or(Errno::EMFILE)?;
         if free >= self.slots.len() {
             self.slots.try_reserve(free + 1 - self.slots.len()).map_err(|_| Errno::ENOMEM)?;
             self.slots.resize(free + 1, None);
         }
+        Ok(free)
+    }
+
+    /// Installs `file` at the lowest free descriptor >= `min`.
+    pub fn install_from(&mut self, min: usize, file: Arc<OpenFile>, cloexec: bool, limit: usize) -> Result<i32, Errno> {
+        let free = self.free_slot(min, limit)?;
         self.slots[free] = Some(FdEntry { file, cloexec });
         Ok(free as i32)
+    }
+
+    /// Takes the lowest free descriptor for a file made later
+    /// (`get_unused_fd_flags`): accept reserves it before it dequeues a
+    /// connection, so EMFILE loses none. Fill it with `install_reserved`
+    /// or give it back with `unreserve`.
+    pub fn reserve(&mut self, limit: usize) -> Result<i32, Errno> {
+        self.reserved.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+        let free = self.free_slot(0, limit)?;
+        self.reserved.push(free);
+        Ok(free as i32)
+    }
+
+    /// Fills a reserved descriptor (`fd_install`).
+    pub fn install_reserved(&mut self, fd: i32, file: Arc<OpenFile>, cloexec: bool) {
+        let fd = fd as usize;
+        self.reserved.retain(|&r| r != fd);
+        if let Some(slot) = self.slots.get_mut(fd) {
+            *slot = Some(FdEntry { file, cloexec });
+        }
+    }
+
+    /// Gives a reserved descriptor back unused (`put_unused_fd`).
+    pub fn unreserve(&mut self, fd: i32) {
+        self.reserved.retain(|&r| r != fd as usize);
     }
 
     pub fn install(&mut self, file: Arc<OpenFile>, cloexec: bool) -> Result<i32, Errno> {
         self.install_from(0, file, cloexec, DEFAULT_NOFILE)
     }
 
-    /// Puts `file` exactly at `fd`, returning what was there.
+    /// Puts `file` exactly at `fd`, returning what was there; EBUSY on a
+    /// descriptor reserved and not filled yet, as Linux's dup2.
     pub fn install_at(&mut self, fd: usize, file: Arc<OpenFile>, cloexec: bool) -> Result<Option<FdEntry>, Errno> {
         if fd >= DEFAULT_NOFILE {
             return Err(Errno::EBADF);
+        }
+        if self.reserved.contains(&fd) {
+            return Err(Errno::EBUSY);
         }
         if fd >= self.slots.len() {
             self.slots.try_reserve(fd + 1 - self.slots.len()).map_err(|_| Errno::ENOMEM)?;

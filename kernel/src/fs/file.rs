@@ -83,18 +83,31 @@ pub trait FileOps: Send + Sync {
     fn mode(&self) -> u32 {
         0
     }
+    /// TIOCGPTPEER on a pty master: the slave opened with `flags`, and
+    /// the dentry it is found at.
+    fn open_peer(&self, _flags: u32) -> Result<PeerFile, Errno> {
+        Err(Errno::ENOTTY)
+    }
     /// Whether O_ASYNC makes the file signal its owner (Linux's ->fasync:
-    /// pipes, FIFOs, terminals, inotify); elsewhere O_ASYNC is only a flag.
+    /// pipes, FIFOs, terminals, sockets, inotify); elsewhere O_ASYNC is
+    /// only a flag.
     fn fasync(&self) -> bool {
         false
+    }
+    /// For a file that decides itself when O_ASYNC signals and with which
+    /// reason (sockets), where its registration goes; files without one
+    /// signal when their notification heads fire.
+    fn async_slot(&self) -> Option<&super::fasync::AsyncSlot> {
+        None
     }
     /// A descriptor of the file was closed (Linux's ->flush, run at every
     /// close, not only the last): a POSIX message queue drops the
     /// closer's notification registration.
     fn flush(&self) {}
     /// The file as `Any`, for calls that work on one kind of file only
-    /// (mq_timedsend's message queue, epoll_ctl's epoll,
-    /// timerfd_settime's timer): `Some(self)` in the kinds they look for.
+    /// (mq_timedsend's message queue, the socket calls' socket,
+    /// epoll_ctl's epoll, timerfd_settime's timer): `Some(self)` in the
+    /// kinds they look for.
     fn as_any(&self) -> Option<&dyn Any> {
         None
     }
@@ -104,6 +117,9 @@ pub trait FileOps: Send + Sync {
         None
     }
 }
+
+/// A file opened from another (TIOCGPTPEER), with where it is found.
+pub type PeerFile = (Arc<dyn FileOps>, Option<Arc<Dentry>>);
 
 /// What a sink device gives to reads; writes to either are discarded
 /// without reading the caller's buffer, as Linux does (only the buffer's

@@ -6,6 +6,7 @@
 
 pub mod dentry;
 pub mod devfs;
+pub mod devpts;
 pub mod epoll;
 pub mod eventfd;
 pub mod fasync;
@@ -15,14 +16,17 @@ pub mod fown;
 pub mod initramfs;
 pub mod inode;
 pub mod inotify;
+pub mod ldisc;
 pub mod lease;
 pub mod lock;
 pub mod meminfo;
 pub mod notify;
+pub mod nsfs;
 pub mod pagestore;
 pub mod perm;
 pub mod pipe;
 pub mod procfs;
+pub mod pty;
 pub mod timerfd;
 pub mod tmpfs;
 pub mod truncate;
@@ -44,6 +48,9 @@ pub use inode::Inode;
 /// unpacked is an error the caller must stop on: a root missing files
 /// would fail later in ways far harder to read.
 pub fn init(initramfs: Option<hal::TakenModule>) -> Result<(), initramfs::UnpackError> {
+    if let Err(e) = tty::init_console() {
+        log::error!("no console terminal: {}", e.name());
+    }
     let root: Arc<dyn Inode> = tmpfs::Tmpfs::new_root(0o755);
     dentry::set_root(Dentry::new_root(root));
     dentry::record_root_mount("rootfs");
@@ -59,7 +66,9 @@ pub fn init(initramfs: Option<hal::TakenModule>) -> Result<(), initramfs::Unpack
             size / 1024
         );
     }
-    for (path, fstype) in [("/dev", "devtmpfs"), ("/proc", "proc"), ("/sys", "sysfs"), ("/tmp", "tmpfs")] {
+    for (path, fstype) in
+        [("/dev", "devtmpfs"), ("/dev/pts", "devpts"), ("/proc", "proc"), ("/sys", "sysfs"), ("/tmp", "tmpfs")]
+    {
         if let Err(e) = mount_at(path, fstype, "none") {
             log::error!("cannot mount {fstype} on {path}: {}", e.name());
         }
@@ -80,8 +89,7 @@ pub fn mount_at(path: &str, fstype: &str, source: &str) -> Result<(), Errno> {
         }
         Err(e) => return Err(e),
     };
-    let fs_root = new_fs(fstype)?;
-    dentry::mount(&target, Dentry::new_root(fs_root), source, fstype)
+    dentry::mount(&target, new_fs(fstype, None)?, source, fstype)
 }
 
 /// File system types a layer above adds (the IPC layer's "mqueue"): the
@@ -131,13 +139,24 @@ fn populate_sys_cpus(sys: &Arc<dyn Inode>) -> Result<(), Errno> {
     Ok(())
 }
 
-/// A fresh instance of a file system type, by its mount(2) name.
-pub fn new_fs(fstype: &str) -> Result<Arc<dyn Inode>, Errno> {
+/// A fresh instance of a file system type, by its mount(2) name, with
+/// its mount options (`data`; only devpts reads them), as the root dentry
+/// to mount.
+pub fn new_fs(fstype: &str, data: Option<&str>) -> Result<Arc<Dentry>, Errno> {
+    let root = Dentry::new_root(new_fs_inode(fstype, data)?);
+    if fstype == "devpts" {
+        devpts::instance_of(&root);
+    }
+    Ok(root)
+}
+
+fn new_fs_inode(fstype: &str, data: Option<&str>) -> Result<Arc<dyn Inode>, Errno> {
     let registered = FS_TYPES.lock().iter().find(|(n, _)| *n == fstype).map(|(_, m)| *m);
     if let Some(make) = registered {
         return make();
     }
     Ok(match fstype {
+        "devpts" => devpts::new_instance(data)?,
         "tmpfs" | "ramfs" => tmpfs::Tmpfs::new_root(0o1777),
         "devtmpfs" => {
             let dev: Arc<dyn Inode> = tmpfs::Tmpfs::new_root(0o755);

@@ -75,11 +75,18 @@ fn core_name(t: &Task, signo: u32, pattern: &[u8]) -> String {
         }
         let _ = match chars.next() {
             Some(b'%') => write!(out, "%"),
-            Some(b'p') | Some(b'P') => {
+            // %p and %i as the process's own pid namespace sees them,
+            // %P and %I as the initial one does.
+            Some(b'p') => {
+                has_pid = true;
+                write!(out, "{}", p.pid_ns.local_or_zero(p.pid))
+            }
+            Some(b'P') => {
                 has_pid = true;
                 write!(out, "{}", p.pid)
             }
-            Some(b'i') | Some(b'I') => write!(out, "{}", t.tid()),
+            Some(b'i') => write!(out, "{}", p.pid_ns.local_or_zero(t.tid())),
+            Some(b'I') => write!(out, "{}", t.tid()),
             Some(b'e') => write!(out, "{}", p.comm.lock().replace('/', "!")),
             Some(b's') => write!(out, "{signo}"),
             Some(b't') => write!(out, "{}", crate::clock::realtime_ns() / 1_000_000_000),
@@ -88,7 +95,7 @@ fn core_name(t: &Task, signo: u32, pattern: &[u8]) -> String {
         };
     }
     if crate::fs::procfs::sys::CORE_USES_PID.get() != 0 && !has_pid {
-        let _ = write!(out, ".{}", p.pid);
+        let _ = write!(out, ".{}", p.pid_ns.local_or_zero(p.pid));
     }
     out
 }

@@ -147,6 +147,8 @@ pub fn decode_clock(clock: i32, me: &Task, for_gettime: bool) -> Result<Option<C
         _ => return Err(Errno::EINVAL),
     };
     let pid = !(clock >> 3);
+    // The id is the caller's pid namespace's; tables hold global ids.
+    let pid = if pid == 0 { 0 } else { me.process.pid_ns.global(pid).ok_or(Errno::EINVAL)? };
     let thread = clock & CPUCLOCK_PERTHREAD != 0;
     let target = if thread {
         let tid = if pid == 0 { me.tid() } else { pid };

@@ -73,6 +73,7 @@ fn exit_process(p: &Arc<Process>, how: ExitKind) {
         hook(p.pid);
     }
     p.files.release();
+    super::ctty::exiting(p);
     let vm = p.vm.lock().take();
     drop(vm);
     let exe_file = p.exe_file.lock().take();
@@ -87,6 +88,9 @@ fn exit_process(p: &Arc<Process>, how: ExitKind) {
 
     if p.pid == INIT_PID {
         init_exited(how);
+    }
+    if p.pid_ns.init_pid() == Some(p.pid) && !p.pid_ns.is_initial() {
+        end_pid_namespace(p);
     }
     reparent_children(p);
     let auto_reap = {
@@ -122,12 +126,58 @@ fn exit_process(p: &Arc<Process>, how: ExitKind) {
     super::wait::complete_vfork(p);
 }
 
+/// The init of a pid namespace exits: every other process in it is
+/// killed, nobody may enter any more, and init reaps its own children
+/// before its parent hears of it (Linux's zap_pid_ns_processes), so when
+/// the parent's wait returns the namespace is empty.
+fn end_pid_namespace(p: &Arc<Process>) {
+    let ns = p.pid_ns.clone();
+    ns.mark_dead();
+    let members = || {
+        super::all_processes().into_iter().filter(|q| q.pid != p.pid && ns.contains(&q.pid_ns)).collect::<alloc::vec::Vec<_>>()
+    };
+    for q in members() {
+        let info = linux_abi::layout::Siginfo::kill(linux_abi::signal::SIGKILL, linux_abi::signal::SI_KERNEL, 0, 0);
+        super::signal::send_to_process(&q, info);
+    }
+    // Bounded: a process that cannot die within 5 s is left to the reaper.
+    for _ in 0..500 {
+        if members().iter().all(|q| q.state.lock().zombie) {
+            break;
+        }
+        crate::sched::sleep_ns(10_000_000);
+    }
+    let zombies: alloc::vec::Vec<_> = {
+        let mut children = p.children.lock();
+        let (gone, kept) = core::mem::take(&mut *children).into_iter().partition(|c: &Arc<Process>| c.state.lock().zombie);
+        *children = kept;
+        gone
+    };
+    for z in &zombies {
+        super::unregister_process(z.pid);
+    }
+    drop(zombies);
+}
+
+/// Who adopts the orphans of `p`: its pid namespace's init while that
+/// lives, else the initial init.
+fn reaper_for(p: &Arc<Process>) -> Option<Arc<Process>> {
+    if let Some(init) = p.pid_ns.init_pid() {
+        if init != p.pid && !p.pid_ns.is_dead() {
+            if let Some(r) = super::find_process(init) {
+                return Some(r);
+            }
+        }
+    }
+    super::find_process(INIT_PID)
+}
+
 fn reparent_children(p: &Arc<Process>) {
     let children = core::mem::take(&mut *p.children.lock());
     if children.is_empty() {
         return;
     }
-    let Some(init) = super::find_process(INIT_PID) else {
+    let Some(init) = reaper_for(p) else {
         return;
     };
     let mut any_zombie = false;

@@ -20,6 +20,8 @@ use crate::sync::Mutex;
 /// Runs `path` with `argv` as pid 1, with the console terminal on fds
 /// 0, 1 and 2 as its controlling terminal.
 pub fn start(path: &str, argv: Vec<String>) -> Result<(), Errno> {
+    super::ctty::init();
+    super::ns::init();
     let cred = Arc::new(crate::cred::ROOT.clone());
     let dentry = resolve(&cred, &root(), path, true)?;
     exec::check_executable(&cred, &dentry)?;
@@ -41,7 +43,7 @@ pub fn start(path: &str, argv: Vec<String>) -> Result<(), Errno> {
     let mut files = FdTable::new();
     let console_node = resolve(&cred, &root(), "/dev/console", true)?;
     for _ in 0..3 {
-        let ops = crate::fs::tty::open(0)?;
+        let ops = crate::fs::tty::open_console(linux_abi::consts::O_NOCTTY)?;
         files.install(Arc::new(OpenFile::with_dentry(ops, linux_abi::consts::O_RDWR, console_node.clone())), false)?;
     }
     let pid = super::alloc_pid()?;
@@ -55,7 +57,8 @@ pub fn start(path: &str, argv: Vec<String>) -> Result<(), Errno> {
     *p.environ.lock() = envp;
     *p.auxv.lock() = image.auxv;
     register_process(&p);
-    crate::fs::tty::activate(pid);
+    crate::fs::tty::activate(crate::fs::tty::Caller { pgid: pid, sid: pid, session_leader: true });
+    *p.ctty.lock() = crate::fs::tty::console();
     let t = Arc::new(Task::new(pid, p.clone(), SigSet(0), cred));
     p.tasks.lock().push(t.clone());
     let mut ctx = Box::new(UserContext::new());

@@ -10,11 +10,14 @@
 
 pub mod coredump;
 pub mod cputime;
+pub mod ctty;
 pub mod exec;
 pub mod exit;
 pub mod futex;
 pub mod init;
+pub mod ns;
 pub mod oom;
+pub mod pidns;
 pub mod ptrace;
 pub mod robust;
 pub mod sigio;
@@ -149,6 +152,12 @@ pub struct Process {
     pub cpu_timer_armed: core::sync::atomic::AtomicBool,
     /// Set in a vfork child until it execs or exits.
     pub vfork_done: SpinLock<Option<Arc<wait::VforkDone>>>,
+    /// The controlling terminal (see `ctty`).
+    pub ctty: SpinLock<Option<Arc<crate::fs::tty::Tty>>>,
+    /// The pid namespace its id belongs to (fixed for its life).
+    pub pid_ns: Arc<pidns::PidNs>,
+    /// Its namespaces (see `ns`).
+    pub ns: SpinLock<Arc<ns::Namespaces>>,
     /// PR_GET_DUMPABLE: 1 normally, `suid_dumpable()` after a change of
     /// credentials or an exec that changed ids (Linux keeps it on the mm;
     /// it decides who owns /proc/<pid>).
@@ -276,7 +285,10 @@ pub(crate) fn register_process(p: &Arc<Process>) {
 }
 
 pub(crate) fn unregister_process(pid: Pid) {
-    PROCESSES.lock().remove(&pid);
+    let gone = PROCESSES.lock().remove(&pid).and_then(|w| w.upgrade());
+    if let Some(p) = gone {
+        pidns::release(&p.pid_ns, pid);
+    }
 }
 
 pub(crate) fn register_task(t: &Arc<Task>) {
@@ -284,7 +296,23 @@ pub(crate) fn register_task(t: &Arc<Task>) {
 }
 
 pub(crate) fn unregister_task(tid: Pid) {
-    TASKS.lock().remove(&tid);
+    let gone = TASKS.lock().remove(&tid).and_then(|w| w.upgrade());
+    // A leader's id stays with its process until the process is reaped.
+    if let Some(t) = gone {
+        if t.process.pid != tid {
+            pidns::release(&t.process.pid_ns, tid);
+        }
+    }
+}
+
+/// The process `viewer` calls `pid` (ESRCH when it sees none by that id).
+pub fn find_process_seen_by(viewer: &Process, pid: Pid) -> Option<Arc<Process>> {
+    find_process(viewer.pid_ns.global(pid)?)
+}
+
+/// The thread `viewer` calls `tid`.
+pub fn find_task_seen_by(viewer: &Process, tid: Pid) -> Option<Arc<Task>> {
+    find_task(viewer.pid_ns.global(tid)?)
 }
 
 /// Every live process (for kill(-1), process groups, ps).
@@ -374,6 +402,9 @@ impl Process {
             cpu_watch: SpinLock::new(Vec::new()),
             cpu_timer_armed: core::sync::atomic::AtomicBool::new(false),
             vfork_done: SpinLock::new(None),
+            ctty: SpinLock::new(None),
+            pid_ns: pidns::initial(),
+            ns: SpinLock::new(ns::initial()),
             dumpable: core::sync::atomic::AtomicU8::new(1),
             exited_leader_cred: SpinLock::new(None),
             unkillable: core::sync::atomic::AtomicBool::new(pid == 1),

@@ -124,18 +124,52 @@ fn from_kernel(info: &Siginfo) -> bool {
     info.si_code > 0
 }
 
-/// Linux's SIGNAL_UNKILLABLE rule: init drops every signal whose action
-/// is the default, SIGKILL and SIGSTOP included, unless the kernel itself
-/// sends SIGKILL or SIGSTOP (the OOM killer). A handler it installed runs.
-fn init_drops(p: &Process, info: &Siginfo) -> bool {
+/// Linux's SIGNAL_UNKILLABLE rule: an init (the system's or a pid
+/// namespace's) drops every signal whose action is the default, SIGKILL
+/// and SIGSTOP included, unless the kernel itself sends SIGKILL or
+/// SIGSTOP (the OOM killer) or `force` says a process of an ancestor pid
+/// namespace did. A handler it installed runs.
+fn init_drops(p: &Process, info: &Siginfo, force: bool) -> bool {
     let signo = info.si_signo as u32;
     p.is_unkillable()
         && p.signals.action(signo).handler == SIG_DFL
-        && !(from_kernel(info) && matches!(signo, sig::SIGKILL | sig::SIGSTOP))
+        && !((force || from_kernel(info)) && matches!(signo, sig::SIGKILL | sig::SIGSTOP))
+}
+
+/// A user-sent signal from `sender` to a process of pid namespace
+/// `target_ns`: a sender the target cannot see (one in an ancestor
+/// namespace) shows as pid 0 and forces SIGKILL and SIGSTOP through to a
+/// namespace's init, as Linux's send_signal_locked does. Returns the
+/// signal as the target gets it and whether it is forced.
+fn from_sender(info: Siginfo, sender: &Process, target_ns: &super::pidns::PidNs) -> (Siginfo, bool) {
+    if info.si_code > 0 || target_ns.local(sender.pid).is_some() {
+        return (info, false);
+    }
+    let mut info = info;
+    // si_pid: the union's first four bytes.
+    info.fields[0..4].copy_from_slice(&0i32.to_le_bytes());
+    (info, true)
 }
 
 /// Sends a signal to a process (kill).
 pub fn send_to_process(p: &Arc<Process>, info: Siginfo) {
+    deliver_to_process(p, info, false);
+}
+
+/// Sends a user's signal (kill, sigqueue) from `sender` to a process.
+pub fn send_from(sender: &Process, p: &Arc<Process>, info: Siginfo) {
+    let (info, force) = from_sender(info, sender, &p.pid_ns);
+    deliver_to_process(p, info, force);
+}
+
+/// Sends a user's signal (tkill, tgkill, rt_tgsigqueueinfo) from
+/// `sender` to one thread.
+pub fn send_to_task_from(sender: &Process, t: &Arc<Task>, info: Siginfo) {
+    let (info, force) = from_sender(info, sender, &t.process.pid_ns);
+    deliver_to_task(t, info, force);
+}
+
+fn deliver_to_process(p: &Arc<Process>, info: Siginfo, force: bool) {
     let signo = info.si_signo as u32;
     if signo == 0 {
         return;
@@ -143,7 +177,7 @@ pub fn send_to_process(p: &Arc<Process>, info: Siginfo) {
     if p.state.lock().zombie {
         return;
     }
-    if init_drops(p, &info) {
+    if init_drops(p, &info, force) {
         return;
     }
     if signo == sig::SIGKILL {
@@ -178,21 +212,25 @@ pub fn send_to_process(p: &Arc<Process>, info: Siginfo) {
     }
 }
 
-/// Sends a signal to one thread (tgkill, tkill).
+/// Sends a signal to one thread.
 pub fn send_to_task(t: &Arc<Task>, info: Siginfo) {
+    deliver_to_task(t, info, false);
+}
+
+fn deliver_to_task(t: &Arc<Task>, info: Siginfo, force: bool) {
     let signo = info.si_signo as u32;
     if signo == 0 {
         return;
     }
     if matches!(signo, sig::SIGKILL | sig::SIGCONT) || is_stop_signal(signo) {
         // Process-wide in effect.
-        send_to_process(&t.process, info);
+        deliver_to_process(&t.process, info, force);
         return;
     }
     if is_ignored(&t.process, signo) && !t.sigmask.lock().contains(signo) {
         return;
     }
-    if init_drops(&t.process, &info) {
+    if init_drops(&t.process, &info, force) {
         return;
     }
     t.pending.lock().add(info);
@@ -289,7 +327,7 @@ fn notify_parent_signal(p: &Arc<Process>, code: i32, status: i32) {
         return;
     }
     let uid = p.cred().map_or(0, |c| c.uid);
-    send_to_process(&parent, Siginfo::child(code, p.pid, uid, status));
+    send_to_process(&parent, Siginfo::child(code, parent.pid_ns.local_or_zero(p.pid), uid, status));
 }
 
 /// Tells the parent that `p` exited.

@@ -21,6 +21,8 @@ pub enum WaitTarget {
 /// What waiting found.
 #[derive(Clone, Copy, Debug)]
 pub struct WaitResult {
+    /// The child's id as the waiter's pid namespace sees it (taken before
+    /// a reaped child's ids are given back).
     pub pid: Pid,
     /// The wait4 status word.
     pub status: i32,
@@ -76,8 +78,9 @@ fn scan(p: &Arc<Process>, target: WaitTarget, options: u32) -> (Option<WaitResul
     if !p.tracer.tracees.lock().is_empty() {
         let caller = crate::sched::current().task_id();
         let (found, traced) = super::ptrace::wait_scan(p, caller, target, options);
-        if found.is_some() {
-            return (found, true);
+        if let Some(mut r) = found {
+            r.pid = p.pid_ns.local_or_zero(r.pid);
+            return (Some(r), true);
         }
         any = traced;
     }
@@ -89,7 +92,8 @@ fn scan(p: &Arc<Process>, target: WaitTarget, options: u32) -> (Option<WaitResul
         if st.zombie && options & WEXITED != 0 {
             let how = st.exit.unwrap_or(ExitKind::Exited(0));
             drop(st);
-            let result = exit_result(child, how, uid);
+            let mut result = exit_result(child, how, uid);
+            result.pid = p.pid_ns.local_or_zero(child.pid);
             if options & WNOWAIT == 0 {
                 p.children.lock().retain(|c| !Arc::ptr_eq(c, child));
                 super::cputime::account_reaped(p, child);
@@ -107,7 +111,7 @@ fn scan(p: &Arc<Process>, target: WaitTarget, options: u32) -> (Option<WaitResul
                 let status = ((signo as i32) << 8) | 0x7f;
                 return (
                     Some(WaitResult {
-                        pid: child.pid,
+                        pid: p.pid_ns.local_or_zero(child.pid),
                         status,
                         code: sig::CLD_STOPPED,
                         si_status: signo as i32,
@@ -124,7 +128,7 @@ fn scan(p: &Arc<Process>, target: WaitTarget, options: u32) -> (Option<WaitResul
             }
             return (
                 Some(WaitResult {
-                    pid: child.pid,
+                    pid: p.pid_ns.local_or_zero(child.pid),
                     status: 0xffff,
                     code: sig::CLD_CONTINUED,
                     si_status: sig::SIGCONT as i32,

@@ -181,10 +181,10 @@ pub fn sys_capget(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if pid < 0 {
         return Err(Errno::EINVAL);
     }
-    let cred = if pid == 0 || pid == ctx.task.tid() {
+    let cred = if pid == 0 {
         ctx.task.cred()
     } else {
-        crate::proc::find_task(pid).ok_or(Errno::ESRCH)?.cred()
+        crate::proc::find_task_seen_by(ctx.process(), pid).ok_or(Errno::ESRCH)?.cred()
     };
     let mut out = [0u8; 2 * CAP_DATA_SIZE];
     for (i, word) in out.chunks_exact_mut(CAP_DATA_SIZE).take(words).enumerate() {

@@ -8,6 +8,7 @@ use core::sync::atomic::Ordering;
 use linux_abi::consts as c;
 use linux_abi::errno::Errno;
 use linux_abi::layout::Iovec;
+use linux_abi::socket as s;
 
 use super::fs_path::{path_arg, start_dir};
 use super::{SysResult, SyscallContext};
@@ -28,7 +29,7 @@ pub fn file(ctx: &SyscallContext, fd: i32) -> Result<Arc<OpenFile>, Errno> {
     ctx.process().files().lock().get(fd)
 }
 
-fn nofile_limit(ctx: &SyscallContext) -> usize {
+pub fn nofile_limit(ctx: &SyscallContext) -> usize {
     (ctx.process().rlimits.lock()[c::RLIMIT_NOFILE as usize].0 as usize).min(1 << 20)
 }
 
@@ -192,7 +193,7 @@ pub(super) fn fsize_limit(ctx: &SyscallContext, inode: Option<&Arc<dyn crate::fs
 
 /// A file would grow past RLIMIT_FSIZE: SIGXFSZ to the calling thread.
 pub(super) fn file_too_big(ctx: &SyscallContext) {
-    let info = linux_abi::layout::Siginfo::kill(linux_abi::signal::SIGXFSZ, linux_abi::signal::SI_USER, ctx.process().pid, ctx.cred().uid);
+    let info = linux_abi::layout::Siginfo::kill(linux_abi::signal::SIGXFSZ, linux_abi::signal::SI_USER, ctx.process().pid_ns.local_or_zero(ctx.process().pid), ctx.cred().uid);
     crate::proc::signal::send_to_task(ctx.task, info);
 }
 
@@ -260,11 +261,17 @@ fn write_from_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at:
 
 pub fn sys_read(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let f = file(ctx, a[0] as i32)?;
+    if crate::net::Socket::of(&f).is_some() {
+        return super::socket_msg::read(ctx, &f, a[1], a[2] as usize);
+    }
     read_into_user(ctx, &f, a[1], a[2] as usize, None)
 }
 
 pub fn sys_write(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let f = file(ctx, a[0] as i32)?;
+    if crate::net::Socket::of(&f).is_some() {
+        return super::socket_msg::write(ctx, &f, a[1], a[2] as usize);
+    }
     write_from_user(ctx, &f, a[1], a[2] as usize, None)
 }
 
@@ -313,6 +320,9 @@ fn read_iovecs(ctx: &SyscallContext, ptr: u64, count: u64) -> Result<Vec<Iovec>,
 fn vector_io(ctx: &SyscallContext, a: &[u64; 6], write: bool, at: Option<u64>) -> SysResult {
     let f = file(ctx, a[0] as i32)?;
     let iovs = read_iovecs(ctx, a[1], a[2])?;
+    if at.is_none() && crate::net::Socket::of(&f).is_some() {
+        return super::socket_msg::vector(ctx, &f, &iovs, write);
+    }
     // RLIMIT_FSIZE counts the whole vector once, so a vector that reaches
     // the limit part way is a short write, not a signal.
     let mut budget = u64::MAX;
@@ -784,6 +794,27 @@ pub fn sys_ioctl(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
             let size = f.ops.inode().map_or(0, |i| i.metadata().size);
             let pos = *f.offset.lock();
             uaccess::write_u32(&vm, arg, size.saturating_sub(pos).min(u32::MAX as u64) as u32)?;
+            Ok(0)
+        }
+        c::TIOCGPTPEER => {
+            // Like open(2) of the slave (creation flags mean nothing here).
+            let flags = arg as u32;
+            let (ops, dentry) = f.ops.open_peer(flags)?;
+            let status = flags & (3 | c::O_NONBLOCK | c::O_LARGEFILE);
+            let file = match dentry {
+                Some(d) => OpenFile::with_dentry(ops, status, d),
+                None => OpenFile::new(ops, status),
+            };
+            install(ctx, file, flags & c::O_CLOEXEC != 0)
+        }
+        // A socket's owner, as F_SETOWN/F_GETOWN (Linux's sock_ioctl).
+        s::FIOSETOWN | s::SIOCSPGRP if crate::net::Socket::of(&f).is_some() => {
+            let who = uaccess::read_u32(&vm, arg)? as i32;
+            super::lock::fcntl_owner(ctx, &f, c::F_SETOWN, who as i64 as u64)
+        }
+        s::FIOGETOWN | s::SIOCGPGRP if crate::net::Socket::of(&f).is_some() => {
+            let who = super::lock::fcntl_owner(ctx, &f, c::F_GETOWN, 0)? as i32;
+            uaccess::write_u32(&vm, arg, who as u32)?;
             Ok(0)
         }
         _ => f.ops.ioctl(cmd, arg, &vm),

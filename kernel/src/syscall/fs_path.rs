@@ -419,15 +419,36 @@ pub fn sys_mount(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if !d.is_dir() {
         return Err(Errno::ENOTDIR);
     }
+    const MS_UNBINDABLE: u64 = 1 << 17;
+    const MS_PRIVATE: u64 = 1 << 18;
+    const MS_SLAVE: u64 = 1 << 19;
+    const MS_SHARED: u64 = 1 << 20;
+    if flags & (MS_UNBINDABLE | MS_PRIVATE | MS_SLAVE | MS_SHARED) != 0 {
+        // A propagation change, of a mount's root only. Every Kiln mount
+        // is private (and nothing can be bind-mounted), so private and
+        // unbindable are what it already is; shared and slave mounts
+        // would need propagation, which Kiln does not have.
+        if !Arc::ptr_eq(&d, &crate::fs::dentry::root()) && !d.is_mount_root() {
+            return Err(Errno::EINVAL);
+        }
+        return if flags & (MS_SLAVE | MS_SHARED) != 0 { Err(Errno::EINVAL) } else { Ok(0) };
+    }
     if flags & (MS_REMOUNT | MS_BIND) != 0 {
         log::debug!("mount: remount and bind mounts are not supported");
         return Err(Errno::EINVAL);
     }
     let fstype = path_arg(ctx, type_ptr).map_err(|_| Errno::ENODEV)?;
     let source = if source_ptr != 0 { path_arg(ctx, source_ptr).unwrap_or_default() } else { String::from("none") };
-    let root = crate::fs::new_fs(&fstype)?;
-    crate::fs::dentry::mount_with(&d, Dentry::new_root(root), &source, &fstype, flags & MS_RDONLY != 0, flags)?;
+    // Mount options: a string of at most a page (only devpts reads them).
+    let data = if a[4] != 0 && fstype == "devpts" { Some(mount_data(ctx, a[4])?) } else { None };
+    let root = crate::fs::new_fs(&fstype, data.as_deref())?;
+    crate::fs::dentry::mount_with(&d, root, &source, &fstype, flags & MS_RDONLY != 0, flags)?;
     Ok(0)
+}
+
+fn mount_data(ctx: &SyscallContext, ptr: u64) -> Result<String, Errno> {
+    let s = uaccess::read_cstring(&ctx.vm()?, ptr, crate::mm::PAGE_SIZE as usize - 1)?;
+    Ok(s)
 }
 
 pub fn sys_umount2(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {

@@ -99,7 +99,9 @@ fn target_process(ctx: &SyscallContext, pid: i32) -> Result<Arc<Process>, Errno>
     match pid {
         0 => Ok(ctx.process().clone()),
         p if p < 0 => Err(Errno::EINVAL),
-        p => proc::find_process(p).or_else(|| proc::find_task(p).map(|t| t.process.clone())).ok_or(Errno::ESRCH),
+        p => proc::find_process_seen_by(ctx.process(), p)
+            .or_else(|| proc::find_task_seen_by(ctx.process(), p).map(|t| t.process.clone()))
+            .ok_or(Errno::ESRCH),
     }
 }
 
@@ -108,7 +110,7 @@ fn target_thread(ctx: &SyscallContext, tid: i32) -> Result<Arc<crate::sched::Thr
     let task = match tid {
         0 => ctx.task.clone(),
         t if t < 0 => return Err(Errno::ESRCH),
-        t => proc::find_task(t).ok_or(Errno::ESRCH)?,
+        t => proc::find_task_seen_by(ctx.process(), t).ok_or(Errno::ESRCH)?,
     };
     task.kthread.get().cloned().ok_or(Errno::ESRCH)
 }
@@ -132,9 +134,10 @@ pub fn sys_sched_getaffinity(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResul
 pub fn sys_sched_setaffinity(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let (tid, size, mask_ptr) = (a[0] as i32, a[1], a[2]);
     let thread = target_thread(ctx, tid)?;
-    if tid != 0 && tid != ctx.task.tid() {
+    let target_task = if tid == 0 { None } else { proc::find_task_seen_by(ctx.process(), tid) };
+    if let Some(target_task) = target_task.filter(|t| !Arc::ptr_eq(t, ctx.task)) {
         let me = ctx.cred();
-        let target = proc::find_task(tid).ok_or(Errno::ESRCH)?.cred();
+        let target = target_task.cred();
         if !me.may_renice(&target) {
             return Err(Errno::EPERM);
         }

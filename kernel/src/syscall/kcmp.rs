@@ -20,8 +20,9 @@ const KCMP_IO: u32 = 5;
 const KCMP_SYSVSEM: u32 = 6;
 const KCMP_EPOLL_TFD: u32 = 7;
 
-fn task(pid: i32) -> Result<Arc<Task>, Errno> {
-    proc::find_task(pid).ok_or(Errno::ESRCH)
+/// The thread the caller calls `pid`.
+fn task(ctx: &SyscallContext, pid: i32) -> Result<Arc<Task>, Errno> {
+    proc::find_task_seen_by(ctx.process(), pid).ok_or(Errno::ESRCH)
 }
 
 fn order(a: usize, b: usize) -> u64 {
@@ -40,7 +41,7 @@ fn file_key(t: &Task, fd: u64) -> Result<usize, Errno> {
 
 pub fn sys_kcmp(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let (pid1, pid2, kind, idx1, idx2) = (a[0] as i32, a[1] as i32, a[2] as u32, a[3], a[4]);
-    let (t1, t2) = (task(pid1)?, task(pid2)?);
+    let (t1, t2) = (task(ctx, pid1)?, task(ctx, pid2)?);
     // Everyone is root, who may inspect any process (Linux asks for
     // PTRACE_MODE_READ on both); credentials will add the EPERM case.
     let (k1, k2) = match kind {

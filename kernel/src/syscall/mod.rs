@@ -20,6 +20,7 @@ mod kcmp;
 mod lock;
 mod mem;
 mod membarrier;
+mod ns;
 mod memfd;
 mod mqueue;
 mod poll;
@@ -27,6 +28,8 @@ mod process;
 mod ptrace;
 mod sched;
 mod signal;
+mod socket;
+mod socket_msg;
 mod signalfd;
 mod time;
 mod timerfd;
@@ -278,6 +281,8 @@ syscall_table! {
     MEMBARRIER => membarrier::sys_membarrier,
     KCMP => kcmp::sys_kcmp,
     PSELECT6 => poll::sys_pselect6,
+    UNSHARE => ns::sys_unshare,
+    SETNS => ns::sys_setns,
     MEMFD_CREATE => memfd::sys_memfd_create,
     MSGGET => ipc::sys_msgget,
     MSGSND => ipc::sys_msgsnd,
@@ -298,6 +303,24 @@ syscall_table! {
     MQ_TIMEDRECEIVE => mqueue::sys_mq_timedreceive,
     MQ_NOTIFY => mqueue::sys_mq_notify,
     MQ_GETSETATTR => mqueue::sys_mq_getsetattr,
+    SOCKET => socket::sys_socket,
+    SOCKETPAIR => socket::sys_socketpair,
+    BIND => socket::sys_bind,
+    CONNECT => socket::sys_connect,
+    LISTEN => socket::sys_listen,
+    ACCEPT => socket::sys_accept,
+    ACCEPT4 => socket::sys_accept4,
+    GETSOCKNAME => socket::sys_getsockname,
+    GETPEERNAME => socket::sys_getpeername,
+    SHUTDOWN => socket::sys_shutdown,
+    SETSOCKOPT => socket::sys_setsockopt,
+    GETSOCKOPT => socket::sys_getsockopt,
+    SENDTO => socket_msg::sys_sendto,
+    RECVFROM => socket_msg::sys_recvfrom,
+    SENDMSG => socket_msg::sys_sendmsg,
+    RECVMSG => socket_msg::sys_recvmsg,
+    SENDMMSG => socket_msg::sys_sendmmsg,
+    RECVMMSG => socket_msg::sys_recvmmsg,
     EPOLL_CREATE => epoll::sys_epoll_create,
     EPOLL_CREATE1 => epoll::sys_epoll_create1,
     EPOLL_CTL => epoll::sys_epoll_ctl,
@@ -323,10 +346,11 @@ static TRACE: AtomicBool = AtomicBool::new(false);
 
 /// `strace=1` on the command line logs every system call.
 pub fn init(cmdline: &str) {
+    socket::init();
     TRACE.store(cmdline.split_whitespace().any(|a| a == "strace=1"), Ordering::Relaxed);
 }
 
-fn is_restart(e: Errno) -> bool {
+pub(crate) fn is_restart(e: Errno) -> bool {
     matches!(e, Errno::ERESTARTSYS | Errno::ERESTARTNOINTR | Errno::ERESTARTNOHAND | Errno::ERESTART_RESTARTBLOCK)
 }
 

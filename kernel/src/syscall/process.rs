@@ -21,16 +21,21 @@ use crate::proc::{self, task, ExitKind, Process, Task};
 use crate::sched::WaitQueue;
 use crate::sync::Mutex;
 
+// Ids going out are the caller's pid namespace's view of them.
+fn seen(ctx: &SyscallContext, global: i32) -> u64 {
+    ctx.process().pid_ns.local_or_zero(global) as u64
+}
+
 pub fn sys_getpid(ctx: &mut SyscallContext, _a: &[u64; 6]) -> SysResult {
-    Ok(ctx.process().pid as u64)
+    Ok(seen(ctx, ctx.process().pid))
 }
 
 pub fn sys_gettid(ctx: &mut SyscallContext, _a: &[u64; 6]) -> SysResult {
-    Ok(ctx.task.tid() as u64)
+    Ok(seen(ctx, ctx.task.tid()))
 }
 
 pub fn sys_getppid(ctx: &mut SyscallContext, _a: &[u64; 6]) -> SysResult {
-    Ok(ctx.process().parent_pid() as u64)
+    Ok(seen(ctx, ctx.process().parent_pid()))
 }
 
 pub fn sys_fork(ctx: &mut SyscallContext, _a: &[u64; 6]) -> SysResult {
@@ -61,7 +66,8 @@ const SUPPORTED_CLONE: u64 = c::CSIGNAL
     | c::CLONE_DETACHED
     | c::CLONE_CHILD_SETTID
     | c::CLONE_PTRACE
-    | c::CLONE_UNTRACED;
+    | c::CLONE_UNTRACED
+    | proc::ns::ALL;
 
 fn do_clone(ctx: &mut SyscallContext, flags: u64, stack: u64, parent_tid: u64, child_tid: u64, tls: u64) -> SysResult {
     let exit_signal = (flags & c::CSIGNAL) as u32;
@@ -176,8 +182,8 @@ fn clone_with(ctx: &mut SyscallContext, req: CloneRequest) -> SysResult {
     if exit_signal >= sig::NSIG {
         return Err(Errno::EINVAL);
     }
-    let parent_task = ctx.task.clone();
     let parent = ctx.process().clone();
+    let (child_ns, child_pid_ns) = clone_namespaces(&parent, &ctx.cred(), flags)?;
     let tid = match set_tid {
         Some(t) => {
             // Choosing an id is for checkpoint/restore tools (Linux's
@@ -192,6 +198,61 @@ fn clone_with(ctx: &mut SyscallContext, req: CloneRequest) -> SysResult {
         }
         None => proc::alloc_pid()?,
     };
+    proc::pidns::register(&child_pid_ns, tid, flags & c::CLONE_THREAD == 0)?;
+    let result = clone_registered(ctx, req_again(flags, exit_signal, stack, parent_tid, child_tid, tls), tid, child_ns, &child_pid_ns);
+    if result.is_err() {
+        proc::pidns::release(&child_pid_ns, tid);
+    }
+    result
+}
+
+fn req_again(flags: u64, exit_signal: u32, stack: u64, parent_tid: u64, child_tid: u64, tls: u64) -> CloneRequest {
+    CloneRequest { flags, exit_signal, stack, parent_tid, child_tid, tls, set_tid: None }
+}
+
+/// The namespaces of a new task: the parent's, or new ones for the
+/// CLONE_NEW* flags; and the pid namespace its id belongs to.
+fn clone_namespaces(
+    parent: &Arc<Process>,
+    cred: &crate::cred::Cred,
+    flags: u64,
+) -> Result<(Arc<proc::ns::Namespaces>, Arc<proc::pidns::PidNs>), Errno> {
+    let parent_ns = parent.ns.lock().clone();
+    if flags & c::CLONE_THREAD != 0 {
+        // A thread shares its process's pid namespace, which a pending
+        // unshare(CLONE_NEWPID) would contradict (Linux: EINVAL).
+        if flags & (c::CLONE_NEWPID | c::CLONE_NEWUSER) != 0 || !Arc::ptr_eq(&parent_ns.pid_for_children, &parent.pid_ns)
+        {
+            return Err(Errno::EINVAL);
+        }
+        return Ok((parent_ns, parent.pid_ns.clone()));
+    }
+    let ns_flags = flags & proc::ns::ALL;
+    if ns_flags == 0 {
+        let pid_ns = parent_ns.pid_for_children.clone();
+        return Ok((parent_ns, pid_ns));
+    }
+    if flags & c::CLONE_NEWNS != 0 && flags & c::CLONE_FS != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if ns_flags & proc::ns::SUPPORTED != 0 && !proc::ns::has_cap_sys_admin(cred) {
+        return Err(Errno::EPERM);
+    }
+    let ns = proc::ns::copy(&parent_ns, ns_flags, &parent.pid_ns)?;
+    let pid_ns = ns.pid_for_children.clone();
+    Ok((ns, pid_ns))
+}
+
+fn clone_registered(
+    ctx: &mut SyscallContext,
+    req: CloneRequest,
+    tid: i32,
+    child_ns: Arc<proc::ns::Namespaces>,
+    child_pid_ns: &Arc<proc::pidns::PidNs>,
+) -> SysResult {
+    let CloneRequest { flags, exit_signal, stack, parent_tid, child_tid, tls, .. } = req;
+    let parent_task = ctx.task.clone();
+    let parent = ctx.process().clone();
 
     let mut child_ctx = Box::try_new(ctx.uctx.clone()).map_err(|_| Errno::ENOMEM)?;
     child_ctx.regs.rax = 0;
@@ -237,8 +298,15 @@ fn clone_with(ctx: &mut SyscallContext, req: CloneRequest) -> SysResult {
             if flags & c::CLONE_PARENT != 0 { parent.parent.lock().clone() } else { Arc::downgrade(&parent) };
         let mut p = Process::new(tid, real_parent.clone(), vm, files, SignalState::new(actions));
         p.exit_signal = exit_signal;
+        p.pid_ns = child_pid_ns.clone();
+        // A pid namespace's first process is its init, protected as pid 1 is.
+        if child_pid_ns.init_pid() == Some(tid) {
+            p.unkillable.store(true, Ordering::Relaxed);
+        }
+        *p.ns.lock() = child_ns;
         p.pgid.store(parent.pgid.load(Ordering::Relaxed), Ordering::Relaxed);
         p.sid.store(parent.sid.load(Ordering::Relaxed), Ordering::Relaxed);
+        *p.ctty.lock() = parent.ctty.lock().clone();
         *p.cwd.lock() = parent.cwd.lock().clone();
         *p.exe.lock() = parent.exe.lock().clone();
         *p.comm.lock() = parent.comm.lock().clone();
@@ -273,13 +341,15 @@ fn clone_with(ctx: &mut SyscallContext, req: CloneRequest) -> SysResult {
     if flags & c::CLONE_CHILD_CLEARTID != 0 {
         task.clear_child_tid.store(child_tid, Ordering::Relaxed);
     }
+    // Each side sees the id its own pid namespace gives the child.
+    let tid_for_parent = parent.pid_ns.local_or_zero(tid);
     if flags & c::CLONE_PARENT_SETTID != 0 {
-        uaccess::write_u32(&parent.vm()?, parent_tid, tid as u32)?;
+        uaccess::write_u32(&parent.vm()?, parent_tid, tid_for_parent as u32)?;
     }
     if flags & c::CLONE_CHILD_SETTID != 0 {
         let vm = process.vm()?;
         let mut space = vm.lock();
-        space.write_remote(child_tid, &(tid as u32).to_le_bytes())?;
+        space.write_remote(child_tid, &(child_pid_ns.local_or_zero(tid) as u32).to_le_bytes())?;
     }
     process.tasks.lock().push(task.clone());
     // A traced parent's child is traced too when the tracer asked for
@@ -307,7 +377,7 @@ fn clone_with(ctx: &mut SyscallContext, req: CloneRequest) -> SysResult {
             proc::ptrace::vfork_done(&parent_task, ctx.uctx, tid);
         }
     }
-    Ok(tid as u64)
+    Ok(tid_for_parent as u64)
 }
 
 pub fn sys_exit(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
@@ -321,12 +391,18 @@ pub fn sys_exit_group(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     Ok(0)
 }
 
+/// An id coming in, as the caller's pid namespace names it, made global
+/// (-1 when the caller sees no such id: it then matches nothing).
+fn global_id(ctx: &SyscallContext, local: i32) -> i32 {
+    ctx.process().pid_ns.global(local).unwrap_or(-1)
+}
+
 fn wait_target(ctx: &SyscallContext, pid: i32) -> WaitTarget {
     match pid {
         -1 => WaitTarget::Any,
         0 => WaitTarget::Pgid(ctx.process().pgid.load(Ordering::Relaxed)),
-        p if p < -1 => WaitTarget::Pgid(-p),
-        p => WaitTarget::Pid(p),
+        p if p < -1 => WaitTarget::Pgid(global_id(ctx, -p)),
+        p => WaitTarget::Pid(global_id(ctx, p)),
     }
 }
 
@@ -365,8 +441,8 @@ pub fn sys_waitid(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     }
     let target = match idtype {
         c::P_ALL => WaitTarget::Any,
-        c::P_PID if id > 0 => WaitTarget::Pid(id),
-        c::P_PGID if id > 0 => WaitTarget::Pgid(id),
+        c::P_PID if id > 0 => WaitTarget::Pid(global_id(ctx, id)),
+        c::P_PGID if id > 0 => WaitTarget::Pgid(global_id(ctx, id)),
         c::P_PGID if id == 0 => WaitTarget::Pgid(ctx.process().pgid.load(Ordering::Relaxed)),
         _ => return Err(Errno::EINVAL),
     };
@@ -398,7 +474,7 @@ pub fn sys_get_robust_list(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult 
     let head = if tid == 0 {
         ctx.task.robust_list.load(Ordering::Relaxed)
     } else {
-        let t = crate::proc::find_task(tid).ok_or(Errno::ESRCH)?;
+        let t = crate::proc::find_task_seen_by(ctx.process(), tid).ok_or(Errno::ESRCH)?;
         t.robust_list.load(Ordering::Relaxed)
     };
     ctx.copy_to_user(a[2], &crate::proc::robust::HEAD_SIZE.to_le_bytes())?;
@@ -408,7 +484,7 @@ pub fn sys_get_robust_list(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult 
 
 pub fn sys_set_tid_address(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     ctx.task.clear_child_tid.store(a[0], Ordering::Relaxed);
-    Ok(ctx.task.tid() as u64)
+    Ok(seen(ctx, ctx.task.tid()))
 }
 
 pub fn sys_arch_prctl(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
@@ -435,20 +511,24 @@ fn process_or_self(ctx: &SyscallContext, pid: i32) -> Result<Arc<Process>, Errno
     if pid < 0 {
         return Err(Errno::ESRCH);
     }
-    proc::find_process(pid).or_else(|| proc::find_task(pid).map(|t| t.process.clone())).ok_or(Errno::ESRCH)
+    let me = ctx.process();
+    proc::find_process_seen_by(me, pid)
+        .or_else(|| proc::find_task_seen_by(me, pid).map(|t| t.process.clone()))
+        .ok_or(Errno::ESRCH)
 }
 
 pub fn sys_setpgid(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let (pid, pgid) = (a[0] as i32, a[1] as i32);
     // Linux fills in 0s before it checks the group: setpgid(-5, 0) is
     // EINVAL, setpgid(-5, 3) ESRCH.
-    let pid = if pid == 0 { ctx.process().pid } else { pid };
+    // Ids are the caller's pid namespace's; a 0 pgid (after the fill,
+    // still 0 only when both were) means the target's own id.
     let pgid = if pgid == 0 { pid } else { pgid };
     if pgid < 0 {
         return Err(Errno::EINVAL);
     }
     let me = ctx.process().clone();
-    if pid > 0 && proc::find_process(pid).is_none() && proc::find_task(pid).is_some() {
+    if pid > 0 && proc::find_process_seen_by(&me, pid).is_none() && proc::find_task_seen_by(&me, pid).is_some() {
         return Err(Errno::EINVAL); // a thread that is not its group's leader
     }
     let target = process_or_self(ctx, pid)?;
@@ -462,6 +542,7 @@ pub fn sys_setpgid(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if target.sid.load(Ordering::Relaxed) != me.sid.load(Ordering::Relaxed) {
         return Err(Errno::EPERM);
     }
+    let pgid = if pgid == 0 { target.pid } else { global_id(ctx, pgid) };
     if pgid != target.pid {
         let exists = proc::all_processes().iter().any(|p| {
             p.pgid.load(Ordering::Relaxed) == pgid && p.sid.load(Ordering::Relaxed) == me.sid.load(Ordering::Relaxed)
@@ -475,15 +556,15 @@ pub fn sys_setpgid(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 }
 
 pub fn sys_getpgid(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    Ok(process_or_self(ctx, a[0] as i32)?.pgid.load(Ordering::Relaxed) as u64)
+    Ok(seen(ctx, process_or_self(ctx, a[0] as i32)?.pgid.load(Ordering::Relaxed)))
 }
 
 pub fn sys_getpgrp(ctx: &mut SyscallContext, _a: &[u64; 6]) -> SysResult {
-    Ok(ctx.process().pgid.load(Ordering::Relaxed) as u64)
+    Ok(seen(ctx, ctx.process().pgid.load(Ordering::Relaxed)))
 }
 
 pub fn sys_getsid(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    Ok(process_or_self(ctx, a[0] as i32)?.sid.load(Ordering::Relaxed) as u64)
+    Ok(seen(ctx, process_or_self(ctx, a[0] as i32)?.sid.load(Ordering::Relaxed)))
 }
 
 pub fn sys_setsid(ctx: &mut SyscallContext, _a: &[u64; 6]) -> SysResult {
@@ -495,7 +576,9 @@ pub fn sys_setsid(ctx: &mut SyscallContext, _a: &[u64; 6]) -> SysResult {
     }
     p.sid.store(pid, Ordering::Relaxed);
     p.pgid.store(pid, Ordering::Relaxed);
-    Ok(pid as u64)
+    let old_terminal = p.ctty.lock().take();
+    drop(old_terminal);
+    Ok(seen(ctx, pid))
 }
 
 /// personality(persona): 0xffffffff queries; anything else is stored and

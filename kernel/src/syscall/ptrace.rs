@@ -60,6 +60,8 @@ fn exit_work(task: &Arc<Task>, uctx: &mut UserContext, emulated: bool) {
 /// ptrace(request, pid, addr, data).
 pub fn sys_ptrace(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let (request, pid, addr, data) = (a[0], a[1] as i32, a[2], a[3]);
+    // The tracee as the caller's pid namespace names it (-1: nobody).
+    let pid = if pid > 0 { ctx.process().pid_ns.global(pid).unwrap_or(-1) } else { pid };
     match request {
         PTRACE_TRACEME => return traceme(ctx),
         PTRACE_ATTACH | PTRACE_SEIZE => return attach(ctx, request == PTRACE_SEIZE, pid, addr, data),

@@ -82,7 +82,7 @@ fn target_task(ctx: &SyscallContext, pid: i32) -> Result<Arc<Task>, Errno> {
     match pid {
         0 => Ok(ctx.task.clone()),
         p if p < 0 => Err(Errno::EINVAL),
-        p => proc::find_task(p).ok_or(Errno::ESRCH),
+        p => proc::find_task_seen_by(ctx.process(), p).ok_or(Errno::ESRCH),
     }
 }
 
@@ -116,14 +116,18 @@ fn prio_targets(ctx: &SyscallContext, which: u32, who: i32) -> Result<Vec<Arc<Ta
     let mut out = Vec::new();
     match which {
         c::PRIO_PROCESS => {
-            let t = if who == 0 { Some(ctx.task.clone()) } else { proc::find_task(who) };
+            let t = if who == 0 { Some(ctx.task.clone()) } else { proc::find_task_seen_by(ctx.process(), who) };
             if let Some(t) = t {
                 out.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
                 out.push(t);
             }
         }
         c::PRIO_PGRP | c::PRIO_USER => {
-            let pgrp = if who == 0 { ctx.process().pgid.load(Ordering::Relaxed) } else { who };
+            let pgrp = if who == 0 {
+                ctx.process().pgid.load(Ordering::Relaxed)
+            } else {
+                ctx.process().pid_ns.global(who).unwrap_or(-1)
+            };
             let uid = if who == 0 { caller_uid(ctx) } else { who as u32 };
             for p in proc::all_processes() {
                 if which == c::PRIO_PGRP && p.pgid.load(Ordering::Relaxed) != pgrp {

@@ -119,8 +119,16 @@ pub fn sys_rt_sigreturn(ctx: &mut SyscallContext, _a: &[u64; 6]) -> SysResult {
     }
 }
 
+/// A signal from the caller: si_pid is its id in its own pid namespace
+/// (the receiver's view whenever they share one).
 fn user_info(ctx: &SyscallContext, signo: u32, code: i32) -> Siginfo {
-    Siginfo::kill(signo, code, ctx.process().pid, ctx.cred().uid)
+    let p = ctx.process();
+    Siginfo::kill(signo, code, p.pid_ns.local_or_zero(p.pid), ctx.cred().uid)
+}
+
+/// The global id of the caller's `local` (-1: it sees no such id).
+fn global_id(ctx: &SyscallContext, local: i32) -> i32 {
+    ctx.process().pid_ns.global(local).unwrap_or(-1)
 }
 
 /// Whether a signal from the caller may reach a thread of `target` with
@@ -155,18 +163,18 @@ pub fn sys_kill(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if pid > 0 {
         // Any thread id names its whole process, as on Linux; the
         // permission check asks the named thread's credentials.
-        let (p, tcred) = match proc::find_process(pid) {
+        let (p, tcred) = match proc::find_process_seen_by(ctx.process(), pid) {
             Some(p) => {
                 let cred = p.cred();
                 (p, cred)
             }
             None => {
-                let t = proc::find_task(pid).ok_or(Errno::ESRCH)?;
+                let t = proc::find_task_seen_by(ctx.process(), pid).ok_or(Errno::ESRCH)?;
                 (t.process.clone(), Some(t.cred()))
             }
         };
         may_signal(ctx, &p, tcred, signo)?;
-        psig::send_to_process(&p, info);
+        psig::send_from(ctx.process(), &p, info);
         return Ok(0);
     }
     if pid == i32::MIN {
@@ -182,8 +190,18 @@ pub fn sys_kill(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
             let pgid = ctx.process().pgid.load(Ordering::Relaxed);
             proc::all_processes().into_iter().filter(|p| p.pgid.load(Ordering::Relaxed) == pgid).collect()
         }
-        -1 => proc::all_processes().into_iter().filter(|p| p.pid != 1 && p.pid != me).collect(),
-        _ => proc::all_processes().into_iter().filter(|p| p.pgid.load(Ordering::Relaxed) == -pid).collect(),
+        -1 => {
+            // Everyone the caller's pid namespace holds, but its init and the caller.
+            let ns = ctx.process().pid_ns.clone();
+            proc::all_processes()
+                .into_iter()
+                .filter(|p| p.pid != me && ns.contains(&p.pid_ns) && ns.local(p.pid).is_some_and(|l| l != 1))
+                .collect()
+        }
+        _ => {
+            let pgid = global_id(ctx, -pid);
+            proc::all_processes().into_iter().filter(|p| p.pgid.load(Ordering::Relaxed) == pgid).collect()
+        }
     };
     if targets.is_empty() {
         return Err(Errno::ESRCH);
@@ -195,7 +213,7 @@ pub fn sys_kill(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     for p in &targets {
         match may_signal_process(ctx, p, signo) {
             Ok(_) => {
-                psig::send_to_process(p, info);
+                psig::send_from(ctx.process(), p, info);
                 sent = true;
             }
             Err(e) => last = Err(e),
@@ -213,7 +231,7 @@ fn signal_task(ctx: &SyscallContext, t: &Arc<Task>, signo: u32) -> SysResult {
     if signo == 0 {
         return Ok(0);
     }
-    psig::send_to_task(t, user_info(ctx, signo, sig::SI_TKILL));
+    psig::send_to_task_from(ctx.process(), t, user_info(ctx, signo, sig::SI_TKILL));
     Ok(0)
 }
 
@@ -222,7 +240,7 @@ pub fn sys_tkill(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if tid <= 0 || (signo != 0 && !sig::is_valid(signo)) {
         return Err(Errno::EINVAL);
     }
-    let t = proc::find_task(tid).ok_or(Errno::ESRCH)?;
+    let t = proc::find_task_seen_by(ctx.process(), tid).ok_or(Errno::ESRCH)?;
     signal_task(ctx, &t, signo)
 }
 
@@ -231,7 +249,8 @@ pub fn sys_tgkill(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if tgid <= 0 || tid <= 0 || (signo != 0 && !sig::is_valid(signo)) {
         return Err(Errno::EINVAL);
     }
-    let t = proc::find_task(tid).filter(|t| t.process.pid == tgid).ok_or(Errno::ESRCH)?;
+    let tgid = global_id(ctx, tgid);
+    let t = proc::find_task_seen_by(ctx.process(), tid).filter(|t| t.process.pid == tgid).ok_or(Errno::ESRCH)?;
     signal_task(ctx, &t, signo)
 }
 
@@ -310,10 +329,10 @@ pub fn sys_rt_sigqueueinfo(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult 
         return Err(Errno::EINVAL);
     }
     let info = read_siginfo(ctx, uinfo, signo)?;
-    let p = proc::find_process(pid).ok_or(Errno::ESRCH)?;
-    check_queue_code(ctx, &info, pid)?;
+    let p = proc::find_process_seen_by(ctx.process(), pid).ok_or(Errno::ESRCH)?;
+    check_queue_code(ctx, &info, p.pid)?;
     may_signal_process(ctx, &p, signo)?;
-    psig::send_to_process(&p, info);
+    psig::send_from(ctx.process(), &p, info);
     Ok(0)
 }
 
@@ -323,10 +342,11 @@ pub fn sys_rt_tgsigqueueinfo(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResul
         return Err(Errno::EINVAL);
     }
     let info = read_siginfo(ctx, uinfo, signo)?;
-    let t = proc::find_task(tid).filter(|t| t.process.pid == tgid).ok_or(Errno::ESRCH)?;
+    let tgid = global_id(ctx, tgid);
+    let t = proc::find_task_seen_by(ctx.process(), tid).filter(|t| t.process.pid == tgid).ok_or(Errno::ESRCH)?;
     check_queue_code(ctx, &info, tgid)?;
     may_signal(ctx, &t.process, Some(t.cred()), signo)?;
-    psig::send_to_task(&t, info);
+    psig::send_to_task_from(ctx.process(), &t, info);
     Ok(0)
 }
 

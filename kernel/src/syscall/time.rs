@@ -330,7 +330,7 @@ pub fn sys_timer_create(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
                     return Err(Errno::EINVAL);
                 }
                 let tid = if kind == SIGEV_THREAD_ID {
-                    let t = crate::proc::find_task(tid)
+                    let t = crate::proc::find_task_seen_by(ctx.process(), tid)
                         .filter(|t| t.process.pid == ctx.process().pid)
                         .ok_or(Errno::EINVAL)?;
                     Some(t.tid())

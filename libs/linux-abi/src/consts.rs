@@ -435,7 +435,14 @@ pub const TIOCGSID: u32 = 0x5429;
 pub const TIOCGPTN: u32 = 0x8004_5430;
 /// `_IOW('T', 0x31, int)`.
 pub const TIOCSPTLCK: u32 = 0x4004_5431;
+pub const TIOCSIG: u32 = 0x4004_5436;
 pub const TIOCVHANGUP: u32 = 0x5437;
+/// `_IOR('T', 0x38, int)`.
+pub const TIOCGPKT: u32 = 0x8004_5438;
+/// `_IOR('T', 0x39, int)`.
+pub const TIOCGPTLCK: u32 = 0x8004_5439;
+/// `_IO('T', 0x41)`: open the pty slave from its master.
+pub const TIOCGPTPEER: u32 = 0x5441;
 pub const FIONCLEX: u32 = 0x5450;
 pub const FIOCLEX: u32 = 0x5451;
 pub const FIOASYNC: u32 = 0x5452;

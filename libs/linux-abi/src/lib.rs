@@ -7,8 +7,9 @@
 //! signals ([`signal`]), flag and command constants ([`consts`]),
 //! capabilities and securebits ([`capability`]), the
 //! `wait4` status word ([`wait_status`]), byte-exact encoders for the
-//! structs exchanged through user memory ([`layout`]), and the IPC and
-//! file-lock structs and limits ([`ipc`]). The values are facts
+//! structs exchanged through user memory ([`layout`]), the IPC and
+//! file-lock structs and limits ([`ipc`]), and the socket structs,
+//! constants and control-message rules ([`socket`]). The values are facts
 //! of the Linux ABI taken from the kernel's UAPI headers; the tests compare
 //! them with the headers installed on the build host when a C compiler is
 //! available. No heap, no `unsafe`, no dependencies beyond `core`.
@@ -21,6 +22,7 @@ pub mod layout;
 pub mod nr;
 pub mod ptrace;
 pub mod signal;
+pub mod socket;
 pub mod wait_status;
 
 pub use errno::Errno;

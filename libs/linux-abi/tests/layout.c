@@ -314,6 +314,7 @@ int main(void)
     VAL(TCGETS); VAL(TCSETS); VAL(TCSETSW); VAL(TCSETSF); VAL(TIOCGPGRP); VAL(TIOCSPGRP);
     VAL(TIOCGWINSZ); VAL(TIOCSWINSZ); VAL(FIONREAD); VAL(FIONBIO); VAL(TIOCSCTTY);
     VAL(TIOCNOTTY); VAL(TIOCGSID); VAL(TIOCGPTN); VAL(TIOCSPTLCK); VAL(FIOCLEX);
+    VAL(TIOCGPTPEER); VAL(TIOCGPKT); VAL(TIOCGPTLCK); VAL(TIOCPKT); VAL(TIOCSIG);
     VAL(FIONCLEX); VAL(FIOASYNC); VAL(FIOQSIZE); VAL(TCFLSH); VAL(TCSBRK); VAL(TIOCOUTQ);
     VAL(NCCS); VAL(VINTR); VAL(VQUIT); VAL(VERASE); VAL(VKILL); VAL(VEOF); VAL(VTIME);
     VAL(VMIN); VAL(VSTART); VAL(VSTOP); VAL(VSUSP); VAL(VEOL); VAL(VREPRINT);
@@ -400,10 +401,52 @@ int main(void)
 #include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/eventfd.h>
 
 int main(void)
 {
+    SZ("sockaddr_un", struct sockaddr_un);
+    OFF("sockaddr_un.sun_path", struct sockaddr_un, sun_path);
+    SZ("msghdr", struct msghdr);
+    OFF("msghdr.msg_namelen", struct msghdr, msg_namelen);
+    OFF("msghdr.msg_iov", struct msghdr, msg_iov);
+    OFF("msghdr.msg_iovlen", struct msghdr, msg_iovlen);
+    OFF("msghdr.msg_control", struct msghdr, msg_control);
+    OFF("msghdr.msg_controllen", struct msghdr, msg_controllen);
+    OFF("msghdr.msg_flags", struct msghdr, msg_flags);
+    SZ("mmsghdr", struct mmsghdr);
+    OFF("mmsghdr.msg_len", struct mmsghdr, msg_len);
+    SZ("cmsghdr", struct cmsghdr);
+    OFF("cmsghdr.cmsg_level", struct cmsghdr, cmsg_level);
+    OFF("cmsghdr.cmsg_type", struct cmsghdr, cmsg_type);
+    SZ("ucred", struct ucred);
+    OFF("ucred.uid", struct ucred, uid);
+    OFF("ucred.gid", struct ucred, gid);
+    SZ("linger", struct linger);
+    OFF("linger.l_linger", struct linger, l_linger);
+    SZ("sockaddr_storage", struct sockaddr_storage);
+    printf("cmsg_len_4 %lu\n", (unsigned long)CMSG_LEN(4));
+    printf("cmsg_space_4 %lu\n", (unsigned long)CMSG_SPACE(4));
+    printf("cmsg_space_12 %lu\n", (unsigned long)CMSG_SPACE(12));
+    VAL(AF_UNSPEC); VAL(AF_UNIX); VAL(AF_INET); VAL(AF_INET6); VAL(AF_NETLINK); VAL(AF_PACKET);
+    VAL(SOCK_STREAM); VAL(SOCK_DGRAM); VAL(SOCK_RAW); VAL(SOCK_RDM); VAL(SOCK_SEQPACKET);
+    VAL(SOCK_DCCP); VAL(SOCK_PACKET); VAL(SOCK_NONBLOCK); VAL(SOCK_CLOEXEC);
+    VAL(SOL_SOCKET); VAL(SO_DEBUG); VAL(SO_REUSEADDR); VAL(SO_TYPE); VAL(SO_ERROR);
+    VAL(SO_DONTROUTE); VAL(SO_BROADCAST); VAL(SO_SNDBUF); VAL(SO_RCVBUF); VAL(SO_KEEPALIVE);
+    VAL(SO_OOBINLINE); VAL(SO_NO_CHECK); VAL(SO_PRIORITY); VAL(SO_LINGER); VAL(SO_BSDCOMPAT);
+    VAL(SO_REUSEPORT); VAL(SO_PASSCRED); VAL(SO_PEERCRED); VAL(SO_RCVLOWAT); VAL(SO_SNDLOWAT);
+    VAL(SO_RCVTIMEO_OLD); VAL(SO_SNDTIMEO_OLD); VAL(SO_ACCEPTCONN); VAL(SO_SNDBUFFORCE);
+    VAL(SO_RCVBUFFORCE); VAL(SO_PROTOCOL); VAL(SO_DOMAIN); VAL(SO_PEEK_OFF);
+    VAL(SO_RCVTIMEO_NEW); VAL(SO_SNDTIMEO_NEW); VAL(SCM_RIGHTS); VAL(SCM_CREDENTIALS);
+    VAL(MSG_OOB); VAL(MSG_PEEK); VAL(MSG_DONTROUTE); VAL(MSG_CTRUNC);
+    VAL(MSG_TRUNC); VAL(MSG_DONTWAIT); VAL(MSG_EOR); VAL(MSG_WAITALL); VAL(MSG_CONFIRM);
+    VAL(MSG_ERRQUEUE); VAL(MSG_NOSIGNAL); VAL(MSG_MORE); VAL(MSG_WAITFORONE); VAL(MSG_BATCH);
+    VAL(MSG_ZEROCOPY); VAL(MSG_FASTOPEN); VAL(MSG_CMSG_CLOEXEC);
+    VAL(SHUT_RD); VAL(SHUT_WR); VAL(SHUT_RDWR); VAL(SOMAXCONN);
+    VAL(FIOSETOWN); VAL(SIOCSPGRP); VAL(FIOGETOWN); VAL(SIOCGPGRP);
+
     OFF("ucontext_t.uc_stack", ucontext_t, uc_stack);
     OFF("ucontext_t.uc_mcontext", ucontext_t, uc_mcontext);
     OFF("ucontext_t.uc_sigmask", ucontext_t, uc_sigmask);

@@ -517,7 +517,7 @@ fn kernel_uapi_layouts() {
         F_GET_SEALS, F_RDLCK, F_WRLCK, F_UNLCK,
         SEEK_SET, SEEK_CUR, SEEK_END, SEEK_DATA, SEEK_HOLE,
         TCGETS, TCSETS, TCSETSW, TCSETSF, TIOCGPGRP, TIOCSPGRP, TIOCGWINSZ, TIOCSWINSZ,
-        FIONREAD, FIONBIO, TIOCSCTTY, TIOCNOTTY, TIOCGSID, TIOCGPTN, TIOCSPTLCK, FIOCLEX,
+        FIONREAD, FIONBIO, TIOCSCTTY, TIOCNOTTY, TIOCGSID, TIOCGPTN, TIOCSPTLCK, FIOCLEX, TIOCGPTPEER, TIOCGPKT, TIOCGPTLCK, TIOCPKT, TIOCSIG,
         FIONCLEX, FIOASYNC, FIOQSIZE, TCFLSH, TCSBRK, TIOCOUTQ,
         NCCS, VINTR, VQUIT, VERASE, VKILL, VEOF, VTIME, VMIN, VSTART, VSTOP, VSUSP, VEOL,
         VREPRINT, VWERASE, VLNEXT, VEOL2,
@@ -576,6 +576,59 @@ fn kernel_uapi_layouts() {
 }
 
 #[test]
+fn socket_layouts() {
+    use linux_abi::socket::*;
+    // Its own executable: tests run in parallel, and writing a binary
+    // another test is running fails (ETXTBSY).
+    let Some(c) = run_layout_c("libc-socket", &["-DLIBC"]) else {
+        return;
+    };
+    c.size("sockaddr_un", SockaddrUn::SIZE);
+    assert_eq!(c.get("sockaddr_un.sun_path") as usize, SUN_PATH_OFFSET);
+    c.size("sockaddr_storage", SOCKADDR_STORAGE_SIZE);
+    let m = Msghdr {
+        msg_name: 0x0102_0304_0506_0708,
+        msg_namelen: 0x1112_1314,
+        msg_iov: 0x2122_2324_2526_2728,
+        msg_iovlen: 0x3132_3334_3536_3738,
+        msg_control: 0x4142_4344_4546_4748,
+        msg_controllen: 0x5152_5354_5556_5758,
+        msg_flags: 0x6162_6364,
+    };
+    let b = m.to_bytes();
+    c.size("msghdr", Msghdr::SIZE);
+    c.field("msghdr.msg_namelen", &b, &m.msg_namelen.to_le_bytes());
+    c.field("msghdr.msg_iov", &b, &m.msg_iov.to_le_bytes());
+    c.field("msghdr.msg_iovlen", &b, &m.msg_iovlen.to_le_bytes());
+    c.field("msghdr.msg_control", &b, &m.msg_control.to_le_bytes());
+    c.field("msghdr.msg_controllen", &b, &m.msg_controllen.to_le_bytes());
+    c.field("msghdr.msg_flags", &b, &m.msg_flags.to_le_bytes());
+    assert_eq!(c.get("msghdr.msg_namelen") as usize, Msghdr::NAMELEN_OFFSET);
+    assert_eq!(c.get("msghdr.msg_controllen") as usize, Msghdr::CONTROLLEN_OFFSET);
+    assert_eq!(c.get("msghdr.msg_flags") as usize, Msghdr::FLAGS_OFFSET);
+    c.size("mmsghdr", Mmsghdr::SIZE);
+    assert_eq!(c.get("mmsghdr.msg_len") as usize, Mmsghdr::LEN_OFFSET);
+    let h = Cmsghdr { cmsg_len: 0x0102_0304_0506_0708, cmsg_level: 0x1112_1314, cmsg_type: 0x2122_2324 };
+    c.size("cmsghdr", Cmsghdr::SIZE);
+    c.field("cmsghdr.cmsg_level", &h.to_bytes(), &h.cmsg_level.to_le_bytes());
+    c.field("cmsghdr.cmsg_type", &h.to_bytes(), &h.cmsg_type.to_le_bytes());
+    let u = Ucred { pid: 0x0102_0304, uid: 0x1112_1314, gid: 0x2122_2324 };
+    c.size("ucred", Ucred::SIZE);
+    c.field("ucred.uid", &u.to_bytes(), &u.uid.to_le_bytes());
+    c.field("ucred.gid", &u.to_bytes(), &u.gid.to_le_bytes());
+    let l = Linger { l_onoff: 1, l_linger: 0x0102_0304 };
+    c.size("linger", Linger::SIZE);
+    c.field("linger.l_linger", &l.to_bytes(), &l.l_linger.to_le_bytes());
+    assert_eq!(c.get("cmsg_len_4") as usize, cmsg_len(4));
+    assert_eq!(c.get("cmsg_space_4") as usize, cmsg_space(4));
+    assert_eq!(c.get("cmsg_space_12") as usize, cmsg_space(12));
+
+    let mut table = socket_table();
+    table.extend(glibc_table());
+    check_constants(&c, &table);
+}
+
+#[test]
 fn glibc_layouts() {
     let Some(c) = run_layout_c("libc", &["-DLIBC"]) else {
         return;
@@ -621,16 +674,8 @@ fn glibc_layouts() {
         assert_eq!(c.get(&format!("makedev_{ma}_{mi}")), makedev(ma, mi) as i128);
     }
 
-    #[rustfmt::skip]
-    let table = table![
-        NGREG, REG_R8, REG_R9, REG_R10, REG_R11, REG_R12, REG_R13, REG_R14, REG_R15,
-        REG_RDI, REG_RSI, REG_RBP, REG_RBX, REG_RDX, REG_RAX, REG_RCX, REG_RSP, REG_RIP,
-        REG_EFL, REG_CSGSFS, REG_ERR, REG_TRAPNO, REG_OLDMASK, REG_CR2,
-        S_IFMT, S_IFSOCK, S_IFLNK, S_IFREG, S_IFBLK, S_IFDIR, S_IFCHR, S_IFIFO, S_ISUID,
-        S_ISGID, S_ISVTX, MNT_DETACH, MNT_FORCE, MNT_EXPIRE, UMOUNT_NOFOLLOW,
-        DT_UNKNOWN, DT_FIFO, DT_CHR, DT_DIR, DT_BLK, DT_REG, DT_LNK, DT_SOCK, DT_WHT,
-        EFD_SEMAPHORE, EFD_CLOEXEC, EFD_NONBLOCK,
-    ];
+    let mut table = glibc_table();
+    table.extend(socket_table());
     check_constants(&c, &table);
 }
 
@@ -692,4 +737,35 @@ fn errno_table_matches_headers() {
         }
     }
     assert!(n > 100);
+}
+
+#[rustfmt::skip]
+fn glibc_table() -> Vec<(&'static str, i128)> {
+    table![
+        NGREG, REG_R8, REG_R9, REG_R10, REG_R11, REG_R12, REG_R13, REG_R14, REG_R15,
+        REG_RDI, REG_RSI, REG_RBP, REG_RBX, REG_RDX, REG_RAX, REG_RCX, REG_RSP, REG_RIP,
+        REG_EFL, REG_CSGSFS, REG_ERR, REG_TRAPNO, REG_OLDMASK, REG_CR2,
+        S_IFMT, S_IFSOCK, S_IFLNK, S_IFREG, S_IFBLK, S_IFDIR, S_IFCHR, S_IFIFO, S_ISUID,
+        S_ISGID, S_ISVTX, MNT_DETACH, MNT_FORCE, MNT_EXPIRE, UMOUNT_NOFOLLOW,
+        DT_UNKNOWN, DT_FIFO, DT_CHR, DT_DIR, DT_BLK, DT_REG, DT_LNK, DT_SOCK, DT_WHT,
+        EFD_SEMAPHORE, EFD_CLOEXEC, EFD_NONBLOCK,
+    ]
+}
+
+#[rustfmt::skip]
+fn socket_table() -> Vec<(&'static str, i128)> {
+    use linux_abi::socket::*;
+    table![
+        AF_UNSPEC, AF_UNIX, AF_INET, AF_INET6, AF_NETLINK, AF_PACKET,
+        SOCK_STREAM, SOCK_DGRAM, SOCK_RAW, SOCK_RDM, SOCK_SEQPACKET, SOCK_DCCP, SOCK_PACKET,
+        SOCK_NONBLOCK, SOCK_CLOEXEC, SOL_SOCKET, SO_DEBUG, SO_REUSEADDR, SO_TYPE, SO_ERROR,
+        SO_DONTROUTE, SO_BROADCAST, SO_SNDBUF, SO_RCVBUF, SO_KEEPALIVE, SO_OOBINLINE, SO_NO_CHECK,
+        SO_PRIORITY, SO_LINGER, SO_BSDCOMPAT, SO_REUSEPORT, SO_PASSCRED, SO_PEERCRED, SO_RCVLOWAT,
+        SO_SNDLOWAT, SO_RCVTIMEO_OLD, SO_SNDTIMEO_OLD, SO_ACCEPTCONN, SO_SNDBUFFORCE,
+        SO_RCVBUFFORCE, SO_PROTOCOL, SO_DOMAIN, SO_PEEK_OFF, SO_RCVTIMEO_NEW, SO_SNDTIMEO_NEW,
+        SCM_RIGHTS, SCM_CREDENTIALS, MSG_OOB, MSG_PEEK, MSG_DONTROUTE, MSG_CTRUNC,
+        MSG_TRUNC, MSG_DONTWAIT, MSG_EOR, MSG_WAITALL, MSG_CONFIRM, MSG_ERRQUEUE, MSG_NOSIGNAL,
+        MSG_MORE, MSG_WAITFORONE, MSG_BATCH, MSG_ZEROCOPY, MSG_FASTOPEN, MSG_CMSG_CLOEXEC,
+        SHUT_RD, SHUT_WR, SHUT_RDWR, SOMAXCONN, FIOSETOWN, SIOCSPGRP, FIOGETOWN, SIOCGPGRP,
+    ]
 }

@@ -48,6 +48,8 @@ enum Node {
     PidLink(Pid, &'static str),
     FdDir(Pid),
     FdLink(Pid, i32),
+    NsDir(Pid),
+    NsLink(Pid, &'static str),
     /// A registered file or directory, by its path below /proc.
     Extra(&'static str),
 }
@@ -165,12 +167,33 @@ fn ino_of(n: Node) -> u64 {
         Node::PidLink(p, f) => ((p as u64) << 16) | (100 + PID_LINKS.iter().position(|x| *x == f).unwrap_or(0) as u64),
         Node::FdDir(p) => ((p as u64) << 16) | 200,
         Node::FdLink(p, fd) => ((p as u64) << 16) | (1000 + fd as u64),
+        Node::NsDir(p) => ((p as u64) << 16) | 400,
+        Node::NsLink(p, n) => ((p as u64) << 16) | (410 + proc::ns::NS_LINKS.iter().position(|x| *x == n).unwrap_or(0) as u64),
         Node::Extra(path) => extra_ino(path),
     }
 }
 
+/// The pid namespace whose ids /proc shows: the reader's (Linux uses the
+/// one /proc was mounted from; the two agree unless a process reads a
+/// /proc mounted outside its namespace).
+fn viewer_ns() -> Arc<proc::pidns::PidNs> {
+    proc::current_task().map_or_else(proc::pidns::initial, |t| t.process.pid_ns.clone())
+}
+
+/// The process the reader calls `pid`.
 fn process(pid: Pid) -> Result<Arc<Process>, Errno> {
-    proc::find_process(pid).ok_or(Errno::ENOENT)
+    proc::find_process(viewer_ns().global(pid).ok_or(Errno::ENOENT)?).ok_or(Errno::ENOENT)
+}
+
+/// The thread of `p` the reader calls `tid`.
+fn thread(p: &Process, tid: Pid) -> Option<Arc<proc::Task>> {
+    let global = viewer_ns().global(tid)?;
+    p.tasks.lock().iter().find(|t| t.tid() == global).cloned()
+}
+
+/// A global id as the reader sees it.
+fn seen(global: Pid) -> Pid {
+    viewer_ns().local_or_zero(global)
 }
 
 impl ProcInode {
@@ -181,10 +204,14 @@ impl ProcInode {
             | Node::PidDir(_)
             | Node::FdDir(_)
             | Node::TaskDir(_)
+            | Node::NsDir(_)
             | Node::TaskEntry(..) => FileType::Directory,
-            Node::SelfLink | Node::ThreadSelfLink | Node::MountsLink | Node::PidLink(..) | Node::FdLink(..) => {
-                FileType::Symlink
-            }
+            Node::SelfLink
+            | Node::ThreadSelfLink
+            | Node::MountsLink
+            | Node::PidLink(..)
+            | Node::FdLink(..)
+            | Node::NsLink(..) => FileType::Symlink,
             Node::Extra(path) if !extra_is_file(path) => FileType::Directory,
             _ => FileType::Regular,
         }
@@ -213,7 +240,7 @@ impl ProcInode {
             Node::PidFile(pid, f) => pid_file(&process(pid)?, f),
             Node::TaskFile(pid, tid, f) => {
                 let p = process(pid)?;
-                let t = p.tasks.lock().iter().find(|t| t.tid() == tid).cloned().ok_or(Errno::ENOENT)?;
+                let t = thread(&p, tid).ok_or(Errno::ENOENT)?;
                 Ok(if f == "stat" { pid::stat(&p, Some(&t)) } else { pid::status(&p, Some(&t)) })
             }
             Node::Extra(path) => extra_content(path).ok_or(Errno::EISDIR),
@@ -233,7 +260,9 @@ impl ProcInode {
             | Node::PidFile(p, _)
             | Node::PidLink(p, _)
             | Node::FdDir(p)
-            | Node::FdLink(p, _) => Some(p),
+            | Node::FdLink(p, _)
+            | Node::NsDir(p)
+            | Node::NsLink(p, _) => Some(p),
             _ => None,
         }
     }
@@ -243,7 +272,7 @@ impl ProcInode {
     /// directories belong to root while the process is not dumpable or
     /// has no memory left (Linux's task_dump_owner).
     fn owner(&self, public_dir: bool) -> (u32, u32) {
-        let Some(p) = self.pid().and_then(proc::find_process) else {
+        let Some(p) = self.pid().and_then(|pid| process(pid).ok()) else {
             return (0, 0);
         };
         if !public_dir && (p.dumpable.load(Ordering::Relaxed) != 1 || p.vm.lock().is_none()) {
@@ -251,8 +280,7 @@ impl ProcInode {
         }
         let cred = match self.node {
             Node::TaskEntry(_, tid) | Node::TaskFile(_, tid, _) => {
-                let thread = p.tasks.lock().iter().find(|t| t.tid() == tid).cloned();
-                thread.map(|t| t.cred()).or_else(|| p.cred())
+                thread(&p, tid).map(|t| t.cred()).or_else(|| p.cred())
             }
             _ => p.cred(),
         };
@@ -292,7 +320,7 @@ impl Inode for ProcInode {
     /// belongs to root while it is not dumpable (proc_fd_permission).
     fn grants_caller(&self, _mask: u32) -> bool {
         match self.node {
-            Node::FdDir(pid) => proc::current_task().is_some_and(|t| t.process.pid == pid),
+            Node::FdDir(pid) => proc::current_task().is_some_and(|t| seen(t.process.pid) == pid),
             _ => false,
         }
     }
@@ -360,7 +388,8 @@ impl Inode for ProcInode {
             }
             Node::TaskDir(pid) => {
                 let tid: Pid = name.parse().map_err(|_| Errno::ENOENT)?;
-                if !process(pid)?.tasks.lock().iter().any(|t| t.tid() == tid) {
+                let global = viewer_ns().global(tid).ok_or(Errno::ENOENT)?;
+                if !process(pid)?.tasks.lock().iter().any(|t| t.tid() == global) {
                     return Err(Errno::ENOENT);
                 }
                 Ok(node(Node::TaskEntry(pid, tid)))
@@ -385,7 +414,17 @@ impl Inode for ProcInode {
                 if name == "task" {
                     return Ok(node(Node::TaskDir(pid)));
                 }
+                if name == "ns" {
+                    return Ok(node(Node::NsDir(pid)));
+                }
                 Err(Errno::ENOENT)
+            }
+            Node::NsDir(pid) => {
+                process(pid)?;
+                match proc::ns::NS_LINKS.iter().find(|n| **n == name) {
+                    Some(n) => Ok(node(Node::NsLink(pid, n))),
+                    None => Err(Errno::ENOENT),
+                }
             }
             Node::FdDir(pid) => {
                 let fd: i32 = name.parse().map_err(|_| Errno::ENOENT)?;
@@ -415,7 +454,12 @@ impl Inode for ProcInode {
                 for (name, n) in extra_entries("") {
                     push(name, n);
                 }
-                let mut pids: Vec<Pid> = proc::all_processes().iter().map(|p| p.pid).collect();
+                let ns = viewer_ns();
+                let mut pids: Vec<Pid> = proc::all_processes()
+                    .iter()
+                    .filter(|p| ns.contains(&p.pid_ns))
+                    .filter_map(|p| ns.local(p.pid))
+                    .collect();
                 pids.sort_unstable();
                 for pid in pids {
                     push(format!("{pid}"), Node::PidDir(pid));
@@ -444,7 +488,7 @@ impl Inode for ProcInode {
                 }
             }
             Node::TaskDir(pid) => {
-                let tids: Vec<Pid> = process(pid)?.tasks.lock().iter().map(|t| t.tid()).collect();
+                let tids: Vec<Pid> = process(pid)?.tasks.lock().iter().map(|t| seen(t.tid())).collect();
                 for tid in tids {
                     push(format!("{tid}"), Node::TaskEntry(pid, tid));
                 }
@@ -467,6 +511,13 @@ impl Inode for ProcInode {
                 }
                 push("fd".to_string(), Node::FdDir(pid));
                 push("task".to_string(), Node::TaskDir(pid));
+                push("ns".to_string(), Node::NsDir(pid));
+            }
+            Node::NsDir(pid) => {
+                process(pid)?;
+                for n in proc::ns::NS_LINKS {
+                    push(n.to_string(), Node::NsLink(pid, n));
+                }
             }
             Node::FdDir(pid) => {
                 let process = process(pid)?;
@@ -486,11 +537,15 @@ impl Inode for ProcInode {
         match self.node {
             Node::SelfLink => {
                 let t = proc::current_task().ok_or(Errno::ENOENT)?;
-                Ok(format!("{}", t.process.pid))
+                Ok(format!("{}", seen(t.process.pid)))
             }
             Node::ThreadSelfLink => {
                 let t = proc::current_task().ok_or(Errno::ENOENT)?;
-                Ok(format!("{}/task/{}", t.process.pid, t.tid()))
+                Ok(format!("{}/task/{}", seen(t.process.pid), seen(t.tid())))
+            }
+            Node::NsLink(pid, name) => {
+                let ns = proc::ns::of_process(&*process(pid)?, name).ok_or(Errno::ENOENT)?;
+                Ok(format!("{}:[{}]", name.trim_end_matches("_for_children"), ns.inum()))
             }
             Node::MountsLink => Ok(String::from("self/mounts")),
             Node::PidLink(pid, "exe") => Ok(process(pid)?.exe.lock().clone()),
@@ -509,6 +564,9 @@ impl Inode for ProcInode {
     }
 
     fn magic_link(&self) -> Option<Result<Arc<super::dentry::Dentry>, Errno>> {
+        if let Node::NsLink(pid, name) = self.node {
+            return Some(ns_file(pid, name));
+        }
         let Node::FdLink(pid, fd) = self.node else {
             return None;
         };
@@ -549,6 +607,17 @@ impl Inode for ProcInode {
         }
         Some(self.bytes().map(|b| Arc::new(SnapshotFile::new(b, S_IFREG | 0o444)) as Arc<dyn FileOps>))
     }
+}
+
+/// What /proc/<pid>/ns/<name> leads to: the namespace's nsfs file.
+fn ns_file(pid: Pid, name: &'static str) -> Result<Arc<super::dentry::Dentry>, Errno> {
+    let ns = proc::ns::of_process(&*process(pid)?, name).ok_or(Errno::ENOENT)?;
+    let inode = super::nsfs::NsInode {
+        kind: name.trim_end_matches("_for_children"),
+        inum: ns.inum(),
+        target: Arc::try_new(ns).map_err(|_| Errno::ENOMEM)?,
+    };
+    Ok(super::dentry::anonymous(Arc::try_new(inode).map_err(|_| Errno::ENOMEM)?))
 }
 
 /// Opens a sysctl file. Its mode binds root too (Linux's sysctl_perm):
@@ -595,6 +664,9 @@ impl FileOps for SysctlFile {
 
 /// What /proc/<pid>/fd/<n> points at.
 fn describe_file(f: &super::OpenFile) -> String {
+    if let Some(ns) = f.ops.inode().and_then(|i| i.as_any().downcast_ref::<super::nsfs::NsInode>()) {
+        return format!("{}:[{}]", ns.kind, ns.inum);
+    }
     if let Some(d) = &f.dentry {
         return d.path();
     }
@@ -605,6 +677,7 @@ fn describe_file(f: &super::OpenFile) -> String {
     match mode & super::inode::S_IFMT {
         super::inode::S_IFIFO => format!("pipe:[{}]", Arc::as_ptr(&f.ops) as *const () as usize & 0xffffff),
         super::inode::S_IFCHR => String::from("/dev/console"),
+        super::inode::S_IFSOCK => format!("socket:[{}]", f.ops.ino().unwrap_or(0)),
         _ => String::from("anon_inode:[unknown]"),
     }
 }
@@ -703,6 +776,11 @@ impl Inode for OpenFileInode {
     }
 
     fn open(&self, _flags: u32) -> Option<Result<Arc<dyn FileOps>, Errno>> {
+        // A socket cannot be opened again (Linux's sock_no_open): its one
+        // open file is what its in-flight references are counted against.
+        if self.file.ops.mode() & super::inode::S_IFMT == super::inode::S_IFSOCK {
+            return Some(Err(Errno::ENXIO));
+        }
         Some(Ok(self.file.ops.clone()))
     }
 }

@@ -18,7 +18,8 @@ use linux_abi::errno::Errno;
 
 use super::super::file::FileOps;
 use crate::mm::report::{dev_major_minor, MapArea, PageTally};
-use crate::proc::{Process, Task};
+use super::{seen, viewer_ns};
+use crate::proc::{Pid, Process, Task};
 
 pub(super) fn comm(p: &Process) -> String {
     p.comm.lock().clone()
@@ -82,6 +83,8 @@ pub(super) fn stat(p: &Arc<Process>, thread: Option<&Task>) -> String {
         None => (p.pid, state_char(p), crate::proc::cputime::process_times(p)),
     };
     let (cutime, cstime) = crate::proc::cputime::children_times(p);
+    // The controlling terminal's device and foreground group.
+    let (tty_nr, tpgid) = p.ctty.lock().as_ref().map_or((0, -1), |t| (t.rdev(), t.foreground()));
     let sp = match thread {
         Some(t) => t.kthread.get().map_or(crate::sched::SchedParams::DEFAULT, |k| k.sched_params()),
         None => super::leader_sched_params(p),
@@ -92,13 +95,15 @@ pub(super) fn stat(p: &Arc<Process>, thread: Option<&Task>) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{} ({}) {} {} {} {} 0 -1 4194560 0 0 0 0 {} {} {} {} {} {} {} 0 {} {} {} 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 {} {} 0 0 0 0 0 0 0 0 0 0 0 0",
-        pid,
+        "{} ({}) {} {} {} {} {} {} 4194560 0 0 0 0 {} {} {} {} {} {} {} 0 {} {} {} 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 {} {} 0 0 0 0 0 0 0 0 0 0 0 0",
+        seen(pid),
         comm(p),
         state,
-        p.parent_pid(),
-        p.pgid.load(Ordering::Relaxed),
-        p.sid.load(Ordering::Relaxed),
+        seen(p.parent_pid()),
+        seen(p.pgid.load(Ordering::Relaxed)),
+        seen(p.sid.load(Ordering::Relaxed)),
+        tty_nr,
+        if tpgid > 0 { seen(tpgid) } else { tpgid },
         clock_ticks(utime),
         clock_ticks(stime),
         clock_ticks(cutime),
@@ -112,6 +117,28 @@ pub(super) fn stat(p: &Arc<Process>, thread: Option<&Task>) -> String {
         if sp.policy.is_realtime() { sp.rt_priority } else { 0 },
         sp.policy.to_linux(),
     );
+    s
+}
+
+/// status's NStgid, NSpid, NSpgid and NSsid lines: each id from the
+/// reader's pid namespace down to the process's own (`pid`: the
+/// process's id, or the thread's).
+fn ns_ids(p: &Process, pid: Pid) -> String {
+    let viewer = viewer_ns();
+    let mut s = String::new();
+    for (label, id) in [
+        ("NStgid", p.pid),
+        ("NSpid", pid),
+        ("NSpgid", p.pgid.load(Ordering::Relaxed)),
+        ("NSsid", p.sid.load(Ordering::Relaxed)),
+    ] {
+        s.push_str(label);
+        s.push(':');
+        for local in crate::proc::pidns::ids_from(&viewer, &p.pid_ns, id) {
+            let _ = write!(s, "\t{local}");
+        }
+        s.push('\n');
+    }
     s
 }
 
@@ -183,16 +210,16 @@ pub(super) fn status(p: &Arc<Process>, thread: Option<&Task>) -> String {
     let _ = write!(
         s,
         "Name:\t{}\nUmask:\t{:04o}\nState:\t{}\nTgid:\t{}\nNgid:\t0\nPid:\t{}\nPPid:\t{}\nTracerPid:\t{}\n\
-         Uid:\t{}\t{}\t{}\t{}\nGid:\t{}\t{}\t{}\t{}\nFDSize:\t64\nGroups:\t{}\n{}Threads:\t{}\n\
+         Uid:\t{}\t{}\t{}\t{}\nGid:\t{}\t{}\t{}\t{}\nFDSize:\t64\nGroups:\t{}\n{}{}Threads:\t{}\n\
          SigBlk:\t{:016x}\nCapInh:\t{:016x}\nCapPrm:\t{:016x}\nCapEff:\t{:016x}\nCapBnd:\t{:016x}\n\
          CapAmb:\t{:016x}\nNoNewPrivs:\t{}\nCpus_allowed:\t1\n",
         comm(p),
         p.umask.load(Ordering::Relaxed),
         state_name(state),
-        p.pid,
-        pid,
-        p.parent_pid(),
-        tracer_pid,
+        seen(p.pid),
+        seen(pid),
+        seen(p.parent_pid()),
+        if tracer_pid > 0 { seen(tracer_pid) } else { 0 },
         cred.uid,
         cred.euid,
         cred.suid,
@@ -203,6 +230,7 @@ pub(super) fn status(p: &Arc<Process>, thread: Option<&Task>) -> String {
         cred.fsgid,
         // Linux ends the list with a space, even when it is empty.
         if groups.is_empty() { " " } else { groups.as_str() },
+        ns_ids(p, pid),
         status_memory(p),
         p.tasks.lock().len().max(1),
         mask,

@@ -409,7 +409,7 @@ fn notify_tracer(tracer: &Arc<Process>, t: &Task, code: i32, status: i32) {
         sig::CLD_EXITED => (status >> 8) & 0xff,
         _ => status,
     };
-    psig::send_to_process(tracer, Siginfo::child(code, t.tid(), 0, status));
+    psig::send_to_process(tracer, Siginfo::child(code, tracer.pid_ns.local_or_zero(t.tid()), 0, status));
 }
 
 // ---------------------------------------------------------------------
@@ -508,7 +508,7 @@ fn stop(
 /// tracer sees rax = -ENOSYS, as on Linux (the result is stored later).
 fn event_stop(t: &Arc<Task>, ctx: &mut UserContext, event: u32, msg: u64, in_syscall: bool) {
     let status = stop_status(sig::SIGTRAP, event);
-    let mut info = Siginfo::kill(sig::SIGTRAP, (sig::SIGTRAP | (event << 8)) as i32, t.tid(), 0);
+    let mut info = Siginfo::kill(sig::SIGTRAP, (sig::SIGTRAP | (event << 8)) as i32, own_id(t, t.tid()), 0);
     info.si_errno = 0;
     let saved_rax = ctx.regs.rax;
     if in_syscall {
@@ -595,7 +595,7 @@ pub fn group_stop(t: &Arc<Task>, ctx: &mut UserContext) -> bool {
 /// LISTEN).
 fn trap_event_stop(t: &Arc<Task>, ctx: &mut UserContext, signo: u32) -> Option<Resume> {
     let code = (signo | (PTRACE_EVENT_STOP << 8)) as i32;
-    let info = Siginfo::kill(signo, code, t.tid(), 0);
+    let info = Siginfo::kill(signo, code, own_id(t, t.tid()), 0);
     let kind = if signo == sig::SIGTRAP { StopKind::Event(PTRACE_EVENT_STOP) } else { StopKind::Group };
     stop(t, ctx, kind, stop_status(signo, PTRACE_EVENT_STOP), Some(info), 0)
 }
@@ -676,7 +676,7 @@ pub fn note_trap(t: &Task) {
 pub fn syscall_enter_stop(t: &Arc<Task>, ctx: &mut UserContext, nr: u64) -> Option<u64> {
     let sysgood = t.ptrace.inner.lock().options & PTRACE_O_TRACESYSGOOD != 0;
     let signo = sig::SIGTRAP | if sysgood { 0x80 } else { 0 };
-    let info = Siginfo::kill(sig::SIGTRAP, signo as i32, t.tid(), 0);
+    let info = Siginfo::kill(sig::SIGTRAP, signo as i32, own_id(t, t.tid()), 0);
     ctx.regs.rax = Errno::ENOSYS.as_neg_isize() as u64;
     let resume = stop(t, ctx, StopKind::SyscallEntry, stop_status(signo, 0), Some(info), PTRACE_EVENTMSG_SYSCALL_ENTRY);
     // The tracer may have changed orig_rax.
@@ -695,7 +695,7 @@ pub fn syscall_enter_stop(t: &Arc<Task>, ctx: &mut UserContext, nr: u64) -> Opti
 pub fn syscall_exit_stop(t: &Arc<Task>, ctx: &mut UserContext) {
     let sysgood = t.ptrace.inner.lock().options & PTRACE_O_TRACESYSGOOD != 0;
     let signo = sig::SIGTRAP | if sysgood { 0x80 } else { 0 };
-    let info = Siginfo::kill(sig::SIGTRAP, signo as i32, t.tid(), 0);
+    let info = Siginfo::kill(sig::SIGTRAP, signo as i32, own_id(t, t.tid()), 0);
     if let Some(Resume::Run(s)) =
         stop(t, ctx, StopKind::SyscallExit, stop_status(signo, 0), Some(info), PTRACE_EVENTMSG_SYSCALL_EXIT)
     {
@@ -727,7 +727,7 @@ pub fn handler_entered(t: &Arc<Task>, ctx: &mut UserContext) {
     }
     t.ptrace.flags.fetch_and(!flag::STEP, Ordering::AcqRel);
     t.ptrace.inner.lock().forced_tf = false;
-    let info = Siginfo::kill(sig::SIGTRAP, sig::SIGTRAP as i32, t.tid(), 0);
+    let info = Siginfo::kill(sig::SIGTRAP, sig::SIGTRAP as i32, own_id(t, t.tid()), 0);
     let _ = stop(t, ctx, StopKind::Signal, stop_status(sig::SIGTRAP, 0), Some(info), 0);
 }
 
@@ -781,13 +781,26 @@ pub fn attach_child(parent: &Arc<Task>, child: &Arc<Task>) -> Result<(), Errno> 
 /// The fork/vfork/clone event stop in the parent (`event` from
 /// [`clone_event`]), with the new thread's id as the message.
 pub fn clone_event_stop(t: &Arc<Task>, ctx: &mut UserContext, event: u32, child: Pid) {
-    event_stop(t, ctx, event, child as u64, true);
+    event_stop(t, ctx, event, tracer_sees(t, child) as u64, true);
+}
+
+/// A thread's own id (or its process's) as its own pid namespace has it,
+/// for the siginfo of its stops.
+fn own_id(t: &Task, global: Pid) -> Pid {
+    t.process.pid_ns.local_or_zero(global)
+}
+
+/// A global id as `t`'s tracer's pid namespace has it (0 when it cannot
+/// see it), for event messages that carry ids.
+fn tracer_sees(t: &Task, global: Pid) -> Pid {
+    let tracer = t.ptrace.inner.lock().tracer_process();
+    tracer.map_or(global, |tp| tp.pid_ns.local_or_zero(global))
 }
 
 /// PTRACE_EVENT_VFORK_DONE: the vfork child let go of the memory.
 pub fn vfork_done(t: &Arc<Task>, ctx: &mut UserContext, child: Pid) {
     if option_set(t, PTRACE_O_TRACEVFORKDONE) {
-        event_stop(t, ctx, PTRACE_EVENT_VFORK_DONE, child as u64, true);
+        event_stop(t, ctx, PTRACE_EVENT_VFORK_DONE, tracer_sees(t, child) as u64, true);
     }
 }
 
@@ -803,9 +816,9 @@ pub fn exec_event(t: &Arc<Task>, ctx: &mut UserContext, old_tid: Pid) {
         inner.forced_tf = false;
     }
     if option_set(t, PTRACE_O_TRACEEXEC) {
-        event_stop(t, ctx, PTRACE_EVENT_EXEC, old_tid as u64, true);
+        event_stop(t, ctx, PTRACE_EVENT_EXEC, tracer_sees(t, old_tid) as u64, true);
     } else if !t.ptrace.inner.lock().seized {
-        psig::send_to_process(&t.process, Siginfo::kill(sig::SIGTRAP, sig::SI_USER, t.process.pid, 0));
+        psig::send_to_process(&t.process, Siginfo::kill(sig::SIGTRAP, sig::SI_USER, own_id(t, t.process.pid), 0));
     }
 }
 
