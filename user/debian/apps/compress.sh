@@ -2,7 +2,7 @@
 # (and zstd -T2, whose output does not depend on the thread count), of
 # the compressed streams.
 set -e
-seq 1 200000 | sed 's/$/ kiln debian round trip/' > data.txt
+seq 1 50000 | sed 's/$/ kiln debian round trip/' > data.txt
 sha256sum data.txt
 xz -T1 -6 -k -c data.txt > data.xz
 xz -T2 -k -c data.txt > data2.xz
