@@ -263,6 +263,9 @@ impl UserContext {
     }
 
     /// Runs the thread in user mode until it traps back into the kernel.
+    /// Interrupts are on when it returns, whichever way: a caller may turn
+    /// them off before calling, so that nothing comes between its last
+    /// check and user mode (rseq's return path does).
     pub fn run(&mut self) -> ReturnReason {
         // The CPU must never be asked to IRET to a non-canonical or
         // kernel address: report it as the #GP it would be.
@@ -271,6 +274,7 @@ impl UserContext {
             || !is_canonical(self.regs.fs_base)
             || !is_canonical(self.regs.gs_base)
         {
+            cpu::enable_interrupts();
             return ReturnReason::Exception { vector: 13, error_code: 0, fault_addr: 0 };
         }
         self.regs.rflags = (self.regs.rflags & USER_RFLAGS_MASK) | RFLAGS_IF | RFLAGS_RESERVED1;

@@ -3,7 +3,7 @@
  * tail past the known fields accepted), flag and exit_signal rules,
  * stack/stack_size checks, set_tid (EEXIST for a used id),
  * CLONE_CLEAR_SIGHAND, CLONE_INTO_CGROUP's checks; and kcmp on what fork
- * shares. (CLONE_PIDFD waits for pidfds.)
+ * shares. (CLONE_PIDFD is in pidfd.c.)
  */
 #include "common.h"
 

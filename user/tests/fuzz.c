@@ -27,7 +27,10 @@
  * eventfds, timerfds armed to fire, signalfds, inotify watches on
  * /tmp/fuzz while files come and go there, some inotify instances with
  * O_ASYNC sending the child the blocked SIGUSR1), so the calls get past
- * their argument checks.
+ * their argument checks. An eighth of the calls aim at pidfds (open,
+ * getfd, harmless signals, waitid, poll), process_vm_readv/writev on the
+ * child's own memory, rseq (areas registered and unregistered, now and
+ * then a garbage descriptor) and membarrier's RSEQ commands.
  */
 #include "common.h"
 
@@ -50,6 +53,7 @@
 #include <sys/shm.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <poll.h>
 #include <time.h>
 
 #ifndef CHILDREN
@@ -303,6 +307,54 @@ static void ipc_call(void)
         syscall(SYS_fallocate, pick(mfd), some(0x13), pick((long)(next() % 20000)), pick((long)(next() % 20000)));
         syscall(SYS_ftruncate, pick(mfd), pick((long)(next() % 20000)));
         break;
+    }
+}
+
+/* pidfds, process_vm_readv/writev, rseq and membarrier's RSEQ commands
+ * with mostly valid arguments, aimed at the child itself only (the
+ * signals it sends itself are ones whose default action is nothing). */
+static void proc2_call(void)
+{
+    static int pidfd = -1;
+    static struct {
+        uint32_t cpu_id_start, cpu_id;
+        uint64_t rseq_cs;
+        uint32_t flags, node_id, mm_cid;
+    } __attribute__((aligned(32))) areas[2];
+    static const int harmless[] = { 0, SIGURG, SIGWINCH, SIGCHLD, SIGCONT };
+    static const long lens[] = { 32, 64, 31, 0, 33 };
+    long *iov = (long *)(scratch + 2048);
+    switch (next() % 9) {
+    case 0: pidfd = (int)syscall(SYS_pidfd_open, pick(getpid()), some(O_NONBLOCK | O_EXCL | 1)); break;
+    case 1: syscall(SYS_pidfd_getfd, pick(pidfd), pick((long)(next() % 8)), some(3)); break;
+    case 2:
+        syscall(SYS_pidfd_send_signal, pick(pidfd), harmless[next() % 5], next() % 4 ? 0 : (long)scratch, some(15));
+        break;
+    case 3:
+    case 4:
+        /* Up to four vectors on each side, into the scratch page (some
+         * running into its guard page). */
+        for (int i = 0; i < 8; i++) {
+            iov[2 * i] = next() % 8 ? (long)(scratch + next() % 2048) : arg();
+            iov[2 * i + 1] = (long)(next() % 3000);
+        }
+        syscall(next() % 2 ? SYS_process_vm_readv : SYS_process_vm_writev, pick(getpid()), pick((long)iov),
+                (long)(next() % 5), pick((long)(iov + 8)), (long)(next() % 5), some(1));
+        break;
+    case 5: {
+        void *a = &areas[next() % 2];
+        if (next() % 16 == 0)
+            areas[next() % 2].rseq_cs = (uint64_t)(scratch + next() % 4096);
+        syscall(SYS_rseq, pick((long)a), lens[next() % 5], some(3), next() % 4 ? 0x53053053 : (long)next());
+        break;
+    }
+    case 6: syscall(SYS_membarrier, next() % 2 ? 256 : 128, some(1), (long)(next() % 6) - 1); break;
+    case 7: syscall(SYS_waitid, 3, pick(pidfd), pick((long)scratch), some(0x100000f), 0); break;
+    default: {
+        struct pollfd p = { .fd = pidfd, .events = POLLIN };
+        poll(&p, 1, 0);
+        break;
+    }
     }
 }
 
@@ -596,6 +648,8 @@ static void child(uint64_t seed, int spin_fifo)
             sched_self();
         if (next() % 4 == 0)
             ipc_call();
+        if (next() % 8 == 0)
+            proc2_call();
         if (next() % 4 == 0)
             socket_call();
     }

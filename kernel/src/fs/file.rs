@@ -83,6 +83,11 @@ pub trait FileOps: Send + Sync {
     fn mode(&self) -> u32 {
         0
     }
+    /// What a file of this kind adds to /proc/<pid>/fdinfo/<n> after
+    /// the lines every file has (a pidfd's `Pid:`).
+    fn fdinfo(&self, _out: &mut dyn core::fmt::Write) -> core::fmt::Result {
+        Ok(())
+    }
     /// TIOCGPTPEER on a pty master: the slave opened with `flags`, and
     /// the dentry it is found at.
     fn open_peer(&self, _flags: u32) -> Result<PeerFile, Errno> {

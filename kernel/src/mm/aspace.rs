@@ -881,6 +881,15 @@ impl AddressSpace {
 
     /// Writes into this address space whether or not it is the active
     /// one (used to build a new program's stack), faulting pages in.
+    /// The frame of the page at `va` as an access by this space's own
+    /// program would find it (faulted in, a private copy for a write),
+    /// for process_vm_readv/writev; None where the program would fault.
+    pub fn frame_for_access(&mut self, va: u64, write: bool) -> Option<UserFrame> {
+        let access = if write { FaultAccess::Write } else { FaultAccess::Read };
+        self.handle_fault(va, access).ok()?;
+        self.page_table.frame_at(page_floor(va))
+    }
+
     pub fn write_remote(&mut self, addr: u64, data: &[u8]) -> Result<(), Errno> {
         let mut done = 0usize;
         while done < data.len() {

@@ -60,6 +60,27 @@ pub fn write_prefix_with(vm: impl FnOnce() -> Result<Vm, Errno>, addr: u64, data
     }
 }
 
+/// `read_bytes_with` that reports how far it got: the bytes copied
+/// before a fault the address space cannot resolve.
+pub fn read_prefix_with(vm: impl FnOnce() -> Result<Vm, Errno>, addr: u64, buf: &mut [u8]) -> usize {
+    let fault = match copy_from_user(buf, addr) {
+        Ok(()) => return buf.len(),
+        Err(f) => f.addr,
+    };
+    let mut space = LazyVm::new(vm);
+    let mut fault = fault;
+    loop {
+        let done = (fault - addr) as usize;
+        if space.fault_in(fault, FaultAccess::Read).is_err() {
+            return done;
+        }
+        match copy_from_user(&mut buf[done..], fault) {
+            Ok(()) => return buf.len(),
+            Err(f) => fault = f.addr,
+        }
+    }
+}
+
 /// The copy both of the above make: on failure, where it stopped.
 #[inline]
 fn write_until_stuck(vm: impl FnOnce() -> Result<Vm, Errno>, addr: u64, data: &[u8]) -> Result<(), (u64, Errno)> {

@@ -43,6 +43,7 @@ pub fn exit_task(t: &Arc<Task>, how: ExitKind) {
     if t.is_leader() {
         *p.exited_leader_cred.lock() = Some(t.cred());
     }
+    super::rseq::exit(t);
     let last = {
         let mut tasks = p.tasks.lock();
         tasks.retain(|x| !Arc::ptr_eq(x, t));
@@ -108,6 +109,7 @@ fn exit_process(p: &Arc<Process>, how: ExitKind) {
         st.exit = Some(how);
         st.zombie = true;
     }
+    super::pidfd::notify_exit(p);
     super::signal::notify_parent_exit(p, how);
     if auto_reap {
         let parent = p.parent.lock().upgrade();

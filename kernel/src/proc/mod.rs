@@ -17,9 +17,11 @@ pub mod futex;
 pub mod init;
 pub mod ns;
 pub mod oom;
+pub mod pidfd;
 pub mod pidns;
 pub mod ptrace;
 pub mod robust;
+pub mod rseq;
 pub mod sigio;
 pub mod signal;
 pub mod signalfd;
@@ -172,6 +174,12 @@ pub struct Process {
     /// The program file this process runs, kept from being written
     /// (ETXTBSY) until the process execs another or exits.
     pub exe_file: SpinLock<Option<crate::fs::writecount::DenyWrite>>,
+    /// Told when the last thread exits: pidfds poll it (Linux's
+    /// `pid->wait_pidfd`).
+    pub pidfd_wait: crate::event::Pollee,
+    /// The address space's rseq concurrency ids, made at the first
+    /// registration (shared with CLONE_VM children, dropped by exec).
+    pub mm_cids: SpinLock<Option<Arc<rseq::MmCids>>>,
     /// The threads this process traces (ptrace), and its personality.
     pub tracer: ptrace::TracerState,
 }
@@ -409,6 +417,8 @@ impl Process {
             exited_leader_cred: SpinLock::new(None),
             unkillable: core::sync::atomic::AtomicBool::new(pid == 1),
             exe_file: SpinLock::new(None),
+            pidfd_wait: crate::event::Pollee::new(),
+            mm_cids: SpinLock::new(None),
             tracer: ptrace::TracerState::default(),
         }
     }

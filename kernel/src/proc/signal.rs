@@ -555,6 +555,10 @@ pub fn max_frame_size() -> u64 {
 fn deliver(t: &Arc<Task>, ctx: &mut UserContext, info: &Siginfo, action: &SigAction) -> Result<(), Errno> {
     let vm = t.process.vm()?;
     let signo = info.si_signo as u32;
+    if t.rseq.is_registered() {
+        // An rseq critical section is aborted before the frame saves rip.
+        super::rseq::signal_delivery(t, ctx, signo);
+    }
     let alt = *t.altstack.lock();
     let mut sp = ctx.regs.rsp;
     let use_alt = action.flags & sig::SA_ONSTACK != 0

@@ -58,6 +58,8 @@ pub struct Task {
     /// The credentials this thread acts with, replaced whole on change
     /// (`commit_cred`), never changed in place.
     cred: SpinLock<Arc<Cred>>,
+    /// The thread's restartable-sequence registration (rseq).
+    pub rseq: super::rseq::TaskRseq,
     /// User/system tick samples (see `cputime`).
     pub cpu: super::cputime::CpuAccount,
     /// The ptrace link (tracer, options, the current stop).
@@ -84,6 +86,7 @@ impl Task {
             user_dispatch: SpinLock::new(None),
             user_dispatch_on: core::sync::atomic::AtomicBool::new(false),
             cred: SpinLock::new(cred),
+            rseq: super::rseq::TaskRseq::new(),
             cpu: super::cputime::CpuAccount::default(),
             ptrace: super::ptrace::TaskPtrace::new(),
         }
@@ -193,6 +196,11 @@ fn run_task(task: Arc<Task>, mut ctx: Box<UserContext>) {
     loop {
         if super::signal::handle_pending(&task, &mut ctx) == Flow::Exit {
             return;
+        }
+        // One load for a thread without rseq; a registered one may go
+        // round again (a section aborted into a signal, a late switch).
+        if task.rseq.is_registered() && !super::rseq::ready_for_user(&task, &mut ctx) {
+            continue;
         }
         // No clock is read here: CPU time is kept at context switches and
         // split into user and system time by the tick's samples (see

@@ -152,9 +152,16 @@ pub fn set_affinity(thread: &Arc<Thread>, mask: u64) -> Result<(), ()> {
     }
     thread.set_affinity_mask(mask);
     let me = super::current();
-    if Arc::ptr_eq(&me, thread) && !thread.allowed_on(hal::percpu::cpu_id()) {
-        drop(me);
-        super::yield_now();
+    if Arc::ptr_eq(&me, thread) {
+        if !thread.allowed_on(hal::percpu::cpu_id()) {
+            drop(me);
+            super::yield_now();
+        }
+    } else if !thread.allowed_on(thread.last_cpu()) {
+        // Running where it may no longer run (perhaps in user mode, where
+        // nothing else would stop it): that CPU switches it away at once,
+        // as Linux moves it with a stopper.
+        super::kick_running(thread);
     }
     Ok(())
 }

@@ -337,11 +337,14 @@ pub(crate) fn on_tick() {
     }
 }
 
-/// A reschedule IPI: another CPU queued a thread here.
+/// A reschedule IPI: another CPU queued a thread here, or the running
+/// thread may no longer run here (its affinity changed; `schedule` then
+/// hands it to a CPU it may use).
 fn preempt_if_waiting() {
     let preempt = {
         let rq = RUN_QUEUES.get().lock();
-        rq.current.as_ref().is_some_and(|c| rq.ready.should_give_way(c))
+        let cpu = hal::percpu::cpu_id();
+        rq.current.as_ref().is_some_and(|c| rq.ready.should_give_way(c) || (!c.is_idle() && !c.allowed_on(cpu)))
     };
     if preempt {
         preempt_now();
@@ -444,6 +447,7 @@ pub fn schedule() {
         let now = hal::cpu::rdtsc();
         prev.stop_clock(now);
         next.start_clock(now);
+        next.count_switch_in();
         rq.prev_slot = Some(prev.slot());
         rq.switches += 1;
         let contexts = (prev.context(), next.context());

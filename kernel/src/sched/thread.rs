@@ -83,6 +83,10 @@ pub struct Thread {
     /// Goes to the tail of its real-time list at the next switch (it
     /// yielded or its RR slice ended) rather than the head (preempted).
     requeue_tail: AtomicBool,
+    /// How many times the thread has been switched in: a user thread
+    /// that finds it changed since it last left user mode was preempted,
+    /// blocked or moved meanwhile (restartable sequences ask).
+    switch_ins: AtomicU64,
 }
 
 fn pack_params(p: &SchedParams) -> u32 {
@@ -134,6 +138,7 @@ impl Thread {
             vruntime: AtomicU64::new(0),
             rr_left_ns: AtomicU64::new(RR_SLICE_NS),
             requeue_tail: AtomicBool::new(false),
+            switch_ins: AtomicU64::new(0),
         })
     }
 
@@ -209,6 +214,15 @@ impl Thread {
     /// The thread starts on a CPU at `now` (TSC).
     pub(super) fn start_clock(&self, now: u64) {
         self.run_time.lock().1 = now.max(1);
+    }
+
+    /// How many times the thread has been switched in so far.
+    pub fn switch_ins(&self) -> u64 {
+        self.switch_ins.load(Ordering::Relaxed)
+    }
+
+    pub(super) fn count_switch_in(&self) {
+        self.switch_ins.fetch_add(1, Ordering::Relaxed);
     }
 
     pub fn id(&self) -> u64 {

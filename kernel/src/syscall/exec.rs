@@ -179,6 +179,7 @@ fn commit(ctx: &mut SyscallContext, image: exec::Image, bprm: Binprm) -> SysResu
     }
     *ctx.task.altstack.lock() = task::AltStack { sp: 0, size: 0, flags: sig::SS_DISABLE };
     crate::proc::user_dispatch::clear(ctx.task);
+    crate::proc::rseq::exec(ctx.task);
     // The command name is the basename of the name execve was given
     // (a script's own name, not its interpreter's).
     p.set_comm_from_path(&bprm.filename);

@@ -9,7 +9,8 @@ use alloc::sync::Arc;
 use linux_abi::errno::Errno;
 
 use super::{SysResult, SyscallContext};
-use crate::proc::{self, Task};
+use crate::cred::PtraceMode;
+use crate::proc::{self, ptrace, Task};
 
 const KCMP_FILE: u32 = 0;
 const KCMP_VM: u32 = 1;
@@ -42,8 +43,10 @@ fn file_key(t: &Task, fd: u64) -> Result<usize, Errno> {
 pub fn sys_kcmp(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let (pid1, pid2, kind, idx1, idx2) = (a[0] as i32, a[1] as i32, a[2] as u32, a[3], a[4]);
     let (t1, t2) = (task(ctx, pid1)?, task(ctx, pid2)?);
-    // Everyone is root, who may inspect any process (Linux asks for
-    // PTRACE_MODE_READ on both); credentials will add the EPERM case.
+    // PTRACE_MODE_READ_REALCREDS on both, each thread's own credentials.
+    let may_read = |t: &Arc<Task>| ptrace::may_access(ctx.task, &t.process, &t.cred(), PtraceMode::READ_REALCREDS);
+    may_read(&t1)?;
+    may_read(&t2)?;
     let (k1, k2) = match kind {
         KCMP_FILE => (file_key(&t1, idx1)?, file_key(&t2, idx2)?),
         KCMP_VM => {

@@ -7,9 +7,12 @@
 //! full barrier, and the IRET back serializes the core (SYNC_CORE). The
 //! expedited private commands need a registration first (EPERM without),
 //! kept per address space as Linux keeps it per mm (a fork child keeps
-//! them, exec drops them). The RSEQ variant
-//! would also restart rseq critical sections; Kiln has no rseq yet, so no
-//! thread can be inside one and the barrier is all there is to do.
+//! them, exec drops them). The RSEQ variant also restarts the rseq
+//! critical sections of the process's threads running now (on one CPU
+//! with MEMBARRIER_CMD_FLAG_CPU): each is marked to abort before it runs
+//! more user code, and the interrupt brings those in user mode back to
+//! their run loop, where the abort happens (`proc::rseq`). Threads not
+//! running were switched out, which aborts their sections anyway.
 
 use linux_abi::errno::Errno;
 
@@ -69,10 +72,22 @@ pub fn sys_membarrier(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
             if !registered {
                 return Err(Errno::EPERM);
             }
-            if flags & FLAG_CPU != 0
-                && (!(0..64).contains(&cpu_id) || crate::sched::online_cpus() & (1 << cpu_id) == 0)
-            {
-                return Err(Errno::EINVAL);
+            // A CPU that is not there has nothing to restart (Linux returns
+            // 0); a negative one means every CPU.
+            let cpu = if flags & FLAG_CPU != 0 && cpu_id >= 0 {
+                if cpu_id >= 64 || crate::sched::online_cpus() & (1 << cpu_id) == 0 {
+                    return Ok(0);
+                }
+                Some(cpu_id as usize)
+            } else {
+                None
+            };
+            if cmd == PRIVATE_EXPEDITED_RSEQ {
+                for p in crate::proc::all_processes() {
+                    if p.vm().is_ok_and(|v| alloc::sync::Arc::ptr_eq(&v, &vm)) {
+                        crate::proc::rseq::restart_running(&p, cpu);
+                    }
+                }
             }
             hal::tlb::barrier_ipi(Some(root));
             Ok(0)

@@ -23,9 +23,12 @@ mod membarrier;
 mod ns;
 mod memfd;
 mod mqueue;
+mod pidfd;
 mod poll;
 mod process;
 mod ptrace;
+mod process_vm;
+mod rseq;
 mod sched;
 mod signal;
 mod socket;
@@ -338,6 +341,12 @@ syscall_table! {
     INOTIFY_INIT1 => inotify::sys_inotify_init1,
     INOTIFY_ADD_WATCH => inotify::sys_inotify_add_watch,
     INOTIFY_RM_WATCH => inotify::sys_inotify_rm_watch,
+    PIDFD_OPEN => pidfd::sys_pidfd_open,
+    PIDFD_SEND_SIGNAL => pidfd::sys_pidfd_send_signal,
+    PIDFD_GETFD => pidfd::sys_pidfd_getfd,
+    PROCESS_VM_READV => process_vm::sys_process_vm_readv,
+    PROCESS_VM_WRITEV => process_vm::sys_process_vm_writev,
+    RSEQ => rseq::sys_rseq,
 }
 
 static TABLE: [Option<Handler>; TABLE_SIZE] = build_table();

@@ -71,7 +71,17 @@ const SUPPORTED_CLONE: u64 = c::CSIGNAL
 
 fn do_clone(ctx: &mut SyscallContext, flags: u64, stack: u64, parent_tid: u64, child_tid: u64, tls: u64) -> SysResult {
     let exit_signal = (flags & c::CSIGNAL) as u32;
-    let req = CloneRequest { flags: flags & !c::CSIGNAL, exit_signal, stack, parent_tid, child_tid, tls, set_tid: None };
+    // clone(2) returns a CLONE_PIDFD descriptor through parent_tid.
+    let req = CloneRequest {
+        flags: flags & !c::CSIGNAL,
+        exit_signal,
+        stack,
+        parent_tid,
+        child_tid,
+        tls,
+        set_tid: None,
+        pidfd: parent_tid,
+    };
     clone_with(ctx, req)
 }
 
@@ -87,6 +97,8 @@ struct CloneRequest {
     tls: u64,
     /// clone3's set_tid: the id the child must get.
     set_tid: Option<i32>,
+    /// Where CLONE_PIDFD stores the child's pidfd (an int).
+    pidfd: u64,
 }
 
 /// clone3(args, size): `struct clone_args` of any size from 64 bytes to a
@@ -159,17 +171,18 @@ pub fn sys_clone3(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         child_tid: args.child_tid,
         tls: args.tls,
         set_tid,
+        pidfd: args.pidfd,
     };
     clone_with(ctx, req)
 }
 
 fn clone_with(ctx: &mut SyscallContext, req: CloneRequest) -> SysResult {
-    let CloneRequest { flags, exit_signal, stack, parent_tid, child_tid, tls, set_tid } = req;
-    if flags & c::CLONE_PIDFD != 0 {
-        // pidfds are not implemented yet (see sys_clone3's report).
+    let CloneRequest { flags, exit_signal, stack, parent_tid, child_tid, tls, set_tid, pidfd } = req;
+    // As kernel_clone: clone(2) passes one pointer for both.
+    if flags & c::CLONE_PIDFD != 0 && flags & c::CLONE_PARENT_SETTID != 0 && pidfd == parent_tid {
         return Err(Errno::EINVAL);
     }
-    if flags & !(SUPPORTED_CLONE | c::CLONE_CLEAR_SIGHAND) != 0 {
+    if flags & !(SUPPORTED_CLONE | c::CLONE_PIDFD | c::CLONE_CLEAR_SIGHAND) != 0 {
         log::debug!("clone: unsupported flags {:#x}", flags & !SUPPORTED_CLONE);
         return Err(Errno::EINVAL);
     }
@@ -180,6 +193,11 @@ fn clone_with(ctx: &mut SyscallContext, req: CloneRequest) -> SysResult {
         return Err(Errno::EINVAL);
     }
     if exit_signal >= sig::NSIG {
+        return Err(Errno::EINVAL);
+    }
+    // A pidfd names a process: not for a thread, and CLONE_DETACHED is
+    // kept for a later meaning (copy_process).
+    if flags & c::CLONE_PIDFD != 0 && flags & (c::CLONE_THREAD | c::CLONE_DETACHED) != 0 {
         return Err(Errno::EINVAL);
     }
     let parent = ctx.process().clone();
@@ -199,15 +217,23 @@ fn clone_with(ctx: &mut SyscallContext, req: CloneRequest) -> SysResult {
         None => proc::alloc_pid()?,
     };
     proc::pidns::register(&child_pid_ns, tid, flags & c::CLONE_THREAD == 0)?;
-    let result = clone_registered(ctx, req_again(flags, exit_signal, stack, parent_tid, child_tid, tls), tid, child_ns, &child_pid_ns);
+    let result = clone_registered(ctx, req_again(flags, exit_signal, stack, parent_tid, child_tid, tls, pidfd), tid, child_ns, &child_pid_ns);
     if result.is_err() {
         proc::pidns::release(&child_pid_ns, tid);
     }
     result
 }
 
-fn req_again(flags: u64, exit_signal: u32, stack: u64, parent_tid: u64, child_tid: u64, tls: u64) -> CloneRequest {
-    CloneRequest { flags, exit_signal, stack, parent_tid, child_tid, tls, set_tid: None }
+fn req_again(
+    flags: u64,
+    exit_signal: u32,
+    stack: u64,
+    parent_tid: u64,
+    child_tid: u64,
+    tls: u64,
+    pidfd: u64,
+) -> CloneRequest {
+    CloneRequest { flags, exit_signal, stack, parent_tid, child_tid, tls, set_tid: None, pidfd }
 }
 
 /// The namespaces of a new task: the parent's, or new ones for the
@@ -250,7 +276,7 @@ fn clone_registered(
     child_ns: Arc<proc::ns::Namespaces>,
     child_pid_ns: &Arc<proc::pidns::PidNs>,
 ) -> SysResult {
-    let CloneRequest { flags, exit_signal, stack, parent_tid, child_tid, tls, .. } = req;
+    let CloneRequest { flags, exit_signal, stack, parent_tid, child_tid, tls, pidfd, .. } = req;
     let parent_task = ctx.task.clone();
     let parent = ctx.process().clone();
 
@@ -264,8 +290,8 @@ fn clone_registered(
     }
 
     let sigmask = *parent_task.sigmask.lock();
-    let (process, vfork) = if flags & c::CLONE_THREAD != 0 {
-        (parent.clone(), None)
+    let (process, vfork, pidfd_fd) = if flags & c::CLONE_THREAD != 0 {
+        (parent.clone(), None, None)
     } else {
         let vm = if flags & c::CLONE_VM != 0 {
             parent.vm()?
@@ -328,28 +354,38 @@ fn clone_registered(
             None
         };
         let p = Arc::try_new(p).map_err(|_| Errno::ENOMEM)?;
+        // The pidfd goes in before the child is visible, and its number
+        // to user memory, so a bad pointer leaves no child behind (EFAULT).
+        let pidfd_fd = if flags & c::CLONE_PIDFD != 0 { Some(super::pidfd::install_for_clone(ctx, &p, pidfd)?) } else { None };
         if let Some(rp) = real_parent.upgrade() {
             rp.children.lock().push(p.clone());
         }
         proc::register_process(&p);
-        (p, vfork)
+        (p, vfork, pidfd_fd)
     };
 
     // The new thread starts with the creating thread's credentials.
     let cred = parent_task.cred();
     let task = Arc::try_new(Task::new(tid, process.clone(), sigmask, cred)).map_err(|_| Errno::ENOMEM)?;
+    let new_process = flags & c::CLONE_THREAD == 0;
+    proc::rseq::clone(&parent_task, &task, new_process, flags & c::CLONE_VM != 0)?;
     if flags & c::CLONE_CHILD_CLEARTID != 0 {
         task.clear_child_tid.store(child_tid, Ordering::Relaxed);
     }
+    // Both stores are best effort, as Linux makes them once the child
+    // exists: a bad pointer does not undo the clone.
     // Each side sees the id its own pid namespace gives the child.
     let tid_for_parent = parent.pid_ns.local_or_zero(tid);
     if flags & c::CLONE_PARENT_SETTID != 0 {
-        uaccess::write_u32(&parent.vm()?, parent_tid, tid_for_parent as u32)?;
+        if let Ok(vm) = parent.vm() {
+            let _ = uaccess::write_u32(&vm, parent_tid, tid_for_parent as u32);
+        }
     }
     if flags & c::CLONE_CHILD_SETTID != 0 {
-        let vm = process.vm()?;
-        let mut space = vm.lock();
-        space.write_remote(child_tid, &(child_pid_ns.local_or_zero(tid) as u32).to_le_bytes())?;
+        if let Ok(vm) = process.vm() {
+            let local = child_pid_ns.local_or_zero(tid) as u32;
+            let _ = vm.lock().write_remote(child_tid, &local.to_le_bytes());
+        }
     }
     process.tasks.lock().push(task.clone());
     // A traced parent's child is traced too when the tracer asked for
@@ -363,6 +399,9 @@ fn clone_registered(
         process.tasks.lock().retain(|t| !Arc::ptr_eq(t, &task));
         if task.ptrace.is_traced() {
             proc::ptrace::detach(&task, 0);
+        }
+        if let Some(fd) = pidfd_fd {
+            let _ = parent.files().lock().close(fd);
         }
         return Err(e);
     }
@@ -439,15 +478,35 @@ pub fn sys_waitid(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if options & !known != 0 || options & (c::WEXITED | c::WUNTRACED | c::WCONTINUED) == 0 {
         return Err(Errno::EINVAL);
     }
+    let mut options = options;
+    let mut nonblocking_pidfd = false;
     let target = match idtype {
         c::P_ALL => WaitTarget::Any,
         c::P_PID if id > 0 => WaitTarget::Pid(global_id(ctx, id)),
         c::P_PGID if id > 0 => WaitTarget::Pgid(global_id(ctx, id)),
         c::P_PGID if id == 0 => WaitTarget::Pgid(ctx.process().pgid.load(Ordering::Relaxed)),
+        linux_abi::pidfd::P_PIDFD if id >= 0 => {
+            let file = ctx.process().files().lock().get(id)?;
+            let pidfd = proc::pidfd::of_file(&file)?;
+            // A PIDFD_NONBLOCK pidfd polls instead of sleeping (EAGAIN
+            // below when the caller did not ask for WNOHANG itself).
+            if file.nonblocking() {
+                nonblocking_pidfd = options & c::WNOHANG == 0;
+                options |= c::WNOHANG;
+            }
+            // A reaped process is nobody's child any more.
+            if pidfd.process().is_none() {
+                return Err(Errno::ECHILD);
+            }
+            WaitTarget::Pid(pidfd.pid())
+        }
         _ => return Err(Errno::EINVAL),
     };
     let p = ctx.process().clone();
     let found = wait_child(&p, target, options)?;
+    if found.is_none() && nonblocking_pidfd {
+        return Err(Errno::EAGAIN);
+    }
     if info_ptr != 0 {
         let info = match found {
             Some(r) => Siginfo::child(r.code, r.pid, r.uid, r.si_status),

@@ -150,7 +150,7 @@ fn may_signal(ctx: &SyscallContext, target: &Arc<Process>, tcred: Option<Arc<Cre
     Err(Errno::EPERM)
 }
 
-fn may_signal_process(ctx: &SyscallContext, p: &Arc<Process>, signo: u32) -> SysResult {
+pub(super) fn may_signal_process(ctx: &SyscallContext, p: &Arc<Process>, signo: u32) -> SysResult {
     may_signal(ctx, p, p.cred(), signo)
 }
 
@@ -188,7 +188,7 @@ pub fn sys_kill(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let targets: alloc::vec::Vec<_> = match pid {
         0 => {
             let pgid = ctx.process().pgid.load(Ordering::Relaxed);
-            proc::all_processes().into_iter().filter(|p| p.pgid.load(Ordering::Relaxed) == pgid).collect()
+            return signal_group(ctx, pgid, signo, info);
         }
         -1 => {
             // Everyone the caller's pid namespace holds, but its init and the caller.
@@ -198,16 +198,31 @@ pub fn sys_kill(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
                 .filter(|p| p.pid != me && ns.contains(&p.pid_ns) && ns.local(p.pid).is_some_and(|l| l != 1))
                 .collect()
         }
-        _ => {
-            let pgid = global_id(ctx, -pid);
-            proc::all_processes().into_iter().filter(|p| p.pgid.load(Ordering::Relaxed) == pgid).collect()
-        }
+        _ => return signal_group(ctx, global_id(ctx, -pid), signo, info),
     };
     if targets.is_empty() {
         return Err(Errno::ESRCH);
     }
-    // kill(-1) succeeds when only permission stopped it; a process group
-    // succeeds when one member got the signal, else gives the last error.
+    // kill(-1) succeeds when only permission stopped it.
+    for p in &targets {
+        if may_signal_process(ctx, p, signo).is_ok() {
+            psig::send_from(ctx.process(), p, info);
+        }
+    }
+    Ok(0)
+}
+
+/// Signals every process of group `pgid` (kill(-pgid), and
+/// pidfd_send_signal's PIDFD_SIGNAL_PROCESS_GROUP): a group's zombies
+/// still count as members (the signal is then dropped), so only a group
+/// with no member at all is ESRCH; it succeeds when one member got the
+/// signal, else gives the last error.
+pub(super) fn signal_group(ctx: &SyscallContext, pgid: i32, signo: u32, info: Siginfo) -> SysResult {
+    let targets: alloc::vec::Vec<_> =
+        proc::all_processes().into_iter().filter(|p| p.pgid.load(Ordering::Relaxed) == pgid).collect();
+    if targets.is_empty() {
+        return Err(Errno::ESRCH);
+    }
     let mut sent = false;
     let mut last = Ok(0);
     for p in &targets {
@@ -219,7 +234,7 @@ pub fn sys_kill(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
             Err(e) => last = Err(e),
         }
     }
-    if pid == -1 || sent {
+    if sent {
         Ok(0)
     } else {
         last
@@ -227,11 +242,17 @@ pub fn sys_kill(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 }
 
 fn signal_task(ctx: &SyscallContext, t: &Arc<Task>, signo: u32) -> SysResult {
+    signal_task_info(ctx, t, signo, user_info(ctx, signo, sig::SI_TKILL))
+}
+
+/// A thread-directed signal with the given siginfo, after the kill
+/// permission check (signal 0 only checks).
+pub(super) fn signal_task_info(ctx: &SyscallContext, t: &Arc<Task>, signo: u32, info: Siginfo) -> SysResult {
     may_signal(ctx, &t.process, Some(t.cred()), signo)?;
     if signo == 0 {
         return Ok(0);
     }
-    psig::send_to_task_from(ctx.process(), t, user_info(ctx, signo, sig::SI_TKILL));
+    psig::send_to_task_from(ctx.process(), t, info);
     Ok(0)
 }
 

@@ -8,8 +8,9 @@
 //! capabilities and securebits ([`capability`]), the
 //! `wait4` status word ([`wait_status`]), byte-exact encoders for the
 //! structs exchanged through user memory ([`layout`]), the IPC and
-//! file-lock structs and limits ([`ipc`]), and the socket structs,
-//! constants and control-message rules ([`socket`]). The values are facts
+//! file-lock structs and limits ([`ipc`]), the socket structs,
+//! constants and control-message rules ([`socket`]), restartable
+//! sequences ([`rseq`]) and process descriptors ([`pidfd`]). The values are facts
 //! of the Linux ABI taken from the kernel's UAPI headers; the tests compare
 //! them with the headers installed on the build host when a C compiler is
 //! available. No heap, no `unsafe`, no dependencies beyond `core`.
@@ -20,6 +21,8 @@ pub mod errno;
 pub mod ipc;
 pub mod layout;
 pub mod nr;
+pub mod pidfd;
+pub mod rseq;
 pub mod ptrace;
 pub mod signal;
 pub mod socket;

@@ -5,7 +5,7 @@
 //! `version`, `locks` and `sys/` (the sysctl table, `sys.rs`), and the
 //! read-only files other subsystems `register` (/proc/sysvipc). Each
 //! process directory's files are in `pid.rs`; it also has `fd/`, `task/`,
-//! `exe`, `cwd` and `root`.
+//! `fdinfo/`, `exe`, `cwd` and `root`.
 
 mod pid;
 pub mod sys;
@@ -48,6 +48,8 @@ enum Node {
     PidLink(Pid, &'static str),
     FdDir(Pid),
     FdLink(Pid, i32),
+    FdInfoDir(Pid),
+    FdInfo(Pid, i32),
     NsDir(Pid),
     NsLink(Pid, &'static str),
     /// A registered file or directory, by its path below /proc.
@@ -167,6 +169,8 @@ fn ino_of(n: Node) -> u64 {
         Node::PidLink(p, f) => ((p as u64) << 16) | (100 + PID_LINKS.iter().position(|x| *x == f).unwrap_or(0) as u64),
         Node::FdDir(p) => ((p as u64) << 16) | 200,
         Node::FdLink(p, fd) => ((p as u64) << 16) | (1000 + fd as u64),
+        Node::FdInfoDir(p) => ((p as u64) << 16) | 201,
+        Node::FdInfo(p, fd) => ((p as u64) << 16) | (3000 + fd as u64),
         Node::NsDir(p) => ((p as u64) << 16) | 400,
         Node::NsLink(p, n) => ((p as u64) << 16) | (410 + proc::ns::NS_LINKS.iter().position(|x| *x == n).unwrap_or(0) as u64),
         Node::Extra(path) => extra_ino(path),
@@ -203,6 +207,7 @@ impl ProcInode {
             | Node::SysDir(_)
             | Node::PidDir(_)
             | Node::FdDir(_)
+            | Node::FdInfoDir(_)
             | Node::TaskDir(_)
             | Node::NsDir(_)
             | Node::TaskEntry(..) => FileType::Directory,
@@ -238,6 +243,7 @@ impl ProcInode {
             Node::PidFile(_, "mem") => Err(Errno::EIO),
             Node::SysFile(row) => sys::row(row).map(sys::read).ok_or(Errno::ENOENT),
             Node::PidFile(pid, f) => pid_file(&process(pid)?, f),
+            Node::FdInfo(pid, fd) => pid::fdinfo(&process(pid)?, fd),
             Node::TaskFile(pid, tid, f) => {
                 let p = process(pid)?;
                 let t = thread(&p, tid).ok_or(Errno::ENOENT)?;
@@ -261,6 +267,8 @@ impl ProcInode {
             | Node::PidLink(p, _)
             | Node::FdDir(p)
             | Node::FdLink(p, _)
+            | Node::FdInfoDir(p)
+            | Node::FdInfo(p, _)
             | Node::NsDir(p)
             | Node::NsLink(p, _) => Some(p),
             _ => None,
@@ -411,6 +419,9 @@ impl Inode for ProcInode {
                 if name == "fd" {
                     return Ok(node(Node::FdDir(pid)));
                 }
+                if name == "fdinfo" {
+                    return Ok(node(Node::FdInfoDir(pid)));
+                }
                 if name == "task" {
                     return Ok(node(Node::TaskDir(pid)));
                 }
@@ -430,6 +441,11 @@ impl Inode for ProcInode {
                 let fd: i32 = name.parse().map_err(|_| Errno::ENOENT)?;
                 process(pid)?.files().lock().get(fd).map_err(|_| Errno::ENOENT)?;
                 Ok(node(Node::FdLink(pid, fd)))
+            }
+            Node::FdInfoDir(pid) => {
+                let fd: i32 = name.parse().map_err(|_| Errno::ENOENT)?;
+                process(pid)?.files().lock().get(fd).map_err(|_| Errno::ENOENT)?;
+                Ok(node(Node::FdInfo(pid, fd)))
             }
             _ if self.kind() == FileType::Directory => Err(Errno::ENOENT),
             _ => Err(Errno::ENOTDIR),
@@ -510,6 +526,7 @@ impl Inode for ProcInode {
                     push(l.to_string(), Node::PidLink(pid, l));
                 }
                 push("fd".to_string(), Node::FdDir(pid));
+                push("fdinfo".to_string(), Node::FdInfoDir(pid));
                 push("task".to_string(), Node::TaskDir(pid));
                 push("ns".to_string(), Node::NsDir(pid));
             }
@@ -519,12 +536,13 @@ impl Inode for ProcInode {
                     push(n.to_string(), Node::NsLink(pid, n));
                 }
             }
-            Node::FdDir(pid) => {
+            Node::FdDir(pid) | Node::FdInfoDir(pid) => {
+                let info = matches!(self.node, Node::FdInfoDir(_));
                 let process = process(pid)?;
                 let table = process.files().lock();
                 for fd in 0..1024 {
                     if table.get(fd).is_ok() {
-                        push(format!("{fd}"), Node::FdLink(pid, fd));
+                        push(format!("{fd}"), if info { Node::FdInfo(pid, fd) } else { Node::FdLink(pid, fd) });
                     }
                 }
             }
@@ -679,6 +697,17 @@ fn describe_file(f: &super::OpenFile) -> String {
         super::inode::S_IFCHR => String::from("/dev/console"),
         super::inode::S_IFSOCK => format!("socket:[{}]", f.ops.ino().unwrap_or(0)),
         _ => String::from("anon_inode:[unknown]"),
+    }
+}
+
+/// The process a /proc/<pid> directory names (Linux's
+/// `tgid_pidfd_to_pid`: pidfd_send_signal takes such a directory's
+/// descriptor as a pidfd). None for anything else, /proc/<pid>/task/<tid>
+/// included.
+pub fn tgid_of_dir(inode: &dyn Inode) -> Option<Pid> {
+    match inode.as_any().downcast_ref::<ProcInode>()?.node {
+        Node::PidDir(pid) => Some(pid),
+        _ => None,
     }
 }
 

@@ -1,5 +1,6 @@
 //! The files of /proc/<pid> and /proc/<pid>/task/<tid>: stat, status,
-//! statm, maps, smaps, smaps_rollup, pagemap, mem, cmdline, environ, comm.
+//! statm, maps, smaps, smaps_rollup, pagemap, mem, cmdline, environ, comm,
+//! and fdinfo/<n>.
 //!
 //! A process's stat and status describe its group leader's state and the
 //! whole group's times; a thread's (under task/) its own. State letters
@@ -489,4 +490,24 @@ impl FileOps for MemFile {
     fn mode(&self) -> u32 {
         super::super::inode::S_IFREG | 0o600
     }
+}
+
+/// /proc/<pid>/fdinfo/<fd>: the position, status flags (with O_CLOEXEC
+/// for a close-on-exec descriptor), mount and inode, then what the file's
+/// kind adds. Only a caller that may read the process as ptrace would
+/// (PTRACE_MODE_READ_FSCREDS) opens it.
+pub(super) fn fdinfo(p: &Arc<Process>, fd: i32) -> Result<String, Errno> {
+    let caller = crate::proc::current_task().ok_or(Errno::ESRCH)?;
+    crate::proc::ptrace::may_access_process(&caller, p, crate::cred::PtraceMode::READ_FSCREDS)
+        .map_err(|_| Errno::EACCES)?;
+    let (f, cloexec) = {
+        let table = p.files().lock();
+        (table.get(fd).map_err(|_| Errno::ENOENT)?, table.is_cloexec(fd).unwrap_or(false))
+    };
+    let pos = if f.io.seekable { *f.offset.lock() } else { 0 };
+    let flags = f.flags() | if cloexec { linux_abi::consts::O_CLOEXEC } else { 0 };
+    let ino = f.ops.inode().map_or_else(|| f.ops.ino().unwrap_or(0), |i| i.metadata().ino);
+    let mut s = crate::mm::TryString::new();
+    let r = write!(s, "pos:\t{pos}\nflags:\t0{flags:o}\nmnt_id:\t0\nino:\t{ino}\n").and_then(|()| f.ops.fdinfo(&mut s));
+    s.finish(r)
 }
