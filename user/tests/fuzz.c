@@ -185,6 +185,66 @@ static void sched_self(void)
     }
 }
 
+/* seccomp filters built from plausible instructions (some pass the
+ * checks, most actions keep the child running), the I/O priority of the
+ * child itself, and the old time and directory calls. */
+static void newer_call(void)
+{
+    static const uint32_t rets[] = { 0x7fff0000, 0x7ffc0000, 0x00050000, 0x7ff00000, 0x7fc00000, 0x00050001,
+                                     0x7fff0000, 0x00000000 };
+    static const uint16_t codes[] = { 0x20, 0x15, 0x25, 0x35, 0x45, 0x04, 0x54, 0x64, 0x74, 0x84, 0x07, 0x87,
+                                      0x02, 0x60, 0x61, 0x00, 0x01, 0x05, 0x06, 0x80, 0x94, 0x28 };
+    switch (next() % 8) {
+    case 0: {
+        if (next() % 4)
+            break; /* filters stay for the rest of the child's calls: rarely */
+        /* exit and exit_group are always allowed, so the child can end. */
+        struct { uint16_t code; uint8_t jt, jf; uint32_t k; } f[12] = {
+            { 0x20, 0, 0, 0 }, { 0x15, 2, 0, 60 }, { 0x15, 1, 0, 231 }, { 0x05, 0, 0, 1 }, { 0x06, 0, 0, 0x7fff0000 },
+        };
+        int n = 5 + 1 + (int)(next() % 7);
+        for (int i = 5; i < n - 1; i++) {
+            f[i].code = codes[next() % (sizeof codes / sizeof codes[0])];
+            f[i].jt = (uint8_t)(next() % 3);
+            f[i].jf = (uint8_t)(next() % 3);
+            f[i].k = next() % 4 ? (uint32_t)(4 * (next() % 17)) : (uint32_t)next();
+        }
+        f[n - 1].code = 0x06;
+        f[n - 1].jt = f[n - 1].jf = 0;
+        /* Rarely a killing filter: the child's run would end there. */
+        f[n - 1].k = rets[next() % (next() % 16 ? 7 : 8)] | (uint32_t)(next() % 4096 & 0xfff);
+        struct { unsigned short len; void *filter; } prog = { (unsigned short)n, f };
+        syscall(SYS_prctl, 38 /* PR_SET_NO_NEW_PRIVS */, 1, 0, 0, 0);
+        syscall(SYS_seccomp, 1, next() % 4 ? 0 : (long)(next() % 64), next() % 8 ? (long)&prog : arg());
+        break;
+    }
+    case 1:
+    case 2: {
+        uint32_t action = (uint32_t)(next() % 2 ? rets[next() % 8] : next());
+        syscall(SYS_seccomp, (long)(next() % 5), (long)(next() % 3), next() % 2 ? (long)&action : arg());
+        break;
+    }
+    case 3: syscall(SYS_ioprio_set, 1, 0, (long)(next() % 8) << 13 | (long)(next() % 10)); break;
+    case 4: syscall(SYS_ioprio_get, (long)(next() % 5), next() % 2 ? 0 : arg()); break;
+    case 5: syscall(next() % 2 ? SYS_utime : SYS_utimes, paths[next() % NPATHS], next() % 2 ? 0 : arg()); break;
+    case 6:
+        if (next() % 2) {
+            /* syslog's reading actions only: the others change the console. */
+            static const int reads[] = { 3, 9, 10, 0, 1, 11 };
+            syscall(SYS_syslog, reads[next() % 6], next() % 4 ? (long)scratch : arg(), (long)(next() % 5000) - 100);
+            break;
+        }
+        syscall(SYS_futimesat, (long)(next() % 8) - 1, next() % 2 ? 0 : (long)paths[next() % NPATHS], arg());
+        break;
+    default: {
+        int fd = open(paths[next() % NPATHS], O_RDONLY);
+        syscall(SYS_getdents, fd, next() % 4 ? (long)scratch : arg(), (long)(next() % 4096));
+        close(fd);
+        break;
+    }
+    }
+}
+
 /* Mostly `valid`, sometimes a hostile argument. */
 static long pick(long valid)
 {
@@ -652,6 +712,8 @@ static void child(uint64_t seed, int spin_fifo)
             proc2_call();
         if (next() % 4 == 0)
             socket_call();
+        if (next() % 8 == 0)
+            newer_call();
     }
     if (spin_fifo) {
         /* Spin as SCHED_FIFO until the parent, a normal thread, kills us. */

@@ -13,7 +13,7 @@ use linux_abi::consts as c;
 use linux_abi::errno::Errno;
 
 use super::aspace::{AddressSpace, FaultAccess};
-use super::vma::{Backing, SharedPages, Vma, VmaFlags};
+use super::vma::{Backing, MemPolicy, SharedPages, Vma, VmaFlags};
 
 /// A shared object whose pages MADV_REMOVE freed.
 pub enum SharedObject {
@@ -63,6 +63,51 @@ impl AddressSpace {
             return Err(Errno::ENOMEM);
         }
         Ok(())
+    }
+
+    /// Whether the page at `addr` is in this address space's page tables,
+    /// and whether its area is private anonymous memory; None outside
+    /// every area (move_pages' status).
+    pub fn page_presence(&self, addr: u64) -> Option<(bool, bool)> {
+        let (_, v) = self.vmas.range(..=addr).next_back()?;
+        if addr >= v.end {
+            return None;
+        }
+        let present = self.page_table.query(addr & !(PAGE_SIZE - 1)).is_some();
+        Some((present, matches!(v.backing, Backing::Anonymous)))
+    }
+
+    /// The mbind policy of the area holding `addr`; None when no area
+    /// does (get_mempolicy's MPOL_F_ADDR).
+    pub fn mempolicy_at(&self, addr: u64) -> Option<Option<MemPolicy>> {
+        let (_, v) = self.vmas.range(..=addr).next_back()?;
+        (addr < v.end).then_some(v.flags.mempolicy)
+    }
+
+    /// The policies of the areas meeting [start, end), and whether the
+    /// areas cover the range without a hole.
+    pub fn mempolicies_in(&self, start: u64, end: u64) -> (Vec<Option<MemPolicy>>, bool) {
+        let mut cursor = start;
+        let mut whole = true;
+        let mut out = Vec::new();
+        for v in self.vmas.range(..end).map(|(_, v)| v).filter(|v| v.end > start) {
+            if v.start > cursor {
+                whole = false;
+            }
+            cursor = v.end;
+            out.push(v.flags.mempolicy);
+        }
+        (out, whole && cursor >= end)
+    }
+
+    /// mbind: gives the areas in [start, end) `policy`, splitting them at
+    /// the ends; holes are skipped (the caller has decided they are fine).
+    pub fn set_mempolicy_range(&mut self, start: u64, end: u64, policy: Option<MemPolicy>) {
+        self.split_at(start);
+        self.split_at(end);
+        for (_, v) in self.vmas.range_mut(start..end) {
+            v.flags.mempolicy = policy;
+        }
     }
 
     /// Bytes in locked areas (VmLck).

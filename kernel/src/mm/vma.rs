@@ -206,6 +206,18 @@ pub struct VmaFlags {
     /// MADV_RANDOM / MADV_SEQUENTIAL read-ahead hints.
     pub random: bool,
     pub sequential: bool,
+    /// mbind's policy for the area (None: the default policy).
+    pub mempolicy: Option<MemPolicy>,
+}
+
+/// A NUMA memory policy (Linux's struct mempolicy, as much as a machine
+/// with one node can observe): the mode, its MPOL_F_* mode flags, and the
+/// first 64 bits of the node mask get_mempolicy reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemPolicy {
+    pub mode: u8,
+    pub flags: u16,
+    pub nodes: u64,
 }
 
 /// An area of an address space. Cloning one is opening a second area

@@ -22,6 +22,7 @@ pub mod pidns;
 pub mod ptrace;
 pub mod robust;
 pub mod rseq;
+pub mod seccomp;
 pub mod sigio;
 pub mod signal;
 pub mod signalfd;

@@ -284,6 +284,21 @@ pub fn force_fault_signal(t: &Arc<Task>, info: Siginfo) {
     t.interrupt();
 }
 
+/// A signal that ends the process by its default action whatever the
+/// program did with it (Linux's HANDLER_EXIT): the disposition goes back
+/// to default and the signal is unblocked.
+pub fn force_default_signal(t: &Arc<Task>, info: Siginfo) {
+    let signo = info.si_signo as u32;
+    {
+        let actions = t.process.signals.actions.lock().clone();
+        actions.lock()[signo as usize].handler = SIG_DFL;
+        t.process.unkillable.store(false, core::sync::atomic::Ordering::Relaxed);
+    }
+    t.sigmask.lock().remove(signo);
+    t.pending.lock().add(info);
+    t.interrupt();
+}
+
 /// Starts a group exit: every thread of `p` will exit with `how`.
 pub fn group_exit(p: &Arc<Process>, how: ExitKind) {
     {

@@ -51,10 +51,20 @@ pub struct Task {
     /// The last user page fault (address, error code, repeats): a fault
     /// that keeps coming back is a kernel bug worth reporting.
     pub last_fault: SpinLock<(u64, u64, u64)>,
-    /// prctl(PR_SET_SYSCALL_USER_DISPATCH) for this thread; the flag lets
-    /// the syscall path skip the lock when it is off.
+    /// prctl(PR_SET_SYSCALL_USER_DISPATCH) for this thread.
     pub user_dispatch: SpinLock<Option<super::user_dispatch::UserDispatch>>,
-    pub user_dispatch_on: core::sync::atomic::AtomicBool,
+    /// Strict mode or the stack of seccomp filters.
+    pub seccomp: SpinLock<super::seccomp::Seccomp>,
+    /// What the system-call path must look at before running a call
+    /// (`SYSCALL_WORK_*` bits, Linux's SYSCALL_WORK flags): one load
+    /// decides for a thread with neither syscall user dispatch nor seccomp.
+    syscall_work: core::sync::atomic::AtomicU8,
+    /// ioprio_set's value (0: none set, the priority follows the nice
+    /// value); inherited by fork and clone.
+    pub ioprio: core::sync::atomic::AtomicU32,
+    /// set_mempolicy's policy (None: the default); inherited by fork and
+    /// clone, kept over execve.
+    pub mempolicy: SpinLock<Option<crate::mm::vma::MemPolicy>>,
     /// The credentials this thread acts with, replaced whole on change
     /// (`commit_cred`), never changed in place.
     cred: SpinLock<Arc<Cred>>,
@@ -84,11 +94,29 @@ impl Task {
             in_syscall: AtomicU64::new(0),
             last_fault: SpinLock::new((0, 0, 0)),
             user_dispatch: SpinLock::new(None),
-            user_dispatch_on: core::sync::atomic::AtomicBool::new(false),
+            seccomp: SpinLock::new(super::seccomp::Seccomp::default()),
+            syscall_work: core::sync::atomic::AtomicU8::new(0),
+            ioprio: core::sync::atomic::AtomicU32::new(0),
+            mempolicy: SpinLock::new(None),
             cred: SpinLock::new(cred),
             rseq: super::rseq::TaskRseq::new(),
             cpu: super::cputime::CpuAccount::default(),
             ptrace: super::ptrace::TaskPtrace::new(),
+        }
+    }
+
+    /// The `SYSCALL_WORK_*` bits set now.
+    #[inline]
+    pub fn syscall_work(&self) -> u8 {
+        self.syscall_work.load(Ordering::Relaxed)
+    }
+
+    /// Sets or clears one `SYSCALL_WORK_*` bit.
+    pub fn set_syscall_work(&self, bit: u8, on: bool) {
+        if on {
+            self.syscall_work.fetch_or(bit, Ordering::Release);
+        } else {
+            self.syscall_work.fetch_and(!bit, Ordering::Release);
         }
     }
 
@@ -161,6 +189,11 @@ impl Task {
         }
     }
 }
+
+/// `Task::syscall_work` bits: syscall user dispatch is configured.
+pub const SYSCALL_WORK_USER_DISPATCH: u8 = 1;
+/// `Task::syscall_work` bits: strict mode or filters.
+pub const SYSCALL_WORK_SECCOMP: u8 = 2;
 
 /// Whether a thread goes on running or leaves its run loop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -6,11 +6,10 @@
 //! instead, for the program to emulate it.
 //!
 //! The setting belongs to one thread; fork, clone and execve start
-//! without it. The syscall path tests one flag (`Task::user_dispatch_on`)
+//! without it. The syscall path tests one word (`Task::syscall_work`)
 //! before looking further.
 
 use alloc::sync::Arc;
-use core::sync::atomic::Ordering;
 
 use hal::user::UserContext;
 use linux_abi::consts as c;
@@ -19,6 +18,7 @@ use linux_abi::layout::Siginfo;
 use linux_abi::signal as sig;
 
 use super::signal::{force_fault_signal, group_exit};
+use super::task::SYSCALL_WORK_USER_DISPATCH;
 use super::{ExitKind, Task};
 use crate::mm::uaccess;
 
@@ -53,14 +53,14 @@ pub fn configure(task: &Task, mode: u64, offset: u64, len: u64, selector: u64) -
         _ => return Err(Errno::EINVAL),
     };
     *task.user_dispatch.lock() = setting;
-    task.user_dispatch_on.store(setting.is_some(), Ordering::Relaxed);
+    task.set_syscall_work(SYSCALL_WORK_USER_DISPATCH, setting.is_some());
     Ok(())
 }
 
 /// Drops the setting (execve).
 pub fn clear(task: &Task) {
     *task.user_dispatch.lock() = None;
-    task.user_dispatch_on.store(false, Ordering::Relaxed);
+    task.set_syscall_work(SYSCALL_WORK_USER_DISPATCH, false);
 }
 
 /// Kills the process with `signo` whatever its disposition.

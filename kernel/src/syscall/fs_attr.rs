@@ -16,7 +16,6 @@ use crate::fs::dentry::{check_writable, Dentry};
 use crate::fs::inode::FileType;
 use crate::fs::notify;
 use crate::fs::perm::{self, TimeChange};
-use crate::mm::uaccess;
 
 fn access_at(ctx: &SyscallContext, dirfd: i32, path: u64, mode: u32, flags: u32) -> SysResult {
     if mode & !7 != 0 || flags & !(c::AT_EACCESS | c::AT_SYMLINK_NOFOLLOW | c::AT_EMPTY_PATH) != 0 {
@@ -192,24 +191,76 @@ pub fn sys_ftruncate(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     Ok(0)
 }
 
-pub fn sys_utimensat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    const UTIME_NOW: i64 = (1 << 30) - 1;
-    const UTIME_OMIT: i64 = (1 << 30) - 2;
-    let (dirfd, path_ptr, times_ptr, flags) = (a[0] as i32, a[1], a[2], a[3] as u32);
-    let mut nsecs = [UTIME_NOW; 2];
-    let mut secs = [0i64; 2];
-    if times_ptr != 0 {
-        let mut b = [0u8; 32];
-        uaccess::read_bytes(&ctx.vm()?, times_ptr, &mut b)?;
-        for (i, t) in b.chunks_exact(16).enumerate() {
-            secs[i] = i64::from_le_bytes([t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]]);
-            nsecs[i] = i64::from_le_bytes([t[8], t[9], t[10], t[11], t[12], t[13], t[14], t[15]]);
+const UTIME_NOW: i64 = (1 << 30) - 1;
+const UTIME_OMIT: i64 = (1 << 30) - 2;
+
+/// Reads `count` pairs of 8-byte words (timespec, timeval, utimbuf).
+fn read_pairs(ctx: &SyscallContext, ptr: u64, count: usize) -> Result<[[i64; 2]; 2], Errno> {
+    let mut b = [0u8; 32];
+    ctx.copy_from_user(ptr, &mut b[..16 * count])?;
+    let word = |at: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&b[at..at + 8]);
+        i64::from_le_bytes(w)
+    };
+    Ok([[word(0), word(8)], [word(16), word(24)]])
+}
+
+/// utime(path, utimbuf): whole seconds, or now for NULL.
+pub fn sys_utime(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let times = if a[1] == 0 {
+        None
+    } else {
+        // struct utimbuf { actime, modtime }: one word each.
+        let [[atime, mtime], _] = read_pairs(ctx, a[1], 1)?;
+        Some(([atime, mtime], [0, 0]))
+    };
+    set_times(ctx, c::AT_FDCWD, a[0], times, 0)
+}
+
+/// utimes(path, timeval[2]) is futimesat at the working directory.
+pub fn sys_utimes(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    futimesat(ctx, c::AT_FDCWD, a[0], a[1])
+}
+
+pub fn sys_futimesat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    futimesat(ctx, a[0] as i32, a[1], a[2])
+}
+
+/// Microseconds outside 0..1000000 are EINVAL; a NULL path with a
+/// descriptor changes that descriptor's file (Linux's do_utimes).
+fn futimesat(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, times_ptr: u64) -> SysResult {
+    let times = if times_ptr == 0 {
+        None
+    } else {
+        let [[asec, ausec], [msec, musec]] = read_pairs(ctx, times_ptr, 2)?;
+        if !(0..1_000_000).contains(&ausec) || !(0..1_000_000).contains(&musec) {
+            return Err(Errno::EINVAL);
         }
+        Some(([asec, msec], [ausec * 1000, musec * 1000]))
+    };
+    set_times(ctx, dirfd, path_ptr, times, 0)
+}
+
+pub fn sys_utimensat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (dirfd, path_ptr, times_ptr, flags) = (a[0] as i32, a[1], a[2], a[3] as u32);
+    let times = if times_ptr == 0 {
+        None
+    } else {
+        let [[asec, ansec], [msec, mnsec]] = read_pairs(ctx, times_ptr, 2)?;
         // Nothing to do: Linux does not even look at the path.
-        if nsecs == [UTIME_OMIT; 2] {
+        if [ansec, mnsec] == [UTIME_OMIT; 2] {
             return Ok(0);
         }
-    }
+        Some(([asec, msec], [ansec, mnsec]))
+    };
+    set_times(ctx, dirfd, path_ptr, times, flags)
+}
+
+/// do_utimes: `times` is (seconds, nanoseconds) of the access and
+/// modification times, None for "now".
+fn set_times(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, times: Option<([i64; 2], [i64; 2])>, flags: u32) -> SysResult {
+    let (secs, nsecs) = times.unwrap_or(([0; 2], [UTIME_NOW; 2]));
     if flags & !(c::AT_SYMLINK_NOFOLLOW | c::AT_EMPTY_PATH) != 0 {
         return Err(Errno::EINVAL);
     }

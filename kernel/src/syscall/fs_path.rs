@@ -198,6 +198,18 @@ pub fn sys_statx(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 }
 
 pub fn sys_getdents64(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    getdents(ctx, a, false)
+}
+
+/// The old getdents (78): `struct linux_dirent`, with no `d_type` field
+/// in the header but the type in the record's last byte.
+pub fn sys_getdents(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    getdents(ctx, a, true)
+}
+
+fn getdents(ctx: &mut SyscallContext, a: &[u64; 6], old: bool) -> SysResult {
+    use linux_abi::layout::{DIRENT64_NAME_OFFSET, DIRENT_NAME_OFFSET};
+    let name_offset = if old { DIRENT_NAME_OFFSET } else { DIRENT64_NAME_OFFSET };
     let (fd, buf, count) = (a[0] as i32, a[1], a[2] as usize);
     let f = file(ctx, fd)?;
     if f.is_path_only() {
@@ -234,15 +246,24 @@ pub fn sys_getdents64(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     // Appends one record straight into `out` (capacity reserved above, each
     // byte written once); false once the buffer is full.
     let emit = |out: &mut Vec<u8>, index: &mut usize, name: &str, ino: u64, kind: u8| -> bool {
-        use linux_abi::layout::{dirent64_header, dirent64_reclen, dirent_name_ok, DIRENT64_NAME_OFFSET};
+        use linux_abi::layout::{dirent64_header, dirent64_reclen, dirent_name_ok, dirent_reclen};
         let name = name.as_bytes();
-        let reclen = dirent64_reclen(name.len());
+        let reclen = if old { dirent_reclen(name.len()) } else { dirent64_reclen(name.len()) };
         if out.len() + reclen > count || !dirent_name_ok(name, reclen) {
             return false;
         }
-        out.extend_from_slice(&dirent64_header(ino, (*index + 1) as i64, kind, reclen as u16));
-        out.extend_from_slice(name);
-        out.extend_from_slice(&[0u8; 8][..reclen - DIRENT64_NAME_OFFSET - name.len()]);
+        let header = dirent64_header(ino, (*index + 1) as i64, kind, reclen as u16);
+        if old {
+            // d_ino, d_off, d_reclen; the name, its NUL, and d_type last.
+            out.extend_from_slice(&header[..DIRENT_NAME_OFFSET]);
+            out.extend_from_slice(name);
+            out.extend_from_slice(&[0u8; 8][..reclen - DIRENT_NAME_OFFSET - name.len() - 1]);
+            out.push(kind);
+        } else {
+            out.extend_from_slice(&header);
+            out.extend_from_slice(name);
+            out.extend_from_slice(&[0u8; 8][..reclen - DIRENT64_NAME_OFFSET - name.len()]);
+        }
         *index += 1;
         true
     };
@@ -295,7 +316,7 @@ pub fn sys_getdents64(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     ctx.copy_to_user(buf, &out)?;
     *pos = index as u64;
     if let Some(at) = last_at {
-        let name = &out[at + linux_abi::layout::DIRENT64_NAME_OFFSET..];
+        let name = &out[at + name_offset..];
         let len = name.iter().position(|&b| b == 0).unwrap_or(name.len());
         // Names came from `&str`s, so the bytes are UTF-8.
         let last_name = String::from(core::str::from_utf8(&name[..len]).unwrap_or_default());

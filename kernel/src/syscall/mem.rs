@@ -326,3 +326,71 @@ pub fn sys_mremap(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let fixed = (flags & c::MREMAP_FIXED != 0).then_some(new_addr);
     ctx.vm()?.lock().mremap(old, old_len, new_len, flags & c::MREMAP_MAYMOVE != 0, fixed)
 }
+
+/// process_madvise(pidfd, iovec, vlen, advice, flags), as Linux 6.1:
+/// flags must be 0, the vector importable (at most UIO_MAXIOV entries,
+/// no negative length, the first buffer a user range), the descriptor a
+/// pidfd of a live process, the advice one of COLD, PAGEOUT, WILLNEED and
+/// COLLAPSE (6.13 and later take any advice for the caller itself),
+/// the target's memory readable to the caller
+/// (PTRACE_MODE_READ_FSCREDS) and, for another process, CAP_SYS_NICE.
+/// Each range is advised in turn; the bytes advised are returned, or the
+/// first range's error.
+pub fn sys_process_madvise(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    use crate::cred::PtraceMode;
+    use crate::proc::ptrace;
+    let (pidfd, vec, vlen, advice, flags) = (a[0] as i32, a[1], a[2], a[3] as u32, a[4] as u32);
+    if flags != 0 || vlen > 1024 {
+        return Err(Errno::EINVAL);
+    }
+    let mut ranges: alloc::vec::Vec<(u64, u64)> = alloc::vec::Vec::new();
+    ranges.try_reserve(vlen as usize).map_err(|_| Errno::ENOMEM)?;
+    for i in 0..vlen {
+        let mut iov = [0u8; 16];
+        ctx.copy_from_user(vec.wrapping_add(16 * i), &mut iov)?;
+        let word = |at: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&iov[at..at + 8]);
+            u64::from_le_bytes(w)
+        };
+        let (base, len) = (word(0), word(8));
+        if (len as i64) < 0 {
+            return Err(Errno::EINVAL);
+        }
+        if i == 0 && !crate::mm::uaccess::access_ok(base, len as usize) {
+            return Err(Errno::EFAULT);
+        }
+        ranges.push((base, len));
+    }
+    let file = ctx.process().files().lock().get(pidfd)?;
+    let target = crate::proc::pidfd::of_file(&file)?.process().cloned().ok_or(Errno::ESRCH)?;
+    if !matches!(advice, c::MADV_COLD | c::MADV_PAGEOUT | c::MADV_WILLNEED | c::MADV_COLLAPSE) {
+        return Err(Errno::EINVAL);
+    }
+    ptrace::may_access_process(ctx.task, &target, PtraceMode::READ_FSCREDS)?;
+    let vm = target.vm().map_err(|_| Errno::ESRCH)?;
+    if !alloc::sync::Arc::ptr_eq(&target, ctx.process())
+        && !ctx.cred().capable(linux_abi::capability::CAP_SYS_NICE)
+    {
+        return Err(Errno::EPERM);
+    }
+    let mut done: u64 = 0;
+    for (base, len) in ranges {
+        let result = (|| {
+            if base % crate::mm::PAGE_SIZE != 0 {
+                return Err(Errno::EINVAL);
+            }
+            let end = base.checked_add(crate::mm::page_ceil(len).ok_or(Errno::EINVAL)?).ok_or(Errno::EINVAL)?;
+            if end == base {
+                return Ok(());
+            }
+            vm.lock().madvise(base, end, advice)
+        })();
+        match result {
+            Ok(()) => done += len,
+            Err(e) if done == 0 => return Err(e),
+            Err(_) => break,
+        }
+    }
+    Ok(done)
+}

@@ -23,6 +23,7 @@ mod membarrier;
 mod ns;
 mod memfd;
 mod mqueue;
+mod numa;
 mod pidfd;
 mod poll;
 mod process;
@@ -30,7 +31,9 @@ mod ptrace;
 mod process_vm;
 mod rseq;
 mod sched;
+mod seccomp;
 mod signal;
+mod syslog;
 mod socket;
 mod socket_msg;
 mod signalfd;
@@ -45,6 +48,7 @@ use linux_abi::errno::Errno;
 use linux_abi::nr;
 
 use crate::mm::Vm;
+use crate::proc::task::{SYSCALL_WORK_SECCOMP, SYSCALL_WORK_USER_DISPATCH};
 use crate::proc::{Process, Task};
 
 /// What a handler sees: the calling thread and its saved user registers.
@@ -248,6 +252,7 @@ syscall_table! {
     SYNCFS => fs_io::sys_syncfs,
     STATX => fs_path::sys_statx,
     GETDENTS64 => fs_path::sys_getdents64,
+    GETDENTS => fs_path::sys_getdents,
     MKDIR => fs_name::sys_mkdir,
     MKDIRAT => fs_name::sys_mkdirat,
     MKNOD => fs_name::sys_mknod,
@@ -273,6 +278,9 @@ syscall_table! {
     TRUNCATE => fs_attr::sys_truncate,
     FTRUNCATE => fs_attr::sys_ftruncate,
     UTIMENSAT => fs_attr::sys_utimensat,
+    UTIME => fs_attr::sys_utime,
+    UTIMES => fs_attr::sys_utimes,
+    FUTIMESAT => fs_attr::sys_futimesat,
     STATFS => fs_path::sys_statfs,
     FSTATFS => fs_path::sys_fstatfs,
     FCHDIR => fs_path::sys_fchdir,
@@ -347,6 +355,18 @@ syscall_table! {
     PROCESS_VM_READV => process_vm::sys_process_vm_readv,
     PROCESS_VM_WRITEV => process_vm::sys_process_vm_writev,
     RSEQ => rseq::sys_rseq,
+    SECCOMP => seccomp::sys_seccomp,
+    IOPRIO_SET => sched::sys_ioprio_set,
+    IOPRIO_GET => sched::sys_ioprio_get,
+    RESTART_SYSCALL => signal::sys_restart_syscall,
+    PROCESS_MADVISE => mem::sys_process_madvise,
+    SYSLOG => syslog::sys_syslog,
+    SET_MEMPOLICY => numa::sys_set_mempolicy,
+    GET_MEMPOLICY => numa::sys_get_mempolicy,
+    MBIND => numa::sys_mbind,
+    SET_MEMPOLICY_HOME_NODE => numa::sys_set_mempolicy_home_node,
+    MIGRATE_PAGES => numa::sys_migrate_pages,
+    MOVE_PAGES => numa::sys_move_pages,
 }
 
 static TABLE: [Option<Handler>; TABLE_SIZE] = build_table();
@@ -367,14 +387,21 @@ pub(crate) fn is_restart(e: Errno) -> bool {
 pub fn dispatch(task: &Arc<Task>, uctx: &mut UserContext) {
     let number = uctx.regs.rax;
     // Syscall user dispatch comes first, as in Linux's syscall_trace_enter:
-    // an intercepted call makes no ptrace stops.
-    if task.user_dispatch_on.load(Ordering::Relaxed) && crate::proc::user_dispatch::intercepts(task, uctx, number) {
+    // an intercepted call makes no ptrace stops and meets no filter.
+    let work = task.syscall_work();
+    if work & SYSCALL_WORK_USER_DISPATCH != 0 && crate::proc::user_dispatch::intercepts(task, uctx, number) {
         return;
     }
     // A traced thread takes the path with syscall stops; the untraced
     // one pays this one load.
     if task.ptrace.is_traced() {
         return ptrace::dispatch_traced(task, uctx);
+    }
+    if work & SYSCALL_WORK_SECCOMP != 0 {
+        if let Some(nr) = crate::proc::seccomp::check(task, uctx, number) {
+            run(task, uctx, nr);
+        }
+        return;
     }
     run(task, uctx, number);
 }

@@ -367,6 +367,8 @@ fn clone_registered(
     // The new thread starts with the creating thread's credentials.
     let cred = parent_task.cred();
     let task = Arc::try_new(Task::new(tid, process.clone(), sigmask, cred)).map_err(|_| Errno::ENOMEM)?;
+    task.ioprio.store(parent_task.ioprio.load(Ordering::Relaxed), Ordering::Relaxed);
+    *task.mempolicy.lock() = *parent_task.mempolicy.lock();
     let new_process = flags & c::CLONE_THREAD == 0;
     proc::rseq::clone(&parent_task, &task, new_process, flags & c::CLONE_VM != 0)?;
     if flags & c::CLONE_CHILD_CLEARTID != 0 {
@@ -387,7 +389,13 @@ fn clone_registered(
             let _ = vm.lock().write_remote(child_tid, &local.to_le_bytes());
         }
     }
-    process.tasks.lock().push(task.clone());
+    {
+        // Filters are copied with the task list locked, so a TSYNC in
+        // this process either sees the new thread or ran before the copy.
+        let mut tasks = process.tasks.lock();
+        crate::proc::seccomp::inherit(&task, &parent_task);
+        tasks.push(task.clone());
+    }
     // A traced parent's child is traced too when the tracer asked for
     // this kind of event (or CLONE_PTRACE).
     let event = proc::ptrace::clone_event(&parent_task, flags, exit_signal);
@@ -679,6 +687,8 @@ pub fn sys_prctl(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
             uaccess::write_bytes(&vm, a[1], &name)?;
             Ok(0)
         }
+        c::PR_SET_SECCOMP => super::seccomp::prctl_set(ctx, a[1], a[2]),
+        c::PR_GET_SECCOMP => super::seccomp::prctl_get(ctx),
         c::PR_SET_SYSCALL_USER_DISPATCH => {
             crate::proc::user_dispatch::configure(ctx.task, a[1], a[2], a[3], a[4]).map(|()| 0)
         }

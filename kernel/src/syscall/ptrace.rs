@@ -39,6 +39,15 @@ pub fn dispatch_traced(task: &Arc<Task>, uctx: &mut UserContext) {
             return exit_work(task, uctx, true);
         }
     }
+    // Filters judge the call after the tracer saw it (and perhaps
+    // changed it), as in Linux's syscall_trace_enter; a call they stop
+    // still reports its exit.
+    if number != u64::MAX && task.syscall_work() & crate::proc::task::SYSCALL_WORK_SECCOMP != 0 {
+        match crate::proc::seccomp::check(task, uctx, number) {
+            Some(nr) => number = nr,
+            None => return exit_work(task, uctx, false),
+        }
+    }
     // -1 skips the call and leaves rax alone (-ENOSYS unless the tracer
     // wrote a result); other unknown numbers give ENOSYS in `run`.
     if number != u64::MAX {

@@ -421,3 +421,113 @@ pub fn sys_sched_rr_get_interval(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysR
     ctx.copy_to_user(ptr, &ts.to_bytes())?;
     Ok(0)
 }
+
+// ---- I/O priorities -------------------------------------------------------
+
+const IOPRIO_WHO_PROCESS: u32 = 1;
+const IOPRIO_WHO_PGRP: u32 = 2;
+const IOPRIO_WHO_USER: u32 = 3;
+const IOPRIO_CLASS_SHIFT: u32 = 13;
+const IOPRIO_CLASS_NONE: u32 = 0;
+const IOPRIO_CLASS_RT: u32 = 1;
+const IOPRIO_CLASS_BE: u32 = 2;
+const IOPRIO_CLASS_IDLE: u32 = 3;
+const IOPRIO_NR_LEVELS: u32 = 8;
+
+/// Linux's ioprio_check_cap (6.1): the class must exist, its level fit,
+/// and the real-time class needs CAP_SYS_ADMIN or CAP_SYS_NICE.
+fn ioprio_check(ctx: &SyscallContext, ioprio: u32) -> Result<(), Errno> {
+    let (class, data) = ((ioprio >> IOPRIO_CLASS_SHIFT) & 7, ioprio & ((1 << IOPRIO_CLASS_SHIFT) - 1));
+    match class {
+        IOPRIO_CLASS_RT | IOPRIO_CLASS_BE => {
+            if class == IOPRIO_CLASS_RT
+                && !ctx.cred().capable(linux_abi::capability::CAP_SYS_ADMIN)
+                && !has_cap_sys_nice(ctx)
+            {
+                return Err(Errno::EPERM);
+            }
+            if data >= IOPRIO_NR_LEVELS {
+                return Err(Errno::EINVAL);
+            }
+        }
+        IOPRIO_CLASS_IDLE => {}
+        IOPRIO_CLASS_NONE if data == 0 => {}
+        _ => return Err(Errno::EINVAL),
+    }
+    Ok(())
+}
+
+/// The threads an ioprio (which, who) names. For IOPRIO_WHO_USER with
+/// `who` 0, setting matches uid 0 and getting the caller's real uid, as
+/// Linux does (`uid` versus `current_user()->uid`).
+fn ioprio_targets(ctx: &SyscallContext, which: u32, who: i32, setting: bool) -> Result<Vec<Arc<Task>>, Errno> {
+    match which {
+        IOPRIO_WHO_PROCESS => prio_targets(ctx, c::PRIO_PROCESS, who),
+        IOPRIO_WHO_PGRP => prio_targets(ctx, c::PRIO_PGRP, who),
+        IOPRIO_WHO_USER => {
+            if who == -1 {
+                return Ok(Vec::new()); // not a valid uid: ESRCH
+            }
+            let uid = if who == 0 && !setting { caller_uid(ctx) } else { who as u32 };
+            let mut out = Vec::new();
+            for p in proc::all_processes() {
+                for t in p.tasks.lock().iter().filter(|t| real_uid(t) == uid) {
+                    out.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+                    out.push(t.clone());
+                }
+            }
+            Ok(out)
+        }
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+/// ioprio_set(which, who, ioprio): stored per thread (inherited by fork
+/// and clone); the caller's effective or real uid must be the target's
+/// real uid, or it needs CAP_SYS_NICE. Kiln has no I/O scheduler, so the
+/// value only comes back from ioprio_get and /proc.
+pub fn sys_ioprio_set(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (which, who, ioprio) = (a[0] as u32, a[1] as i32, a[2] as u32);
+    ioprio_check(ctx, ioprio)?;
+    let targets = ioprio_targets(ctx, which, who, true)?;
+    if targets.is_empty() {
+        return Err(Errno::ESRCH);
+    }
+    let cred = ctx.cred();
+    for t in &targets {
+        let tuid = real_uid(t);
+        if tuid != cred.euid && tuid != cred.uid && !has_cap_sys_nice(ctx) {
+            return Err(Errno::EPERM);
+        }
+        t.ioprio.store(ioprio, Ordering::Relaxed);
+    }
+    Ok(0)
+}
+
+/// A thread's effective I/O priority: with none set, the class follows
+/// the scheduling policy and the level the nice value (Linux's
+/// task_nice_ioclass and task_nice_ioprio).
+fn effective_ioprio(t: &Task) -> u32 {
+    let set = t.ioprio.load(Ordering::Relaxed);
+    if set >> IOPRIO_CLASS_SHIFT != IOPRIO_CLASS_NONE {
+        return set;
+    }
+    let p = params_of(t);
+    let class = match p.policy {
+        sched::Policy::Idle => IOPRIO_CLASS_IDLE,
+        sched::Policy::Fifo | sched::Policy::RoundRobin => IOPRIO_CLASS_RT,
+        _ => IOPRIO_CLASS_BE,
+    };
+    (class << IOPRIO_CLASS_SHIFT) | ((p.nice + 20) / 5) as u32
+}
+
+/// ioprio_get(which, who): one thread's value as set (0 when never set);
+/// for a group or a user, the best (lowest) effective value among them.
+pub fn sys_ioprio_get(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    let (which, who) = (a[0] as u32, a[1] as i32);
+    let targets = ioprio_targets(ctx, which, who, false)?;
+    if which == IOPRIO_WHO_PROCESS {
+        return targets.first().map(|t| u64::from(t.ioprio.load(Ordering::Relaxed))).ok_or(Errno::ESRCH);
+    }
+    targets.iter().map(|t| effective_ioprio(t)).min().map(u64::from).ok_or(Errno::ESRCH)
+}

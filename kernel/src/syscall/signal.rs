@@ -404,3 +404,10 @@ pub fn sys_rt_sigtimedwait(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult 
         }
     }
 }
+
+/// restart_syscall: Kiln restarts interrupted calls by running them again
+/// (never through a restart block), so a direct call finds none pending
+/// and fails as Linux's do_no_restart_syscall does.
+pub fn sys_restart_syscall(_ctx: &mut SyscallContext, _a: &[u64; 6]) -> SysResult {
+    Err(Errno::EINTR)
+}

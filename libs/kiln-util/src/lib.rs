@@ -22,6 +22,7 @@ pub mod ksyms;
 pub mod memmap;
 pub mod multiboot2;
 pub mod pvh;
+pub mod seccomp;
 pub mod shebang;
 pub mod vdso;
 

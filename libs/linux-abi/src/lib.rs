@@ -10,7 +10,8 @@
 //! structs exchanged through user memory ([`layout`]), the IPC and
 //! file-lock structs and limits ([`ipc`]), the socket structs,
 //! constants and control-message rules ([`socket`]), restartable
-//! sequences ([`rseq`]) and process descriptors ([`pidfd`]). The values are facts
+//! sequences ([`rseq`]), process descriptors ([`pidfd`]) and seccomp with
+//! its classic BPF ([`seccomp`]). The values are facts
 //! of the Linux ABI taken from the kernel's UAPI headers; the tests compare
 //! them with the headers installed on the build host when a C compiler is
 //! available. No heap, no `unsafe`, no dependencies beyond `core`.
@@ -24,6 +25,7 @@ pub mod nr;
 pub mod pidfd;
 pub mod rseq;
 pub mod ptrace;
+pub mod seccomp;
 pub mod signal;
 pub mod socket;
 pub mod wait_status;

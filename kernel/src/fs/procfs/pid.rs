@@ -203,6 +203,16 @@ pub(super) fn status(p: &Arc<Process>, thread: Option<&Task>) -> String {
             leader.map_or(0, |t| t.ptrace.tracer_tid())
         }
     };
+    let (seccomp_mode, seccomp_filters) = {
+        let state = match thread {
+            Some(t) => t.seccomp.lock().clone(),
+            None => {
+                let leader = p.tasks.lock().iter().find(|t| t.is_leader()).cloned();
+                leader.map(|t| t.seccomp.lock().clone()).unwrap_or_default()
+            }
+        };
+        (state.mode(), state.filter_count())
+    };
     let mut groups = String::new();
     for g in cred.groups.as_ref() {
         let _ = write!(groups, "{g} ");
@@ -213,7 +223,7 @@ pub(super) fn status(p: &Arc<Process>, thread: Option<&Task>) -> String {
         "Name:\t{}\nUmask:\t{:04o}\nState:\t{}\nTgid:\t{}\nNgid:\t0\nPid:\t{}\nPPid:\t{}\nTracerPid:\t{}\n\
          Uid:\t{}\t{}\t{}\t{}\nGid:\t{}\t{}\t{}\t{}\nFDSize:\t64\nGroups:\t{}\n{}{}Threads:\t{}\n\
          SigBlk:\t{:016x}\nCapInh:\t{:016x}\nCapPrm:\t{:016x}\nCapEff:\t{:016x}\nCapBnd:\t{:016x}\n\
-         CapAmb:\t{:016x}\nNoNewPrivs:\t{}\nCpus_allowed:\t1\n",
+         CapAmb:\t{:016x}\nNoNewPrivs:\t{}\nSeccomp:\t{}\nSeccomp_filters:\t{}\nCpus_allowed:\t1\n",
         comm(p),
         p.umask.load(Ordering::Relaxed),
         state_name(state),
@@ -241,6 +251,8 @@ pub(super) fn status(p: &Arc<Process>, thread: Option<&Task>) -> String {
         cred.caps.bounding,
         cred.caps.ambient,
         u8::from(cred.no_new_privs),
+        seccomp_mode,
+        seccomp_filters,
     );
     s
 }

@@ -44,6 +44,11 @@ impl Knob {
     }
 }
 
+/// kernel.dmesg_restrict: reading the kernel log needs CAP_SYSLOG.
+pub fn dmesg_restrict() -> bool {
+    DMESG_RESTRICT.get() != 0
+}
+
 /// A string tunable that only this table reads (at most 255 bytes).
 pub struct StrKnob(hal::sync::SpinLock<([u8; 256], usize)>);
 

@@ -691,6 +691,39 @@ pub fn syscall_enter_stop(t: &Arc<Task>, ctx: &mut UserContext, nr: u64) -> Opti
     }
 }
 
+/// What became of a SECCOMP_RET_TRACE verdict.
+pub enum SeccompTrace {
+    /// No tracer asked for PTRACE_EVENT_SECCOMP.
+    NoTracer,
+    /// The tracer skipped the call (orig_rax -1), or the thread is dying.
+    Skip,
+    /// Go on with this call (the tracer may have changed orig_rax).
+    Run(u64),
+}
+
+/// PTRACE_EVENT_SECCOMP for a filter's SECCOMP_RET_TRACE, the filter's
+/// data as the message. During the stop rax reads -ENOSYS; a skipped
+/// call returns whatever the tracer left there.
+pub fn seccomp_event(t: &Arc<Task>, ctx: &mut UserContext, data: u32) -> SeccompTrace {
+    if !option_set(t, PTRACE_O_TRACESECCOMP) {
+        return SeccompTrace::NoTracer;
+    }
+    let status = stop_status(sig::SIGTRAP, PTRACE_EVENT_SECCOMP);
+    let mut info = Siginfo::kill(sig::SIGTRAP, (sig::SIGTRAP | (PTRACE_EVENT_SECCOMP << 8)) as i32, t.tid(), 0);
+    info.si_errno = 0;
+    ctx.regs.rax = Errno::ENOSYS.as_neg_isize() as u64;
+    let _ = stop(t, ctx, StopKind::Event(PTRACE_EVENT_SECCOMP), status, Some(info), u64::from(data));
+    if dying(t, false) {
+        return SeccompTrace::Skip;
+    }
+    let nr = t.ptrace.inner.lock().orig_rax;
+    if (nr as i64) < 0 {
+        SeccompTrace::Skip
+    } else {
+        SeccompTrace::Run(nr)
+    }
+}
+
 /// Syscall-exit-stop (the result is in rax; the tracer may change it).
 pub fn syscall_exit_stop(t: &Arc<Task>, ctx: &mut UserContext) {
     let sysgood = t.ptrace.inner.lock().options & PTRACE_O_TRACESYSGOOD != 0;
