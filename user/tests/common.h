@@ -85,6 +85,8 @@ static UNUSED const char *errname(int e)
     case ETIMEDOUT: return "ETIMEDOUT";
     case EOVERFLOW: return "EOVERFLOW";
     case EOPNOTSUPP: return "EOPNOTSUPP";
+    case ENODATA: return "ENODATA";
+    case ESTALE: return "ESTALE";
     case ENOMSG: return "ENOMSG";
     case EIDRM: return "EIDRM";
     case EMSGSIZE: return "EMSGSIZE";

@@ -1,28 +1,32 @@
-//! The dentry cache, mounts and path resolution.
+//! The dentry cache, path resolution, and where mounts hang in it.
 //!
 //! A [`Dentry`] names an inode within its parent directory. Looked-up
 //! children stay cached in their parent (strong references down, weak up),
 //! so repeated walks of the same path never ask the file system again. A
-//! mount hangs the root dentry of another file system on a dentry; walks
-//! step into it, and `..` from a mounted root steps back out.
+//! mount hangs the root dentry of another file system (or, for a bind
+//! mount, a new root dentry over a directory of one) on a dentry; walks
+//! step into it, and `..` from a mounted root steps back out. A mount's
+//! root dentry carries its `fs::mount::Mount` (flags, file system,
+//! propagation); `fs::mount` keeps the table and its rules.
 //!
-//! Mounts belong to a [`MountNamespace`]: a table from mountpoint to
-//! mounted root (and back), so two namespaces share every dentry but see
-//! different mounts on them. A walk asks the calling process's namespace
-//! (through the hook the process layer installs) only at dentries that
-//! have ever been a mountpoint or a mounted root, so a walk through
-//! plain directories costs no table lookup.
+//! Walks start at the calling process's root (chroot) for absolute paths
+//! and stop there for `..`; openat2's RESOLVE_* flags restrict them
+//! further (`Lookup`). Two views of one directory (a bind mount and its
+//! source) cache their children separately: while any bind mount exists,
+//! a cached child is checked against the file system before it is used,
+//! so a name removed through one view is gone through the other.
 
 use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::sync::{Arc, Weak};
-use core::sync::atomic::{AtomicBool, Ordering};
 use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use hal::sync::{Once, SpinLock};
 use linux_abi::errno::Errno;
 
 use super::inode::{FileType, Inode};
+use super::mount::Mount;
 use crate::cred::Cred;
 
 pub struct Dentry {
@@ -33,14 +37,16 @@ pub struct Dentry {
     /// no cache holds the chain from the root.
     pinned_parent: Option<Arc<Dentry>>,
     children: SpinLock<BTreeMap<String, Arc<Dentry>>>,
-    /// Something was mounted on this dentry in some namespace.
+    /// Something was mounted on this dentry in some mount namespace (the
+    /// namespace's table says what, now): walks ask only then.
     ever_mountpoint: AtomicBool,
-    /// This is the root of a file system mounted in some namespace.
+    /// This is a mount's root in some mount namespace.
     ever_mount_root: AtomicBool,
-    /// For the root of a file system mounted MS_RDONLY.
-    read_only: core::sync::atomic::AtomicBool,
-    /// For the root of a mounted file system: MS_NOSUID, MS_NODEV and MS_NOEXEC.
-    mount_flags: core::sync::atomic::AtomicU64,
+    /// For the root dentry of a mount: the mount.
+    mount: Once<Arc<Mount>>,
+    /// For other dentries: the mount they were looked up in (a dentry
+    /// belongs to one mount for its life), so asking is one load.
+    in_mount: Option<Arc<Mount>>,
 }
 
 impl Drop for Dentry {
@@ -51,59 +57,52 @@ impl Drop for Dentry {
     }
 }
 
-static ROOT: Once<Arc<Dentry>> = Once::new();
-
-/// A mounted file system, for /proc/mounts.
-#[derive(Clone)]
-pub struct MountInfo {
-    pub source: String,
-    pub path: String,
-    pub fstype: String,
-    pub root: Arc<Dentry>,
-}
-
-/// One namespace's mounts.
-#[derive(Clone, Default)]
-struct MountTable {
-    /// Mountpoint (by address) -> (mountpoint, mounted root).
-    on: BTreeMap<usize, (Arc<Dentry>, Arc<Dentry>)>,
-    /// Mounted root (by address) -> its mountpoint.
-    under: BTreeMap<usize, Arc<Dentry>>,
-    /// In mount order, for /proc/mounts.
-    list: Vec<MountInfo>,
-}
-
-/// A mount namespace: which file systems are mounted where. Copied
-/// whole by unshare/clone(CLONE_NEWNS); afterwards mounts in one are not
-/// seen in the other (every mount is private, Linux's default).
+/// A mount namespace: which mount roots hang on which dentries, and the
+/// mount table (`fs::mount`) /proc/<pid>/mounts shows. Copied whole by
+/// unshare/clone(CLONE_NEWNS): afterwards mounts made or removed in one
+/// are not seen in the other. The copy shares the `Mount`s themselves
+/// (ids, flags), where Linux's copy_tree makes new ones.
 pub struct MountNamespace {
     /// Its /proc/<pid>/ns/mnt inode number.
     pub inum: u64,
-    table: SpinLock<MountTable>,
+    /// Mountpoint (by address) -> the mount root on it.
+    on: SpinLock<BTreeMap<usize, Arc<Dentry>>>,
+    /// Mount root (by address) -> the dentry it covers.
+    under: SpinLock<BTreeMap<usize, Arc<Dentry>>>,
+    /// The mount table, in mount order.
+    pub(super) table: SpinLock<Vec<super::mount::Entry>>,
 }
 
-fn key(d: &Arc<Dentry>) -> usize {
-    Arc::as_ptr(d) as *const () as usize
+fn key(d: &Dentry) -> usize {
+    d as *const Dentry as usize
 }
 
 impl MountNamespace {
-    /// A copy of `self` with its own table (ENOMEM when none can be made).
+    fn empty(inum: u64) -> MountNamespace {
+        MountNamespace {
+            inum,
+            on: SpinLock::new(BTreeMap::new()),
+            under: SpinLock::new(BTreeMap::new()),
+            table: SpinLock::new(Vec::new()),
+        }
+    }
+
+    /// A copy of `self` with its own tables (ENOMEM when none can be made).
     pub fn copy(&self, inum: u64) -> Result<Arc<MountNamespace>, Errno> {
-        let table = self.table.lock().clone();
-        Arc::try_new(MountNamespace { inum, table: SpinLock::new(table) }).map_err(|_| Errno::ENOMEM)
+        let ns = MountNamespace::empty(inum);
+        *ns.on.lock() = self.on.lock().clone();
+        *ns.under.lock() = self.under.lock().clone();
+        let src = self.table.lock().clone();
+        *ns.table.lock() = src;
+        Arc::try_new(ns).map_err(|_| Errno::ENOMEM)
     }
 
-    fn mounted_on(&self, d: &Arc<Dentry>) -> Option<Arc<Dentry>> {
-        self.table.lock().on.get(&key(d)).map(|(_, root)| root.clone())
+    fn mounted_on(&self, d: &Dentry) -> Option<Arc<Dentry>> {
+        self.on.lock().get(&key(d)).cloned()
     }
 
-    fn mountpoint_of(&self, root: &Arc<Dentry>) -> Option<Arc<Dentry>> {
-        self.table.lock().under.get(&key(root)).cloned()
-    }
-
-    /// Its mounts, in mount order (/proc/<pid>/mounts).
-    pub fn mounts(&self) -> Vec<MountInfo> {
-        self.table.lock().list.clone()
+    fn covered_by(&self, root: &Dentry) -> Option<Arc<Dentry>> {
+        self.under.lock().get(&key(root)).cloned()
     }
 }
 
@@ -112,18 +111,18 @@ static INIT_NS: Once<Arc<MountNamespace>> = Once::new();
 /// The calling process's mount namespace (installed by the process layer).
 static CURRENT_NS: Once<fn() -> Option<Arc<MountNamespace>>> = Once::new();
 
+/// Linux's fixed proc inode number of the initial mount namespace.
+pub const INIT_MNT_INUM: u64 = 0xEFFF_FFF8;
+
 /// The namespace the boot mounts are made in (Linux's init_mnt_ns).
 pub fn init_namespace() -> Arc<MountNamespace> {
     loop {
         if let Some(ns) = INIT_NS.get() {
             return ns.clone();
         }
-        INIT_NS.set(Arc::new(MountNamespace { inum: INIT_MNT_INUM, table: SpinLock::new(MountTable::default()) }));
+        INIT_NS.set(Arc::new(MountNamespace::empty(INIT_MNT_INUM)));
     }
 }
-
-/// Linux's fixed proc inode number of the initial mount namespace.
-pub const INIT_MNT_INUM: u64 = 0xEFFF_FFF8;
 
 pub fn set_namespace_hook(current: fn() -> Option<Arc<MountNamespace>>) {
     CURRENT_NS.set(current);
@@ -134,28 +133,43 @@ pub fn current_namespace() -> Arc<MountNamespace> {
     CURRENT_NS.get().and_then(|f| f()).unwrap_or_else(init_namespace)
 }
 
-/// A mount namespace looked up once per walk, when first needed.
-struct NsCache(Option<Arc<MountNamespace>>);
+/// The root of the mount tree (pivot_root may change it).
+static ROOT: SpinLock<Option<Arc<Dentry>>> = SpinLock::new(None);
 
-impl NsCache {
-    fn get(&mut self) -> &Arc<MountNamespace> {
-        self.0.get_or_insert_with(current_namespace)
-    }
-}
+/// Bind mounts in existence: while there are any, cached children are
+/// checked against their file system (see the module comment).
+static BIND_MOUNTS: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether any process has a root other than the tree's (chroot): until
+/// one does, walks need not ask for the caller's root.
+static CHROOTED: AtomicBool = AtomicBool::new(false);
+
+/// Asks the process layer for the calling process's root directory.
+static CALLER_ROOT: Once<fn() -> Option<Arc<Dentry>>> = Once::new();
 
 impl Dentry {
-    pub fn new_root(inode: Arc<dyn Inode>) -> Arc<Dentry> {
-        Arc::new(Dentry {
-            name: String::from("/"),
+    fn with(
+        name: String,
+        inode: Arc<dyn Inode>,
+        parent: Weak<Dentry>,
+        pinned_parent: Option<Arc<Dentry>>,
+        in_mount: Option<Arc<Mount>>,
+    ) -> Dentry {
+        Dentry {
+            name,
             inode,
-            parent: Weak::new(),
-            pinned_parent: None,
+            parent,
+            pinned_parent,
             children: SpinLock::new(BTreeMap::new()),
             ever_mountpoint: AtomicBool::new(false),
             ever_mount_root: AtomicBool::new(false),
-            read_only: core::sync::atomic::AtomicBool::new(false),
-            mount_flags: core::sync::atomic::AtomicU64::new(0),
-        })
+            mount: Once::new(),
+            in_mount,
+        }
+    }
+
+    pub fn new_root(inode: Arc<dyn Inode>) -> Arc<Dentry> {
+        Arc::new(Dentry::with(String::from("/"), inode, Weak::new(), None, None))
     }
 
     pub fn inode(&self) -> &Arc<dyn Inode> {
@@ -173,26 +187,43 @@ impl Dentry {
 
     /// The child `name`, from the cache or the file system.
     pub fn child(self: &Arc<Self>, name: &str) -> Result<Arc<Dentry>, Errno> {
-        if let Some(d) = self.children.lock().get(name) {
-            return Ok(d.clone());
+        let cached = self.children.lock().get(name).cloned();
+        if let Some(d) = cached {
+            if BIND_MOUNTS.load(Ordering::Relaxed) == 0 || d.is_mountpoint() {
+                return Ok(d);
+            }
+            // Another view may have changed the directory.
+            match self.inode.lookup(name) {
+                Ok(inode) if Arc::ptr_eq(&inode, &d.inode) => return Ok(d),
+                Ok(_) => self.forget(name),
+                Err(e) => {
+                    self.forget(name);
+                    return Err(e);
+                }
+            }
         }
         let inode = self.inode.lookup(name)?;
         let cacheable = inode.cacheable();
-        let d = Arc::new(Dentry {
-            name: String::from(name),
+        let d = Arc::new(Dentry::with(
+            String::from(name),
             inode,
-            parent: Arc::downgrade(self),
-            pinned_parent: if cacheable { None } else { Some(self.clone()) },
-            children: SpinLock::new(BTreeMap::new()),
-            ever_mountpoint: AtomicBool::new(false),
-            ever_mount_root: AtomicBool::new(false),
-            read_only: core::sync::atomic::AtomicBool::new(false),
-            mount_flags: core::sync::atomic::AtomicU64::new(0),
-        });
+            Arc::downgrade(self),
+            if cacheable { None } else { Some(self.clone()) },
+            self.mount(),
+        ));
         if cacheable {
             self.children.lock().insert(String::from(name), d.clone());
         }
         Ok(d)
+    }
+
+    /// The child `name` only if the dentry cache can give it without
+    /// waiting (RESOLVE_CACHED). Every file system here keeps its dentries
+    /// in memory (Linux's tmpfs and, in 6.18, /proc answer from the cache
+    /// too); a name that does not exist is EAGAIN, since no negative
+    /// dentry is kept for it.
+    fn cached_child(self: &Arc<Self>, name: &str) -> Result<Arc<Dentry>, Errno> {
+        self.child(name).map_err(|e| if e == Errno::ENOENT { Errno::EAGAIN } else { e })
     }
 
     /// Forgets a cached child (after unlink, rmdir or rename).
@@ -202,52 +233,55 @@ impl Dentry {
 
     /// The parent directory, stepping out of mounts; the root is its own parent.
     pub fn parent(self: &Arc<Self>) -> Arc<Dentry> {
-        self.parent_in(&mut NsCache(None))
-    }
-
-    fn parent_in(self: &Arc<Self>, ns: &mut NsCache) -> Arc<Dentry> {
-        let mut d = self.clone();
-        while let Some(mp) = d.covering(ns) {
-            d = mp;
-        }
+        let d = self.outermost();
         d.pinned_parent.clone().or_else(|| d.parent.upgrade()).unwrap_or(d)
     }
 
-    /// Where this mounted root is mounted in the namespace.
-    fn covering(self: &Arc<Self>, ns: &mut NsCache) -> Option<Arc<Dentry>> {
-        if !self.ever_mount_root.load(Ordering::Acquire) {
-            return None;
-        }
-        ns.get().mountpoint_of(self)
-    }
-
-    /// Follows mounts stacked on this dentry.
-    fn mounted_root(self: &Arc<Self>, ns: &mut NsCache) -> Arc<Dentry> {
+    /// The dentry this one shows through its mounts: the mountpoint a
+    /// mount root covers, and so on out.
+    fn outermost(self: &Arc<Self>) -> Arc<Dentry> {
         let mut d = self.clone();
-        while d.ever_mountpoint.load(Ordering::Acquire) {
-            match ns.get().mounted_on(&d) {
-                Some(m) => d = m,
-                None => break,
-            }
+        while let Some(mp) = d.covering() {
+            d = mp;
         }
         d
     }
 
-    pub fn is_mount_root(self: &Arc<Self>) -> bool {
-        self.covering(&mut NsCache(None)).is_some()
+    /// The dentry this mount root covers in the caller's namespace.
+    fn covering(&self) -> Option<Arc<Dentry>> {
+        if !self.ever_mount_root.load(Ordering::Acquire) {
+            return None;
+        }
+        current_namespace().covered_by(self)
+    }
+
+    /// Follows mounts stacked on this dentry.
+    pub fn mounted_root(self: &Arc<Self>) -> Arc<Dentry> {
+        let mut d = self.clone();
+        if !d.ever_mountpoint.load(Ordering::Acquire) {
+            return d;
+        }
+        let ns = current_namespace();
+        while let Some(m) = ns.mounted_on(&d) {
+            d = m;
+        }
+        d
+    }
+
+    pub fn is_mount_root(&self) -> bool {
+        self.covering().is_some()
     }
 
     /// Whether a file system is mounted on this dentry.
-    pub fn is_mountpoint(self: &Arc<Self>) -> bool {
+    pub fn is_mountpoint(&self) -> bool {
         self.ever_mountpoint.load(Ordering::Acquire) && current_namespace().mounted_on(self).is_some()
     }
 
-    /// The root of the file system this dentry belongs to.
+    /// The root of the mount this dentry belongs to.
     pub fn fs_root(self: &Arc<Self>) -> Arc<Dentry> {
-        let mut ns = NsCache(None);
         let mut d = self.clone();
         loop {
-            if d.covering(&mut ns).is_some() {
+            if d.is_mount_root() || d.mount.get().is_some() {
                 return d;
             }
             match d.pinned_parent.clone().or_else(|| d.parent.upgrade()) {
@@ -257,38 +291,75 @@ impl Dentry {
         }
     }
 
-    /// Whether this dentry lies in the file system rooted at `root`.
+    /// Whether this dentry lies in the mount rooted at `root`.
     pub fn is_within(self: &Arc<Self>, root: &Arc<Dentry>) -> bool {
         Arc::ptr_eq(&self.fs_root(), root)
     }
 
+    /// The mount of a mount's root dentry.
+    pub fn mount_of_root(&self) -> Option<&Arc<Mount>> {
+        self.mount.get()
+    }
+
+    /// Makes this dentry the root of `mount` (once).
+    pub(super) fn set_mount(&self, mount: Arc<Mount>) {
+        self.mount.set(mount);
+    }
+
+    /// The mount this dentry is seen through (None for dentries outside
+    /// any tree: pipes' and magic links').
+    pub fn mount(&self) -> Option<Arc<Mount>> {
+        self.mount_ref().cloned()
+    }
+
+    fn mount_ref(&self) -> Option<&Arc<Mount>> {
+        self.mount.get().or(self.in_mount.as_ref())
+    }
+
+    fn mount_flag(&self, flag: u32) -> bool {
+        self.mount_ref().is_some_and(|m| m.flags() & flag != 0)
+    }
+
     /// MS_NODEV: device nodes on this mount cannot be opened.
-    pub fn no_dev(self: &Arc<Self>) -> bool {
-        self.fs_root().mount_flags.load(core::sync::atomic::Ordering::Relaxed) & MS_NODEV != 0
+    pub fn no_dev(&self) -> bool {
+        self.mount_flag(super::mount::MNT_NODEV)
     }
 
     /// MS_NOSUID: exec ignores set-user-ID and set-group-ID bits here.
-    pub fn no_suid(self: &Arc<Self>) -> bool {
-        self.fs_root().mount_flags.load(core::sync::atomic::Ordering::Relaxed) & MS_NOSUID != 0
+    pub fn no_suid(&self) -> bool {
+        self.mount_flag(super::mount::MNT_NOSUID)
     }
 
     /// MS_NOEXEC: files on this mount cannot be executed or mapped executable.
-    pub fn no_exec(self: &Arc<Self>) -> bool {
-        self.fs_root().mount_flags.load(core::sync::atomic::Ordering::Relaxed) & MS_NOEXEC != 0
+    pub fn no_exec(&self) -> bool {
+        self.mount_flag(super::mount::MNT_NOEXEC)
     }
 
-    pub fn is_read_only(self: &Arc<Self>) -> bool {
-        self.fs_root().read_only.load(core::sync::atomic::Ordering::Relaxed)
+    /// A read-only mount, or a mount of a read-only file system.
+    pub fn is_read_only(&self) -> bool {
+        self.mount_ref().is_some_and(|m| m.is_read_only())
     }
 
-    /// The absolute path of this dentry.
+    /// The absolute path of this dentry in the mount tree.
     pub fn path(self: &Arc<Self>) -> String {
-        let mut ns = NsCache(None);
+        self.path_from(&root()).0
+    }
+
+    /// The path of this dentry as seen from `root` (a process's root),
+    /// and whether `root` is on its way up. When it is not, the path is
+    /// the one from the tree's root, as Linux's d_path gives it.
+    pub fn path_from(self: &Arc<Self>, root: &Arc<Dentry>) -> (String, bool) {
         let mut parts: Vec<String> = Vec::new();
         let mut d = self.clone();
+        let mut reachable = false;
         loop {
-            while let Some(mp) = d.covering(&mut ns) {
+            if Arc::ptr_eq(&d, root) {
+                reachable = true;
+                break;
+            }
+            if let Some(mp) = d.covering() {
                 d = mp;
+                continue;
             }
             match d.pinned_parent.clone().or_else(|| d.parent.upgrade()) {
                 Some(p) => {
@@ -299,86 +370,240 @@ impl Dentry {
             }
         }
         if parts.is_empty() {
-            return String::from("/");
+            return (String::from("/"), reachable);
         }
         let mut s = String::new();
         for p in parts.iter().rev() {
             s.push('/');
             s.push_str(p);
         }
-        s
+        (s, reachable)
+    }
+
+    /// The path as the calling process sees it (d_path from its root).
+    pub fn path_for_caller(self: &Arc<Self>) -> String {
+        self.path_from(&caller_root()).0
+    }
+
+    /// The path of this dentry inside its own file system, from the root
+    /// of the mount it is in (a bind mount's root in /proc/<pid>/mountinfo).
+    pub fn path_in_mount(self: &Arc<Self>) -> String {
+        let base = self.mount().map(|m| m.root_path().clone()).unwrap_or_else(|| String::from("/"));
+        let (rel, _) = self.path_from(&self.fs_root());
+        match (base.as_str(), rel.as_str()) {
+            (_, "/") => base,
+            ("/", _) => rel,
+            _ => alloc::format!("{base}{rel}"),
+        }
     }
 }
 
+/// Sets the root of the mount tree (boot, pivot_root).
 pub fn set_root(root: Arc<Dentry>) {
-    ROOT.set(root);
+    *ROOT.lock() = Some(root);
 }
 
+/// The root of the mount tree.
 pub fn root() -> Arc<Dentry> {
-    ROOT.get().cloned().expect("root file system not mounted")
+    ROOT.lock().clone().expect("root file system not mounted")
+}
+
+/// Registers how to find the calling process's root (proc does, at boot).
+pub fn set_caller_root_hook(hook: fn() -> Option<Arc<Dentry>>) {
+    CALLER_ROOT.set(hook);
+}
+
+/// A process now has a root of its own: walks must ask for it.
+pub fn note_chroot() {
+    CHROOTED.store(true, Ordering::Release);
+}
+
+/// The calling process's root: where absolute paths start and `..` stops.
+pub fn caller_root() -> Arc<Dentry> {
+    if CHROOTED.load(Ordering::Acquire) {
+        if let Some(r) = CALLER_ROOT.get().and_then(|hook| hook()) {
+            return r;
+        }
+    }
+    root()
+}
+
+/// Bind mounts come and go (see `BIND_MOUNTS`).
+pub(super) fn note_bind(added: bool) {
+    if added {
+        BIND_MOUNTS.fetch_add(1, Ordering::Relaxed);
+    } else {
+        BIND_MOUNTS.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 const MAX_SYMLINKS: usize = 40;
 pub const PATH_MAX: usize = 4096;
 const NAME_MAX: usize = 255;
 
+/// How a walk may go: openat2's RESOLVE_* flags (all false: a plain walk).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Lookup {
+    /// RESOLVE_NO_XDEV: never into or out of another mount (EXDEV).
+    pub no_xdev: bool,
+    /// RESOLVE_NO_MAGICLINKS: no /proc/<pid>/fd-style links (ELOOP).
+    pub no_magiclinks: bool,
+    /// RESOLVE_NO_SYMLINKS: no symlink at all (ELOOP).
+    pub no_symlinks: bool,
+    /// RESOLVE_BENEATH: never above the starting directory (EXDEV).
+    pub beneath: bool,
+    /// RESOLVE_IN_ROOT: the starting directory is the root.
+    pub in_root: bool,
+    /// RESOLVE_CACHED: only what the dentry cache holds (EAGAIN).
+    pub cached: bool,
+}
+
+impl Lookup {
+    pub fn scoped(&self) -> bool {
+        self.beneath || self.in_root
+    }
+}
+
+/// One walk: its rules, where "/" and ".." stop, and the symlinks it may
+/// still follow.
+struct Walk<'a> {
+    cred: &'a Cred,
+    how: Lookup,
+    /// The process root, or the starting directory of a scoped walk.
+    root: Arc<Dentry>,
+    /// The mount the walk started in (RESOLVE_NO_XDEV).
+    start_mount: Option<Arc<Dentry>>,
+    budget: usize,
+}
+
+impl<'a> Walk<'a> {
+    fn new(cred: &'a Cred, start: &Arc<Dentry>, how: Lookup) -> Walk<'a> {
+        Walk {
+            cred,
+            how,
+            root: if how.scoped() { start.clone() } else { caller_root() },
+            start_mount: how.no_xdev.then(|| start.fs_root()),
+            budget: MAX_SYMLINKS,
+        }
+    }
+
+    /// RESOLVE_NO_XDEV: `d` must be in the mount the walk started in.
+    fn same_mount(&self, d: &Arc<Dentry>) -> Result<(), Errno> {
+        match &self.start_mount {
+            Some(m) if !Arc::ptr_eq(&d.fs_root(), m) => Err(Errno::EXDEV),
+            _ => Ok(()),
+        }
+    }
+
+    /// An absolute path or symlink starts over at the root.
+    fn jump_root(&self) -> Result<Arc<Dentry>, Errno> {
+        if self.how.beneath {
+            return Err(Errno::EXDEV);
+        }
+        self.same_mount(&self.root)?;
+        Ok(self.root.clone())
+    }
+
+    fn walk(&mut self, start: &Arc<Dentry>, path: &str, follow: bool) -> Result<Arc<Dentry>, Errno> {
+        if path.is_empty() {
+            return Err(Errno::ENOENT);
+        }
+        if path.len() >= PATH_MAX {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        let mut cur = if path.starts_with('/') { self.jump_root()? } else { start.clone() };
+        let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+        let must_be_dir = path.ends_with('/');
+        for (i, part) in parts.iter().enumerate() {
+            let last = i + 1 == parts.len();
+            if !cur.is_dir() {
+                return Err(Errno::ENOTDIR);
+            }
+            // Linux checks search permission on the directory before each
+            // component, "." and ".." included (may_lookup).
+            super::perm::may_search(self.cred, &cur)?;
+            match *part {
+                "." => continue,
+                ".." => {
+                    // ".." stays at the root; a walk kept beneath its start
+                    // may not go there.
+                    if Arc::ptr_eq(&cur, &self.root) {
+                        if self.how.beneath {
+                            return Err(Errno::EXDEV);
+                        }
+                        continue;
+                    }
+                    let up = cur.parent();
+                    self.same_mount(&up)?;
+                    cur = up;
+                    continue;
+                }
+                name if name.len() > NAME_MAX => return Err(Errno::ENAMETOOLONG),
+                _ => {}
+            }
+            let child = if self.how.cached { cur.cached_child(part)? } else { cur.child(part)? };
+            let top = child.mounted_root();
+            if !Arc::ptr_eq(&top, &child) {
+                self.same_mount(&top)?;
+            }
+            if top.inode.file_type() == FileType::Symlink && (!last || follow || must_be_dir) {
+                if self.how.no_symlinks {
+                    return Err(Errno::ELOOP);
+                }
+                // /proc/<pid>/fd/N and friends name a file, not a path.
+                if let Some(target) = top.inode.magic_link() {
+                    if self.how.no_magiclinks {
+                        return Err(Errno::ELOOP);
+                    }
+                    if self.how.scoped() {
+                        return Err(Errno::EXDEV);
+                    }
+                    let target = target?;
+                    self.same_mount(&target)?;
+                    cur = target;
+                    continue;
+                }
+                if self.budget == 0 {
+                    return Err(Errno::ELOOP);
+                }
+                self.budget -= 1;
+                let target = top.inode.readlink()?;
+                cur = self.walk(&cur, &target, true)?;
+                continue;
+            }
+            cur = top;
+        }
+        if must_be_dir && !cur.is_dir() {
+            return Err(Errno::ENOTDIR);
+        }
+        Ok(cur)
+    }
+}
+
 /// Resolves `path` from `start` (ignored for absolute paths) as `cred`,
 /// which needs search permission on every directory it walks through; a
 /// trailing symlink is followed only if `follow`.
 pub fn resolve(cred: &Cred, start: &Arc<Dentry>, path: &str, follow: bool) -> Result<Arc<Dentry>, Errno> {
-    let mut budget = MAX_SYMLINKS;
-    walk(cred, start, path, follow, &mut budget)
+    resolve_how(cred, start, path, follow, Lookup::default())
 }
 
-fn walk(cred: &Cred, start: &Arc<Dentry>, path: &str, follow: bool, budget: &mut usize) -> Result<Arc<Dentry>, Errno> {
-    if path.is_empty() {
-        return Err(Errno::ENOENT);
-    }
-    if path.len() >= PATH_MAX {
-        return Err(Errno::ENAMETOOLONG);
-    }
-    let mut ns = NsCache(None);
-    let mut cur = if path.starts_with('/') { root() } else { start.clone() };
-    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
-    let must_be_dir = path.ends_with('/');
-    for (i, part) in parts.iter().enumerate() {
-        let last = i + 1 == parts.len();
-        if !cur.is_dir() {
-            return Err(Errno::ENOTDIR);
-        }
-        // Linux checks search permission on the directory before each
-        // component, "." and ".." included (may_lookup).
-        super::perm::may_search(cred, &cur)?;
-        match *part {
-            "." => continue,
-            ".." => {
-                cur = cur.parent_in(&mut ns);
-                continue;
-            }
-            name if name.len() > NAME_MAX => return Err(Errno::ENAMETOOLONG),
-            _ => {}
-        }
-        let child = cur.child(part)?.mounted_root(&mut ns);
-        if child.inode.file_type() == FileType::Symlink && (!last || follow || must_be_dir) {
-            // /proc/<pid>/fd/N and friends name a file, not a path.
-            if let Some(target) = child.inode.magic_link() {
-                cur = target?;
-                continue;
-            }
-            if *budget == 0 {
-                return Err(Errno::ELOOP);
-            }
-            *budget -= 1;
-            let target = child.inode.readlink()?;
-            cur = walk(cred, &cur, &target, true, budget)?;
-            continue;
-        }
-        cur = child;
-    }
-    if must_be_dir && !cur.is_dir() {
-        return Err(Errno::ENOTDIR);
-    }
-    Ok(cur)
+/// `resolve` under openat2's rules.
+pub fn resolve_how(cred: &Cred, start: &Arc<Dentry>, path: &str, follow: bool, how: Lookup) -> Result<Arc<Dentry>, Errno> {
+    Walk::new(cred, start, how).walk(start, path, follow)
+}
+
+/// `resolve_how` from `start` for a walk whose scope (RESOLVE_BENEATH,
+/// RESOLVE_IN_ROOT, RESOLVE_NO_XDEV) began at `scope`: the last step of
+/// an open that walked to `start` first.
+pub fn resolve_within(
+    cred: &Cred,
+    scope: &Arc<Dentry>,
+    start: &Arc<Dentry>,
+    path: &str,
+    follow: bool,
+    how: Lookup,
+) -> Result<Arc<Dentry>, Errno> {
+    Walk::new(cred, scope, how).walk(start, path, follow)
 }
 
 /// Resolves all but the last component: (directory, last name), with
@@ -386,6 +611,16 @@ fn walk(cred: &Cred, start: &Arc<Dentry>, path: &str, follow: bool, budget: &mut
 /// "." for paths like "/" or "a/..": callers that create or remove reject
 /// it.
 pub fn resolve_parent(cred: &Cred, start: &Arc<Dentry>, path: &str) -> Result<(Arc<Dentry>, String), Errno> {
+    resolve_parent_how(cred, start, path, Lookup::default())
+}
+
+/// `resolve_parent` under openat2's rules.
+pub fn resolve_parent_how(
+    cred: &Cred,
+    start: &Arc<Dentry>,
+    path: &str,
+    how: Lookup,
+) -> Result<(Arc<Dentry>, String), Errno> {
     if path.is_empty() {
         return Err(Errno::ENOENT);
     }
@@ -397,14 +632,15 @@ pub fn resolve_parent(cred: &Cred, start: &Arc<Dentry>, path: &str) -> Result<(A
         Some(i) => (&trimmed[..=i], &trimmed[i + 1..]),
         None => ("", trimmed),
     };
+    let mut walk = Walk::new(cred, start, how);
     let dir = if dir_part.is_empty() {
         if path.starts_with('/') {
-            root()
+            walk.jump_root()?
         } else {
             start.clone()
         }
     } else {
-        resolve(cred, start, dir_part, true)?
+        walk.walk(start, dir_part, true)?
     };
     if !dir.is_dir() {
         return Err(Errno::ENOTDIR);
@@ -429,15 +665,6 @@ pub fn check_writable(d: &Arc<Dentry>) -> Result<(), Errno> {
     }
 }
 
-/// Mounts `fs_root` on `target`.
-pub fn mount(target: &Arc<Dentry>, fs_root: Arc<Dentry>, source: &str, fstype: &str) -> Result<(), Errno> {
-    mount_with(target, fs_root, source, fstype, false, 0)
-}
-
-pub const MS_NOSUID: u64 = 2;
-pub const MS_NODEV: u64 = 4;
-pub const MS_NOEXEC: u64 = 8;
-
 /// A dentry standing for an already open file (a /proc magic link).
 pub fn anonymous(inode: Arc<dyn Inode>) -> Arc<Dentry> {
     Dentry::new_root(inode)
@@ -447,77 +674,53 @@ pub fn anonymous(inode: Arc<dyn Inode>) -> Arc<Dentry> {
 /// V shared memory segment): its path is `/<name> (deleted)`, as Linux's
 /// d_path shows such files in /proc/<pid>/fd and /proc/<pid>/maps.
 pub fn unnamed(name: &str, inode: Arc<dyn Inode>) -> Arc<Dentry> {
-    Arc::new(Dentry {
-        name: alloc::format!("{name} (deleted)"),
-        inode,
-        parent: Weak::new(),
-        pinned_parent: Some(root()),
-        children: SpinLock::new(BTreeMap::new()),
-        ever_mountpoint: AtomicBool::new(false),
-        ever_mount_root: AtomicBool::new(false),
-        read_only: core::sync::atomic::AtomicBool::new(false),
-        mount_flags: core::sync::atomic::AtomicU64::new(0),
-    })
+    Arc::new(Dentry::with(alloc::format!("{name} (deleted)"), inode, Weak::new(), Some(root()), None))
 }
 
-pub fn mount_with(
-    target: &Arc<Dentry>,
-    fs_root: Arc<Dentry>,
-    source: &str,
-    fstype: &str,
-    read_only: bool,
-    flags: u64,
-) -> Result<(), Errno> {
-    if !target.is_dir() {
-        return Err(Errno::ENOTDIR);
-    }
-    fs_root.read_only.store(read_only, core::sync::atomic::Ordering::Relaxed);
-    fs_root.mount_flags.store(flags & (MS_NOSUID | MS_NODEV | MS_NOEXEC), core::sync::atomic::Ordering::Relaxed);
-    let mut cache = NsCache(None);
-    let top = target.mounted_root(&mut cache);
-    let path = top.path();
-    let ns = cache.get().clone();
-    let mut table = ns.table.lock();
-    table.list.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
-    top.ever_mountpoint.store(true, Ordering::Release);
-    fs_root.ever_mount_root.store(true, Ordering::Release);
-    table.on.insert(key(&top), (top.clone(), fs_root.clone()));
-    table.under.insert(key(&fs_root), top);
-    table.list.push(MountInfo { source: String::from(source), path, fstype: String::from(fstype), root: fs_root });
-    Ok(())
+/// A new root dentry over `dir` (a bind mount's), with its own cache.
+pub(super) fn view_of(dir: &Arc<Dentry>) -> Arc<Dentry> {
+    Dentry::new_root(dir.inode.clone())
 }
 
-/// Unmounts the file system whose root `root` is; `busy` says whether
-/// something still uses it (open files, working directories).
-pub fn umount(root: &Arc<Dentry>, detach: bool, busy: impl Fn(&Arc<Dentry>) -> bool) -> Result<(), Errno> {
+/// Hangs `root` (a mount's root dentry) on `target`, over whatever is
+/// mounted there already; returns the dentry it now covers.
+pub(super) fn attach(target: &Arc<Dentry>, root: &Arc<Dentry>) -> Arc<Dentry> {
+    let top = target.mounted_root();
     let ns = current_namespace();
-    let Some(mp) = ns.mountpoint_of(root) else {
-        return Err(Errno::EINVAL);
-    };
-    if !detach && (ns.mounted_on(root).is_some() || busy(root)) {
-        return Err(Errno::EBUSY);
+    top.ever_mountpoint.store(true, Ordering::Release);
+    root.ever_mount_root.store(true, Ordering::Release);
+    ns.under.lock().insert(key(root), top.clone());
+    ns.on.lock().insert(key(&top), root.clone());
+    top
+}
+
+/// Takes `root` (a mount's root dentry) off the dentry it covers; a
+/// mount stacked on it stays on it.
+pub(super) fn detach(root: &Arc<Dentry>) {
+    let ns = current_namespace();
+    let Some(mp) = ns.under.lock().remove(&key(root)) else { return };
+    let mut on = ns.on.lock();
+    if on.get(&key(&mp)).is_some_and(|m| Arc::ptr_eq(m, root)) {
+        on.remove(&key(&mp));
     }
-    let removed = {
-        let mut table = ns.table.lock();
-        let on = table.on.remove(&key(&mp));
-        let under = table.under.remove(&key(root));
-        table.list.retain(|m| !Arc::ptr_eq(&m.root, root));
-        (on, under)
-    };
-    drop(removed);
-    Ok(())
 }
 
-/// The caller's namespace's mounts.
-pub fn mounts() -> Vec<MountInfo> {
-    current_namespace().mounts()
+/// The dentry a mount root covers (its mountpoint).
+pub(super) fn covered(root: &Arc<Dentry>) -> Option<Arc<Dentry>> {
+    root.covering()
 }
 
-pub fn record_root_mount(fstype: &str) {
-    init_namespace().table.lock().list.push(MountInfo {
-        source: String::from("rootfs"),
-        path: String::from("/"),
-        fstype: String::from(fstype),
-        root: root(),
-    });
+/// Whether `d` lies at or below `ancestor` in the tree (through mounts).
+pub fn is_below(d: &Arc<Dentry>, ancestor: &Arc<Dentry>) -> bool {
+    let mut cur = d.clone();
+    loop {
+        if Arc::ptr_eq(&cur, ancestor) {
+            return true;
+        }
+        let up = cur.parent();
+        if Arc::ptr_eq(&up, &cur) {
+            return false;
+        }
+        cur = up;
+    }
 }

@@ -60,6 +60,15 @@ pub trait FileOps: Send + Sync {
     fn pipe_size(&self) -> Option<usize> {
         None
     }
+    /// Whether splice and sendfile may read the file (Linux's
+    /// `splice_read`): per-process /proc files say no.
+    fn splice_read(&self) -> bool {
+        true
+    }
+    /// The pipe behind a pipe end or FIFO, for splice, tee and vmsplice.
+    fn as_pipe(&self) -> Option<&Arc<super::pipe::Pipe>> {
+        None
+    }
     /// F_SETPIPE_SZ; `privileged`: the caller may pass pipe-max-size
     /// (CAP_SYS_RESOURCE).
     fn set_pipe_size(&self, _size: u64, _privileged: bool) -> Result<usize, Errno> {
@@ -366,5 +375,9 @@ impl FileOps for SnapshotFile {
 
     fn mode(&self) -> u32 {
         self.mode
+    }
+
+    fn splice_read(&self) -> bool {
+        false
     }
 }

@@ -142,6 +142,10 @@ pub trait Inode: Send + Sync {
         Err(Errno::EPERM)
     }
 
+    /// Records an access (atime), leaving ctime alone; see
+    /// `fs::mount::touch_atime` for when.
+    fn set_atime(&self, _ns: u64) {}
+
     fn read_at(&self, _offset: u64, _buf: &mut [u8]) -> Result<usize, Errno> {
         Err(if self.file_type() == FileType::Directory { Errno::EISDIR } else { Errno::EINVAL })
     }
@@ -280,6 +284,27 @@ pub trait Inode: Send + Sync {
 
     /// For /proc's fd links: the open file itself instead of a path.
     fn magic_link(&self) -> Option<Result<Arc<super::dentry::Dentry>, Errno>> {
+        None
+    }
+
+    /// A file handle for the inode (name_to_handle_at): its type and
+    /// words; None when the file system cannot export handles
+    /// (EOPNOTSUPP). Asking makes the inode findable by the handle for as
+    /// long as it lives.
+    fn file_handle(&self) -> Option<(i32, [u32; 3])> {
+        None
+    }
+
+    /// On a file system's root: the inode a handle names, if it still
+    /// lives (open_by_handle_at; ESTALE otherwise).
+    fn inode_by_handle(&self, _kind: i32, _words: &[u32]) -> Option<Arc<dyn Inode>> {
+        None
+    }
+
+    /// The extended attributes and ACLs the inode keeps, and what its
+    /// file system allows (`fs::xattr`); None when it keeps none (every
+    /// xattr call is then EOPNOTSUPP, listings are empty).
+    fn xattrs(&self) -> Option<super::xattr::Xattrs<'_>> {
         None
     }
 

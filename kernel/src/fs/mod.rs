@@ -11,6 +11,7 @@ pub mod epoll;
 pub mod eventfd;
 pub mod fasync;
 pub mod fdtable;
+pub mod fhandle;
 pub mod file;
 pub mod fown;
 pub mod initramfs;
@@ -20,6 +21,7 @@ pub mod ldisc;
 pub mod lease;
 pub mod lock;
 pub mod meminfo;
+pub mod mount;
 pub mod notify;
 pub mod nsfs;
 pub mod pagestore;
@@ -33,6 +35,7 @@ pub mod truncate;
 pub mod tty;
 pub mod ucounts;
 pub mod writecount;
+pub mod xattr;
 
 use alloc::sync::Arc;
 
@@ -52,8 +55,11 @@ pub fn init(initramfs: Option<hal::TakenModule>) -> Result<(), initramfs::Unpack
         log::error!("no console terminal: {}", e.name());
     }
     let root: Arc<dyn Inode> = tmpfs::Tmpfs::new_root(0o755);
-    dentry::set_root(Dentry::new_root(root));
-    dentry::record_root_mount("rootfs");
+    let root = Dentry::new_root(root);
+    dentry::set_root(root.clone());
+    if mount::mount_root(&root, "rootfs", "rootfs").is_err() {
+        log::error!("cannot record the root mount: no memory");
+    }
     if let Some(archive) = initramfs {
         let start = hal::time::monotonic_ns();
         let size = archive.len();
@@ -89,7 +95,9 @@ pub fn mount_at(path: &str, fstype: &str, source: &str) -> Result<(), Errno> {
         }
         Err(e) => return Err(e),
     };
-    dentry::mount(&target, new_fs(fstype, None)?, source, fstype)
+    let (fs_root, options) = new_fs_with(fstype, "")?;
+    let sb = mount::Super::new(fstype, options)?;
+    mount::mount_new(&target, root_dentry(fstype, fs_root), sb, source, 0, mount::mnt_flags_of(0))
 }
 
 /// File system types a layer above adds (the IPC layer's "mqueue"): the
@@ -139,18 +147,58 @@ fn populate_sys_cpus(sys: &Arc<dyn Inode>) -> Result<(), Errno> {
     Ok(())
 }
 
-/// A fresh instance of a file system type, by its mount(2) name, with
-/// its mount options (`data`; only devpts reads them), as the root dentry
-/// to mount.
-pub fn new_fs(fstype: &str, data: Option<&str>) -> Result<Arc<Dentry>, Errno> {
-    let root = Dentry::new_root(new_fs_inode(fstype, data)?);
-    if fstype == "devpts" {
-        devpts::instance_of(&root);
+/// The file system types mount(2) knows, in /proc/filesystems order
+/// (sysfs(2) numbers them in that order).
+pub fn fs_type_names() -> alloc::vec::Vec<&'static str> {
+    let mut names = alloc::vec::Vec::new();
+    let builtin = ["tmpfs", "proc", "sysfs", "devtmpfs", "ramfs", "devpts"];
+    let registered = registered_fs_types();
+    if names.try_reserve(builtin.len() + registered.len()).is_ok() {
+        names.extend_from_slice(&builtin);
+        names.extend(registered);
     }
-    Ok(root)
+    names
 }
 
-fn new_fs_inode(fstype: &str, data: Option<&str>) -> Result<Arc<dyn Inode>, Errno> {
+/// A fresh instance of `fstype` configured by mount(2)'s `data` (tmpfs:
+/// size=, nr_inodes=, mode=, uid=, gid=), and the options /proc/mounts
+/// shows for it (",size=1024k,mode=700"). An unknown option is EINVAL.
+pub fn new_fs_with(fstype: &str, data: &str) -> Result<(Arc<dyn Inode>, alloc::string::String), Errno> {
+    if fstype == "tmpfs" || fstype == "ramfs" {
+        let opts = tmpfs::Options::parse(data)?;
+        let root = tmpfs::Tmpfs::new_root_opts(&opts);
+        return Ok((root, opts.shown()?));
+    }
+    if !fs_type_names().contains(&fstype) {
+        return Err(Errno::ENODEV);
+    }
+    if fstype == "devpts" {
+        // devpts reads its own options (mode, ptmxmode, gid, uid, max).
+        return Ok((new_fs_plain(fstype, Some(data))?, alloc::string::String::new()));
+    }
+    // Other types take no options here.
+    if data.split(',').any(|o| !o.is_empty() && !is_generic_option(o)) {
+        return Err(Errno::EINVAL);
+    }
+    Ok((new_fs_plain(fstype, None)?, alloc::string::String::new()))
+}
+
+/// The root dentry to mount for a new instance's root inode (a devpts
+/// instance learns its root, where its pty nodes are looked up).
+pub fn root_dentry(fstype: &str, root: Arc<dyn Inode>) -> Arc<Dentry> {
+    let d = Dentry::new_root(root);
+    if fstype == "devpts" {
+        devpts::instance_of(&d);
+    }
+    d
+}
+
+/// Options every file system accepts in mount(2)'s data (superblock flags).
+pub fn is_generic_option(o: &str) -> bool {
+    matches!(o, "ro" | "rw" | "sync" | "async" | "dirsync" | "lazytime" | "nolazytime" | "mand" | "nomand" | "silent")
+}
+
+fn new_fs_plain(fstype: &str, data: Option<&str>) -> Result<Arc<dyn Inode>, Errno> {
     let registered = FS_TYPES.lock().iter().find(|(n, _)| *n == fstype).map(|(_, m)| *m);
     if let Some(make) = registered {
         return make();
@@ -165,7 +213,7 @@ fn new_fs_inode(fstype: &str, data: Option<&str>) -> Result<Arc<dyn Inode>, Errn
         }
         "proc" => procfs::new_root(),
         "sysfs" => {
-            let sys: Arc<dyn Inode> = tmpfs::Tmpfs::new_root(0o555);
+            let sys: Arc<dyn Inode> = tmpfs::Tmpfs::new_root_with(0o555, xattr::XattrKinds::KERNFS);
             for d in ["block", "bus", "class", "dev", "devices", "firmware", "fs", "kernel", "module", "power"] {
                 sys.create(d, inode::S_IFDIR | 0o755, 0, inode::Owner::ROOT)?;
             }

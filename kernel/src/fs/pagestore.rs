@@ -169,28 +169,31 @@ impl PageStore {
         Ok(())
     }
 
-    /// fallocate(PUNCH_HOLE) by bytes: `offset..end` reads zeros from now on. Whole
-    /// pages no mapping holds give their frame back; a page some process
-    /// has mapped is zeroed in place instead, so the mapping sees the
-    /// zeros too (Linux unmaps it; the data the file shows is the same).
+    /// fallocate(PUNCH_HOLE) by bytes: `offset..end` reads zeros from now
+    /// on. Whole pages give their frame back (the caller unmaps them from
+    /// shared mappings, as Linux's `unmap_mapping_range` does: see
+    /// `fs::truncate::punch_hole`); the parts of pages at either end are
+    /// zeroed in place. Pages allocated past the size with KEEP_SIZE are
+    /// punched too.
     pub fn punch_bytes(&mut self, offset: u64, end: u64) {
-        let end = end.min(self.size.div_ceil(PAGE_SIZE) * PAGE_SIZE);
         let mut pos = offset;
         let mut released = 0;
         while pos < end {
             let index = pos / PAGE_SIZE;
             let in_page = (pos % PAGE_SIZE) as usize;
             let n = (PAGE - in_page).min((end - pos) as usize);
-            if let Some(frame) = self.pages.get(&index) {
-                // The store's reference alone: nobody maps the page.
-                if n == PAGE && frame.ref_count() == 1 {
-                    self.pages.remove(&index);
+            if n == PAGE {
+                if self.pages.remove(&index).is_some() {
                     released += 1;
-                } else {
-                    frame.zero(in_page, n);
                 }
+            } else if let Some(frame) = self.pages.get(&index) {
+                frame.zero(in_page, n);
             }
             pos += n as u64;
+            // Past the last page there is nothing left to punch.
+            if self.pages.range(index + 1..).next().is_none() {
+                break;
+            }
         }
         self.released(released);
     }

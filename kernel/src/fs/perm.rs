@@ -34,10 +34,25 @@ pub fn inode_permission(cred: &Cred, inode: &dyn Inode, mask: u32) -> Result<(),
     if mask & MAY_EXEC == 0 && cred.overrides(mask, false) {
         return Ok(());
     }
-    if cred.permission(attrs(&inode.metadata()), mask) || inode.grants_caller(mask) {
+    if allows(cred, inode, &inode.metadata(), mask) || inode.grants_caller(mask) {
         Ok(())
     } else {
         Err(Errno::EACCES)
+    }
+}
+
+/// The mode bits, or the access ACL when the inode has one, and the
+/// capabilities that override them.
+fn allows(cred: &Cred, inode: &dyn Inode, m: &Metadata, mask: u32) -> bool {
+    let a = attrs(m);
+    // The owner's class never reads the ACL, nor does a mode without
+    // group bits.
+    if cred.fsuid == m.uid || m.mode & 0o070 == 0 || !super::xattr::has_access_acl(inode) {
+        return cred.permission(a, mask);
+    }
+    match inode.xattrs() {
+        Some(x) => x.store.with_acl(super::xattr::AclKind::Access, |acl| cred.permission_acl(a, acl, mask)),
+        None => cred.permission(a, mask),
     }
 }
 
@@ -69,7 +84,7 @@ pub fn may_create(cred: &Cred, dir: &Arc<Dentry>) -> Result<(), Errno> {
     if m.nlink == 0 {
         return Err(Errno::ENOENT);
     }
-    if cred.overrides(MAY_WRITE | MAY_EXEC, true) || cred.permission(attrs(&m), MAY_WRITE | MAY_EXEC) {
+    if cred.overrides(MAY_WRITE | MAY_EXEC, true) || allows(cred, dir.inode().as_ref(), &m, MAY_WRITE | MAY_EXEC) {
         Ok(())
     } else {
         Err(Errno::EACCES)
@@ -83,7 +98,7 @@ pub fn may_create(cred: &Cred, dir: &Arc<Dentry>) -> Result<(), Errno> {
 /// directory (ENOENT).
 pub fn may_delete(cred: &Cred, dir: &Arc<Dentry>, victim: &Arc<Dentry>, want_dir: bool) -> Result<(), Errno> {
     let dm = dir.inode().metadata();
-    if !(cred.overrides(MAY_WRITE | MAY_EXEC, true) || cred.permission(attrs(&dm), MAY_WRITE | MAY_EXEC)) {
+    if !(cred.overrides(MAY_WRITE | MAY_EXEC, true) || allows(cred, dir.inode().as_ref(), &dm, MAY_WRITE | MAY_EXEC)) {
         return Err(Errno::EACCES);
     }
     let vm = victim.inode().metadata();
@@ -108,6 +123,25 @@ pub fn may_delete(cred: &Cred, dir: &Arc<Dentry>, victim: &Arc<Dentry>, want_dir
 pub fn new_inode(cred: &Cred, dir: &Arc<Dentry>, mode: u32) -> (u32, Owner) {
     let (uid, gid, mode) = cred.new_file(attrs(&dir.inode().metadata()), mode);
     (mode, Owner { uid, gid })
+}
+
+/// Creates `name` in `dir` (`mode` carries the type and the requested
+/// permission bits): the umask or the directory's default ACL decides
+/// the permission bits (`xattr::inherit`), `new_inode` the owner and the
+/// set-group-ID bit, and the new inode gets the ACLs it inherits.
+pub fn create(
+    cred: &Cred,
+    dir: &Arc<Dentry>,
+    name: &str,
+    mode: u32,
+    umask: u32,
+    rdev: u64,
+) -> Result<Arc<dyn Inode>, Errno> {
+    let (mode, inherited) = super::xattr::inherit(dir.inode().as_ref(), mode, umask)?;
+    let (mode, owner) = new_inode(cred, dir, mode);
+    let inode = dir.inode().create(name, mode, rdev, owner)?;
+    super::xattr::apply_inherited(inode.as_ref(), inherited)?;
+    Ok(inode)
 }
 
 /// The checks of an open (`may_open`) on `d`, for the access in `mask`
@@ -148,7 +182,9 @@ pub fn may_open(cred: &Cred, d: &Arc<Dentry>, mask: u32, flags: u32) -> Result<(
 /// group without CAP_FSETID cannot set the set-group-ID bit.
 pub fn chmod(cred: &Cred, inode: &dyn Inode, mode: u32) -> Result<(), Errno> {
     let mode = cred.chmod_mode(attrs(&inode.metadata()), mode)?;
-    inode.set_mode(mode)
+    inode.set_mode(mode)?;
+    // An access ACL follows the new mode.
+    super::xattr::chmod(inode, mode)
 }
 
 /// chown: changing the owner needs CAP_CHOWN, the group ownership and
@@ -177,6 +213,9 @@ pub fn chown(cred: &Cred, inode: &dyn Inode, uid: Option<u32>, gid: Option<u32>)
         }
     }
     inode.set_owner(uid, gid)?;
+    if m.file_type() != FileType::Directory {
+        super::xattr::kill_priv(inode);
+    }
     if drop != 0 {
         inode.set_mode(m.mode & 0o7777 & !drop)?;
     }
@@ -212,10 +251,14 @@ pub fn may_set_times(cred: &Cred, inode: &dyn Inode, how: TimeChange) -> Result<
 
 /// A write or truncate by `cred` clears the set-user-ID bit of a regular
 /// file, and set-group-ID as Linux does (`file_remove_privs`), unless the
-/// caller holds CAP_FSETID. `cred` is asked for only when the file has
+/// caller holds CAP_FSETID, and removes its file capabilities. `cred` is asked for only when the file has
 /// such a bit.
 pub fn clear_setid_on_write(inode: &dyn Inode, cred: impl FnOnce() -> Arc<Cred>) -> Result<(), Errno> {
     let m = inode.metadata();
+    // File capabilities go with any write, a privileged one too.
+    if m.file_type() == FileType::Regular {
+        super::xattr::kill_priv(inode);
+    }
     if m.mode & 0o6000 == 0 || m.file_type() != FileType::Regular {
         return Ok(());
     }

@@ -136,6 +136,144 @@ impl Pipe {
     }
 }
 
+/// What splice, tee and vmsplice do with a pipe: data goes in and out
+/// in bulk, without the atomicity of small writes, and the pipe's room
+/// is counted in whole pages, as Linux's pipe counts its buffer slots (a
+/// page of data holds a slot, however little of it is filled).
+impl Pipe {
+    fn capacity_pages(&self) -> usize {
+        self.capacity.load(Ordering::Relaxed) / PIPE_BUF
+    }
+
+    /// Pages of room left (free slots).
+    pub fn free_pages(&self) -> usize {
+        let used = self.buf.lock().len().div_ceil(PIPE_BUF);
+        self.capacity_pages().saturating_sub(used)
+    }
+
+    /// Bytes waiting in the pipe.
+    pub fn len(&self) -> usize {
+        self.buf.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Linux's `wait_for_space`: EPIPE (and SIGPIPE) without readers,
+    /// EAGAIN when full and `nonblock`, else waits for a free page.
+    pub fn wait_for_space(&self, nonblock: bool) -> Result<(), Errno> {
+        loop {
+            if self.readers.load(Ordering::Acquire) == 0 {
+                raise_sigpipe();
+                return Err(Errno::EPIPE);
+            }
+            if self.free_pages() > 0 {
+                return Ok(());
+            }
+            if nonblock {
+                return Err(Errno::EAGAIN);
+            }
+            self.writable
+                .wait_until_interruptible(None, || self.free_pages() > 0 || self.readers.load(Ordering::Acquire) == 0)
+                .map_err(interrupted)?;
+        }
+    }
+
+    /// Waits for data (`splice_from_pipe_next`): Ok(false) when the pipe
+    /// is empty and has no writer left (end of file), EAGAIN when empty
+    /// and `nonblock`.
+    pub fn wait_for_data(&self, nonblock: bool) -> Result<bool, Errno> {
+        loop {
+            let writers_gone = self.writers.load(Ordering::Acquire) == 0;
+            if !self.is_empty() {
+                return Ok(true);
+            }
+            if writers_gone {
+                return Ok(false);
+            }
+            if nonblock {
+                return Err(Errno::EAGAIN);
+            }
+            self.readable
+                .wait_until_interruptible(None, || !self.is_empty() || self.writers.load(Ordering::Acquire) == 0)
+                .map_err(interrupted)?;
+        }
+    }
+
+    /// Appends `data` whole (splice has made sure of the room; a racing
+    /// writer may overfill the pipe by its own write, never lose data).
+    pub fn push(&self, data: &[u8]) -> Result<(), Errno> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        let mut buf = self.buf.lock();
+        buf.try_reserve(data.len()).map_err(|_| Errno::ENOMEM)?;
+        buf.extend(data);
+        drop(buf);
+        self.readable.wake_all();
+        self.read_pollee.notify(Events::READABLE);
+        Ok(())
+    }
+
+    /// Copies up to `out.len()` bytes from the front without taking them
+    /// (tee).
+    pub fn peek(&self, out: &mut [u8]) -> usize {
+        let buf = self.buf.lock();
+        let n = out.len().min(buf.len());
+        for (o, b) in out[..n].iter_mut().zip(buf.iter()) {
+            *o = *b;
+        }
+        n
+    }
+
+    /// Takes up to `out.len()` bytes from the front.
+    pub fn take(&self, out: &mut [u8]) -> usize {
+        let mut buf = self.buf.lock();
+        let n = out.len().min(buf.len());
+        let (front, back) = buf.as_slices();
+        let a = n.min(front.len());
+        out[..a].copy_from_slice(&front[..a]);
+        out[a..n].copy_from_slice(&back[..n - a]);
+        let was_full = !self.has_room(buf.len());
+        buf.drain(..n);
+        let now_room = self.has_room(buf.len());
+        drop(buf);
+        if n > 0 {
+            self.writable.wake_all();
+            if was_full && now_room {
+                self.write_pollee.notify(Events::WRITABLE);
+            }
+        }
+        n
+    }
+
+    /// Puts back at the front what `take` took and could not be written
+    /// out, so a short splice loses nothing.
+    pub fn unread(&self, data: &[u8]) {
+        if data.is_empty() {
+            return;
+        }
+        let mut buf = self.buf.lock();
+        if buf.try_reserve(data.len()).is_err() {
+            return;
+        }
+        for b in data.iter().rev() {
+            buf.push_front(*b);
+        }
+        drop(buf);
+        self.readable.wake_all();
+        self.read_pollee.notify(Events::READABLE);
+    }
+}
+
+/// A write found no reader: SIGPIPE for the calling thread.
+fn raise_sigpipe() {
+    if let Some(t) = crate::proc::current_task() {
+        crate::proc::signal::send_to_task(&t, Siginfo::kill(sig::SIGPIPE, sig::SI_USER, t.process.pid, t.cred().uid));
+    }
+}
+
 pub struct PipeEnd {
     pipe: Arc<Pipe>,
     write: bool,
@@ -340,6 +478,10 @@ impl FileOps for PipeEnd {
         S_IFIFO | 0o600
     }
 
+    fn as_pipe(&self) -> Option<&Arc<Pipe>> {
+        Some(&self.pipe)
+    }
+
     fn ino(&self) -> Option<u64> {
         Some(pipe_ino(&self.pipe))
     }
@@ -420,6 +562,9 @@ impl FileOps for PipeBoth {
     }
     fn poll(&self, mut table: Option<&mut PollTable>) -> Events {
         self.read.poll(table.as_deref_mut()) | self.write.poll(table)
+    }
+    fn as_pipe(&self) -> Option<&Arc<Pipe>> {
+        Some(&self.read.pipe)
     }
     fn ino(&self) -> Option<u64> {
         self.read.ino()

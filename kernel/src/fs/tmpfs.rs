@@ -18,6 +18,7 @@ use linux_abi::ipc::{
 use super::file::FileOps;
 use super::inode::{DirEntry, FileType, FsStats, Inode, Metadata, Owner, S_IFDIR, S_IFLNK, S_IFMT};
 use super::pagestore::{PageBudget, PageStore};
+use super::xattr::{XattrBudget, XattrKinds, XattrStore, Xattrs};
 use crate::sync::Mutex;
 
 pub const TMPFS_MAGIC: u64 = 0x0102_1994;
@@ -33,9 +34,20 @@ pub struct Tmpfs {
     dev: u64,
     next_ino: AtomicU64,
     inodes: AtomicU64,
+    max_inodes: u64,
     /// Pages its files hold, up to half the memory (Linux's default size).
     pages: Arc<PageBudget>,
+    /// What its files' extended attributes may be, and the space they take.
+    xattr_kinds: XattrKinds,
+    xattr_space: XattrBudget,
+    /// Inodes a file handle was made for, by number (Linux hashes an
+    /// inode when its first handle is encoded).
+    handles: SpinLock<BTreeMap<u64, Weak<TmpInode>>>,
 }
+
+/// File handles of tmpfs files are type 1 (inode number and generation).
+const FILEID_INO32_GEN: i32 = 1;
+static NEXT_GENERATION: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(1);
 
 enum Node {
     Dir(SpinLock<BTreeMap<String, Arc<TmpInode>>>),
@@ -75,6 +87,9 @@ pub struct TmpInode {
     kind: FileType,
     meta: SpinLock<Meta>,
     node: Node,
+    xattrs: XattrStore,
+    /// Told apart from an earlier inode with the same number by handles.
+    generation: u32,
     me: Weak<TmpInode>,
 }
 
@@ -82,16 +97,127 @@ fn now() -> u64 {
     crate::clock::realtime_ns()
 }
 
+/// The inodes a tmpfs may hold (statfs's f_files).
+const MAX_INODES: u64 = 65536;
+
+/// A tmpfs's mount options (mount(2)'s data): size=, nr_inodes=, mode=,
+/// uid= and gid=, as Linux's tmpfs parses them.
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// Pages it may hold (default: half the memory).
+    pub pages: u64,
+    pub inodes: u64,
+    pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+impl Options {
+    fn default_pages() -> u64 {
+        hal::mm::total_frame_count() as u64 / 2
+    }
+
+    /// Parses comma-separated options; EINVAL for an unknown option or a
+    /// bad value.
+    pub fn parse(data: &str) -> Result<Options, Errno> {
+        let mut o = Options { pages: Options::default_pages(), inodes: MAX_INODES, mode: 0o1777, uid: 0, gid: 0 };
+        for opt in data.split(',').filter(|o| !o.is_empty()) {
+            let (key, value) = opt.split_once('=').unwrap_or((opt, ""));
+            match key {
+                "size" => {
+                    let bytes = if let Some(pct) = value.strip_suffix('%') {
+                        let pct: u64 = pct.parse().map_err(|_| Errno::EINVAL)?;
+                        (hal::mm::total_frame_count() as u64 * crate::mm::PAGE_SIZE).saturating_mul(pct) / 100
+                    } else {
+                        memparse(value)?
+                    };
+                    o.pages = bytes.div_ceil(crate::mm::PAGE_SIZE);
+                }
+                "nr_inodes" => o.inodes = memparse(value)?,
+                "mode" => o.mode = u32::from_str_radix(value, 8).ok().filter(|m| *m <= 0o7777).ok_or(Errno::EINVAL)?,
+                "uid" => o.uid = value.parse().map_err(|_| Errno::EINVAL)?,
+                "gid" => o.gid = value.parse().map_err(|_| Errno::EINVAL)?,
+                _ if super::is_generic_option(opt) => {}
+                _ => return Err(Errno::EINVAL),
+            }
+        }
+        Ok(o)
+    }
+
+    /// What /proc/mounts shows: the options that differ from the defaults.
+    pub fn shown(&self) -> Result<String, Errno> {
+        use core::fmt::Write;
+        let mut s = crate::mm::TryString::new();
+        let r = (|| -> core::fmt::Result {
+            if self.pages != Options::default_pages() {
+                write!(s, ",size={}k", self.pages * 4)?;
+            }
+            if self.inodes != MAX_INODES {
+                write!(s, ",nr_inodes={}", self.inodes)?;
+            }
+            if self.mode != 0o1777 {
+                write!(s, ",mode={:03o}", self.mode)?;
+            }
+            if self.uid != 0 {
+                write!(s, ",uid={}", self.uid)?;
+            }
+            if self.gid != 0 {
+                write!(s, ",gid={}", self.gid)?;
+            }
+            Ok(())
+        })();
+        s.finish(r)
+    }
+}
+
+/// A number with an optional k, m, g, t, p or e suffix (Linux's memparse).
+fn memparse(value: &str) -> Result<u64, Errno> {
+    let (digits, shift) = match value.as_bytes().last() {
+        Some(b'k' | b'K') => (&value[..value.len() - 1], 10),
+        Some(b'm' | b'M') => (&value[..value.len() - 1], 20),
+        Some(b'g' | b'G') => (&value[..value.len() - 1], 30),
+        Some(b't' | b'T') => (&value[..value.len() - 1], 40),
+        Some(b'p' | b'P') => (&value[..value.len() - 1], 50),
+        Some(b'e' | b'E') => (&value[..value.len() - 1], 60),
+        _ => (value, 0),
+    };
+    let n: u64 = digits.parse().map_err(|_| Errno::EINVAL)?;
+    n.checked_shl(shift).filter(|v| v >> shift == n).ok_or(Errno::EINVAL)
+}
+
 impl Tmpfs {
     /// A new empty tmpfs; returns its root directory.
     pub fn new_root(perm: u32) -> Arc<TmpInode> {
+        Tmpfs::new_root_with(perm, XattrKinds::TMPFS)
+    }
+
+    /// A new empty tmpfs whose attributes follow `kinds` (sysfs's are
+    /// kernfs's).
+    pub fn new_root_with(perm: u32, kinds: XattrKinds) -> Arc<TmpInode> {
+        let opts = Options { pages: Options::default_pages(), inodes: MAX_INODES, mode: perm, uid: 0, gid: 0 };
+        Tmpfs::new_fs(&opts, kinds)
+    }
+
+    /// A new tmpfs as mount(2) asks for it.
+    pub fn new_root_opts(opts: &Options) -> Arc<TmpInode> {
+        Tmpfs::new_fs(opts, XattrKinds::TMPFS)
+    }
+
+    fn new_fs(opts: &Options, kinds: XattrKinds) -> Arc<TmpInode> {
         let fs = Arc::new(Tmpfs {
             dev: NEXT_DEV.fetch_add(1, Ordering::Relaxed),
             next_ino: AtomicU64::new(1),
             inodes: AtomicU64::new(0),
-            pages: Arc::new(PageBudget::new(hal::mm::total_frame_count() as u64 / 2)),
+            max_inodes: opts.inodes,
+            pages: Arc::new(PageBudget::new(opts.pages)),
+            xattr_kinds: kinds,
+            // Linux's tmpfs charges attributes to its inode space, 1 KiB
+            // per inode it may hold.
+            xattr_space: XattrBudget::new(opts.inodes.saturating_mul(1024)),
+            handles: SpinLock::new(BTreeMap::new()),
         });
-        TmpInode::new(&fs, S_IFDIR | perm, 0, Owner::ROOT, Node::Dir(SpinLock::new(BTreeMap::new())))
+        let owner = Owner { uid: opts.uid, gid: opts.gid };
+        TmpInode::new(&fs, S_IFDIR | opts.mode, 0, owner, Node::Dir(SpinLock::new(BTreeMap::new())))
     }
 }
 
@@ -108,7 +234,11 @@ pub fn unnamed_file(perm: u32, seals: u32, owner: Owner) -> Arc<TmpInode> {
             dev: NEXT_DEV.fetch_add(1, Ordering::Relaxed),
             next_ino: AtomicU64::new(1),
             inodes: AtomicU64::new(0),
+            max_inodes: MAX_INODES,
             pages: Arc::new(PageBudget::new(hal::mm::total_frame_count() as u64 / 2)),
+            xattr_kinds: XattrKinds::TMPFS,
+            xattr_space: XattrBudget::new(MAX_INODES * 1024),
+            handles: SpinLock::new(BTreeMap::new()),
         }));
     }
     let fs = SHM_FS.get().expect("set above");
@@ -143,6 +273,8 @@ impl TmpInode {
                 ctime: t,
             }),
             node,
+            xattrs: XattrStore::new(),
+            generation: NEXT_GENERATION.fetch_add(1, Ordering::Relaxed),
             me: me.clone(),
         })
     }
@@ -242,6 +374,7 @@ impl TmpInode {
 impl Drop for TmpInode {
     fn drop(&mut self) {
         self.fs.inodes.fetch_sub(1, Ordering::Relaxed);
+        self.xattrs.release(&self.fs.xattr_space);
     }
 }
 
@@ -288,8 +421,8 @@ impl Inode for TmpInode {
             block_size: 4096,
             blocks: total,
             blocks_free: total.saturating_sub(used),
-            files: 65536,
-            files_free: 65536u64.saturating_sub(self.fs.inodes.load(Ordering::Relaxed)),
+            files: self.fs.max_inodes,
+            files_free: self.fs.max_inodes.saturating_sub(self.fs.inodes.load(Ordering::Relaxed)),
             name_max: 255,
         }
     }
@@ -330,6 +463,10 @@ impl Inode for TmpInode {
         }
         m.ctime = now();
         Ok(())
+    }
+
+    fn set_atime(&self, ns: u64) {
+        self.meta.lock().atime = ns;
     }
 
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize, Errno> {
@@ -667,6 +804,28 @@ impl Inode for TmpInode {
             Node::Symlink(t) => Ok(t.clone()),
             _ => Err(Errno::EINVAL),
         }
+    }
+
+    fn file_handle(&self) -> Option<(i32, [u32; 3])> {
+        let me = self.me.clone();
+        let mut handles = self.fs.handles.lock();
+        // Handles of inodes gone since are forgotten now and then.
+        if handles.len() >= 64 && handles.len().is_power_of_two() {
+            handles.retain(|_, w| w.strong_count() > 0);
+        }
+        handles.entry(self.ino).or_insert(me);
+        Some((FILEID_INO32_GEN, [self.generation, self.ino as u32, (self.ino >> 32) as u32]))
+    }
+
+    fn inode_by_handle(&self, _kind: i32, words: &[u32]) -> Option<Arc<dyn Inode>> {
+        let [generation, lo, hi, ..] = *words else { return None };
+        let ino = u64::from(lo) | (u64::from(hi) << 32);
+        let inode = self.fs.handles.lock().get(&ino)?.upgrade()?;
+        (inode.generation == generation).then_some(inode as Arc<dyn Inode>)
+    }
+
+    fn xattrs(&self) -> Option<Xattrs<'_>> {
+        Some(Xattrs { store: &self.xattrs, budget: &self.fs.xattr_space, kinds: self.fs.xattr_kinds })
     }
 
     fn open(&self, flags: u32) -> Option<Result<Arc<dyn FileOps>, Errno>> {

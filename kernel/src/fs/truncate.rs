@@ -1,4 +1,5 @@
-//! Truncating a regular file while processes may have it mapped.
+//! Truncating a regular file, or punching a hole in it, while processes
+//! may have it mapped.
 //!
 //! Linux's truncate unmaps every page of the file past its new end from
 //! every process, private copies included, so that touching one again
@@ -38,6 +39,33 @@ pub fn truncate(inode: &Arc<dyn Inode>, size: u64) -> Result<(), Errno> {
             if visited.try_reserve(1).is_ok() {
                 visited.push(vm);
             }
+        }
+    }
+    Ok(())
+}
+
+/// Punches a hole in bytes [offset, offset + len) of `inode`
+/// (fallocate's FALLOC_FL_PUNCH_HOLE), and unmaps the whole pages it
+/// freed from every shared mapping, as Linux's `unmap_mapping_range`
+/// does: the next touch sees the hole's zeros. (Private copies stay.)
+pub fn punch_hole(inode: &Arc<dyn Inode>, offset: u64, len: u64) -> Result<(), Errno> {
+    use linux_abi::fs::{FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE};
+    inode.allocate(FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, len)?;
+    let first = offset.div_ceil(PAGE_SIZE);
+    let end = offset.saturating_add(len) / PAGE_SIZE;
+    if first >= end || !inode.ever_mapped() {
+        return Ok(());
+    }
+    let object = crate::mm::advice::SharedObject::File(inode.clone());
+    let mut visited: Vec<Vm> = Vec::new();
+    for p in crate::proc::all_processes() {
+        let Ok(vm) = p.vm() else { continue };
+        if visited.iter().any(|v| Arc::ptr_eq(v, &vm)) {
+            continue;
+        }
+        vm.lock().unmap_object_pages(&object, first, end - first);
+        if visited.try_reserve(1).is_ok() {
+            visited.push(vm);
         }
     }
     Ok(())

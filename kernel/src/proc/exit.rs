@@ -73,6 +73,8 @@ fn exit_process(p: &Arc<Process>, how: ExitKind) {
     for hook in EXIT_HOOKS.iter().filter_map(|h| h.get()) {
         hook(p.pid);
     }
+    // The accounting record, while the address space is still there.
+    super::acct::process_exited(p, how);
     p.files.release();
     super::ctty::exiting(p);
     let vm = p.vm.lock().take();

@@ -20,6 +20,7 @@ use crate::sync::Mutex;
 /// Runs `path` with `argv` as pid 1, with the console terminal on fds
 /// 0, 1 and 2 as its controlling terminal.
 pub fn start(path: &str, argv: Vec<String>) -> Result<(), Errno> {
+    crate::fs::dentry::set_caller_root_hook(super::caller_root);
     super::ctty::init();
     super::ns::init();
     let cred = Arc::new(crate::cred::ROOT.clone());

@@ -8,6 +8,7 @@
 //! tables that hold weak references, so an exited process disappears from
 //! them when its parent reaps it.
 
+pub mod acct;
 pub mod coredump;
 pub mod cputime;
 pub mod ctty;
@@ -125,6 +126,10 @@ pub struct Process {
     pub pgid: AtomicI32,
     pub sid: AtomicI32,
     pub cwd: SpinLock<Arc<crate::fs::Dentry>>,
+    /// The root directory (chroot): where its absolute paths start.
+    pub root: SpinLock<Arc<crate::fs::Dentry>>,
+    /// Forked and not exec'd since (BSD accounting's AFORK).
+    pub forked: core::sync::atomic::AtomicBool,
     pub exe: SpinLock<String>,
     /// The command name (basename of the exec'd path, or PR_SET_NAME), at most 15 bytes.
     pub comm: SpinLock<String>,
@@ -273,6 +278,12 @@ pub fn last_pid() -> Pid {
 }
 
 /// The user task running on this CPU, if the current thread is one.
+/// The calling process's root directory (for path walks; see
+/// `fs::dentry::set_caller_root_hook`).
+pub fn caller_root() -> Option<Arc<crate::fs::Dentry>> {
+    current_task().map(|t| t.process.root.lock().clone())
+}
+
 pub fn current_task() -> Option<Arc<Task>> {
     let tid = crate::sched::current_opt()?.task_id();
     if tid == 0 {
@@ -394,6 +405,8 @@ impl Process {
             pgid: AtomicI32::new(pid),
             sid: AtomicI32::new(pid),
             cwd: SpinLock::new(crate::fs::dentry::root()),
+            root: SpinLock::new(crate::fs::dentry::root()),
+            forked: core::sync::atomic::AtomicBool::new(false),
             start_ns: crate::clock::now_ns(),
             exe: SpinLock::new(String::new()),
             comm: SpinLock::new(String::new()),

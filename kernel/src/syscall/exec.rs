@@ -183,6 +183,7 @@ fn commit(ctx: &mut SyscallContext, image: exec::Image, bprm: Binprm) -> SysResu
     // The command name is the basename of the name execve was given
     // (a script's own name, not its interpreter's).
     p.set_comm_from_path(&bprm.filename);
+    p.forked.store(false, core::sync::atomic::Ordering::Relaxed);
     *p.exe.lock() = image.exe;
     *p.cmdline.lock() = cmdline;
     *p.environ.lock() = environ;

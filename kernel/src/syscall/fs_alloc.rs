@@ -1,7 +1,8 @@
 //! fallocate(2): reserving and punching out a regular file's space, with
 //! Linux's argument checks in Linux's order. tmpfs files (memfds among
-//! them) support allocating, with or without FALLOC_FL_KEEP_SIZE, and
-//! punching holes; other files answer EOPNOTSUPP.
+//! them) support allocating, with or without FALLOC_FL_KEEP_SIZE (under
+//! RLIMIT_FSIZE), and punching holes (which shared mappings see); other
+//! files answer EOPNOTSUPP.
 
 use linux_abi::errno::Errno;
 use linux_abi::ipc::{
@@ -62,7 +63,20 @@ pub fn sys_fallocate(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if mode & !(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE) != 0 {
         return Err(Errno::EOPNOTSUPP);
     }
-    inode.allocate(mode, offset as u64, len as u64)?;
+    let (offset, len) = (offset as u64, len as u64);
+    if punch {
+        // Shared mappings stop showing the freed pages.
+        crate::fs::truncate::punch_hole(inode, offset, len)?;
+        crate::fs::notify::modified(&f);
+        return Ok(0);
+    }
+    // RLIMIT_FSIZE applies to growth past the size, KEEP_SIZE or not
+    // (inode_newsize_ok): SIGXFSZ and EFBIG.
+    let end = offset + len;
+    if end > inode.metadata().size {
+        super::splice::fsize_limit(ctx, &f, end - 1, 1)?;
+    }
+    inode.allocate(mode, offset, len)?;
     // Linux's vfs_fallocate reports a modification on success.
     crate::fs::notify::modified(&f);
     Ok(0)

@@ -1,5 +1,6 @@
 //! Descriptor calls: open, read, write and their vector and positional
-//! forms, lseek, sendfile, close, dup, fcntl, ioctl, pipes.
+//! forms, lseek, close, dup, fcntl, ioctl, pipes. (sendfile is with
+//! splice in `splice`, preadv2/pwritev2 in `rwf`.)
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -13,7 +14,7 @@ use linux_abi::socket as s;
 use super::fs_path::{path_arg, start_dir};
 use super::{SysResult, SyscallContext};
 use crate::cred::{MAY_READ, MAY_WRITE};
-use crate::fs::dentry::{resolve, resolve_parent};
+use crate::fs::dentry::{resolve_how, resolve_parent_how, resolve_within, Lookup};
 use crate::fs::file::{FileOps, InodeFile, SinkKind};
 use crate::fs::inode::{FileType, S_IFMT, S_IFREG};
 use crate::fs::perm;
@@ -92,7 +93,7 @@ fn check_extent(f: &OpenFile, len: usize, at: Option<u64>) -> Result<(), Errno> 
 }
 
 /// Reads from `f` into user memory; `at` reads at an offset without moving it.
-fn read_into_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at: Option<u64>) -> SysResult {
+pub(super) fn read_into_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at: Option<u64>) -> SysResult {
     if !f.readable() {
         return Err(Errno::EBADF);
     }
@@ -112,6 +113,7 @@ fn read_into_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at: 
         return read_sink(ctx, sink, buf, len);
     }
     check_extent(f, len, at)?;
+    update_atime(f);
     let mut staging = Staging::new();
     let tmp = staging.buf(len)?;
     let mut done = 0;
@@ -139,6 +141,17 @@ fn read_into_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at: 
         crate::fs::notify::accessed(f);
     }
     Ok(done as u64)
+}
+
+/// A read of a file with an inode records the access (unless O_NOATIME),
+/// as the mount's atime mode says (`fs::mount::touch_atime`).
+pub(super) fn update_atime(f: &OpenFile) {
+    if f.flags() & c::O_NOATIME != 0 {
+        return;
+    }
+    if let (Some(d), Some(inode)) = (&f.dentry, f.ops.inode()) {
+        crate::fs::mount::touch_atime(d, inode.as_ref());
+    }
 }
 
 /// A read from a sink device: end of file, or zeros straight into the
@@ -197,7 +210,7 @@ pub(super) fn file_too_big(ctx: &SyscallContext) {
     crate::proc::signal::send_to_task(ctx.task, info);
 }
 
-fn write_from_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at: Option<u64>) -> SysResult {
+pub(super) fn write_from_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: usize, at: Option<u64>) -> SysResult {
     if !f.writable() {
         return Err(Errno::EBADF);
     }
@@ -297,7 +310,7 @@ pub fn sys_pwrite64(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     write_from_user(ctx, &f, a[1], a[2] as usize, Some(off))
 }
 
-fn read_iovecs(ctx: &SyscallContext, ptr: u64, count: u64) -> Result<Vec<Iovec>, Errno> {
+pub(super) fn read_iovecs(ctx: &SyscallContext, ptr: u64, count: u64) -> Result<Vec<Iovec>, Errno> {
     if count > 1024 {
         return Err(Errno::EINVAL);
     }
@@ -409,6 +422,11 @@ const OPEN_KNOWN: u32 = 3
 /// against what the file is, and install a descriptor.
 pub fn do_open(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, flags: u32, mode: u32) -> SysResult {
     let path = path_arg(ctx, path_ptr)?;
+    open_path(ctx, dirfd, &path, flags, mode, Lookup::default())
+}
+
+/// do_open's work once the path is read, walking as `how` says (openat2).
+pub fn open_path(ctx: &SyscallContext, dirfd: i32, path: &str, flags: u32, mode: u32, how: Lookup) -> SysResult {
     if flags & c::O_TMPFILE == c::O_TMPFILE {
         // O_TMPFILE needs write access; anonymous tmpfs files are not supported.
         return Err(if flags & 3 == c::O_RDONLY { Errno::EINVAL } else { Errno::EOPNOTSUPP });
@@ -417,12 +435,13 @@ pub fn do_open(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, flags: u32, mode
         return Err(Errno::EINVAL);
     }
     let cred = ctx.cred();
-    let start = if path.starts_with('/') { crate::fs::dentry::root() } else { start_dir(ctx, dirfd)? };
+    // An absolute path ignores the directory, unless the walk is scoped to it.
+    let start =
+        if path.starts_with('/') && !how.scoped() { crate::fs::dentry::caller_root() } else { start_dir(ctx, dirfd)? };
     let follow = flags & c::O_NOFOLLOW == 0;
-    let access = flags & 3;
     let mut created = false;
     let dentry = if flags & c::O_CREAT != 0 && flags & c::O_PATH == 0 {
-        let (dir, name) = resolve_parent(&cred, &start, &path)?;
+        let (dir, name) = resolve_parent_how(&cred, &start, path, how)?;
         if name == "." || name == ".." || path.ends_with('/') {
             return Err(Errno::EISDIR);
         }
@@ -432,14 +451,13 @@ pub fn do_open(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, flags: u32, mode
                     return Err(Errno::EEXIST);
                 }
                 // Follow a trailing symlink to its target (creating it if dangling is not supported).
-                resolve(&cred, &dir, &name, follow)?
+                resolve_within(&cred, &start, &dir, &name, follow, how)?
             }
             Err(Errno::ENOENT) => {
                 crate::fs::dentry::check_writable(&dir)?;
                 perm::may_create(&cred, &dir)?;
                 let umask = ctx.process().umask.load(Ordering::Relaxed);
-                let (mode, owner) = perm::new_inode(&cred, &dir, S_IFREG | (mode & 0o7777 & !umask));
-                dir.inode().create(&name, mode, 0, owner)?;
+                perm::create(&cred, &dir, &name, S_IFREG | (mode & 0o7777), umask, 0)?;
                 crate::fs::notify::created(&dir, &name, false);
                 created = true;
                 dir.child(&name)?
@@ -447,8 +465,22 @@ pub fn do_open(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, flags: u32, mode
             Err(e) => return Err(e),
         }
     } else {
-        resolve(&cred, &start, &path, follow)?
+        resolve_how(&cred, &start, path, follow, how)?
     };
+    finish_open(ctx, &cred, dentry, flags, created)
+}
+
+/// Opens `dentry` as `flags` ask (the checks of an open once the file is
+/// found); `created` when this call made it.
+pub(super) fn finish_open(
+    ctx: &SyscallContext,
+    cred: &Arc<crate::cred::Cred>,
+    dentry: Arc<crate::fs::Dentry>,
+    flags: u32,
+    created: bool,
+) -> SysResult {
+    let cred = cred.clone();
+    let access = flags & 3;
     let inode = dentry.inode().clone();
     let kind = inode.file_type();
     if flags & c::O_PATH != 0 {
@@ -604,60 +636,6 @@ pub fn sys_lseek(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     }
     *pos = new as u64;
     Ok(new as u64)
-}
-
-pub fn sys_sendfile(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    let (out_fd, in_fd, off_ptr, count) = (a[0] as i32, a[1] as i32, a[2], a[3] as usize);
-    let out = file(ctx, out_fd)?;
-    let input = file(ctx, in_fd)?;
-    if !input.readable() || !out.writable() {
-        return Err(Errno::EBADF);
-    }
-    if out.flags() & c::O_APPEND != 0 {
-        return Err(Errno::EINVAL);
-    }
-    if !input.io.seekable {
-        return Err(Errno::EINVAL);
-    }
-    let vm = ctx.vm()?;
-    let mut offset = if off_ptr != 0 { Some(uaccess::read_u64(&vm, off_ptr)?) } else { None };
-    let mut tmp = bounce(count.min(CHUNK))?;
-    let mut done = 0;
-    while done < count {
-        let want = (count - done).min(CHUNK);
-        let n = match offset {
-            Some(o) => input.ops.read_at(o, &mut tmp[..want], false)?,
-            None => input.read(&mut tmp[..want])?,
-        };
-        if n == 0 {
-            break;
-        }
-        let pos = if out.io.seekable { *out.offset.lock() } else { 0 };
-        let n = match fsize_limit(ctx, out.ops.inode(), pos, n) {
-            Ok(n) => n,
-            Err(_) if done > 0 => break,
-            Err(e) => return Err(e),
-        };
-        let w = match out.write(&tmp[..n]) {
-            Ok(w) => w,
-            Err(e) if done > 0 => {
-                let _ = e;
-                break;
-            }
-            Err(e) => return Err(e),
-        };
-        if let Some(o) = offset.as_mut() {
-            *o += w as u64;
-        }
-        done += w;
-        if w < n {
-            break;
-        }
-    }
-    if let (Some(o), true) = (offset, off_ptr != 0) {
-        uaccess::write_u64(&vm, off_ptr, o)?;
-    }
-    Ok(done as u64)
 }
 
 pub fn sys_dup(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {

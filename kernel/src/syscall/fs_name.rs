@@ -46,8 +46,7 @@ fn create_at(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, mode: u32, rdev: u
     let umask = ctx.process().umask.load(Ordering::Relaxed);
     // mkdir keeps only the permission and sticky bits it is given.
     let bits = if kind == S_IFDIR { 0o1777 } else { 0o7777 };
-    let (mode, owner) = perm::new_inode(&cred, &dir, kind | (mode & bits & !umask));
-    dir.inode().create(&name, mode, rdev, owner)?;
+    perm::create(&cred, &dir, &name, kind | (mode & bits), umask, rdev)?;
     notify::created(&dir, &name, kind == S_IFDIR);
     Ok(0)
 }

@@ -1,7 +1,7 @@
 //! Path calls: path arguments and lookup for the *at calls, stat and
-//! statx, getdents64, readlink, statfs, the working directory, mount and
-//! umount2. (The namespace calls are in `fs_name`, attributes in
-//! `fs_attr`.)
+//! statx, getdents64, readlink, statfs, the working directory. (The
+//! namespace calls are in `fs_name`, attributes in `fs_attr`, mounts and
+//! the root directory in `fs_mount`.)
 
 use alloc::string::String;
 use alloc::sync::Arc;
@@ -13,7 +13,6 @@ use linux_abi::layout::{Stat, Statfs, Statx, StatxTimestamp, Timespec};
 
 use super::fs_io::file;
 use super::{SysResult, SyscallContext};
-use linux_abi::capability::CAP_SYS_ADMIN;
 
 use crate::cred::{Cred, MAY_EXEC};
 use crate::fs::dentry::{resolve, Dentry};
@@ -220,6 +219,7 @@ fn getdents(ctx: &mut SyscallContext, a: &[u64; 6], old: bool) -> SysResult {
         return Err(Errno::ENOTDIR);
     }
     let dentry = f.dentry.clone();
+    super::fs_io::update_atime(&f);
     // "." and ".." first, then the directory's entries; the file offset
     // counts entries already returned. Only the entries that can fit in
     // this call are fetched (the smallest record is 24 bytes).
@@ -346,7 +346,7 @@ pub fn sys_readlinkat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     readlink_at(ctx, a[0] as i32, a[1], a[2], a[3])
 }
 
-fn write_statfs(ctx: &SyscallContext, ptr: u64, d: &Arc<dyn crate::fs::Inode>, read_only: bool) -> SysResult {
+fn write_statfs(ctx: &SyscallContext, ptr: u64, d: &Arc<dyn crate::fs::Inode>, st_flags: u64) -> SysResult {
     let s = d.fs_stats();
     let st = Statfs {
         f_type: s.magic as i64,
@@ -358,24 +358,31 @@ fn write_statfs(ctx: &SyscallContext, ptr: u64, d: &Arc<dyn crate::fs::Inode>, r
         f_ffree: s.files_free,
         f_namelen: s.name_max as i64,
         f_frsize: s.block_size as i64,
-        f_flags: if read_only { 1 } else { 0 } | 0x20, // ST_RDONLY, ST_RELATIME
+        f_flags: st_flags as i64,
         ..Statfs::default()
     };
     uaccess::write_bytes(&ctx.vm()?, ptr, &st.to_bytes())?;
     Ok(0)
 }
 
+/// statfs's f_flags: ST_VALID (0x20) and the mount's flags.
+const ST_VALID: u64 = 0x20;
+
+fn statfs_flags(d: &Arc<Dentry>) -> u64 {
+    d.mount().map_or(ST_VALID, |m| m.statfs_flags())
+}
+
 pub fn sys_statfs(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let path = path_arg(ctx, a[0])?;
     let d = lookup_at(ctx, &ctx.cred(), c::AT_FDCWD, &path, true, false)?;
-    write_statfs(ctx, a[1], d.inode(), d.is_read_only())
+    write_statfs(ctx, a[1], d.inode(), statfs_flags(&d))
 }
 
 pub fn sys_fstatfs(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let f = file(ctx, a[0] as i32)?;
     match (&f.dentry, f.ops.inode()) {
-        (Some(d), _) => write_statfs(ctx, a[1], d.inode(), d.is_read_only()),
-        (None, Some(i)) => write_statfs(ctx, a[1], i, false),
+        (Some(d), _) => write_statfs(ctx, a[1], d.inode(), statfs_flags(d)),
+        (None, Some(i)) => write_statfs(ctx, a[1], i, ST_VALID),
         // Pipes live in pipefs.
         _ => {
             let st = Statfs { f_type: 0x5049_5045, f_bsize: 4096, f_namelen: 255, f_frsize: 4096, ..Statfs::default() };
@@ -390,7 +397,10 @@ pub fn sys_getcwd(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if dentry.inode().metadata().nlink == 0 {
         return Err(Errno::ENOENT); // the working directory was removed
     }
-    let cwd = dentry.path();
+    // From the process root; a directory outside it is "(unreachable)".
+    let root = ctx.process().root.lock().clone();
+    let (cwd, reachable) = dentry.path_from(&root);
+    let cwd = if reachable { cwd } else { alloc::format!("(unreachable){cwd}") };
     let needed = cwd.len() + 1;
     if (a[1] as usize) < needed {
         return Err(Errno::ERANGE);
@@ -423,77 +433,6 @@ pub fn sys_fchdir(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     perm::permission(&ctx.cred(), &d, MAY_EXEC)?;
     let old = core::mem::replace(&mut *ctx.process().cwd.lock(), d);
     drop(old);
-    Ok(0)
-}
-
-pub fn sys_mount(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    let (source_ptr, target_ptr, type_ptr, flags) = (a[0], a[1], a[2], a[3]);
-    const MS_RDONLY: u64 = 1;
-    const MS_REMOUNT: u64 = 32;
-    const MS_BIND: u64 = 4096;
-    let target = path_arg(ctx, target_ptr)?;
-    let cred = ctx.cred();
-    let d = lookup_at(ctx, &cred, c::AT_FDCWD, &target, true, false)?;
-    if !cred.capable(CAP_SYS_ADMIN) {
-        return Err(Errno::EPERM);
-    }
-    if !d.is_dir() {
-        return Err(Errno::ENOTDIR);
-    }
-    const MS_UNBINDABLE: u64 = 1 << 17;
-    const MS_PRIVATE: u64 = 1 << 18;
-    const MS_SLAVE: u64 = 1 << 19;
-    const MS_SHARED: u64 = 1 << 20;
-    if flags & (MS_UNBINDABLE | MS_PRIVATE | MS_SLAVE | MS_SHARED) != 0 {
-        // A propagation change, of a mount's root only. Every Kiln mount
-        // is private (and nothing can be bind-mounted), so private and
-        // unbindable are what it already is; shared and slave mounts
-        // would need propagation, which Kiln does not have.
-        if !Arc::ptr_eq(&d, &crate::fs::dentry::root()) && !d.is_mount_root() {
-            return Err(Errno::EINVAL);
-        }
-        return if flags & (MS_SLAVE | MS_SHARED) != 0 { Err(Errno::EINVAL) } else { Ok(0) };
-    }
-    if flags & (MS_REMOUNT | MS_BIND) != 0 {
-        log::debug!("mount: remount and bind mounts are not supported");
-        return Err(Errno::EINVAL);
-    }
-    let fstype = path_arg(ctx, type_ptr).map_err(|_| Errno::ENODEV)?;
-    let source = if source_ptr != 0 { path_arg(ctx, source_ptr).unwrap_or_default() } else { String::from("none") };
-    // Mount options: a string of at most a page (only devpts reads them).
-    let data = if a[4] != 0 && fstype == "devpts" { Some(mount_data(ctx, a[4])?) } else { None };
-    let root = crate::fs::new_fs(&fstype, data.as_deref())?;
-    crate::fs::dentry::mount_with(&d, root, &source, &fstype, flags & MS_RDONLY != 0, flags)?;
-    Ok(0)
-}
-
-fn mount_data(ctx: &SyscallContext, ptr: u64) -> Result<String, Errno> {
-    let s = uaccess::read_cstring(&ctx.vm()?, ptr, crate::mm::PAGE_SIZE as usize - 1)?;
-    Ok(s)
-}
-
-pub fn sys_umount2(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    const MNT_FORCE: u32 = 1;
-    const MNT_DETACH: u32 = 2;
-    const MNT_EXPIRE: u32 = 4;
-    const UMOUNT_NOFOLLOW: u32 = 8;
-    let flags = a[1] as u32;
-    if flags & !(MNT_FORCE | MNT_DETACH | MNT_EXPIRE | UMOUNT_NOFOLLOW) != 0 {
-        return Err(Errno::EINVAL);
-    }
-    let cred = ctx.cred();
-    let path = path_arg(ctx, a[0])?;
-    let d = lookup_at(ctx, &cred, c::AT_FDCWD, &path, flags & UMOUNT_NOFOLLOW == 0, false)?;
-    if !cred.capable(CAP_SYS_ADMIN) {
-        return Err(Errno::EPERM);
-    }
-    // Busy: some process has a file open in it or works inside it.
-    let busy = |root: &Arc<Dentry>| {
-        crate::proc::all_processes()
-            .iter()
-            .any(|p| p.cwd.lock().is_within(root) || p.files().lock().open_dentries().iter().any(|f| f.is_within(root)))
-    };
-    crate::fs::dentry::umount(&d, flags & MNT_DETACH != 0, busy)?;
     Ok(0)
 }
 

@@ -3,6 +3,7 @@
 //! the boundary and return `Result<u64, Errno>`; unsupported calls and
 //! flags get the errno Linux would give, never a fake success.
 
+mod acct;
 mod cred;
 mod epoll;
 mod eventfd;
@@ -10,8 +11,10 @@ mod exec;
 mod fs_alloc;
 mod fs_attr;
 mod fs_io;
+mod fs_mount;
 mod fs_name;
 mod fs_path;
+mod fs_range;
 mod futex;
 mod ident;
 mod inotify;
@@ -24,10 +27,12 @@ mod ns;
 mod memfd;
 mod mqueue;
 mod numa;
+mod openat2;
 mod pidfd;
 mod poll;
 mod process;
 mod ptrace;
+mod rwf;
 mod process_vm;
 mod rseq;
 mod sched;
@@ -37,8 +42,10 @@ mod syslog;
 mod socket;
 mod socket_msg;
 mod signalfd;
+mod splice;
 mod time;
 mod timerfd;
+mod xattr;
 
 use alloc::sync::Arc;
 use core::sync::atomic::{AtomicBool, Ordering};
@@ -243,7 +250,7 @@ syscall_table! {
     PWRITEV => fs_io::sys_pwritev,
     CREAT => fs_io::sys_creat,
     CLOSE_RANGE => fs_io::sys_close_range,
-    SENDFILE => fs_io::sys_sendfile,
+    SENDFILE => splice::sys_sendfile,
     PIPE => fs_io::sys_pipe,
     PIPE2 => fs_io::sys_pipe2,
     FSYNC => fs_io::sys_fsync,
@@ -284,14 +291,42 @@ syscall_table! {
     STATFS => fs_path::sys_statfs,
     FSTATFS => fs_path::sys_fstatfs,
     FCHDIR => fs_path::sys_fchdir,
-    MOUNT => fs_path::sys_mount,
-    UMOUNT2 => fs_path::sys_umount2,
+    MOUNT => fs_mount::sys_mount,
+    UMOUNT2 => fs_mount::sys_umount2,
+    CHROOT => fs_mount::sys_chroot,
+    PIVOT_ROOT => fs_mount::sys_pivot_root,
+    SYSFS => fs_mount::sys_sysfs,
+    ACCT => acct::sys_acct,
+    OPENAT2 => openat2::sys_openat2,
+    NAME_TO_HANDLE_AT => openat2::sys_name_to_handle_at,
+    OPEN_BY_HANDLE_AT => openat2::sys_open_by_handle_at,
     PTRACE => ptrace::sys_ptrace,
     PERSONALITY => process::sys_personality,
     SELECT => poll::sys_select,
     MEMBARRIER => membarrier::sys_membarrier,
     KCMP => kcmp::sys_kcmp,
     PSELECT6 => poll::sys_pselect6,
+    SETXATTR => xattr::sys_setxattr,
+    LSETXATTR => xattr::sys_lsetxattr,
+    FSETXATTR => xattr::sys_fsetxattr,
+    GETXATTR => xattr::sys_getxattr,
+    LGETXATTR => xattr::sys_lgetxattr,
+    FGETXATTR => xattr::sys_fgetxattr,
+    LISTXATTR => xattr::sys_listxattr,
+    LLISTXATTR => xattr::sys_llistxattr,
+    FLISTXATTR => xattr::sys_flistxattr,
+    REMOVEXATTR => xattr::sys_removexattr,
+    LREMOVEXATTR => xattr::sys_lremovexattr,
+    FREMOVEXATTR => xattr::sys_fremovexattr,
+    SPLICE => splice::sys_splice,
+    TEE => splice::sys_tee,
+    VMSPLICE => splice::sys_vmsplice,
+    COPY_FILE_RANGE => splice::sys_copy_file_range,
+    PREADV2 => rwf::sys_preadv2,
+    PWRITEV2 => rwf::sys_pwritev2,
+    FADVISE64 => fs_range::sys_fadvise64,
+    READAHEAD => fs_range::sys_readahead,
+    SYNC_FILE_RANGE => fs_range::sys_sync_file_range,
     UNSHARE => ns::sys_unshare,
     SETNS => ns::sys_setns,
     MEMFD_CREATE => memfd::sys_memfd_create,

@@ -98,7 +98,9 @@ pub fn sys_setns(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let new = Arc::try_new(new).map_err(|_| Errno::ENOMEM)?;
     *p.ns.lock() = new;
     if entering_mnt {
-        // Entering a mount namespace moves the caller to its root.
+        // Entering a mount namespace moves the caller's root and working
+        // directory to its root (a chroot ends), as Linux's mntns_install.
+        *p.root.lock() = crate::fs::dentry::root();
         *p.cwd.lock() = crate::fs::dentry::root();
     }
     Ok(0)

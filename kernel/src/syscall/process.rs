@@ -334,6 +334,8 @@ fn clone_registered(
         p.sid.store(parent.sid.load(Ordering::Relaxed), Ordering::Relaxed);
         *p.ctty.lock() = parent.ctty.lock().clone();
         *p.cwd.lock() = parent.cwd.lock().clone();
+        *p.root.lock() = parent.root.lock().clone();
+        p.forked.store(true, Ordering::Relaxed);
         *p.exe.lock() = parent.exe.lock().clone();
         *p.comm.lock() = parent.comm.lock().clone();
         *p.cmdline.lock() = parent.cmdline.lock().clone();

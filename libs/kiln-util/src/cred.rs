@@ -583,8 +583,25 @@ impl<G: AsRef<[u32]> + Clone> Cred<G> {
     /// CAP_DAC_OVERRIDE does everything but execute a file that has no
     /// execute bit at all.
     pub fn permission(&self, f: FileAttrs, mask: u32) -> bool {
+        self.permission_acl(f, None, mask)
+    }
+
+    /// `generic_permission` for a file that may carry a POSIX access ACL
+    /// (its canonical xattr bytes, see `crate::acl`): for anyone but the
+    /// owner, an ACL decides in place of the group and other bits when
+    /// the mode has group bits (`acl_permission_check`); the capability
+    /// overrides follow as for `permission`.
+    pub fn permission_acl(&self, f: FileAttrs, acl: Option<&[u8]>, mask: u32) -> bool {
         let mask = mask & (MAY_READ | MAY_WRITE | MAY_EXEC);
-        if self.mode_allows(f, mask) {
+        let allowed = match acl {
+            Some(acl) if self.fsuid != f.uid && f.mode & 0o070 != 0 => {
+                let in_group = |g: u32| self.in_group(g);
+                let who = crate::acl::Requester { fsuid: self.fsuid, in_group: &in_group };
+                crate::acl::permission(acl, &who, f.uid, f.gid, mask)
+            }
+            _ => self.mode_allows(f, mask),
+        };
+        if allowed {
             return true;
         }
         if f.is_dir() {

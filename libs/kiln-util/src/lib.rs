@@ -10,6 +10,7 @@
 //! Linux credentials ([`cred`]) live here too, so the host can test them;
 //! they use the ABI constants of `linux-abi`, this crate's one dependency.
 
+pub mod acl;
 pub mod acpi;
 pub mod cpio;
 pub mod cputime;

@@ -5,7 +5,8 @@
 //! Everything user space can observe about the interface lives here as
 //! plain data: error numbers ([`errno`]), system call numbers ([`nr`]),
 //! signals ([`signal`]), flag and command constants ([`consts`]),
-//! capabilities and securebits ([`capability`]), the
+//! capabilities and securebits ([`capability`]), file-system call
+//! constants and formats (xattrs, ACLs, splice, openat2, acct: [`fs`]), the
 //! `wait4` status word ([`wait_status`]), byte-exact encoders for the
 //! structs exchanged through user memory ([`layout`]), the IPC and
 //! file-lock structs and limits ([`ipc`]), the socket structs,
@@ -19,6 +20,7 @@
 pub mod capability;
 pub mod consts;
 pub mod errno;
+pub mod fs;
 pub mod ipc;
 pub mod layout;
 pub mod nr;

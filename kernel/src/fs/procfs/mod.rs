@@ -133,6 +133,7 @@ const PID_FILES: &[&str] = &[
     "environ",
     "auxv",
     "mounts",
+    "mountinfo",
     "smaps",
     "smaps_rollup",
     "pagemap",
@@ -567,7 +568,15 @@ impl Inode for ProcInode {
             }
             Node::MountsLink => Ok(String::from("self/mounts")),
             Node::PidLink(pid, "exe") => Ok(process(pid)?.exe.lock().clone()),
-            Node::PidLink(pid, "cwd") => Ok(process(pid)?.cwd.lock().path()),
+            // As seen from the reader's root.
+            Node::PidLink(pid, "cwd") => {
+                let cwd = process(pid)?.cwd.lock().clone();
+                Ok(cwd.path_for_caller())
+            }
+            Node::PidLink(pid, "root") => {
+                let root = process(pid)?.root.lock().clone();
+                Ok(root.path_for_caller())
+            }
             Node::PidLink(_, _) => Ok(String::from("/")),
             Node::FdLink(pid, fd) => {
                 let f = process(pid)?.files().lock().get(fd).map_err(|_| Errno::ENOENT)?;
@@ -584,6 +593,12 @@ impl Inode for ProcInode {
     fn magic_link(&self) -> Option<Result<Arc<super::dentry::Dentry>, Errno>> {
         if let Node::NsLink(pid, name) = self.node {
             return Some(ns_file(pid, name));
+        }
+        // cwd and root lead to the directory itself, not to a path.
+        match self.node {
+            Node::PidLink(pid, "cwd") => return Some(process(pid).map(|p| p.cwd.lock().clone())),
+            Node::PidLink(pid, "root") => return Some(process(pid).map(|p| p.root.lock().clone())),
+            _ => {}
         }
         let Node::FdLink(pid, fd) = self.node else {
             return None;
@@ -686,7 +701,7 @@ fn describe_file(f: &super::OpenFile) -> String {
         return format!("{}:[{}]", ns.kind, ns.inum);
     }
     if let Some(d) = &f.dentry {
-        return d.path();
+        return d.path_for_caller();
     }
     if let Some(name) = f.ops.anon_name() {
         return format!("anon_inode:{name}");
@@ -751,8 +766,7 @@ fn global(name: &str) -> Result<String, Errno> {
         }
 
         "filesystems" => {
-            s.push_str("nodev\ttmpfs\nnodev\tproc\nnodev\tsysfs\nnodev\tdevtmpfs\nnodev\tramfs\n");
-            for name in super::registered_fs_types() {
+            for name in super::fs_type_names() {
                 let _ = writeln!(s, "nodev\t{name}");
             }
         }
@@ -770,17 +784,6 @@ fn global(name: &str) -> Result<String, Errno> {
         _ => return Err(Errno::ENOENT),
     }
     Ok(s)
-}
-
-fn global_mounts() -> String {
-    let mut s = String::new();
-    for m in super::dentry::mounts() {
-        let ro = if m.root.is_read_only() { "ro" } else { "rw" };
-        let nodev = if m.root.no_dev() { ",nodev" } else { "" };
-        let noexec = if m.root.no_exec() { ",noexec" } else { "" };
-        let _ = writeln!(s, "{} {} {} {ro}{nodev}{noexec} 0 0", m.source, m.path, m.fstype);
-    }
-    s
 }
 
 /// An already open file reached through /proc/<pid>/fd (a pipe, say):
@@ -844,7 +847,15 @@ fn pid_file(p: &Arc<Process>, f: &str) -> Result<String, Errno> {
                 s.push('\0');
             }
         }
-        "mounts" => s = global_mounts(),
+        // As the process sees them, from its root.
+        "mounts" => {
+            let root = p.root.lock().clone();
+            s = super::mount::mounts_text(&root)?;
+        }
+        "mountinfo" => {
+            let root = p.root.lock().clone();
+            s = super::mount::mountinfo_text(&root)?;
+        }
         "comm" => {
             s = pid::comm(p);
             s.push('\n');

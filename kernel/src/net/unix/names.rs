@@ -132,8 +132,9 @@ pub fn bind_path(sock: &Arc<UnixSocket>, path: &[u8], names: &NameCtx) -> Result
     }
     crate::fs::dentry::check_writable(&dir)?;
     perm::may_create(&names.cred, &dir)?;
-    let (mode, owner) = perm::new_inode(&names.cred, &dir, S_IFSOCK | (0o777 & !names.umask));
-    let inode = match dir.inode().create(&leaf, mode, 0, owner) {
+    // As any mknod: the umask or the directory's default ACL decides the
+    // permission bits, and the socket file inherits the ACLs.
+    let inode = match perm::create(&names.cred, &dir, &leaf, S_IFSOCK | 0o777, names.umask, 0) {
         Err(Errno::EEXIST) => return Err(Errno::EADDRINUSE),
         r => r?,
     };

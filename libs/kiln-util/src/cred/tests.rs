@@ -399,6 +399,34 @@ fn dumpable_follows_id_and_capability_changes() {
 }
 
 #[test]
+fn access_acl_decides_for_everyone_but_the_owner() {
+    use linux_abi::fs::*;
+    let mut acl = POSIX_ACL_XATTR_VERSION.to_le_bytes().to_vec();
+    for (t, p, id) in
+        [(ACL_USER_OBJ, 0u16, 0u32), (ACL_USER, 6, 1000), (ACL_GROUP_OBJ, 0, 0), (ACL_MASK, 6, 0), (ACL_OTHER, 0, 0)]
+    {
+        acl.extend_from_slice(&t.to_le_bytes());
+        acl.extend_from_slice(&p.to_le_bytes());
+        acl.extend_from_slice(&id.to_le_bytes());
+    }
+    // Mode 0060 (the mask shows as the group bits): user 1000 may read
+    // and write through its named entry; user 2000 gets the other entry.
+    let f = file(0o060, 0, 0);
+    let u1000 = user(1000, 1000);
+    assert!(u1000.permission_acl(f, Some(&acl), MAY_READ | MAY_WRITE));
+    assert!(!u1000.permission(f, MAY_READ), "without the ACL the mode refuses");
+    assert!(!user(2000, 2000).permission_acl(f, Some(&acl), MAY_READ));
+    // The owner's class is the mode's, whatever the ACL says.
+    let owned = file(0o460, 1000, 0);
+    assert!(u1000.permission_acl(owned, Some(&acl), MAY_READ));
+    assert!(!u1000.permission_acl(owned, Some(&acl), MAY_WRITE));
+    // Without group bits the ACL is not consulted.
+    assert!(!u1000.permission_acl(file(0o004, 0, 0), Some(&acl), MAY_WRITE));
+    // Capabilities still override.
+    assert!(root().permission_acl(file(0o000, 5, 5), Some(&acl), MAY_READ));
+}
+
+#[test]
 fn ptrace_same_user_and_dumpable() {
     let u = user(1000, 1000);
     let v = user(1001, 1000);
