@@ -49,7 +49,7 @@ commands:
                             or the named workloads of it
   bench [smoke]             Kiln against Linux under icount and wall clock
                             (env: BENCH_RUNS, BENCH_FILTER, BENCH_SCALE, BENCH_KERNEL)
-  fmt [--check]             rustfmt the host crates
+  fmt [--check]             rustfmt every crate
   clippy                    clippy on the host crates";
 
 fn main() -> ExitCode {
