@@ -2,7 +2,8 @@
  * proc: the /proc filesystem: /proc/self, /proc/self/{stat,status,cmdline,
  * environ,maps,fd,exe,cwd,root,task}, /proc/<pid>/stat states of other
  * processes (S, T, Z), /proc/meminfo, cpuinfo, uptime, loadavg, mounts,
- * filesystems, version, /proc/sys/kernel/pid_max.  Prints only facts,
+ * filesystems, version, /proc/sys/kernel/pid_max, /proc/self/auxv and
+ * /sys/devices/system/cpu.  Prints only facts,
  * never the values.
  */
 #include "common.h"
@@ -10,6 +11,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 
 extern char **environ;
@@ -450,6 +452,53 @@ static void test_system(void)
     check(stat("/proc/meminfo", &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0, "/proc/meminfo: regular, size 0");
 }
 
+/* /proc/self/auxv is the vector exec put on the stack (gdb reads AT_ENTRY
+ * from it to relocate a PIE program), and /sys/devices/system/cpu shows
+ * the CPUs this process may run on (glibc's get_nprocs reads online). */
+static void test_auxv_and_cpus(void)
+{
+    unsigned long v[128];
+    int fd = open("/proc/self/auxv", O_RDONLY);
+    check(fd >= 0, "open /proc/self/auxv");
+    ssize_t n = fd >= 0 ? read(fd, v, sizeof v) : -1;
+    if (fd >= 0)
+        close(fd);
+    check(n > 0 && n % 16 == 0, "auxv is whole key/value pairs");
+    int pairs = n > 0 ? (int)(n / 16) : 0, matched = 0, seen_null = 0;
+    for (int i = 0; i < pairs; i++) {
+        unsigned long key = v[2 * i], value = v[2 * i + 1];
+        if (key == AT_NULL) {
+            seen_null = i == pairs - 1;
+            break;
+        }
+        if (key == AT_ENTRY || key == AT_PAGESZ || key == AT_PHDR || key == AT_RANDOM || key == AT_UID)
+            matched += value == getauxval(key);
+    }
+    check(seen_null, "auxv ends with AT_NULL");
+    check(matched == 5, "AT_ENTRY, AT_PAGESZ, AT_PHDR, AT_RANDOM, AT_UID agree with getauxval");
+    struct stat st;
+    check(stat("/proc/self/auxv", &st) == 0 && (st.st_mode & 0777) == 0400, "/proc/self/auxv is mode 0400");
+
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    check(sched_getaffinity(0, sizeof set, &set) == 0, "sched_getaffinity");
+    int cpus = CPU_COUNT(&set);
+    char want[32], got[32] = "";
+    if (cpus == 1)
+        snprintf(want, sizeof want, "0\n");
+    else
+        snprintf(want, sizeof want, "0-%d\n", cpus - 1);
+    check(slurp("/sys/devices/system/cpu/online", got, sizeof got) > 0 && strcmp(got, want) == 0,
+          "/sys/devices/system/cpu/online covers the CPUs we may run on");
+    int dirs = 0;
+    for (int c = 0; c < cpus; c++) {
+        char path[64];
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d", c);
+        dirs += stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+    }
+    check(dirs == cpus, "a cpuN directory for each of them");
+}
+
 int main(int argc, char **argv)
 {
     t_init("proc");
@@ -459,5 +508,6 @@ int main(int argc, char **argv)
     test_rss();
     test_states();
     test_system();
+    test_auxv_and_cpus();
     return t_done();
 }

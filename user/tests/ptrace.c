@@ -576,6 +576,34 @@ static void test_single_step(void)
     expect_status(c, "exited 0", "stepped child finishes");
 }
 
+/* A tracer that writes the registers back while stepping (gdb does)
+ * leaves TF to the kernel: it stays hidden, and PTRACE_CONT runs on
+ * instead of stepping once more. */
+static void test_step_setregs_cont(void)
+{
+    fflush(stdout);
+    pid_t c = fork();
+    if (c == 0)
+        _exit(step_child());
+    expect_status(c, "stopped SIGSTOP event 0", "setregs step child stopped");
+    int st, traps = 0, tf_seen = 0;
+    struct user_regs_struct r;
+    for (int i = 0; i < 3; i++) {
+        pt(PTRACE_SINGLESTEP, c, 0, 0);
+        if (!wait_stop(c, &st) || !WIFSTOPPED(st) || WSTOPSIG(st) != SIGTRAP)
+            break;
+        traps++;
+        pt(PTRACE_GETREGS, c, 0, (unsigned long)&r);
+        pt(PTRACE_SETREGS, c, 0, (unsigned long)&r);
+        pt(PTRACE_GETREGS, c, 0, (unsigned long)&r);
+        tf_seen |= (r.eflags & 0x100) != 0;
+    }
+    check(traps == 3, "three steps, registers written back after each");
+    check(!tf_seen, "TF stays hidden after SETREGS");
+    pt(PTRACE_CONT, c, 0, 0);
+    expect_status(c, "exited 0", "PTRACE_CONT after them runs the child to its end");
+}
+
 /* ------------------------------------------------------------------ */
 
 static const uint8_t xmm_pattern[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
@@ -1085,7 +1113,8 @@ int main(int argc, char **argv)
     } tests[] = {
         { "errors", test_errors },       { "exec", test_traceme_exec },
         { "syscalls", test_syscall_stops }, { "peek", test_peek_poke_breakpoint },
-        { "step", test_single_step },    { "regs", test_regs },
+        { "step", test_single_step },    { "step-setregs", test_step_setregs_cont },
+        { "regs", test_regs },
         { "signals", test_signals },     { "seize", test_seize_group_stop },
         { "events", test_events },       { "detach", test_detach_and_kill },
         { "perm", test_permissions },

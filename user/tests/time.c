@@ -1,5 +1,6 @@
 /*
- * time: clocks, sleeps, interval timers, alarm, POSIX timers, CPU time.
+ * time: clocks, sleeps, interval timers, alarm, POSIX timers (one with a
+ * 1 us period), CPU time.
  * All timing checks are tolerant (Kiln's tick is ~4 ms).
  */
 #include "common.h"
@@ -289,6 +290,36 @@ static void test_posix_timer(void)
     sigaction(SIGUSR1, &sa, NULL);
 }
 
+/* A periodic timer far faster than any tick (1 us, SIGEV_NONE): an
+ * expired timer moves to its next period after now, the missed ones
+ * counted as overruns, instead of expiring once per missed period. Kiln
+ * once reloaded such timers one period at a time, so its tick handler
+ * never caught up and nothing else ran (stress-ng's timer stressor hung
+ * the kernel). */
+static void test_fast_timer(void)
+{
+    struct sigevent sev;
+    memset(&sev, 0, sizeof sev);
+    sev.sigev_notify = SIGEV_NONE;
+    timer_t tid;
+    if (!check(timer_create(CLOCK_MONOTONIC, &sev, &tid) == 0, "timer_create(SIGEV_NONE) for a 1 us period"))
+        return;
+    struct itimerspec its = { { 0, 1000 }, { 0, 1000 } }, cur;
+    check(timer_settime(tid, 0, &its, NULL) == 0, "timer_settime: 1 us period");
+    int64_t t0 = mono_ns();
+    int done = 0;
+    for (int i = 0; i < 10 && mono_ns() - t0 < 20000 * MS; i++) {
+        sleep_ms(10);
+        done++;
+    }
+    check(done == 10 && mono_ns() - t0 < 20000 * MS, "ten 10 ms sleeps end while it runs");
+    check(timer_gettime(tid, &cur) == 0 && ts_ns(&cur.it_interval) == 1000 && ts_ns(&cur.it_value) > 0 &&
+              ts_ns(&cur.it_value) <= 1000,
+          "timer_gettime: interval 1 us, next expiry within 1 us");
+    check(timer_getoverrun(tid) >= 0, "timer_getoverrun succeeds");
+    check(timer_delete(tid) == 0, "timer_delete of the 1 us timer");
+}
+
 static void test_cputime(void)
 {
     struct timespec p0, p1, t0, t1;
@@ -330,6 +361,7 @@ int main(void)
     test_nanosleep();
     test_itimer();
     test_posix_timer();
+    test_fast_timer();
     test_cputime();
     return t_done();
 }

@@ -156,9 +156,11 @@ fn kernel_cargo(subcommand: &str, flavor: Flavor) -> Command {
     cmd
 }
 
-/// `fmt` for the host crates. Debian's cargo may come without rustfmt; the
-/// rustup one on PATH formats the same way, so it is an acceptable fallback
-/// for a tool that does not compile anything.
+/// `fmt` for every crate of the workspace, the kernel and hal included
+/// (rustfmt only parses, so the bare-metal target is no obstacle). Debian's
+/// cargo may come without rustfmt; the rustup one on PATH formats the same
+/// way, so it is an acceptable fallback for a tool that does not compile
+/// anything.
 pub fn host_fmt(args: &[String]) -> Result<ExitCode> {
     let mut cmd = if has_subcommand("fmt") {
         debian_cargo()
@@ -166,7 +168,7 @@ pub fn host_fmt(args: &[String]) -> Result<ExitCode> {
         eprintln!("xtask: /usr/bin/cargo has no fmt; using the cargo on PATH");
         path_cargo()
     };
-    cmd.args(["fmt", "-p", "kiln-util", "-p", "kiln-ipc", "-p", "xtask"]);
+    cmd.args(["fmt", "--all"]);
     if args.iter().any(|a| a == "--check") {
         cmd.args(["--", "--check"]);
     } else if !args.is_empty() {

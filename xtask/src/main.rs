@@ -5,6 +5,7 @@
 //! dependency-free parser keeps the tool quick to build before every `make`.
 #![forbid(unsafe_code)]
 
+mod appstest;
 mod bench;
 mod build;
 mod debiantest;
@@ -44,9 +45,11 @@ commands:
   test-smp [--smp N]        only the SMP stage (at 2 and 4, or at N)
   test-debian               only the Debian-root stage (a small root from
                             Debian's packages, against the host in chroot)
+  test-apps [WORKLOAD...]   only the Debian-workload stage (user/debian/apps),
+                            or the named workloads of it
   bench [smoke]             Kiln against Linux under icount and wall clock
                             (env: BENCH_RUNS, BENCH_FILTER, BENCH_SCALE, BENCH_KERNEL)
-  fmt [--check]             rustfmt the host crates
+  fmt [--check]             rustfmt every crate
   clippy                    clippy on the host crates";
 
 fn main() -> ExitCode {
@@ -116,6 +119,13 @@ fn dispatch(args: &[String]) -> Result<ExitCode> {
             no_args(cmd, rest)?;
             let elf = build::kernel(build::Flavor::Normal)?;
             let (passed, failed) = debiantest::run(&build::repo_root(), &elf, 1)?;
+            recap::print();
+            println!("{passed} passed, {failed} failed");
+            Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+        }
+        "test-apps" => {
+            let elf = build::kernel(build::Flavor::Normal)?;
+            let (passed, failed) = appstest::run(&build::repo_root(), &elf, rest)?;
             recap::print();
             println!("{passed} passed, {failed} failed");
             Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })

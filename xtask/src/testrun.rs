@@ -14,7 +14,7 @@ use crate::{iso, qemu, unsafe_check, Result};
 
 const KTEST_TIMEOUT: Duration = Duration::from_secs(300);
 const GRUB_TIMEOUT: Duration = Duration::from_secs(120);
-const STAGES: usize = 10;
+const STAGES: usize = 11;
 const CRASH_TIMEOUT: Duration = Duration::from_secs(60);
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -131,7 +131,16 @@ pub fn all(cpus: &Cpus) -> Result<ExitCode> {
     totals.add(report(
         "Debian root",
         normal
+            .clone()
             .and_then(|elf| crate::debiantest::run(&build::repo_root(), &elf, n))
+            .map(|(p, f)| Totals { passed: p, failed: f }),
+    ));
+
+    header(11, &format!("Debian workloads at -smp {}: Kiln against the host (chroot)", crate::appstest::CPUS));
+    totals.add(report(
+        "Debian workloads",
+        normal
+            .and_then(|elf| crate::appstest::run(&build::repo_root(), &elf, &[]))
             .map(|(p, f)| Totals { passed: p, failed: f }),
     ));
 

@@ -225,28 +225,37 @@ fn judge(
             }
             continue;
         }
-        match (h, k) {
-            (Some(h), Some(k)) if h == k => {
-                passed += 1;
-                println!("{label} {name} ... ok");
-            }
-            (Some(h), Some(k)) => {
-                failed += 1;
-                crate::recap::failure(format!(
-                    "{label} {name} ... FAILED (output differs from Linux)\n    {}",
-                    first_difference(h, k)
-                ));
-            }
-            (None, _) => {
-                failed += 1;
-                crate::recap::failure(format!("{label} {name} ... FAILED (no output on the host)"));
-            }
-            (_, None) => {
-                failed += 1;
-                crate::recap::failure(format!("{label} {name} ... FAILED (did not run in Kiln)"));
-            }
+        if compare_one(label, name, h, k) {
+            passed += 1;
+        } else {
+            failed += 1;
         }
     }
+    let (p, f) = leak_verdict(label, run);
+    (passed + p, failed + f)
+}
+
+/// One section's verdict: printed when it passes, recorded for the recap
+/// when it does not.
+fn compare_one(label: &str, name: &str, host: Option<&str>, kiln: Option<&str>) -> bool {
+    let failed = |why: &str| format!("{label} {name} ... FAILED ({why})");
+    let text = match (host, kiln) {
+        (Some(h), Some(k)) if h == k => {
+            println!("{label} {name} ... ok");
+            return true;
+        }
+        (Some(h), Some(k)) => format!("{}\n    {}", failed("output differs from Linux"), first_difference(h, k)),
+        (None, _) => failed("no output on the host"),
+        (_, None) => failed("did not run in Kiln"),
+    };
+    crate::recap::failure(text);
+    false
+}
+
+/// The end of a Kiln run: the frame-leak check init's exit prints, and
+/// whether the run itself ended well. Returns (passed, failed).
+pub fn leak_verdict(label: &str, run: &qemu::Captured) -> (u64, u64) {
+    let (mut passed, mut failed) = (0, 0);
     // After every test process has been reaped, no user memory may remain.
     let leak_line =
         run.output.lines().find_map(|l| l.trim().strip_prefix("kiln: user frames in use ").map(String::from));

@@ -119,6 +119,34 @@ pub fn registered_fs_types() -> alloc::vec::Vec<&'static str> {
     FS_TYPES.lock().iter().map(|(n, _)| *n).collect()
 }
 
+/// /sys/devices/system/cpu as far as C libraries and tools read it: a
+/// `cpuN` directory per running CPU (glibc's get_nprocs_conf and
+/// stress-ng count them) and the `online`, `possible` and `present` masks
+/// (get_nprocs reads `online`), all "0-(N-1)" since every CPU found is
+/// started and none goes offline. Written once at mount time: sysfs is
+/// mounted after the application processors start.
+fn populate_sys_cpus(sys: &Arc<dyn Inode>) -> Result<(), Errno> {
+    let dir = inode::S_IFDIR | 0o755;
+    let system = sys.lookup("devices")?.create("system", dir, 0, inode::Owner::ROOT)?;
+    let cpu = system.create("cpu", dir, 0, inode::Owner::ROOT)?;
+    let count = hal::percpu::online_cpus().max(1);
+    for n in 0..count {
+        let mut name = crate::mm::TryString::new();
+        let done = core::fmt::Write::write_fmt(&mut name, format_args!("cpu{n}"));
+        cpu.create(&name.finish(done)?, dir, 0, inode::Owner::ROOT)?;
+    }
+    let mut mask = crate::mm::TryString::new();
+    let done = match count {
+        1 => core::fmt::Write::write_str(&mut mask, "0\n"),
+        _ => core::fmt::Write::write_fmt(&mut mask, format_args!("0-{}\n", count - 1)),
+    };
+    let mask = mask.finish(done)?;
+    for name in ["online", "possible", "present"] {
+        cpu.create(name, inode::S_IFREG | 0o444, 0, inode::Owner::ROOT)?.write_at(0, mask.as_bytes())?;
+    }
+    Ok(())
+}
+
 /// The file system types mount(2) knows, in /proc/filesystems order
 /// (sysfs(2) numbers them in that order).
 pub fn fs_type_names() -> alloc::vec::Vec<&'static str> {
@@ -189,6 +217,7 @@ fn new_fs_plain(fstype: &str, data: Option<&str>) -> Result<Arc<dyn Inode>, Errn
             for d in ["block", "bus", "class", "dev", "devices", "firmware", "fs", "kernel", "module", "power"] {
                 sys.create(d, inode::S_IFDIR | 0o755, 0, inode::Owner::ROOT)?;
             }
+            populate_sys_cpus(&sys)?;
             sys
         }
         _ => return Err(Errno::ENODEV),

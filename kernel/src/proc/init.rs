@@ -56,6 +56,7 @@ pub fn start(path: &str, argv: Vec<String>) -> Result<(), Errno> {
     p.set_comm_from_path(path);
     *p.cmdline.lock() = argv;
     *p.environ.lock() = envp;
+    *p.auxv.lock() = image.auxv;
     register_process(&p);
     crate::fs::tty::activate(crate::fs::tty::Caller { pgid: pid, sid: pid, session_leader: true });
     *p.ctty.lock() = crate::fs::tty::console();

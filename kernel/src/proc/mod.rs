@@ -135,6 +135,10 @@ pub struct Process {
     pub comm: SpinLock<String>,
     pub cmdline: SpinLock<Vec<String>>,
     pub environ: SpinLock<Vec<String>>,
+    /// The auxiliary vector exec gave the program, as the stack held it
+    /// (key and value words, AT_NULL last): /proc/<pid>/auxv, which gdb
+    /// reads for AT_ENTRY to find where a PIE program was loaded.
+    pub auxv: SpinLock<Vec<u8>>,
     pub umask: AtomicU32,
     /// When the process started (monotonic ns), for /proc/<pid>/stat.
     pub start_ns: u64,
@@ -408,6 +412,7 @@ impl Process {
             comm: SpinLock::new(String::new()),
             cmdline: SpinLock::new(Vec::new()),
             environ: SpinLock::new(Vec::new()),
+            auxv: SpinLock::new(Vec::new()),
             umask: AtomicU32::new(0o022),
             rlimits: SpinLock::new(default_rlimits()),
             exit_signal: linux_abi::signal::SIGCHLD,

@@ -280,6 +280,18 @@ pub(super) fn notify(p: &Arc<Process>, id: i32, notify: Notify) {
     }
 }
 
+/// The next deadline of a periodic timer that expired at `deadline`,
+/// past `now`, and how many periods were missed on the way (its
+/// overrun), as Linux's hrtimer_forward. Reloading by one period only
+/// would fire a timer whose period is shorter than a tick once per
+/// missed period, every tick: with stress-ng's 1 MHz timer the tick
+/// handler fell further behind each time and the kernel stopped
+/// running anything else.
+fn forward(deadline: u64, interval: u64, now: u64) -> (u64, u64) {
+    let missed = now.saturating_sub(deadline) / interval;
+    (deadline.saturating_add((missed + 1).saturating_mul(interval)), missed)
+}
+
 /// Clock tick: fire expired timers.
 pub fn on_tick(now: u64) {
     loop {
@@ -305,7 +317,7 @@ pub fn on_tick(now: u64) {
                     }
                     t.real_deadline = None;
                     if t.real_interval > 0 {
-                        let next = deadline + t.real_interval;
+                        let (next, _) = forward(deadline, t.real_interval, now);
                         t.real_deadline = Some(next);
                         arm(&p, next, Which::Real);
                     }
@@ -323,9 +335,10 @@ pub fn on_tick(now: u64) {
                     }
                     timer.deadline = None;
                     if timer.interval > 0 {
-                        let next = deadline + timer.interval;
+                        let (next, missed) = forward(deadline, timer.interval, now);
+                        timer.overrun = i32::try_from(missed).unwrap_or(i32::MAX);
                         timer.deadline = Some(next);
-                        timer.wall_deadline = timer.wall_deadline.map(|w| w.saturating_add(timer.interval));
+                        timer.wall_deadline = timer.wall_deadline.map(|w| w.saturating_add(next - deadline));
                         arm(&p, next, Which::Posix(id));
                     } else {
                         timer.wall_deadline = None;

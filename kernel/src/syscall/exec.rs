@@ -187,6 +187,7 @@ fn commit(ctx: &mut SyscallContext, image: exec::Image, bprm: Binprm) -> SysResu
     *p.exe.lock() = image.exe;
     *p.cmdline.lock() = cmdline;
     *p.environ.lock() = environ;
+    *p.auxv.lock() = image.auxv;
     crate::proc::timer::clear(&p);
     *ctx.uctx = UserContext::new();
     ctx.uctx.regs.rip = image.entry;

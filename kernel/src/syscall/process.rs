@@ -340,6 +340,7 @@ fn clone_registered(
         *p.comm.lock() = parent.comm.lock().clone();
         *p.cmdline.lock() = parent.cmdline.lock().clone();
         *p.environ.lock() = parent.environ.lock().clone();
+        *p.auxv.lock() = parent.auxv.lock().clone();
         p.umask.store(parent.umask.load(Ordering::Relaxed), Ordering::Relaxed);
         p.dumpable.store(parent.dumpable.load(Ordering::Relaxed), Ordering::Relaxed);
         p.tracer.personality.store(parent.tracer.personality.load(Ordering::Relaxed), Ordering::Relaxed);

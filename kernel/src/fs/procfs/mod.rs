@@ -131,6 +131,7 @@ const PID_FILES: &[&str] = &[
     "maps",
     "statm",
     "environ",
+    "auxv",
     "mounts",
     "mountinfo",
     "smaps",
@@ -222,6 +223,20 @@ impl ProcInode {
         }
     }
 
+    /// What reading the file gives: its text, or for /proc/<pid>/auxv
+    /// the binary vector.
+    fn bytes(&self) -> Result<Vec<u8>, Errno> {
+        if let Node::PidFile(pid, "auxv") = self.node {
+            let p = process(pid)?;
+            let auxv = p.auxv.lock();
+            let mut copy = Vec::new();
+            copy.try_reserve_exact(auxv.len()).map_err(|_| Errno::ENOMEM)?;
+            copy.extend_from_slice(&auxv);
+            return Ok(copy);
+        }
+        self.content().map(String::into_bytes)
+    }
+
     fn content(&self) -> Result<String, Errno> {
         match self.node {
             Node::Global(name) => global(name),
@@ -287,7 +302,7 @@ impl Inode for ProcInode {
         let kind = self.kind();
         let perm = match (kind, self.node) {
             (_, Node::FdDir(_)) => 0o500,
-            (_, Node::PidFile(_, "environ" | "pagemap")) => 0o400,
+            (_, Node::PidFile(_, "environ" | "pagemap" | "auxv")) => 0o400,
             (_, Node::PidFile(_, "mem")) => 0o600,
             (FileType::Directory, _) => 0o555,
             (FileType::Symlink, _) => 0o777,
@@ -328,8 +343,8 @@ impl Inode for ProcInode {
     }
 
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize, Errno> {
-        let data = self.content()?;
-        let bytes = data.as_bytes();
+        let data = self.bytes()?;
+        let bytes = data.as_slice();
         let start = (offset as usize).min(bytes.len());
         let n = buf.len().min(bytes.len() - start);
         buf[..n].copy_from_slice(&bytes[start..start + n]);
@@ -623,7 +638,7 @@ impl Inode for ProcInode {
         if let Node::PidFile(pid, "mem") = self.node {
             return Some(process(pid).and_then(|p| pid::MemFile::open(&p)).map(|f| Arc::new(f) as Arc<dyn FileOps>));
         }
-        Some(self.content().map(|s| Arc::new(SnapshotFile::new(s.into_bytes(), S_IFREG | 0o444)) as Arc<dyn FileOps>))
+        Some(self.bytes().map(|b| Arc::new(SnapshotFile::new(b, S_IFREG | 0o444)) as Arc<dyn FileOps>))
     }
 }
 

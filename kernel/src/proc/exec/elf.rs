@@ -296,9 +296,9 @@ pub(super) fn load(dentry: &Arc<Dentry>, head: &[u8], bprm: &Binprm, deny: DenyW
         egid: c.egid,
         secure: creds.secure,
     };
-    let stack_pointer = stack::build(&mut vm, bprm, &aux)?;
+    let (stack_pointer, auxv) = stack::build(&mut vm, bprm, &aux)?;
     vm.set_stack_limit(bprm.stack_limit);
     vm.settle_stack(stack_pointer);
     let cred = Arc::try_new(creds.cred).map_err(|_| Errno::ENOMEM)?;
-    Ok(Image { vm, entry, stack_pointer, exe, cred, dumpable, deny })
+    Ok(Image { vm, entry, stack_pointer, exe, cred, dumpable, deny, auxv })
 }

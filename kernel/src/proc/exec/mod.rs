@@ -75,6 +75,8 @@ pub struct Image {
     /// The program file kept from being written while it runs (ETXTBSY),
     /// for the process to hold (`Process::exe_file`).
     pub deny: DenyWrite,
+    /// The auxiliary vector as written to the stack (Process::auxv).
+    pub auxv: Vec<u8>,
 }
 
 /// Linux's open_exec checks on a looked-up file: a symlink here was not

@@ -70,8 +70,9 @@ pub(super) struct AuxValues {
     pub secure: bool,
 }
 
-/// Writes the stack into `vm`; returns the initial stack pointer.
-pub(super) fn build(vm: &mut AddressSpace, bprm: &Binprm, aux: &AuxValues) -> Result<u64, Errno> {
+/// Writes the stack into `vm`; returns the initial stack pointer and the
+/// auxiliary vector's bytes as written (for /proc/<pid>/auxv).
+pub(super) fn build(vm: &mut AddressSpace, bprm: &Binprm, aux: &AuxValues) -> Result<(u64, Vec<u8>), Errno> {
     let mut strings: Vec<u8> = Vec::new();
     let total = strings_len(&bprm.argv) + strings_len(&bprm.envp) + bprm.filename.len() as u64 + 1;
     strings.try_reserve_exact(total as usize).map_err(|_| Errno::ENOMEM)?;
@@ -138,13 +139,18 @@ pub(super) fn build(vm: &mut AddressSpace, bprm: &Binprm, aux: &AuxValues) -> Re
     word(0);
     envp_ptrs.iter().for_each(|&p| word(p));
     word(0);
-    for (key, value) in auxv {
+    for &(key, value) in &auxv {
         word(key);
         word(value);
     }
+    let mut auxv_bytes: Vec<u8> = Vec::new();
+    // The vector follows argc and the two NULL-ended pointer arrays.
+    let auxv_at = items as usize * 8;
+    auxv_bytes.try_reserve_exact(table.len() - auxv_at).map_err(|_| Errno::ENOMEM)?;
+    auxv_bytes.extend_from_slice(&table[auxv_at..]);
     vm.write_remote(block_start, &strings)?;
     vm.write_remote(platform, PLATFORM)?;
     vm.write_remote(random_at, &random)?;
     vm.write_remote(sp, &table)?;
-    Ok(sp)
+    Ok((sp, auxv_bytes))
 }

@@ -203,11 +203,15 @@ fn put_reg(inner: &mut Tracee, index: usize, value: u64) -> Result<(), Errno> {
         reg::RIP => r.rip = value,
         reg::RSP => r.rsp = value,
         reg::EFLAGS => {
-            let mut value = value;
+            // The registers kept here are the tracer's view, our TF
+            // already hidden (`forced_tf` remembers it): a TF written is
+            // the program's own, and a write without it must not put
+            // ours back in the view. Put back, the next PTRACE_SINGLESTEP
+            // took it for the program's and it stuck: gdb, which writes
+            // the registers back while stepping, saw its `finish` after
+            // `next` stop one instruction on.
             if value & RFLAGS_TF != 0 {
                 inner.forced_tf = false;
-            } else if inner.forced_tf {
-                value |= RFLAGS_TF;
             }
             let r = &mut inner.regs;
             r.rflags = (r.rflags & !FLAG_MASK) | (value & FLAG_MASK);
