@@ -216,7 +216,8 @@ pub(crate) fn init_kernel_space(phys_limit: u64) {
     // later can share them by copying the top level once.
     for idx in 256..512 {
         if read_entry(root, idx) & PRESENT == 0 {
-            let frame = mm::alloc_frame_zeroed().unwrap_or_else(|| crate::boot_out_of_memory("the kernel's page tables"));
+            let frame =
+                mm::alloc_frame_zeroed().unwrap_or_else(|| crate::boot_out_of_memory("the kernel's page tables"));
             write_entry(root, idx, frame.0 | PRESENT | WRITABLE);
         }
     }

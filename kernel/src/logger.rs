@@ -47,7 +47,14 @@ impl Log for KernelLogger {
             Level::Debug | Level::Trace => 7,
         };
         let mut kept = LineBuffer::new();
-        let _ = writeln!(kept, "<{}>[{:5}.{:06}] {}", syslog_level, ns / 1_000_000_000, ns / 1000 % 1_000_000, record.args());
+        let _ = writeln!(
+            kept,
+            "<{}>[{:5}.{:06}] {}",
+            syslog_level,
+            ns / 1_000_000_000,
+            ns / 1000 % 1_000_000,
+            record.args()
+        );
         if !kept.as_bytes().ends_with(b"\n") {
             // Cut short: keep the record a line.
             kept.len -= 1;

@@ -588,7 +588,13 @@ pub fn resolve(cred: &Cred, start: &Arc<Dentry>, path: &str, follow: bool) -> Re
 }
 
 /// `resolve` under openat2's rules.
-pub fn resolve_how(cred: &Cred, start: &Arc<Dentry>, path: &str, follow: bool, how: Lookup) -> Result<Arc<Dentry>, Errno> {
+pub fn resolve_how(
+    cred: &Cred,
+    start: &Arc<Dentry>,
+    path: &str,
+    follow: bool,
+    how: Lookup,
+) -> Result<Arc<Dentry>, Errno> {
     Walk::new(cred, start, how).walk(start, path, follow)
 }
 

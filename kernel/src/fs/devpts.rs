@@ -139,7 +139,8 @@ pub fn instance_of(root: &Arc<Dentry>) -> Option<Arc<Devpts>> {
 /// when none is, as Linux answers).
 pub fn open_ptmx(_flags: u32) -> Result<Arc<dyn FileOps>, Errno> {
     // The kernel looks it up, not the opener: no permission applies.
-    let root = super::dentry::resolve(&crate::cred::ROOT, &super::dentry::root(), "/dev/pts", true).map_err(|_| Errno::ENODEV)?;
+    let root = super::dentry::resolve(&crate::cred::ROOT, &super::dentry::root(), "/dev/pts", true)
+        .map_err(|_| Errno::ENODEV)?;
     if !root.is_mount_root() {
         return Err(Errno::ENODEV);
     }
@@ -204,7 +205,8 @@ impl Inode for DevptsNode {
     fn metadata(&self) -> Metadata {
         let fs = &self.fs;
         let opts = *fs.opts.lock();
-        let mut m = Metadata { dev: fs.dev, nlink: 1, atime: fs.ctime, mtime: fs.ctime, ctime: fs.ctime, ..Default::default() };
+        let mut m =
+            Metadata { dev: fs.dev, nlink: 1, atime: fs.ctime, mtime: fs.ctime, ctime: fs.ctime, ..Default::default() };
         match self.kind {
             NodeKind::Root => {
                 m.ino = 1;

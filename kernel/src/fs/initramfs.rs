@@ -269,7 +269,8 @@ impl RootSink {
         let dir = if dir_path.is_empty() {
             self.root.clone()
         } else {
-            resolve(&crate::cred::ROOT, &self.root, &full, true).map_err(|e| fail("entry under a missing directory", e))?
+            resolve(&crate::cred::ROOT, &self.root, &full, true)
+                .map_err(|e| fail("entry under a missing directory", e))?
         };
         if !dir.is_dir() {
             return Err(fail("entry under a non-directory", Errno::ENOTDIR));
@@ -314,8 +315,10 @@ impl RootSink {
                     }
                 }
                 Self::clear_name(&dir, base)?;
-                let made =
-                    dir.inode().create(base, S_IFDIR | perm, 0, owner).map_err(|e| fail("cannot create a directory", e))?;
+                let made = dir
+                    .inode()
+                    .create(base, S_IFDIR | perm, 0, owner)
+                    .map_err(|e| fail("cannot create a directory", e))?;
                 let _ = made.set_times(None, Some(u64::from(e.mtime) * 1_000_000_000));
             }
             S_IFREG => {
@@ -329,8 +332,10 @@ impl RootSink {
                         inode
                     }
                     None => {
-                        let inode =
-                            dir.inode().create(base, S_IFREG | perm, 0, owner).map_err(|e| fail("cannot create a file", e))?;
+                        let inode = dir
+                            .inode()
+                            .create(base, S_IFREG | perm, 0, owner)
+                            .map_err(|e| fail("cannot create a file", e))?;
                         if e.nlink > 1 {
                             self.links.try_reserve(1).map_err(|_| fail("out of memory", Errno::ENOMEM))?;
                             self.links.push(Linked { key, inode: inode.clone() });
@@ -353,7 +358,9 @@ impl RootSink {
                 // Device nodes and FIFOs are kept as nodes.
                 Self::clear_name(&dir, base)?;
                 let rdev = super::devfs::makedev(u64::from(e.rdev_major), u64::from(e.rdev_minor));
-                dir.inode().create(base, kind | perm, rdev, owner).map_err(|e| fail("cannot create a special file", e))?;
+                dir.inode()
+                    .create(base, kind | perm, rdev, owner)
+                    .map_err(|e| fail("cannot create a special file", e))?;
             }
         }
         Ok(())

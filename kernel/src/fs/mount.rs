@@ -636,7 +636,11 @@ pub fn touch_atime(d: &Dentry, inode: &dyn super::Inode) {
         return;
     }
     let now = crate::clock::realtime_ns();
-    if flags & MNT_RELATIME != 0 && m.mtime < m.atime && m.ctime < m.atime && now.saturating_sub(m.atime) < 86_400 * 1_000_000_000 {
+    if flags & MNT_RELATIME != 0
+        && m.mtime < m.atime
+        && m.ctime < m.atime
+        && now.saturating_sub(m.atime) < 86_400 * 1_000_000_000
+    {
         return;
     }
     if m.atime != now {
@@ -705,7 +709,12 @@ fn visible(root: &Arc<Dentry>) -> Vec<Visible> {
             return entries;
         }
         for e in table.iter() {
-            entries.push(Visible { mount: e.mount.clone(), root: e.root.clone(), parent: e.parent.clone(), path: String::new() });
+            entries.push(Visible {
+                mount: e.mount.clone(),
+                root: e.root.clone(),
+                parent: e.parent.clone(),
+                path: String::new(),
+            });
         }
     }
     entries.retain_mut(|v| {

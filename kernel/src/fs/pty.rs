@@ -32,7 +32,8 @@ use crate::mm::{uaccess, Vm};
 
 /// What a blocked reader or writer of a pty listens for on a head: any
 /// change (data, room, hangup) may end its wait.
-const ANY: Events = Events::from_bits(Events::READABLE.bits() | Events::WRITABLE.bits() | Events::HUP.bits() | Events::ERR.bits());
+const ANY: Events =
+    Events::from_bits(Events::READABLE.bits() | Events::WRITABLE.bits() | Events::HUP.bits() | Events::ERR.bits());
 
 /// Bytes the slave may write ahead of the master's reads.
 const TO_MASTER_MAX: usize = 16 * 1024;
@@ -192,11 +193,8 @@ pub fn slave_write(tty: &Arc<Tty>, buf: &[u8], nonblock: bool) -> Result<usize, 
         let termios = st.ldisc.termios;
         let mut taken = 0;
         for &b in buf {
-            let need = if b == b'\n' && termios.c_oflag & c::OPOST != 0 && termios.c_oflag & c::ONLCR != 0 {
-                2
-            } else {
-                1
-            };
+            let need =
+                if b == b'\n' && termios.c_oflag & c::OPOST != 0 && termios.c_oflag & c::ONLCR != 0 { 2 } else { 1 };
             if st.pty.master_room() < need {
                 break;
             }
@@ -251,7 +249,6 @@ impl PtyMaster {
         }
     }
 
-
     fn try_read(&self, buf: &mut [u8]) -> Result<usize, Errno> {
         let mut st = self.slave.state.lock();
         let pty = &mut st.pty;
@@ -294,11 +291,7 @@ impl FileOps for PtyMaster {
         if buf.is_empty() {
             return Ok(0);
         }
-        let n = if nonblock {
-            self.try_read(buf)?
-        } else {
-            block_on(&self.slave.output, ANY, || self.try_read(buf))?
-        };
+        let n = if nonblock { self.try_read(buf)? } else { block_on(&self.slave.output, ANY, || self.try_read(buf))? };
         // Room for the slave's writes.
         self.slave.output.notify(Events::WRITABLE);
         Ok(n)

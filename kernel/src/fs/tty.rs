@@ -150,7 +150,6 @@ impl Tty {
         }
     }
 
-
     fn is_console(&self) -> bool {
         self.kind == TtyKind::Console
     }
@@ -295,8 +294,8 @@ impl Tty {
             Err(Errno::EAGAIN) => {
                 let canonical = self.state.lock().ldisc.canonical();
                 // Raw mode, VMIN 0, VTIME t: wait t tenths for the first byte.
-                let deadline = (!canonical && vmin == 0)
-                    .then(|| crate::clock::now_ns() + u64::from(vtime) * 100_000_000);
+                let deadline =
+                    (!canonical && vmin == 0).then(|| crate::clock::now_ns() + u64::from(vtime) * 100_000_000);
                 let poller = Poller::new()?;
                 let _sub = self.input.subscribe(poller.observer().clone(), Events::READABLE | Events::HUP, false)?;
                 loop {

@@ -113,11 +113,7 @@ pub static SYSCTLS: &[Sysctl] = &[
     rw("kernel/msgmax", || show(get(&MSGMAX).into()), set32!(MSGMAX, 0, I32_MAX)),
     rw("kernel/msgmnb", || show(get(&MSGMNB).into()), set32!(MSGMNB, 0, I32_MAX)),
     rw("kernel/msgmni", || show(get(&MSGMNI).into()), set32!(MSGMNI, 0, IPCMNI)),
-    rw(
-        "kernel/sem",
-        || format!("{}\t{}\t{}\t{}\n", get(&SEMMSL), get(&SEMMNS), get(&SEMOPM), get(&SEMMNI)),
-        write_sem,
-    ),
+    rw("kernel/sem", || format!("{}\t{}\t{}\t{}\n", get(&SEMMSL), get(&SEMMNS), get(&SEMOPM), get(&SEMMNI)), write_sem),
     rw("kernel/shmmax", || show(get64(&SHMMAX)), set_ulong!(SHMMAX)),
     rw("kernel/shmall", || show(get64(&SHMALL)), set_ulong!(SHMALL)),
     rw("kernel/shmmni", || show(get64(&SHMMNI)), set64!(SHMMNI, 0, IPCMNI)),

@@ -109,9 +109,8 @@ fn inotify_instances_within_limit() -> TestResult {
 fn inotify_watches_within_limit() -> TestResult {
     let uid = 90_005;
     with_limit(&inotify::MAX_USER_WATCHES, 2, || {
-        let inodes: Vec<Arc<dyn Inode>> = (0..3)
-            .map(|_| -> Arc<dyn Inode> { crate::fs::tmpfs::Tmpfs::new_root(0o755) })
-            .collect();
+        let inodes: Vec<Arc<dyn Inode>> =
+            (0..3).map(|_| -> Arc<dyn Inode> { crate::fs::tmpfs::Tmpfs::new_root(0o755) }).collect();
         let group = Inotify::new(uid).map_err(err)?;
         let first = group.add_watch(inodes[0].clone(), c::IN_CREATE).map_err(err)?;
         group.add_watch(inodes[1].clone(), c::IN_CREATE).map_err(err)?;

@@ -826,9 +826,11 @@ impl AddressSpace {
                 }
                 Backing::File { source, offset, .. } => {
                     let written = v.prot.write
-                        && self.page_table.mapped_pages(v.start, v.end).iter().any(|(va, _)| {
-                            self.page_table.frame_at(*va).is_some_and(|f| f.ref_count() <= 2)
-                        });
+                        && self
+                            .page_table
+                            .mapped_pages(v.start, v.end)
+                            .iter()
+                            .any(|(va, _)| self.page_table.frame_at(*va).is_some_and(|f| f.ref_count() <= 2));
                     let mut magic = [0u8; 4];
                     if written {
                         size

@@ -38,7 +38,7 @@ use linux_abi::socket as s;
 
 pub use io::{MsgSink, MsgSource};
 pub use options::{get as options_get, set as options_set};
-pub use socket::{AddrBuf, Control, NameCtx, RecvArgs, Received, SendArgs, SockType, Socket};
+pub use socket::{AddrBuf, Control, NameCtx, Received, RecvArgs, SendArgs, SockType, Socket};
 
 /// The identity of the thread making a call, as sockets record it:
 /// SCM_CREDENTIALS carries the real ids, SO_PEERCRED the effective ones,

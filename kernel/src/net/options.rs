@@ -161,11 +161,7 @@ pub fn set(proto: &dyn Protocol, name: i32, val: &[u8]) -> Result<(), Errno> {
             b.copy_from_slice(&val[..8]);
             let l = s::Linger::from_bytes(&b);
             let old = o.linger.load(Ordering::Relaxed);
-            let new = if l.l_onoff == 0 {
-                old & 0xffff_ffff
-            } else {
-                (1 << 32) | (l.l_linger.max(0) as u32 as u64)
-            };
+            let new = if l.l_onoff == 0 { old & 0xffff_ffff } else { (1 << 32) | (l.l_linger.max(0) as u32 as u64) };
             o.linger.store(new, Ordering::Relaxed);
             Ok(())
         }

@@ -4,7 +4,7 @@
 
 use linux_abi::errno::Errno;
 
-use crate::event::{Events, Poller, Pollee};
+use crate::event::{Events, Pollee, Poller};
 
 /// How long a call may wait.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -138,7 +138,10 @@ fn end_pid_namespace(p: &Arc<Process>) {
     let ns = p.pid_ns.clone();
     ns.mark_dead();
     let members = || {
-        super::all_processes().into_iter().filter(|q| q.pid != p.pid && ns.contains(&q.pid_ns)).collect::<alloc::vec::Vec<_>>()
+        super::all_processes()
+            .into_iter()
+            .filter(|q| q.pid != p.pid && ns.contains(&q.pid_ns))
+            .collect::<alloc::vec::Vec<_>>()
     };
     for q in members() {
         let info = linux_abi::layout::Siginfo::kill(linux_abi::signal::SIGKILL, linux_abi::signal::SI_KERNEL, 0, 0);
@@ -153,7 +156,8 @@ fn end_pid_namespace(p: &Arc<Process>) {
     }
     let zombies: alloc::vec::Vec<_> = {
         let mut children = p.children.lock();
-        let (gone, kept) = core::mem::take(&mut *children).into_iter().partition(|c: &Arc<Process>| c.state.lock().zombie);
+        let (gone, kept) =
+            core::mem::take(&mut *children).into_iter().partition(|c: &Arc<Process>| c.state.lock().zombie);
         *children = kept;
         gone
     };

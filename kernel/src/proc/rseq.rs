@@ -205,7 +205,8 @@ pub fn rseq(t: &Task, area: u64, len: u32, flags: i32, signature: u32) -> Result
     let r = &t.rseq;
     let current = r.area.load(Ordering::Relaxed);
     if flags & RSEQ_FLAG_UNREGISTER != 0 {
-        if flags & !RSEQ_FLAG_UNREGISTER != 0 || current == 0 || current != area || len != r.len.load(Ordering::Relaxed) {
+        if flags & !RSEQ_FLAG_UNREGISTER != 0 || current == 0 || current != area || len != r.len.load(Ordering::Relaxed)
+        {
             return Err(Errno::EINVAL);
         }
         if r.sig.load(Ordering::Relaxed) != signature {

@@ -252,7 +252,8 @@ pub fn clock_was_set() {
     let wall_now = crate::clock::realtime_ns();
     for p in super::all_processes() {
         let mut t = p.timers.lock();
-        let ids: alloc::vec::Vec<i32> = t.posix.iter().filter(|(_, x)| x.wall_deadline.is_some()).map(|(id, _)| *id).collect();
+        let ids: alloc::vec::Vec<i32> =
+            t.posix.iter().filter(|(_, x)| x.wall_deadline.is_some()).map(|(id, _)| *id).collect();
         for id in ids {
             let Some(timer) = t.posix.get_mut(&id) else {
                 continue;

@@ -4,7 +4,7 @@
 use alloc::sync::Arc;
 use core::sync::atomic::Ordering;
 
-use linux_abi::consts::{WCONTINUED, WEXITED, WNOHANG, WNOWAIT, WUNTRACED, __WALL, __WCLONE};
+use linux_abi::consts::{__WALL, __WCLONE, WCONTINUED, WEXITED, WNOHANG, WNOWAIT, WUNTRACED};
 use linux_abi::errno::Errno;
 use linux_abi::signal as sig;
 

@@ -35,11 +35,11 @@ use hal::percpu::{PerCpu, MAX_CPUS};
 use hal::sync::{IrqGuard, SpinLock};
 
 pub use balance::{online_cpus, set_affinity, steals};
+use policy::ReadyQueues;
+pub use policy::{Policy, SchedParams};
 #[cfg(feature = "ktest")]
 pub use thread::live_threads;
 use thread::ON_CPU;
-pub use policy::{Policy, SchedParams};
-use policy::ReadyQueues;
 pub use thread::{SpawnError, State, Thread};
 pub use wait::{sleep_ns, sleep_until_interruptible, Interrupted, WaitQueue, WakeBatch, WakeFlag};
 
@@ -82,8 +82,8 @@ static RUN_QUEUES: PerCpu<SpinLock<RunQueue>> =
 /// the CPU for threads.
 pub fn init() {
     let cpu = hal::percpu::cpu_id();
-    let idle = Thread::new("idle", None, None, cpu, true)
-        .unwrap_or_else(|_| hal::boot_out_of_memory("a CPU's idle thread"));
+    let idle =
+        Thread::new("idle", None, None, cpu, true).unwrap_or_else(|_| hal::boot_out_of_memory("a CPU's idle thread"));
     let idle = Arc::new(idle);
     idle.set_state(State::Running);
     idle.set_affinity_mask(1 << cpu);

@@ -91,7 +91,10 @@ pub struct Thread {
 
 fn pack_params(p: &SchedParams) -> u32 {
     let policy = p.policy.to_linux();
-    policy | (p.rt_priority.min(255) << 8) | (((p.nice.clamp(-20, 19) + 20) as u32) << 16) | (u32::from(p.reset_on_fork) << 24)
+    policy
+        | (p.rt_priority.min(255) << 8)
+        | (((p.nice.clamp(-20, 19) + 20) as u32) << 16)
+        | (u32::from(p.reset_on_fork) << 24)
 }
 
 fn unpack_params(v: u32) -> SchedParams {

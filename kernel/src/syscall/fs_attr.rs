@@ -259,7 +259,13 @@ pub fn sys_utimensat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 
 /// do_utimes: `times` is (seconds, nanoseconds) of the access and
 /// modification times, None for "now".
-fn set_times(ctx: &SyscallContext, dirfd: i32, path_ptr: u64, times: Option<([i64; 2], [i64; 2])>, flags: u32) -> SysResult {
+fn set_times(
+    ctx: &SyscallContext,
+    dirfd: i32,
+    path_ptr: u64,
+    times: Option<([i64; 2], [i64; 2])>,
+    flags: u32,
+) -> SysResult {
     let (secs, nsecs) = times.unwrap_or(([0; 2], [UTIME_NOW; 2]));
     if flags & !(c::AT_SYMLINK_NOFOLLOW | c::AT_EMPTY_PATH) != 0 {
         return Err(Errno::EINVAL);

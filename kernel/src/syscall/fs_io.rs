@@ -189,7 +189,12 @@ fn read_sink(ctx: &SyscallContext, sink: SinkKind, buf: u64, len: usize) -> SysR
 /// the bytes that fit under the limit, or, when none do, SIGXFSZ for the
 /// calling thread and EFBIG (what the caller sees when it survives the
 /// signal: ignored or handled), as Linux's generic_write_check_limits.
-pub(super) fn fsize_limit(ctx: &SyscallContext, inode: Option<&Arc<dyn crate::fs::Inode>>, pos: u64, len: usize) -> Result<usize, Errno> {
+pub(super) fn fsize_limit(
+    ctx: &SyscallContext,
+    inode: Option<&Arc<dyn crate::fs::Inode>>,
+    pos: u64,
+    len: usize,
+) -> Result<usize, Errno> {
     if !inode.is_some_and(|i| i.file_type() == FileType::Regular) {
         return Ok(len);
     }
@@ -206,7 +211,12 @@ pub(super) fn fsize_limit(ctx: &SyscallContext, inode: Option<&Arc<dyn crate::fs
 
 /// A file would grow past RLIMIT_FSIZE: SIGXFSZ to the calling thread.
 pub(super) fn file_too_big(ctx: &SyscallContext) {
-    let info = linux_abi::layout::Siginfo::kill(linux_abi::signal::SIGXFSZ, linux_abi::signal::SI_USER, ctx.process().pid_ns.local_or_zero(ctx.process().pid), ctx.cred().uid);
+    let info = linux_abi::layout::Siginfo::kill(
+        linux_abi::signal::SIGXFSZ,
+        linux_abi::signal::SI_USER,
+        ctx.process().pid_ns.local_or_zero(ctx.process().pid),
+        ctx.cred().uid,
+    );
     crate::proc::signal::send_to_task(ctx.task, info);
 }
 

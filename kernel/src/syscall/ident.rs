@@ -65,7 +65,14 @@ pub fn sys_reboot(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 
 pub fn sys_uname(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let (host, domain) = (crate::uts::hostname(), crate::uts::domainname());
-    let uts = Utsname::new(crate::uts::SYSNAME, &host, crate::uts::RELEASE, crate::uts::VERSION, crate::uts::MACHINE, &domain);
+    let uts = Utsname::new(
+        crate::uts::SYSNAME,
+        &host,
+        crate::uts::RELEASE,
+        crate::uts::VERSION,
+        crate::uts::MACHINE,
+        &domain,
+    );
     uaccess::write_bytes(&ctx.vm()?, a[0], &uts.to_bytes())?;
     Ok(0)
 }
@@ -283,4 +290,3 @@ pub fn sys_sysinfo(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 const RUSAGE_SELF: i32 = 0;
 const RUSAGE_CHILDREN: i32 = -1;
 const RUSAGE_THREAD: i32 = 1;
-

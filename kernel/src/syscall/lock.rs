@@ -57,7 +57,8 @@ pub fn fcntl_record_lock(ctx: &SyscallContext, fd: i32, f: &Arc<OpenFile>, cmd: 
                     (conflict.end - conflict.start + 1) as i64
                 };
                 // As the caller's pid namespace sees the holder (0 outside it).
-                fl.l_pid = if conflict.pid > 0 { ctx.process().pid_ns.local_or_zero(conflict.pid) } else { conflict.pid };
+                fl.l_pid =
+                    if conflict.pid > 0 { ctx.process().pid_ns.local_or_zero(conflict.pid) } else { conflict.pid };
             }
         }
         ctx.copy_to_user(arg, &fl.to_bytes())?;

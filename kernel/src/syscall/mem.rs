@@ -369,9 +369,7 @@ pub fn sys_process_madvise(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult 
     }
     ptrace::may_access_process(ctx.task, &target, PtraceMode::READ_FSCREDS)?;
     let vm = target.vm().map_err(|_| Errno::ESRCH)?;
-    if !alloc::sync::Arc::ptr_eq(&target, ctx.process())
-        && !ctx.cred().capable(linux_abi::capability::CAP_SYS_NICE)
-    {
+    if !alloc::sync::Arc::ptr_eq(&target, ctx.process()) && !ctx.cred().capable(linux_abi::capability::CAP_SYS_NICE) {
         return Err(Errno::EPERM);
     }
     let mut done: u64 = 0;

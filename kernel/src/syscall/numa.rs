@@ -301,7 +301,8 @@ fn may_inspect(ctx: &SyscallContext, target: &Arc<Task>) -> bool {
         return true;
     }
     let t = target.cred();
-    let same = [t.uid, t.euid, t.suid].iter().all(|&u| u == me.uid) && [t.gid, t.egid, t.sgid].iter().all(|&g| g == me.gid);
+    let same =
+        [t.uid, t.euid, t.suid].iter().all(|&u| u == me.uid) && [t.gid, t.egid, t.sgid].iter().all(|&g| g == me.gid);
     same && target.process.dumpable.load(core::sync::atomic::Ordering::Relaxed) == 1
 }
 

@@ -57,7 +57,8 @@ fn signal_target(ctx: &SyscallContext, fd: i32) -> Result<(proc::Pid, Result<Arc
     if let Ok(p) = pidfd::of_file(&file) {
         return Ok((p.pid(), p.process().cloned().ok_or(Errno::ESRCH)));
     }
-    let pid = file.dentry.as_ref().and_then(|d| crate::fs::procfs::tgid_of_dir(d.inode().as_ref())).ok_or(Errno::EBADF)?;
+    let pid =
+        file.dentry.as_ref().and_then(|d| crate::fs::procfs::tgid_of_dir(d.inode().as_ref())).ok_or(Errno::EBADF)?;
     Ok((pid, proc::find_process(pid).ok_or(Errno::ESRCH)))
 }
 

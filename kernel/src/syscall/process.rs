@@ -158,9 +158,7 @@ pub fn sys_clone3(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let stack = match (args.stack, args.stack_size) {
         (0, 0) => 0,
         (0, _) | (_, 0) => return Err(Errno::EINVAL),
-        (s, n) => {
-            s.checked_add(n).filter(|&t| t <= hal::paging::USER_END).ok_or(Errno::EINVAL)?
-        }
+        (s, n) => s.checked_add(n).filter(|&t| t <= hal::paging::USER_END).ok_or(Errno::EINVAL)?,
     };
     // Without cgroups, Linux ignores CLONE_INTO_CGROUP once it is valid.
     let req = CloneRequest {
@@ -217,7 +215,13 @@ fn clone_with(ctx: &mut SyscallContext, req: CloneRequest) -> SysResult {
         None => proc::alloc_pid()?,
     };
     proc::pidns::register(&child_pid_ns, tid, flags & c::CLONE_THREAD == 0)?;
-    let result = clone_registered(ctx, req_again(flags, exit_signal, stack, parent_tid, child_tid, tls, pidfd), tid, child_ns, &child_pid_ns);
+    let result = clone_registered(
+        ctx,
+        req_again(flags, exit_signal, stack, parent_tid, child_tid, tls, pidfd),
+        tid,
+        child_ns,
+        &child_pid_ns,
+    );
     if result.is_err() {
         proc::pidns::release(&child_pid_ns, tid);
     }
@@ -247,7 +251,8 @@ fn clone_namespaces(
     if flags & c::CLONE_THREAD != 0 {
         // A thread shares its process's pid namespace, which a pending
         // unshare(CLONE_NEWPID) would contradict (Linux: EINVAL).
-        if flags & (c::CLONE_NEWPID | c::CLONE_NEWUSER) != 0 || !Arc::ptr_eq(&parent_ns.pid_for_children, &parent.pid_ns)
+        if flags & (c::CLONE_NEWPID | c::CLONE_NEWUSER) != 0
+            || !Arc::ptr_eq(&parent_ns.pid_for_children, &parent.pid_ns)
         {
             return Err(Errno::EINVAL);
         }
@@ -358,7 +363,8 @@ fn clone_registered(
         let p = Arc::try_new(p).map_err(|_| Errno::ENOMEM)?;
         // The pidfd goes in before the child is visible, and its number
         // to user memory, so a bad pointer leaves no child behind (EFAULT).
-        let pidfd_fd = if flags & c::CLONE_PIDFD != 0 { Some(super::pidfd::install_for_clone(ctx, &p, pidfd)?) } else { None };
+        let pidfd_fd =
+            if flags & c::CLONE_PIDFD != 0 { Some(super::pidfd::install_for_clone(ctx, &p, pidfd)?) } else { None };
         if let Some(rp) = real_parent.upgrade() {
             rp.children.lock().push(p.clone());
         }
@@ -454,7 +460,6 @@ fn wait_target(ctx: &SyscallContext, pid: i32) -> WaitTarget {
         p => WaitTarget::Pid(global_id(ctx, p)),
     }
 }
-
 
 pub fn sys_wait4(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let (pid, status_ptr, options, rusage_ptr) = (a[0] as i32, a[1], a[2] as u32, a[3]);

@@ -21,8 +21,8 @@ use linux_abi::errno::Errno;
 use linux_abi::layout::Iovec;
 
 use super::{SysResult, SyscallContext};
-use crate::mm::{page_floor, uaccess, PAGE_SIZE};
 use crate::cred::PtraceMode;
+use crate::mm::{page_floor, uaccess, PAGE_SIZE};
 use crate::proc::ptrace;
 
 /// Linux's MAX_RW_COUNT.

@@ -356,12 +356,7 @@ pub fn sys_sched_setattr(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 
 pub fn sys_sched_getattr(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let (pid, ptr, size, flags) = (a[0] as i32, a[1], a[2] as usize, a[3] as u32);
-    if ptr == 0
-        || pid < 0
-        || size > crate::mm::PAGE_SIZE as usize
-        || size < SchedAttr::SIZE_VER0
-        || flags != 0
-    {
+    if ptr == 0 || pid < 0 || size > crate::mm::PAGE_SIZE as usize || size < SchedAttr::SIZE_VER0 || flags != 0 {
         return Err(Errno::EINVAL);
     }
     let task = target_task(ctx, pid)?;

@@ -34,7 +34,10 @@ impl net::Host for KernelHost {
 
     fn sigpipe(&self) {
         if let Some(t) = crate::proc::current_task() {
-            crate::proc::signal::send_to_task(&t, Siginfo::kill(sig::SIGPIPE, sig::SI_USER, t.process.pid_ns.local_or_zero(t.process.pid), 0));
+            crate::proc::signal::send_to_task(
+                &t,
+                Siginfo::kill(sig::SIGPIPE, sig::SI_USER, t.process.pid_ns.local_or_zero(t.process.pid), 0),
+            );
         }
     }
 }
@@ -220,7 +223,13 @@ fn do_accept(ctx: &SyscallContext, fd: i32, addr: u64, len_ptr: u64, flags: u32)
 
 /// The accepted connection's open file (dropped again if its address
 /// cannot be stored).
-fn accept_file(ctx: &SyscallContext, f: &OpenFile, addr: u64, len_ptr: u64, flags: u32) -> Result<Arc<OpenFile>, Errno> {
+fn accept_file(
+    ctx: &SyscallContext,
+    f: &OpenFile,
+    addr: u64,
+    len_ptr: u64,
+    flags: u32,
+) -> Result<Arc<OpenFile>, Errno> {
     let sock = Socket::of(f).ok_or(Errno::ENOTSOCK)?;
     let (proto, peer) = sock.proto().accept(f.nonblocking())?;
     let new = Socket::new(proto)?.open(c::O_RDWR | (flags & s::SOCK_NONBLOCK))?;

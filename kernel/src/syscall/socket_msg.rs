@@ -18,7 +18,7 @@ use super::socket::{addr_arg, names, put_addr, sock, socket_file};
 use super::{SysResult, SyscallContext};
 use crate::fs::OpenFile;
 use crate::mm::uaccess;
-use crate::net::{Control, MsgSink, MsgSource, RecvArgs, Received, SendArgs, Socket};
+use crate::net::{Control, MsgSink, MsgSource, Received, RecvArgs, SendArgs, Socket};
 
 /// Largest single transfer (Linux's MAX_RW_COUNT).
 const MAX_RW: usize = 0x7fff_f000;
@@ -290,8 +290,9 @@ pub fn sys_sendmmsg(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let mut sent = 0u64;
     while sent < vlen {
         let entry = a[1] + sent * s::Mmsghdr::SIZE as u64;
-        let done = sendmsg_one(ctx, &f, entry, flags)
-            .and_then(|(n, all)| ctx.copy_to_user(entry + s::Mmsghdr::LEN_OFFSET as u64, &(n as u32).to_le_bytes()).map(|()| all));
+        let done = sendmsg_one(ctx, &f, entry, flags).and_then(|(n, all)| {
+            ctx.copy_to_user(entry + s::Mmsghdr::LEN_OFFSET as u64, &(n as u32).to_le_bytes()).map(|()| all)
+        });
         match done {
             Ok(all) => {
                 sent += 1;
@@ -399,7 +400,10 @@ pub fn sys_recvmmsg(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         if ts.tv_sec < 0 || !(0..1_000_000_000).contains(&ts.tv_nsec) {
             return Err(Errno::EINVAL);
         }
-        Some(hal::time::monotonic_ns().saturating_add((ts.tv_sec as u64).saturating_mul(1_000_000_000) + ts.tv_nsec as u64))
+        Some(
+            hal::time::monotonic_ns()
+                .saturating_add((ts.tv_sec as u64).saturating_mul(1_000_000_000) + ts.tv_nsec as u64),
+        )
     } else {
         None
     };

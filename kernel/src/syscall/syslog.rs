@@ -70,8 +70,7 @@ fn scratch(len: i32) -> Result<Vec<u8>, Errno> {
 
 pub fn sys_syslog(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let (kind, buf, len) = (a[0] as i32, a[1], a[2] as i32);
-    let restricted =
-        crate::fs::procfs::sys::dmesg_restrict() || (kind != READ_ALL && kind != SIZE_BUFFER);
+    let restricted = crate::fs::procfs::sys::dmesg_restrict() || (kind != READ_ALL && kind != SIZE_BUFFER);
     if restricted {
         let cred = ctx.cred();
         if !cred.capable(CAP_SYSLOG) && !cred.capable(CAP_SYS_ADMIN) {

@@ -367,7 +367,8 @@ mod tests {
 
     #[test]
     fn syscall_info_sizes() {
-        let entry = SyscallInfo { op: PTRACE_SYSCALL_INFO_ENTRY, nr: 39, args: [1, 2, 3, 4, 5, 6], ..Default::default() };
+        let entry =
+            SyscallInfo { op: PTRACE_SYSCALL_INFO_ENTRY, nr: 39, args: [1, 2, 3, 4, 5, 6], ..Default::default() };
         let (b, n) = entry.encode();
         assert_eq!(n, 80);
         assert_eq!(b[24], 39);

@@ -455,9 +455,10 @@ mod tests {
     use super::*;
 
     fn cmsg(level: i32, kind: i32, data: &[u8], len: Option<u64>) -> Vec<u8> {
-        let mut v = Cmsghdr { cmsg_len: len.unwrap_or(cmsg_len(data.len()) as u64), cmsg_level: level, cmsg_type: kind }
-            .to_bytes()
-            .to_vec();
+        let mut v =
+            Cmsghdr { cmsg_len: len.unwrap_or(cmsg_len(data.len()) as u64), cmsg_level: level, cmsg_type: kind }
+                .to_bytes()
+                .to_vec();
         v.extend_from_slice(data);
         v.resize(v.len().next_multiple_of(8), 0);
         v

@@ -53,7 +53,14 @@ fn rseq_and_pidfd_layouts_and_constants() {
     let Some(c) = run_c() else { return };
     assert_eq!(c.get("rseq"), Rseq::SIZE as i128);
     assert_eq!(c.get("rseq.align"), Rseq::ALIGN as i128);
-    let r = Rseq { cpu_id_start: 0x1111, cpu_id: 0x2222, rseq_cs: 0x3333_4444_5555, flags: 0x6666, node_id: 0x77, mm_cid: 0x88 };
+    let r = Rseq {
+        cpu_id_start: 0x1111,
+        cpu_id: 0x2222,
+        rseq_cs: 0x3333_4444_5555,
+        flags: 0x6666,
+        node_id: 0x77,
+        mm_cid: 0x88,
+    };
     let b = r.to_bytes();
     c.field("rseq.cpu_id_start", &b, &r.cpu_id_start.to_le_bytes());
     c.field("rseq.cpu_id", &b, &r.cpu_id.to_le_bytes());

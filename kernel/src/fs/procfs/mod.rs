@@ -162,7 +162,8 @@ fn ino_of(n: Node) -> u64 {
         Node::TaskDir(p) => ((p as u64) << 16) | 300,
         Node::TaskEntry(p, t) => ((p as u64) << 16) | (0x8000 + (t as u64 & 0x7fff)),
         Node::TaskFile(p, t, f) => {
-            (((p as u64) << 16) | (0x8000 + (t as u64 & 0x7fff))) + ((1 + TASK_FILES.iter().position(|x| *x == f).unwrap_or(0) as u64) << 32)
+            (((p as u64) << 16) | (0x8000 + (t as u64 & 0x7fff)))
+                + ((1 + TASK_FILES.iter().position(|x| *x == f).unwrap_or(0) as u64) << 32)
         }
         Node::Global(name) => 10 + GLOBALS.iter().position(|g| *g == name).unwrap_or(0) as u64,
         Node::PidDir(p) => (p as u64) << 16,
@@ -173,7 +174,9 @@ fn ino_of(n: Node) -> u64 {
         Node::FdInfoDir(p) => ((p as u64) << 16) | 201,
         Node::FdInfo(p, fd) => ((p as u64) << 16) | (3000 + fd as u64),
         Node::NsDir(p) => ((p as u64) << 16) | 400,
-        Node::NsLink(p, n) => ((p as u64) << 16) | (410 + proc::ns::NS_LINKS.iter().position(|x| *x == n).unwrap_or(0) as u64),
+        Node::NsLink(p, n) => {
+            ((p as u64) << 16) | (410 + proc::ns::NS_LINKS.iter().position(|x| *x == n).unwrap_or(0) as u64)
+        }
         Node::Extra(path) => extra_ino(path),
     }
 }
@@ -387,7 +390,9 @@ impl Inode for ProcInode {
                 }
                 // A directory: name it by a row's own (static) path prefix.
                 let row = sys::rows()
-                    .find(|r| r.path.len() > path.len() && r.path.starts_with(&path) && r.path.as_bytes()[path.len()] == b'/')
+                    .find(|r| {
+                        r.path.len() > path.len() && r.path.starts_with(&path) && r.path.as_bytes()[path.len()] == b'/'
+                    })
                     .ok_or(Errno::ENOENT)?;
                 Ok(node(Node::SysDir(&row.path[..path.len()])))
             }
@@ -629,11 +634,11 @@ impl Inode for ProcInode {
             return Some(sys::row(row).ok_or(Errno::ENOENT).and_then(|r| sys_open(r, flags)));
         }
         if let Node::PidFile(pid, "pagemap") = self.node {
-            let show_pfn = proc::current_task()
-                .is_some_and(|t| t.cred().capable(linux_abi::capability::CAP_SYS_ADMIN));
-            return Some(process(pid).map(|p| {
-                Arc::new(pid::PagemapFile { process: Arc::downgrade(&p), show_pfn }) as Arc<dyn FileOps>
-            }));
+            let show_pfn = proc::current_task().is_some_and(|t| t.cred().capable(linux_abi::capability::CAP_SYS_ADMIN));
+            return Some(
+                process(pid)
+                    .map(|p| Arc::new(pid::PagemapFile { process: Arc::downgrade(&p), show_pfn }) as Arc<dyn FileOps>),
+            );
         }
         if let Node::PidFile(pid, "mem") = self.node {
             return Some(process(pid).and_then(|p| pid::MemFile::open(&p)).map(|f| Arc::new(f) as Arc<dyn FileOps>));
@@ -816,7 +821,6 @@ impl Inode for OpenFileInode {
         Some(Ok(self.file.ops.clone()))
     }
 }
-
 
 /// The scheduling parameters of a process's main thread (Linux reports
 /// the thread group leader's in /proc/<pid>/stat).

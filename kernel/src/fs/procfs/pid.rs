@@ -18,8 +18,8 @@ use core::sync::atomic::Ordering;
 use linux_abi::errno::Errno;
 
 use super::super::file::FileOps;
-use crate::mm::report::{dev_major_minor, MapArea, PageTally};
 use super::{seen, viewer_ns};
+use crate::mm::report::{dev_major_minor, MapArea, PageTally};
 use crate::proc::{Pid, Process, Task};
 
 pub(super) fn comm(p: &Process) -> String {
@@ -167,14 +167,9 @@ fn status_memory(p: &Process) -> String {
     for (name, kb) in [("RssAnon", c.rss_anon), ("RssFile", c.rss_file), ("RssShmem", c.rss_shmem)] {
         let _ = writeln!(s, "{name}:\t{kb:8} kB");
     }
-    for (name, kb) in [
-        ("VmData", c.data),
-        ("VmStk", c.stack),
-        ("VmExe", c.exe),
-        ("VmLib", c.lib),
-        ("VmPTE", c.pte),
-        ("VmSwap", 0),
-    ] {
+    for (name, kb) in
+        [("VmData", c.data), ("VmStk", c.stack), ("VmExe", c.exe), ("VmLib", c.lib), ("VmPTE", c.pte), ("VmSwap", 0)]
+    {
         let _ = writeln!(s, "{name}:\t{kb:8} kB");
     }
     s

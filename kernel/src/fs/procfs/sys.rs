@@ -237,7 +237,11 @@ pub static TABLE: &[Sysctl] = &[
     int("vm/dirty_background_bytes", &DIRTY_BACKGROUND_BYTES, 0, i64::MAX),
     int("vm/dirty_expire_centisecs", &DIRTY_EXPIRE, 0, I32_MAX),
     int("vm/dirty_writeback_centisecs", &DIRTY_WRITEBACK, 0, I32_MAX),
-    Sysctl { path: "vm/drop_caches", mode: 0o200, access: Access::Func { read: || String::new(), write: Some(write_drop_caches) } },
+    Sysctl {
+        path: "vm/drop_caches",
+        mode: 0o200,
+        access: Access::Func { read: || String::new(), write: Some(write_drop_caches) },
+    },
     int("vm/vfs_cache_pressure", &VFS_CACHE_PRESSURE, 0, I32_MAX),
     int("vm/page-cluster", &PAGE_CLUSTER, 0, I32_MAX),
     // No huge pages: a request for some leaves the count at 0, as Linux
@@ -255,18 +259,26 @@ pub static TABLE: &[Sysctl] = &[
     func_rw("fs/pipe-max-size", || int_line(super::super::pipe::pipe_max_size() as i64), write_pipe_max_size),
     int("fs/pipe-user-pages-soft", &PIPE_USER_PAGES_SOFT, 0, i64::MAX),
     int("fs/pipe-user-pages-hard", &PIPE_USER_PAGES_HARD, 0, i64::MAX),
-    func_rw("fs/inotify/max_user_watches", || int_line(inotify::max_user_watches() as i64), |b| {
-        store_limit(&inotify::MAX_USER_WATCHES, b, I32_MAX)
-    }),
-    func_rw("fs/inotify/max_user_instances", || int_line(load_limit(&inotify::MAX_USER_INSTANCES)), |b| {
-        store_limit(&inotify::MAX_USER_INSTANCES, b, I32_MAX)
-    }),
-    func_rw("fs/inotify/max_queued_events", || int_line(load_limit(&inotify::MAX_QUEUED_EVENTS)), |b| {
-        store_limit(&inotify::MAX_QUEUED_EVENTS, b, I32_MAX)
-    }),
-    func_rw("fs/epoll/max_user_watches", || int_line(epoll::max_user_watches() as i64), |b| {
-        store_limit(&epoll::MAX_USER_WATCHES, b, i64::MAX)
-    }),
+    func_rw(
+        "fs/inotify/max_user_watches",
+        || int_line(inotify::max_user_watches() as i64),
+        |b| store_limit(&inotify::MAX_USER_WATCHES, b, I32_MAX),
+    ),
+    func_rw(
+        "fs/inotify/max_user_instances",
+        || int_line(load_limit(&inotify::MAX_USER_INSTANCES)),
+        |b| store_limit(&inotify::MAX_USER_INSTANCES, b, I32_MAX),
+    ),
+    func_rw(
+        "fs/inotify/max_queued_events",
+        || int_line(load_limit(&inotify::MAX_QUEUED_EVENTS)),
+        |b| store_limit(&inotify::MAX_QUEUED_EVENTS, b, I32_MAX),
+    ),
+    func_rw(
+        "fs/epoll/max_user_watches",
+        || int_line(epoll::max_user_watches() as i64),
+        |b| store_limit(&epoll::MAX_USER_WATCHES, b, i64::MAX),
+    ),
     int("fs/aio-max-nr", &AIO_MAX_NR, 0, i64::MAX),
     text("fs/aio-nr", "0\n"),
     int("fs/lease-break-time", &LEASE_BREAK_TIME, i32::MIN as i64, I32_MAX),

@@ -24,9 +24,9 @@ use linux_abi::errno::Errno;
 use linux_abi::socket::{self as s, UnixName};
 
 use super::UnixSocket;
+use crate::cred::MAY_WRITE;
 use crate::fs::dentry::{resolve, resolve_parent, Dentry};
 use crate::fs::inode::{FileType, Inode, S_IFSOCK};
-use crate::cred::MAY_WRITE;
 use crate::fs::perm;
 use crate::net::{AddrBuf, NameCtx, SockType};
 

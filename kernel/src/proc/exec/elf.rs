@@ -161,7 +161,9 @@ fn pick_bias(vm: &AddressSpace, file: &ElfFile, hint: u64) -> Result<u64, Errno>
     let (low, high) = file.span().ok_or(Errno::ENOEXEC)?;
     let len = high - low;
     let start = match hint.checked_add(len) {
-        Some(end) if hint >= crate::mm::mmap_min_addr() && end <= hal::paging::USER_END && vm.is_free(hint, end) => hint,
+        Some(end) if hint >= crate::mm::mmap_min_addr() && end <= hal::paging::USER_END && vm.is_free(hint, end) => {
+            hint
+        }
         _ => vm.find_free(len).ok_or(Errno::ENOMEM)?,
     };
     Ok(start - low)

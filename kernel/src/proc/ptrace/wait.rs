@@ -15,7 +15,9 @@ use crate::proc::{cputime, Pid, Process, Task};
 /// (its leader is traced by the parent's own process), so not twice.
 pub fn traced_by(child: &Process, parent: &Arc<Process>) -> bool {
     child.tasks.lock().iter().any(|t| {
-        t.is_leader() && t.ptrace.is_traced() && t.ptrace.inner.lock().tracer_process().is_some_and(|tp| Arc::ptr_eq(&tp, parent))
+        t.is_leader()
+            && t.ptrace.is_traced()
+            && t.ptrace.inner.lock().tracer_process().is_some_and(|tp| Arc::ptr_eq(&tp, parent))
     })
 }
 
@@ -34,7 +36,7 @@ fn result(t: &Task, status: i32, code: i32, si_status: i32) -> WaitResult {
 /// Looks for a tracee of `p` with a stop or an exit to report. Returns
 /// what it found and whether any tracee matched at all.
 pub fn wait_scan(p: &Arc<Process>, caller: Pid, target: WaitTarget, options: u32) -> (Option<WaitResult>, bool) {
-    use linux_abi::consts::{WEXITED, WNOWAIT, __WNOTHREAD};
+    use linux_abi::consts::{__WNOTHREAD, WEXITED, WNOWAIT};
     let tracees = p.tracer.tracees.lock().clone();
     let mut any = false;
     for t in tracees {
