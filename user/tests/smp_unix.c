@@ -199,6 +199,37 @@ static int read_full(int fd, void *buf, size_t n)
     return 1;
 }
 
+/* Reads n bytes, or what came before EOF or an error (*e: its errno). */
+static long read_all(int fd, void *buf, size_t n, int *e)
+{
+    size_t got = 0;
+    *e = 0;
+    while (got < n) {
+        ssize_t r = read(fd, (char *)buf + got, n - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            *e = errno;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    return (long)got;
+}
+
+/* A client's first problem: which connection, what failed, how. */
+struct client_why {
+    char text[100];
+    int problems;
+};
+
+static int client_problem(struct client_why *w, int seq, const char *what, long n, int e)
+{
+    if (w->problems++ == 0)
+        snprintf(w->text, sizeof w->text, "connection %d: %s gave %ld, %s", seq, what, n, e ? errname(e) : "no errno");
+    return 1;
+}
+
 static void *acceptor(void *arg)
 {
     struct acceptor *a = arg;
@@ -232,6 +263,11 @@ static void many_clients(void)
     int l = socket(AF_UNIX, SOCK_STREAM, 0);
     if (!check(l >= 0 && bind(l, (struct sockaddr *)&addr, len) == 0 && listen(l, 4) == 0, "clients: a listener"))
         return;
+    /* Each client's first problem, for the failure message. */
+    struct client_why *why = mmap(NULL, CLIENTS * sizeof *why, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (!check(why != MAP_FAILED, "clients: shared memory for their reports"))
+        return;
+    memset(why, 0, CLIENTS * sizeof *why);
     pid_t pids[CLIENTS];
     for (int c = 0; c < CLIENTS; c++) {
         fflush(stdout);
@@ -243,7 +279,7 @@ static void many_clients(void)
             for (int seq = 0; seq < CONNECTIONS; seq++) {
                 int s = socket(AF_UNIX, SOCK_STREAM, 0);
                 if (connect(s, (struct sockaddr *)&addr, len) != 0) {
-                    bad++;
+                    bad += client_problem(&why[c], seq, "connect", -1, errno);
                     close(s);
                     continue;
                 }
@@ -251,19 +287,25 @@ static void many_clients(void)
                 for (size_t i = 0; i < sizeof r.data; i++)
                     r.data[i] = (unsigned char)(c * 13 + seq + i);
                 struct request back;
-                if (write(s, &r, sizeof r) != (ssize_t)sizeof r || !read_full(s, &back, sizeof back))
-                    bad++;
+                ssize_t w = write(s, &r, sizeof r);
+                int e = errno;
+                long got = 0;
+                if (w != (ssize_t)sizeof r)
+                    bad += client_problem(&why[c], seq, "write", w, e);
+                else if ((got = read_all(s, &back, sizeof back, &e)) != (long)sizeof back)
+                    bad += client_problem(&why[c], seq, "read of the answer", got, e);
                 else if (back.client != c || back.seq != seq)
-                    bad++;
+                    bad += client_problem(&why[c], seq, "answer to another request", got, 0);
                 else
                     for (size_t i = 0; i < sizeof r.data; i++)
                         if (back.data[i] != (unsigned char)(r.data[i] + 1)) {
-                            bad++;
+                            bad += client_problem(&why[c], seq, "answer with wrong bytes", got, 0);
                             break;
                         }
                 char x;
-                if (read(s, &x, 1) != 0)
-                    bad++;
+                ssize_t end = read(s, &x, 1);
+                if (end != 0)
+                    bad += client_problem(&why[c], seq, "read at the end (not EOF)", end, errno);
                 close(s);
             }
             _exit((bad ? 1 : 0) | (pinned ? 0 : 2));
@@ -293,10 +335,15 @@ static void many_clients(void)
         pinned &= acc[i].pinned;
     }
     check(pinned, "clients: every process and thread runs on the CPU it was pinned to%s", smp_why(pinned));
-    check(good == CLIENTS, "clients: %d clients got every answer", CLIENTS);
+    char whys[CLIENTS * 120 + 1] = "";
+    for (int c = 0; c < CLIENTS; c++)
+        if (why[c].text[0])
+            snprintf(whys + strlen(whys), sizeof whys - strlen(whys), " [client %d: %s]", c, why[c].text);
+    check(good == CLIENTS, "clients: %d clients got every answer%s", CLIENTS, good == CLIENTS ? "" : whys);
     check(served == CLIENTS * CONNECTIONS && bad == 0, "clients: %d connections served, none lost",
           CLIENTS * CONNECTIONS);
     close(l);
+    munmap(why, CLIENTS * sizeof *why);
 }
 
 /* --- descriptors in flight --- */

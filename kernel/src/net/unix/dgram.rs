@@ -193,6 +193,9 @@ pub fn recv(sock: &UnixSocket, data: &mut dyn MsgSink, args: &RecvArgs) -> Resul
     let peek = args.flags & s::MSG_PEEK != 0;
     block_on(&sock.pollee, Events::READABLE, timeout, || {
         let _readers = sock.readers.lock();
+        // Before the queue, as a stream read does (see stream::read_some):
+        // a record sent before the peer's close is then never missed.
+        let shut = sock.shut();
         if let Some(e) = sock.take_err() {
             return Err(e);
         }
@@ -202,7 +205,7 @@ pub fn recv(sock: &UnixSocket, data: &mut dyn MsgSink, args: &RecvArgs) -> Resul
         }
         // An empty queue: end of file once the socket cannot receive, but
         // a non-blocking datagram read still says EAGAIN, as on Linux.
-        if sock.shut() & RCV != 0 && (seq || timeout != Timeout::NonBlocking) {
+        if shut & RCV != 0 && (seq || timeout != Timeout::NonBlocking) {
             return Ok(Received::default());
         }
         Err(Errno::EAGAIN)

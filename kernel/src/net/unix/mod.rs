@@ -273,10 +273,12 @@ impl UnixSocket {
         }
         if let Some(peer) = peer {
             if self.kind != SockType::Dgram {
-                peer.shutdown.store(BOTH, Ordering::Release);
+                // The error first: a reader that sees the shutdown then
+                // sees it too, and reports it rather than an end of file.
                 if !msgs.is_empty() || embryo {
                     peer.set_err(Errno::ECONNRESET);
                 }
+                peer.shutdown.store(BOTH, Ordering::Release);
                 peer.opts.async_io.data_ready(POLL_HUP);
                 peer.pollee.notify(Events::EMPTY);
             }

@@ -271,6 +271,12 @@ fn read_some(sock: &UnixSocket, data: &mut dyn MsgSink, args: &RecvArgs, target:
     let mut first = true;
     while !r.done && (first || data.remaining() > 0) {
         first = false;
+        // Read before the queue: a peer's writes are queued before its
+        // shutdown or close is stored, so a shutdown seen here means the
+        // queue below holds all it sent. Read after, a peer that wrote
+        // and closed between the two looks like an end of file with its
+        // last bytes still queued (Linux looks at both under one lock).
+        let shut = sock.shut();
         let got = if peek { peek_piece(sock, data, args, &mut skip, r)? } else { take_piece(sock, data, args, r)? };
         if got {
             continue;
@@ -282,7 +288,7 @@ fn read_some(sock: &UnixSocket, data: &mut dyn MsgSink, args: &RecvArgs, target:
         if let Some(e) = sock.take_err() {
             return if r.copied > 0 { Ok(()) } else { Err(e) };
         }
-        if sock.shut() & RCV != 0 {
+        if shut & RCV != 0 {
             return Ok(());
         }
         return Err(Errno::EAGAIN);
