@@ -15,7 +15,7 @@ use super::gc::{self, Rights};
 use super::queue::{alloc_data, release_files, Msg};
 use super::{names, peek_back, peek_forward, peek_start, Phase, UnixSocket, MAX_DGRAM_QLEN, NO_CRED, RCV};
 use crate::event::Events;
-use crate::net::socket::{AddrBuf, NameCtx, RecvArgs, Received, SendArgs, SockType};
+use crate::net::socket::{AddrBuf, NameCtx, Received, RecvArgs, SendArgs, SockType};
 use crate::net::wait::{block_on, Timeout};
 use crate::net::{MsgSink, MsgSource};
 
@@ -212,7 +212,13 @@ pub fn recv(sock: &UnixSocket, data: &mut dyn MsgSink, args: &RecvArgs) -> Resul
     })
 }
 
-fn finish(sock: &UnixSocket, msg: &Msg, skip: usize, data: &mut dyn MsgSink, args: &RecvArgs) -> Result<Received, Errno> {
+fn finish(
+    sock: &UnixSocket,
+    msg: &Msg,
+    skip: usize,
+    data: &mut dyn MsgSink,
+    args: &RecvArgs,
+) -> Result<Received, Errno> {
     let whole = msg.len() - skip.min(msg.len());
     let size = whole.min(data.remaining());
     data.write(&msg.unread()[skip..skip + size])?;

@@ -41,7 +41,7 @@ use linux_abi::signal::{POLL_HUP, POLL_IN};
 use linux_abi::socket::{self as s, UnixName};
 
 use super::options::SockOptions;
-use super::socket::{AddrBuf, NameCtx, Protocol, RecvArgs, Received, SendArgs, SockType};
+use super::socket::{AddrBuf, NameCtx, Protocol, Received, RecvArgs, SendArgs, SockType};
 use super::wait::Timeout;
 use super::{MsgSink, MsgSource};
 use crate::event::{Events, PollTable, Pollee};
@@ -194,7 +194,11 @@ impl UnixSocket {
     /// `sock_error`: the pending error, cleared.
     fn take_err(&self) -> Option<Errno> {
         let e = self.error.swap(0, Ordering::AcqRel);
-        if e == 0 { None } else { Errno::from_i32(e) }
+        if e == 0 {
+            None
+        } else {
+            Errno::from_i32(e)
+        }
     }
 
     fn set_err(&self, e: Errno) {

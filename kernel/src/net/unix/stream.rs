@@ -14,7 +14,7 @@ use super::gc::{self, Rights};
 use super::queue::{alloc_data, Msg};
 use super::{names, peek_back, peek_forward, peek_start, Phase, UnixSocket, NO_CRED, RCV, SEND};
 use crate::event::Events;
-use crate::net::socket::{AddrBuf, NameCtx, Protocol, RecvArgs, Received, SendArgs, SockType};
+use crate::net::socket::{AddrBuf, NameCtx, Protocol, Received, RecvArgs, SendArgs, SockType};
 use crate::net::wait::{block_on, Timeout};
 use crate::net::{MsgSink, MsgSource};
 
@@ -264,7 +264,13 @@ pub fn recv(sock: &UnixSocket, data: &mut dyn MsgSink, args: &RecvArgs) -> Resul
 
 /// One pass of a stream read: takes what the queue has, up to the room
 /// in `data`. EAGAIN: wait for more.
-fn read_some(sock: &UnixSocket, data: &mut dyn MsgSink, args: &RecvArgs, target: usize, r: &mut Reading) -> Result<(), Errno> {
+fn read_some(
+    sock: &UnixSocket,
+    data: &mut dyn MsgSink,
+    args: &RecvArgs,
+    target: usize,
+    r: &mut Reading,
+) -> Result<(), Errno> {
     let _readers = sock.readers.lock();
     let peek = args.flags & s::MSG_PEEK != 0;
     let mut skip = peek_start(sock, args.flags) + if peek { r.copied } else { 0 };
