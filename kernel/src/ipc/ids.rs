@@ -81,6 +81,19 @@ impl<T> IpcIds<T> {
         Ok((Self::id_of(i, slot.seq), &slot.object))
     }
 
+    /// The object a *_STAT command names, with what the command returns:
+    /// IPC_STAT names it by identifier and returns 0; the by-slot forms
+    /// (MSG_STAT, SEM_STAT, SHM_STAT and their _ANY variants) name a slot
+    /// and return its identifier.
+    pub fn get_for_stat(&self, id: i32, by_slot: bool) -> Result<(i32, Arc<T>), Errno> {
+        if by_slot {
+            let (real, object) = self.get_index(id)?;
+            Ok((real, object.clone()))
+        } else {
+            Ok((0, self.get(id)?.clone()))
+        }
+    }
+
     /// The highest slot in use, or -1 (what the *_INFO commands return,
     /// clamped to 0).
     pub fn max_index(&self) -> i32 {

@@ -231,15 +231,7 @@ fn stat_of(st: &QueueState) -> MsqidDs {
 /// IPC_STAT (by id, returns 0), MSG_STAT and MSG_STAT_ANY (by slot
 /// index, return the id).
 pub fn stat(task: &Arc<Task>, id: i32, cmd: u32) -> Result<(i32, MsqidDs), Errno> {
-    let (ret, q) = {
-        let ids = QUEUES.lock();
-        if cmd == linux_abi::ipc::IPC_STAT {
-            (0, ids.get(id)?.clone())
-        } else {
-            let (real, q) = ids.get_index(id)?;
-            (real, q.clone())
-        }
-    };
+    let (ret, q) = QUEUES.lock().get_for_stat(id, cmd != linux_abi::ipc::IPC_STAT)?;
     let st = q.state.lock();
     if cmd != MSG_STAT_ANY {
         perm::check(task, &st.perm, perm::READ)?;

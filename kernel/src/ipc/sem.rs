@@ -303,15 +303,7 @@ pub enum CtlResult {
 
 /// IPC_STAT (by id), SEM_STAT and SEM_STAT_ANY (by slot index).
 pub fn stat(task: &Arc<Task>, id: i32, cmd: u32) -> Result<(i32, SemidDs), Errno> {
-    let (ret, s) = {
-        let ids = SETS.lock();
-        if cmd == IPC_STAT {
-            (0, ids.get(id)?.clone())
-        } else {
-            let (real, s) = ids.get_index(id)?;
-            (real, s.clone())
-        }
-    };
+    let (ret, s) = SETS.lock().get_for_stat(id, cmd != IPC_STAT)?;
     let st = s.state.lock();
     if cmd != SEM_STAT_ANY {
         perm::check(task, &st.perm, perm::READ)?;

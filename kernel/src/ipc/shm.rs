@@ -251,15 +251,7 @@ pub fn detach(vm: &Vm, addr: u64) -> Result<(), Errno> {
 
 /// IPC_STAT (by id), SHM_STAT and SHM_STAT_ANY (by slot index).
 pub fn stat(task: &Arc<Task>, id: i32, cmd: u32) -> Result<(i32, ShmidDs), Errno> {
-    let (ret, seg) = {
-        let ids = SEGMENTS.lock();
-        if cmd == IPC_STAT {
-            (0, ids.get(id)?.clone())
-        } else {
-            let (real, seg) = ids.get_index(id)?;
-            (real, seg.clone())
-        }
-    };
+    let (ret, seg) = SEGMENTS.lock().get_for_stat(id, cmd != IPC_STAT)?;
     let st = seg.state.lock();
     if cmd != SHM_STAT_ANY {
         perm::check(task, &st.perm, perm::READ)?;
