@@ -73,12 +73,11 @@ impl TakenModule {
         if n == 0 {
             return &[];
         }
-        // SAFETY: the module's frames were reserved at boot and, from
-        // `pos` on, not given back yet (`consume` frees only frames wholly
-        // before `pos`); this value is the module's only owner (`take`
-        // hands each module out once), and the slice borrows it, so the
-        // frames cannot be freed while the slice lives. The direct map
-        // covers all RAM.
+        // The module's frames were reserved at boot and, from `pos` on, not
+        // given back yet (`consume` frees only frames wholly before `pos`);
+        // this value is the module's only owner (`take` hands each module
+        // out once), and the slice borrows it. The direct map covers all RAM.
+        // SAFETY: the frames behind the slice are live and unshared for as long as it borrows `self` (see above).
         unsafe { core::slice::from_raw_parts((self.start.0 + self.pos + DIRECT_MAP_BASE) as *const u8, n) }
     }
 
