@@ -201,7 +201,7 @@ impl<D: BlockDevice> Ext4<D> {
         }
         let mut goal = old.iter().rev().find(|e| (e.logical as u64) < first).map_or_else(
             || self.group_first_block(self.block_group_of_inode(ino)),
-            |e| e.phys + e.len as u64 + (first - e.end()),
+            |e| e.phys + e.len as u64 + first.saturating_sub(e.end()),
         );
         let mut allocated = Vec::new();
         for (mut lo, hi) in holes {

@@ -218,3 +218,8 @@ pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
     let mut r = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     (0..len).map(|_| r.next() as u8).collect()
 }
+
+/// A debugfs request's standard output, as bytes (for `cat`).
+pub fn debugfs_bytes(img: &Path, request: &str) -> Vec<u8> {
+    Command::new(sbin("debugfs")).arg("-R").arg(request).arg(img).output().expect("run debugfs").stdout
+}
