@@ -51,10 +51,10 @@ impl<D: BlockDevice> Ext4<D> {
         let itable = (self.sb.inodes_per_group() as u64 * self.sb.inode_size() as u64).div_ceil(self.bs as u64);
         for gd in &self.groups {
             for (first, count) in [(gd.block_bitmap(), 1), (gd.inode_bitmap(), 1), (gd.inode_table(), itable)] {
-                for blk in first..first.saturating_add(count) {
-                    if blk >= start && blk < start + n {
-                        set_bit(&mut b, (blk - start) as usize, true);
-                    }
+                let lo = first.max(start);
+                let hi = first.saturating_add(count).min(start + n);
+                for blk in lo..hi {
+                    set_bit(&mut b, (blk - start) as usize, true);
                 }
             }
         }

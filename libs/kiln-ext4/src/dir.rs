@@ -109,7 +109,9 @@ impl<D: BlockDevice> Ext4<D> {
     fn dir_blocks(&mut self, dir: &Inode) -> Result<(Vec<Extent>, u32)> {
         let map = self.file_map(dir)?;
         let n = dir.size() / self.bs as u64;
-        if dir.size() % self.bs as u64 != 0 || n > u32::MAX as u64 {
+        // A directory cannot have more blocks than the volume: this bounds
+        // every scan of a corrupt one.
+        if dir.size() % self.bs as u64 != 0 || n > self.sb.blocks_count().min(u32::MAX as u64) {
             return Err(Errno::EUCLEAN);
         }
         Ok((map.extents, n as u32))

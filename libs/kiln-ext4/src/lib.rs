@@ -38,6 +38,7 @@ mod namei;
 mod superblock;
 mod xattr;
 
+pub use checksum::crc32c;
 pub use dir::DirEntry;
 pub use fs::{Ext4, MountOptions, Stat, StatFs};
 pub use namei::{NewInode, SetAttr};
