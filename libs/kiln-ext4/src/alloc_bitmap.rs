@@ -83,7 +83,7 @@ impl<D: BlockDevice> Ext4<D> {
     fn store_block_bitmap(&mut self, g: u32, b: Vec<u8>) -> Result<()> {
         let c = bitmap_checksum(self.csum_seed, &b, self.sb.blocks_per_group());
         let csum = self.sb.metadata_csum();
-        let gd = self.groups.get_mut(g as usize).ok_or(Errno::EUCLEAN)?;
+        let gd = self.group_mut(g).ok_or(Errno::EUCLEAN)?;
         gd.set_flags(gd.flags() & !BG_BLOCK_UNINIT);
         if csum {
             gd.set_block_bitmap_csum(c);
@@ -117,7 +117,7 @@ impl<D: BlockDevice> Ext4<D> {
     fn store_inode_bitmap(&mut self, g: u32, b: Vec<u8>) -> Result<()> {
         let c = bitmap_checksum(self.csum_seed, &b, self.sb.inodes_per_group());
         let csum = self.sb.metadata_csum();
-        let gd = self.groups.get_mut(g as usize).ok_or(Errno::EUCLEAN)?;
+        let gd = self.group_mut(g).ok_or(Errno::EUCLEAN)?;
         gd.set_flags(gd.flags() & !BG_INODE_UNINIT);
         if csum {
             gd.set_inode_bitmap_csum(c);
@@ -164,7 +164,7 @@ impl<D: BlockDevice> Ext4<D> {
                         set_bit(&mut bm, i + len, true);
                         len += 1;
                     }
-                    let gd = &mut self.groups[g as usize];
+                    let gd = self.group_mut(g).ok_or(Errno::EUCLEAN)?;
                     gd.set_free_blocks(gd.free_blocks().saturating_sub(len as u32));
                     self.store_block_bitmap(g, bm)?;
                     return Ok((start + i as u64, len as u32));
@@ -193,12 +193,12 @@ impl<D: BlockDevice> Ext4<D> {
                     return Err(Errno::EUCLEAN);
                 }
                 set_bit(&mut bm, i, false);
-                self.freed.insert(blk);
+                self.note_freed(blk);
                 self.forget_meta(blk);
                 blk += 1;
                 n += 1;
             }
-            let gd = &mut self.groups[g as usize];
+            let gd = self.group_mut(g).ok_or(Errno::EUCLEAN)?;
             gd.set_free_blocks(gd.free_blocks() + n);
             self.store_block_bitmap(g, bm)?;
         }
@@ -222,7 +222,7 @@ impl<D: BlockDevice> Ext4<D> {
                     continue;
                 }
                 set_bit(&mut bm, i as usize, true);
-                let gd = &mut self.groups[g as usize];
+                let gd = self.group_mut(g).ok_or(Errno::EUCLEAN)?;
                 gd.set_free_inodes(gd.free_inodes().saturating_sub(1));
                 if is_dir {
                     gd.set_used_dirs(gd.used_dirs() + 1);
@@ -247,7 +247,7 @@ impl<D: BlockDevice> Ext4<D> {
             return Err(Errno::EUCLEAN);
         }
         set_bit(&mut bm, i, false);
-        let gd = &mut self.groups[g as usize];
+        let gd = self.group_mut(g).ok_or(Errno::EUCLEAN)?;
         gd.set_free_inodes(gd.free_inodes() + 1);
         if is_dir {
             gd.set_used_dirs(gd.used_dirs().saturating_sub(1));

@@ -26,9 +26,6 @@ pub fn le16(b: &[u8], off: usize) -> u16 {
 pub fn le32(b: &[u8], off: usize) -> u32 {
     u32::from_le_bytes(window(b, off))
 }
-pub fn le64(b: &[u8], off: usize) -> u64 {
-    u64::from_le_bytes(window(b, off))
-}
 pub fn be32(b: &[u8], off: usize) -> u32 {
     u32::from_be_bytes(window(b, off))
 }
@@ -44,13 +41,7 @@ pub fn set_le16(b: &mut [u8], off: usize, v: u16) {
 pub fn set_le32(b: &mut [u8], off: usize, v: u32) {
     store(b, off, &v.to_le_bytes());
 }
-pub fn set_le64(b: &mut [u8], off: usize, v: u64) {
-    store(b, off, &v.to_le_bytes());
-}
 pub fn set_be32(b: &mut [u8], off: usize, v: u32) {
-    store(b, off, &v.to_be_bytes());
-}
-pub fn set_be64(b: &mut [u8], off: usize, v: u64) {
     store(b, off, &v.to_be_bytes());
 }
 /// `b[off..off+len]`, or an empty slice when that range is not inside `b`.

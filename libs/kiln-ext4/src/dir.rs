@@ -69,7 +69,7 @@ impl<D: BlockDevice> Ext4<D> {
         while off < limit {
             let rec_len = le16(b, off + 4) as usize;
             let name_len = u8_at(b, off + 6) as usize;
-            if rec_len < 12 || rec_len % 4 != 0 || off + rec_len > limit || 8 + name_len > rec_len {
+            if rec_len < 12 || !rec_len.is_multiple_of(4) || off + rec_len > limit || 8 + name_len > rec_len {
                 // A dx_root's ".." spans to the block end past the tail.
                 if allow_no_tail && off + rec_len == self.bs && rec_len >= 12 && 8 + name_len <= rec_len {
                     // fall through with this entry
@@ -111,7 +111,7 @@ impl<D: BlockDevice> Ext4<D> {
         let n = dir.size() / self.bs as u64;
         // A directory cannot have more blocks than the volume: this bounds
         // every scan of a corrupt one.
-        if dir.size() % self.bs as u64 != 0 || n > self.sb.blocks_count().min(u32::MAX as u64) {
+        if !dir.size().is_multiple_of(self.bs as u64) || n > self.sb.blocks_count().min(u32::MAX as u64) {
             return Err(Errno::EUCLEAN);
         }
         Ok((map.extents, n as u32))
@@ -135,7 +135,11 @@ impl<D: BlockDevice> Ext4<D> {
             for e in self.parse_dir_block(&dir, &b, indexed)? {
                 if e.ino != 0 {
                     out.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
-                    out.push(DirEntry { ino: e.ino, file_type: e.file_type, name: slice(&b, e.off + 8, e.name_len).to_vec() });
+                    out.push(DirEntry {
+                        ino: e.ino,
+                        file_type: e.file_type,
+                        name: slice(&b, e.off + 8, e.name_len).to_vec(),
+                    });
                 }
             }
         }
@@ -160,7 +164,13 @@ impl<D: BlockDevice> Ext4<D> {
     }
 
     /// (inode, logical block, entry offset) of `name`, scanning every block.
-    pub(crate) fn linear_find(&mut self, dir: &Inode, extents: &[Extent], n: u32, name: &[u8]) -> Result<(u32, u32, usize)> {
+    pub(crate) fn linear_find(
+        &mut self,
+        dir: &Inode,
+        extents: &[Extent],
+        n: u32,
+        name: &[u8],
+    ) -> Result<(u32, u32, usize)> {
         let indexed = self.is_indexed(dir);
         for l in 0..n {
             if crate::extent::find(extents, l).is_none() {
@@ -173,7 +183,14 @@ impl<D: BlockDevice> Ext4<D> {
         Err(Errno::ENOENT)
     }
 
-    pub(crate) fn find_in_block(&mut self, dir: &Inode, extents: &[Extent], l: u32, name: &[u8], allow_no_tail: bool) -> Result<Option<(u32, usize)>> {
+    pub(crate) fn find_in_block(
+        &mut self,
+        dir: &Inode,
+        extents: &[Extent],
+        l: u32,
+        name: &[u8],
+        allow_no_tail: bool,
+    ) -> Result<Option<(u32, usize)>> {
         let (_, b) = self.dir_block(extents, l)?;
         for e in self.parse_dir_block(dir, &b, allow_no_tail)? {
             if e.ino != 0 && e.name_len == name.len() && slice(&b, e.off + 8, e.name_len) == name {

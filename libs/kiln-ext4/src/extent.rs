@@ -97,7 +97,8 @@ impl<D: BlockDevice> Ext4<D> {
             let e = slice(node, 12 + k * 12, 12);
             if depth == 0 {
                 let raw_len = le16(e, 4) as u32;
-                let (len, uninit) = if raw_len > MAX_INIT_LEN { (raw_len - MAX_INIT_LEN, true) } else { (raw_len, false) };
+                let (len, uninit) =
+                    if raw_len > MAX_INIT_LEN { (raw_len - MAX_INIT_LEN, true) } else { (raw_len, false) };
                 let phys = le32(e, 8) as u64 | (le16(e, 6) as u64) << 32;
                 map.extents.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
                 map.extents.push(Extent { logical: le32(e, 0), len, phys, uninit });

@@ -157,7 +157,7 @@ impl<D: BlockDevice> Ext4<D> {
 
     /// Writes `data` at `offset`; allocates blocks for holes, converts
     /// unwritten extents, extends the size.
-    pub fn write(&mut self, ino: u32, offset: u64, data: &[u8], now: Timestamp) -> Result<usize> {
+    pub(crate) fn write_inner(&mut self, ino: u32, offset: u64, data: &[u8], now: Timestamp) -> Result<usize> {
         let mut inode = self.writable_file(ino)?;
         if data.is_empty() {
             return Ok(0);
@@ -287,7 +287,7 @@ impl<D: BlockDevice> Ext4<D> {
 
     /// Sets a file's size: frees blocks past a new end, zeroes the tail of
     /// the last partial block, leaves growth sparse.
-    pub fn truncate(&mut self, ino: u32, size: u64, now: Timestamp) -> Result<()> {
+    pub(crate) fn truncate_inner(&mut self, ino: u32, size: u64, now: Timestamp) -> Result<()> {
         let mut inode = self.writable_file(ino)?;
         if size > self.max_file_size() {
             return Err(Errno::EFBIG);
@@ -310,7 +310,7 @@ impl<D: BlockDevice> Ext4<D> {
                 self.free_blocks(c.phys, c.len as u64)?;
             }
             // Zero the rest of the last block so a later extension reads zeros.
-            if size % bs != 0 {
+            if !size.is_multiple_of(bs) {
                 if let Some(e) = find(&extents, (size / bs) as u32).copied().filter(|e| !e.uninit) {
                     let phys = e.phys + (size / bs - e.logical as u64);
                     let mut buf = vec![0u8; self.bs];
@@ -328,7 +328,14 @@ impl<D: BlockDevice> Ext4<D> {
 
     /// Allocates unwritten extents over the holes of `[offset, offset+len)`;
     /// extends the size unless `keep_size`.
-    pub fn fallocate(&mut self, ino: u32, offset: u64, len: u64, keep_size: bool, now: Timestamp) -> Result<()> {
+    pub(crate) fn fallocate_inner(
+        &mut self,
+        ino: u32,
+        offset: u64,
+        len: u64,
+        keep_size: bool,
+        now: Timestamp,
+    ) -> Result<()> {
         let mut inode = self.writable_file(ino)?;
         if len == 0 {
             return Err(Errno::EINVAL);

@@ -74,6 +74,7 @@ pub struct Ext4<D: BlockDevice> {
     pub(crate) gdt_start: u64,
     /// The journal replayed at mount: transactions and blocks.
     pub replayed: (u32, u32),
+    pub(crate) undo: crate::op::UndoLog,
 }
 
 impl<D: BlockDevice> Ext4<D> {
@@ -125,6 +126,7 @@ impl<D: BlockDevice> Ext4<D> {
             journal: None,
             gdt_start,
             replayed: (0, 0),
+            undo: Default::default(),
         };
         fs.load_groups()?;
         if fs.sb.has_compat(COMPAT_HAS_JOURNAL) {
@@ -209,7 +211,10 @@ impl<D: BlockDevice> Ext4<D> {
                     }
                 }
                 let in_fs = |b: u64, n: u64| b >= first && b.checked_add(n).is_some_and(|e| e <= blocks);
-                if !in_fs(gd.block_bitmap(), 1) || !in_fs(gd.inode_bitmap(), 1) || !in_fs(gd.inode_table(), itable_blocks) {
+                if !in_fs(gd.block_bitmap(), 1)
+                    || !in_fs(gd.inode_bitmap(), 1)
+                    || !in_fs(gd.inode_table(), itable_blocks)
+                {
                     return Err(Errno::EUCLEAN);
                 }
                 if gd.free_blocks() > self.sb.blocks_per_group() || gd.free_inodes() > self.sb.inodes_per_group() {
@@ -282,6 +287,7 @@ impl<D: BlockDevice> Ext4<D> {
         if blk >= self.sb.blocks_count() || data.len() != self.bs {
             return Err(Errno::EUCLEAN);
         }
+        self.undo_block(blk);
         self.cache.insert(blk, data);
         self.dirty.insert(blk);
         Ok(())
@@ -290,6 +296,7 @@ impl<D: BlockDevice> Ext4<D> {
     /// Drops a block that stopped being metadata (it was freed): a later
     /// data write to it must not be overwritten by a stale copy.
     pub(crate) fn forget_meta(&mut self, blk: u64) {
+        self.undo_block(blk);
         self.cache.remove(&blk);
         self.dirty.remove(&blk);
     }
@@ -317,7 +324,7 @@ impl<D: BlockDevice> Ext4<D> {
         let inode = Inode { ino, raw: slice(&b, off, isz).to_vec() };
         if isz > 128 {
             let extra = inode.extra_isize();
-            if extra % 4 != 0 || 128 + extra > isz {
+            if !extra.is_multiple_of(4) || 128 + extra > isz {
                 return Err(Errno::EUCLEAN);
             }
         }
@@ -500,6 +507,10 @@ impl<D: BlockDevice> Ext4<D> {
     /// Commits when the running transaction has grown past what the journal
     /// should carry in one go (a quarter of it), as jbd2 does.
     pub(crate) fn maybe_commit(&mut self) -> Result<()> {
+        // Inside an operation: the operation commits when it is whole.
+        if self.undo.active {
+            return Ok(());
+        }
         let limit = match &self.journal {
             Some(j) => j.max_transaction_blocks(),
             None => 8192,

@@ -9,7 +9,6 @@ use alloc::vec::Vec;
 
 pub const BG_INODE_UNINIT: u16 = 0x1;
 pub const BG_BLOCK_UNINIT: u16 = 0x2;
-pub const BG_INODE_ZEROED: u16 = 0x4;
 
 /// One descriptor, raw (`desc_size` bytes) with typed accessors.
 #[derive(Clone)]

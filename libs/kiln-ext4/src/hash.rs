@@ -4,11 +4,8 @@
 //! from its documentation; they are checked by looking up every name of
 //! indexed directories that the host's mkfs wrote.
 
-/// `s_def_hash_version` / `dx_root_info.hash_version` values.
-pub const HASH_LEGACY: u8 = 0;
-pub const HASH_HALF_MD4: u8 = 1;
-pub const HASH_TEA: u8 = 2;
-/// The unsigned variants are the signed ones plus 3.
+/// `dx_root_info.hash_version` is 0 (legacy), 1 (half-MD4) or 2 (TEA);
+/// the unsigned-char variants are those plus 3.
 pub const HASH_UNSIGNED_DELTA: u8 = 3;
 
 const DEFAULT_SEED: [u32; 4] = [0x6745_2301, 0xefcd_ab89, 0x98ba_dcfe, 0x1032_5476];
@@ -110,12 +107,8 @@ fn tea_transform(buf: &mut [u32; 4], inp: &[u32; 4]) {
     let (a, b, c, d) = (inp[0], inp[1], inp[2], inp[3]);
     for _ in 0..16 {
         sum = sum.wrapping_add(0x9E37_79B9);
-        b0 = b0.wrapping_add(
-            (b1 << 4).wrapping_add(a) ^ b1.wrapping_add(sum) ^ (b1 >> 5).wrapping_add(b),
-        );
-        b1 = b1.wrapping_add(
-            (b0 << 4).wrapping_add(c) ^ b0.wrapping_add(sum) ^ (b0 >> 5).wrapping_add(d),
-        );
+        b0 = b0.wrapping_add((b1 << 4).wrapping_add(a) ^ b1.wrapping_add(sum) ^ (b1 >> 5).wrapping_add(b));
+        b1 = b1.wrapping_add((b0 << 4).wrapping_add(c) ^ b0.wrapping_add(sum) ^ (b0 >> 5).wrapping_add(d));
     }
     buf[0] = buf[0].wrapping_add(b0);
     buf[1] = buf[1].wrapping_add(b1);
@@ -156,4 +149,3 @@ pub fn dx_hash(name: &[u8], version: u8, seed: &[u32; 4]) -> Option<u32> {
     }
     Some(hash)
 }
-

@@ -46,7 +46,14 @@ impl<D: BlockDevice> Ext4<D> {
         Ok(())
     }
 
-    fn walk_indirect(&mut self, map: &mut ExtentMap, seen: &mut BTreeSet<u64>, blk: u64, level: u32, base: u64) -> Result<()> {
+    fn walk_indirect(
+        &mut self,
+        map: &mut ExtentMap,
+        seen: &mut BTreeSet<u64>,
+        blk: u64,
+        level: u32,
+        base: u64,
+    ) -> Result<()> {
         if !seen.insert(blk) || blk >= self.sb.blocks_count() {
             return Err(Errno::EUCLEAN);
         }

@@ -18,7 +18,6 @@ pub const S_IFIFO: u16 = 0o010000;
 pub const FL_INDEX: u32 = 0x1000;
 pub const FL_HUGE_FILE: u32 = 0x40000;
 pub const FL_EXTENTS: u32 = 0x80000;
-pub const FL_EA_INODE: u32 = 0x200000;
 pub const FL_INLINE_DATA: u32 = 0x1000_0000;
 
 pub const ROOT_INO: u32 = 2;
@@ -102,9 +101,6 @@ impl Inode {
     }
     pub fn set_links(&mut self, v: u16) {
         set_le16(&mut self.raw, 0x1A, v)
-    }
-    pub fn dtime(&self) -> u32 {
-        le32(&self.raw, 0x14)
     }
     pub fn set_dtime(&mut self, v: u32) {
         set_le32(&mut self.raw, 0x14, v)

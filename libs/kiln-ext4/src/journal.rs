@@ -30,7 +30,8 @@ pub const INCOMPAT_64BIT: u32 = 0x2;
 const INCOMPAT_ASYNC_COMMIT: u32 = 0x4;
 pub const INCOMPAT_CSUM_V2: u32 = 0x8;
 pub const INCOMPAT_CSUM_V3: u32 = 0x10;
-const INCOMPAT_KNOWN: u32 = INCOMPAT_REVOKE | INCOMPAT_64BIT | INCOMPAT_ASYNC_COMMIT | INCOMPAT_CSUM_V2 | INCOMPAT_CSUM_V3;
+const INCOMPAT_KNOWN: u32 =
+    INCOMPAT_REVOKE | INCOMPAT_64BIT | INCOMPAT_ASYNC_COMMIT | INCOMPAT_CSUM_V2 | INCOMPAT_CSUM_V3;
 
 pub const FLAG_ESCAPE: u32 = 1;
 pub const FLAG_SAME_UUID: u32 = 2;
@@ -123,7 +124,8 @@ impl Journal {
         let maxlen = be32(&sb, 0x10);
         let first = be32(&sb, 0x14);
         let in_inode = inode.size() / fs.bs as u64;
-        if be32(&sb, 0xC) as usize != fs.bs || maxlen as u64 > in_inode || first == 0 || first >= maxlen || maxlen < 16 {
+        if be32(&sb, 0xC) as usize != fs.bs || maxlen as u64 > in_inode || first == 0 || first >= maxlen || maxlen < 16
+        {
             return Err(Errno::EUCLEAN);
         }
         let mut uuid = [0u8; 16];
@@ -179,7 +181,12 @@ pub(crate) fn parse_tags(j: &Journal, b: &[u8], bs: usize) -> Vec<(u64, u32, u32
             (be32(b, off), be32(b, off + 4), be32(b, off + 8), be32(b, off + 12))
         } else {
             let hi = if j.is_64bit() { be32(b, off + 8) } else { 0 };
-            (be32(b, off), u16::from_be_bytes([b[off + 6], b[off + 7]]) as u32, hi, u16::from_be_bytes([b[off + 4], b[off + 5]]) as u32)
+            (
+                be32(b, off),
+                u16::from_be_bytes([b[off + 6], b[off + 7]]) as u32,
+                hi,
+                u16::from_be_bytes([b[off + 4], b[off + 5]]) as u32,
+            )
         };
         let hi = if j.is_64bit() { hi as u64 } else { 0 };
         out.push((home_lo as u64 | hi << 32, flags, csum));

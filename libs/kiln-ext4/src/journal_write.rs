@@ -15,7 +15,6 @@ use crate::bytes::*;
 use crate::journal::*;
 use crate::{BlockDevice, Ext4, Result, SECTOR_SIZE};
 use alloc::vec;
-use alloc::vec::Vec;
 use linux_abi::errno::Errno;
 
 impl<D: BlockDevice> Ext4<D> {
@@ -33,7 +32,7 @@ impl<D: BlockDevice> Ext4<D> {
     fn transaction_capacity(&self, j: &Journal) -> usize {
         let per_desc = (self.bs - 12 - j.tail_size() - 16) / j.tag_size();
         let room = (j.maxlen - j.first) as usize - 1; // the commit block
-        // Each descriptor carries `per_desc` blocks in `per_desc + 1` slots.
+                                                      // Each descriptor carries `per_desc` blocks in `per_desc + 1` slots.
         room / (per_desc + 1) * per_desc
     }
 
@@ -85,7 +84,11 @@ impl<D: BlockDevice> Ext4<D> {
                 if k + 1 == group.len() {
                     flags |= FLAG_LAST_TAG;
                 }
-                let csum = if j.csum_v2v3() { j.tag_csum(tid, self.cache.get(&home).map(|v| v.as_slice()).unwrap_or(&[])) } else { 0 };
+                let csum = if j.csum_v2v3() {
+                    j.tag_csum(tid, self.cache.get(&home).map(|v| v.as_slice()).unwrap_or(&[]))
+                } else {
+                    0
+                };
                 if j.incompat & INCOMPAT_CSUM_V3 != 0 {
                     set_be32(&mut desc, off, home as u32);
                     set_be32(&mut desc, off + 4, flags);
@@ -149,4 +152,3 @@ impl<D: BlockDevice> Ext4<D> {
         self.write_journal_block(j, 0, &b, false)
     }
 }
-

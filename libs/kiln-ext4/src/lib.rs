@@ -35,16 +35,17 @@ mod inode;
 mod journal;
 mod journal_write;
 mod namei;
+mod op;
 mod superblock;
 mod xattr;
 
 pub use checksum::crc32c;
 pub use dir::DirEntry;
 pub use fs::{Ext4, MountOptions, Stat, StatFs};
-pub use namei::{NewInode, SetAttr};
-pub use xattr::XattrFlags;
 pub use inode::{Timestamp, ROOT_INO};
 pub use linux_abi::errno::Errno;
+pub use namei::{NewInode, SetAttr};
+pub use xattr::XattrFlags;
 
 /// Results carry Linux errno values.
 pub type Result<T> = core::result::Result<T, Errno>;

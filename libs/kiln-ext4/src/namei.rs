@@ -80,7 +80,7 @@ impl<D: BlockDevice> Ext4<D> {
 
     /// Creates a non-directory node `name` in `dir` (a regular file, FIFO,
     /// socket or device); returns its inode number.
-    pub fn create(&mut self, dir: u32, name: &[u8], attr: NewInode) -> Result<u32> {
+    pub(crate) fn create_inner(&mut self, dir: u32, name: &[u8], attr: NewInode) -> Result<u32> {
         self.writable()?;
         Self::check_name(name)?;
         let ft = attr.mode & S_IFMT;
@@ -128,7 +128,7 @@ impl<D: BlockDevice> Ext4<D> {
         }
     }
 
-    pub fn mkdir(&mut self, dir: u32, name: &[u8], attr: NewInode) -> Result<u32> {
+    pub(crate) fn mkdir_inner(&mut self, dir: u32, name: &[u8], attr: NewInode) -> Result<u32> {
         self.writable()?;
         Self::check_name(name)?;
         let mut d = self.dir_inode(dir)?;
@@ -159,7 +159,7 @@ impl<D: BlockDevice> Ext4<D> {
         Ok(ino)
     }
 
-    pub fn symlink(&mut self, dir: u32, name: &[u8], target: &[u8], attr: NewInode) -> Result<u32> {
+    pub(crate) fn symlink_inner(&mut self, dir: u32, name: &[u8], target: &[u8], attr: NewInode) -> Result<u32> {
         self.writable()?;
         Self::check_name(name)?;
         if target.is_empty() || target.len() >= 4096 {
@@ -208,7 +208,7 @@ impl<D: BlockDevice> Ext4<D> {
     }
 
     /// Adds another name for non-directory `ino`.
-    pub fn link(&mut self, ino: u32, dir: u32, name: &[u8], now: Timestamp) -> Result<()> {
+    pub(crate) fn link_inner(&mut self, ino: u32, dir: u32, name: &[u8], now: Timestamp) -> Result<()> {
         self.writable()?;
         Self::check_name(name)?;
         let mut i = self.live_inode(ino)?;
@@ -264,7 +264,7 @@ impl<D: BlockDevice> Ext4<D> {
         self.free_inode(i.ino, is_dir)
     }
 
-    pub fn unlink(&mut self, dir: u32, name: &[u8], now: Timestamp) -> Result<()> {
+    pub(crate) fn unlink_inner(&mut self, dir: u32, name: &[u8], now: Timestamp) -> Result<()> {
         self.writable()?;
         let d = self.dir_inode(dir)?;
         let ino = self.lookup(dir, name)?;
@@ -280,7 +280,7 @@ impl<D: BlockDevice> Ext4<D> {
         self.maybe_commit()
     }
 
-    pub fn rmdir(&mut self, dir: u32, name: &[u8], now: Timestamp) -> Result<()> {
+    pub(crate) fn rmdir_inner(&mut self, dir: u32, name: &[u8], now: Timestamp) -> Result<()> {
         self.writable()?;
         if name == b"." {
             return Err(Errno::EINVAL);
@@ -323,7 +323,14 @@ impl<D: BlockDevice> Ext4<D> {
 
     /// Moves `src_dir/src_name` to `dst_dir/dst_name`, replacing a target
     /// as `rename(2)` does.
-    pub fn rename(&mut self, src_dir: u32, src_name: &[u8], dst_dir: u32, dst_name: &[u8], now: Timestamp) -> Result<()> {
+    pub(crate) fn rename_inner(
+        &mut self,
+        src_dir: u32,
+        src_name: &[u8],
+        dst_dir: u32,
+        dst_name: &[u8],
+        now: Timestamp,
+    ) -> Result<()> {
         self.writable()?;
         Self::check_name(dst_name)?;
         if src_name == b"." || src_name == b".." {
@@ -391,7 +398,7 @@ impl<D: BlockDevice> Ext4<D> {
 
     /// Changes mode bits (not the type), owner and times, as `chmod`,
     /// `chown` and `utimensat` do; `None` leaves a field alone.
-    pub fn set_attr(&mut self, ino: u32, attr: SetAttr) -> Result<()> {
+    pub(crate) fn set_attr_inner(&mut self, ino: u32, attr: SetAttr) -> Result<()> {
         self.writable()?;
         let mut i = self.live_inode(ino)?;
         if let Some(m) = attr.mode {

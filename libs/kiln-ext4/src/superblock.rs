@@ -13,8 +13,6 @@ pub const SUPERBLOCK_SIZE: usize = 1024;
 const MAGIC: u16 = 0xEF53;
 
 pub const COMPAT_HAS_JOURNAL: u32 = 0x4;
-pub const COMPAT_EXT_ATTR: u32 = 0x8;
-pub const COMPAT_RESIZE_INODE: u32 = 0x10;
 pub const COMPAT_DIR_INDEX: u32 = 0x20;
 
 pub const INCOMPAT_FILETYPE: u32 = 0x2;
@@ -54,10 +52,6 @@ pub const RO_COMPAT_SUPPORTED: u32 = RO_COMPAT_SPARSE_SUPER
     | RO_COMPAT_EXTRA_ISIZE
     | RO_COMPAT_METADATA_CSUM;
 
-/// `s_state` bits.
-pub const STATE_VALID: u16 = 1;
-pub const STATE_ERRORS: u16 = 2;
-
 /// `s_flags` bits selecting the directory hash's char signedness.
 const FLAG_UNSIGNED_HASH: u32 = 0x2;
 
@@ -87,11 +81,8 @@ impl Superblock {
     field!(blocks_per_group, set_blocks_per_group, u32, le32, set_le32, 0x20);
     field!(clusters_per_group, set_clusters_per_group, u32, le32, set_le32, 0x24);
     field!(inodes_per_group, set_inodes_per_group, u32, le32, set_le32, 0x28);
-    field!(mtime, set_mtime, u32, le32, set_le32, 0x2C);
-    field!(wtime, set_wtime, u32, le32, set_le32, 0x30);
     field!(mnt_count, set_mnt_count, u16, le16, set_le16, 0x34);
     field!(magic, set_magic, u16, le16, set_le16, 0x38);
-    field!(state, set_state, u16, le16, set_le16, 0x3A);
     field!(rev_level, set_rev_level, u32, le32, set_le32, 0x4C);
     field!(first_ino_raw, set_first_ino_raw, u32, le32, set_le32, 0x54);
     field!(inode_size_raw, set_inode_size_raw, u16, le16, set_le16, 0x58);
@@ -102,14 +93,11 @@ impl Superblock {
     field!(journal_inum, set_journal_inum, u32, le32, set_le32, 0xE0);
     field!(journal_dev, set_journal_dev, u32, le32, set_le32, 0xE4);
     field!(last_orphan, set_last_orphan, u32, le32, set_le32, 0xE8);
-    field!(def_hash_version, set_def_hash_version, u8, u8_at, set_u8, 0xFC);
     field!(desc_size_raw, set_desc_size_raw, u16, le16, set_le16, 0xFE);
     field!(min_extra_isize, set_min_extra_isize, u16, le16, set_le16, 0x15C);
     field!(want_extra_isize, set_want_extra_isize, u16, le16, set_le16, 0x15E);
     field!(flags, set_flags, u32, le32, set_le32, 0x160);
-    field!(log_groups_per_flex, set_log_groups_per_flex, u8, u8_at, set_u8, 0x174);
     field!(checksum_type, set_checksum_type, u8, u8_at, set_u8, 0x175);
-    field!(kbytes_written, set_kbytes_written, u64, le64, set_le64, 0x178);
     field!(checksum_seed, set_checksum_seed, u32, le32, set_le32, 0x270);
     field!(checksum, set_checksum, u32, le32, set_le32, 0x3FC);
 
@@ -221,7 +209,7 @@ impl Superblock {
             return corrupt;
         }
         let ipg = sb.inodes_per_group() as u64;
-        if ipg == 0 || ipg > bs * 8 || ipg % 8 != 0 {
+        if ipg == 0 || ipg > bs * 8 || !ipg.is_multiple_of(8) {
             return corrupt;
         }
         let isz = sb.inode_size();
@@ -268,7 +256,7 @@ pub fn group_has_super(sb: &Superblock, g: u32) -> bool {
     if g <= 1 || !sb.has_ro_compat(RO_COMPAT_SPARSE_SUPER) {
         return true;
     }
-    if g % 2 == 0 {
+    if g.is_multiple_of(2) {
         return false;
     }
     for base in [3u32, 5, 7] {

@@ -168,11 +168,7 @@ impl<D: BlockDevice> Ext4<D> {
         let (index, suffix) = split_name(name)?;
         let inode = self.live_inode(ino)?;
         let (a, b) = self.read_xattrs(&inode)?;
-        a.into_iter()
-            .chain(b)
-            .find(|x| x.index == index && x.name == suffix)
-            .map(|x| x.value)
-            .ok_or(Errno::ENODATA)
+        a.into_iter().chain(b).find(|x| x.index == index && x.name == suffix).map(|x| x.value).ok_or(Errno::ENODATA)
     }
 
     /// Every attribute name of `ino` (with its prefix).
@@ -182,15 +178,29 @@ impl<D: BlockDevice> Ext4<D> {
         Ok(a.iter().chain(b.iter()).filter_map(full_name).collect())
     }
 
-    pub fn set_xattr(&mut self, ino: u32, name: &[u8], value: &[u8], flags: XattrFlags, now: crate::Timestamp) -> Result<()> {
+    pub(crate) fn set_xattr_inner(
+        &mut self,
+        ino: u32,
+        name: &[u8],
+        value: &[u8],
+        flags: XattrFlags,
+        now: crate::Timestamp,
+    ) -> Result<()> {
         self.change_xattr(ino, name, Some(value), flags, now)
     }
 
-    pub fn remove_xattr(&mut self, ino: u32, name: &[u8], now: crate::Timestamp) -> Result<()> {
+    pub(crate) fn remove_xattr_inner(&mut self, ino: u32, name: &[u8], now: crate::Timestamp) -> Result<()> {
         self.change_xattr(ino, name, None, XattrFlags::Replace, now)
     }
 
-    fn change_xattr(&mut self, ino: u32, name: &[u8], value: Option<&[u8]>, flags: XattrFlags, now: crate::Timestamp) -> Result<()> {
+    fn change_xattr(
+        &mut self,
+        ino: u32,
+        name: &[u8],
+        value: Option<&[u8]>,
+        flags: XattrFlags,
+        now: crate::Timestamp,
+    ) -> Result<()> {
         self.writable()?;
         let (index, suffix) = split_name(name)?;
         if value.is_some_and(|v| v.len() > self.bs - BLOCK_HEADER - ENTRY_HEADER - 4 - pad4(suffix.len())) {
@@ -255,7 +265,9 @@ impl<D: BlockDevice> Ext4<D> {
         }
         rest.sort_by(|x, y| (x.index, x.name.len(), &x.name).cmp(&(y.index, y.name.len(), &y.name)));
         let old = inode.file_acl();
-        let needed: usize = BLOCK_HEADER + 4 + rest.iter().map(|a| pad4(ENTRY_HEADER + a.name.len()) + pad4(a.value.len())).sum::<usize>();
+        let needed: usize = BLOCK_HEADER
+            + 4
+            + rest.iter().map(|a| pad4(ENTRY_HEADER + a.name.len()) + pad4(a.value.len())).sum::<usize>();
         if needed > self.bs {
             return Err(Errno::ENOSPC);
         }

@@ -44,8 +44,16 @@ fn build_base(tmp: &TempDir, name: &'static str, kind: &str, extra: &[&str]) -> 
     // A fragmented file (an extent tree with an index block) via Kiln.
     if kind == "ext4" {
         let mut fs = Ext4::mount(MemDevice::open(&img), MountOptions::default()).unwrap();
-        let a = fs.create(ROOT_INO, b"frag", NewInode { mode: mode::S_IFREG | 0o644, uid: 0, gid: 0, now: t(1, 0), rdev: 0 }).unwrap();
-        let b = fs.create(ROOT_INO, b"filler", NewInode { mode: mode::S_IFREG | 0o644, uid: 0, gid: 0, now: t(1, 0), rdev: 0 }).unwrap();
+        let a = fs
+            .create(ROOT_INO, b"frag", NewInode { mode: mode::S_IFREG | 0o644, uid: 0, gid: 0, now: t(1, 0), rdev: 0 })
+            .unwrap();
+        let b = fs
+            .create(
+                ROOT_INO,
+                b"filler",
+                NewInode { mode: mode::S_IFREG | 0o644, uid: 0, gid: 0, now: t(1, 0), rdev: 0 },
+            )
+            .unwrap();
         for k in 0..12u64 {
             fs.write(a, k * 1024, &[k as u8; 1024], t(2, 0)).unwrap();
             fs.write(b, k * 1024, &[1; 1024], t(2, 0)).unwrap();
@@ -248,4 +256,3 @@ fn two_thousand_mutated_images_never_panic() {
 fn twenty_thousand_more_mutated_images_never_panic() {
     run(20_000, 0x5EED_0002);
 }
-

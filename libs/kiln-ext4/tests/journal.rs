@@ -44,10 +44,7 @@ fn journal_written_by_e2fsprogs_is_replayed_at_mount() {
         mkfs("ext4", &img, 16 * 1024, &["-b", "4096"], Some(&src));
         let (b0, b1) = (bmap(&img, "/f", 0), bmap(&img, "/f", 1));
         // Transaction 1 logs both blocks; transaction 2 revokes the second.
-        debugfs_script(
-            &img,
-            &format!("{open}\njw -b {b0},{b1} {}\njw -r {b1}\njc\n", tmp.path("new").display()),
-        );
+        debugfs_script(&img, &format!("{open}\njw -b {b0},{b1} {}\njw -r {b1}\njc\n", tmp.path("new").display()));
         assert!(debugfs(&img, "logdump", false).contains("revoke table"), "{tag}: log written");
         let mut fs = Ext4::mount(MemDevice::open(&img), MountOptions::default()).unwrap();
         assert_eq!(fs.replayed, (2, 1), "{tag}: two transactions, one block replayed");

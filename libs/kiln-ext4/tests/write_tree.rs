@@ -69,7 +69,8 @@ fn write_tree(fs: &mut Ext4<MemDevice>, model: &mut Model, files: usize) {
     let v = model.remove("/many0/f00002").unwrap();
     model.insert("/many1/moved".into(), v);
     fs.rename(ROOT_INO, b"many3", ROOT_INO, b"renamed3", now).unwrap();
-    let moved: Vec<(String, Vec<u8>)> = model.iter().filter(|(k, _)| k.starts_with("/many3/")).map(|(k, v)| (k.clone(), v.clone())).collect();
+    let moved: Vec<(String, Vec<u8>)> =
+        model.iter().filter(|(k, _)| k.starts_with("/many3/")).map(|(k, v)| (k.clone(), v.clone())).collect();
     for (k, v) in moved {
         model.remove(&k);
         model.insert(k.replacen("/many3/", "/renamed3/", 1), v);
@@ -179,4 +180,46 @@ fn kiln_written_tree_is_clean_for_e2fsck_4k() {
 #[test]
 fn kiln_written_tree_is_clean_for_e2fsck_1k() {
     run("1024", 1200);
+}
+
+#[test]
+fn full_disk_gives_enospc_and_nothing_is_corrupted() {
+    let tmp = TempDir::new("full");
+    let img = tmp.path("full.img");
+    mkfs("ext4", &img, 4 * 1024, &["-b", "1024"], None);
+    let mut fs = Ext4::mount(MemDevice::open(&img), MountOptions::default()).unwrap();
+    let now = t(1_700_000_000, 0);
+    let data = pattern(1, 70_000);
+    let mut made = Vec::new();
+    let mut hit = None;
+    for i in 0..10_000 {
+        let name = format!("fill{i}");
+        let r = fs.create(ROOT_INO, name.as_bytes(), attr(mode::S_IFREG | 0o644, 1)).and_then(|ino| {
+            made.push(name.clone());
+            fs.write(ino, 0, &data, now)
+        });
+        if let Err(e) = r {
+            hit = Some(e);
+            break;
+        }
+    }
+    assert_eq!(hit, Some(Errno::ENOSPC));
+    // Directories and xattr blocks fail cleanly too.
+    let mut dirs = 0;
+    while fs.mkdir(ROOT_INO, format!("dir{dirs}").as_bytes(), attr(0o755, 1)).is_ok() {
+        dirs += 1;
+    }
+    let ino = fs.lookup(ROOT_INO, made[0].as_bytes()).unwrap();
+    let _ = fs.set_xattr(ino, b"user.x", &[1; 800], XattrFlags::Any, now);
+    fs.unmount().unwrap().save(&img);
+    assert_clean(&img);
+    // Space comes back after unlinks.
+    let mut fs = Ext4::mount(MemDevice::open(&img), MountOptions::default()).unwrap();
+    for n in made.iter().step_by(2) {
+        fs.unlink(ROOT_INO, n.as_bytes(), now).unwrap_or_else(|e| panic!("unlink {n}: {e:?} free {:?}", fs.statfs()));
+    }
+    let ino = fs.create(ROOT_INO, b"after", attr(mode::S_IFREG | 0o644, 1)).unwrap();
+    fs.write(ino, 0, &data, now).unwrap();
+    fs.unmount().unwrap().save(&img);
+    assert_clean(&img);
 }
