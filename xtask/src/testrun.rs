@@ -70,7 +70,7 @@ pub fn all(cpus: &Cpus) -> Result<ExitCode> {
         println!("QEMU stages run at -smp {n}");
     }
 
-    header(1, "host unit tests (kiln-util, kiln-ipc, linux-abi, xtask)");
+    header(1, "host unit tests (kiln-util, kiln-ipc, linux-abi, kiln-ext4, xtask)");
     totals.add(report("host unit tests", host_tests()));
 
     header(2, "unsafe boundary");
