@@ -83,7 +83,8 @@ fn debian_default_ext4_reads_back_identically() {
         let (code, out) = e2fsck(&img, &["-fyD"]);
         assert!(code <= 1, "e2fsck -fyD: {out}");
         assert!(debugfs(&img, "htree many", false).contains("Root node dump"), "many/ is indexed");
-        let mut fs = Ext4::mount(MemDevice::open(&img), MountOptions { read_only: true }).unwrap();
+        let mut fs =
+            Ext4::mount(MemDevice::open(&img), MountOptions { read_only: true, ..Default::default() }).unwrap();
         let mut count = 0;
         compare_tree(&mut fs, ROOT_INO, &src, &mut count);
         assert!(count > 1500);

@@ -223,3 +223,39 @@ fn full_disk_gives_enospc_and_nothing_is_corrupted() {
     fs.unmount().unwrap().save(&img);
     assert_clean(&img);
 }
+
+#[test]
+fn indexed_directory_grows_through_its_index_and_stays_valid() {
+    let tmp = TempDir::new("htree");
+    let src = tmp.path("src");
+    std::fs::create_dir_all(src.join("idx")).unwrap();
+    for i in 0..800 {
+        std::fs::write(src.join(format!("idx/host-{i:04}")), b"h").unwrap();
+    }
+    for bs in ["1024", "4096"] {
+        let img = tmp.path(&format!("h{bs}.img"));
+        mkfs("ext4", &img, 32 * 1024, &["-b", bs], Some(&src));
+        let (code, out) = e2fsck(&img, &["-fyD"]);
+        assert!(code <= 1, "{out}");
+        let mut fs = Ext4::mount(MemDevice::open(&img), MountOptions::default()).unwrap();
+        let now = t(1_700_000_000, 0);
+        let d = fs.lookup(ROOT_INO, b"idx").unwrap();
+        assert!(fs.stat(d).unwrap().flags & 0x1000 != 0);
+        for i in 0..2500 {
+            fs.create(d, format!("kiln-name-{i:05}").as_bytes(), attr(mode::S_IFREG | 0o644, 1)).unwrap();
+        }
+        for i in (0..800).step_by(3) {
+            fs.unlink(d, format!("host-{i:04}").as_bytes(), now).unwrap();
+        }
+        assert!(fs.stat(d).unwrap().flags & 0x1000 != 0, "still indexed ({bs})");
+        for i in (0..2500).step_by(11) {
+            fs.lookup(d, format!("kiln-name-{i:05}").as_bytes()).unwrap();
+        }
+        assert_eq!(fs.lookup(d, b"host-0003"), Err(Errno::ENOENT));
+        fs.lookup(d, b"host-0004").unwrap();
+        assert_eq!(fs.read_dir(d).unwrap().len(), 2 + 2500 + 800 - 267);
+        fs.unmount().unwrap().save(&img);
+        assert_clean(&img);
+        assert!(debugfs(&img, "htree idx", false).contains("Number of entries (count)"));
+    }
+}
