@@ -47,7 +47,7 @@ fn unlinked_open_file_lives_until_unpinned_or_crash() {
     assert_clean(&img);
     // So does Kiln's mount.
     let opts = MountOptions { now: t(1_700_000_100, 0), ..Default::default() };
-    let mut fs = Ext4::mount(MemDevice::new(crashed.data), opts).unwrap();
+    let fs = Ext4::mount(MemDevice::new(crashed.data), opts).unwrap();
     assert_eq!(fs.statfs().free_inodes, before.free_inodes);
     assert_eq!(fs.statfs().free_blocks, before.free_blocks);
     fs.unmount().unwrap().save(&img);
