@@ -308,7 +308,7 @@ impl<D: BlockDevice> Ext4<D> {
         let mut extents = map.extents;
         extents.push(Extent { logical: n, len: 1, phys, uninit: false });
         normalize(&mut extents);
-        let used = self.write_extent_tree(dir, &extents, &map.tree_blocks)?;
+        let used = self.write_map(dir, &extents, &map.tree_blocks)?;
         self.set_block_count(dir, &extents, used);
         dir.set_size(dir.size() + self.bs as u64);
         self.store_inode(dir)?;

@@ -98,11 +98,6 @@ impl<D: BlockDevice> Ext4<D> {
         if sb.feature_ro_compat() & !RO_COMPAT_SUPPORTED != 0 || sb.has_ro_compat(RO_COMPAT_READONLY) {
             read_only = true;
         }
-        // ext2 files use indirect block maps, which this crate reads but does
-        // not write: such volumes mount read-only.
-        if !sb.has_incompat(INCOMPAT_EXTENTS) {
-            read_only = true;
-        }
         if sb.has_incompat(INCOMPAT_RECOVER) && !sb.has_compat(COMPAT_HAS_JOURNAL) {
             return Err(Errno::EUCLEAN);
         }

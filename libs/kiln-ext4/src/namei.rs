@@ -144,7 +144,7 @@ impl<D: BlockDevice> Ext4<D> {
         let b = self.new_dir_block(ino, dir);
         self.put_dir_block(&i, phys, b)?;
         let ext = [Extent { logical: 0, len: 1, phys, uninit: false }];
-        let used = self.write_extent_tree(&mut i, &ext, &[])?;
+        let used = self.write_map(&mut i, &ext, &[])?;
         self.set_block_count(&mut i, &ext, used);
         i.set_size(self.bs as u64);
         i.set_links(2);
@@ -178,8 +178,10 @@ impl<D: BlockDevice> Ext4<D> {
             i.set_size(target.len() as u64);
             self.store_inode(&mut i)?;
         } else {
-            i.set_flags(FL_EXTENTS);
-            self.write_extent_tree(&mut i, &[], &[])?;
+            if self.sb.has_incompat(INCOMPAT_EXTENTS) {
+                i.set_flags(FL_EXTENTS);
+                self.write_extent_tree(&mut i, &[], &[])?;
+            }
             self.write_inode_data(&mut i, 0, target)?;
             self.store_inode(&mut i)?;
         }
@@ -253,6 +255,8 @@ impl<D: BlockDevice> Ext4<D> {
             }
             if i.has_extents() {
                 self.write_extent_tree(&mut i, &[], &[])?;
+            } else {
+                i.set_block_area(&[0u8; 60]);
             }
         }
         self.release_xattr_block(&mut i)?;
