@@ -20,6 +20,7 @@ mod boot;
 pub mod context;
 pub mod cpu;
 pub mod debug;
+pub mod device;
 pub mod extable;
 pub mod frame;
 pub mod gdt;
