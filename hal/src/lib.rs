@@ -8,6 +8,7 @@
 //! is `#![forbid(unsafe_code)]` and builds on these APIs alone.
 #![no_std]
 #![feature(allow_internal_unsafe)]
+#![feature(allocator_api)]
 #![allow(internal_features)]
 #![deny(unsafe_op_in_unsafe_fn)]
 

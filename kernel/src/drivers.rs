@@ -40,6 +40,13 @@ pub fn probe() {
     }
 }
 
+/// Steers the interrupts of the device `driver` runs to `cpu`.
+#[allow(dead_code)] // the test kernel; /proc/irq/*/smp_affinity later
+pub fn set_irq_affinity(driver: &str, cpu: usize) -> Result<(), hal::device::IrqError> {
+    let revoker = REVOKERS.lock().iter().find(|(d, _)| *d == driver).map(|(_, r)| r.clone());
+    revoker.ok_or(hal::device::IrqError::Unsupported)?.set_irq_affinity(cpu)
+}
+
 fn probe_virtio_net(f: &PciInfo) {
     let dev = match pci::claim(f.address) {
         Ok(d) => d,

@@ -23,7 +23,7 @@ use hal::device::{DmaBuffer, IrqHandler, IrqVector, PciDevice};
 use netdev::{
     Capabilities, DeviceError, Events, LinkState, MacAddress, NetDevice, RxMeta, Stats, TxError, TxMeta, Waker,
 };
-use virtio::{feature, Buffer, QueueError, Transport, TransportError, VirtQueue};
+use virtio::{feature, status, Buffer, QueueError, Transport, TransportError, VirtQueue};
 
 use irq::Shared;
 
@@ -46,6 +46,17 @@ const RX: u16 = 0;
 const TX: u16 = 1;
 /// Configuration: mac[6], then status (bit 0: link up).
 const CFG_STATUS: u64 = 6;
+/// What the driver asks for; only VERSION_1 is required.
+const WANTED: u64 = feature::VERSION_1 | features::MAC | features::STATUS;
+
+/// The receive and transmit queues, on the device's one vector (and
+/// configuration changes on it too).
+fn setup_queues(t: &Transport, vector: Option<&IrqVector>) -> Result<(VirtQueue, VirtQueue), Error> {
+    t.set_config_vector(vector).map_err(Error::Transport)?;
+    let rx = VirtQueue::new(t, RX, QUEUE_SIZE, vector).map_err(Error::Queue)?;
+    let tx = VirtQueue::new(t, TX, QUEUE_SIZE, vector).map_err(Error::Queue)?;
+    Ok((rx, tx))
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Error {
@@ -75,17 +86,12 @@ impl VirtioNet {
     /// Brings the device up: features, queues, receive buffers, interrupt.
     pub fn new(pci: PciDevice) -> Result<VirtioNet, Error> {
         let mut transport = Transport::new(pci).map_err(Error::Transport)?;
-        transport
-            .begin_init(feature::VERSION_1 | features::MAC | features::STATUS, feature::VERSION_1)
-            .map_err(Error::Transport)?;
+        transport.begin_init(WANTED, feature::VERSION_1).map_err(Error::Transport)?;
         let shared = Arc::new(Shared::new(transport.isr()));
         let handler: Arc<dyn IrqHandler> = shared.clone();
         let vectors = transport.pci().request_irqs(&[handler]).map_err(|_| Error::NoInterrupt)?;
-        let vector = vectors.first();
-        shared.set_needs_isr(vector.is_some_and(|v| v.msix_entry().is_none()));
-        transport.set_config_vector(vector).map_err(Error::Transport)?;
-        let rx = VirtQueue::new(&transport, RX, QUEUE_SIZE, vector).map_err(Error::Queue)?;
-        let tx = VirtQueue::new(&transport, TX, QUEUE_SIZE, vector).map_err(Error::Queue)?;
+        shared.set_needs_isr(vectors.first().is_some_and(|v| v.msix_entry().is_none()));
+        let (rx, tx) = setup_queues(&transport, vectors.first())?;
         let dma = transport.pci().dma();
         let rx_buf = dma.alloc(usize::from(rx.size()) * SLOT).map_err(|_| Error::NoMemory)?;
         let tx_buf = dma.alloc(usize::from(tx.size()) * SLOT).map_err(|_| Error::NoMemory)?;
@@ -111,6 +117,22 @@ impl VirtioNet {
         nic.transport.finish_init();
         nic.link = nic.read_link();
         Ok(nic)
+    }
+
+    /// Resets the device and sets it up again with fresh queues. The
+    /// reset makes the device forget every ring and buffer address, so
+    /// the old rings' memory may go back to the kernel.
+    fn restart(&mut self) -> Result<(), Error> {
+        self.transport.begin_init(WANTED, feature::VERSION_1).map_err(Error::Transport)?;
+        let (rx, tx) = setup_queues(&self.transport, self.vectors.first())?;
+        self.rx = rx;
+        self.tx = tx;
+        self.tx_busy.fill(false);
+        self.transport.pci().release_idle_dma_after_reset();
+        self.fill_rx()?;
+        self.transport.finish_init();
+        self.link = self.read_link();
+        Ok(())
     }
 
     fn read_mac(&self) -> MacAddress {
@@ -280,6 +302,11 @@ impl NetDevice for VirtioNet {
     }
 
     fn service(&mut self) -> Events {
+        if self.transport.status() & status::NEEDS_RESET != 0 && !self.transport.pci().is_revoked() {
+            log::warn!("virtio-net {}: device needs a reset; resetting", self.transport.pci().address());
+            let was_reset = self.restart().is_ok();
+            return Events { rx_ready: false, tx_room: was_reset, link_changed: true, was_reset };
+        }
         let tx_room = self.reclaim_tx();
         let link = self.read_link();
         let link_changed = link != self.link;
@@ -289,7 +316,13 @@ impl NetDevice for VirtioNet {
     }
 
     fn reset(&mut self) -> Result<(), DeviceError> {
-        Err(DeviceError::ResetFailed)
+        if self.transport.pci().is_revoked() {
+            return Err(DeviceError::Revoked);
+        }
+        self.restart().map_err(|e| match e {
+            Error::NoMemory | Error::Queue(QueueError::Dma(_)) => DeviceError::NoMemory,
+            _ => DeviceError::ResetFailed,
+        })
     }
 
     fn stats(&self) -> Stats {

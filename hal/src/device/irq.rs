@@ -22,6 +22,7 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 use super::mmio::{ReadWrite, Register};
 use super::pci::Config;
+use crate::percpu::{CacheAligned, PerCpu, MAX_CPUS};
 use crate::sync::{Once, SpinLock};
 use kiln_util::pci::{msi, msix, x86_msi_message};
 
@@ -84,8 +85,8 @@ static SLOTS: [SpinLock<Slot>; 256] =
     [const { SpinLock::new(Slot { used: false, handlers: Vec::new(), pin: None }) }; 256];
 static PENDING: [AtomicU64; 4] = [const { AtomicU64::new(0) }; 4];
 static KICK: Once<fn()> = Once::new();
-/// Interrupts dispatched to device handlers, for tests and /proc.
-static DISPATCHED: AtomicU64 = AtomicU64::new(0);
+/// Interrupts dispatched to device handlers, per CPU, for tests and /proc.
+static DISPATCHED: PerCpu<AtomicU64> = PerCpu::new([const { CacheAligned(AtomicU64::new(0)) }; MAX_CPUS]);
 
 /// Registers the kernel's "bottom halves are pending" notifier (it wakes
 /// the worker thread). Called once at boot.
@@ -97,8 +98,14 @@ pub fn bottom_halves_pending() -> bool {
     PENDING.iter().any(|p| p.load(Ordering::Acquire) != 0)
 }
 
+/// Device interrupts dispatched so far, on every CPU.
 pub fn dispatched_interrupts() -> u64 {
-    DISPATCHED.load(Ordering::Relaxed)
+    DISPATCHED.iter().map(|c| c.load(Ordering::Relaxed)).sum()
+}
+
+/// Device interrupts dispatched so far on `cpu`.
+pub fn dispatched_on(cpu: usize) -> u64 {
+    DISPATCHED.get_for(cpu).load(Ordering::Relaxed)
 }
 
 /// Runs every pending bottom half once; returns how many vectors had one.
@@ -131,7 +138,7 @@ pub fn run_bottom_halves() -> usize {
 }
 
 fn dispatch(vector: u8) {
-    DISPATCHED.fetch_add(1, Ordering::Relaxed);
+    DISPATCHED.get().fetch_add(1, Ordering::Relaxed);
     let slot = SLOTS[usize::from(vector)].lock();
     let mut wake = false;
     for (_, h) in &slot.handlers {
@@ -235,67 +242,16 @@ pub(crate) enum Route {
     },
 }
 
-/// One interrupt vector a device owns. Dropping it masks and frees it.
-pub struct IrqVector {
+/// A vector's number and route, shared by its owner's [`IrqVector`] and
+/// the hal's device record (which steers it for the kernel).
+pub(crate) struct VectorCore {
     owner: usize,
     vector: u8,
     route: Route,
 }
 
-impl IrqVector {
-    pub(crate) fn new_msix(owner: usize, handler: Arc<dyn IrqHandler>, route: Route) -> Result<IrqVector, IrqError> {
-        let vector = alloc_vector(owner, handler)?;
-        let v = IrqVector { owner, vector, route };
-        v.program(crate::apic::local_apic_id())?;
-        Ok(v)
-    }
-
-    pub(crate) fn new_msi(owner: usize, handlers: &[Arc<dyn IrqHandler>], route: Route) -> Result<IrqVector, IrqError> {
-        let (first, rest) = handlers.split_first().ok_or(IrqError::Unsupported)?;
-        let vector = alloc_vector(owner, first.clone())?;
-        let v = IrqVector { owner, vector, route };
-        {
-            let mut slot = SLOTS[usize::from(vector)].lock();
-            slot.handlers.try_reserve(rest.len()).map_err(|_| IrqError::NoMemory)?;
-            slot.handlers.extend(rest.iter().map(|h| (owner, h.clone())));
-        }
-        v.program(crate::apic::local_apic_id())?;
-        Ok(v)
-    }
-
-    pub(crate) fn new_intx(owner: usize, pin: u8, handlers: &[Arc<dyn IrqHandler>]) -> Result<IrqVector, IrqError> {
-        let mut vector = 0;
-        for h in handlers {
-            vector = share_pin(owner, pin, h.clone())?;
-        }
-        Ok(IrqVector { owner, vector, route: Route::Intx { pin } })
-    }
-
-    pub fn kind(&self) -> IrqKind {
-        match self.route {
-            Route::MsiX { .. } => IrqKind::MsiX,
-            Route::Msi { .. } => IrqKind::Msi,
-            Route::Intx { .. } => IrqKind::Intx,
-        }
-    }
-
-    /// The MSI-X table entry this vector uses (what virtio's
-    /// `queue_msix_vector` names), if it is an MSI-X vector.
-    pub fn msix_entry(&self) -> Option<u16> {
-        match self.route {
-            Route::MsiX { entry, .. } => Some(entry),
-            _ => None,
-        }
-    }
-
-    /// The CPU vector number, for logs.
-    pub fn cpu_vector(&self) -> u8 {
-        self.vector
-    }
-
-    /// Steers this vector to `cpu`. An INTx pin moves for every device
-    /// sharing it.
-    pub fn set_affinity(&self, cpu: usize) -> Result<(), IrqError> {
+impl VectorCore {
+    pub(crate) fn set_affinity(&self, cpu: usize) -> Result<(), IrqError> {
         if cpu >= crate::smp::cpu_count() {
             return Err(IrqError::BadCpu);
         }
@@ -325,10 +281,89 @@ impl IrqVector {
         }
         Ok(())
     }
+}
+
+/// One interrupt vector a device owns. Dropping it masks and frees it.
+pub struct IrqVector {
+    core: Arc<VectorCore>,
+}
+
+impl IrqVector {
+    fn install(owner: usize, vector: u8, route: Route, program: bool) -> Result<IrqVector, IrqError> {
+        let core = Arc::try_new(VectorCore { owner, vector, route }).map_err(|_| {
+            release(owner, vector);
+            IrqError::NoMemory
+        })?;
+        let v = IrqVector { core };
+        if program {
+            v.core.program(crate::apic::local_apic_id())?;
+        }
+        Ok(v)
+    }
+
+    pub(crate) fn new_msix(owner: usize, handler: Arc<dyn IrqHandler>, route: Route) -> Result<IrqVector, IrqError> {
+        let vector = alloc_vector(owner, handler)?;
+        IrqVector::install(owner, vector, route, true)
+    }
+
+    pub(crate) fn new_msi(owner: usize, handlers: &[Arc<dyn IrqHandler>], route: Route) -> Result<IrqVector, IrqError> {
+        let (first, rest) = handlers.split_first().ok_or(IrqError::Unsupported)?;
+        let vector = alloc_vector(owner, first.clone())?;
+        {
+            let mut slot = SLOTS[usize::from(vector)].lock();
+            if slot.handlers.try_reserve(rest.len()).is_err() {
+                drop(slot);
+                release(owner, vector);
+                return Err(IrqError::NoMemory);
+            }
+            slot.handlers.extend(rest.iter().map(|h| (owner, h.clone())));
+        }
+        IrqVector::install(owner, vector, route, true)
+    }
+
+    pub(crate) fn new_intx(owner: usize, pin: u8, handlers: &[Arc<dyn IrqHandler>]) -> Result<IrqVector, IrqError> {
+        let mut vector = 0;
+        for h in handlers {
+            vector = share_pin(owner, pin, h.clone())?;
+        }
+        IrqVector::install(owner, vector, Route::Intx { pin }, false)
+    }
+
+    pub(crate) fn core(&self) -> alloc::sync::Weak<VectorCore> {
+        Arc::downgrade(&self.core)
+    }
+
+    pub fn kind(&self) -> IrqKind {
+        match self.core.route {
+            Route::MsiX { .. } => IrqKind::MsiX,
+            Route::Msi { .. } => IrqKind::Msi,
+            Route::Intx { .. } => IrqKind::Intx,
+        }
+    }
+
+    /// The MSI-X table entry this vector uses (what virtio's
+    /// `queue_msix_vector` names), if it is an MSI-X vector.
+    pub fn msix_entry(&self) -> Option<u16> {
+        match self.core.route {
+            Route::MsiX { entry, .. } => Some(entry),
+            _ => None,
+        }
+    }
+
+    /// The CPU vector number, for logs.
+    pub fn cpu_vector(&self) -> u8 {
+        self.core.vector
+    }
+
+    /// Steers this vector to `cpu`. An INTx pin moves for every device
+    /// sharing it.
+    pub fn set_affinity(&self, cpu: usize) -> Result<(), IrqError> {
+        self.core.set_affinity(cpu)
+    }
 
     /// Stops delivery (MSI-X entry mask; INTx pin mask).
     pub fn mask(&self) {
-        match &self.route {
+        match &self.core.route {
             Route::MsiX { control, .. } => control.write(msix::ENTRY_MASKED),
             Route::Intx { pin } => crate::apic::set_pin_masked(*pin, true),
             Route::Msi { .. } => {}
@@ -336,7 +371,7 @@ impl IrqVector {
     }
 
     pub fn unmask(&self) {
-        match &self.route {
+        match &self.core.route {
             Route::MsiX { control, .. } => control.write(0),
             Route::Intx { pin } => crate::apic::set_pin_masked(*pin, false),
             Route::Msi { .. } => {}
@@ -346,10 +381,10 @@ impl IrqVector {
 
 impl Drop for IrqVector {
     fn drop(&mut self) {
-        if let Route::MsiX { control, .. } = &self.route {
+        if let Route::MsiX { control, .. } = &self.core.route {
             control.write(msix::ENTRY_MASKED);
         }
-        release(self.owner, self.vector);
+        release(self.core.owner, self.core.vector);
     }
 }
 

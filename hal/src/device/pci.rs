@@ -13,7 +13,7 @@
 //! registers and errors. Dropping the handle does the same and releases
 //! the claim, so a restarted driver can claim the function again.
 
-use alloc::sync::Arc;
+use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 
@@ -21,7 +21,7 @@ use kiln_util::pci::{self as layout, cap, command, msix, reg, Bar, BarKind, Capa
 
 pub use super::config::{mechanism, Config, Mechanism, PciAddress};
 use super::dma::DmaPool;
-use super::irq::{IrqError, IrqHandler, IrqKind, IrqVector, Route};
+use super::irq::{IrqError, IrqHandler, IrqKind, IrqVector, Route, VectorCore};
 use super::mmio::{MmioRegion, PortRegion, RegionCore};
 use super::window::{Window, WindowError};
 use crate::sync::{Once, SpinLock};
@@ -204,6 +204,7 @@ pub fn claim(address: PciAddress) -> Result<PciDevice, ClaimError> {
         ports_revoked: Arc::new(AtomicBool::new(false)),
         revoked: AtomicBool::new(false),
         irq_kind: SpinLock::new(None),
+        vectors: SpinLock::new(Vec::new()),
     });
     Ok(PciDevice { core })
 }
@@ -222,6 +223,8 @@ struct DeviceCore {
     ports_revoked: Arc<AtomicBool>,
     revoked: AtomicBool,
     irq_kind: SpinLock<Option<IrqKind>>,
+    /// The driver's vectors, for steering them (gone once it drops them).
+    vectors: SpinLock<Vec<Weak<VectorCore>>>,
 }
 
 impl DeviceCore {
@@ -433,6 +436,10 @@ impl PciDevice {
             .or_else(|_| self.request_intx(handlers));
         if let Ok(v) = &result {
             *self.core.irq_kind.lock() = v.first().map(|v| v.kind());
+            let mut cores = self.core.vectors.lock();
+            if cores.try_reserve(v.len()).is_ok() {
+                cores.extend(v.iter().map(|v| v.core()));
+            }
         }
         result
     }
@@ -528,8 +535,9 @@ impl Drop for PciDevice {
     }
 }
 
-/// The kernel's hold on a claimed device: revoking it leaves the driver
-/// a dead device (see the module comment).
+/// The kernel's hold on a claimed device, beside the driver's: it steers
+/// the device's interrupts and can revoke it, which leaves the driver a
+/// dead device (see the module comment).
 #[derive(Clone)]
 pub struct Revoker {
     core: Arc<DeviceCore>,
@@ -542,5 +550,20 @@ impl Revoker {
 
     pub fn revoke(&self) {
         self.core.revoke();
+    }
+
+    /// Steers every interrupt vector of the device to `cpu`.
+    pub fn set_irq_affinity(&self, cpu: usize) -> Result<(), IrqError> {
+        let vectors = self.core.vectors.lock();
+        let mut any = false;
+        for v in vectors.iter().filter_map(Weak::upgrade) {
+            v.set_affinity(cpu)?;
+            any = true;
+        }
+        if any {
+            Ok(())
+        } else {
+            Err(IrqError::Unsupported)
+        }
     }
 }

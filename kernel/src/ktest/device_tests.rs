@@ -18,6 +18,7 @@ use netdev::{LinkState, MacAddress, NetDevice, TxError, TxMeta};
 
 use super::{KTest, TestResult};
 use crate::ensure;
+use crate::sched::{WakeBatch, WakeFlag};
 
 pub const TESTS: &[KTest] = &[
     KTest { name: "device::pci_enumerates_the_machine", run: pci_enumerates_the_machine },
@@ -25,6 +26,9 @@ pub const TESTS: &[KTest] = &[
     KTest { name: "device::registers_are_bounds_checked", run: registers_are_bounds_checked },
     KTest { name: "device::dma_ring_round_trip", run: dma_ring_round_trip },
     KTest { name: "device::virtio_net_arp_gateway", run: virtio_net_arp_gateway },
+    KTest { name: "device::virtio_net_irq_affinity", run: virtio_net_irq_affinity },
+    KTest { name: "device::virtio_net_reset_mid_traffic", run: virtio_net_reset_mid_traffic },
+    KTest { name: "device::virtio_net_arp_round_trip_timing", run: virtio_net_arp_round_trip_timing },
     KTest { name: "device::virtio_net_revoke_and_restart", run: virtio_net_revoke_and_restart },
 ];
 
@@ -136,15 +140,18 @@ fn arp_request(mac: MacAddress, out: &mut [u8]) {
 
 /// Sends an ARP request for the gateway and waits (2 s at most) for the
 /// reply; returns the gateway's MAC.
-/// Sleeps in 1 ms slices until the waker runs again or `deadline`.
-fn wait_for_wake(woken: &AtomicU64, deadline: u64) {
-    let seen = woken.load(Ordering::Acquire);
-    while woken.load(Ordering::Acquire) == seen && crate::clock::now_ns() < deadline {
-        crate::sched::sleep_ns(1_000_000);
-    }
+/// What the test's waker does: count, and wake the test thread.
+struct Waiter {
+    count: AtomicU64,
+    flag: WakeFlag,
 }
 
-fn arp_gateway(nic: &mut dyn NetDevice, woken: &AtomicU64) -> Result<[u8; 6], alloc::string::String> {
+/// Sleeps until the waker runs or `deadline`.
+fn wait_for_wake(waiter: &Waiter, deadline: u64) {
+    let _ = waiter.flag.wait(Some(deadline));
+}
+
+fn arp_gateway(nic: &mut dyn NetDevice, woken: &Waiter) -> Result<[u8; 6], alloc::string::String> {
     let mac = nic.mac();
     nic.transmit(TxMeta::default(), 60, &mut |b| arp_request(mac, b)).map_err(|e| alloc::format!("transmit: {e:?}"))?;
     let deadline = crate::clock::now_ns() + 2_000_000_000;
@@ -166,7 +173,7 @@ fn arp_gateway(nic: &mut dyn NetDevice, woken: &AtomicU64) -> Result<[u8; 6], al
         ensure!(
             crate::clock::now_ns() < deadline,
             "no ARP reply within 2 s (woken {} times)",
-            woken.load(Ordering::Relaxed)
+            woken.count.load(Ordering::Relaxed)
         );
         wait_for_wake(woken, deadline);
         nic.service();
@@ -177,14 +184,16 @@ fn take_nic() -> Result<Box<dyn NetDevice>, alloc::string::String> {
     crate::net::netdevs::take("virtio-net").ok_or_else(|| "no virtio-net device was registered".into())
 }
 
-/// A waker that counts its calls.
-fn waker_for(nic: &mut dyn NetDevice) -> Arc<AtomicU64> {
-    let count = Arc::new(AtomicU64::new(0));
-    let c = count.clone();
+/// A waker that counts its calls and wakes the current thread.
+fn waker_for(nic: &mut dyn NetDevice) -> Arc<Waiter> {
+    let waiter = Arc::new(Waiter { count: AtomicU64::new(0), flag: WakeFlag::for_current() });
+    let w = waiter.clone();
     nic.set_waker(Arc::new(move || {
-        c.fetch_add(1, Ordering::AcqRel);
+        w.count.fetch_add(1, Ordering::AcqRel);
+        let mut batch = WakeBatch::new();
+        w.flag.wake_into(&mut batch);
     }));
-    count
+    waiter
 }
 
 fn virtio_net_arp_gateway() -> TestResult {
@@ -198,16 +207,80 @@ fn virtio_net_arp_gateway() -> TestResult {
     ensure!(gw == [0x52, 0x55, 10, 0, 2, 2], "gateway MAC {gw:02x?}");
     ensure!(hal::device::irq::dispatched_interrupts() > irqs_before, "no interrupt arrived");
     // The reply's interrupt reaches the waker through the bottom-half thread.
-    if wake.load(Ordering::Acquire) == 0 {
-        wait_for_wake(&wake, crate::clock::now_ns() + 1_000_000_000);
+    let deadline = crate::clock::now_ns() + 1_000_000_000;
+    while wake.count.load(Ordering::Acquire) == 0 && crate::clock::now_ns() < deadline {
+        wait_for_wake(&wake, deadline);
     }
-    ensure!(wake.load(Ordering::Relaxed) > 0, "the waker never ran");
+    ensure!(wake.count.load(Ordering::Relaxed) > 0, "the waker never ran");
     let s = nic.stats();
     ensure!(s.tx_packets == 1 && s.rx_packets >= 1, "{s:?}");
     // Too long, refused without a call to fill.
     let r = nic.transmit(TxMeta::default(), 1515, &mut |_| {});
     ensure!(r == Err(TxError::TooLong), "{r:?}");
     crate::net::netdevs::register(nic);
+    Ok(())
+}
+
+/// With more than one CPU, the NIC's vector steered to the last CPU
+/// interrupts there (the SMP ktest stage runs this at -smp 4).
+fn virtio_net_irq_affinity() -> TestResult {
+    let cpus = hal::smp::cpu_count();
+    if cpus < 2 {
+        return Ok(());
+    }
+    let mut nic = crate::net::netdevs::take("virtio-net").ok_or("no virtio-net device")?;
+    let wake = waker_for(nic.as_mut());
+    let target = cpus - 1;
+    let result = (|| {
+        crate::drivers::set_irq_affinity("virtio-net", target).map_err(|e| alloc::format!("{e:?}"))?;
+        let before = hal::device::irq::dispatched_on(target);
+        arp_gateway(nic.as_mut(), &wake)?;
+        let after = hal::device::irq::dispatched_on(target);
+        ensure!(after > before, "no interrupt on CPU {target} after steering there");
+        crate::drivers::set_irq_affinity("virtio-net", 0).map_err(|e| alloc::format!("{e:?}"))?;
+        Ok(())
+    })();
+    crate::net::netdevs::register(nic);
+    result
+}
+
+/// A reset while frames are in flight: the driver comes back with fresh
+/// rings and the same address, and frames move again.
+fn virtio_net_reset_mid_traffic() -> TestResult {
+    let mut nic = take_nic()?;
+    let wake = waker_for(nic.as_mut());
+    let result = (|| {
+        let mac = nic.mac();
+        for _ in 0..8 {
+            nic.transmit(TxMeta::default(), 60, &mut |b| arp_request(mac, b)).map_err(|e| alloc::format!("{e:?}"))?;
+        }
+        let free_before = hal::mm::free_frame_count();
+        nic.reset().map_err(|e| alloc::format!("reset: {e:?}"))?;
+        ensure!(nic.mac() == mac, "MAC changed across the reset");
+        // The old rings went back to the kernel (the device forgot them).
+        ensure!(hal::mm::free_frame_count() >= free_before, "rings leaked by the reset");
+        arp_gateway(nic.as_mut(), &wake)?;
+        Ok(())
+    })();
+    crate::net::netdevs::register(nic);
+    result
+}
+
+/// Sequential ARP round trips, timed (reported, not asserted).
+fn virtio_net_arp_round_trip_timing() -> TestResult {
+    let mut nic = take_nic()?;
+    let wake = waker_for(nic.as_mut());
+    const ROUNDS: u64 = 50;
+    let start = crate::clock::now_ns();
+    let result = (0..ROUNDS).try_for_each(|_| arp_gateway(nic.as_mut(), &wake).map(|_| ()));
+    let ns = crate::clock::now_ns() - start;
+    crate::net::netdevs::register(nic);
+    result?;
+    log::info!(
+        "virtio-net: {ROUNDS} ARP round trips to slirp's gateway, {}.{:03} ms each",
+        ns / ROUNDS / 1_000_000,
+        ns / ROUNDS / 1000 % 1000
+    );
     Ok(())
 }
 
