@@ -24,6 +24,7 @@
 //! comes through the [`Host`] hooks the system-call layer registers.
 
 mod io;
+pub mod netdevs;
 mod options;
 mod sigio;
 mod socket;
