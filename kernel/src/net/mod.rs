@@ -23,6 +23,7 @@
 //! processes. What it needs from above (the caller's identity, SIGPIPE)
 //! comes through the [`Host`] hooks the system-call layer registers.
 
+pub mod inet;
 mod io;
 mod options;
 mod sigio;
@@ -37,7 +38,7 @@ use linux_abi::errno::Errno;
 use linux_abi::socket as s;
 
 pub use io::{MsgSink, MsgSource};
-pub use options::{get as options_get, set as options_set};
+pub use options::{get as options_get, set as options_set, OptValue};
 pub use socket::{AddrBuf, Control, NameCtx, Received, RecvArgs, SendArgs, SockType, Socket};
 
 /// The identity of the thread making a call, as sockets record it:
@@ -100,6 +101,7 @@ fn sigpipe() {
 pub fn create(family: u16, kind: u32, protocol: i32) -> Result<Arc<Socket>, Errno> {
     match family {
         s::AF_UNIX => Socket::new(unix::create(kind, protocol)?),
+        s::AF_INET | s::AF_INET6 => Socket::new(inet::create(family, kind, protocol)?),
         _ => Err(Errno::EAFNOSUPPORT),
     }
 }
