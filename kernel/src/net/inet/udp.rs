@@ -20,6 +20,7 @@ use smoltcp::wire::{IpAddress, IpEndpoint, IpListenEndpoint, Ipv4Address, Ipv6Ad
 use super::addr::{self, SockAddr};
 use super::common::{Common, SOL_UDP};
 use super::ports::{Binding, Transport};
+use super::procnet::ProcEntry;
 use super::stack::{self, SockRef, Stack, Watch};
 use crate::event::{Events, PollTable};
 use crate::net::options::{OptValue, SockOptions};
@@ -342,6 +343,25 @@ impl Watch for UdpSocket {
     fn refresh(&self, st: &mut Stack) {
         let mut inner = self.inner.lock();
         self.refresh_locked(st, &mut inner);
+    }
+
+    fn entry(&self, st: &mut Stack) -> Option<ProcEntry> {
+        let inner = self.inner.lock();
+        if !inner.owns_port {
+            return None;
+        }
+        let rx_queue = inner.socks.iter().map(|r| st.udp(*r).recv_queue()).sum();
+        Some(ProcEntry {
+            transport: Transport::Udp,
+            family: self.c.family,
+            local: SockAddr { addr: inner.local.addr.or(inner.conn_src), port: inner.local.port },
+            remote: inner.remote.map(addr::from_endpoint).unwrap_or(SockAddr::ANY),
+            state: if inner.remote.is_some() { 1 } else { 7 },
+            tx_queue: 0,
+            rx_queue,
+            uid: self.c.uid,
+            inode: self.c.ino.load(Ordering::Relaxed),
+        })
     }
 }
 
