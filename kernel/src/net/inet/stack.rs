@@ -50,6 +50,9 @@ pub trait Watch: Send + Sync {
     fn id(&self) -> u64;
     /// Re-reads the socket's state after a poll (stack locked).
     fn refresh(&self, stack: &mut Stack);
+    /// Its last descriptor went while interrupts were off: the network
+    /// thread releases it now.
+    fn release_deferred(&self);
     /// What /proc/net lists of it, if anything.
     fn entry(&self, _stack: &mut Stack) -> Option<super::procnet::ProcEntry> {
         None
@@ -87,6 +90,31 @@ impl core::ops::Deref for Locked {
 impl core::ops::DerefMut for Locked {
     fn deref_mut(&mut self) -> &mut Stack {
         self.0.as_mut().expect("checked in lock()")
+    }
+}
+
+/// Sockets whose last descriptor went while interrupts were off (no
+/// sleeping lock there): released by the network thread.
+static DEFERRED: hal::sync::SpinLock<Vec<Arc<dyn Watch>>> = hal::sync::SpinLock::new(Vec::new());
+
+/// Hands a socket's release to the network thread; false if there was
+/// no memory to (the caller releases it itself).
+pub fn defer_release(w: Arc<dyn Watch>) -> bool {
+    let mut d = DEFERRED.lock();
+    if d.try_reserve(1).is_err() {
+        return false;
+    }
+    d.push(w);
+    drop(d);
+    super::poller::wake();
+    true
+}
+
+/// Releases the sockets handed to the network thread.
+pub fn release_deferred() {
+    let list = core::mem::take(&mut *DEFERRED.lock());
+    for w in list {
+        w.release_deferred();
     }
 }
 

@@ -530,6 +530,10 @@ impl Watch for TcpSocket {
         self.c.id
     }
 
+    fn release_deferred(&self) {
+        self.release_now();
+    }
+
     fn refresh(&self, st: &mut Stack) {
         let mut inner = self.inner.lock();
         self.refresh_locked(st, &mut inner);
@@ -566,10 +570,6 @@ impl Watch for TcpSocket {
         Some(e)
     }
 }
-
-/// Sockets whose last descriptor went while interrupts were off (no
-/// sleeping lock there): released by the network thread.
-pub static DEFERRED: SpinLock<Vec<Arc<TcpSocket>>> = SpinLock::new(Vec::new());
 
 impl Protocol for TcpSocket {
     fn family(&self) -> u16 {
@@ -1025,13 +1025,11 @@ impl Protocol for TcpSocket {
     }
 
     fn release(&self) {
+        // No sleeping lock with interrupts off (a last reference dropped
+        // under a spin lock): the network thread releases it.
         if !hal::cpu::interrupts_enabled() {
             if let Some(me) = self.me.get().and_then(Weak::upgrade) {
-                let mut d = DEFERRED.lock();
-                if d.try_reserve(1).is_ok() {
-                    d.push(me);
-                    drop(d);
-                    super::poller::wake();
+                if stack::defer_release(me) {
                     return;
                 }
             }
@@ -1071,14 +1069,6 @@ impl TcpSocket {
     /// protocol object is made before the stack knows it).
     pub fn register(self: &Arc<Self>) -> Result<(), Errno> {
         stack::lock()?.watch(self.clone())
-    }
-
-    /// Releases the sockets whose release was deferred (network thread).
-    pub fn release_deferred() {
-        let list = core::mem::take(&mut *DEFERRED.lock());
-        for s in list {
-            s.release_now();
-        }
     }
 }
 

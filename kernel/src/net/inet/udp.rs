@@ -58,6 +58,7 @@ struct Inner {
 pub struct UdpSocket {
     c: Common,
     inner: SpinLock<Inner>,
+    me: hal::sync::Once<alloc::sync::Weak<UdpSocket>>,
 }
 
 pub fn open(family: u16) -> Result<Arc<dyn Protocol>, Errno> {
@@ -73,8 +74,10 @@ pub fn open(family: u16) -> Result<Arc<dyn Protocol>, Errno> {
             rx_seen: 0,
             released: false,
         }),
+        me: hal::sync::Once::new(),
     })
     .map_err(|_| Errno::ENOMEM)?;
+    sock.me.set(Arc::downgrade(&sock));
     sock.c.events.store((Events::WRITABLE | Events::WRBAND).bits(), Ordering::Relaxed);
     stack::lock()?.watch(sock.clone())?;
     Ok(sock)
@@ -340,6 +343,10 @@ impl Watch for UdpSocket {
         self.c.id
     }
 
+    fn release_deferred(&self) {
+        self.release_now();
+    }
+
     fn refresh(&self, st: &mut Stack) {
         let mut inner = self.inner.lock();
         self.refresh_locked(st, &mut inner);
@@ -562,6 +569,15 @@ impl Protocol for UdpSocket {
     }
 
     fn release(&self) {
+        // No sleeping lock with interrupts off (a last reference dropped
+        // under a spin lock): the network thread releases it.
+        if !hal::cpu::interrupts_enabled() {
+            if let Some(me) = self.me.get().and_then(alloc::sync::Weak::upgrade) {
+                if super::stack::defer_release(me) {
+                    return;
+                }
+            }
+        }
         self.release_now();
     }
 }
