@@ -23,6 +23,7 @@
 //! processes. What it needs from above (the caller's identity, SIGPIPE)
 //! comes through the [`Host`] hooks the system-call layer registers.
 
+pub mod inet;
 mod io;
 pub mod netdevs;
 mod options;
@@ -101,6 +102,7 @@ fn sigpipe() {
 pub fn create(family: u16, kind: u32, protocol: i32) -> Result<Arc<Socket>, Errno> {
     match family {
         s::AF_UNIX => Socket::new(unix::create(kind, protocol)?),
+        s::AF_INET | s::AF_INET6 => Socket::new(inet::create(family, kind, protocol)?),
         _ => Err(Errno::EAFNOSUPPORT),
     }
 }

@@ -273,30 +273,35 @@ pub fn sys_setsockopt(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if len < 0 {
         return Err(Errno::EINVAL);
     }
-    if level != s::SOL_SOCKET {
-        return Err(Errno::EOPNOTSUPP);
-    }
     // No option is larger than a timeval.
     let mut val = [0u8; 16];
     let n = (len as usize).min(val.len());
     ctx.copy_from_user(a[3], &mut val[..n])?;
-    net::options_set(sock(&f).proto().as_ref(), name, &val[..n])?;
+    let proto = sock(&f).proto();
+    if level != s::SOL_SOCKET {
+        proto.setsockopt(level, name, &val[..n])?;
+        return Ok(0);
+    }
+    net::options_set(proto.as_ref(), name, &val[..n])?;
+    proto.sol_socket_changed(name);
     Ok(0)
 }
 
 pub fn sys_getsockopt(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let f = socket_file(ctx, a[0] as i32)?;
     let (level, name) = (a[1] as i32, a[2] as i32);
-    if level != s::SOL_SOCKET {
-        return Err(Errno::EOPNOTSUPP);
-    }
     let mut b = [0u8; 4];
     ctx.copy_from_user(a[4], &mut b)?;
     let len = i32::from_le_bytes(b);
     if len < 0 {
         return Err(Errno::EINVAL);
     }
-    let mut value = net::options_get(sock(&f).proto().as_ref(), name)?.into_bytes();
+    let proto = sock(&f).proto();
+    let mut value = if level == s::SOL_SOCKET {
+        net::options_get(proto.as_ref(), name)?.into_bytes()
+    } else {
+        proto.getsockopt(level, name)?.into_bytes()
+    };
     if name == s::SO_PEERCRED && value.len() >= 4 {
         // The peer's pid as the caller's pid namespace has it.
         let global = i32::from_le_bytes([value[0], value[1], value[2], value[3]]);
