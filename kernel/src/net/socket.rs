@@ -29,6 +29,7 @@ use crate::mm::{uaccess, Vm};
 pub enum SockType {
     Stream = 1,
     Dgram = 2,
+    Raw = 3,
     SeqPacket = 5,
 }
 
@@ -165,6 +166,17 @@ pub trait Protocol: Send + Sync {
     /// SO_SNDBUF changed: writers waiting for room may go on.
     fn buffer_changed(&self) {}
 
+    /// setsockopt(2) at a level other than SOL_SOCKET (Linux answers
+    /// EOPNOTSUPP for a family without `ops->setsockopt`).
+    fn set_option(&self, _level: i32, _name: i32, _val: &[u8]) -> Result<(), Errno> {
+        Err(Errno::EOPNOTSUPP)
+    }
+    /// getsockopt(2) at a level other than SOL_SOCKET, for a buffer of
+    /// `len` bytes.
+    fn get_option(&self, _level: i32, _name: i32, _len: usize) -> Result<Vec<u8>, Errno> {
+        Err(Errno::EOPNOTSUPP)
+    }
+
     /// The socket got its inode number.
     fn attach(&self, _ino: u64) {}
 
@@ -241,7 +253,9 @@ impl FileOps for Socket {
         let n = match cmd {
             c::FIONREAD => self.proto.unread()?,
             c::TIOCOUTQ => self.proto.unsent(),
-            _ => return Err(Errno::ENOTTY),
+            // What the family does not know, the device layer answers
+            // (Linux's `sock_do_ioctl` falling back to `dev_ioctl`).
+            _ => return super::ifioctl::ioctl(self.proto.family(), cmd, arg, vm),
         };
         uaccess::write_u32(vm, arg, n.min(i32::MAX as usize) as u32)?;
         Ok(0)

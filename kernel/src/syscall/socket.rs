@@ -32,6 +32,10 @@ impl net::Host for KernelHost {
         net::Caller { pid: t.process.pid, uid: cred.uid, gid: cred.gid, euid: cred.euid, egid: cred.egid }
     }
 
+    fn net_admin(&self) -> bool {
+        crate::proc::current_task().is_some_and(|t| t.cred().capable(linux_abi::capability::CAP_NET_ADMIN))
+    }
+
     fn sigpipe(&self) {
         if let Some(t) = crate::proc::current_task() {
             crate::proc::signal::send_to_task(
@@ -47,6 +51,8 @@ static HOST: KernelHost = KernelHost;
 pub fn init() {
     net::set_host(&HOST);
     crate::fs::procfs::register("net/unix", |_| net::unix::proc_net_unix().unwrap_or_default());
+    net::ifaces::init();
+    net::procnet::register();
 }
 
 /// The socket behind descriptor `fd`: EBADF, or ENOTSOCK for other files.
@@ -273,13 +279,14 @@ pub fn sys_setsockopt(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if len < 0 {
         return Err(Errno::EINVAL);
     }
-    if level != s::SOL_SOCKET {
-        return Err(Errno::EOPNOTSUPP);
-    }
     // No option is larger than a timeval.
     let mut val = [0u8; 16];
     let n = (len as usize).min(val.len());
     ctx.copy_from_user(a[3], &mut val[..n])?;
+    if level != s::SOL_SOCKET {
+        sock(&f).proto().set_option(level, name, &val[..n])?;
+        return Ok(0);
+    }
     net::options_set(sock(&f).proto().as_ref(), name, &val[..n])?;
     Ok(0)
 }
@@ -287,10 +294,23 @@ pub fn sys_setsockopt(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 pub fn sys_getsockopt(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let f = socket_file(ctx, a[0] as i32)?;
     let (level, name) = (a[1] as i32, a[2] as i32);
-    if level != s::SOL_SOCKET {
-        return Err(Errno::EOPNOTSUPP);
-    }
     let mut b = [0u8; 4];
+    if level != s::SOL_SOCKET {
+        // The family reads the length itself (`ops->getsockopt`).
+        if sock(&f).proto().get_option(level, name, 0) == Err(Errno::EOPNOTSUPP) {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        ctx.copy_from_user(a[4], &mut b)?;
+        let len = i32::from_le_bytes(b);
+        if len < 0 {
+            return Err(Errno::EINVAL);
+        }
+        let value = sock(&f).proto().get_option(level, name, len as usize)?;
+        let n = (len as usize).min(value.len());
+        ctx.copy_to_user(a[3], &value[..n])?;
+        ctx.copy_to_user(a[4], &(n as u32).to_le_bytes())?;
+        return Ok(0);
+    }
     ctx.copy_from_user(a[4], &mut b)?;
     let len = i32::from_le_bytes(b);
     if len < 0 {

@@ -300,6 +300,11 @@ impl MsgBuilder {
         &self.buf
     }
 
+    /// A builder that continues after `buf` (whole messages).
+    pub fn from_bytes(buf: Vec<u8>) -> MsgBuilder {
+        MsgBuilder { buf, start: 0 }
+    }
+
     pub fn into_bytes(self) -> Vec<u8> {
         self.buf
     }
@@ -394,9 +399,9 @@ impl MsgBuilder {
 
     /// NLMSG_ERROR answering `request` with `errno` (0 for an ack): the
     /// negative errno and the request's header; for an error the whole
-    /// request follows, as Linux does unless NETLINK_CAP_ACK is set.
-    pub fn error(&mut self, request: &Msg<'_>, errno: i32, pid: u32) -> Result<(), NoMemory> {
-        let capped = errno == 0;
+    /// request follows, unless `cap` (NETLINK_CAP_ACK) is set.
+    pub fn error(&mut self, request: &Msg<'_>, errno: i32, pid: u32, cap: bool) -> Result<(), NoMemory> {
+        let capped = errno == 0 || cap;
         self.begin(NLMSG_ERROR, if capped { NLM_F_CAPPED } else { 0 }, request.header.seq, pid)?;
         self.put(&(-errno).to_le_bytes())?;
         if capped {
@@ -516,7 +521,7 @@ mod tests {
         let req = request(20, NLM_F_REQUEST | NLM_F_ACK, 9, &[0; 8]);
         let msg = Msgs::new(&req).next().unwrap();
         let mut b = MsgBuilder::new();
-        b.error(&msg, 22, 77).unwrap();
+        b.error(&msg, 22, 77, false).unwrap();
         let reply = b.into_bytes();
         let h = MsgHeader::parse(&reply).unwrap();
         assert_eq!((h.kind, h.seq, h.pid, h.flags), (NLMSG_ERROR, 9, 77, 0));
@@ -526,11 +531,11 @@ mod tests {
         // An unaligned request's echo leaves the reply's length unaligned.
         let odd = request(20, NLM_F_REQUEST, 1, &[0]);
         let mut b = MsgBuilder::new();
-        b.error(&Msgs::new(&odd).next().unwrap(), 22, 0).unwrap();
+        b.error(&Msgs::new(&odd).next().unwrap(), 22, 0, false).unwrap();
         assert_eq!(MsgHeader::parse(b.as_bytes()).unwrap().len, 16 + 4 + 17);
 
         let mut b = MsgBuilder::new();
-        b.error(&msg, 0, 77).unwrap();
+        b.error(&msg, 0, 77, false).unwrap();
         let ack = b.into_bytes();
         let h = MsgHeader::parse(&ack).unwrap();
         assert_eq!((h.len as usize, h.flags), (NLMSG_HDRLEN + NLMSGERR_SIZE, NLM_F_CAPPED));
