@@ -377,6 +377,9 @@ static void dumps(int fd)
     check(n >= 1, "RTM_GETLINK dump");
     n = dump(fd, RTM_GETLINK, AF_INET, NULL);
     check(n >= 1, "RTM_GETLINK dump for AF_INET lists the links too");
+    printf("IPv6's view of lo:\n");
+    n = dump(fd, RTM_GETLINK, AF_INET6, each_link);
+    check(n >= 1, "RTM_GETLINK dump for AF_INET6");
     n = dump(fd, RTM_GETADDR, AF_UNSPEC, each_addr);
     check(n >= 2 && !v4_after_v6, "RTM_GETADDR dump: IPv4 addresses, then IPv6");
     n = dump(fd, RTM_GETADDR, AF_INET, each_addr4);

@@ -153,6 +153,12 @@ fn dump(msg_type: u16, family: u8, seq: u32, pid: u32, limit: usize) -> Result<V
     let multi = nl::NLM_F_MULTI;
     let wants = |f: u16| family == 0 || family as u16 == f || !matches!(family as u16, s::AF_INET | s::AF_INET6);
     match msg_type {
+        // IPv6 has a link dump of its own (`inet6_dump_ifinfo`).
+        r::RTM_GETLINK if family as u16 == s::AF_INET6 => {
+            for l in t.links()? {
+                d.add(|b| fill_inet6_link(b, &l, multi, seq, pid))?;
+            }
+        }
         r::RTM_GETLINK => {
             for l in t.links()? {
                 d.add(|b| fill_link(b, &l, multi, seq, pid, 0))?;
@@ -219,6 +225,21 @@ fn fill_link(b: &mut MsgBuilder, l: &Link, flags: u16, seq: u32, pid: u32, chang
     b.attr(r::IFLA_STATS64, &s64)?;
     b.attr(r::IFLA_STATS, &s32)?;
     b.attr_str(r::IFLA_QDISC, l.qdisc.as_bytes())?;
+    b.end();
+    Ok(())
+}
+
+/// A link as IPv6 describes it (`inet6_fill_ifinfo`; Kiln sends no
+/// IFLA_PROTINFO, the per-device IPv6 settings it does not keep).
+fn fill_inet6_link(b: &mut MsgBuilder, l: &Link, flags: u16, seq: u32, pid: u32) -> Result<(), NoMemory> {
+    b.begin(r::RTM_NEWLINK, flags, seq, pid)?;
+    let info =
+        IfInfoMsg { family: s::AF_INET6 as u8, kind: l.kind, index: l.index as i32, flags: l.flags, change: 0 };
+    b.put_fixed(&info.to_bytes())?;
+    b.attr_str(r::IFLA_IFNAME, l.name.as_bytes())?;
+    b.attr(r::IFLA_ADDRESS, &l.mac)?;
+    b.attr_u32(r::IFLA_MTU, l.mtu)?;
+    b.attr_u8(r::IFLA_OPERSTATE, l.operstate())?;
     b.end();
     Ok(())
 }
