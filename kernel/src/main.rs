@@ -101,6 +101,8 @@ fn run(info: &'static hal::BootInfo) {
     if let Err(e) = fs::init(info.take_module(0)) {
         report_bad_initramfs(&e);
     }
+    // The stack and its loopback, before any program can make a socket.
+    net::inet::init(info.command_line());
     match init_command(info.command_line()) {
         Some((path, argv)) => {
             // An interactive shell (no arguments) gets the machine report

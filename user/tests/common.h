@@ -93,6 +93,23 @@ static UNUSED const char *errname(int e)
     case ENOTSOCK: return "ENOTSOCK";
     case ENOLCK: return "ENOLCK";
     case ECANCELED: return "ECANCELED";
+    case ECONNREFUSED: return "ECONNREFUSED";
+    case ECONNRESET: return "ECONNRESET";
+    case ECONNABORTED: return "ECONNABORTED";
+    case EADDRINUSE: return "EADDRINUSE";
+    case EADDRNOTAVAIL: return "EADDRNOTAVAIL";
+    case EAFNOSUPPORT: return "EAFNOSUPPORT";
+    case EISCONN: return "EISCONN";
+    case ENOTCONN: return "ENOTCONN";
+    case EINPROGRESS: return "EINPROGRESS";
+    case EALREADY: return "EALREADY";
+    case EDESTADDRREQ: return "EDESTADDRREQ";
+    case EPROTONOSUPPORT: return "EPROTONOSUPPORT";
+    case ESOCKTNOSUPPORT: return "ESOCKTNOSUPPORT";
+    case ENOPROTOOPT: return "ENOPROTOOPT";
+    case ENETUNREACH: return "ENETUNREACH";
+    case EHOSTUNREACH: return "EHOSTUNREACH";
+    case EPROTOTYPE: return "EPROTOTYPE";
     default:
         snprintf(buf, sizeof buf, "errno%d", e);
         return buf;

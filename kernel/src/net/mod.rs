@@ -29,6 +29,7 @@
 
 pub mod ifaces;
 mod ifioctl;
+pub mod inet;
 mod io;
 pub mod netlink;
 mod options;
@@ -45,7 +46,7 @@ use linux_abi::errno::Errno;
 use linux_abi::socket as s;
 
 pub use io::{MsgSink, MsgSource};
-pub use options::{get as options_get, set as options_set};
+pub use options::{get as options_get, set as options_set, OptValue};
 pub use socket::{AddrBuf, Control, NameCtx, Received, RecvArgs, SendArgs, SockType, Socket};
 
 /// The identity of the thread making a call, as sockets record it:
@@ -112,6 +113,7 @@ pub fn create(family: u16, kind: u32, protocol: i32) -> Result<Arc<Socket>, Errn
     match family {
         s::AF_UNIX => Socket::new(unix::create(kind, protocol)?),
         s::AF_NETLINK => Socket::new(netlink::create(kind, protocol)?),
+        s::AF_INET | s::AF_INET6 => Socket::new(inet::create(family, kind, protocol)?),
         _ => Err(Errno::EAFNOSUPPORT),
     }
 }

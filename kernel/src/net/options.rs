@@ -43,6 +43,7 @@ pub struct SockOptions {
     pub rcvlowat: AtomicI32,
     pub passcred: AtomicBool,
     reuseaddr: AtomicBool,
+    reuseport: AtomicBool,
     keepalive: AtomicBool,
     debug: AtomicBool,
     dontroute: AtomicBool,
@@ -66,6 +67,7 @@ impl SockOptions {
             rcvlowat: AtomicI32::new(1),
             passcred: AtomicBool::new(false),
             reuseaddr: AtomicBool::new(false),
+            reuseport: AtomicBool::new(false),
             keepalive: AtomicBool::new(false),
             debug: AtomicBool::new(false),
             dontroute: AtomicBool::new(false),
@@ -84,6 +86,44 @@ impl SockOptions {
 
     pub fn passcred(&self) -> bool {
         self.passcred.load(Ordering::Relaxed)
+    }
+
+    pub fn reuseaddr(&self) -> bool {
+        self.reuseaddr.load(Ordering::Relaxed)
+    }
+
+    pub fn reuseport(&self) -> bool {
+        self.reuseport.load(Ordering::Relaxed)
+    }
+
+    pub fn keepalive(&self) -> bool {
+        self.keepalive.load(Ordering::Relaxed)
+    }
+
+    /// SO_LINGER: whether it is on, and its time in seconds.
+    pub fn linger(&self) -> (bool, i32) {
+        let l = self.linger.load(Ordering::Relaxed);
+        (l >> 32 != 0, l as u32 as i32)
+    }
+
+    /// What a connection accept(2) returns inherits from its listener
+    /// (the flags `sk_clone_lock` copies with the socket).
+    pub fn copy_flags_from(&self, from: &SockOptions) {
+        for (to, f) in [
+            (&self.reuseaddr, &from.reuseaddr),
+            (&self.reuseport, &from.reuseport),
+            (&self.keepalive, &from.keepalive),
+            (&self.debug, &from.debug),
+            (&self.dontroute, &from.dontroute),
+            (&self.broadcast, &from.broadcast),
+            (&self.oobinline, &from.oobinline),
+        ] {
+            to.store(f.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+        for (to, f) in [(&self.rcvtimeo, &from.rcvtimeo), (&self.sndtimeo, &from.sndtimeo), (&self.linger, &from.linger)] {
+            to.store(f.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+        self.priority.store(from.priority.load(Ordering::Relaxed), Ordering::Relaxed);
     }
 }
 
@@ -175,9 +215,11 @@ pub fn set(proto: &dyn Protocol, name: i32, val: &[u8]) -> Result<(), Errno> {
         s::SO_PASSCRED => flag(&o.passcred),
         s::SO_REUSEPORT => {
             // Only Internet sockets can share a port.
-            if int_arg(val)? != 0 && !proto.is_inet() {
+            let on = int_arg(val)? != 0;
+            if on && !proto.is_inet() {
                 return Err(Errno::EOPNOTSUPP);
             }
+            o.reuseport.store(on, Ordering::Relaxed);
             Ok(())
         }
         s::SO_PRIORITY => {
@@ -234,7 +276,7 @@ pub fn get(proto: &dyn Protocol, name: i32) -> Result<OptValue, Errno> {
         }
         s::SO_DEBUG => flag(&o.debug),
         s::SO_REUSEADDR => flag(&o.reuseaddr),
-        s::SO_REUSEPORT => OptValue::Int(0),
+        s::SO_REUSEPORT => flag(&o.reuseport),
         s::SO_KEEPALIVE => flag(&o.keepalive),
         s::SO_DONTROUTE => flag(&o.dontroute),
         s::SO_BROADCAST => flag(&o.broadcast),

@@ -166,14 +166,18 @@ pub trait Protocol: Send + Sync {
     /// SO_SNDBUF changed: writers waiting for room may go on.
     fn buffer_changed(&self) {}
 
-    /// setsockopt(2) at a level other than SOL_SOCKET (Linux answers
-    /// EOPNOTSUPP for a family without `ops->setsockopt`).
-    fn set_option(&self, _level: i32, _name: i32, _val: &[u8]) -> Result<(), Errno> {
+    /// A SOL_SOCKET option was set (for the protocol to apply what it
+    /// keeps itself, such as SO_KEEPALIVE).
+    fn sol_socket_changed(&self, _name: i32) {}
+
+    /// setsockopt(2) at the protocol's own levels (IPPROTO_TCP,
+    /// IPPROTO_IP, ...). Linux's AF_UNIX has none: EOPNOTSUPP.
+    fn setsockopt(&self, _level: i32, _name: i32, _val: &[u8]) -> Result<(), Errno> {
         Err(Errno::EOPNOTSUPP)
     }
-    /// getsockopt(2) at a level other than SOL_SOCKET, for a buffer of
-    /// `len` bytes.
-    fn get_option(&self, _level: i32, _name: i32, _len: usize) -> Result<Vec<u8>, Errno> {
+
+    /// getsockopt(2) at the protocol's own levels.
+    fn getsockopt(&self, _level: i32, _name: i32) -> Result<super::options::OptValue, Errno> {
         Err(Errno::EOPNOTSUPP)
     }
 

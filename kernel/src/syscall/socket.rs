@@ -283,11 +283,13 @@ pub fn sys_setsockopt(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let mut val = [0u8; 16];
     let n = (len as usize).min(val.len());
     ctx.copy_from_user(a[3], &mut val[..n])?;
+    let proto = sock(&f).proto();
     if level != s::SOL_SOCKET {
-        sock(&f).proto().set_option(level, name, &val[..n])?;
+        proto.setsockopt(level, name, &val[..n])?;
         return Ok(0);
     }
-    net::options_set(sock(&f).proto().as_ref(), name, &val[..n])?;
+    net::options_set(proto.as_ref(), name, &val[..n])?;
+    proto.sol_socket_changed(name);
     Ok(0)
 }
 
@@ -295,28 +297,17 @@ pub fn sys_getsockopt(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let f = socket_file(ctx, a[0] as i32)?;
     let (level, name) = (a[1] as i32, a[2] as i32);
     let mut b = [0u8; 4];
-    if level != s::SOL_SOCKET {
-        // The family reads the length itself (`ops->getsockopt`).
-        if sock(&f).proto().get_option(level, name, 0) == Err(Errno::EOPNOTSUPP) {
-            return Err(Errno::EOPNOTSUPP);
-        }
-        ctx.copy_from_user(a[4], &mut b)?;
-        let len = i32::from_le_bytes(b);
-        if len < 0 {
-            return Err(Errno::EINVAL);
-        }
-        let value = sock(&f).proto().get_option(level, name, len as usize)?;
-        let n = (len as usize).min(value.len());
-        ctx.copy_to_user(a[3], &value[..n])?;
-        ctx.copy_to_user(a[4], &(n as u32).to_le_bytes())?;
-        return Ok(0);
-    }
     ctx.copy_from_user(a[4], &mut b)?;
     let len = i32::from_le_bytes(b);
     if len < 0 {
         return Err(Errno::EINVAL);
     }
-    let mut value = net::options_get(sock(&f).proto().as_ref(), name)?.into_bytes();
+    let proto = sock(&f).proto();
+    let mut value = if level == s::SOL_SOCKET {
+        net::options_get(proto.as_ref(), name)?.into_bytes()
+    } else {
+        proto.getsockopt(level, name)?.into_bytes()
+    };
     if name == s::SO_PEERCRED && value.len() >= 4 {
         // The peer's pid as the caller's pid namespace has it.
         let global = i32::from_le_bytes([value[0], value[1], value[2], value[3]]);

@@ -19,6 +19,7 @@ pub mod elfcore;
 pub mod fmt_util;
 pub mod frames;
 pub mod gzip;
+pub mod ipconfig;
 pub mod ksyms;
 pub mod memmap;
 pub mod multiboot2;

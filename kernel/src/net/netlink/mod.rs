@@ -33,7 +33,7 @@ use kiln_netlink::wire::{self as nl, SockaddrNl};
 use linux_abi::errno::Errno;
 use linux_abi::socket as s;
 
-use super::options::SockOptions;
+use super::options::{OptValue, SockOptions};
 use super::socket::{AddrBuf, NameCtx, Protocol, Received, RecvArgs, SendArgs, SockType};
 use super::wait::{block_on, Timeout};
 use super::{MsgSink, MsgSource};
@@ -504,7 +504,7 @@ impl Protocol for NetlinkSocket {
         self.state.lock().err = Some(e);
     }
 
-    fn set_option(&self, level: i32, name: i32, val: &[u8]) -> Result<(), Errno> {
+    fn setsockopt(&self, level: i32, name: i32, val: &[u8]) -> Result<(), Errno> {
         if level != nl::SOL_NETLINK {
             return Err(Errno::ENOPROTOOPT);
         }
@@ -539,32 +539,21 @@ impl Protocol for NetlinkSocket {
         Ok(())
     }
 
-    fn get_option(&self, level: i32, name: i32, len: usize) -> Result<Vec<u8>, Errno> {
+    fn getsockopt(&self, level: i32, name: i32) -> Result<OptValue, Errno> {
         if level != nl::SOL_NETLINK {
             return Err(Errno::ENOPROTOOPT);
         }
         let st = self.state.lock();
         let v = match name {
-            nl::NETLINK_LIST_MEMBERSHIPS => {
-                let mut out = Vec::new();
-                out.try_reserve_exact(4).map_err(|_| Errno::ENOMEM)?;
-                out.extend_from_slice(&st.groups.to_le_bytes());
-                return Ok(out);
-            }
-            nl::NETLINK_CAP_ACK => st.cap_ack,
-            nl::NETLINK_EXT_ACK => st.ext_ack,
-            nl::NETLINK_NO_ENOBUFS => st.no_enobufs,
-            nl::NETLINK_BROADCAST_ERROR => st.broadcast_error,
-            nl::NETLINK_PKTINFO | nl::NETLINK_LISTEN_ALL_NSID => false,
+            nl::NETLINK_LIST_MEMBERSHIPS => st.groups as i32,
+            nl::NETLINK_CAP_ACK => st.cap_ack as i32,
+            nl::NETLINK_EXT_ACK => st.ext_ack as i32,
+            nl::NETLINK_NO_ENOBUFS => st.no_enobufs as i32,
+            nl::NETLINK_BROADCAST_ERROR => st.broadcast_error as i32,
+            nl::NETLINK_PKTINFO | nl::NETLINK_LISTEN_ALL_NSID => 0,
             _ => return Err(Errno::ENOPROTOOPT),
         };
-        if len < 4 {
-            return Err(Errno::EINVAL);
-        }
-        let mut out = Vec::new();
-        out.try_reserve_exact(4).map_err(|_| Errno::ENOMEM)?;
-        out.extend_from_slice(&(v as i32).to_le_bytes());
-        Ok(out)
+        Ok(OptValue::Int(v))
     }
 
     fn as_any(&self) -> &dyn Any {

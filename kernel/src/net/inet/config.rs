@@ -1,0 +1,125 @@
+//! NIC interfaces: how a driver's device joins the stack
+//! ([`register_device`]) and gets its addresses, from the kernel command
+//! line's `ip=` (Linux's syntax, parsed by `kiln_util::ipconfig`) or from
+//! DHCP (`ip=dhcp`, smoltcp's DHCPv4 client, as Linux's in-kernel
+//! autoconfiguration). Without `ip=` an interface comes up with no
+//! address, as on Linux.
+
+use alloc::boxed::Box;
+use alloc::string::String;
+
+use hal::sync::SpinLock;
+use kiln_util::ipconfig::{self, IpConfig};
+use linux_abi::errno::Errno;
+use netdev::NetDevice;
+use smoltcp::iface::{Config, Interface, SocketSet};
+use smoltcp::socket::dhcpv4;
+use smoltcp::wire::{EthernetAddress, HardwareAddress, IpAddress, IpCidr, Ipv4Address, Ipv4Cidr};
+
+use super::iface::{IfaceDevice, IfaceInfo, NicDevice};
+use super::stack::{self, Iface, Stack};
+
+/// The command line's `ip=` value (kept from boot).
+static IP_PARAM: SpinLock<Option<String>> = SpinLock::new(None);
+
+/// Remembers the command line's `ip=` for devices that come later.
+pub fn set_cmdline(cmdline: &str) {
+    if let Some(v) = ipconfig::find(cmdline) {
+        let mut s = String::new();
+        if s.try_reserve(v.len()).is_ok() {
+            s.push_str(v);
+            *IP_PARAM.lock() = Some(s);
+        }
+    }
+}
+
+/// Adds a NIC to the stack as `eth<N>` and configures it; returns the
+/// interface's name. Drivers call this once their device is up.
+pub fn register_device(mut dev: Box<dyn NetDevice>) -> Result<&'static str, Errno> {
+    let mac = dev.mac().0;
+    let mtu = dev.capabilities().mtu.max(576);
+    dev.set_waker(alloc::sync::Arc::try_new(|| super::poller::wake()).map_err(|_| Errno::ENOMEM)?);
+    let mut device = IfaceDevice::Nic(NicDevice::new(dev)?);
+    let mut st = stack::lock()?;
+    let n = st.ifaces.iter().filter(|i| !i.info.loopback).count();
+    let name: &'static str = match n {
+        0 => "eth0",
+        1 => "eth1",
+        2 => "eth2",
+        3 => "eth3",
+        _ => return Err(Errno::ENOSPC),
+    };
+    let mut cfg = Config::new(HardwareAddress::Ethernet(EthernetAddress(mac)));
+    cfg.random_seed = super::random_seed();
+    let iface = Interface::new(cfg, &mut device, stack::now());
+    let index = st.ifaces.len() as u32 + 1;
+    let mut f = Iface {
+        info: IfaceInfo { name, index, loopback: false, mac, mtu },
+        iface,
+        dev: device,
+        sockets: SocketSet::new(alloc::vec::Vec::new()),
+        dhcp: None,
+    };
+    let param = IP_PARAM.lock().clone();
+    match param.as_deref().map(ipconfig::parse) {
+        None => {}
+        Some(Err(e)) => log::warn!("net: {name}: ip= not understood ({e:?}); no address"),
+        Some(Ok(IpConfig::Off)) => {}
+        Some(Ok(IpConfig::Dhcp { device, .. })) => {
+            if device.is_none_or(|d| d == name) {
+                let mut sock = dhcpv4::Socket::new();
+                // Linux's ic_dhcp gives up after a while; smoltcp retries
+                // forever, which is what a server wants.
+                sock.set_max_lease_duration(None);
+                f.dhcp = Some(f.sockets.add(sock));
+                log::info!("net: {name}: DHCP");
+            }
+        }
+        Some(Ok(IpConfig::Static(s))) => {
+            if s.device.is_none_or(|d| d == name) {
+                let a = Ipv4Address::from(s.client);
+                f.iface.update_ip_addrs(|v| {
+                    let _ = v.push(IpCidr::new(IpAddress::Ipv4(a), s.prefix));
+                });
+                if let Some(gw) = s.gateway {
+                    let _ = f.iface.routes_mut().add_default_ipv4_route(Ipv4Address::from(gw));
+                }
+                log::info!("net: {name}: {a}/{} gateway {:?}", s.prefix, s.gateway.map(Ipv4Address::from));
+            }
+        }
+    }
+    st.add_iface(f)?;
+    st.poll();
+    Ok(name)
+}
+
+/// Applies what the DHCP client of interface `i` reported.
+pub fn poll_dhcp(st: &mut Stack, i: usize) {
+    let f = &mut st.ifaces[i];
+    let Some(h) = f.dhcp else { return };
+    let event = f.sockets.get_mut::<dhcpv4::Socket>(h).poll();
+    match event {
+        None => {}
+        Some(dhcpv4::Event::Configured(c)) => {
+            let cidr: Ipv4Cidr = c.address;
+            f.iface.update_ip_addrs(|v| {
+                v.retain(|a| !matches!(a, IpCidr::Ipv4(_)));
+                let _ = v.push(IpCidr::Ipv4(cidr));
+            });
+            match c.router {
+                Some(r) => {
+                    let _ = f.iface.routes_mut().add_default_ipv4_route(r);
+                }
+                None => {
+                    f.iface.routes_mut().remove_default_ipv4_route();
+                }
+            }
+            log::info!("net: {}: DHCP gave {} gateway {:?}", f.info.name, cidr, c.router);
+        }
+        Some(dhcpv4::Event::Deconfigured) => {
+            f.iface.update_ip_addrs(|v| v.retain(|a| !matches!(a, IpCidr::Ipv4(_))));
+            f.iface.routes_mut().remove_default_ipv4_route();
+            log::info!("net: {}: DHCP lease lost", f.info.name);
+        }
+    }
+}

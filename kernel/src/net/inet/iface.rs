@@ -1,0 +1,238 @@
+//! Interfaces and their devices as smoltcp sees them: the loopback
+//! (`lo`), and NICs through the drivers' `netdev::NetDevice` trait
+//! ([`NicDevice`], the adapter to smoltcp's `phy::Device`).
+//!
+//! Frames move through owned buffers: a received frame is copied once
+//! out of the driver's receive buffer (the driver lends it only for the
+//! call), a transmitted one is built by smoltcp in place in the driver's
+//! transmit buffer. The loopback hands each frame from transmit to
+//! receive without copying it.
+
+use alloc::boxed::Box;
+use alloc::collections::VecDeque;
+use alloc::vec::Vec;
+
+use netdev::{LinkState, NetDevice, RxMeta, TxMeta};
+use smoltcp::phy::{self, ChecksumCapabilities, DeviceCapabilities, Medium};
+use smoltcp::time::Instant;
+
+/// The largest frame either device kind carries (the loopback's MTU).
+pub const LOOPBACK_MTU: usize = 65535;
+
+/// Frames waiting in the loopback at most (a bound, not a tuning knob:
+/// each poll round drains them).
+const LOOPBACK_QUEUE: usize = 1024;
+
+/// What the interface listings (/proc/net/dev, SIOCGIF*, netlink) show.
+#[derive(Clone, Debug)]
+pub struct IfaceInfo {
+    pub name: &'static str,
+    /// Linux's ifindex (lo is 1).
+    pub index: u32,
+    pub loopback: bool,
+    pub mac: [u8; 6],
+    pub mtu: usize,
+}
+
+/// Counters in /proc/net/dev's shape.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Counters {
+    pub rx_packets: u64,
+    pub rx_bytes: u64,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    pub tx_dropped: u64,
+    pub rx_dropped: u64,
+}
+
+/// The loopback: what is sent is received, in order.
+pub struct LoopbackDevice {
+    queue: VecDeque<Vec<u8>>,
+    scratch: Vec<u8>,
+    pub counters: Counters,
+}
+
+/// A NIC behind a driver.
+pub struct NicDevice {
+    dev: Box<dyn NetDevice>,
+    /// Where smoltcp builds a frame the driver would not take (so the
+    /// frame is dropped, as a full ring drops it, without allocating).
+    scratch: Vec<u8>,
+    pub counters: Counters,
+}
+
+impl NicDevice {
+    pub fn new(dev: Box<dyn NetDevice>) -> Result<NicDevice, linux_abi::errno::Errno> {
+        let mtu = dev.capabilities().mtu.max(576);
+        let scratch = super::stack::zeroed(mtu + 14)?;
+        Ok(NicDevice { dev, scratch, counters: Counters::default() })
+    }
+
+    pub fn inner(&mut self) -> &mut dyn NetDevice {
+        &mut *self.dev
+    }
+}
+
+pub enum IfaceDevice {
+    Loopback(LoopbackDevice),
+    Nic(NicDevice),
+}
+
+impl IfaceDevice {
+    pub fn loopback() -> Result<IfaceDevice, linux_abi::errno::Errno> {
+        let scratch = super::stack::zeroed(LOOPBACK_MTU)?;
+        Ok(IfaceDevice::Loopback(LoopbackDevice { queue: VecDeque::new(), scratch, counters: Counters::default() }))
+    }
+
+    /// Frames are waiting to be received (the loopback's own; a NIC
+    /// says so through its waker instead).
+    pub fn rx_pending(&self) -> bool {
+        match self {
+            IfaceDevice::Loopback(l) => !l.queue.is_empty(),
+            IfaceDevice::Nic(_) => false,
+        }
+    }
+
+    pub fn counters(&self) -> Counters {
+        match self {
+            IfaceDevice::Loopback(l) => l.counters,
+            IfaceDevice::Nic(n) => {
+                let s = n.dev.stats();
+                Counters {
+                    rx_packets: s.rx_packets,
+                    rx_bytes: s.rx_bytes,
+                    tx_packets: s.tx_packets,
+                    tx_bytes: s.tx_bytes,
+                    tx_dropped: s.tx_dropped + n.counters.tx_dropped,
+                    rx_dropped: s.rx_dropped + n.counters.rx_dropped,
+                }
+            }
+        }
+    }
+
+    pub fn link_up(&self) -> bool {
+        match self {
+            IfaceDevice::Loopback(_) => true,
+            IfaceDevice::Nic(n) => n.dev.link() == LinkState::Up,
+        }
+    }
+}
+
+pub struct RxToken {
+    frame: Vec<u8>,
+}
+
+impl phy::RxToken for RxToken {
+    fn consume<R, F: FnOnce(&[u8]) -> R>(self, f: F) -> R {
+        f(&self.frame)
+    }
+}
+
+pub enum TxToken<'a> {
+    Loopback(&'a mut LoopbackDevice),
+    Nic(&'a mut NicDevice),
+}
+
+impl phy::TxToken for TxToken<'_> {
+    fn consume<R, F: FnOnce(&mut [u8]) -> R>(self, len: usize, f: F) -> R {
+        match self {
+            TxToken::Loopback(l) => {
+                let mut frame = Vec::new();
+                if l.queue.len() >= LOOPBACK_QUEUE || frame.try_reserve_exact(len).is_err() {
+                    // Built where it is dropped: smoltcp needs its
+                    // closure run.
+                    l.counters.tx_dropped += 1;
+                    let n = len.min(l.scratch.len());
+                    return f(&mut l.scratch[..n]);
+                }
+                frame.resize(len, 0);
+                let r = f(&mut frame);
+                l.counters.tx_packets += 1;
+                l.counters.tx_bytes += len as u64;
+                l.counters.rx_packets += 1;
+                l.counters.rx_bytes += len as u64;
+                l.queue.push_back(frame);
+                r
+            }
+            TxToken::Nic(n) => {
+                let mut f = Some(f);
+                let mut out = None;
+                let sent = n.dev.transmit(TxMeta::default(), len, &mut |buf: &mut [u8]| {
+                    if let Some(f) = f.take() {
+                        out = Some(f(&mut buf[..len]));
+                    }
+                });
+                match (out, f) {
+                    (Some(r), _) => r,
+                    (None, Some(f)) => {
+                        // Refused (ring full, link down): built and dropped.
+                        let _ = sent;
+                        n.counters.tx_dropped += 1;
+                        let l = len.min(n.scratch.len());
+                        f(&mut n.scratch[..l])
+                    }
+                    (None, None) => unreachable!("the closure ran or is still here"),
+                }
+            }
+        }
+    }
+}
+
+impl phy::Device for IfaceDevice {
+    type RxToken<'a> = RxToken;
+    type TxToken<'a> = TxToken<'a>;
+
+    fn receive(&mut self, _now: Instant) -> Option<(RxToken, TxToken<'_>)> {
+        match self {
+            IfaceDevice::Loopback(l) => {
+                let frame = l.queue.pop_front()?;
+                Some((RxToken { frame }, TxToken::Loopback(l)))
+            }
+            IfaceDevice::Nic(n) => {
+                let mut frame = None;
+                let mut dropped = false;
+                n.dev.receive(1, &mut |data: &[u8], _meta: RxMeta| {
+                    let mut v = Vec::new();
+                    if v.try_reserve_exact(data.len()).is_ok() {
+                        v.extend_from_slice(data);
+                        frame = Some(v);
+                    } else {
+                        dropped = true;
+                    }
+                });
+                if dropped {
+                    n.counters.rx_dropped += 1;
+                }
+                Some((RxToken { frame: frame? }, TxToken::Nic(n)))
+            }
+        }
+    }
+
+    fn transmit(&mut self, _now: Instant) -> Option<TxToken<'_>> {
+        Some(match self {
+            IfaceDevice::Loopback(l) => TxToken::Loopback(l),
+            IfaceDevice::Nic(n) => TxToken::Nic(n),
+        })
+    }
+
+    fn capabilities(&self) -> DeviceCapabilities {
+        let mut caps = DeviceCapabilities::default();
+        match self {
+            IfaceDevice::Loopback(_) => {
+                caps.medium = Medium::Ip;
+                caps.max_transmission_unit = LOOPBACK_MTU;
+                // Linux's lo does not checksum either (CHECKSUM_PARTIAL
+                // that nobody completes): the bytes never leave memory.
+                caps.checksum = ChecksumCapabilities::ignored();
+            }
+            IfaceDevice::Nic(n) => {
+                // Checksums are computed and checked here: the device's
+                // offloads are per frame, smoltcp's switches global.
+                let c = n.dev.capabilities();
+                caps.medium = Medium::Ethernet;
+                caps.max_transmission_unit = c.mtu.max(576) + 14;
+            }
+        }
+        caps
+    }
+}

@@ -1,0 +1,321 @@
+//! The stack: every interface with its smoltcp sockets, the port tables,
+//! and the open sockets to tell when smoltcp changed something.
+//!
+//! One sleeping lock ([`STACK`]) guards it all. A socket call takes it,
+//! works on its smoltcp socket, and polls the interfaces before letting
+//! go (so a send is on the wire, or through the loopback and into the
+//! peer's buffer, when the call returns: Asterinas's "poll right after
+//! send"). The poll thread ([`super::poller`]) takes it when a device
+//! wakes it or smoltcp's next timer is due.
+//!
+//! After each poll every open socket refreshes its readiness from its
+//! smoltcp socket ([`Watch::refresh`]) and notifies its pollers if that
+//! changed, so `poll`, `select` and `epoll` read readiness from atomics
+//! and never take this lock.
+
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+
+use linux_abi::errno::Errno;
+use smoltcp::iface::{Interface, PollResult, SocketHandle, SocketSet};
+use smoltcp::socket::{tcp, udp};
+use smoltcp::time::Instant;
+use smoltcp::wire::IpAddress;
+
+use super::iface::{IfaceDevice, IfaceInfo};
+use super::ports::{Ports, Transport};
+use crate::sync::{Mutex, MutexGuard};
+
+/// One interface: smoltcp's state for it, its device, and the sockets
+/// whose traffic goes through it.
+pub struct Iface {
+    pub info: IfaceInfo,
+    pub iface: Interface,
+    pub dev: IfaceDevice,
+    pub sockets: SocketSet<'static>,
+    /// The interface's DHCP client, if `ip=` asked for one.
+    pub dhcp: Option<SocketHandle>,
+}
+
+/// A smoltcp socket: which interface's set, which handle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SockRef {
+    pub iface: usize,
+    pub handle: SocketHandle,
+}
+
+/// An open socket that wants to hear when smoltcp may have changed its
+/// state.
+pub trait Watch: Send + Sync {
+    fn id(&self) -> u64;
+    /// Re-reads the socket's state after a poll (stack locked).
+    fn refresh(&self, stack: &mut Stack);
+}
+
+/// A TCP connection whose socket is closed but whose smoltcp socket
+/// still finishes the close handshake; it keeps its port until then.
+struct Orphan {
+    r: SockRef,
+    port: Option<(Transport, u16, u64)>,
+}
+
+pub struct Stack {
+    pub ifaces: Vec<Iface>,
+    pub ports: Ports,
+    watchers: Vec<Arc<dyn Watch>>,
+    orphans: Vec<Orphan>,
+    /// When smoltcp next wants to be polled (monotonic ns; 0: no timer).
+    pub next_poll: u64,
+}
+
+pub static STACK: Mutex<Option<Stack>> = Mutex::new(None);
+
+/// The stack, locked. ENETDOWN before it is set up (never, once booted).
+pub struct Locked(MutexGuard<'static, Option<Stack>>);
+
+impl core::ops::Deref for Locked {
+    type Target = Stack;
+    fn deref(&self) -> &Stack {
+        self.0.as_ref().expect("checked in lock()")
+    }
+}
+
+impl core::ops::DerefMut for Locked {
+    fn deref_mut(&mut self) -> &mut Stack {
+        self.0.as_mut().expect("checked in lock()")
+    }
+}
+
+pub fn lock() -> Result<Locked, Errno> {
+    let g = STACK.lock();
+    if g.is_none() {
+        return Err(Errno::ENETDOWN);
+    }
+    Ok(Locked(g))
+}
+
+pub fn now() -> Instant {
+    Instant::from_micros((hal::time::monotonic_ns() / 1000) as i64)
+}
+
+static NEXT_ID: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(1);
+
+/// A new socket identity (bind-table owner, watcher key).
+pub fn new_id() -> u64 {
+    NEXT_ID.fetch_add(1, core::sync::atomic::Ordering::Relaxed)
+}
+
+impl Stack {
+    pub fn new(lo: Iface) -> Stack {
+        let mut ifaces = Vec::new();
+        ifaces.push(lo);
+        Stack { ifaces, ports: Ports::new(), watchers: Vec::new(), orphans: Vec::new(), next_poll: 0 }
+    }
+
+    pub fn add_iface(&mut self, iface: Iface) -> Result<usize, Errno> {
+        self.ifaces.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+        self.ifaces.push(iface);
+        Ok(self.ifaces.len() - 1)
+    }
+
+    pub fn watch(&mut self, w: Arc<dyn Watch>) -> Result<(), Errno> {
+        self.watchers.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+        self.watchers.push(w);
+        Ok(())
+    }
+
+    pub fn unwatch(&mut self, id: u64) {
+        if let Some(i) = self.watchers.iter().position(|w| w.id() == id) {
+            self.watchers.swap_remove(i);
+        }
+    }
+
+    pub fn tcp(&mut self, r: SockRef) -> &mut tcp::Socket<'static> {
+        self.ifaces[r.iface].sockets.get_mut::<tcp::Socket>(r.handle)
+    }
+
+    pub fn udp(&mut self, r: SockRef) -> &mut udp::Socket<'static> {
+        self.ifaces[r.iface].sockets.get_mut::<udp::Socket>(r.handle)
+    }
+
+    pub fn add(&mut self, iface: usize, s: smoltcp::socket::Socket<'static>) -> SockRef {
+        let handle = self.ifaces[iface].sockets.add(s);
+        SockRef { iface, handle }
+    }
+
+    pub fn remove(&mut self, r: SockRef) {
+        drop(self.ifaces[r.iface].sockets.remove(r.handle));
+    }
+
+    /// The interface whose addresses include `addr`.
+    pub fn iface_of_local(&self, addr: IpAddress) -> Option<usize> {
+        self.ifaces.iter().position(|i| i.iface.has_ip_addr(addr))
+    }
+
+    /// The interface traffic to `remote` goes out of: the one that owns
+    /// the address (so traffic to the machine itself loops back), else
+    /// the one with a route to it. ENETUNREACH without one.
+    pub fn route(&mut self, remote: IpAddress) -> Result<usize, Errno> {
+        if is_loopback(remote) {
+            return Ok(0);
+        }
+        if let Some(i) = self.iface_of_local(remote) {
+            // Addresses of the machine itself loop back too (Linux's
+            // local routing table).
+            return Ok(if self.ifaces[i].info.loopback { i } else { 0 });
+        }
+        for (i, f) in self.ifaces.iter().enumerate().skip(1) {
+            let gateway = match remote {
+                IpAddress::Ipv4(_) => f.iface.routes().get_default_ipv4_route().is_some(),
+                IpAddress::Ipv6(_) => f.iface.routes().get_default_ipv6_route().is_some(),
+            };
+            if gateway || f.iface.ip_addrs().iter().any(|c| c.contains_addr(&remote)) {
+                return Ok(i);
+            }
+        }
+        Err(Errno::ENETUNREACH)
+    }
+
+    /// A TCP connection the user closed: polled until it is done with
+    /// its close handshake, then dropped with its port.
+    pub fn orphan(&mut self, r: SockRef, port: Option<(Transport, u16, u64)>) {
+        if self.orphans.try_reserve(1).is_err() {
+            self.tcp(r).abort();
+            self.reap(r, port);
+            return;
+        }
+        self.orphans.push(Orphan { r, port });
+    }
+
+    fn reap(&mut self, r: SockRef, port: Option<(Transport, u16, u64)>) {
+        self.remove(r);
+        if let Some((t, p, owner)) = port {
+            self.ports.release(t, p, owner);
+        }
+    }
+
+    /// Polls every interface until nothing moves, then lets the open
+    /// sockets see what changed and tells the network thread when
+    /// smoltcp next wants a poll.
+    pub fn poll(&mut self) {
+        let now = now();
+        // A second round sends the resets of orphans found receiving.
+        for _ in 0..2 {
+            self.poll_ifaces(now);
+            if !self.reap_orphans() {
+                break;
+            }
+        }
+        for i in 1..self.ifaces.len() {
+            super::config::poll_dhcp(self, i);
+        }
+        let watchers = core::mem::take(&mut self.watchers);
+        for w in &watchers {
+            w.refresh(self);
+        }
+        let mut added = core::mem::replace(&mut self.watchers, watchers);
+        self.watchers.append(&mut added);
+        let mut next = u64::MAX;
+        for f in self.ifaces.iter_mut() {
+            if let Some(at) = f.iface.poll_at(now, &f.sockets) {
+                let ns = (at.total_micros().max(0) as u64).saturating_mul(1000);
+                next = next.min(ns);
+            }
+        }
+        self.next_poll = next;
+        super::poller::schedule(next);
+    }
+
+    fn poll_ifaces(&mut self, now: Instant) {
+        for f in self.ifaces.iter_mut() {
+            // A loopback frame sent in one round is received in the next;
+            // the bound keeps one busy socket from holding the lock long.
+            for _ in 0..256 {
+                let r = f.iface.poll(now, &mut f.dev, &mut f.sockets);
+                if r == PollResult::None && !f.dev.rx_pending() {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Lets each NIC's driver reclaim and refill its rings (after its
+    /// waker woke the network thread), and the sockets whose release had
+    /// to wait for this thread go.
+    pub fn service_devices(&mut self) {
+        for f in self.ifaces.iter_mut() {
+            if let super::iface::IfaceDevice::Nic(n) = &mut f.dev {
+                let ev = n.inner().service();
+                if ev.link_changed {
+                    log::info!("net: {}: link {:?}", f.info.name, n.inner().link());
+                }
+                if ev.was_reset {
+                    log::warn!("net: {}: the driver reset the device", f.info.name);
+                }
+            }
+        }
+    }
+
+    /// Drops the orphans that are done; resets those that received
+    /// data (a closed socket has no reader: Linux answers with a reset).
+    /// Returns whether it reset any.
+    fn reap_orphans(&mut self) -> bool {
+        let mut reset = false;
+        let mut i = 0;
+        while i < self.orphans.len() {
+            let r = self.orphans[i].r;
+            let t = self.tcp(r);
+            if t.recv_queue() > 0 && t.state() != tcp::State::Closed {
+                t.abort();
+                reset = true;
+            }
+            let state = t.state();
+            // TIME-WAIT is not kept: the port is free at once (see
+            // docs/networking.md).
+            if matches!(state, tcp::State::Closed | tcp::State::TimeWait) && !reset {
+                let o = self.orphans.swap_remove(i);
+                self.reap(o.r, o.port);
+            } else {
+                i += 1;
+            }
+        }
+        reset
+    }
+
+    /// Connections in the stack, for /proc/net/tcp-like listings.
+    pub fn tcp_sockets(&self) -> impl Iterator<Item = &tcp::Socket<'static>> {
+        self.ifaces.iter().flat_map(|f| {
+            f.sockets.iter().filter_map(|(_, s)| match s {
+                smoltcp::socket::Socket::Tcp(t) => Some(t),
+                _ => None,
+            })
+        })
+    }
+}
+
+/// A smoltcp TCP socket with buffers of these sizes.
+pub fn new_tcp(rx: usize, tx: usize) -> Result<tcp::Socket<'static>, Errno> {
+    let rxb = zeroed(rx)?;
+    let txb = zeroed(tx)?;
+    let mut s = tcp::Socket::new(tcp::SocketBuffer::new(rxb), tcp::SocketBuffer::new(txb));
+    // An immediate ACK: the peer is usually the loopback, where a delayed
+    // one only stalls the sender (smoltcp's default is 10 ms).
+    s.set_ack_delay(None);
+    Ok(s)
+}
+
+/// A zeroed buffer, or ENOMEM.
+pub fn zeroed(n: usize) -> Result<Vec<u8>, Errno> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| Errno::ENOMEM)?;
+    v.resize(n, 0);
+    Ok(v)
+}
+
+/// 127.0.0.0/8 and ::1.
+pub fn is_loopback(a: IpAddress) -> bool {
+    match a {
+        IpAddress::Ipv4(v4) => v4.octets()[0] == 127,
+        IpAddress::Ipv6(v6) => v6.is_loopback(),
+    }
+}

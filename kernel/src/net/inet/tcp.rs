@@ -1,0 +1,1063 @@
+//! TCP sockets (SOCK_STREAM in AF_INET and AF_INET6) on smoltcp's TCP.
+//!
+//! A socket is in one of four phases: closed (new, or after a failed
+//! connection), connecting, connected, or listening. A connection is one
+//! smoltcp socket. A listener is a few smoltcp sockets listening on its
+//! port (smoltcp turns a listening socket into the connection a SYN
+//! asks for) and a queue of established connections for accept: after
+//! each poll the listener moves finished handshakes to the queue and
+//! puts a fresh listening socket in their place, until the queue holds
+//! backlog + 1 connections (Linux's bound).
+//!
+//! smoltcp says what a connection's state is, not why it changed, so the
+//! errors are read from transitions: SYN-SENT to CLOSED is a refused
+//! connection, any other way to CLOSED but the close handshake's end is
+//! a reset.
+//!
+//! Locks: the stack lock, then a socket's `inner` spin lock; nothing
+//! sleeps under `inner`.
+
+use alloc::collections::VecDeque;
+use alloc::sync::{Arc, Weak};
+use alloc::vec::Vec;
+use core::any::Any;
+use core::sync::atomic::Ordering;
+
+use hal::sync::SpinLock;
+use linux_abi::errno::Errno;
+use linux_abi::socket as s;
+use smoltcp::socket::tcp::{self, State};
+use smoltcp::time::Duration;
+use smoltcp::wire::{IpAddress, IpEndpoint, IpListenEndpoint, Ipv4Address, Ipv6Address};
+
+use super::addr::{self, SockAddr};
+use super::common::{int_arg, Common, SOL_TCP};
+use super::ports::{Binding, Transport};
+use super::stack::{self, SockRef, Stack, Watch};
+use crate::event::{Events, PollTable};
+use crate::net::options::{OptValue, SockOptions};
+use crate::net::socket::{AddrBuf, NameCtx, Protocol, Received, RecvArgs, SendArgs, SockType};
+use crate::net::wait::{block_on, partial_or};
+use crate::net::{MsgSink, MsgSource};
+
+pub const TCP_NODELAY: i32 = 1;
+pub const TCP_MAXSEG: i32 = 2;
+pub const TCP_CORK: i32 = 3;
+pub const TCP_KEEPIDLE: i32 = 4;
+pub const TCP_KEEPINTVL: i32 = 5;
+pub const TCP_KEEPCNT: i32 = 6;
+
+/// Linux's `tcp_rmem[1]` and `tcp_wmem[1]`: what SO_RCVBUF/SO_SNDBUF
+/// read on a new TCP socket.
+const TCP_RMEM_DEFAULT: u32 = 131_072;
+const TCP_WMEM_DEFAULT: u32 = 16_384;
+
+/// Listening smoltcp sockets per listener: on the loopback a handshake
+/// ends within the poll that began it, so a few suffice; each holds a
+/// connection's buffers.
+const LISTEN_SLOTS: usize = 4;
+
+/// shutdown bits.
+const RCV: u8 = 1;
+const SEND: u8 = 2;
+
+struct Listener {
+    backlog: usize,
+    slots: Vec<SockRef>,
+    queue: VecDeque<SockRef>,
+    endpoint: IpListenEndpoint,
+    /// Buffer sizes of the connections it makes.
+    sizes: (usize, usize),
+}
+
+enum Phase {
+    Closed,
+    Connecting(SockRef),
+    Connected(SockRef),
+    Listening(Listener),
+}
+
+struct Inner {
+    phase: Phase,
+    /// The bound address (port 0: not bound).
+    local: SockAddr,
+    /// This socket holds `local.port` in the bind table.
+    owns_port: bool,
+    /// connect(2) returned EINPROGRESS and no later connect has seen
+    /// the outcome (Linux's SS_CONNECTING).
+    in_progress: bool,
+    shut: u8,
+    nodelay: bool,
+    cork: bool,
+    keepidle: u32,
+    keepintvl: u32,
+    keepcnt: u32,
+    last_state: State,
+    rx_seen: usize,
+    tx_seen: usize,
+    released: bool,
+}
+
+pub struct TcpSocket {
+    c: Common,
+    inner: SpinLock<Inner>,
+    me: hal::sync::Once<Weak<TcpSocket>>,
+}
+
+impl TcpSocket {
+    fn new(family: u16, phase: Phase, local: SockAddr) -> Result<Arc<TcpSocket>, Errno> {
+        let c = Common::new(family);
+        c.opts.rcvbuf.store(TCP_RMEM_DEFAULT, Ordering::Relaxed);
+        c.opts.sndbuf.store(TCP_WMEM_DEFAULT, Ordering::Relaxed);
+        let sock = Arc::try_new(TcpSocket {
+            c,
+            inner: SpinLock::new(Inner {
+                phase,
+                local,
+                owns_port: false,
+                in_progress: false,
+                shut: 0,
+                nodelay: false,
+                cork: false,
+                keepidle: 7200,
+                keepintvl: 75,
+                keepcnt: 9,
+                last_state: State::Closed,
+                rx_seen: 0,
+                tx_seen: 0,
+                released: false,
+            }),
+            me: hal::sync::Once::new(),
+        })
+        .map_err(|_| Errno::ENOMEM)?;
+        sock.me.set(Arc::downgrade(&sock));
+        // Readiness of a new socket: TCP_CLOSE with nothing shut down.
+        sock.c.events.store((Events::OUT | Events::WRNORM | Events::HUP).bits(), Ordering::Relaxed);
+        Ok(sock)
+    }
+
+    fn arc(&self) -> Arc<TcpSocket> {
+        self.me.get().and_then(Weak::upgrade).expect("a socket in use is alive")
+    }
+
+    /// smoltcp buffer sizes from SO_RCVBUF/SO_SNDBUF: the receive buffer
+    /// is the window (half the doubled value, as Linux's default
+    /// `tcp_adv_win_scale` gives), the send buffer four times the send
+    /// size so a writer stays ahead of the acknowledgements.
+    fn buffer_sizes(opts: &SockOptions) -> (usize, usize) {
+        let rx = (opts.rcvbuf.load(Ordering::Relaxed) as usize / 2).clamp(4096, 4 << 20);
+        let tx = (opts.sndbuf.load(Ordering::Relaxed) as usize * 4).clamp(4096, 4 << 20);
+        (rx, tx)
+    }
+
+    fn configure(&self, inner: &Inner, t: &mut tcp::Socket<'static>) {
+        // TCP_CORK holds partial segments back, which Nagle's rule
+        // does while data is unacknowledged: the nearest smoltcp has.
+        t.set_nagle_enabled(!inner.nodelay || inner.cork);
+        let keep = self.c.opts.keepalive();
+        t.set_keep_alive(keep.then(|| Duration::from_secs(inner.keepidle as u64)));
+        t.set_hop_limit(self.c.hop_limit());
+    }
+
+    fn binding(&self, local: SockAddr) -> Binding {
+        Binding {
+            owner: self.c.id,
+            addr: local.addr,
+            v6_any_dual: self.c.family == s::AF_INET6
+                && local.addr.is_none()
+                && !self.c.v6only.load(Ordering::Relaxed),
+            v6_family: self.c.family == s::AF_INET6,
+            reuseaddr: self.c.opts.reuseaddr(),
+            reuseport: self.c.opts.reuseport(),
+            uid: crate::net::caller().euid,
+            listening: false,
+        }
+    }
+
+    /// Binds an ephemeral port if the socket has none (connect, listen).
+    fn autobind(&self, st: &mut Stack, inner: &mut Inner) -> Result<(), Errno> {
+        if inner.local.port != 0 {
+            return Ok(());
+        }
+        let b = self.binding(inner.local);
+        inner.local.port = st.ports.bind(Transport::Tcp, 0, b)?;
+        inner.owns_port = true;
+        Ok(())
+    }
+
+    /// Readiness now (Linux's `tcp_poll`).
+    fn compute(&self, st: &mut Stack, inner: &mut Inner) -> (Events, Events) {
+        let mut ev = Events::EMPTY;
+        let mut more = Events::EMPTY;
+        if self.c.has_err() {
+            ev |= Events::ERR;
+        }
+        match &inner.phase {
+            Phase::Listening(l) => {
+                if !l.queue.is_empty() {
+                    ev |= Events::IN | Events::RDNORM;
+                }
+                if l.queue.len() > inner.rx_seen {
+                    more |= Events::IN;
+                }
+                inner.rx_seen = l.queue.len();
+            }
+            Phase::Closed => {
+                ev |= Events::HUP;
+                if inner.shut & RCV != 0 {
+                    ev |= Events::IN | Events::RDNORM | Events::RDHUP;
+                }
+                ev |= Events::OUT | Events::WRNORM;
+            }
+            Phase::Connecting(_) => {}
+            Phase::Connected(r) => {
+                let t = st.tcp(*r);
+                let state = t.state();
+                let peer_fin = matches!(
+                    state,
+                    State::CloseWait | State::LastAck | State::Closing | State::TimeWait | State::Closed
+                );
+                let rcv_shut = inner.shut & RCV != 0 || peer_fin;
+                let send_shut = inner.shut & SEND != 0 || state == State::Closed;
+                if (rcv_shut && send_shut) || state == State::Closed {
+                    ev |= Events::HUP;
+                }
+                if rcv_shut {
+                    ev |= Events::IN | Events::RDNORM | Events::RDHUP;
+                }
+                let rx = t.recv_queue();
+                if rx > 0 {
+                    ev |= Events::IN | Events::RDNORM;
+                }
+                let (cap, queued) = (t.send_capacity(), t.send_queue());
+                let free = cap - queued;
+                if send_shut || (t.may_send() && free * 2 >= queued && free > 0) {
+                    ev |= Events::OUT | Events::WRNORM;
+                }
+                if rx > inner.rx_seen {
+                    more |= Events::IN;
+                }
+                if queued < inner.tx_seen {
+                    more |= Events::OUT;
+                }
+                inner.rx_seen = rx;
+                inner.tx_seen = queued;
+            }
+        }
+        (ev, more)
+    }
+
+    /// After a poll: follows the smoltcp socket's state and publishes
+    /// readiness.
+    fn refresh_locked(&self, st: &mut Stack, inner: &mut Inner) {
+        match &mut inner.phase {
+            Phase::Connecting(r) => {
+                let r = *r;
+                match st.tcp(r).state() {
+                    State::SynSent | State::SynReceived => {}
+                    State::Closed => {
+                        // Refused (a reset answered the SYN) or timed out.
+                        st.remove(r);
+                        inner.phase = Phase::Closed;
+                        inner.shut = RCV | SEND;
+                        self.c.set_err(Errno::ECONNREFUSED);
+                        self.c.opts.async_io.error();
+                    }
+                    s => {
+                        inner.phase = Phase::Connected(r);
+                        inner.last_state = s;
+                    }
+                }
+            }
+            Phase::Connected(r) => {
+                let r = *r;
+                let state = st.tcp(r).state();
+                if state == State::Closed
+                    && !matches!(inner.last_state, State::Closed | State::LastAck | State::TimeWait | State::Closing)
+                {
+                    // A reset after the peer's FIN is EPIPE (tcp_reset).
+                    let e = if inner.last_state == State::CloseWait { Errno::EPIPE } else { Errno::ECONNRESET };
+                    self.c.set_err(e);
+                    self.c.opts.async_io.error();
+                }
+                inner.last_state = state;
+            }
+            Phase::Listening(l) => Self::refresh_listener(self.c.family, self.c.v6only.load(Ordering::Relaxed), st, l),
+            Phase::Closed => {}
+        }
+        let (ev, more) = self.compute(st, inner);
+        if ev.contains(Events::IN) && (more.contains(Events::IN) || !self.c.events().contains(Events::IN)) {
+            self.c.opts.async_io.data_ready(linux_abi::signal::POLL_IN);
+        }
+        self.c.set_events(ev, more);
+    }
+
+    fn refresh_listener(family: u16, v6only: bool, st: &mut Stack, l: &mut Listener) {
+        let mut i = 0;
+        while i < l.slots.len() {
+            let r = l.slots[i];
+            let t = st.tcp(r);
+            match t.state() {
+                State::Listen | State::SynReceived => {}
+                State::Closed | State::TimeWait => {
+                    // The handshake failed: listen again.
+                    t.abort();
+                    let _ = t.listen(l.endpoint);
+                }
+                _ => {
+                    let remote = t.remote_endpoint().map(|e| e.addr);
+                    let wrong_family = match remote {
+                        Some(IpAddress::Ipv6(_)) => family == s::AF_INET,
+                        Some(IpAddress::Ipv4(_)) => family == s::AF_INET6 && v6only,
+                        None => true,
+                    };
+                    if wrong_family {
+                        t.abort();
+                        // The reset goes out with the next poll; then the
+                        // slot listens again (above).
+                    } else if l.queue.len() <= l.backlog {
+                        if l.queue.try_reserve(1).is_ok() {
+                            l.queue.push_back(r);
+                            match Self::listening_socket(st, r.iface, l.endpoint, l.sizes) {
+                                Ok(nr) => l.slots[i] = nr,
+                                Err(_) => {
+                                    l.slots.swap_remove(i);
+                                    continue;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            i += 1;
+        }
+    }
+
+    fn listening_socket(
+        st: &mut Stack,
+        iface: usize,
+        ep: IpListenEndpoint,
+        sizes: (usize, usize),
+    ) -> Result<SockRef, Errno> {
+        let mut t = stack::new_tcp(sizes.0, sizes.1)?;
+        t.listen(ep).map_err(|_| Errno::EINVAL)?;
+        Ok(st.add(iface, smoltcp::socket::Socket::Tcp(t)))
+    }
+
+    fn sock_addr_of(&self, e: Option<IpEndpoint>) -> AddrBuf {
+        addr::encode(self.c.family, e.map(addr::from_endpoint).unwrap_or(SockAddr::ANY))
+    }
+
+    fn send_some(&self, data: &mut dyn MsgSource, flags: u32) -> Result<usize, Errno> {
+        let mut st = stack::lock()?;
+        let inner = self.inner.lock();
+        let r = match inner.phase {
+            Phase::Connected(r) => r,
+            Phase::Connecting(_) => {
+                if let Some(e) = self.c.take_err() {
+                    return Err(e);
+                }
+                return Err(Errno::EAGAIN);
+            }
+            _ => {
+                if let Some(e) = self.c.take_err() {
+                    return Err(e);
+                }
+                return Err(pipe(flags));
+            }
+        };
+        if let Some(e) = self.c.take_err() {
+            return Err(if e == Errno::EPIPE { pipe(flags) } else { e });
+        }
+        if inner.shut & SEND != 0 {
+            return Err(pipe(flags));
+        }
+        // User memory is read below: no spin lock may be held (a fault
+        // sleeps).
+        drop(inner);
+        let t = st.tcp(r);
+        if !t.may_send() {
+            return Err(pipe(flags));
+        }
+        if !t.can_send() {
+            self.c.opts.async_io.no_space();
+            return Err(Errno::EAGAIN);
+        }
+        let mut fault = None;
+        let mut total = 0;
+        // The ring may wrap: two rounds fill it.
+        for _ in 0..2 {
+            if data.remaining() == 0 {
+                break;
+            }
+            let n = t
+                .send(|buf| {
+                    let n = buf.len().min(data.remaining());
+                    match data.read(&mut buf[..n]) {
+                        Ok(()) => (n, n),
+                        Err(e) => {
+                            fault = Some(e);
+                            (0, 0)
+                        }
+                    }
+                })
+                .unwrap_or(0);
+            total += n;
+            if n == 0 || fault.is_some() {
+                break;
+            }
+        }
+        st.poll();
+        match fault {
+            Some(e) if total == 0 => Err(e),
+            _ => Ok(total),
+        }
+    }
+
+    fn recv_some(&self, data: &mut dyn MsgSink, flags: u32) -> Result<usize, Errno> {
+        let mut st = stack::lock()?;
+        let inner = self.inner.lock();
+        let r = match inner.phase {
+            Phase::Connected(r) => r,
+            Phase::Connecting(_) => return Err(Errno::EAGAIN),
+            Phase::Closed if inner.shut & RCV != 0 => {
+                // After a failed connection: its error, then end of file.
+                return self.c.take_err().map_or(Ok(0), Err);
+            }
+            _ => return Err(Errno::ENOTCONN),
+        };
+        let rcv_shut = inner.shut & RCV != 0;
+        drop(inner);
+        let t = st.tcp(r);
+        let queued = t.recv_queue();
+        if queued == 0 || rcv_shut {
+            if let Some(e) = self.c.take_err() {
+                return Err(e);
+            }
+            if rcv_shut || !t.may_recv() {
+                return Ok(0);
+            }
+            return Err(Errno::EAGAIN);
+        }
+        let want = data.remaining();
+        let mut fault = None;
+        let mut total = 0;
+        if flags & s::MSG_PEEK != 0 {
+            let mut tmp = stack::zeroed(want.min(queued))?;
+            let n = t.peek_slice(&mut tmp).unwrap_or(0);
+            if let Err(e) = data.write(&tmp[..n]) {
+                return Err(e);
+            }
+            return Ok(n);
+        }
+        for _ in 0..2 {
+            if total == want {
+                break;
+            }
+            let n = t
+                .recv(|buf| {
+                    let n = buf.len().min(want - total);
+                    if flags & s::MSG_TRUNC != 0 {
+                        return (n, n);
+                    }
+                    match data.write(&buf[..n]) {
+                        Ok(()) => (n, n),
+                        Err(e) => {
+                            fault = Some(e);
+                            (0, 0)
+                        }
+                    }
+                })
+                .unwrap_or(0);
+            total += n;
+            if n == 0 || fault.is_some() {
+                break;
+            }
+        }
+        // The window opened: tell the sender now.
+        st.poll();
+        match fault {
+            Some(e) if total == 0 => Err(e),
+            _ => Ok(total),
+        }
+    }
+
+    fn release_now(&self) {
+        let Ok(mut st) = stack::lock() else { return };
+        st.unwatch(self.c.id);
+        let mut inner = self.inner.lock();
+        if inner.released {
+            return;
+        }
+        inner.released = true;
+        let port = inner.owns_port.then_some((Transport::Tcp, inner.local.port, self.c.id));
+        let (lo, linger) = self.c.opts.linger();
+        match core::mem::replace(&mut inner.phase, Phase::Closed) {
+            Phase::Listening(l) => {
+                for r in l.slots.into_iter().chain(l.queue) {
+                    st.tcp(r).abort();
+                    st.orphan(r, None);
+                }
+                if let Some((t, p, o)) = port {
+                    st.ports.release(t, p, o);
+                }
+            }
+            Phase::Connecting(r) | Phase::Connected(r) => {
+                let t = st.tcp(r);
+                // Unread data or a zero linger time: a reset, as Linux's
+                // tcp_close sends.
+                if t.recv_queue() > 0 || (lo && linger == 0) {
+                    t.abort();
+                } else {
+                    t.close();
+                }
+                st.orphan(r, port);
+            }
+            Phase::Closed => {
+                if let Some((t, p, o)) = port {
+                    st.ports.release(t, p, o);
+                }
+            }
+        }
+        drop(inner);
+        st.poll();
+    }
+}
+
+/// EPIPE, with SIGPIPE unless MSG_NOSIGNAL.
+fn pipe(flags: u32) -> Errno {
+    if flags & s::MSG_NOSIGNAL == 0 {
+        crate::net::sigpipe();
+    }
+    Errno::EPIPE
+}
+
+impl Watch for TcpSocket {
+    fn id(&self) -> u64 {
+        self.c.id
+    }
+
+    fn refresh(&self, st: &mut Stack) {
+        let mut inner = self.inner.lock();
+        self.refresh_locked(st, &mut inner);
+    }
+}
+
+/// Sockets whose last descriptor went while interrupts were off (no
+/// sleeping lock there): released by the network thread.
+pub static DEFERRED: SpinLock<Vec<Arc<TcpSocket>>> = SpinLock::new(Vec::new());
+
+impl Protocol for TcpSocket {
+    fn family(&self) -> u16 {
+        self.c.family
+    }
+
+    fn sock_type(&self) -> SockType {
+        SockType::Stream
+    }
+
+    fn protocol(&self) -> i32 {
+        6
+    }
+
+    fn options(&self) -> &SockOptions {
+        &self.c.opts
+    }
+
+    fn is_inet(&self) -> bool {
+        true
+    }
+
+    fn bind(&self, a: &[u8], _names: &NameCtx) -> Result<(), Errno> {
+        let sa = addr::parse(self.c.family, a, true)?;
+        let mut st = stack::lock()?;
+        let mut inner = self.inner.lock();
+        if inner.local.port != 0 || !matches!(inner.phase, Phase::Closed) {
+            return Err(Errno::EINVAL);
+        }
+        if self.c.family == s::AF_INET6 && self.c.v6only.load(Ordering::Relaxed) {
+            if let Some(IpAddress::Ipv4(_)) = sa.addr {
+                return Err(Errno::EINVAL);
+            }
+        }
+        if let Some(a) = sa.addr {
+            if st.iface_of_local(a).is_none() && !stack::is_loopback(a) {
+                return Err(Errno::EADDRNOTAVAIL);
+            }
+        }
+        if sa.port != 0 && sa.port < super::ports::PROT_SOCK && !super::may_bind_privileged() {
+            return Err(Errno::EACCES);
+        }
+        let b = self.binding(sa);
+        let port = st.ports.bind(Transport::Tcp, sa.port, b)?;
+        inner.local = SockAddr { addr: sa.addr, port };
+        inner.owns_port = true;
+        Ok(())
+    }
+
+    fn connect(&self, a: &[u8], _names: &NameCtx, nonblock: bool) -> Result<(), Errno> {
+        if a.len() >= 2 && u16::from_le_bytes([a[0], a[1]]) == s::AF_UNSPEC {
+            return self.disconnect();
+        }
+        {
+            // The state comes before the address (__inet_stream_connect).
+            let inner = self.inner.lock();
+            if !inner.in_progress && matches!(inner.phase, Phase::Connected(_) | Phase::Listening(_)) {
+                return Err(Errno::EISCONN);
+            }
+        }
+        let sa = addr::parse(self.c.family, a, false)?;
+        let remote = match sa.addr {
+            Some(a) => a,
+            // Linux connects the wildcard to the machine itself.
+            None if self.c.family == s::AF_INET => IpAddress::Ipv4(Ipv4Address::new(127, 0, 0, 1)),
+            None => IpAddress::Ipv6(Ipv6Address::LOCALHOST),
+        };
+        if self.c.family == s::AF_INET6 && self.c.v6only.load(Ordering::Relaxed) && remote.version() == smoltcp::wire::IpVersion::Ipv4 {
+            return Err(Errno::ENETUNREACH);
+        }
+        {
+            let mut st = stack::lock()?;
+            let mut inner = self.inner.lock();
+            if inner.in_progress {
+                match inner.phase {
+                    Phase::Connecting(_) => return Err(Errno::EALREADY),
+                    Phase::Connected(_) => {
+                        inner.in_progress = false;
+                        return Ok(());
+                    }
+                    _ => {
+                        inner.in_progress = false;
+                        return Err(self.c.take_err().unwrap_or(Errno::ECONNABORTED));
+                    }
+                }
+            }
+            match inner.phase {
+                Phase::Closed => {}
+                Phase::Connecting(_) => return Err(Errno::EALREADY),
+                _ => return Err(Errno::EISCONN),
+            }
+            if sa.port == 0 {
+                return Err(Errno::ECONNREFUSED);
+            }
+            if let Some(local) = inner.local.addr {
+                if local.version() != remote.version() {
+                    return Err(Errno::EINVAL);
+                }
+            }
+            let iface = st.route(remote)?;
+            self.autobind(&mut st, &mut inner)?;
+            let (rx, tx) = Self::buffer_sizes(&self.c.opts);
+            let mut t = stack::new_tcp(rx, tx)?;
+            self.configure(&inner, &mut t);
+            let local = IpListenEndpoint { addr: inner.local.addr, port: inner.local.port };
+            t.connect(st.ifaces[iface].iface.context(), IpEndpoint::new(remote, sa.port), local)
+                .map_err(|_| Errno::EADDRNOTAVAIL)?;
+            let r = st.add(iface, smoltcp::socket::Socket::Tcp(t));
+            inner.phase = Phase::Connecting(r);
+            inner.shut = 0;
+            inner.last_state = State::SynSent;
+            let _ = self.c.take_err();
+            drop(inner);
+            st.poll();
+        }
+        let timeout = self.c.snd_timeout(nonblock);
+        if timeout == crate::net::wait::Timeout::NonBlocking {
+            self.inner.lock().in_progress = true;
+            return Err(Errno::EINPROGRESS);
+        }
+        let r = block_on(&self.c.pollee, Events::OUT, timeout, || {
+            let inner = self.inner.lock();
+            match inner.phase {
+                Phase::Connected(_) => Ok(()),
+                Phase::Connecting(_) => Err(Errno::EAGAIN),
+                _ => Err(self.c.take_err().unwrap_or(Errno::ECONNABORTED)),
+            }
+        });
+        match r {
+            Err(Errno::EAGAIN) => {
+                self.inner.lock().in_progress = true;
+                Err(Errno::EINPROGRESS)
+            }
+            Err(e @ (Errno::EINTR | Errno::ERESTARTSYS)) => {
+                self.inner.lock().in_progress = true;
+                Err(e)
+            }
+            other => other,
+        }
+    }
+
+    fn listen(&self, backlog: i32) -> Result<(), Errno> {
+        let mut st = stack::lock()?;
+        let mut inner = self.inner.lock();
+        let backlog = (backlog.max(0) as u32).min(s::SOMAXCONN) as usize;
+        match &mut inner.phase {
+            Phase::Listening(l) => {
+                l.backlog = backlog;
+                return Ok(());
+            }
+            Phase::Closed => {}
+            _ => return Err(Errno::EINVAL),
+        }
+        self.autobind(&mut st, &mut inner)?;
+        st.ports.set_listening(Transport::Tcp, inner.local.port, self.c.id)?;
+        let endpoint = IpListenEndpoint { addr: inner.local.addr, port: inner.local.port };
+        let ifaces: Vec<usize> = match inner.local.addr {
+            Some(a) => alloc::vec![st.iface_of_local(a).unwrap_or(0)],
+            None => (0..st.ifaces.len()).collect(),
+        };
+        let sizes = Self::buffer_sizes(&self.c.opts);
+        let mut slots = Vec::new();
+        for i in ifaces {
+            for _ in 0..(backlog + 1).min(LISTEN_SLOTS) {
+                slots.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+                match Self::listening_socket(&mut st, i, endpoint, sizes) {
+                    Ok(r) => slots.push(r),
+                    Err(e) => {
+                        for r in slots {
+                            st.remove(r);
+                        }
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        inner.phase = Phase::Listening(Listener { backlog, slots, queue: VecDeque::new(), endpoint, sizes });
+        inner.rx_seen = 0;
+        self.refresh_locked(&mut st, &mut inner);
+        Ok(())
+    }
+
+    fn accept(&self, nonblock: bool) -> Result<(Arc<dyn Protocol>, AddrBuf), Errno> {
+        let timeout = self.c.rcv_timeout(nonblock);
+        block_on(&self.c.pollee, Events::IN, timeout, || {
+            let mut st = stack::lock()?;
+            let mut inner = self.inner.lock();
+            let Phase::Listening(l) = &mut inner.phase else { return Err(Errno::EINVAL) };
+            let Some(r) = l.queue.pop_front() else { return Err(Errno::EAGAIN) };
+            let t = st.tcp(r);
+            let (local, remote) = (t.local_endpoint(), t.remote_endpoint());
+            let child = TcpSocket::new(
+                self.c.family,
+                Phase::Connected(r),
+                local.map(addr::from_endpoint).unwrap_or(SockAddr::ANY),
+            )?;
+            {
+                // What accept copies from the listener (inet_csk_clone).
+                child.c.opts.rcvbuf.store(self.c.opts.rcvbuf.load(Ordering::Relaxed), Ordering::Relaxed);
+                child.c.opts.sndbuf.store(self.c.opts.sndbuf.load(Ordering::Relaxed), Ordering::Relaxed);
+                child.c.opts.copy_flags_from(&self.c.opts);
+                child.c.v6only.store(self.c.v6only.load(Ordering::Relaxed), Ordering::Relaxed);
+                let mut ci = child.inner.lock();
+                ci.nodelay = inner.nodelay;
+                ci.keepidle = inner.keepidle;
+                ci.keepintvl = inner.keepintvl;
+                ci.keepcnt = inner.keepcnt;
+                ci.last_state = State::Established;
+                let t = st.tcp(r);
+                child.configure(&ci, t);
+                child.refresh_locked(&mut st, &mut ci);
+            }
+            st.watch(child.clone())?;
+            self.refresh_locked(&mut st, &mut inner);
+            let peer = self.sock_addr_of(remote);
+            Ok((child as Arc<dyn Protocol>, peer))
+        })
+    }
+
+    fn sockname(&self) -> AddrBuf {
+        let Ok(mut st) = stack::lock() else { return addr::encode(self.c.family, SockAddr::ANY) };
+        let inner = self.inner.lock();
+        match inner.phase {
+            Phase::Connected(r) | Phase::Connecting(r) => {
+                let e = st.tcp(r).local_endpoint();
+                if e.is_some() {
+                    return self.sock_addr_of(e);
+                }
+                addr::encode(self.c.family, inner.local)
+            }
+            _ => addr::encode(self.c.family, inner.local),
+        }
+    }
+
+    fn peername(&self) -> Result<AddrBuf, Errno> {
+        let mut st = stack::lock()?;
+        let inner = self.inner.lock();
+        match inner.phase {
+            Phase::Connected(r) => {
+                let t = st.tcp(r);
+                // A connection reset is no longer connected.
+                if t.state() == State::Closed {
+                    return Err(Errno::ENOTCONN);
+                }
+                Ok(self.sock_addr_of(t.remote_endpoint()))
+            }
+            _ => Err(Errno::ENOTCONN),
+        }
+    }
+
+    fn shutdown(&self, how: i32) -> Result<(), Errno> {
+        if !(s::SHUT_RD..=s::SHUT_RDWR).contains(&how) {
+            return Err(Errno::EINVAL);
+        }
+        let mode = (how + 1) as u8;
+        let mut st = stack::lock()?;
+        let mut inner = self.inner.lock();
+        match inner.phase {
+            Phase::Connected(r) | Phase::Connecting(r) => {
+                if mode & SEND != 0 {
+                    st.tcp(r).close();
+                }
+                inner.shut |= mode;
+            }
+            Phase::Listening(_) if mode & RCV != 0 => {
+                // Linux closes the listener (tcp_disconnect).
+                if let Phase::Listening(l) = core::mem::replace(&mut inner.phase, Phase::Closed) {
+                    for r in l.slots.into_iter().chain(l.queue) {
+                        st.tcp(r).abort();
+                        st.orphan(r, None);
+                    }
+                }
+                inner.shut |= mode;
+            }
+            _ => return Err(Errno::ENOTCONN),
+        }
+        self.refresh_locked(&mut st, &mut inner);
+        drop(inner);
+        st.poll();
+        Ok(())
+    }
+
+    fn send(&self, data: &mut dyn MsgSource, args: SendArgs<'_>) -> Result<usize, Errno> {
+        if args.flags & s::MSG_OOB != 0 {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        let nonblock = args.nonblock || args.flags & s::MSG_DONTWAIT != 0;
+        let timeout = self.c.snd_timeout(nonblock);
+        let mut done = 0;
+        loop {
+            let r = block_on(&self.c.pollee, Events::OUT, timeout, || self.send_some(data, args.flags));
+            match r {
+                Ok(n) => {
+                    done += n;
+                    if data.remaining() == 0 || n == 0 {
+                        return Ok(done);
+                    }
+                }
+                Err(e) => return partial_or(done, e),
+            }
+        }
+    }
+
+    fn recv(&self, data: &mut dyn MsgSink, args: &RecvArgs) -> Result<Received, Errno> {
+        if args.flags & s::MSG_OOB != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let nonblock = args.nonblock || args.flags & s::MSG_DONTWAIT != 0;
+        let timeout = self.c.rcv_timeout(nonblock);
+        let waitall = args.flags & (s::MSG_WAITALL | s::MSG_PEEK) == s::MSG_WAITALL;
+        let mut done = 0;
+        let want = data.remaining();
+        loop {
+            self.c.opts.async_io.waiting_for_data(timeout != crate::net::wait::Timeout::NonBlocking);
+            let r = block_on(&self.c.pollee, Events::IN, timeout, || self.recv_some(data, args.flags));
+            self.c.opts.async_io.waiting_for_data(false);
+            match r {
+                Ok(n) => {
+                    done += n;
+                    if !waitall || n == 0 || done >= want || data.remaining() == 0 {
+                        return Ok(Received { len: done, ..Received::default() });
+                    }
+                }
+                Err(e) => return partial_or(done, e).map(|len| Received { len, ..Received::default() }),
+            }
+        }
+    }
+
+    fn poll(&self, table: Option<&mut PollTable>) -> Events {
+        if let Some(t) = table {
+            t.register(&self.c.pollee);
+        }
+        let mut ev = self.c.events();
+        if self.c.has_err() {
+            ev |= Events::ERR;
+        }
+        ev
+    }
+
+    fn unread(&self) -> Result<usize, Errno> {
+        let mut st = stack::lock()?;
+        let inner = self.inner.lock();
+        match inner.phase {
+            Phase::Listening(_) => Err(Errno::EINVAL),
+            Phase::Connected(r) => Ok(st.tcp(r).recv_queue()),
+            _ => Ok(0),
+        }
+    }
+
+    fn unsent(&self) -> usize {
+        let Ok(mut st) = stack::lock() else { return 0 };
+        let inner = self.inner.lock();
+        match inner.phase {
+            Phase::Connected(r) => st.tcp(r).send_queue(),
+            _ => 0,
+        }
+    }
+
+    fn take_error(&self) -> i32 {
+        self.c.take_err().map_or(0, |e| e.as_i32())
+    }
+
+    fn set_error(&self, e: Errno) {
+        self.c.set_err(e);
+    }
+
+    fn is_listening(&self) -> bool {
+        matches!(self.inner.lock().phase, Phase::Listening(_))
+    }
+
+    fn buffer_changed(&self) {}
+
+    fn sol_socket_changed(&self, name: i32) {
+        if name != s::SO_KEEPALIVE {
+            return;
+        }
+        let Ok(mut st) = stack::lock() else { return };
+        let inner = self.inner.lock();
+        if let Phase::Connected(r) | Phase::Connecting(r) = inner.phase {
+            let t = st.tcp(r);
+            self.configure(&inner, t);
+        }
+    }
+
+    fn setsockopt(&self, level: i32, name: i32, val: &[u8]) -> Result<(), Errno> {
+        let bound = self.inner.lock().local.port != 0;
+        if self.c.set_ip_option(level, name, val, bound)? {
+            return Ok(());
+        }
+        if level != SOL_TCP {
+            return Err(Errno::ENOPROTOOPT);
+        }
+        let v = int_arg(val)?;
+        let mut st = stack::lock()?;
+        let mut inner = self.inner.lock();
+        match name {
+            TCP_NODELAY => inner.nodelay = v != 0,
+            TCP_CORK => inner.cork = v != 0,
+            TCP_KEEPIDLE | TCP_KEEPINTVL => {
+                if !(1..=32767).contains(&v) {
+                    return Err(Errno::EINVAL);
+                }
+                if name == TCP_KEEPIDLE {
+                    inner.keepidle = v as u32;
+                } else {
+                    inner.keepintvl = v as u32;
+                }
+            }
+            TCP_KEEPCNT => {
+                if !(1..=127).contains(&v) {
+                    return Err(Errno::EINVAL);
+                }
+                inner.keepcnt = v as u32;
+            }
+            _ => return Err(Errno::ENOPROTOOPT),
+        }
+        if let Phase::Connected(r) | Phase::Connecting(r) = inner.phase {
+            let t = st.tcp(r);
+            self.configure(&inner, t);
+        }
+        Ok(())
+    }
+
+    fn getsockopt(&self, level: i32, name: i32) -> Result<OptValue, Errno> {
+        if let Some(v) = self.c.get_ip_option(level, name)? {
+            return Ok(v);
+        }
+        if level != SOL_TCP {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        let inner = self.inner.lock();
+        Ok(OptValue::Int(match name {
+            TCP_NODELAY => inner.nodelay as i32,
+            TCP_CORK => inner.cork as i32,
+            TCP_KEEPIDLE => inner.keepidle as i32,
+            TCP_KEEPINTVL => inner.keepintvl as i32,
+            TCP_KEEPCNT => inner.keepcnt as i32,
+            // Linux's default before a connection: 536 (TCP_MSS_DEFAULT).
+            TCP_MAXSEG => 536,
+            _ => return Err(Errno::ENOPROTOOPT),
+        }))
+    }
+
+    fn attach(&self, ino: u64) {
+        self.c.ino.store(ino, Ordering::Relaxed);
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release(&self) {
+        if !hal::cpu::interrupts_enabled() {
+            if let Some(me) = self.me.get().and_then(Weak::upgrade) {
+                let mut d = DEFERRED.lock();
+                if d.try_reserve(1).is_ok() {
+                    d.push(me);
+                    drop(d);
+                    super::poller::wake();
+                    return;
+                }
+            }
+        }
+        self.release_now();
+    }
+}
+
+impl TcpSocket {
+    /// connect(AF_UNSPEC): Linux's `tcp_disconnect` (a reset, and the
+    /// socket is closed again).
+    fn disconnect(&self) -> Result<(), Errno> {
+        let mut st = stack::lock()?;
+        let mut inner = self.inner.lock();
+        match core::mem::replace(&mut inner.phase, Phase::Closed) {
+            Phase::Connected(r) | Phase::Connecting(r) => {
+                st.tcp(r).abort();
+                st.orphan(r, None);
+            }
+            Phase::Listening(l) => {
+                for r in l.slots.into_iter().chain(l.queue) {
+                    st.tcp(r).abort();
+                    st.orphan(r, None);
+                }
+            }
+            Phase::Closed => {}
+        }
+        inner.in_progress = false;
+        inner.shut = 0;
+        self.refresh_locked(&mut st, &mut inner);
+        drop(inner);
+        st.poll();
+        Ok(())
+    }
+
+    /// The stack needs the socket watched once it is created (the
+    /// protocol object is made before the stack knows it).
+    pub fn register(self: &Arc<Self>) -> Result<(), Errno> {
+        stack::lock()?.watch(self.clone())
+    }
+
+    /// Releases the sockets whose release was deferred (network thread).
+    pub fn release_deferred() {
+        let list = core::mem::take(&mut *DEFERRED.lock());
+        for s in list {
+            s.release_now();
+        }
+    }
+}
+
+/// socket(2) for TCP: made and watched.
+pub fn open(family: u16) -> Result<Arc<dyn Protocol>, Errno> {
+    let sock = TcpSocket::new(family, Phase::Closed, SockAddr::ANY)?;
+    sock.register()?;
+    Ok(sock)
+}

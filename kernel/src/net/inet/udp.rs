@@ -1,0 +1,549 @@
+//! UDP sockets (SOCK_DGRAM in AF_INET and AF_INET6) on smoltcp's UDP.
+//!
+//! A socket gets its smoltcp socket when it gets a port (bind, or the
+//! automatic bind of connect or a first send). A connected socket takes
+//! datagrams only from its peer: the others are dropped when they
+//! arrive (at the refresh after the poll that brought them), so poll
+//! never reports a datagram recv would not return.
+
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::any::Any;
+use core::sync::atomic::Ordering;
+
+use hal::sync::SpinLock;
+use linux_abi::errno::Errno;
+use linux_abi::socket as s;
+use smoltcp::socket::udp::{self, UdpMetadata};
+use smoltcp::wire::{IpAddress, IpEndpoint, IpListenEndpoint, Ipv4Address, Ipv6Address};
+
+use super::addr::{self, SockAddr};
+use super::common::{Common, SOL_UDP};
+use super::ports::{Binding, Transport};
+use super::stack::{self, SockRef, Stack, Watch};
+use crate::event::{Events, PollTable};
+use crate::net::options::{OptValue, SockOptions};
+use crate::net::socket::{AddrBuf, NameCtx, Protocol, Received, RecvArgs, SendArgs, SockType};
+use crate::net::wait::block_on;
+use crate::net::{MsgSink, MsgSource};
+
+/// The largest UDP payload over IPv4 and IPv6 (65535 less the headers).
+const MAX_V4: usize = 65_507;
+const MAX_V6: usize = 65_527;
+
+/// Datagrams a receive buffer holds at most (besides its byte size).
+const RX_PACKETS: usize = 256;
+/// The send side drains at every call's poll: room for one largest
+/// datagram and a few small ones.
+const TX_PACKETS: usize = 16;
+const TX_BYTES: usize = 128 * 1024;
+
+const RCV: u8 = 1;
+const SEND: u8 = 2;
+
+struct Inner {
+    local: SockAddr,
+    owns_port: bool,
+    remote: Option<IpEndpoint>,
+    /// The source address connect chose (what getsockname shows).
+    conn_src: Option<IpAddress>,
+    /// One smoltcp socket per interface the socket receives on.
+    socks: Vec<SockRef>,
+    shut: u8,
+    rx_seen: usize,
+    released: bool,
+}
+
+pub struct UdpSocket {
+    c: Common,
+    inner: SpinLock<Inner>,
+}
+
+pub fn open(family: u16) -> Result<Arc<dyn Protocol>, Errno> {
+    let sock = Arc::try_new(UdpSocket {
+        c: Common::new(family),
+        inner: SpinLock::new(Inner {
+            local: SockAddr::ANY,
+            owns_port: false,
+            remote: None,
+            conn_src: None,
+            socks: Vec::new(),
+            shut: 0,
+            rx_seen: 0,
+            released: false,
+        }),
+    })
+    .map_err(|_| Errno::ENOMEM)?;
+    sock.c.events.store((Events::WRITABLE | Events::WRBAND).bits(), Ordering::Relaxed);
+    stack::lock()?.watch(sock.clone())?;
+    Ok(sock)
+}
+
+impl UdpSocket {
+    fn binding(&self, local: SockAddr) -> Binding {
+        Binding {
+            owner: self.c.id,
+            addr: local.addr,
+            v6_any_dual: self.c.family == s::AF_INET6
+                && local.addr.is_none()
+                && !self.c.v6only.load(Ordering::Relaxed),
+            v6_family: self.c.family == s::AF_INET6,
+            reuseaddr: self.c.opts.reuseaddr(),
+            reuseport: self.c.opts.reuseport(),
+            uid: crate::net::caller().euid,
+            listening: false,
+        }
+    }
+
+    fn new_smoltcp(&self, st: &mut Stack, iface: usize, ep: IpListenEndpoint) -> Result<SockRef, Errno> {
+        let rx_bytes = (self.c.opts.rcvbuf.load(Ordering::Relaxed) as usize).clamp(4096, 4 << 20);
+        let rx = udp::PacketBuffer::new(meta_vec(RX_PACKETS)?, stack::zeroed(rx_bytes)?);
+        let tx = udp::PacketBuffer::new(meta_vec(TX_PACKETS)?, stack::zeroed(TX_BYTES)?);
+        let mut u = udp::Socket::new(rx, tx);
+        u.bind(ep).map_err(|_| Errno::EINVAL)?;
+        u.set_hop_limit(self.c.hop_limit());
+        Ok(st.add(iface, smoltcp::socket::Socket::Udp(u)))
+    }
+
+    /// Gives the socket its port and smoltcp sockets.
+    fn attach_port(&self, st: &mut Stack, inner: &mut Inner, sa: SockAddr) -> Result<(), Errno> {
+        let b = self.binding(sa);
+        let port = st.ports.bind(Transport::Udp, sa.port, b)?;
+        let ep = IpListenEndpoint { addr: sa.addr, port };
+        let ifaces: Vec<usize> = match sa.addr {
+            Some(a) => alloc::vec![st.iface_of_local(a).unwrap_or(0)],
+            None => (0..st.ifaces.len()).collect(),
+        };
+        let mut socks = Vec::new();
+        for i in ifaces {
+            let made = socks.try_reserve(1).map_err(|_| Errno::ENOMEM).and_then(|_| self.new_smoltcp(st, i, ep));
+            match made {
+                Ok(r) => socks.push(r),
+                Err(e) => {
+                    for r in socks {
+                        st.remove(r);
+                    }
+                    st.ports.release(Transport::Udp, port, self.c.id);
+                    return Err(e);
+                }
+            }
+        }
+        inner.local = SockAddr { addr: sa.addr, port };
+        inner.owns_port = true;
+        inner.socks = socks;
+        Ok(())
+    }
+
+    fn autobind(&self, st: &mut Stack, inner: &mut Inner) -> Result<(), Errno> {
+        if inner.owns_port {
+            return Ok(());
+        }
+        self.attach_port(st, inner, SockAddr::ANY)
+    }
+
+    fn family_ok(&self, a: IpAddress) -> Result<(), Errno> {
+        if self.c.family == s::AF_INET6 && self.c.v6only.load(Ordering::Relaxed) {
+            if let IpAddress::Ipv4(_) = a {
+                return Err(Errno::ENETUNREACH);
+            }
+        }
+        Ok(())
+    }
+
+    fn wildcard_remote(&self) -> IpAddress {
+        if self.c.family == s::AF_INET {
+            IpAddress::Ipv4(Ipv4Address::new(127, 0, 0, 1))
+        } else {
+            IpAddress::Ipv6(Ipv6Address::LOCALHOST)
+        }
+    }
+
+    fn compute(&self, st: &mut Stack, inner: &mut Inner) -> (Events, Events) {
+        let mut ev = Events::EMPTY;
+        let mut more = Events::EMPTY;
+        if self.c.has_err() {
+            ev |= Events::ERR;
+        }
+        if inner.shut == RCV | SEND {
+            ev |= Events::HUP;
+        }
+        if inner.shut & RCV != 0 {
+            ev |= Events::IN | Events::RDNORM | Events::RDHUP;
+        }
+        let mut queued = 0;
+        for r in inner.socks.clone() {
+            let u = st.udp(r);
+            // A connected socket drops what is not from its peer.
+            if let Some(peer) = inner.remote {
+                while let Ok((_, m)) = u.peek() {
+                    if m.endpoint == peer {
+                        break;
+                    }
+                    let _ = u.recv();
+                }
+            }
+            queued += u.recv_queue();
+        }
+        if queued > 0 {
+            ev |= Events::IN | Events::RDNORM;
+        }
+        if queued > inner.rx_seen {
+            more |= Events::IN;
+        }
+        inner.rx_seen = queued;
+        ev |= Events::OUT | Events::WRNORM | Events::WRBAND;
+        (ev, more)
+    }
+
+    fn refresh_locked(&self, st: &mut Stack, inner: &mut Inner) {
+        let (ev, more) = self.compute(st, inner);
+        if more.contains(Events::IN) {
+            self.c.opts.async_io.data_ready(linux_abi::signal::POLL_IN);
+        }
+        self.c.set_events(ev, more);
+    }
+
+    fn send_one(&self, buf: &[u8], dest: Option<SockAddr>) -> Result<usize, Errno> {
+        let len = buf.len();
+        let mut st = stack::lock()?;
+        let mut inner = self.inner.lock();
+        // Linux binds before it looks at the destination
+        // (inet_send_prepare): even a failed send leaves a port.
+        self.autobind(&mut st, &mut inner)?;
+        if inner.shut & SEND != 0 {
+            return Err(Errno::EPIPE);
+        }
+        let remote = match dest {
+            Some(d) => IpEndpoint::new(d.addr.unwrap_or_else(|| self.wildcard_remote()), d.port),
+            None => inner.remote.ok_or(Errno::EDESTADDRREQ)?,
+        };
+        self.family_ok(remote.addr)?;
+        if remote.port == 0 {
+            return Err(Errno::EINVAL);
+        }
+        let max = match remote.addr {
+            IpAddress::Ipv4(_) => MAX_V4,
+            IpAddress::Ipv6(_) => MAX_V6,
+        };
+        if len > max {
+            return Err(Errno::EMSGSIZE);
+        }
+        if let Some(local) = inner.local.addr {
+            if local.version() != remote.addr.version() {
+                return Err(Errno::EINVAL);
+            }
+        }
+        let iface = st.route(remote.addr)?;
+        // No IP fragmentation: a datagram must fit the interface's MTU
+        // (where Linux would fragment it, this is EMSGSIZE).
+        let headers = match remote.addr {
+            IpAddress::Ipv4(_) => 28,
+            IpAddress::Ipv6(_) => 48,
+        };
+        if len + headers > st.ifaces[iface].info.mtu {
+            return Err(Errno::EMSGSIZE);
+        }
+        let local_addr = inner.local.addr;
+        let r = match inner.socks.iter().find(|r| r.iface == iface) {
+            Some(r) => *r,
+            None => {
+                // Bound to one interface's address, sending out of
+                // another: the source address decides (Linux routes by
+                // it); smoltcp sockets live per interface, so the first.
+                *inner.socks.first().ok_or(Errno::EINVAL)?
+            }
+        };
+        drop(inner);
+        let u = st.udp(r);
+        if u.payload_send_capacity() < len {
+            return Err(Errno::EMSGSIZE);
+        }
+        let meta = UdpMetadata { endpoint: remote, local_address: local_addr, meta: Default::default() };
+        match u.send_slice(buf, meta) {
+            Ok(()) => {}
+            Err(udp::SendError::BufferFull) => {
+                self.c.opts.async_io.no_space();
+                return Err(Errno::EAGAIN);
+            }
+            Err(udp::SendError::Unaddressable) => return Err(Errno::EINVAL),
+        }
+        st.poll();
+        Ok(len)
+    }
+
+    fn recv_one(&self, data: &mut dyn MsgSink, args: &RecvArgs) -> Result<Received, Errno> {
+        let mut st = stack::lock()?;
+        let mut inner = self.inner.lock();
+        if let Some(e) = self.c.take_err() {
+            return Err(e);
+        }
+        // Filter first, so a connected socket sees only its peer.
+        self.compute(&mut st, &mut inner);
+        let peek = args.flags & s::MSG_PEEK != 0;
+        let socks = inner.socks.clone();
+        let rcv_shut = inner.shut & RCV != 0;
+        // User memory is written below: no spin lock held.
+        drop(inner);
+        for r in socks {
+            let u = st.udp(r);
+            let got = if peek { u.peek().map(|(d, m)| (d, *m)) } else { u.recv() };
+            let Ok((payload, meta)) = got else { continue };
+            let n = payload.len().min(data.remaining());
+            let res = data.write(&payload[..n]);
+            let full = payload.len();
+            res?;
+            let mut out = Received { len: n, ..Received::default() };
+            if n < full {
+                out.flags |= s::MSG_TRUNC;
+                if args.flags & s::MSG_TRUNC != 0 {
+                    out.len = full;
+                }
+            }
+            if args.want_addr {
+                out.addr = Some(addr::encode(self.c.family, addr::from_endpoint(meta.endpoint)));
+            }
+            let mut inner = self.inner.lock();
+            self.refresh_locked(&mut st, &mut inner);
+            return Ok(out);
+        }
+        if rcv_shut {
+            return Ok(Received::default());
+        }
+        Err(Errno::EAGAIN)
+    }
+
+    fn release_now(&self) {
+        let Ok(mut st) = stack::lock() else { return };
+        st.unwatch(self.c.id);
+        let mut inner = self.inner.lock();
+        if inner.released {
+            return;
+        }
+        inner.released = true;
+        for r in core::mem::take(&mut inner.socks) {
+            st.remove(r);
+        }
+        if inner.owns_port {
+            st.ports.release(Transport::Udp, inner.local.port, self.c.id);
+        }
+    }
+}
+
+fn meta_vec(n: usize) -> Result<Vec<udp::PacketMetadata>, Errno> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| Errno::ENOMEM)?;
+    v.resize(n, udp::PacketMetadata::EMPTY);
+    Ok(v)
+}
+
+impl Watch for UdpSocket {
+    fn id(&self) -> u64 {
+        self.c.id
+    }
+
+    fn refresh(&self, st: &mut Stack) {
+        let mut inner = self.inner.lock();
+        self.refresh_locked(st, &mut inner);
+    }
+}
+
+impl Protocol for UdpSocket {
+    fn family(&self) -> u16 {
+        self.c.family
+    }
+
+    fn sock_type(&self) -> SockType {
+        SockType::Dgram
+    }
+
+    fn protocol(&self) -> i32 {
+        17
+    }
+
+    fn options(&self) -> &SockOptions {
+        &self.c.opts
+    }
+
+    fn is_inet(&self) -> bool {
+        true
+    }
+
+    fn bind(&self, a: &[u8], _names: &NameCtx) -> Result<(), Errno> {
+        let sa = addr::parse(self.c.family, a, true)?;
+        let mut st = stack::lock()?;
+        let mut inner = self.inner.lock();
+        if inner.owns_port {
+            return Err(Errno::EINVAL);
+        }
+        if self.c.family == s::AF_INET6 && self.c.v6only.load(Ordering::Relaxed) {
+            if let Some(IpAddress::Ipv4(_)) = sa.addr {
+                return Err(Errno::EINVAL);
+            }
+        }
+        if let Some(a) = sa.addr {
+            if st.iface_of_local(a).is_none() {
+                return Err(Errno::EADDRNOTAVAIL);
+            }
+        }
+        if sa.port != 0 && sa.port < super::ports::PROT_SOCK && !super::may_bind_privileged() {
+            return Err(Errno::EACCES);
+        }
+        self.attach_port(&mut st, &mut inner, sa)
+    }
+
+    fn connect(&self, a: &[u8], _names: &NameCtx, _nonblock: bool) -> Result<(), Errno> {
+        let mut st = stack::lock()?;
+        let mut inner = self.inner.lock();
+        if a.len() >= 2 && u16::from_le_bytes([a[0], a[1]]) == s::AF_UNSPEC {
+            inner.remote = None;
+            inner.conn_src = None;
+            self.refresh_locked(&mut st, &mut inner);
+            return Ok(());
+        }
+        let sa = addr::parse(self.c.family, a, false)?;
+        let remote = sa.addr.unwrap_or_else(|| self.wildcard_remote());
+        self.family_ok(remote)?;
+        let iface = st.route(remote)?;
+        self.autobind(&mut st, &mut inner)?;
+        let src = match inner.local.addr {
+            Some(a) => Some(a),
+            None => st.ifaces[iface].iface.get_source_address(&remote),
+        };
+        inner.remote = Some(IpEndpoint::new(remote, sa.port));
+        inner.conn_src = src;
+        self.refresh_locked(&mut st, &mut inner);
+        Ok(())
+    }
+
+    fn sockname(&self) -> AddrBuf {
+        let inner = self.inner.lock();
+        let addr = inner.local.addr.or(inner.conn_src);
+        addr::encode(self.c.family, SockAddr { addr, port: inner.local.port })
+    }
+
+    fn peername(&self) -> Result<AddrBuf, Errno> {
+        let inner = self.inner.lock();
+        let r = inner.remote.ok_or(Errno::ENOTCONN)?;
+        Ok(addr::encode(self.c.family, addr::from_endpoint(r)))
+    }
+
+    fn shutdown(&self, how: i32) -> Result<(), Errno> {
+        if !(s::SHUT_RD..=s::SHUT_RDWR).contains(&how) {
+            return Err(Errno::EINVAL);
+        }
+        let mut st = stack::lock()?;
+        let mut inner = self.inner.lock();
+        if inner.remote.is_none() {
+            return Err(Errno::ENOTCONN);
+        }
+        inner.shut |= (how + 1) as u8;
+        self.refresh_locked(&mut st, &mut inner);
+        Ok(())
+    }
+
+    fn send(&self, data: &mut dyn MsgSource, args: SendArgs<'_>) -> Result<usize, Errno> {
+        if args.flags & s::MSG_OOB != 0 {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        let dest = match args.addr {
+            Some(a) if !a.is_empty() => Some(addr::parse(self.c.family, a, false)?),
+            _ => None,
+        };
+        let nonblock = args.nonblock || args.flags & s::MSG_DONTWAIT != 0;
+        let timeout = self.c.snd_timeout(nonblock);
+        // Read once, before any spin lock is taken (a fault may sleep),
+        // and kept for the retries after EAGAIN.
+        let mut buf = stack::zeroed(data.remaining())?;
+        data.read(&mut buf)?;
+        let r = block_on(&self.c.pollee, Events::OUT, timeout, || self.send_one(&buf, dest));
+        if r == Err(Errno::EPIPE) && args.flags & s::MSG_NOSIGNAL == 0 {
+            crate::net::sigpipe();
+        }
+        r
+    }
+
+    fn recv(&self, data: &mut dyn MsgSink, args: &RecvArgs) -> Result<Received, Errno> {
+        if args.flags & s::MSG_OOB != 0 {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        let nonblock = args.nonblock || args.flags & s::MSG_DONTWAIT != 0;
+        let timeout = self.c.rcv_timeout(nonblock);
+        self.c.opts.async_io.waiting_for_data(timeout != crate::net::wait::Timeout::NonBlocking);
+        let r = block_on(&self.c.pollee, Events::IN, timeout, || self.recv_one(data, args));
+        self.c.opts.async_io.waiting_for_data(false);
+        r
+    }
+
+    fn poll(&self, table: Option<&mut PollTable>) -> Events {
+        if let Some(t) = table {
+            t.register(&self.c.pollee);
+        }
+        let mut ev = self.c.events();
+        if self.c.has_err() {
+            ev |= Events::ERR;
+        }
+        ev
+    }
+
+    fn unread(&self) -> Result<usize, Errno> {
+        let mut st = stack::lock()?;
+        let inner = self.inner.lock();
+        for r in inner.socks.iter() {
+            if let Ok((d, _)) = st.udp(*r).peek() {
+                return Ok(d.len());
+            }
+        }
+        Ok(0)
+    }
+
+    fn unsent(&self) -> usize {
+        0
+    }
+
+    fn take_error(&self) -> i32 {
+        self.c.take_err().map_or(0, |e| e.as_i32())
+    }
+
+    fn set_error(&self, e: Errno) {
+        self.c.set_err(e);
+    }
+
+    fn setsockopt(&self, level: i32, name: i32, val: &[u8]) -> Result<(), Errno> {
+        let bound = self.inner.lock().owns_port;
+        if self.c.set_ip_option(level, name, val, bound)? {
+            if let Ok(mut st) = stack::lock() {
+                let inner = self.inner.lock();
+                for r in inner.socks.iter() {
+                    st.udp(*r).set_hop_limit(self.c.hop_limit());
+                }
+            }
+            return Ok(());
+        }
+        if level == SOL_UDP {
+            return Err(Errno::ENOPROTOOPT);
+        }
+        Err(Errno::ENOPROTOOPT)
+    }
+
+    fn getsockopt(&self, level: i32, name: i32) -> Result<OptValue, Errno> {
+        if let Some(v) = self.c.get_ip_option(level, name)? {
+            return Ok(v);
+        }
+        if level == SOL_UDP {
+            return Err(Errno::ENOPROTOOPT);
+        }
+        Err(Errno::EOPNOTSUPP)
+    }
+
+    fn attach(&self, ino: u64) {
+        self.c.ino.store(ino, Ordering::Relaxed);
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn release(&self) {
+        self.release_now();
+    }
+}
