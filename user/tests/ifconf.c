@@ -4,7 +4,8 @@
  * (SIOCGIFINDEX, SIOCGIFNAME, SIOCGIFFLAGS, SIOCGIFMTU, SIOCGIFHWADDR,
  * SIOCGIFTXQLEN, SIOCGIFMETRIC, SIOCGIFMAP, SIOCGIFCONF with a null, a
  * short and a full buffer; ENODEV, EFAULT, ENOTTY; the IPv4 address
- * ioctls, which only AF_INET sockets answer; SIOCSIFFLAGS/SIOCSIFMTU
+ * ioctls, which only AF_INET sockets answer (and SIOCSIFADDR of the
+ * address lo has); SIOCSIFFLAGS/SIOCSIFMTU
  * that change nothing, and EPERM for them as user 1000), libc's
  * getifaddrs, if_nameindex, if_nametoindex and if_indextoname (musl's
  * go through netlink), and the /proc/net files' headers and lo lines.
@@ -108,6 +109,45 @@ static int dev_ioctls(int fd, const char *what)
     return 0;
 }
 
+/* The IPv4 address ioctls, which only AF_INET sockets answer. */
+static void inet_ioctls(void)
+{
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    check(fd >= 0, "AF_INET socket");
+    struct ifreq r;
+    memset(&r, 0, sizeof r);
+    strcpy(r.ifr_name, "lo");
+    struct sockaddr_in *a = (struct sockaddr_in *)&r.ifr_addr;
+    EXPECT_OK("SIOCGIFADDR lo", ioctl(fd, SIOCGIFADDR, &r));
+    printf("lo address: family %d %s\n", a->sin_family, inet_ntoa(a->sin_addr));
+    EXPECT_OK("SIOCGIFNETMASK lo", ioctl(fd, SIOCGIFNETMASK, &r));
+    printf("lo netmask: %s\n", inet_ntoa(a->sin_addr));
+    EXPECT_OK("SIOCGIFBRDADDR lo", ioctl(fd, SIOCGIFBRDADDR, &r));
+    printf("lo broadcast: %s\n", inet_ntoa(a->sin_addr));
+    EXPECT_OK("SIOCGIFDSTADDR lo", ioctl(fd, SIOCGIFDSTADDR, &r));
+    printf("lo destination: %s\n", inet_ntoa(a->sin_addr));
+    EXPECT_OK("SIOCGIFFLAGS lo on AF_INET", ioctl(fd, SIOCGIFFLAGS, &r));
+    printf("lo flags %#x\n", (unsigned short)r.ifr_flags);
+    strcpy(r.ifr_name, "nosuch0");
+    EXPECT_ERR(ENODEV, "SIOCGIFADDR nosuch0", ioctl(fd, SIOCGIFADDR, &r));
+    strcpy(r.ifr_name, "lo");
+    a->sin_family = AF_UNIX;
+    EXPECT_ERR(EINVAL, "SIOCSIFADDR with family AF_UNIX", ioctl(fd, SIOCSIFADDR, &r));
+    a->sin_family = AF_INET;
+    a->sin_addr.s_addr = htonl(0x7f000001);
+    EXPECT_OK("SIOCSIFADDR lo 127.0.0.1 (its address)", ioctl(fd, SIOCSIFADDR, &r));
+    struct ifconf c = { .ifc_len = 0, .ifc_buf = NULL };
+    EXPECT_OK("SIOCGIFCONF on AF_INET", ioctl(fd, SIOCGIFCONF, &c));
+    check(c.ifc_len > 0 && c.ifc_len % (int)sizeof(struct ifreq) == 0, "a length of whole ifreqs");
+    close(fd);
+    int fd6 = socket(AF_INET6, SOCK_DGRAM, 0);
+    check(fd6 >= 0, "AF_INET6 socket");
+    strcpy(r.ifr_name, "lo");
+    EXPECT_ERR(ENOTTY, "SIOCGIFADDR on AF_INET6", ioctl(fd6, SIOCGIFADDR, &r));
+    EXPECT_OK("SIOCGIFMTU on AF_INET6", ioctl(fd6, SIOCGIFMTU, &r));
+    close(fd6);
+}
+
 static int unprivileged(void *arg)
 {
     int fd = *(int *)arg;
@@ -122,6 +162,11 @@ static int unprivileged(void *arg)
     EXPECT_ERR(EPERM, "user 1000: SIOCSIFMTU lo", ioctl(fd, SIOCSIFMTU, &r));
     strcpy(r.ifr_name, "nosuch0");
     EXPECT_ERR(EPERM, "user 1000: SIOCSIFFLAGS nosuch0 (EPERM first)", ioctl(fd, SIOCSIFFLAGS, &r));
+    int in = socket(AF_INET, SOCK_DGRAM, 0);
+    strcpy(r.ifr_name, "lo");
+    EXPECT_OK("user 1000: SIOCGIFADDR lo", ioctl(in, SIOCGIFADDR, &r));
+    EXPECT_ERR(EPERM, "user 1000: SIOCSIFADDR lo", ioctl(in, SIOCSIFADDR, &r));
+    EXPECT_ERR(EPERM, "user 1000: SIOCSIFNETMASK lo", ioctl(in, SIOCSIFNETMASK, &r));
     return t_failed;
 }
 
@@ -193,6 +238,7 @@ int main(void)
     dev_ioctls(u, "AF_UNIX socket");
     int nl = socket(AF_NETLINK, SOCK_RAW, 0);
     dev_ioctls(nl, "AF_NETLINK socket");
+    inet_ioctls();
     check(run_child(unprivileged, &u) == 0, "the unprivileged checks passed");
     libc_view();
     proc_file("/proc/net/dev", 2, "    lo:", 1);

@@ -240,7 +240,6 @@ static PROVIDER: Once<&'static dyn Interfaces> = Once::new();
 static BUILTIN: IfTable = IfTable::new();
 
 /// Installs the network stack's interface table (once, at boot).
-#[allow(dead_code)] // for the network stack (issue 12)
 pub fn set_provider(p: &'static dyn Interfaces) {
     PROVIDER.set(p);
 }
@@ -261,7 +260,6 @@ pub fn init() {
 
 /// The built-in table (the stack may register its devices here and
 /// install it with [`set_provider`]).
-#[allow(dead_code)] // for the network stack (issue 12)
 pub fn builtin() -> &'static IfTable {
     &BUILTIN
 }
@@ -307,7 +305,12 @@ impl Default for IfTable {
 impl IfTable {
     pub const fn new() -> IfTable {
         IfTable {
-            state: SpinLock::new(TableState { links: Vec::new(), addrs: Vec::new(), routes: Vec::new(), next_index: 1 }),
+            state: SpinLock::new(TableState {
+                links: Vec::new(),
+                addrs: Vec::new(),
+                routes: Vec::new(),
+                next_index: 1,
+            }),
             loopback: Once::new(),
         }
     }
@@ -399,9 +402,19 @@ impl IfTable {
                 out.push(base.clone());
                 if a.prefix < 32 && a.flags & r::IFA_F_NOPREFIXROUTE == 0 {
                     let kind = if loopback { r::RTN_LOCAL } else { r::RTN_UNICAST };
-                    let (table, scope) =
-                        if loopback { (r::RT_TABLE_LOCAL, r::RT_SCOPE_HOST) } else { (r::RT_TABLE_MAIN, r::RT_SCOPE_LINK) };
-                    out.push(Route { table, kind, dst: a.addr.network(a.prefix), prefix: a.prefix, scope, ..base.clone() });
+                    let (table, scope) = if loopback {
+                        (r::RT_TABLE_LOCAL, r::RT_SCOPE_HOST)
+                    } else {
+                        (r::RT_TABLE_MAIN, r::RT_SCOPE_LINK)
+                    };
+                    out.push(Route {
+                        table,
+                        kind,
+                        dst: a.addr.network(a.prefix),
+                        prefix: a.prefix,
+                        scope,
+                        ..base.clone()
+                    });
                 }
                 if a.prefix < 31 {
                     let mask = u32::from_be_bytes(ifr::netmask(a.prefix));
@@ -535,7 +548,10 @@ impl Interfaces for IfTable {
         let mut a = a;
         // A second IPv4 address in a subnet the link already has is secondary.
         if let IpAddr::V4(_) = a.addr {
-            if st.addrs.iter().any(|b| b.index == a.index && b.prefix == a.prefix && b.addr.same_prefix(&a.addr, a.prefix))
+            if st
+                .addrs
+                .iter()
+                .any(|b| b.index == a.index && b.prefix == a.prefix && b.addr.same_prefix(&a.addr, a.prefix))
             {
                 a.flags |= r::IFA_F_SECONDARY;
             }
@@ -553,9 +569,7 @@ impl Interfaces for IfTable {
         let pos = st
             .addrs
             .iter()
-            .position(|b| {
-                b.index == index && addr.is_none_or(|x| x == b.addr) && prefix.is_none_or(|p| p == b.prefix)
-            })
+            .position(|b| b.index == index && addr.is_none_or(|x| x == b.addr) && prefix.is_none_or(|p| p == b.prefix))
             .ok_or(Errno::EADDRNOTAVAIL)?;
         Ok(st.addrs.remove(pos))
     }
@@ -565,8 +579,7 @@ impl Interfaces for IfTable {
         if !st.links.iter().any(|l| l.index == rt.oif) {
             return Err(Errno::ENODEV);
         }
-        let same =
-            |b: &Route| b.table == rt.table && b.dst == rt.dst && b.prefix == rt.prefix && b.metric == rt.metric;
+        let same = |b: &Route| b.table == rt.table && b.dst == rt.dst && b.prefix == rt.prefix && b.metric == rt.metric;
         if let Some(old) = st.routes.iter_mut().find(|b| same(b)) {
             if mode.excl {
                 return Err(Errno::EEXIST);

@@ -30,6 +30,7 @@
 pub mod ifaces;
 mod ifioctl;
 pub mod inet;
+pub mod inet_ifaces;
 mod io;
 pub mod netlink;
 mod options;

@@ -52,6 +52,7 @@ pub fn init() {
     net::set_host(&HOST);
     crate::fs::procfs::register("net/unix", |_| net::unix::proc_net_unix().unwrap_or_default());
     net::ifaces::init();
+    net::inet_ifaces::install();
     net::procnet::register();
 }
 

@@ -233,8 +233,7 @@ fn fill_link(b: &mut MsgBuilder, l: &Link, flags: u16, seq: u32, pid: u32, chang
 /// IFLA_PROTINFO, the per-device IPv6 settings it does not keep).
 fn fill_inet6_link(b: &mut MsgBuilder, l: &Link, flags: u16, seq: u32, pid: u32) -> Result<(), NoMemory> {
     b.begin(r::RTM_NEWLINK, flags, seq, pid)?;
-    let info =
-        IfInfoMsg { family: s::AF_INET6 as u8, kind: l.kind, index: l.index as i32, flags: l.flags, change: 0 };
+    let info = IfInfoMsg { family: s::AF_INET6 as u8, kind: l.kind, index: l.index as i32, flags: l.flags, change: 0 };
     b.put_fixed(&info.to_bytes())?;
     b.attr_str(r::IFLA_IFNAME, l.name.as_bytes())?;
     b.attr(r::IFLA_ADDRESS, &l.mac)?;
@@ -689,7 +688,9 @@ impl Request<'_> {
             .find_map(|table| {
                 routes
                     .iter()
-                    .filter(|rt| rt.table == *table && rt.kind != r::RTN_BROADCAST && dst.same_prefix(&rt.dst, rt.prefix))
+                    .filter(|rt| {
+                        rt.table == *table && rt.kind != r::RTN_BROADCAST && dst.same_prefix(&rt.dst, rt.prefix)
+                    })
                     .max_by_key(|rt| rt.prefix)
             })
             .ok_or(Errno::ENETUNREACH)?;
