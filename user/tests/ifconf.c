@@ -5,7 +5,7 @@
  * SIOCGIFTXQLEN, SIOCGIFMETRIC, SIOCGIFMAP, SIOCGIFCONF with a null, a
  * short and a full buffer; ENODEV, EFAULT, ENOTTY; the IPv4 address
  * ioctls, which only AF_INET sockets answer (and SIOCSIFADDR of the
- * address lo has); SIOCSIFFLAGS/SIOCSIFMTU
+ * address lo has), SIOCADDRT/SIOCDELRT's errors; SIOCSIFFLAGS/SIOCSIFMTU
  * that change nothing, and EPERM for them as user 1000), libc's
  * getifaddrs, if_nameindex, if_nametoindex and if_indextoname (musl's
  * go through netlink), and the /proc/net files' headers and lo lines.
@@ -15,6 +15,7 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <net/route.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 
@@ -139,6 +140,40 @@ static void inet_ioctls(void)
     struct ifconf c = { .ifc_len = 0, .ifc_buf = NULL };
     EXPECT_OK("SIOCGIFCONF on AF_INET", ioctl(fd, SIOCGIFCONF, &c));
     check(c.ifc_len > 0 && c.ifc_len % (int)sizeof(struct ifreq) == 0, "a length of whole ifreqs");
+
+    /* SIOCADDRT/SIOCDELRT: their errors (the host's routes stay as they are). */
+    struct rtentry rt;
+    memset(&rt, 0, sizeof rt);
+    struct sockaddr_in *dst = (struct sockaddr_in *)&rt.rt_dst, *mask = (struct sockaddr_in *)&rt.rt_genmask,
+                       *gw = (struct sockaddr_in *)&rt.rt_gateway;
+    dst->sin_family = mask->sin_family = AF_INET;
+    dst->sin_addr.s_addr = htonl(0x0a630000);
+    mask->sin_addr.s_addr = htonl(0xffff0000);
+    char lo_name[] = "lo", none[] = "nosuch0";
+    rt.rt_dev = lo_name;
+    EXPECT_ERR(EFAULT, "SIOCADDRT with a bad pointer", ioctl(fd, SIOCADDRT, BAD_PTR));
+    dst->sin_family = AF_UNIX;
+    EXPECT_ERR(EAFNOSUPPORT, "SIOCADDRT to an AF_UNIX destination", ioctl(fd, SIOCADDRT, &rt));
+    dst->sin_family = AF_INET;
+    mask->sin_addr.s_addr = htonl(0xff00ff00);
+    EXPECT_ERR(EINVAL, "SIOCADDRT with a mask with holes", ioctl(fd, SIOCADDRT, &rt));
+    mask->sin_addr.s_addr = htonl(0xff000000);
+    EXPECT_ERR(EINVAL, "SIOCADDRT 10.99.0.0/8 (host bits set)", ioctl(fd, SIOCADDRT, &rt));
+    mask->sin_addr.s_addr = htonl(0xffff0000);
+    rt.rt_dev = none;
+    EXPECT_ERR(ENODEV, "SIOCADDRT via nosuch0", ioctl(fd, SIOCADDRT, &rt));
+    rt.rt_dev = lo_name;
+    rt.rt_flags = RTF_UP | RTF_GATEWAY;
+    EXPECT_ERR(EINVAL, "SIOCADDRT RTF_GATEWAY without a gateway", ioctl(fd, SIOCADDRT, &rt));
+    rt.rt_dev = NULL;
+    gw->sin_family = AF_INET;
+    gw->sin_addr.s_addr = htonl(0xcb007101);
+    EXPECT_ERR(ENETUNREACH, "SIOCADDRT via a gateway no link reaches", ioctl(fd, SIOCADDRT, &rt));
+    rt.rt_flags = RTF_UP;
+    EXPECT_ERR(ESRCH, "SIOCDELRT of a route that does not exist", ioctl(fd, SIOCDELRT, &rt));
+    int u = socket(AF_UNIX, SOCK_DGRAM, 0);
+    EXPECT_ERR(ENOTTY, "SIOCADDRT on an AF_UNIX socket", ioctl(u, SIOCADDRT, &rt));
+    close(u);
     close(fd);
     int fd6 = socket(AF_INET6, SOCK_DGRAM, 0);
     check(fd6 >= 0, "AF_INET6 socket");
@@ -167,6 +202,10 @@ static int unprivileged(void *arg)
     EXPECT_OK("user 1000: SIOCGIFADDR lo", ioctl(in, SIOCGIFADDR, &r));
     EXPECT_ERR(EPERM, "user 1000: SIOCSIFADDR lo", ioctl(in, SIOCSIFADDR, &r));
     EXPECT_ERR(EPERM, "user 1000: SIOCSIFNETMASK lo", ioctl(in, SIOCSIFNETMASK, &r));
+    struct rtentry rt;
+    memset(&rt, 0, sizeof rt);
+    EXPECT_ERR(EPERM, "user 1000: SIOCADDRT", ioctl(in, SIOCADDRT, &rt));
+    EXPECT_ERR(EFAULT, "user 1000: SIOCADDRT with a bad pointer (EFAULT first)", ioctl(in, SIOCADDRT, BAD_PTR));
     return t_failed;
 }
 

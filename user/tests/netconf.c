@@ -17,6 +17,7 @@
 #include "nlutil.h"
 #include <arpa/inet.h>
 #include <net/if.h>
+#include <net/route.h>
 #include <sys/ioctl.h>
 #include <sys/utsname.h>
 
@@ -191,6 +192,25 @@ static void addresses(void)
     route4(RTM_DELROUTE, 0, "10.30.0.0", 16, "10.20.0.1", 0, "delete the gateway route");
     route4(RTM_DELROUTE, 0, "10.30.0.0", 16, "10.20.0.1", ESRCH, "delete it again");
     route4(RTM_DELROUTE, 0, "10.20.0.0", 16, NULL, 0, "delete the route through lo");
+
+    /* The same through SIOCADDRT/SIOCDELRT (busybox route). */
+    int in = socket(AF_INET, SOCK_DGRAM, 0);
+    struct rtentry rte;
+    memset(&rte, 0, sizeof rte);
+    struct sockaddr_in *d = (struct sockaddr_in *)&rte.rt_dst, *m = (struct sockaddr_in *)&rte.rt_genmask;
+    d->sin_family = m->sin_family = AF_INET;
+    d->sin_addr.s_addr = htonl(0x0a280000);
+    m->sin_addr.s_addr = htonl(0xffff0000);
+    char lo_name[] = "lo";
+    rte.rt_dev = lo_name;
+    rte.rt_flags = RTF_UP;
+    EXPECT_OK("SIOCADDRT 10.40.0.0/16 dev lo", ioctl(in, SIOCADDRT, &rte));
+    check(proc_has("/proc/net/route", "lo\t0000280A\t00000000\t0001\t0\t0\t0\t0000FFFF") == 1,
+          "/proc/net/route: 10.40.0.0/16 on lo");
+    EXPECT_ERR(EEXIST, "SIOCADDRT again", ioctl(in, SIOCADDRT, &rte));
+    EXPECT_OK("SIOCDELRT 10.40.0.0/16", ioctl(in, SIOCDELRT, &rte));
+    EXPECT_ERR(ESRCH, "SIOCDELRT again", ioctl(in, SIOCDELRT, &rte));
+    close(in);
     check(proc_has("/proc/net/route", "lo\t") == 0, "/proc/net/route is empty again");
 
     addr4(RTM_DELADDR, 0, "10.9.0.1", 24, 0, "remove 10.9.0.1/24");

@@ -581,13 +581,13 @@ impl Interfaces for IfTable {
         }
         let same = |b: &Route| b.table == rt.table && b.dst == rt.dst && b.prefix == rt.prefix && b.metric == rt.metric;
         if let Some(old) = st.routes.iter_mut().find(|b| same(b)) {
-            if mode.excl {
+            // Linux keeps several routes to one prefix only when they
+            // differ (NLM_F_APPEND); Kiln keeps one: again is EEXIST.
+            if mode.excl || !mode.replace {
                 return Err(Errno::EEXIST);
             }
-            if mode.replace {
-                *old = rt;
-                return Ok(());
-            }
+            *old = rt;
+            return Ok(());
         } else if !mode.create {
             return Err(Errno::ENOENT);
         }

@@ -3,7 +3,8 @@
 //! SIOCGIFNAME, SIOCGIFINDEX, SIOCG/SIFFLAGS, SIOCG/SIFMTU,
 //! SIOCGIFHWADDR, SIOCGIFMETRIC, SIOCGIFTXQLEN, SIOCGIFMAP, and the IPv4
 //! ones SIOCG/SIFADDR, SIOCG/SIFNETMASK, SIOCG/SIFBRDADDR,
-//! SIOCGIFDSTADDR, over the interface table ([`super::ifaces`]).
+//! SIOCGIFDSTADDR, and the routes of SIOCADDRT/SIOCDELRT, over the
+//! interface table ([`super::ifaces`]).
 //!
 //! The order of checks is Linux's: the ifreq is copied (EFAULT), a
 //! change needs CAP_NET_ADMIN (EPERM) and an AF_INET address (EINVAL),
@@ -35,6 +36,9 @@ pub fn ioctl(family: u16, cmd: u32, arg: u64, vm: &Vm) -> Result<u64, Errno> {
     }
     if cmd == ifr::SIOCGIFCONF {
         return ifconf(arg, vm);
+    }
+    if matches!(cmd, ifr::SIOCADDRT | ifr::SIOCDELRT) && family == s::AF_INET {
+        return route(cmd, arg, vm);
     }
     let mut b = [0u8; ifr::IFREQ_SIZE];
     uaccess::read_bytes(vm, arg, &mut b)?;
@@ -247,6 +251,98 @@ fn inet(cmd: u32, req: &mut Ifreq) -> Result<bool, Errno> {
 
 fn broadcast_of(a: [u8; 4], prefix: u8) -> [u8; 4] {
     (u32::from_be_bytes(a) | !u32::from_be_bytes(ifr::netmask(prefix))).to_be_bytes()
+}
+
+// `struct rtentry`: its size, the offsets of the fields Kiln reads, and
+// its flags (`RTF_*`).
+const RTENTRY_SIZE: usize = 120;
+const RT_DST: usize = 8;
+const RT_GATEWAY: usize = 24;
+const RT_GENMASK: usize = 40;
+const RT_FLAGS: usize = 56;
+const RT_METRIC: usize = 80;
+const RT_DEV: usize = 88;
+const RTF_GATEWAY: u16 = 0x2;
+const RTF_HOST: u16 = 0x4;
+const RTF_REJECT: u16 = 0x200;
+
+/// The family and IPv4 address of the `struct sockaddr` at `off`.
+fn sockaddr_at(b: &[u8], off: usize) -> (u16, [u8; 4]) {
+    (u16::from_le_bytes([b[off], b[off + 1]]), [b[off + 4], b[off + 5], b[off + 6], b[off + 7]])
+}
+
+/// SIOCADDRT and SIOCDELRT on AF_INET sockets (`ip_rt_ioctl` and
+/// `rtentry_to_fib_config`): IPv4 routes of the main table.
+fn route(cmd: u32, arg: u64, vm: &Vm) -> Result<u64, Errno> {
+    let mut b = [0u8; RTENTRY_SIZE];
+    uaccess::read_bytes(vm, arg, &mut b)?;
+    if !net_admin() {
+        return Err(Errno::EPERM);
+    }
+    let (family, dst) = sockaddr_at(&b, RT_DST);
+    if family != s::AF_INET {
+        return Err(Errno::EAFNOSUPPORT);
+    }
+    let flags = u16::from_le_bytes([b[RT_FLAGS], b[RT_FLAGS + 1]]);
+    let prefix = if flags & RTF_HOST != 0 {
+        32
+    } else {
+        let (mfamily, mask) = sockaddr_at(&b, RT_GENMASK);
+        if mfamily != s::AF_INET && (mask != [0; 4] || mfamily != 0) {
+            return Err(Errno::EAFNOSUPPORT);
+        }
+        let m = u32::from_be_bytes(mask);
+        if u32::from_be_bytes(dst) & !m != 0 {
+            return Err(Errno::EINVAL);
+        }
+        ifr::prefix_of(mask).ok_or(Errno::EINVAL)?
+    };
+    let metric = i16::from_le_bytes([b[RT_METRIC], b[RT_METRIC + 1]]);
+    let metric = if metric > 0 { metric as u32 - 1 } else { 0 };
+    if flags & RTF_REJECT != 0 {
+        // Unreachable routes are not implemented.
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let dev = u64::from_le_bytes([
+        b[RT_DEV],
+        b[RT_DEV + 1],
+        b[RT_DEV + 2],
+        b[RT_DEV + 3],
+        b[RT_DEV + 4],
+        b[RT_DEV + 5],
+        b[RT_DEV + 6],
+        b[RT_DEV + 7],
+    ]);
+    let mut oif = 0;
+    if dev != 0 {
+        let mut name = [0u8; ifr::IFNAMSIZ - 1];
+        uaccess::read_bytes(vm, dev, &mut name)?;
+        let end = name.iter().position(|&c| c == 0 || c == b':').unwrap_or(name.len());
+        oif = ifaces::link_by_name(&name[..end])?.index;
+    }
+    let (gfamily, gw) = sockaddr_at(&b, RT_GATEWAY);
+    let gateway = (gfamily == s::AF_INET && gw != [0; 4]).then_some(IpAddr::V4(gw));
+    let rt = ifaces::Route {
+        table: r::RT_TABLE_MAIN,
+        kind: r::RTN_UNICAST,
+        dst: IpAddr::V4(dst),
+        prefix,
+        gateway,
+        oif,
+        scope: if gateway.is_some() && flags & RTF_GATEWAY != 0 { r::RT_SCOPE_UNIVERSE } else { r::RT_SCOPE_LINK },
+        protocol: if cmd == ifr::SIOCADDRT { r::RTPROT_BOOT } else { 0 },
+        prefsrc: None,
+        metric,
+    };
+    if cmd == ifr::SIOCDELRT {
+        ifaces::table().del_route(&rt)?;
+        return Ok(0);
+    }
+    if flags & RTF_GATEWAY != 0 && gateway.is_none() {
+        return Err(Errno::EINVAL);
+    }
+    super::netlink::route::add_unicast_route(rt, AddMode { create: true, ..Default::default() })?;
+    Ok(0)
 }
 
 /// Tells RTNLGRP_LINK listeners a link changed.

@@ -622,41 +622,14 @@ impl Request<'_> {
     }
 
     fn new_route(&self, family: u16) -> Result<(), Errno> {
-        let mut rt = self.route_of(family, true)?;
-        if rt.kind != r::RTN_UNICAST {
-            // Blackhole, unreachable, local... routes are not implemented.
-            return Err(Errno::EOPNOTSUPP);
-        }
-        let t = ifaces::table();
-        if let Some(gw) = rt.gateway {
-            // The gateway must be on a link a direct route reaches
-            // (`fib_check_nh`).
-            let via = t
-                .routes()?
-                .into_iter()
-                .filter(|d| d.gateway.is_none() && d.kind == r::RTN_UNICAST && gw.same_prefix(&d.dst, d.prefix))
-                .filter(|d| rt.oif == 0 || d.oif == rt.oif)
-                .max_by_key(|d| d.prefix)
-                .ok_or(Errno::ENETUNREACH)?;
-            rt.oif = via.oif;
-        }
-        if rt.oif == 0 {
-            return Err(Errno::ENODEV);
-        }
-        let link = ifaces::link_by_index(rt.oif)?;
-        if !link.is_up() {
-            return Err(Errno::ENETDOWN);
-        }
-        if rt.scope == r::RT_SCOPE_NOWHERE {
-            return Err(Errno::EINVAL);
-        }
+        let rt = self.route_of(family, true)?;
         let hf = self.msg.header.flags;
         let mode = AddMode {
             excl: hf & nl::NLM_F_EXCL != 0,
             replace: hf & nl::NLM_F_REPLACE != 0,
             create: hf & nl::NLM_F_CREATE != 0,
         };
-        t.add_route(rt.clone(), mode)?;
+        let rt = add_unicast_route(rt, mode)?;
         let group = if family == s::AF_INET { r::RTNLGRP_IPV4_ROUTE } else { r::RTNLGRP_IPV6_ROUTE };
         let (seq, pid) = (self.seq(), self.portid);
         self.announce(group, |b| fill_route(b, &rt, r::RTM_NEWROUTE, 0, seq, pid));
@@ -729,6 +702,41 @@ impl Request<'_> {
             Ok(())
         })
     }
+}
+
+/// Adds a unicast route (RTM_NEWROUTE, SIOCADDRT) after Linux's checks
+/// of its next hop (`fib_check_nh`): a gateway must be on a link a
+/// direct route reaches (ENETUNREACH), which gives the output link; the
+/// link must exist (ENODEV) and be up (ENETDOWN). Returns the route as
+/// added.
+pub fn add_unicast_route(mut rt: Route, mode: AddMode) -> Result<Route, Errno> {
+    if rt.kind != r::RTN_UNICAST {
+        // Blackhole, unreachable, local... routes are not implemented.
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let t = ifaces::table();
+    if let Some(gw) = rt.gateway {
+        let via = t
+            .routes()?
+            .into_iter()
+            .filter(|d| d.gateway.is_none() && d.kind == r::RTN_UNICAST && gw.same_prefix(&d.dst, d.prefix))
+            .filter(|d| rt.oif == 0 || d.oif == rt.oif)
+            .max_by_key(|d| d.prefix)
+            .ok_or(Errno::ENETUNREACH)?;
+        rt.oif = via.oif;
+    }
+    if rt.oif == 0 {
+        return Err(Errno::ENODEV);
+    }
+    let link = ifaces::link_by_index(rt.oif)?;
+    if !link.is_up() {
+        return Err(Errno::ENETDOWN);
+    }
+    if rt.scope == r::RT_SCOPE_NOWHERE {
+        return Err(Errno::EINVAL);
+    }
+    t.add_route(rt.clone(), mode)?;
+    Ok(rt)
 }
 
 /// Tells RTNLGRP_LINK listeners that `link` changed (an ioctl changed it).
