@@ -27,7 +27,7 @@ export TZ=UTC LC_ALL=C HOME=/
 unset BB_DEMO
 
 if [ $# -eq 0 ]; then
-    set -- sh text files procs archive
+    set -- sh text files procs archive net
 fi
 total=0
 failed=0

@@ -17,16 +17,25 @@
 //!   the socket's timeouts ([`wait`]).
 //! * O_ASYNC signals follow Linux's socket rules, not readiness alone
 //!   ([`sigio`]).
+//! * The control plane: AF_NETLINK route sockets ([`netlink`]), the
+//!   SIOC*IF* ioctls every socket answers ([`ifioctl`]) and /proc/net
+//!   ([`procnet`]), all over the interface table the stack provides
+//!   ([`ifaces`]).
 //!
 //! The layer sits beside `fs/`: it knows files (`FileOps`, `OpenFile` for
 //! descriptors in flight, dentries for socket names) but nothing of
 //! processes. What it needs from above (the caller's identity, SIGPIPE)
 //! comes through the [`Host`] hooks the system-call layer registers.
 
+pub mod ifaces;
+mod ifioctl;
 pub mod inet;
+pub mod inet_ifaces;
 mod io;
 pub mod netdevs;
+pub mod netlink;
 mod options;
+pub mod procnet;
 mod sigio;
 mod socket;
 pub mod unix;
@@ -73,6 +82,9 @@ pub trait Host: Sync {
     /// Sends SIGPIPE to the calling thread (a write to a socket whose
     /// peer is gone, without MSG_NOSIGNAL).
     fn sigpipe(&self);
+    /// Whether the calling thread has CAP_NET_ADMIN (configuring
+    /// interfaces, addresses and routes).
+    fn net_admin(&self) -> bool;
 }
 
 static HOST: Once<&'static dyn Host> = Once::new();
@@ -102,6 +114,7 @@ fn sigpipe() {
 pub fn create(family: u16, kind: u32, protocol: i32) -> Result<Arc<Socket>, Errno> {
     match family {
         s::AF_UNIX => Socket::new(unix::create(kind, protocol)?),
+        s::AF_NETLINK => Socket::new(netlink::create(kind, protocol)?),
         s::AF_INET | s::AF_INET6 => Socket::new(inet::create(family, kind, protocol)?),
         _ => Err(Errno::EAFNOSUPPORT),
     }
@@ -116,6 +129,11 @@ pub fn create_pair(family: u16, kind: u32, protocol: i32) -> Result<(Arc<Socket>
         }
         // Linux's inet families exist but cannot make pairs.
         s::AF_INET | s::AF_INET6 => Err(Errno::EOPNOTSUPP),
+        // Netlink makes the sockets first (their errors come first).
+        s::AF_NETLINK => {
+            netlink::create(kind, protocol)?;
+            Err(Errno::EOPNOTSUPP)
+        }
         _ => Err(Errno::EAFNOSUPPORT),
     }
 }

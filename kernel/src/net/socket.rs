@@ -29,6 +29,7 @@ use crate::mm::{uaccess, Vm};
 pub enum SockType {
     Stream = 1,
     Dgram = 2,
+    Raw = 3,
     SeqPacket = 5,
 }
 
@@ -256,7 +257,9 @@ impl FileOps for Socket {
         let n = match cmd {
             c::FIONREAD => self.proto.unread()?,
             c::TIOCOUTQ => self.proto.unsent(),
-            _ => return Err(Errno::ENOTTY),
+            // What the family does not know, the device layer answers
+            // (Linux's `sock_do_ioctl` falling back to `dev_ioctl`).
+            _ => return super::ifioctl::ioctl(self.proto.family(), cmd, arg, vm),
         };
         uaccess::write_u32(vm, arg, n.min(i32::MAX as usize) as u32)?;
         Ok(0)

@@ -32,6 +32,10 @@ impl net::Host for KernelHost {
         net::Caller { pid: t.process.pid, uid: cred.uid, gid: cred.gid, euid: cred.euid, egid: cred.egid }
     }
 
+    fn net_admin(&self) -> bool {
+        crate::proc::current_task().is_some_and(|t| t.cred().capable(linux_abi::capability::CAP_NET_ADMIN))
+    }
+
     fn sigpipe(&self) {
         if let Some(t) = crate::proc::current_task() {
             crate::proc::signal::send_to_task(
@@ -47,6 +51,9 @@ static HOST: KernelHost = KernelHost;
 pub fn init() {
     net::set_host(&HOST);
     crate::fs::procfs::register("net/unix", |_| net::unix::proc_net_unix().unwrap_or_default());
+    net::ifaces::init();
+    net::inet_ifaces::install();
+    net::procnet::register();
 }
 
 /// The socket behind descriptor `fd`: EBADF, or ENOTSOCK for other files.

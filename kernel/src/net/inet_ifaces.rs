@@ -1,0 +1,278 @@
+//! The interface table over the smoltcp stack ([`super::inet`]): the
+//! built-in [`IfTable`] keeps what the control plane configures (flags,
+//! MTU, addresses with their labels and times, routes), and this layer
+//! carries it to the stack and reads back what only the stack knows.
+//!
+//! * Addresses added or removed (netlink, SIOCSIFADDR) go into the smoltcp
+//!   interface of the same index, so the stack answers on them; a link
+//!   brought down takes its addresses out of smoltcp (no traffic, as on
+//!   Linux where its routes go) and up puts them back.
+//! * Routes through a gateway go into smoltcp's route table as well;
+//!   routes straight to a link are the table's alone (smoltcp reaches
+//!   only the prefixes of its own addresses directly).
+//! * /proc/net/dev's counters and the TCP and UDP sockets of
+//!   /proc/net/{tcp,udp,tcp6,udp6} come from the stack. smoltcp knows no
+//!   owners or inodes: those columns show 0.
+//!
+//! Before the stack is up (early boot) the table alone answers.
+
+use alloc::vec::Vec;
+
+use kiln_netlink::procnet::{self as pn, InetSock};
+use linux_abi::errno::Errno;
+use smoltcp::iface::Route as SmolRoute;
+use smoltcp::socket::{tcp, Socket as SmolSocket};
+use smoltcp::wire::{IpAddress, IpCidr, IpListenEndpoint, Ipv4Address, Ipv6Address};
+
+use super::ifaces::{self, AddMode, Address, IfTable, Interfaces, IpAddr, Link, Route, SockTable};
+use super::inet::stack;
+
+/// The table the stack provides (installed by [`install`]).
+pub struct InetTable;
+
+static INET_TABLE: InetTable = InetTable;
+
+/// Makes the stack-backed table the one the control plane uses.
+pub fn install() {
+    ifaces::set_provider(&INET_TABLE);
+}
+
+fn base() -> &'static IfTable {
+    ifaces::builtin()
+}
+
+fn to_smol(a: &IpAddr) -> IpAddress {
+    match a {
+        IpAddr::V4(b) => IpAddress::Ipv4(Ipv4Address::from(*b)),
+        IpAddr::V6(b) => IpAddress::Ipv6(Ipv6Address::from(*b)),
+    }
+}
+
+/// Runs `f` on the smoltcp interface with Linux index `index`, if the
+/// stack is up and has it.
+fn with_iface<T>(index: u32, f: impl FnOnce(&mut stack::Iface) -> T) -> Option<T> {
+    let mut st = stack::lock().ok()?;
+    st.ifaces.iter_mut().find(|i| i.info.index == index).map(f)
+}
+
+/// Puts an address into the stack (ENOMEM if its interface is full).
+fn stack_add(index: u32, addr: &IpAddr, prefix: u8) -> Result<(), Errno> {
+    let c = IpCidr::new(to_smol(addr), prefix);
+    let added = with_iface(index, |f| {
+        let mut ok = true;
+        f.iface.update_ip_addrs(|v| {
+            v.retain(|x| x.address() != c.address());
+            ok = v.push(c).is_ok();
+        });
+        ok
+    });
+    if added == Some(false) {
+        return Err(Errno::ENOMEM);
+    }
+    Ok(())
+}
+
+fn stack_del(index: u32, addr: &IpAddr) {
+    let a = to_smol(addr);
+    with_iface(index, |f| f.iface.update_ip_addrs(|v| v.retain(|x| x.address() != a)));
+}
+
+fn addresses_of(index: u32) -> Vec<Address> {
+    base().addresses().unwrap_or_default().into_iter().filter(|a| a.index == index).collect()
+}
+
+fn tcp_state(s: tcp::State) -> u8 {
+    match s {
+        tcp::State::Closed => pn::TCP_CLOSE,
+        tcp::State::Listen => pn::TCP_LISTEN,
+        tcp::State::SynSent => pn::TCP_SYN_SENT,
+        tcp::State::SynReceived => pn::TCP_SYN_RECV,
+        tcp::State::Established => pn::TCP_ESTABLISHED,
+        tcp::State::FinWait1 => pn::TCP_FIN_WAIT1,
+        tcp::State::FinWait2 => pn::TCP_FIN_WAIT2,
+        tcp::State::CloseWait => pn::TCP_CLOSE_WAIT,
+        tcp::State::Closing => pn::TCP_CLOSING,
+        tcp::State::LastAck => pn::TCP_LAST_ACK,
+        tcp::State::TimeWait => pn::TCP_TIME_WAIT,
+    }
+}
+
+/// Fills a listing entry's address and tells its table (IPv6 or not).
+fn put_addr(dst: &mut [u8; 16], a: Option<IpAddress>) -> bool {
+    match a {
+        Some(IpAddress::Ipv6(v6)) => {
+            *dst = v6.octets();
+            true
+        }
+        Some(IpAddress::Ipv4(v4)) => {
+            dst[..4].copy_from_slice(&v4.octets());
+            false
+        }
+        None => false,
+    }
+}
+
+impl Interfaces for InetTable {
+    fn links(&self) -> Result<Vec<Link>, Errno> {
+        let mut links = base().links()?;
+        if let Ok(st) = stack::lock() {
+            for l in links.iter_mut() {
+                if let Some(f) = st.ifaces.iter().find(|f| f.info.index == l.index) {
+                    let c = f.dev.counters();
+                    l.stats.rx_packets = c.rx_packets;
+                    l.stats.rx_bytes = c.rx_bytes;
+                    l.stats.tx_packets = c.tx_packets;
+                    l.stats.tx_bytes = c.tx_bytes;
+                    l.stats.rx_dropped = c.rx_dropped;
+                    l.stats.tx_dropped = c.tx_dropped;
+                }
+            }
+        }
+        Ok(links)
+    }
+
+    fn addresses(&self) -> Result<Vec<Address>, Errno> {
+        base().addresses()
+    }
+
+    fn routes(&self) -> Result<Vec<Route>, Errno> {
+        base().routes()
+    }
+
+    fn set_flags(&self, index: u32, flags: u32, mask: u32) -> Result<(), Errno> {
+        let was_up = ifaces::link_by_index(index)?.is_up();
+        base().set_flags(index, flags, mask)?;
+        let up = ifaces::link_by_index(index)?.is_up();
+        if was_up && !up {
+            for a in addresses_of(index) {
+                stack_del(index, &a.addr);
+            }
+        } else if up && !was_up {
+            for a in addresses_of(index) {
+                stack_add(index, &a.addr, a.prefix)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn set_mtu(&self, index: u32, mtu: u32) -> Result<(), Errno> {
+        let link = ifaces::link_by_index(index)?;
+        // smoltcp takes a NIC's MTU from its device; only the loopback's
+        // (which carries up to 64 KiB whatever it says) may be changed.
+        if link.kind != kiln_netlink::rtnl::ARPHRD_LOOPBACK && mtu != link.mtu {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        base().set_mtu(index, mtu)
+    }
+
+    fn add_address(&self, a: Address, mode: AddMode) -> Result<(), Errno> {
+        let (index, addr, prefix) = (a.index, a.addr, a.prefix);
+        base().add_address(a, mode)?;
+        if ifaces::link_by_index(index)?.is_up() {
+            if let Err(e) = stack_add(index, &addr, prefix) {
+                let _ = base().del_address(index, Some(addr), Some(prefix));
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    fn del_address(&self, index: u32, addr: Option<IpAddr>, prefix: Option<u8>) -> Result<Address, Errno> {
+        let gone = base().del_address(index, addr, prefix)?;
+        stack_del(index, &gone.addr);
+        Ok(gone)
+    }
+
+    fn add_route(&self, r: Route, mode: AddMode) -> Result<(), Errno> {
+        let (oif, gw, dst, prefix) = (r.oif, r.gateway, r.dst, r.prefix);
+        base().add_route(r, mode)?;
+        if let Some(gw) = gw {
+            let route = SmolRoute {
+                cidr: IpCidr::new(to_smol(&dst), prefix),
+                via_router: to_smol(&gw),
+                preferred_until: None,
+                expires_at: None,
+            };
+            let mut full = false;
+            with_iface(oif, |f| {
+                f.iface.routes_mut().update(|v| {
+                    v.retain(|x| x.cidr != route.cidr);
+                    full = v.push(route).is_err();
+                })
+            });
+            if full {
+                let key = Route { gateway: Some(gw), ..base_key(dst, prefix, oif) };
+                let _ = base().del_route(&key);
+                return Err(Errno::ENOMEM);
+            }
+        }
+        Ok(())
+    }
+
+    fn del_route(&self, key: &Route) -> Result<Route, Errno> {
+        let gone = base().del_route(key)?;
+        if gone.gateway.is_some() {
+            let cidr = IpCidr::new(to_smol(&gone.dst), gone.prefix);
+            with_iface(gone.oif, |f| f.iface.routes_mut().update(|v| v.retain(|x| x.cidr != cidr)));
+        }
+        Ok(gone)
+    }
+
+    fn sockets(&self, table: SockTable) -> Result<Vec<InetSock>, Errno> {
+        let mut out: Vec<InetSock> = Vec::new();
+        let Ok(st) = stack::lock() else { return Ok(out) };
+        let want_v6 = matches!(table, SockTable::Tcp6 | SockTable::Udp6);
+        let want_tcp = matches!(table, SockTable::Tcp | SockTable::Tcp6);
+        for f in st.ifaces.iter() {
+            for (_, s) in f.sockets.iter() {
+                let mut e = InetSock::default();
+                let v6 = match s {
+                    SmolSocket::Tcp(t) if want_tcp => {
+                        e.state = tcp_state(t.state());
+                        if e.state == pn::TCP_CLOSE {
+                            continue;
+                        }
+                        let v6 = if e.state == pn::TCP_LISTEN {
+                            let IpListenEndpoint { addr, port } = t.listen_endpoint();
+                            e.local_port = port;
+                            put_addr(&mut e.local, addr)
+                        } else {
+                            let l = t.local_endpoint();
+                            let r = t.remote_endpoint();
+                            e.local_port = l.map_or(0, |x| x.port);
+                            e.remote_port = r.map_or(0, |x| x.port);
+                            put_addr(&mut e.remote, r.map(|x| x.addr));
+                            put_addr(&mut e.local, l.map(|x| x.addr))
+                        };
+                        e.tx_queue = t.send_queue() as u32;
+                        e.rx_queue = t.recv_queue() as u32;
+                        v6
+                    }
+                    SmolSocket::Udp(u) if !want_tcp => {
+                        let IpListenEndpoint { addr, port } = u.endpoint();
+                        if port == 0 {
+                            continue;
+                        }
+                        e.state = pn::TCP_CLOSE;
+                        e.local_port = port;
+                        e.tx_queue = u.send_queue() as u32;
+                        e.rx_queue = u.recv_queue() as u32;
+                        put_addr(&mut e.local, addr)
+                    }
+                    _ => continue,
+                };
+                // A listener's spare smoltcp sockets are one socket.
+                if v6 != want_v6 || out.iter().any(|o| e.state == pn::TCP_LISTEN && *o == e) {
+                    continue;
+                }
+                out.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+                out.push(e);
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn base_key(dst: IpAddr, prefix: u8, oif: u32) -> Route {
+    Route { table: 0, kind: 0, dst, prefix, gateway: None, oif, scope: 0, protocol: 0, prefsrc: None, metric: 0 }
+}
