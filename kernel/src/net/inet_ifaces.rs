@@ -18,12 +18,13 @@
 
 use alloc::vec::Vec;
 
-use kiln_netlink::procnet::{self as pn, InetSock};
+use kiln_netlink::procnet::InetSock;
 use linux_abi::errno::Errno;
+use linux_abi::socket as s;
 use smoltcp::iface::Route as SmolRoute;
-use smoltcp::socket::{tcp, Socket as SmolSocket};
-use smoltcp::wire::{IpAddress, IpCidr, IpListenEndpoint, Ipv4Address, Ipv6Address};
+use smoltcp::wire::{IpAddress, IpCidr, Ipv4Address, Ipv6Address};
 
+use super::inet::ports::Transport;
 use super::ifaces::{self, AddMode, Address, IfTable, Interfaces, IpAddr, Link, Route, SockTable};
 use super::inet::stack;
 
@@ -81,34 +82,19 @@ fn addresses_of(index: u32) -> Vec<Address> {
     base().addresses().unwrap_or_default().into_iter().filter(|a| a.index == index).collect()
 }
 
-fn tcp_state(s: tcp::State) -> u8 {
-    match s {
-        tcp::State::Closed => pn::TCP_CLOSE,
-        tcp::State::Listen => pn::TCP_LISTEN,
-        tcp::State::SynSent => pn::TCP_SYN_SENT,
-        tcp::State::SynReceived => pn::TCP_SYN_RECV,
-        tcp::State::Established => pn::TCP_ESTABLISHED,
-        tcp::State::FinWait1 => pn::TCP_FIN_WAIT1,
-        tcp::State::FinWait2 => pn::TCP_FIN_WAIT2,
-        tcp::State::CloseWait => pn::TCP_CLOSE_WAIT,
-        tcp::State::Closing => pn::TCP_CLOSING,
-        tcp::State::LastAck => pn::TCP_LAST_ACK,
-        tcp::State::TimeWait => pn::TCP_TIME_WAIT,
-    }
-}
 
-/// Fills a listing entry's address and tells its table (IPv6 or not).
-fn put_addr(dst: &mut [u8; 16], a: Option<IpAddress>) -> bool {
+/// Fills a listing entry's address in its table's form: an IPv4 peer of
+/// an IPv6 socket as `::ffff:a.b.c.d`, as Linux lists it.
+fn put_listed(dst: &mut [u8; 16], a: Option<IpAddress>, v6: bool) {
     match a {
-        Some(IpAddress::Ipv6(v6)) => {
-            *dst = v6.octets();
-            true
+        Some(IpAddress::Ipv6(x)) if v6 => *dst = x.octets(),
+        Some(IpAddress::Ipv4(x)) if v6 => {
+            dst[10] = 0xff;
+            dst[11] = 0xff;
+            dst[12..].copy_from_slice(&x.octets());
         }
-        Some(IpAddress::Ipv4(v4)) => {
-            dst[..4].copy_from_slice(&v4.octets());
-            false
-        }
-        None => false,
+        Some(IpAddress::Ipv4(x)) => dst[..4].copy_from_slice(&x.octets()),
+        _ => {}
     }
 }
 
@@ -219,55 +205,36 @@ impl Interfaces for InetTable {
     }
 
     fn sockets(&self, table: SockTable) -> Result<Vec<InetSock>, Errno> {
+        // The stack's own listing (through each socket's watcher) knows
+        // the owner and inode, and shows a listener once however many
+        // smoltcp sockets back it.
+        let entries = match stack::lock() {
+            Ok(mut st) => st.entries(),
+            Err(_) => return Ok(Vec::new()),
+        };
+        let (transport, family) = match table {
+            SockTable::Tcp => (Transport::Tcp, s::AF_INET),
+            SockTable::Tcp6 => (Transport::Tcp, s::AF_INET6),
+            SockTable::Udp => (Transport::Udp, s::AF_INET),
+            SockTable::Udp6 => (Transport::Udp, s::AF_INET6),
+        };
         let mut out: Vec<InetSock> = Vec::new();
-        let Ok(st) = stack::lock() else { return Ok(out) };
-        let want_v6 = matches!(table, SockTable::Tcp6 | SockTable::Udp6);
-        let want_tcp = matches!(table, SockTable::Tcp | SockTable::Tcp6);
-        for f in st.ifaces.iter() {
-            for (_, s) in f.sockets.iter() {
-                let mut e = InetSock::default();
-                let v6 = match s {
-                    SmolSocket::Tcp(t) if want_tcp => {
-                        e.state = tcp_state(t.state());
-                        if e.state == pn::TCP_CLOSE {
-                            continue;
-                        }
-                        let v6 = if e.state == pn::TCP_LISTEN {
-                            let IpListenEndpoint { addr, port } = t.listen_endpoint();
-                            e.local_port = port;
-                            put_addr(&mut e.local, addr)
-                        } else {
-                            let l = t.local_endpoint();
-                            let r = t.remote_endpoint();
-                            e.local_port = l.map_or(0, |x| x.port);
-                            e.remote_port = r.map_or(0, |x| x.port);
-                            put_addr(&mut e.remote, r.map(|x| x.addr));
-                            put_addr(&mut e.local, l.map(|x| x.addr))
-                        };
-                        e.tx_queue = t.send_queue() as u32;
-                        e.rx_queue = t.recv_queue() as u32;
-                        v6
-                    }
-                    SmolSocket::Udp(u) if !want_tcp => {
-                        let IpListenEndpoint { addr, port } = u.endpoint();
-                        if port == 0 {
-                            continue;
-                        }
-                        e.state = pn::TCP_CLOSE;
-                        e.local_port = port;
-                        e.tx_queue = u.send_queue() as u32;
-                        e.rx_queue = u.recv_queue() as u32;
-                        put_addr(&mut e.local, addr)
-                    }
-                    _ => continue,
-                };
-                // A listener's spare smoltcp sockets are one socket.
-                if v6 != want_v6 || out.iter().any(|o| e.state == pn::TCP_LISTEN && *o == e) {
-                    continue;
-                }
-                out.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
-                out.push(e);
-            }
+        for e in entries.iter().filter(|e| e.transport == transport && e.family == family) {
+            let mut sk = InetSock {
+                local_port: e.local.port,
+                remote_port: e.remote.port,
+                state: e.state,
+                tx_queue: u32::try_from(e.tx_queue).unwrap_or(u32::MAX),
+                rx_queue: u32::try_from(e.rx_queue).unwrap_or(u32::MAX),
+                uid: e.uid,
+                inode: e.inode,
+                ..InetSock::default()
+            };
+            let v6 = family == s::AF_INET6;
+            put_listed(&mut sk.local, e.local.addr, v6);
+            put_listed(&mut sk.remote, e.remote.addr, v6);
+            out.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+            out.push(sk);
         }
         Ok(out)
     }

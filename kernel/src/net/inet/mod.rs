@@ -91,7 +91,6 @@ pub fn init(cmdline: &str) {
     };
     *STACK.lock() = Some(Stack::new(lo));
     poller::start();
-    procnet::register();
     // The NICs the drivers found (now, and any later) join the stack.
     crate::net::netdevs::set_consumer(take_device);
 }
