@@ -285,6 +285,12 @@ fn virtio_net_irq_affinity() -> TestResult {
         crate::drivers::set_irq_affinity(addr, target).map_err(|e| alloc::format!("{e:?}"))?;
         let before = hal::device::irq::dispatched_on(target);
         arp_gateway(nic.as_mut(), &wake)?;
+        // The reply may be in the ring before its interrupt reaches the
+        // other CPU: give the message a moment to arrive.
+        let deadline = crate::clock::now_ns() + 1_000_000_000;
+        while hal::device::irq::dispatched_on(target) == before && crate::clock::now_ns() < deadline {
+            crate::sched::sleep_ns(1_000_000);
+        }
         let after = hal::device::irq::dispatched_on(target);
         ensure!(after > before, "no interrupt on CPU {target} after steering there");
         crate::drivers::set_irq_affinity(addr, 0).map_err(|e| alloc::format!("{e:?}"))?;
