@@ -14,6 +14,7 @@
 extern crate alloc;
 
 mod banner;
+mod block;
 mod bottom_half;
 mod clock;
 mod console;

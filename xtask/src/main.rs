@@ -180,6 +180,10 @@ fn run(args: &[String]) -> Result<ExitCode> {
     let net = qemu::Net::from_env(qemu::Net::Virtio)?;
     let hostfwd = std::env::var("HOSTFWD").unwrap_or_default();
     extra.splice(0..0, qemu::net_args(net, &hostfwd)?);
+    let disk = std::env::var("DISK").unwrap_or_default();
+    if !disk.trim().is_empty() {
+        extra.splice(0..0, qemu::disk_args(disk.trim(), std::env::var("DISK_BUS").unwrap_or_default().trim())?);
+    }
     let elf = build::kernel(build::Flavor::Normal)?;
     let extra_dir = std::env::var("EXTRA").ok().filter(|s| !s.trim().is_empty()).map(std::path::PathBuf::from);
     let initrd = match root {

@@ -218,6 +218,18 @@ pub trait Inode: Send + Sync {
         Err(Errno::EOPNOTSUPP)
     }
 
+    /// fsync (`datasync`: fdatasync) on a file of this inode: its data
+    /// and (unless `datasync` and only times changed) its metadata durable
+    /// on the device. In-memory file systems have nothing to do.
+    fn sync(&self, _datasync: bool) -> Result<(), Errno> {
+        Ok(())
+    }
+
+    /// syncfs on any file of the file system: everything it holds durable.
+    fn sync_fs(&self) -> Result<(), Errno> {
+        Ok(())
+    }
+
     fn lookup(&self, _name: &str) -> Result<Arc<dyn Inode>, Errno> {
         Err(Errno::ENOTDIR)
     }

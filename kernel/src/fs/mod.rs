@@ -9,6 +9,7 @@ pub mod devfs;
 pub mod devpts;
 pub mod epoll;
 pub mod eventfd;
+pub mod ext4;
 pub mod fasync;
 pub mod fdtable;
 pub mod fhandle;
@@ -82,6 +83,36 @@ pub fn init(initramfs: Option<hal::TakenModule>) -> Result<(), initramfs::Unpack
     Ok(())
 }
 
+/// sync(2): every file system that keeps data on a device writes it back
+/// and flushes the device.
+pub fn sync_all() {
+    ext4::sync_all();
+}
+
+/// File system types that live on a block device (mount(2)'s source names
+/// it; /proc/filesystems shows them without `nodev`).
+pub fn is_block_fs(fstype: &str) -> bool {
+    matches!(fstype, "ext4" | "ext2" | "ext3")
+}
+
+/// Mounts the ext4/ext2 volume on the block device `rdev`: its root and
+/// the options /proc/mounts shows.
+pub fn new_block_fs(
+    fstype: &str,
+    rdev: u64,
+    data: &str,
+    sb_flags: u64,
+) -> Result<(Arc<dyn Inode>, alloc::string::String), Errno> {
+    if !is_block_fs(fstype) {
+        return Err(Errno::ENODEV);
+    }
+    let queue = crate::block::by_rdev(rdev).ok_or(Errno::ENXIO)?;
+    let options = ext4::parse_options(data)?;
+    let read_only = sb_flags & linux_abi::consts::MS_RDONLY != 0 || data.split(',').any(|o| o == "ro");
+    let synchronous = sb_flags & linux_abi::consts::MS_SYNCHRONOUS != 0 || data.split(',').any(|o| o == "sync");
+    Ok((ext4::mount(queue, read_only, synchronous)?, options))
+}
+
 /// Creates the directory if needed and mounts a new file system there.
 pub fn mount_at(path: &str, fstype: &str, source: &str) -> Result<(), Errno> {
     let root = dentry::root();
@@ -151,7 +182,7 @@ fn populate_sys_cpus(sys: &Arc<dyn Inode>) -> Result<(), Errno> {
 /// (sysfs(2) numbers them in that order).
 pub fn fs_type_names() -> alloc::vec::Vec<&'static str> {
     let mut names = alloc::vec::Vec::new();
-    let builtin = ["tmpfs", "proc", "sysfs", "devtmpfs", "ramfs", "devpts"];
+    let builtin = ["tmpfs", "proc", "sysfs", "devtmpfs", "ramfs", "devpts", "ext4", "ext2"];
     let registered = registered_fs_types();
     if names.try_reserve(builtin.len() + registered.len()).is_ok() {
         names.extend_from_slice(&builtin);
