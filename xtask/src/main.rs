@@ -16,6 +16,7 @@ mod ksyms;
 mod qemu;
 mod recap;
 mod rootfs;
+mod storagetest;
 mod testrun;
 mod unsafe_check;
 mod usertest;
@@ -44,6 +45,7 @@ commands:
   test [--smp N]            every test stage; QEMU stages at -smp 1 and the SMP
                             stage at 2 and 4, or all of them at N with --smp
                             (env: KTEST_FILTER=TEXT runs only matching kernel tests)
+  test-storage              only the storage stage (virtio-blk disk, ext4)
   test-smp [--smp N]        only the SMP stage (at 2 and 4, or at N)
   test-debian               only the Debian-root stage (a small root from
                             Debian's packages, against the host in chroot)
@@ -108,6 +110,15 @@ fn dispatch(args: &[String]) -> Result<ExitCode> {
                 _ => return Err(format!("test: unexpected arguments {rest:?}")),
             };
             testrun::all(&testrun::Cpus::new(smp))
+        }
+        "test-storage" => {
+            if !rest.is_empty() {
+                return Err(format!("test-storage: unexpected arguments {rest:?}"));
+            }
+            let elf = build::kernel(build::Flavor::Normal)?;
+            let (p, f) = storagetest::run(&build::repo_root(), &elf, 1)?;
+            println!("{p} passed, {f} failed");
+            Ok(if f == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
         "test-smp" => {
             let smp = match rest {

@@ -21,10 +21,6 @@ impl<'a> Plug<'a> {
         Plug { writes: Vec::new() }
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.writes.is_empty()
-    }
-
     /// Adds a write of whole sectors.
     pub fn add(&mut self, sector: u64, data: &'a [u8]) -> Result<(), Errno> {
         if data.is_empty() || data.len() % SECTOR != 0 {

@@ -111,11 +111,6 @@ impl BlockQueue {
         self.info.sectors * SECTOR as u64
     }
 
-    /// Interrupts the driver took.
-    pub fn interrupts(&self) -> u64 {
-        self.inner.lock().driver.interrupts()
-    }
-
     /// Reads `buf.len()` bytes (whole sectors) from `sector` on.
     pub fn read(&self, sector: u64, buf: &mut [u8]) -> Result<(), Errno> {
         if buf.len() % SECTOR != 0 {

@@ -47,13 +47,48 @@ pub use fdtable::{FdTable, SharedFdTable};
 pub use file::OpenFile;
 pub use inode::Inode;
 
-/// Builds the root file system: a tmpfs filled from the initramfs, with
-/// /dev, /proc, /sys and /tmp mounted on it. An initramfs that cannot be
-/// unpacked is an error the caller must stop on: a root missing files
-/// would fail later in ways far harder to read.
-pub fn init(initramfs: Option<hal::TakenModule>) -> Result<(), initramfs::UnpackError> {
+/// `root=` from the command line: the block device to mount as `/`.
+pub struct DiskRoot<'a> {
+    pub device: &'a str,
+    pub read_only: bool,
+}
+
+/// The disk's ext4 (or ext2) root, or None (logged) when it cannot be
+/// mounted: the boot then falls back to the initramfs.
+fn disk_root(disk: &DiskRoot) -> Option<Arc<dyn Inode>> {
+    let Some(queue) = crate::block::by_path(disk.device) else {
+        log::error!("root={}: no such block device; booting from the initramfs", disk.device);
+        return None;
+    };
+    match ext4::mount(queue, disk.read_only, false) {
+        Ok(root) => {
+            log::info!("root: ext4 on {} ({})", disk.device, if disk.read_only { "ro" } else { "rw" });
+            Some(root)
+        }
+        Err(e) => {
+            log::error!("root={}: cannot mount: {}; booting from the initramfs", disk.device, e.name());
+            None
+        }
+    }
+}
+
+/// Builds the root file system: a tmpfs filled from the initramfs, or with
+/// `root=/dev/vdX` the disk's ext4, with /dev, /proc, /sys and /tmp
+/// mounted on it. An initramfs that cannot be unpacked is an error the
+/// caller must stop on: a root missing files would fail later in ways far
+/// harder to read.
+pub fn init(initramfs: Option<hal::TakenModule>, disk: Option<DiskRoot>) -> Result<(), initramfs::UnpackError> {
     if let Err(e) = tty::init_console() {
         log::error!("no console terminal: {}", e.name());
+    }
+    if let Some(root) = disk.as_ref().and_then(disk_root) {
+        let root = Dentry::new_root(root);
+        dentry::set_root(root.clone());
+        if mount::mount_root(&root, "ext4", disk.as_ref().map_or("", |d| d.device)).is_err() {
+            log::error!("cannot record the root mount: no memory");
+        }
+        mount_pseudo();
+        return Ok(());
     }
     let root: Arc<dyn Inode> = tmpfs::Tmpfs::new_root(0o755);
     let root = Dentry::new_root(root);
@@ -73,6 +108,12 @@ pub fn init(initramfs: Option<hal::TakenModule>) -> Result<(), initramfs::Unpack
             size / 1024
         );
     }
+    mount_pseudo();
+    Ok(())
+}
+
+/// /dev, /dev/pts, /proc, /sys and /tmp on the root.
+fn mount_pseudo() {
     for (path, fstype) in
         [("/dev", "devtmpfs"), ("/dev/pts", "devpts"), ("/proc", "proc"), ("/sys", "sysfs"), ("/tmp", "tmpfs")]
     {
@@ -80,7 +121,6 @@ pub fn init(initramfs: Option<hal::TakenModule>) -> Result<(), initramfs::Unpack
             log::error!("cannot mount {fstype} on {path}: {}", e.name());
         }
     }
-    Ok(())
 }
 
 /// sync(2): every file system that keeps data on a device writes it back

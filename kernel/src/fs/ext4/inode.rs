@@ -15,7 +15,7 @@ use linux_abi::errno::Errno;
 
 use super::{now, Ext4Volume, EXT4_SUPER_MAGIC};
 use crate::fs::file::FileOps;
-use crate::fs::inode::{DirEntry, FileType, FsStats, Inode, Metadata, Owner, S_IFDIR, S_IFLNK, S_IFMT};
+use crate::fs::inode::{DirEntry, DiskXattrs, FileType, FsStats, Inode, Metadata, Owner, S_IFDIR, S_IFLNK, S_IFMT};
 
 /// fallocate(2) mode: allocate without changing the size.
 const FALLOC_FL_KEEP_SIZE: u32 = 1;
@@ -255,6 +255,10 @@ impl Inode for Ext4Inode {
         String::from_utf8(target).map_err(|_| Errno::EINVAL)
     }
 
+    fn disk_xattrs(&self) -> Option<&dyn DiskXattrs> {
+        Some(self)
+    }
+
     fn sync(&self, _datasync: bool) -> Result<(), Errno> {
         self.vol.commit()
     }
@@ -275,13 +279,14 @@ impl Inode for Ext4Inode {
     }
 }
 
-/// Extended attributes, for the xattr syscalls' ext4 path.
-impl Ext4Inode {
-    pub fn get_xattr(&self, name: &[u8]) -> Result<Vec<u8>, Errno> {
+/// Extended attributes, stored by kiln-ext4 (in the inode or an xattr
+/// block), reached by the xattr calls after their permission checks.
+impl DiskXattrs for Ext4Inode {
+    fn get(&self, name: &[u8]) -> Result<Vec<u8>, Errno> {
         self.vol.with(|fs| fs.get_xattr(self.ino, name))
     }
 
-    pub fn set_xattr(&self, name: &[u8], value: &[u8], flags: u32) -> Result<(), Errno> {
+    fn set(&self, name: &[u8], value: &[u8], flags: u32) -> Result<(), Errno> {
         let flags = match flags {
             0 => XattrFlags::Any,
             1 => XattrFlags::Create,
@@ -292,12 +297,12 @@ impl Ext4Inode {
         self.vol.changed()
     }
 
-    pub fn remove_xattr(&self, name: &[u8]) -> Result<(), Errno> {
+    fn remove(&self, name: &[u8]) -> Result<(), Errno> {
         self.vol.with(|fs| fs.remove_xattr(self.ino, name, now()))?;
         self.vol.changed()
     }
 
-    pub fn list_xattr(&self) -> Result<Vec<Vec<u8>>, Errno> {
+    fn list(&self) -> Result<Vec<Vec<u8>>, Errno> {
         self.vol.with(|fs| fs.list_xattr(self.ino))
     }
 }

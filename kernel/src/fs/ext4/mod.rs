@@ -81,10 +81,6 @@ impl Ext4Volume {
         self.with(|fs| fs.commit())
     }
 
-    pub fn is_read_only(&self) -> bool {
-        self.read_only
-    }
-
     /// The live inode `ino`, or a new one.
     pub(crate) fn inode(self: &Arc<Self>, ino: u32) -> Result<Arc<dyn Inode>, Errno> {
         let mut table = self.inodes.lock();
