@@ -48,7 +48,7 @@ DISK_FS ?= ext4
 export SMP CMDLINE QEMU_EXTRA EXTRA CMD ROOT MEM ROOTFS_PACKAGES VIA_LDSO NET HOSTFWD DISK DISK_BUS
 
 .DEFAULT_GOAL := run
-.PHONY: run test test-smp test-storage iso build bench clean fmt clippy deps rootfs disk
+.PHONY: run test test-smp test-storage crashtest iso build bench clean fmt clippy deps rootfs disk
 
 deps:
 	@$(DEPS)
@@ -81,6 +81,12 @@ disk:
 test-storage:
 	@$(DEPS)
 	@$(XTASK) test-storage
+
+# Power cuts of an ext4 workload, checked by the host's e2fsck (N cuts).
+N ?= 20
+crashtest:
+	@$(DEPS)
+	@$(XTASK) crashtest -n $(N)
 
 # A Debian root from Debian's packages, cached under build/debian.
 rootfs:

@@ -46,6 +46,7 @@ commands:
                             stage at 2 and 4, or all of them at N with --smp
                             (env: KTEST_FILTER=TEXT runs only matching kernel tests)
   test-storage              only the storage stage (virtio-blk disk, ext4)
+  crashtest [-n N]          N power cuts of an ext4 workload (default 20)
   test-smp [--smp N]        only the SMP stage (at 2 and 4, or at N)
   test-debian               only the Debian-root stage (a small root from
                             Debian's packages, against the host in chroot)
@@ -117,6 +118,17 @@ fn dispatch(args: &[String]) -> Result<ExitCode> {
             }
             let elf = build::kernel(build::Flavor::Normal)?;
             let (p, f) = storagetest::run(&build::repo_root(), &elf, 1)?;
+            println!("{p} passed, {f} failed");
+            Ok(if f == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+        }
+        "crashtest" => {
+            let n = match rest {
+                [] => 20,
+                [flag, n] if flag == "-n" => n.parse::<u32>().map_err(|_| format!("crashtest: bad count {n}"))?,
+                _ => return Err(format!("crashtest: unexpected arguments {rest:?}")),
+            };
+            let elf = build::kernel(build::Flavor::Normal)?;
+            let (p, f) = storagetest::power_cuts(&build::repo_root(), &elf, 1, n)?;
             println!("{p} passed, {f} failed");
             Ok(if f == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }

@@ -43,7 +43,7 @@ impl FileOps for BlockFile {
         }
         let len = buf.len().min((size - offset) as usize);
         let skip = (offset % SECTOR as u64) as usize;
-        if skip == 0 && len % SECTOR == 0 {
+        if skip == 0 && len.is_multiple_of(SECTOR) {
             self.queue.read(offset / SECTOR as u64, &mut buf[..len])?;
             return Ok(len);
         }
@@ -66,7 +66,7 @@ impl FileOps for BlockFile {
         }
         let len = buf.len().min((size - offset) as usize);
         let skip = (offset % SECTOR as u64) as usize;
-        if skip == 0 && len % SECTOR == 0 {
+        if skip == 0 && len.is_multiple_of(SECTOR) {
             self.queue.write(offset / SECTOR as u64, &buf[..len], false)?;
             return Ok(len);
         }
@@ -104,7 +104,7 @@ impl FileOps for BlockFile {
             c::BLKDISCARD => {
                 let start = uaccess::read_u64(vm, arg)?;
                 let len = uaccess::read_u64(vm, arg.wrapping_add(8))?;
-                if start % SECTOR as u64 != 0 || len % SECTOR as u64 != 0 {
+                if !start.is_multiple_of(SECTOR as u64) || !len.is_multiple_of(SECTOR as u64) {
                     return Err(Errno::EINVAL);
                 }
                 if start.checked_add(len).is_none_or(|e| e > q.size_bytes()) {

@@ -23,7 +23,7 @@ impl<'a> Plug<'a> {
 
     /// Adds a write of whole sectors.
     pub fn add(&mut self, sector: u64, data: &'a [u8]) -> Result<(), Errno> {
-        if data.is_empty() || data.len() % SECTOR != 0 {
+        if data.is_empty() || !data.len().is_multiple_of(SECTOR) {
             return Err(Errno::EINVAL);
         }
         self.writes.try_reserve(1).map_err(|_| Errno::ENOMEM)?;

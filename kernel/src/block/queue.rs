@@ -113,7 +113,7 @@ impl BlockQueue {
 
     /// Reads `buf.len()` bytes (whole sectors) from `sector` on.
     pub fn read(&self, sector: u64, buf: &mut [u8]) -> Result<(), Errno> {
-        if buf.len() % SECTOR != 0 {
+        if !buf.len().is_multiple_of(SECTOR) {
             return Err(Errno::EINVAL);
         }
         let max = self.info.max_sectors.max(1) as usize * SECTOR;
