@@ -25,6 +25,9 @@ pub struct DirEntry {
     pub name: Vec<u8>,
 }
 
+/// An entry to lay out: (inode, file type, name).
+pub(crate) type NewEntry = (u32, u8, Vec<u8>);
+
 /// A parsed entry with its place in the block.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct RawEntry {
@@ -214,7 +217,7 @@ impl<D: BlockDevice> Ext4<D> {
         self.put_meta(phys, b)
     }
 
-    fn usable(&self) -> usize {
+    pub(crate) fn usable(&self) -> usize {
         if self.sb.metadata_csum() {
             self.bs - TAIL_SIZE
         } else {
@@ -222,7 +225,7 @@ impl<D: BlockDevice> Ext4<D> {
         }
     }
 
-    fn write_entry(&self, b: &mut [u8], off: usize, ino: u32, rec_len: usize, name: &[u8], ftype: u8) {
+    pub(crate) fn write_entry(&self, b: &mut [u8], off: usize, ino: u32, rec_len: usize, name: &[u8], ftype: u8) {
         set_le32(b, off, ino);
         set_le16(b, off + 4, rec_len as u16);
         set_u8(b, off + 6, name.len() as u8);
@@ -246,44 +249,85 @@ impl<D: BlockDevice> Ext4<D> {
             return Err(Errno::ENAMETOOLONG);
         }
         if self.is_indexed(dir) {
+            if self.htree_add(dir, name, ino, ftype)? {
+                return Ok(());
+            }
             self.deindex(dir)?;
         }
-        let need = entry_size(name.len());
         let (extents, n) = self.dir_blocks(dir)?;
         for l in 0..n {
             if crate::extent::find(&extents, l).is_none() {
                 continue;
             }
             let (phys, mut b) = self.dir_block(&extents, l)?;
-            for e in self.parse_dir_block(dir, &b, false)? {
-                let used = if e.ino == 0 { 0 } else { entry_size(e.name_len) };
-                if e.rec_len - used < need {
-                    continue;
-                }
-                if e.ino == 0 {
-                    self.write_entry(&mut b, e.off, ino, e.rec_len, name, ftype);
-                } else {
-                    set_le16(&mut b, e.off + 4, used as u16);
-                    self.write_entry(&mut b, e.off + used, ino, e.rec_len - used, name, ftype);
-                }
+            if self.insert_into_block(dir, &mut b, name, ino, ftype)? {
                 return self.put_dir_block(dir, phys, b);
             }
         }
         // No room: append a block.
-        let map = self.file_map(dir)?;
-        let goal = map.extents.last().map_or(0, |e| e.phys + e.len as u64);
-        let (phys, _) = self.alloc_blocks(goal, 1)?;
         let mut b = vec![0u8; self.bs];
         let usable = self.usable();
         self.write_entry(&mut b, 0, ino, usable, name, ftype);
+        self.append_dir_block(dir, b)?;
+        Ok(())
+    }
+
+    /// Puts `name` into the slack of a leaf block, if it fits.
+    pub(crate) fn insert_into_block(
+        &self,
+        dir: &Inode,
+        b: &mut [u8],
+        name: &[u8],
+        ino: u32,
+        ftype: u8,
+    ) -> Result<bool> {
+        let need = entry_size(name.len());
+        for e in self.parse_dir_block(dir, b, false)? {
+            let used = if e.ino == 0 { 0 } else { entry_size(e.name_len) };
+            if e.rec_len - used < need {
+                continue;
+            }
+            if e.ino == 0 {
+                self.write_entry(b, e.off, ino, e.rec_len, name, ftype);
+            } else {
+                set_le16(b, e.off + 4, used as u16);
+                self.write_entry(b, e.off + used, ino, e.rec_len - used, name, ftype);
+            }
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// Appends leaf block `b` to `dir` (stored); returns its logical number.
+    pub(crate) fn append_dir_block(&mut self, dir: &mut Inode, b: Vec<u8>) -> Result<u32> {
+        let map = self.file_map(dir)?;
+        let n = u32::try_from(dir.size() / self.bs as u64).map_err(|_| Errno::EFBIG)?;
+        let goal = map.extents.last().map_or(0, |e| e.phys + e.len as u64);
+        let (phys, _) = self.alloc_blocks(goal, 1)?;
         self.put_dir_block(dir, phys, b)?;
         let mut extents = map.extents;
         extents.push(Extent { logical: n, len: 1, phys, uninit: false });
         normalize(&mut extents);
-        let used = self.write_extent_tree(dir, &extents, &map.tree_blocks)?;
+        let used = self.write_map(dir, &extents, &map.tree_blocks)?;
         self.set_block_count(dir, &extents, used);
         dir.set_size(dir.size() + self.bs as u64);
-        self.store_inode(dir)
+        self.store_inode(dir)?;
+        Ok(n)
+    }
+
+    /// Lays `entries` (inode, type, name) out as a fresh leaf block.
+    pub(crate) fn leaf_block(&self, entries: &[NewEntry]) -> Vec<u8> {
+        let mut b = vec![0u8; self.bs];
+        let mut off = 0;
+        for (k, (ino, t, name)) in entries.iter().enumerate() {
+            let len = if k + 1 == entries.len() { self.usable() - off } else { entry_size(name.len()) };
+            self.write_entry(&mut b, off, *ino, len, name, *t);
+            off += len;
+        }
+        if entries.is_empty() {
+            set_le16(&mut b, 4, self.usable() as u16);
+        }
+        b
     }
 
     /// Removes `name` from `dir`; returns the inode it named.

@@ -149,9 +149,6 @@ impl<D: BlockDevice> Ext4<D> {
         if !inode.is_reg() {
             return Err(Errno::EINVAL);
         }
-        if !inode.has_extents() {
-            return Err(Errno::EROFS);
-        }
         Ok(inode)
     }
 
@@ -179,7 +176,7 @@ impl<D: BlockDevice> Ext4<D> {
         }
         let bs = self.bs as u64;
         let (first, last) = (offset / bs, (end - 1) / bs);
-        let ExtentMap { mut extents, tree_blocks } = self.read_extent_map(inode)?;
+        let ExtentMap { mut extents, tree_blocks } = self.file_map(inode)?;
         let old = extents.clone();
         // Unwritten pieces in range become written (zero-filled around the data).
         let mut pieces = carve(&mut extents, first, last + 1);
@@ -261,7 +258,7 @@ impl<D: BlockDevice> Ext4<D> {
         extents.extend_from_slice(&pieces);
         normalize(&mut extents);
         if extents != old {
-            let used = self.write_extent_tree(inode, &extents, &tree_blocks)?;
+            let used = self.write_map(inode, &extents, &tree_blocks)?;
             self.set_block_count(inode, &extents, used);
         }
         if end > inode.size() {
@@ -302,7 +299,7 @@ impl<D: BlockDevice> Ext4<D> {
     /// The block work of a truncation; the caller stores the inode.
     pub(crate) fn truncate_inode(&mut self, inode: &mut Inode, size: u64) -> Result<()> {
         let bs = self.bs as u64;
-        let ExtentMap { mut extents, tree_blocks } = self.read_extent_map(inode)?;
+        let ExtentMap { mut extents, tree_blocks } = self.file_map(inode)?;
         if size < inode.size() {
             let keep = size.div_ceil(bs);
             let cut = carve(&mut extents, keep, u64::MAX);
@@ -319,7 +316,7 @@ impl<D: BlockDevice> Ext4<D> {
                     self.write_data(phys, &buf)?;
                 }
             }
-            let used = self.write_extent_tree(inode, &extents, &tree_blocks)?;
+            let used = self.write_map(inode, &extents, &tree_blocks)?;
             self.set_block_count(inode, &extents, used);
         }
         inode.set_size(size);
@@ -346,6 +343,11 @@ impl<D: BlockDevice> Ext4<D> {
         }
         let bs = self.bs as u64;
         let (first, last) = (offset / bs, (end - 1) / bs);
+        if !inode.has_extents() {
+            // Block maps cannot record unwritten blocks (ext2/ext3 too
+            // answer EOPNOTSUPP).
+            return Err(Errno::EOPNOTSUPP);
+        }
         let ExtentMap { mut extents, tree_blocks } = self.read_extent_map(&inode)?;
         let mut cursor = first;
         let mut holes = Vec::new();

@@ -21,6 +21,8 @@ const CACHE_CLEAN_LIMIT: usize = 4096;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct MountOptions {
     pub read_only: bool,
+    /// The time of the mount: the deletion time of orphans freed by it.
+    pub now: Timestamp,
 }
 
 /// What `stat` needs from an inode.
@@ -74,6 +76,8 @@ pub struct Ext4<D: BlockDevice> {
     pub(crate) gdt_start: u64,
     /// The journal replayed at mount: transactions and blocks.
     pub replayed: (u32, u32),
+    /// Open counts of inodes (see `pin`).
+    pub(crate) pins: BTreeMap<u32, u32>,
     pub(crate) undo: crate::op::UndoLog,
 }
 
@@ -92,11 +96,6 @@ impl<D: BlockDevice> Ext4<D> {
         }
         let mut read_only = opts.read_only || dev.is_read_only();
         if sb.feature_ro_compat() & !RO_COMPAT_SUPPORTED != 0 || sb.has_ro_compat(RO_COMPAT_READONLY) {
-            read_only = true;
-        }
-        // ext2 files use indirect block maps, which this crate reads but does
-        // not write: such volumes mount read-only.
-        if !sb.has_incompat(INCOMPAT_EXTENTS) {
             read_only = true;
         }
         if sb.has_incompat(INCOMPAT_RECOVER) && !sb.has_compat(COMPAT_HAS_JOURNAL) {
@@ -126,6 +125,7 @@ impl<D: BlockDevice> Ext4<D> {
             journal: None,
             gdt_start,
             replayed: (0, 0),
+            pins: BTreeMap::new(),
             undo: Default::default(),
         };
         fs.load_groups()?;
@@ -143,10 +143,6 @@ impl<D: BlockDevice> Ext4<D> {
         } else if fs.sb.has_incompat(INCOMPAT_RECOVER) {
             return Err(Errno::EUCLEAN);
         }
-        if fs.sb.last_orphan() != 0 && !fs.read_only {
-            // Orphan processing is not implemented; do not write on top.
-            fs.read_only = true;
-        }
         if !fs.read_only {
             // Mounted: a crash from now on needs the journal looked at.
             if fs.journal.is_some() {
@@ -155,6 +151,9 @@ impl<D: BlockDevice> Ext4<D> {
             }
             fs.sb.set_mnt_count(fs.sb.mnt_count().wrapping_add(1));
             fs.write_superblock_now()?;
+            if fs.sb.last_orphan() != 0 {
+                fs.process_orphans(opts.now)?;
+            }
         }
         Ok(fs)
     }
@@ -340,7 +339,7 @@ impl<D: BlockDevice> Ext4<D> {
     /// Loads an inode that a name or handle refers to: it must be in use.
     pub(crate) fn live_inode(&mut self, ino: u32) -> Result<Inode> {
         let inode = self.load_inode(ino)?;
-        if inode.links() == 0 || inode.mode() == 0 {
+        if (inode.links() == 0 && !self.is_pinned(ino)) || inode.mode() == 0 {
             return Err(Errno::EUCLEAN);
         }
         Ok(inode)

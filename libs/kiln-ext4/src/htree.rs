@@ -5,6 +5,7 @@
 
 use crate::bytes::*;
 use crate::checksum::crc32c;
+use crate::dir::NewEntry;
 use crate::extent::Extent;
 use crate::hash::{dx_hash, HASH_UNSIGNED_DELTA};
 use crate::inode::{Inode, FL_INDEX};
@@ -109,6 +110,100 @@ impl<D: BlockDevice> Ext4<D> {
             }
         }
         Ok(None)
+    }
+
+    /// Rewrites count and entries of an index block and its dx tail.
+    fn dx_store(&mut self, dir: &Inode, phys: u64, mut b: Vec<u8>, off: usize, entries: &[(u32, u32)]) -> Result<()> {
+        set_le16(&mut b, off + 2, entries.len() as u16);
+        for (i, &(hash, blk)) in entries.iter().enumerate() {
+            if i > 0 {
+                set_le32(&mut b, off + i * 8, hash);
+            }
+            set_le32(&mut b, off + i * 8 + 4, blk);
+        }
+        if self.sb.metadata_csum() {
+            let limit = le16(&b, off) as usize;
+            let t = off + limit * 8;
+            let mut c = crc32c(dir.csum_seed(self.csum_seed), slice(&b, 0, off + entries.len() * 8));
+            c = crc32c(c, slice(&b, t, 4));
+            c = crc32c(c, &[0; 4]);
+            set_le32(&mut b, t + 4, c);
+        }
+        self.put_meta(phys, b)
+    }
+
+    /// Adds `name` to an indexed directory through its index: into the
+    /// leaf its hash selects, splitting that leaf (by hash, with a new
+    /// index entry) when full. `Ok(false)` when the index itself is full;
+    /// the caller then de-indexes.
+    pub(crate) fn htree_add(&mut self, dir: &mut Inode, name: &[u8], ino: u32, ftype: u8) -> Result<bool> {
+        for _attempt in 0..2 {
+            let map = self.file_map(dir)?;
+            let extents = map.extents;
+            let (version, levels, mut level) = self.dx_root(dir, &extents)?;
+            let seed = self.sb.hash_seed();
+            let hash = dx_hash(name, version, &seed).ok_or(Errno::EUCLEAN)?;
+            let nblocks = (dir.size() / self.bs as u64) as u32;
+            let (mut node_lblk, mut node_off) = (0u32, ROOT_ENTRIES);
+            let mut i = 0;
+            for depth in 0..=levels {
+                i = level.entries.partition_point(|&(h, _)| h <= hash).saturating_sub(1);
+                let blk = level.entries[i].1;
+                if blk == 0 || blk >= nblocks {
+                    return Err(Errno::EUCLEAN);
+                }
+                if depth < levels {
+                    let (_, b) = self.dir_block(&extents, blk)?;
+                    level = self.dx_entries(dir, &b, NODE_ENTRIES)?;
+                    node_lblk = blk;
+                    node_off = NODE_ENTRIES;
+                }
+            }
+            let leaf = level.entries[i].1;
+            let (phys, mut b) = self.dir_block(&extents, leaf)?;
+            if self.insert_into_block(dir, &mut b, name, ino, ftype)? {
+                self.put_dir_block(dir, phys, b)?;
+                self.store_inode(dir)?;
+                return Ok(true);
+            }
+            // Split the leaf, if the index node has room for one more entry.
+            let (node_phys, node_b) = self.dir_block(&extents, node_lblk)?;
+            let limit = le16(&node_b, node_off) as usize;
+            if level.entries.len() >= limit {
+                return Ok(false);
+            }
+            let mut all: Vec<(u32, NewEntry)> = Vec::new();
+            for e in self.parse_dir_block(dir, &b, false)? {
+                if e.ino != 0 {
+                    let nm = slice(&b, e.off + 8, e.name_len).to_vec();
+                    let h = dx_hash(&nm, version, &seed).ok_or(Errno::EUCLEAN)?;
+                    all.push((h, (e.ino, e.file_type, nm)));
+                }
+            }
+            if all.len() < 2 {
+                return Ok(false);
+            }
+            all.sort_by_key(|x| x.0);
+            let mid = all.len() / 2;
+            let mut split_hash = all[mid].0;
+            if all[mid - 1].0 == split_hash {
+                split_hash |= 1;
+            }
+            let upper: Vec<NewEntry> = all[mid..].iter().map(|x| x.1.clone()).collect();
+            let lower: Vec<NewEntry> = all[..mid].iter().map(|x| x.1.clone()).collect();
+            let nb = self.leaf_block(&upper);
+            let new_lblk = self.append_dir_block(dir, nb)?;
+            let lb = self.leaf_block(&lower);
+            self.put_dir_block(dir, phys, lb)?;
+            let mut entries = level.entries;
+            entries.insert(i + 1, (split_hash, new_lblk));
+            // Re-read: appending may have moved nothing, but the node
+            // block content must be current.
+            let _ = node_b;
+            let node_b = self.meta(node_phys)?;
+            self.dx_store(dir, node_phys, node_b, node_off, &entries)?;
+        }
+        Ok(false)
     }
 
     /// Rewrites the index blocks of `dir` as empty linear blocks (each

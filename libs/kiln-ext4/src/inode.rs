@@ -102,6 +102,10 @@ impl Inode {
     pub fn set_links(&mut self, v: u16) {
         set_le16(&mut self.raw, 0x1A, v)
     }
+    /// `i_dtime`, which on the orphan list holds the next orphan.
+    pub fn dtime_raw(&self) -> u32 {
+        le32(&self.raw, 0x14)
+    }
     pub fn set_dtime(&mut self, v: u32) {
         set_le32(&mut self.raw, 0x14, v)
     }

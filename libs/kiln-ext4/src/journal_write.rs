@@ -84,11 +84,8 @@ impl<D: BlockDevice> Ext4<D> {
                 if k + 1 == group.len() {
                     flags |= FLAG_LAST_TAG;
                 }
-                let csum = if j.csum_v2v3() {
-                    j.tag_csum(tid, self.cache.get(&home).map(|v| v.as_slice()).unwrap_or(&[]))
-                } else {
-                    0
-                };
+                // Over the block as logged (escaped): what replay checks.
+                let csum = if j.csum_v2v3() { j.tag_csum(tid, &data) } else { 0 };
                 if j.incompat & INCOMPAT_CSUM_V3 != 0 {
                     set_be32(&mut desc, off, home as u32);
                     set_be32(&mut desc, off + 4, flags);

@@ -36,6 +36,7 @@ mod journal;
 mod journal_write;
 mod namei;
 mod op;
+mod orphan;
 mod superblock;
 mod xattr;
 

@@ -144,7 +144,7 @@ impl<D: BlockDevice> Ext4<D> {
         let b = self.new_dir_block(ino, dir);
         self.put_dir_block(&i, phys, b)?;
         let ext = [Extent { logical: 0, len: 1, phys, uninit: false }];
-        let used = self.write_extent_tree(&mut i, &ext, &[])?;
+        let used = self.write_map(&mut i, &ext, &[])?;
         self.set_block_count(&mut i, &ext, used);
         i.set_size(self.bs as u64);
         i.set_links(2);
@@ -178,8 +178,10 @@ impl<D: BlockDevice> Ext4<D> {
             i.set_size(target.len() as u64);
             self.store_inode(&mut i)?;
         } else {
-            i.set_flags(FL_EXTENTS);
-            self.write_extent_tree(&mut i, &[], &[])?;
+            if self.sb.has_incompat(INCOMPAT_EXTENTS) {
+                i.set_flags(FL_EXTENTS);
+                self.write_extent_tree(&mut i, &[], &[])?;
+            }
             self.write_inode_data(&mut i, 0, target)?;
             self.store_inode(&mut i)?;
         }
@@ -235,13 +237,13 @@ impl<D: BlockDevice> Ext4<D> {
         i.set_links(n);
         i.set_time(TimeField::Change, now);
         if n == 0 {
-            return self.free_whole_inode(i, now);
+            return self.release_unlinked(i, now);
         }
         self.store_inode(&mut i)
     }
 
     /// Releases an inode's blocks, extended attributes and number.
-    fn free_whole_inode(&mut self, mut i: Inode, now: Timestamp) -> Result<()> {
+    pub(crate) fn free_whole_inode(&mut self, mut i: Inode, now: Timestamp) -> Result<()> {
         let is_dir = i.is_dir();
         if !self.is_fast_symlink(&i) && (i.has_extents() || i.is_dir() || i.is_reg() || i.is_symlink()) {
             let map = self.file_map(&i)?;
@@ -253,13 +255,16 @@ impl<D: BlockDevice> Ext4<D> {
             }
             if i.has_extents() {
                 self.write_extent_tree(&mut i, &[], &[])?;
+            } else {
+                i.set_block_area(&[0u8; 60]);
             }
         }
         self.release_xattr_block(&mut i)?;
         i.set_size(0);
         i.set_sectors(0);
         i.set_links(0);
-        i.set_dtime(now.sec as u32);
+        // e2fsck expects a deleted inode to carry a deletion time.
+        i.set_dtime((now.sec as u32).max(1));
         self.store_inode(&mut i)?;
         self.free_inode(i.ino, is_dir)
     }
@@ -298,7 +303,7 @@ impl<D: BlockDevice> Ext4<D> {
             return Err(Errno::ENOTEMPTY);
         }
         self.remove_entry(&d, name)?;
-        self.free_whole_inode(i, now)?;
+        self.release_unlinked(i, now)?;
         let mut d = self.load_inode(dir)?;
         self.dec_dir_links(&mut d);
         d.set_time(TimeField::Modify, now);
@@ -361,7 +366,7 @@ impl<D: BlockDevice> Ext4<D> {
                 let dd = self.load_inode(dst_dir)?;
                 self.remove_entry(&dd, dst_name)?;
                 if target.is_dir() {
-                    self.free_whole_inode(target, now)?;
+                    self.release_unlinked(target, now)?;
                     let mut dd = self.load_inode(dst_dir)?;
                     self.dec_dir_links(&mut dd);
                     self.store_inode(&mut dd)?;

@@ -9,6 +9,7 @@
 
 use crate::group::GroupDesc;
 use crate::namei::{NewInode, SetAttr};
+use crate::superblock::STATE_ERRORS;
 use crate::xattr::XattrFlags;
 use crate::{BlockDevice, Ext4, Result, Timestamp};
 use alloc::collections::BTreeMap;
@@ -54,7 +55,7 @@ impl<D: BlockDevice> Ext4<D> {
     /// runs out of space while such blocks exist, it is rolled back, the
     /// transaction committed, and the operation run once more (as ext4's
     /// retry after a forced journal commit).
-    fn atomic<T>(&mut self, mut f: impl FnMut(&mut Self) -> Result<T>) -> Result<T> {
+    pub(crate) fn atomic<T>(&mut self, mut f: impl FnMut(&mut Self) -> Result<T>) -> Result<T> {
         match self.atomic_once(&mut f) {
             Err(Errno::ENOSPC) if !self.freed.is_empty() => {
                 self.commit()?;
@@ -93,10 +94,24 @@ impl<D: BlockDevice> Ext4<D> {
             for b in log.freed {
                 self.freed.remove(&b);
             }
+            if matches!(r, Err(Errno::EUCLEAN) | Err(Errno::EIO)) {
+                self.fail_read_only();
+            }
             return r;
         }
         self.maybe_commit()?;
         r
+    }
+
+    /// ext4's `errors=remount-ro`: after corruption or an I/O error found
+    /// by a change, the whole operations so far are committed, the volume
+    /// is marked as having errors (so that fsck checks it) and turns
+    /// read-only.
+    fn fail_read_only(&mut self) {
+        let _ = self.commit();
+        self.sb.set_state(self.sb.state() | STATE_ERRORS);
+        let _ = self.write_superblock_now();
+        self.read_only = true;
     }
 
     /// Creates a non-directory node `name` in `dir` (a regular file, FIFO,

@@ -52,6 +52,9 @@ pub const RO_COMPAT_SUPPORTED: u32 = RO_COMPAT_SPARSE_SUPER
     | RO_COMPAT_EXTRA_ISIZE
     | RO_COMPAT_METADATA_CSUM;
 
+/// `s_state`: errors were detected.
+pub const STATE_ERRORS: u16 = 2;
+
 /// `s_flags` bits selecting the directory hash's char signedness.
 const FLAG_UNSIGNED_HASH: u32 = 0x2;
 
@@ -83,6 +86,7 @@ impl Superblock {
     field!(inodes_per_group, set_inodes_per_group, u32, le32, set_le32, 0x28);
     field!(mnt_count, set_mnt_count, u16, le16, set_le16, 0x34);
     field!(magic, set_magic, u16, le16, set_le16, 0x38);
+    field!(state, set_state, u16, le16, set_le16, 0x3A);
     field!(rev_level, set_rev_level, u32, le32, set_le32, 0x4C);
     field!(first_ino_raw, set_first_ino_raw, u32, le32, set_le32, 0x54);
     field!(inode_size_raw, set_inode_size_raw, u16, le16, set_le16, 0x58);

@@ -175,6 +175,7 @@ fn exercise(fs: &mut Ext4<OverlayDevice>) {
     let mut seen = 0;
     let mut buf = vec![0u8; 64 * 1024];
     let mut some_file = None;
+    let mut some_dir = None;
     while let Some((dir, depth)) = stack.pop() {
         let Ok(entries) = fs.read_dir(dir) else { continue };
         for e in entries {
@@ -187,7 +188,10 @@ fn exercise(fs: &mut Ext4<OverlayDevice>) {
             let _ = fs.list_xattr(e.ino);
             let _ = fs.get_xattr(e.ino, b"user.k");
             match st.mode & mode::S_IFMT {
-                mode::S_IFDIR if depth < 8 => stack.push((e.ino, depth + 1)),
+                mode::S_IFDIR if depth < 8 => {
+                    stack.push((e.ino, depth + 1));
+                    some_dir = Some(e.ino);
+                }
                 mode::S_IFLNK => {
                     let _ = fs.readlink(e.ino);
                 }
@@ -212,6 +216,19 @@ fn exercise(fs: &mut Ext4<OverlayDevice>) {
         let _ = fs.truncate(f, 100, now);
     }
     let _ = fs.mkdir(ROOT_INO, b"fuzz-dir", NewInode { mode: 0o755, ..attr });
+    if let Some(d) = some_dir {
+        // Indexed directories grow through their index.
+        for k in 0..40 {
+            let _ = fs.create(d, format!("fuzz-entry-{k}").as_bytes(), attr);
+        }
+        let _ = fs.unlink(d, b"fuzz-entry-7", now);
+    }
+    if let Ok(f) = fs.lookup(ROOT_INO, b"fuzz-new") {
+        fs.pin(f);
+        let _ = fs.unlink(ROOT_INO, b"fuzz-new", now);
+        let _ = fs.write(f, 0, b"orphan", now);
+        let _ = fs.unpin(f, now);
+    }
     if let Some((dir, name, ino)) = some_file {
         let _ = fs.write(ino, 10, b"overwrite", now);
         let _ = fs.rename(dir, &name, ROOT_INO, b"fuzz-moved", now);

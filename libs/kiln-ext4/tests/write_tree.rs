@@ -15,7 +15,7 @@ fn attr(m: u16, sec: i64) -> NewInode {
 /// What a file should contain, by path.
 type Model = BTreeMap<String, Vec<u8>>;
 
-fn write_tree(fs: &mut Ext4<MemDevice>, model: &mut Model, files: usize) {
+fn write_tree(fs: &mut Ext4<MemDevice>, model: &mut Model, files: usize, extents: bool) {
     let now = t(1_700_000_100, 5);
     // Deep directories.
     let mut dir = ROOT_INO;
@@ -99,7 +99,12 @@ fn write_tree(fs: &mut Ext4<MemDevice>, model: &mut Model, files: usize) {
     w.resize(9000, 0);
     model.insert("/truncated".into(), w);
     let fa = fs.create(ROOT_INO, b"fallocated", attr(mode::S_IFREG | 0o644, 10)).unwrap();
-    fs.fallocate(fa, 0, 1 << 20, false, now).unwrap();
+    if extents {
+        fs.fallocate(fa, 0, 1 << 20, false, now).unwrap();
+    } else {
+        assert_eq!(fs.fallocate(fa, 0, 1 << 20, false, now), Err(Errno::EOPNOTSUPP));
+        fs.truncate(fa, 1 << 20, now).unwrap();
+    }
     fs.write(fa, 4096 + 10, b"in the middle", now).unwrap();
     let mut w = vec![0u8; 1 << 20];
     w[4106..4106 + 13].copy_from_slice(b"in the middle");
@@ -132,13 +137,14 @@ fn check_model(fs: &mut Ext4<MemDevice>, model: &Model) {
     }
 }
 
-fn run(block_size: &str, files: usize) {
+fn run(kind: &str, block_size: &str, files: usize) {
     let tmp = TempDir::new(&format!("write{block_size}"));
     let img = tmp.path("w.img");
-    mkfs("ext4", &img, 64 * 1024, &["-b", block_size], None);
+    mkfs(kind, &img, 64 * 1024, &["-b", block_size], None);
     let mut fs = Ext4::mount(MemDevice::open(&img), MountOptions::default()).unwrap();
+    assert!(!fs.is_read_only());
     let mut model = Model::new();
-    write_tree(&mut fs, &mut model, files);
+    write_tree(&mut fs, &mut model, files, kind == "ext4");
     check_model(&mut fs, &model);
     let dev = fs.unmount().unwrap();
     dev.save(&img);
@@ -174,12 +180,17 @@ fn run(block_size: &str, files: usize) {
 
 #[test]
 fn kiln_written_tree_is_clean_for_e2fsck_4k() {
-    run("4096", 3000);
+    run("ext4", "4096", 3000);
 }
 
 #[test]
 fn kiln_written_tree_is_clean_for_e2fsck_1k() {
-    run("1024", 1200);
+    run("ext4", "1024", 1200);
+}
+
+#[test]
+fn kiln_written_tree_is_clean_for_e2fsck_ext2() {
+    run("ext2", "1024", 600);
 }
 
 #[test]
@@ -222,4 +233,40 @@ fn full_disk_gives_enospc_and_nothing_is_corrupted() {
     fs.write(ino, 0, &data, now).unwrap();
     fs.unmount().unwrap().save(&img);
     assert_clean(&img);
+}
+
+#[test]
+fn indexed_directory_grows_through_its_index_and_stays_valid() {
+    let tmp = TempDir::new("htree");
+    let src = tmp.path("src");
+    std::fs::create_dir_all(src.join("idx")).unwrap();
+    for i in 0..800 {
+        std::fs::write(src.join(format!("idx/host-{i:04}")), b"h").unwrap();
+    }
+    for bs in ["1024", "4096"] {
+        let img = tmp.path(&format!("h{bs}.img"));
+        mkfs("ext4", &img, 32 * 1024, &["-b", bs], Some(&src));
+        let (code, out) = e2fsck(&img, &["-fyD"]);
+        assert!(code <= 1, "{out}");
+        let mut fs = Ext4::mount(MemDevice::open(&img), MountOptions::default()).unwrap();
+        let now = t(1_700_000_000, 0);
+        let d = fs.lookup(ROOT_INO, b"idx").unwrap();
+        assert!(fs.stat(d).unwrap().flags & 0x1000 != 0);
+        for i in 0..2500 {
+            fs.create(d, format!("kiln-name-{i:05}").as_bytes(), attr(mode::S_IFREG | 0o644, 1)).unwrap();
+        }
+        for i in (0..800).step_by(3) {
+            fs.unlink(d, format!("host-{i:04}").as_bytes(), now).unwrap();
+        }
+        assert!(fs.stat(d).unwrap().flags & 0x1000 != 0, "still indexed ({bs})");
+        for i in (0..2500).step_by(11) {
+            fs.lookup(d, format!("kiln-name-{i:05}").as_bytes()).unwrap();
+        }
+        assert_eq!(fs.lookup(d, b"host-0003"), Err(Errno::ENOENT));
+        fs.lookup(d, b"host-0004").unwrap();
+        assert_eq!(fs.read_dir(d).unwrap().len(), 2 + 2500 + 800 - 267);
+        fs.unmount().unwrap().save(&img);
+        assert_clean(&img);
+        assert!(debugfs(&img, "htree idx", false).contains("Number of entries (count)"));
+    }
 }
