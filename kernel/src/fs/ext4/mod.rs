@@ -116,7 +116,7 @@ impl Ext4Volume {
 pub fn mount(queue: Arc<BlockQueue>, read_only: bool, synchronous: bool) -> Result<Arc<dyn Inode>, Errno> {
     let dev = queue.rdev;
     let name = queue.name.clone();
-    let fs = Ext4::mount(Disk::new(queue, read_only), MountOptions { read_only })?;
+    let fs = Ext4::mount(Disk::new(queue, read_only), MountOptions { read_only, now: now() })?;
     let (txs, blocks) = fs.replayed;
     if txs > 0 {
         log::info!("ext4 {name}: journal replayed: {txs} transactions, {blocks} blocks");
