@@ -15,6 +15,10 @@ DEPS := scripts/deps.sh
 # NET (the NIC: virtio, the default, e1000 or none; on QEMU user
 # networking), HOSTFWD (QEMU hostfwd rules bound to 127.0.0.1, separated by
 # spaces, e.g. "tcp:127.0.0.1:8080-:80").
+# DISK (a raw disk image attached as /dev/vda; `make disk` builds one),
+# DISK_BUS (virtio, the default; nvme is not driven yet).
+# `make disk` knobs: DISK_DIR (the folder copied in; default user/), DISK_OUT
+# (default build/disk.img), DISK_SIZE (default 64M), DISK_FS (ext4 or ext2).
 # `make rootfs` knob: ROOTFS_PACKAGES (the Debian packages to put in).
 #
 # `make test` has its own CPU counts per stage (-smp 1, and 2 and 4 for
@@ -35,10 +39,16 @@ ROOTFS_PACKAGES ?=
 VIA_LDSO ?=
 NET ?=
 HOSTFWD ?=
-export SMP CMDLINE QEMU_EXTRA EXTRA CMD ROOT MEM ROOTFS_PACKAGES VIA_LDSO NET HOSTFWD
+DISK ?=
+DISK_BUS ?=
+DISK_DIR ?= user
+DISK_OUT ?= build/disk.img
+DISK_SIZE ?= 64M
+DISK_FS ?= ext4
+export SMP CMDLINE QEMU_EXTRA EXTRA CMD ROOT MEM ROOTFS_PACKAGES VIA_LDSO NET HOSTFWD DISK DISK_BUS
 
 .DEFAULT_GOAL := run
-.PHONY: run test test-smp iso build bench clean fmt clippy deps rootfs
+.PHONY: run test test-smp test-storage crashtest iso build bench clean fmt clippy deps rootfs disk
 
 deps:
 	@$(DEPS)
@@ -57,6 +67,26 @@ test:
 test-smp:
 	@$(DEPS)
 	@$(XTASK) test-smp $(TEST_SMP)
+
+# A raw disk image made by the host's mkfs (mkfs.ext4 -d: filled from a
+# folder, no root or loop device needed).
+disk:
+	@mkdir -p $(dir $(DISK_OUT))
+	@rm -f $(DISK_OUT)
+	truncate -s $(DISK_SIZE) $(DISK_OUT)
+	/sbin/mkfs.$(DISK_FS) -q -F -d $(DISK_DIR) $(DISK_OUT)
+	@echo "$(DISK_OUT): $(DISK_FS) from $(DISK_DIR); boot it with make run DISK=$(DISK_OUT)"
+
+# Only the storage stage of `make test`.
+test-storage:
+	@$(DEPS)
+	@$(XTASK) test-storage
+
+# Power cuts of an ext4 workload, checked by the host's e2fsck (N cuts).
+N ?= 20
+crashtest:
+	@$(DEPS)
+	@$(XTASK) crashtest -n $(N)
 
 # A Debian root from Debian's packages, cached under build/debian.
 rootfs:

@@ -19,9 +19,14 @@ use crate::mm::TryString;
 /// What a table row does with a matching function.
 type Probe = fn(&PciInfo);
 
-/// (vendor, device, probe): virtio's transitional network device id and
-/// its modern one.
-const DRIVERS: &[(u16, u16, Probe)] = &[(0x1AF4, 0x1000, probe_virtio_net), (0x1AF4, 0x1041, probe_virtio_net)];
+/// (vendor, device, probe): virtio's transitional and modern ids of the
+/// network and block devices.
+const DRIVERS: &[(u16, u16, Probe)] = &[
+    (0x1AF4, 0x1000, probe_virtio_net),
+    (0x1AF4, 0x1041, probe_virtio_net),
+    (0x1AF4, 0x1001, probe_virtio_blk),
+    (0x1AF4, 0x1042, probe_virtio_blk),
+];
 
 /// Enumerates PCI, logs the functions found, starts the drivers that
 /// match, and adds /proc/bus/pci/devices.
@@ -109,6 +114,38 @@ fn probe_virtio_net(f: &PciInfo) {
             }
         }
         Err(e) => log::warn!("virtio-net {}: not started: {e:?}", f.address),
+    }
+}
+
+fn probe_virtio_blk(f: &PciInfo) {
+    let dev = match pci::claim(f.address) {
+        Ok(d) => d,
+        Err(e) => return log::warn!("virtio-blk {}: cannot claim: {e:?}", f.address),
+    };
+    keep_revoker("virtio-blk", dev.revoker());
+    match virtio_blk::VirtioBlk::new(dev) {
+        Ok(disk) => {
+            let info = blockdev::BlockDriver::info(&disk);
+            let irq = disk.irq_kind();
+            let Ok(b) = crate::mm::try_box(disk) else {
+                return log::error!("virtio-blk {}: no memory to register it", f.address);
+            };
+            match crate::block::register(b) {
+                Some(q) => log::info!(
+                    "virtio-blk {}: /dev/{}, {} MiB, depth {}, {}{}{}, {:?} interrupts",
+                    f.address,
+                    q.name,
+                    info.sectors >> 11,
+                    info.queue_depth,
+                    if info.read_only { "read-only" } else { "read-write" },
+                    if info.volatile_cache { ", flush" } else { "" },
+                    if info.max_discard_sectors > 0 { ", discard" } else { "" },
+                    irq
+                ),
+                None => log::error!("virtio-blk {}: no memory to register it", f.address),
+            }
+        }
+        Err(e) => log::warn!("virtio-blk {}: not started: {e:?}", f.address),
     }
 }
 

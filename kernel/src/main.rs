@@ -14,6 +14,7 @@
 extern crate alloc;
 
 mod banner;
+mod block;
 mod bottom_half;
 mod clock;
 mod console;
@@ -102,7 +103,11 @@ fn run(info: &'static hal::BootInfo) {
 
 #[cfg(not(feature = "ktest"))]
 fn run(info: &'static hal::BootInfo) {
-    if let Err(e) = fs::init(info.take_module(0)) {
+    // `root=/dev/vda` (and `ro`): the disk is the root, not the initramfs.
+    let words = cmdline_words(info.command_line());
+    let root_device = words.iter().find_map(|w| w.strip_prefix("root=")).filter(|r| r.starts_with("/dev/"));
+    let root = root_device.map(|dev| fs::DiskRoot { device: dev, read_only: words.iter().any(|w| w == "ro") });
+    if let Err(e) = fs::init(info.take_module(0), root) {
         report_bad_initramfs(&e);
     }
     // The stack and its loopback, before any program can make a socket.

@@ -16,6 +16,7 @@ mod ksyms;
 mod qemu;
 mod recap;
 mod rootfs;
+mod storagetest;
 mod testrun;
 mod unsafe_check;
 mod usertest;
@@ -44,6 +45,8 @@ commands:
   test [--smp N]            every test stage; QEMU stages at -smp 1 and the SMP
                             stage at 2 and 4, or all of them at N with --smp
                             (env: KTEST_FILTER=TEXT runs only matching kernel tests)
+  test-storage              only the storage stage (virtio-blk disk, ext4)
+  crashtest [-n N]          N power cuts of an ext4 workload (default 20)
   test-smp [--smp N]        only the SMP stage (at 2 and 4, or at N)
   test-debian               only the Debian-root stage (a small root from
                             Debian's packages, against the host in chroot)
@@ -108,6 +111,26 @@ fn dispatch(args: &[String]) -> Result<ExitCode> {
                 _ => return Err(format!("test: unexpected arguments {rest:?}")),
             };
             testrun::all(&testrun::Cpus::new(smp))
+        }
+        "test-storage" => {
+            if !rest.is_empty() {
+                return Err(format!("test-storage: unexpected arguments {rest:?}"));
+            }
+            let elf = build::kernel(build::Flavor::Normal)?;
+            let (p, f) = storagetest::run(&build::repo_root(), &elf, 1)?;
+            println!("{p} passed, {f} failed");
+            Ok(if f == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+        }
+        "crashtest" => {
+            let n = match rest {
+                [] => 20,
+                [flag, n] if flag == "-n" => n.parse::<u32>().map_err(|_| format!("crashtest: bad count {n}"))?,
+                _ => return Err(format!("crashtest: unexpected arguments {rest:?}")),
+            };
+            let elf = build::kernel(build::Flavor::Normal)?;
+            let (p, f) = storagetest::power_cuts(&build::repo_root(), &elf, 1, n)?;
+            println!("{p} passed, {f} failed");
+            Ok(if f == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
         "test-smp" => {
             let smp = match rest {
@@ -180,6 +203,10 @@ fn run(args: &[String]) -> Result<ExitCode> {
     let net = qemu::Net::from_env(qemu::Net::Virtio)?;
     let hostfwd = std::env::var("HOSTFWD").unwrap_or_default();
     extra.splice(0..0, qemu::net_args(net, &hostfwd)?);
+    let disk = std::env::var("DISK").unwrap_or_default();
+    if !disk.trim().is_empty() {
+        extra.splice(0..0, qemu::disk_args(disk.trim(), std::env::var("DISK_BUS").unwrap_or_default().trim())?);
+    }
     let elf = build::kernel(build::Flavor::Normal)?;
     let extra_dir = std::env::var("EXTRA").ok().filter(|s| !s.trim().is_empty()).map(std::path::PathBuf::from);
     let initrd = match root {

@@ -77,6 +77,27 @@ pub fn net_args(net: Net, hostfwd: &str) -> Result<Vec<String>> {
     Ok(vec!["-netdev".into(), netdev, "-device".into(), format!("{model},netdev=n0")])
 }
 
+/// QEMU arguments attaching the raw disk image `path` (`DISK=`) on `bus`
+/// (`DISK_BUS=`: virtio, the default, or nvme). Writes go to the image
+/// file itself (cache=writeback: a guest flush reaches the host's page
+/// cache, which a killed QEMU does not lose).
+pub fn disk_args(path: &str, bus: &str) -> Result<Vec<String>> {
+    if !std::path::Path::new(path).is_file() {
+        return Err(format!("DISK={path}: no such image file (make disk builds one)"));
+    }
+    let device = match bus {
+        "" | "virtio" => "virtio-blk-pci,drive=d0".to_string(),
+        "nvme" => "nvme,drive=d0,serial=kiln0".to_string(),
+        other => return Err(format!("DISK_BUS={other}: expected virtio or nvme")),
+    };
+    Ok(vec![
+        "-drive".into(),
+        format!("file={path},if=none,id=d0,format=raw,cache=writeback,discard=unmap"),
+        "-device".into(),
+        device,
+    ])
+}
+
 /// KVM is opt-in: CI machines and most containers have no `/dev/kvm`, and
 /// TCG is the configuration the tests are written against.
 fn accel() -> &'static str {

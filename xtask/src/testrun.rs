@@ -14,7 +14,7 @@ use crate::{iso, qemu, unsafe_check, Result};
 
 const KTEST_TIMEOUT: Duration = Duration::from_secs(300);
 const GRUB_TIMEOUT: Duration = Duration::from_secs(120);
-const STAGES: usize = 11;
+const STAGES: usize = 12;
 const CRASH_TIMEOUT: Duration = Duration::from_secs(60);
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -118,7 +118,16 @@ pub fn all(cpus: &Cpus) -> Result<ExitCode> {
             .map(|(p, f)| Totals { passed: p, failed: f }),
     ));
 
-    header(9, "benchmark programs, once each at a tiny size, in Kiln");
+    header(9, "storage: a virtio-blk disk with ext4, Kiln against the host's e2fsprogs");
+    totals.add(report(
+        "storage",
+        normal
+            .clone()
+            .and_then(|elf| crate::storagetest::run(&build::repo_root(), &elf, n))
+            .map(|(p, f)| Totals { passed: p, failed: f }),
+    ));
+
+    header(10, "benchmark programs, once each at a tiny size, in Kiln");
     totals.add(report(
         "benchmark smoke",
         normal
@@ -127,7 +136,7 @@ pub fn all(cpus: &Cpus) -> Result<ExitCode> {
             .map(|(p, f)| Totals { passed: p, failed: f }),
     ));
 
-    header(10, "a small Debian root: Debian's programs in Kiln against the host (chroot)");
+    header(11, "a small Debian root: Debian's programs in Kiln against the host (chroot)");
     totals.add(report(
         "Debian root",
         normal
@@ -136,7 +145,7 @@ pub fn all(cpus: &Cpus) -> Result<ExitCode> {
             .map(|(p, f)| Totals { passed: p, failed: f }),
     ));
 
-    header(11, &format!("Debian workloads at -smp {}: Kiln against the host (chroot)", crate::appstest::CPUS));
+    header(12, &format!("Debian workloads at -smp {}: Kiln against the host (chroot)", crate::appstest::CPUS));
     totals.add(report(
         "Debian workloads",
         normal

@@ -1,6 +1,7 @@
 //! Device files: /dev/null, zero, full, random, urandom, tty, console and
-//! the character devices drivers register. /dev itself is a tmpfs holding
-//! device nodes; opening a node finds its driver by device number.
+//! the character devices drivers register, and the block devices of
+//! `crate::block`. /dev itself is a tmpfs holding device nodes; opening a
+//! node finds its driver by device number.
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -24,6 +25,9 @@ pub const URANDOM: u64 = makedev(1, 9);
 pub const TTY: u64 = makedev(5, 0);
 pub const CONSOLE: u64 = makedev(5, 1);
 pub const TTYS0: u64 = makedev(4, 64);
+
+/// The `disk` group, which owns block device nodes on Debian.
+const DISK_GID: u32 = 6;
 
 /// Opens a driver's file operations for a device node.
 pub type OpenFn = fn(flags: u32) -> Result<Arc<dyn FileOps>, Errno>;
@@ -156,6 +160,9 @@ pub fn populate(dev: &Arc<dyn Inode>) -> Result<(), Errno> {
         ("stderr", "/proc/self/fd/2"),
     ] {
         dev.symlink(name, target, Owner::ROOT)?;
+    }
+    for q in crate::block::all() {
+        dev.create(&q.name, super::inode::S_IFBLK | 0o660, q.rdev, Owner { uid: 0, gid: DISK_GID })?;
     }
     dev.create("shm", super::inode::S_IFDIR | 0o1777, 0, Owner::ROOT)?;
     dev.create("pts", super::inode::S_IFDIR | 0o755, 0, Owner::ROOT)?;

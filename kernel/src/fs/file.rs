@@ -117,6 +117,13 @@ pub trait FileOps: Send + Sync {
     /// A descriptor of the file was closed (Linux's ->flush, run at every
     /// close, not only the last): a POSIX message queue drops the
     /// closer's notification registration.
+    /// fsync/fdatasync of a file with its own operations (a block
+    /// device node flushes its device); the inode's part is
+    /// `Inode::sync`.
+    fn fsync(&self) -> Result<(), Errno> {
+        Ok(())
+    }
+
     fn flush(&self) {}
     /// The file as `Any`, for calls that work on one kind of file only
     /// (mq_timedsend's message queue, the socket calls' socket,

@@ -218,6 +218,18 @@ pub trait Inode: Send + Sync {
         Err(Errno::EOPNOTSUPP)
     }
 
+    /// fsync (`datasync`: fdatasync) on a file of this inode: its data
+    /// and (unless `datasync` and only times changed) its metadata durable
+    /// on the device. In-memory file systems have nothing to do.
+    fn sync(&self, _datasync: bool) -> Result<(), Errno> {
+        Ok(())
+    }
+
+    /// syncfs on any file of the file system: everything it holds durable.
+    fn sync_fs(&self) -> Result<(), Errno> {
+        Ok(())
+    }
+
     fn lookup(&self, _name: &str) -> Result<Arc<dyn Inode>, Errno> {
         Err(Errno::ENOTDIR)
     }
@@ -308,10 +320,26 @@ pub trait Inode: Send + Sync {
         None
     }
 
+    /// Extended attributes a disk file system keeps itself (ext4), which
+    /// the xattr calls use after their permission checks when the inode
+    /// has no tmpfs-style store (`xattrs`).
+    fn disk_xattrs(&self) -> Option<&dyn DiskXattrs> {
+        None
+    }
+
     /// Files with behaviour of their own (devices, FIFOs, /proc files)
     /// return their open-file operations; plain files and directories
     /// return None and get the generic ones.
     fn open(&self, _flags: u32) -> Option<Result<Arc<dyn FileOps>, Errno>> {
         None
     }
+}
+
+/// A file system's own extended attributes (names with their namespace
+/// prefix, as the syscalls give them). XATTR_CREATE/REPLACE in `set`.
+pub trait DiskXattrs {
+    fn get(&self, name: &[u8]) -> Result<Vec<u8>, Errno>;
+    fn set(&self, name: &[u8], value: &[u8], flags: u32) -> Result<(), Errno>;
+    fn remove(&self, name: &[u8]) -> Result<(), Errno>;
+    fn list(&self) -> Result<Vec<Vec<u8>>, Errno>;
 }

@@ -9,6 +9,7 @@ pub mod devfs;
 pub mod devpts;
 pub mod epoll;
 pub mod eventfd;
+pub mod ext4;
 pub mod fasync;
 pub mod fdtable;
 pub mod fhandle;
@@ -46,13 +47,48 @@ pub use fdtable::{FdTable, SharedFdTable};
 pub use file::OpenFile;
 pub use inode::Inode;
 
-/// Builds the root file system: a tmpfs filled from the initramfs, with
-/// /dev, /proc, /sys and /tmp mounted on it. An initramfs that cannot be
-/// unpacked is an error the caller must stop on: a root missing files
-/// would fail later in ways far harder to read.
-pub fn init(initramfs: Option<hal::TakenModule>) -> Result<(), initramfs::UnpackError> {
+/// `root=` from the command line: the block device to mount as `/`.
+pub struct DiskRoot<'a> {
+    pub device: &'a str,
+    pub read_only: bool,
+}
+
+/// The disk's ext4 (or ext2) root, or None (logged) when it cannot be
+/// mounted: the boot then falls back to the initramfs.
+fn disk_root(disk: &DiskRoot) -> Option<Arc<dyn Inode>> {
+    let Some(queue) = crate::block::by_path(disk.device) else {
+        log::error!("root={}: no such block device; booting from the initramfs", disk.device);
+        return None;
+    };
+    match ext4::mount(queue, disk.read_only, false) {
+        Ok(root) => {
+            log::info!("root: ext4 on {} ({})", disk.device, if disk.read_only { "ro" } else { "rw" });
+            Some(root)
+        }
+        Err(e) => {
+            log::error!("root={}: cannot mount: {}; booting from the initramfs", disk.device, e.name());
+            None
+        }
+    }
+}
+
+/// Builds the root file system: a tmpfs filled from the initramfs, or with
+/// `root=/dev/vdX` the disk's ext4, with /dev, /proc, /sys and /tmp
+/// mounted on it. An initramfs that cannot be unpacked is an error the
+/// caller must stop on: a root missing files would fail later in ways far
+/// harder to read.
+pub fn init(initramfs: Option<hal::TakenModule>, disk: Option<DiskRoot>) -> Result<(), initramfs::UnpackError> {
     if let Err(e) = tty::init_console() {
         log::error!("no console terminal: {}", e.name());
+    }
+    if let Some(root) = disk.as_ref().and_then(disk_root) {
+        let root = Dentry::new_root(root);
+        dentry::set_root(root.clone());
+        if mount::mount_root(&root, "ext4", disk.as_ref().map_or("", |d| d.device)).is_err() {
+            log::error!("cannot record the root mount: no memory");
+        }
+        mount_pseudo();
+        return Ok(());
     }
     let root: Arc<dyn Inode> = tmpfs::Tmpfs::new_root(0o755);
     let root = Dentry::new_root(root);
@@ -72,6 +108,12 @@ pub fn init(initramfs: Option<hal::TakenModule>) -> Result<(), initramfs::Unpack
             size / 1024
         );
     }
+    mount_pseudo();
+    Ok(())
+}
+
+/// /dev, /dev/pts, /proc, /sys and /tmp on the root.
+fn mount_pseudo() {
     for (path, fstype) in
         [("/dev", "devtmpfs"), ("/dev/pts", "devpts"), ("/proc", "proc"), ("/sys", "sysfs"), ("/tmp", "tmpfs")]
     {
@@ -79,7 +121,36 @@ pub fn init(initramfs: Option<hal::TakenModule>) -> Result<(), initramfs::Unpack
             log::error!("cannot mount {fstype} on {path}: {}", e.name());
         }
     }
-    Ok(())
+}
+
+/// sync(2): every file system that keeps data on a device writes it back
+/// and flushes the device.
+pub fn sync_all() {
+    ext4::sync_all();
+}
+
+/// File system types that live on a block device (mount(2)'s source names
+/// it; /proc/filesystems shows them without `nodev`).
+pub fn is_block_fs(fstype: &str) -> bool {
+    matches!(fstype, "ext4" | "ext2" | "ext3")
+}
+
+/// Mounts the ext4/ext2 volume on the block device `rdev`: its root and
+/// the options /proc/mounts shows.
+pub fn new_block_fs(
+    fstype: &str,
+    rdev: u64,
+    data: &str,
+    sb_flags: u64,
+) -> Result<(Arc<dyn Inode>, alloc::string::String), Errno> {
+    if !is_block_fs(fstype) {
+        return Err(Errno::ENODEV);
+    }
+    let queue = crate::block::by_rdev(rdev).ok_or(Errno::ENXIO)?;
+    let options = ext4::parse_options(data)?;
+    let read_only = sb_flags & linux_abi::consts::MS_RDONLY != 0 || data.split(',').any(|o| o == "ro");
+    let synchronous = sb_flags & linux_abi::consts::MS_SYNCHRONOUS != 0 || data.split(',').any(|o| o == "sync");
+    Ok((ext4::mount(queue, read_only, synchronous)?, options))
 }
 
 /// Creates the directory if needed and mounts a new file system there.
@@ -151,7 +222,7 @@ fn populate_sys_cpus(sys: &Arc<dyn Inode>) -> Result<(), Errno> {
 /// (sysfs(2) numbers them in that order).
 pub fn fs_type_names() -> alloc::vec::Vec<&'static str> {
     let mut names = alloc::vec::Vec::new();
-    let builtin = ["tmpfs", "proc", "sysfs", "devtmpfs", "ramfs", "devpts"];
+    let builtin = ["tmpfs", "proc", "sysfs", "devtmpfs", "ramfs", "devpts", "ext4", "ext2"];
     let registered = registered_fs_types();
     if names.try_reserve(builtin.len() + registered.len()).is_ok() {
         names.extend_from_slice(&builtin);

@@ -560,6 +560,11 @@ pub fn umount(root: &Arc<Dentry>, flags: u32, busy: impl Fn(&Arc<Dentry>) -> boo
     Ok(())
 }
 
+/// Whether some mount in the table still shows the file system `sb`.
+pub fn super_mounted(sb: &Arc<Super>) -> bool {
+    ns().table.lock().iter().any(|e| Arc::ptr_eq(&e.mount.sb, sb))
+}
+
 /// Whether mounts are mounted in `m` (they keep it busy).
 fn has_children(m: &Arc<Mount>) -> bool {
     ns().table.lock().iter().any(|e| e.parent.as_ref().is_some_and(|p| Arc::ptr_eq(p, m)))

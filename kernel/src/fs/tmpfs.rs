@@ -836,7 +836,7 @@ impl Inode for TmpInode {
         match mode & S_IFMT {
             super::inode::S_IFIFO => Some(super::pipe::open_fifo(self.fifo()?, flags)),
             super::inode::S_IFCHR => Some(super::devfs::open_device(rdev, flags)),
-            super::inode::S_IFBLK => Some(Err(Errno::ENXIO)),
+            super::inode::S_IFBLK => Some(crate::block::dev::open(rdev)),
             _ => None,
         }
     }

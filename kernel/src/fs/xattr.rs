@@ -427,6 +427,17 @@ fn resolve<'a>(t: &'a Target, name: &[u8]) -> Result<(Xattrs<'a>, Namespace), Er
     Ok((store, ns))
 }
 
+/// The file system's own attribute store, when it keeps one (ext4): the
+/// name must be in a known namespace and more than a bare prefix.
+fn disk_store<'a>(t: &'a Target, name: &[u8]) -> Result<Option<&'a dyn super::inode::DiskXattrs>, Errno> {
+    let Some(disk) = t.inode.and_then(|i| i.disk_xattrs()) else { return Ok(None) };
+    let (_, bare) = namespace(name).ok_or(Errno::EOPNOTSUPP)?;
+    if bare {
+        return Err(Errno::EINVAL);
+    }
+    Ok(Some(disk))
+}
+
 /// The ACLs of the target, if its file system has them: EOPNOTSUPP
 /// otherwise, and for symlinks.
 fn acl_store<'a>(t: &'a Target) -> Result<Xattrs<'a>, Errno> {
@@ -501,6 +512,9 @@ pub fn get(cred: &Cred, t: &Target, name: &[u8], buf: &mut [u8]) -> Result<usize
         return store.store.with_acl(kind, |acl| copy_out(acl.ok_or(Errno::ENODATA)?, buf));
     }
     xattr_permission(cred, t, name, MAY_READ)?;
+    if let Some(disk) = disk_store(t, name)? {
+        return copy_out(&disk.get(name)?, buf);
+    }
     let (store, _) = resolve(t, name)?;
     if is_caps(name) {
         // The capability module reads its attribute only when it is a
@@ -530,6 +544,9 @@ pub fn set(cred: &Cred, t: &Target, name: &[u8], value: &[u8], flags: u32) -> Re
     let value = converted.as_deref().unwrap_or(value);
     xattr_permission(cred, t, name, MAY_WRITE)?;
     security_check(cred, name, false)?;
+    if let Some(disk) = disk_store(t, name)? {
+        return disk.set(name, value, flags);
+    }
     let (store, ns) = resolve(t, name)?;
     if ns == Namespace::User && !store.kinds.user_settable {
         return Err(Errno::EOPNOTSUPP);
@@ -547,6 +564,9 @@ pub fn remove(cred: &Cred, t: &Target, name: &[u8]) -> Result<(), Errno> {
     }
     xattr_permission(cred, t, name, MAY_WRITE)?;
     security_check(cred, name, true)?;
+    if let Some(disk) = disk_store(t, name)? {
+        return disk.remove(name);
+    }
     let (store, ns) = resolve(t, name)?;
     if ns == Namespace::User && !store.kinds.user_settable {
         return Err(Errno::EOPNOTSUPP);
@@ -560,8 +580,25 @@ pub fn remove(cred: &Cred, t: &Target, name: &[u8]) -> Result<(), Errno> {
 /// their total size when `buf` is empty); ERANGE when `buf` is too
 /// small. A file system without attributes lists nothing.
 pub fn list(cred: &Cred, t: &Target, buf: &mut [u8]) -> Result<usize, Errno> {
-    let Some(store) = t.xattrs() else { return Ok(0) };
     let measure = buf.is_empty();
+    if let Some(disk) = t.inode.and_then(|i| i.disk_xattrs()) {
+        let mut at = 0usize;
+        let trusted = cred.capable(CAP_SYS_ADMIN);
+        for name in disk.list()? {
+            if !trusted && name.starts_with(x::XATTR_TRUSTED_PREFIX.as_bytes()) {
+                continue;
+            }
+            let len = name.len() + 1;
+            if !measure {
+                let out = buf.get_mut(at..at + len).ok_or(Errno::ERANGE)?;
+                out[..name.len()].copy_from_slice(&name);
+                out[name.len()] = 0;
+            }
+            at += len;
+        }
+        return Ok(at);
+    }
+    let Some(store) = t.xattrs() else { return Ok(0) };
     let mut at = 0usize;
     store.store.list(cred.capable(CAP_SYS_ADMIN), &mut |name: &[u8]| {
         let len = name.len() + 1;

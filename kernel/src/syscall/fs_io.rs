@@ -846,19 +846,33 @@ pub fn sys_pipe2(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 }
 
 pub fn sys_syncfs(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    file(ctx, a[0] as i32)?;
+    let f = file(ctx, a[0] as i32)?;
+    if let Some(inode) = f.ops.inode() {
+        inode.sync_fs()?;
+    }
     Ok(0)
 }
 
 pub fn sys_fsync(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    fsync(ctx, a, false)
+}
+
+pub fn sys_fdatasync(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
+    fsync(ctx, a, true)
+}
+
+fn fsync(ctx: &mut SyscallContext, a: &[u64; 6], datasync: bool) -> SysResult {
     let f = file(ctx, a[0] as i32)?;
     if f.is_path_only() {
         return Err(Errno::EBADF);
     }
-    // Everything lives in memory: there is nothing to write back, but
-    // pipes and sockets cannot be synced at all.
+    // Pipes and sockets cannot be synced at all.
     if f.ops.mode() & S_IFMT == crate::fs::inode::S_IFIFO {
         return Err(Errno::EINVAL);
+    }
+    f.ops.fsync()?;
+    if let Some(inode) = f.ops.inode() {
+        inode.sync(datasync)?;
     }
     Ok(0)
 }

@@ -90,7 +90,17 @@ pub fn sys_mount(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         mount::move_mount(&src, &d)?;
     } else {
         let fstype = fstype.ok_or(Errno::EINVAL)?;
-        let (root, options) = crate::fs::new_fs_with(&fstype, &data)?;
+        let (root, options) = if crate::fs::is_block_fs(&fstype) {
+            // The source names the device: a block device node.
+            let dev = source_path(&source).map_err(|e| if e == Errno::EINVAL { Errno::ENOTBLK } else { e })?;
+            let m = dev.inode().metadata();
+            if m.mode & crate::fs::inode::S_IFMT != crate::fs::inode::S_IFBLK {
+                return Err(Errno::ENOTBLK);
+            }
+            crate::fs::new_block_fs(&fstype, m.rdev, &data, sb_flags)?
+        } else {
+            crate::fs::new_fs_with(&fstype, &data)?
+        };
         let sb = mount::Super::new(&fstype, options)?;
         let source = source.unwrap_or_else(|| String::from("none"));
         mount::mount_new(&d, crate::fs::root_dentry(&fstype, root), sb, &source, sb_flags, mnt_flags)?;
@@ -124,7 +134,18 @@ pub fn sys_umount2(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     }
     // Unmounting the caller's root remounts it read-only on Linux; the
     // tree's root cannot go.
+    let volume = crate::fs::ext4::volume_of(d.inode().as_ref());
+    let sb = d.mount_of_root().map(|m| m.sb.clone());
     mount::umount(&d, flags, mount_busy)?;
+    if let (Some(v), Some(sb)) = (volume, sb) {
+        // The last mount of the volume gone: write it back and mark it
+        // clean; with bind mounts of it left, only commit.
+        if mount::super_mounted(&sb) {
+            v.commit()?;
+        } else {
+            v.unmount()?;
+        }
+    }
     Ok(0)
 }
 

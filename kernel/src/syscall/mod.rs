@@ -258,7 +258,7 @@ syscall_table! {
     PIPE => fs_io::sys_pipe,
     PIPE2 => fs_io::sys_pipe2,
     FSYNC => fs_io::sys_fsync,
-    FDATASYNC => fs_io::sys_fsync,
+    FDATASYNC => fs_io::sys_fdatasync,
     SYNC => fs_path::sys_sync,
     SYNCFS => fs_io::sys_syncfs,
     STATX => fs_path::sys_statx,

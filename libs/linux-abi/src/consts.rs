@@ -448,6 +448,15 @@ pub const TIOCMBIC: u32 = 0x5417;
 pub const TIOCMSET: u32 = 0x5418;
 pub const FIONREAD: u32 = 0x541B;
 pub const TIOCINQ: u32 = FIONREAD;
+
+// Block device ioctls (linux/fs.h).
+pub const BLKROGET: u32 = 0x125E;
+pub const BLKGETSIZE: u32 = 0x1260;
+pub const BLKFLSBUF: u32 = 0x1261;
+pub const BLKSSZGET: u32 = 0x1268;
+pub const BLKDISCARD: u32 = 0x1277;
+pub const BLKPBSZGET: u32 = 0x127B;
+pub const BLKGETSIZE64: u32 = 0x8008_1272;
 pub const TIOCLINUX: u32 = 0x541C;
 pub const TIOCCONS: u32 = 0x541D;
 pub const TIOCPKT: u32 = 0x5420;

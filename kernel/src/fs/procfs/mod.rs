@@ -772,7 +772,8 @@ fn global(name: &str) -> Result<String, Errno> {
 
         "filesystems" => {
             for name in super::fs_type_names() {
-                let _ = writeln!(s, "nodev\t{name}");
+                let nodev = if super::is_block_fs(name) { "" } else { "nodev" };
+                let _ = writeln!(s, "{nodev}\t{name}");
             }
         }
         "version" => s.push_str("Linux version 6.1.0-kiln (kiln@kiln) #1 SMP Kiln\n"),

@@ -1,0 +1,103 @@
+//! kiln-ext4's [`BlockDevice`] over a block layer queue. Writes wait in a
+//! plug until the file system flushes, reads something they cover, or the
+//! plug grows past [`PLUG_LIMIT`]; then they go down sorted and merged, so
+//! a journal commit or a file's data becomes a few large requests. A
+//! later write of the same sectors replaces the waiting one.
+
+use alloc::collections::BTreeMap;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+
+use kiln_ext4::{BlockDevice, Errno};
+
+use crate::block::plug::Plug;
+use crate::block::BlockQueue;
+
+/// Bytes of writes the plug holds before it is sent down anyway.
+const PLUG_LIMIT: usize = 4 << 20;
+
+pub struct Disk {
+    pub queue: Arc<BlockQueue>,
+    /// Waiting writes by first sector.
+    pending: BTreeMap<u64, Vec<u8>>,
+    pending_bytes: usize,
+    read_only: bool,
+}
+
+impl Disk {
+    pub fn new(queue: Arc<BlockQueue>, read_only: bool) -> Disk {
+        let read_only = read_only || queue.info.read_only;
+        Disk { queue, pending: BTreeMap::new(), pending_bytes: 0, read_only }
+    }
+
+    /// Sends every waiting write to the device (not yet durable).
+    pub fn unplug(&mut self) -> Result<(), Errno> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let pending = core::mem::take(&mut self.pending);
+        self.pending_bytes = 0;
+        let mut plug = Plug::new();
+        for (sector, data) in &pending {
+            plug.add(*sector, data)?;
+        }
+        self.queue.submit_plug(&mut plug, false)
+    }
+
+    fn overlaps_pending(&self, sector: u64, sectors: u64) -> bool {
+        let end = sector + sectors;
+        // A waiting write that starts before `end` and ends after `sector`.
+        self.pending.range(..end).next_back().is_some_and(|(s, d)| s + (d.len() / 512) as u64 > sector)
+            || self.pending.range(sector..end).next().is_some()
+    }
+}
+
+impl BlockDevice for Disk {
+    fn sector_count(&self) -> u64 {
+        self.queue.info.sectors
+    }
+
+    fn read(&mut self, sector: u64, buf: &mut [u8]) -> kiln_ext4::Result<()> {
+        if self.overlaps_pending(sector, (buf.len() / 512) as u64) {
+            self.unplug()?;
+        }
+        self.queue.read(sector, buf)
+    }
+
+    fn write(&mut self, sector: u64, buf: &[u8]) -> kiln_ext4::Result<()> {
+        if self.read_only {
+            return Err(Errno::EROFS);
+        }
+        let sectors = (buf.len() / 512) as u64;
+        // Only an exact replacement may be dropped; any other overlap goes
+        // down first so the later bytes win.
+        let same = self.pending.get(&sector).is_some_and(|d| d.len() == buf.len());
+        if !same && self.overlaps_pending(sector, sectors) {
+            self.unplug()?;
+        }
+        let mut data = Vec::new();
+        data.try_reserve_exact(buf.len()).map_err(|_| Errno::ENOMEM)?;
+        data.extend_from_slice(buf);
+        if self.pending.insert(sector, data).is_none() {
+            self.pending_bytes += buf.len();
+        }
+        if self.pending_bytes >= PLUG_LIMIT {
+            self.unplug()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> kiln_ext4::Result<()> {
+        self.unplug()?;
+        self.queue.flush()
+    }
+
+    fn write_fua(&mut self, sector: u64, buf: &[u8]) -> kiln_ext4::Result<()> {
+        self.unplug()?;
+        self.queue.write(sector, buf, true)
+    }
+
+    fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+}

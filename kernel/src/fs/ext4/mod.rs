@@ -1,0 +1,200 @@
+//! ext4 and ext2 volumes in the VFS: kiln-ext4 (the on-disk format and
+//! the jbd2 journal, a host-tested library) over a block device, behind
+//! the same [`Inode`] trait tmpfs implements.
+//!
+//! One mounted volume is an [`Ext4Volume`]: the library's file system
+//! behind a sleeping mutex (every operation may wait for the disk), the
+//! table of live inodes (so hard links and repeated lookups share one
+//! `Arc`), and the mount options that change behaviour here (`sync`
+//! commits after every change). Metadata changes collect in the library's
+//! running transaction and are committed as one jbd2 transaction (group
+//! commit) by fsync, fdatasync, syncfs, sync, umount and the `ext4-commit`
+//! thread every [`COMMIT_INTERVAL_NS`] (Linux's `commit=5`). File data is
+//! written through to the block layer as it is written (the library's
+//! ordered mode), and made durable by the same commit's flush.
+
+mod disk;
+mod inode;
+
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+use alloc::sync::{Arc, Weak};
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, Ordering};
+
+use hal::sync::SpinLock;
+use kiln_ext4::{Ext4, MountOptions, Timestamp};
+use linux_abi::errno::Errno;
+
+use super::inode::Inode;
+use crate::block::BlockQueue;
+use crate::sync::Mutex;
+use disk::Disk;
+pub use inode::Ext4Inode;
+
+/// How often the background thread commits the running transaction.
+pub const COMMIT_INTERVAL_NS: u64 = 5_000_000_000;
+pub const EXT4_SUPER_MAGIC: u64 = 0xEF53;
+
+pub struct Ext4Volume {
+    fs: Mutex<Option<Ext4<Disk>>>,
+    /// The device's number: st_dev of every file.
+    pub dev: u64,
+    inodes: SpinLock<BTreeMap<u32, Weak<Ext4Inode>>>,
+    /// `sync` / MS_SYNCHRONOUS: commit after every change.
+    pub synchronous: AtomicBool,
+    read_only: bool,
+}
+
+/// Every mounted volume, for sync(2) and the commit thread.
+static VOLUMES: SpinLock<Vec<Weak<Ext4Volume>>> = SpinLock::new(Vec::new());
+static COMMIT_THREAD: AtomicBool = AtomicBool::new(false);
+
+pub(crate) fn now() -> Timestamp {
+    let ns = crate::clock::realtime_ns();
+    Timestamp { sec: (ns / 1_000_000_000) as i64, nsec: (ns % 1_000_000_000) as u32 }
+}
+
+impl Ext4Volume {
+    /// Runs `f` on the mounted file system (EIO once it is unmounted).
+    pub(crate) fn with<T>(&self, f: impl FnOnce(&mut Ext4<Disk>) -> Result<T, Errno>) -> Result<T, Errno> {
+        let mut guard = self.fs.lock();
+        let fs = guard.as_mut().ok_or(Errno::EIO)?;
+        f(fs)
+    }
+
+    /// After a change: commits at once on a `sync` mount.
+    pub(crate) fn changed(&self) -> Result<(), Errno> {
+        if self.synchronous.load(Ordering::Relaxed) {
+            self.commit()?;
+        }
+        Ok(())
+    }
+
+    /// Makes everything durable: the running transaction committed and the
+    /// device's cache flushed.
+    pub fn commit(&self) -> Result<(), Errno> {
+        if self.read_only {
+            return Ok(());
+        }
+        // The library's commit ends with a device flush.
+        self.with(|fs| fs.commit())
+    }
+
+    /// The live inode `ino`, or a new one.
+    pub(crate) fn inode(self: &Arc<Self>, ino: u32) -> Result<Arc<dyn Inode>, Errno> {
+        let mut table = self.inodes.lock();
+        if let Some(i) = table.get(&ino).and_then(Weak::upgrade) {
+            return Ok(i);
+        }
+        let node = Arc::try_new(Ext4Inode::new(self.clone(), ino)).map_err(|_| Errno::ENOMEM)?;
+        if table.len() > 4096 {
+            table.retain(|_, w| w.strong_count() > 0);
+        }
+        table.insert(ino, Arc::downgrade(&node));
+        Ok(node)
+    }
+
+    /// Unmount: commits, marks the volume clean, and lets go of it; the
+    /// inodes still open answer EIO.
+    pub fn unmount(&self) -> Result<(), Errno> {
+        let mut guard = self.fs.lock();
+        if let Some(fs) = guard.take() {
+            match fs.unmount() {
+                Ok(mut disk) => {
+                    let _ = kiln_ext4::BlockDevice::flush(&mut disk);
+                }
+                Err(e) => log::warn!("ext4: unmount could not write everything back: {}", e.name()),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Mounts the ext4/ext2 volume on `queue`; returns its root inode and the
+/// options /proc/mounts shows.
+pub fn mount(queue: Arc<BlockQueue>, read_only: bool, synchronous: bool) -> Result<Arc<dyn Inode>, Errno> {
+    let dev = queue.rdev;
+    let name = queue.name.clone();
+    let fs = Ext4::mount(Disk::new(queue, read_only), MountOptions { read_only, now: now() })?;
+    let (txs, blocks) = fs.replayed;
+    if txs > 0 {
+        log::info!("ext4 {name}: journal replayed: {txs} transactions, {blocks} blocks");
+    }
+    let read_only = fs.is_read_only();
+    let vol = Arc::try_new(Ext4Volume {
+        fs: Mutex::new(Some(fs)),
+        dev,
+        inodes: SpinLock::new(BTreeMap::new()),
+        synchronous: AtomicBool::new(synchronous),
+        read_only,
+    })
+    .map_err(|_| Errno::ENOMEM)?;
+    {
+        let mut all = VOLUMES.lock();
+        all.retain(|v| v.strong_count() > 0);
+        all.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+        all.push(Arc::downgrade(&vol));
+    }
+    start_commit_thread();
+    vol.inode(kiln_ext4::ROOT_INO)
+}
+
+/// The volume an inode of ext4 belongs to, if it is one.
+pub fn volume_of(inode: &dyn Inode) -> Option<Arc<Ext4Volume>> {
+    inode.as_any().downcast_ref::<Ext4Inode>().map(|i| i.volume().clone())
+}
+
+/// sync(2): every volume committed and flushed.
+pub fn sync_all() {
+    let all: Vec<Arc<Ext4Volume>> = VOLUMES.lock().iter().filter_map(Weak::upgrade).collect();
+    for v in all {
+        if let Err(e) = v.commit() {
+            log::warn!("ext4: sync failed: {}", e.name());
+        }
+    }
+}
+
+fn start_commit_thread() {
+    if COMMIT_THREAD.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let spawned = crate::sched::spawn("ext4-commit", || loop {
+        crate::sched::sleep_ns(COMMIT_INTERVAL_NS);
+        sync_all();
+    });
+    if spawned.is_err() {
+        COMMIT_THREAD.store(false, Ordering::Release);
+        log::warn!("ext4: no memory for the commit thread; changes are committed by sync and fsync only");
+    }
+}
+
+/// Splits mount(2)'s data for ext4: the options it accepts (and ignores
+/// where the behaviour is already the one asked for) and what it shows.
+pub fn parse_options(data: &str) -> Result<String, Errno> {
+    for o in data.split(',').filter(|o| !o.is_empty()) {
+        let known = super::is_generic_option(o)
+            || matches!(
+                o,
+                "errors=remount-ro"
+                    | "errors=continue"
+                    | "data=ordered"
+                    | "barrier"
+                    | "barrier=1"
+                    | "user_xattr"
+                    | "acl"
+                    | "noacl"
+                    | "relatime"
+                    | "noatime"
+                    | "nodiratime"
+                    | "strictatime"
+                    | "discard"
+                    | "nodiscard"
+            )
+            || o.starts_with("commit=");
+        if !known {
+            return Err(Errno::EINVAL);
+        }
+    }
+    Ok(String::new())
+}
