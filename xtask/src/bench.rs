@@ -6,8 +6,9 @@
 //! 5) under plain TCG wall time. Every benchmark runs at `-smp 1`; those in
 //! `SMP2_BENCHES` (context switches, forks, parallel scaling) run again at
 //! `-smp 2` as rows `NAME@smp2`, in boots of their own under both clocks.
-//! The report goes to bench/results/ (latest.md, latest.json, latest.png)
-//! and into docs/performance.md.
+//! The report goes to bench/results/ (latest.md, latest.json, latest.png,
+//! history.png) and into docs/performance.md; every full run's JSON is
+//! kept as bench/results/history/DATE-COMMIT.json for the trend chart.
 //!
 //! A benchmark that a kernel cannot run yet is "n/a" with its reason; the
 //! others go on. `smoke` runs every benchmark once at a tiny size inside
@@ -318,7 +319,18 @@ pub fn main(args: &[String]) -> Result<ExitCode> {
         std::fs::write(&p, text).map_err(|e| format!("write {}: {e}", p.display()))
     };
     write("latest.md", &table)?;
-    write("latest.json", &report::json(&meta, &entries, &rows))?;
+    let json = report::json(&meta, &entries, &rows);
+    write("latest.json", &json)?;
+    // Every full run is kept, named by date and commit, so the chart can
+    // show how the ratios moved (a filtered or scaled run is a partial
+    // picture and is not kept).
+    if cfg.filter.is_empty() && cfg.scale == 100 {
+        let stamp = command_line_output("date", &["-u", "+%Y-%m-%dT%H%M"]);
+        let name = format!("history/{stamp}-{}.json", meta.kiln_commit.replace(['/', ' ', '='], "_"));
+        std::fs::create_dir_all(results.join("history")).map_err(|e| format!("create history: {e}"))?;
+        write(&name, &json)?;
+        println!("bench: kept this run as bench/results/{name}");
+    }
     // A filtered or shortened run is for development: it must not replace
     // the documented table.
     if cfg.filter.is_empty() && cfg.scale == 100 {
@@ -326,8 +338,8 @@ pub fn main(args: &[String]) -> Result<ExitCode> {
     } else {
         println!("bench: docs/performance.md left alone (BENCH_FILTER or BENCH_SCALE set)");
     }
-    match report::chart(&root, &results.join("latest.json"), &results.join("latest.png")) {
-        Ok(()) => println!("bench: wrote bench/results/latest.{{md,json,png}}"),
+    match report::chart(&root, &results.join("latest.json"), &results.join("latest.png"), &results.join("history")) {
+        Ok(()) => println!("bench: wrote bench/results/latest.{{md,json,png}} and history.png"),
         Err(e) => println!("bench: wrote bench/results/latest.{{md,json}}; no chart: {e}"),
     }
     // The /dev/mymem labs, on a full run only; a failure there leaves the

@@ -423,11 +423,18 @@ fn python_with_matplotlib() -> Result<String> {
     Err("matplotlib is not available (pip install matplotlib, or apt-get install python3-matplotlib)".into())
 }
 
-/// Draws the ratio chart from the JSON with bench/chart.py.
-pub fn chart(root: &Path, json: &Path, png: &Path) -> Result<()> {
+/// Draws the ratio chart from the JSON, and the trend chart
+/// (`history.png` next to `png`) from the kept runs in `history`, with
+/// bench/chart.py.
+pub fn chart(root: &Path, json: &Path, png: &Path, history: &Path) -> Result<()> {
     let python = python_with_matplotlib()?;
     crate::build::run_checked(
-        Command::new(python).arg(root.join("bench/chart.py")).arg(json).arg(png),
+        Command::new(python)
+            .arg(root.join("bench/chart.py"))
+            .arg(json)
+            .arg(png)
+            .arg(history)
+            .arg(png.with_file_name("history.png")),
         "bench/chart.py",
     )
 }
