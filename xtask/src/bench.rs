@@ -17,7 +17,9 @@
 //! Knobs (environment): `BENCH_RUNS=N` wall-clock runs, `BENCH_FILTER=a,b`
 //! only benchmarks whose names contain a word, `BENCH_SCALE=PCT` iteration
 //! counts in percent of the defaults, `BENCH_TIMEOUT=SECS` per boot,
-//! `BENCH_KERNEL=path` a Kiln ELF to measure instead of building one.
+//! `BENCH_KERNEL=path` a Kiln ELF to measure instead of building one
+//! (`BENCH_KERNEL_COMMIT=rev` names the commit it was built from),
+//! `BENCH_SECONDARY=0` only the fair machine's columns.
 
 pub mod guest;
 mod mymem;
@@ -302,8 +304,9 @@ pub fn main(args: &[String]) -> Result<ExitCode> {
         date: command_line_output("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
         qemu: command_line_output("qemu-system-x86_64", &["--version"]),
         linux: guest::linux_version(&linux),
-        kiln_commit: match std::env::var("BENCH_KERNEL") {
-            Ok(p) if !p.trim().is_empty() => format!("from BENCH_KERNEL={}", p.trim()),
+        kiln_commit: match (std::env::var("BENCH_KERNEL"), std::env::var("BENCH_KERNEL_COMMIT")) {
+            (Ok(p), Ok(c)) if !p.trim().is_empty() && !c.trim().is_empty() => c.trim().to_string(),
+            (Ok(p), _) if !p.trim().is_empty() => format!("from BENCH_KERNEL={}", p.trim()),
             _ => command_line_output("git", &["-C", &root.to_string_lossy(), "describe", "--always", "--dirty"]),
         },
         wall_runs: cfg.runs,
