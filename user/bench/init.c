@@ -106,9 +106,13 @@ int main(int argc, char **argv)
      * of kbench (the mymem guest runs `/bin/sh /b/mymem.sh`). */
     char *args[16] = {"/b/kbench"};
     int n = 1, first = 1;
-    if (argc > 1 && argv[1][0] == '/') {
-        args[0] = argv[1];
-        first = 2;
+    /* Linux hands init the words of its command line it does not know
+     * itself: `nokaslr` is read by its boot stub only. */
+    while (first < argc && strcmp(argv[first], "nokaslr") == 0)
+        first++;
+    if (first < argc && argv[first][0] == '/') {
+        args[0] = argv[first];
+        first++;
     }
     for (int i = first; i < argc && n < 15; i++)
         args[n++] = argv[i];
