@@ -282,7 +282,12 @@ pub fn main(args: &[String]) -> Result<ExitCode> {
             let (kt, kl) = (tag(Kernel::Kiln, g, "icount"), log_name(Kernel::Kiln, g, "icount"));
             let k = with_kiln.then(|| s.spawn(move || g.run(Kernel::Kiln, Clock::Icount, &kt, &kl)));
             let l = if try_linux {
-                g.run(Kernel::Linux, Clock::Icount, &tag(Kernel::Linux, g, "icount"), &log_name(Kernel::Linux, g, "icount"))
+                g.run(
+                    Kernel::Linux,
+                    Clock::Icount,
+                    &tag(Kernel::Linux, g, "icount"),
+                    &log_name(Kernel::Linux, g, "icount"),
+                )
             } else {
                 Ok(RunResult { results: Default::default(), problem: Some(LINUX_ICOUNT_SMP.into()), seconds: 0.0 })
             };

@@ -33,12 +33,24 @@ pub trait FileOps: Send + Sync {
     /// Reads up to `len` bytes into user memory at `addr` (files that say
     /// `user_direct`); `vm` gives the caller's address space when a fault
     /// must be resolved.
-    fn read_user(&self, _vm: &dyn Fn() -> Result<Vm, Errno>, _addr: u64, _len: usize, _nb: bool) -> Result<usize, Errno> {
+    fn read_user(
+        &self,
+        _vm: &dyn Fn() -> Result<Vm, Errno>,
+        _addr: u64,
+        _len: usize,
+        _nb: bool,
+    ) -> Result<usize, Errno> {
         Err(Errno::EINVAL)
     }
     /// Writes up to `len` bytes from user memory at `addr` (files that
     /// say `user_direct`).
-    fn write_user(&self, _vm: &dyn Fn() -> Result<Vm, Errno>, _addr: u64, _len: usize, _nb: bool) -> Result<usize, Errno> {
+    fn write_user(
+        &self,
+        _vm: &dyn Fn() -> Result<Vm, Errno>,
+        _addr: u64,
+        _len: usize,
+        _nb: bool,
+    ) -> Result<usize, Errno> {
         Err(Errno::EINVAL)
     }
     /// The inode behind the file, for stat, mmap and directories.

@@ -392,7 +392,7 @@ impl Dest<'_> {
     /// Resolves the fault a user copy stopped at (EFAULT if it cannot be).
     fn fault_in(&self, at: u64) -> Result<(), Errno> {
         match self {
-            Dest::User { vm, .. } => uaccess::fault_in(|| vm(), at, true),
+            Dest::User { vm, .. } => uaccess::fault_in(*vm, at, true),
             Dest::Kernel(_) => Err(Errno::EFAULT),
         }
     }
@@ -487,7 +487,7 @@ impl PipeEnd {
                     if let (Some(at), Source::User { vm, .. }) = (fault, &src) {
                         // The writer's buffer was not mapped yet (or is
                         // not readable): resolve it unlocked and go on.
-                        if let Err(e) = uaccess::fault_in(|| vm(), at, false) {
+                        if let Err(e) = uaccess::fault_in(*vm, at, false) {
                             return if written > 0 { Ok(written) } else { Err(e) };
                         }
                     }
