@@ -87,6 +87,9 @@ def history(folder, dst):
     names = []
     for _, ratios in runs:
         names += [n for n in ratios if n not in names]
+    # Rows with no ratio in any run (the @smp2 rows: Linux has no icount
+    # figures there) would be empty lines.
+    names = [n for n in names if any(r.get(n) is not None for _, r in runs)]
     import numpy as np
 
     grid = np.full((len(names), len(runs)), np.nan)
@@ -94,7 +97,7 @@ def history(folder, dst):
         for i, n in enumerate(names):
             if ratios.get(n) is not None:
                 grid[i, j] = ratios[n]
-    fig, ax = plt.subplots(figsize=(2.2 + 1.3 * len(runs), 0.32 * len(names) + 2.2))
+    fig, ax = plt.subplots(figsize=(max(6.5, 2.2 + 1.3 * len(runs)), 0.32 * len(names) + 2.2))
     # log2(ratio / goal): green at or under the goal, red above it.
     shade = np.log2(grid / 0.8)
     ax.imshow(np.ma.masked_invalid(shade), cmap="RdYlGn_r", vmin=-2, vmax=2, aspect="auto")
@@ -105,7 +108,8 @@ def history(folder, dst):
     ax.set_yticks(range(len(names)))
     ax.set_yticklabels(names, fontsize=7)
     ax.set_xticks(range(len(runs)))
-    ax.set_xticklabels([label.replace("-", "\n", 3) for label, _ in runs], fontsize=7)
+    # DATE-COMMIT: the date on one line, the commit under it.
+    ax.set_xticklabels([label[:15].replace("T", " ") + "\n" + label[16:] for label, _ in runs], fontsize=7)
     ax.set_title("Kiln / Linux instructions per operation (fair icount) by run; goal ≤ 0.80", fontsize=9)
     fig.tight_layout()
     fig.savefig(dst, dpi=110)
