@@ -439,6 +439,46 @@ impl PageTable {
         Ok(())
     }
 
+    /// Maps each `(va, frame)` whose page has no entry yet, and drops the
+    /// frames of pages that have one (fault-around: neighbours of a faulting
+    /// file page that are already in memory). One lock for the batch, and
+    /// one walk per page-table page. Nothing was mapped before, so no TLB
+    /// holds these addresses and nothing is flushed. Returns how many
+    /// pages were mapped.
+    pub fn map_absent(
+        &self,
+        pages: &mut dyn Iterator<Item = (u64, UserFrame)>,
+        flags: PteFlags,
+    ) -> Result<usize, MapError> {
+        let _guard = self.lock.lock();
+        let mut mapped = 0;
+        let mut leaf: Option<(u64, PhysAddr)> = None;
+        for (va, frame) in pages {
+            Self::check_user(va);
+            let region = va >> 21;
+            let pt = match leaf {
+                Some((r, pt)) if r == region => pt,
+                _ => {
+                    let mut created = 0;
+                    let result = walk_create_counted(self.root, va, 1, true, &mut created);
+                    USER_TABLE_FRAMES.fetch_add(created, Ordering::Relaxed);
+                    self.tables.fetch_add(created, Ordering::Relaxed);
+                    let pt = result?;
+                    leaf = Some((region, pt));
+                    pt
+                }
+            };
+            let idx = index_at(va, 0);
+            if read_entry(pt, idx) != 0 {
+                continue;
+            }
+            write_entry(pt, idx, frame.into_pte_reference().0 | flags.to_bits());
+            mapped += 1;
+        }
+        self.resident.fetch_add(mapped as u64, Ordering::Relaxed);
+        Ok(mapped)
+    }
+
     /// Removes the page at `va`, returning the reference it held once no
     /// CPU can reach the page through `va` any more.
     pub fn unmap(&self, va: u64) -> Option<UserFrame> {

@@ -227,3 +227,132 @@ int b_memcpy_bw(uint64_t *ns, uint64_t *ops)
     *ops = n;
     return 0;
 }
+
+/* A 1 MiB file in /tmp (tmpfs on both kernels), written once. */
+static int map_file_fd(void)
+{
+    static int fd = -1;
+    if (fd >= 0)
+        return fd;
+    fd = open("/tmp/kbench.map", O_RDWR | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0)
+        return fail("open /tmp/kbench.map");
+    static char page[PAGE];
+    memset(page, 'f', sizeof page);
+    for (int i = 0; i < MIB / PAGE; i++)
+        if (write(fd, page, PAGE) != PAGE)
+            return fail("write /tmp/kbench.map");
+    return fd;
+}
+
+/* mmap of a 1 MiB file already in the page cache, then the first read of
+ * each of its pages (the kernel may map neighbours of a faulting page at
+ * once: Linux's fault-around maps up to 16). Timed: the mmap and the
+ * reads; per page. */
+int b_file_fault(uint64_t *ns, uint64_t *ops)
+{
+    uint64_t rounds = iters(200), pages = MIB / PAGE;
+    int fd = map_file_fd();
+    if (fd < 0)
+        return -1;
+    *ns = 0;
+    for (uint64_t r = 0; r < warm(rounds) + rounds; r++) {
+        uint64_t t0 = now();
+        volatile char *p = mmap(NULL, MIB, PROT_READ, MAP_SHARED, fd, 0);
+        if (p == MAP_FAILED)
+            return fail("mmap");
+        for (uint64_t i = 0; i < pages; i++)
+            if (p[i * PAGE] != 'f')
+                return fail_msg("the mapping does not show the file's bytes");
+        if (r >= warm(rounds))
+            *ns += now() - t0;
+        if (munmap((void *)p, MIB) != 0)
+            return fail("munmap");
+    }
+    *ops = rounds * pages;
+    return 0;
+}
+
+/* madvise(MADV_DONTNEED) of 1 MiB of written anonymous memory, then a
+ * write to each of its 256 pages (zero-filled again); per page. */
+int b_madv_refault(uint64_t *ns, uint64_t *ops)
+{
+    uint64_t rounds = iters(200), pages = MIB / PAGE;
+    char *p = map_anon(MIB, MAP_PRIVATE);
+    if (!p)
+        return fail("mmap");
+    memset(p, 1, MIB);
+    for (uint64_t r = 0; r < warm(rounds) + rounds; r++) {
+        if (r == warm(rounds))
+            *ns = now();
+        if (madvise(p, MIB, MADV_DONTNEED) != 0)
+            return fail("madvise");
+        for (uint64_t i = 0; i < pages; i++) {
+            if (p[i * PAGE] != 0)
+                return fail_msg("a page kept its bytes after MADV_DONTNEED");
+            p[i * PAGE] = 1;
+        }
+    }
+    *ns = now() - *ns;
+    *ops = rounds * pages;
+    return 0;
+}
+
+/* brk(2) growing the heap by 64 KiB and a write to each new page, as an
+ * allocator extending its arena does; back to the start (untimed) every
+ * 1 MiB. Per 64 KiB step. */
+int b_brk_grow(uint64_t *ns, uint64_t *ops)
+{
+    uint64_t steps = MIB / CHUNK, rounds = iters(200);
+    char *base = (char *)syscall(SYS_brk, 0);
+    *ns = 0;
+    for (uint64_t r = 0; r < warm(rounds) + rounds; r++) {
+        uint64_t t0 = now();
+        for (uint64_t s = 0; s < steps; s++) {
+            char *top = base + (s + 1) * CHUNK;
+            if ((char *)syscall(SYS_brk, top) != top)
+                return fail_msg("brk did not grow");
+            for (char *q = top - CHUNK; q < top; q += PAGE)
+                *q = 1;
+        }
+        if (r >= warm(rounds))
+            *ns += now() - t0;
+        if ((char *)syscall(SYS_brk, base) != base)
+            return fail_msg("brk did not shrink");
+    }
+    *ops = rounds * steps;
+    return 0;
+}
+
+static void *thread_returns(void *arg)
+{
+    return arg;
+}
+
+/* pthread_create of a thread that returns at once, and pthread_join
+ * (musl maps the thread's stack, clones, and unmaps it at join). */
+int b_thread_clone(uint64_t *ns, uint64_t *ops)
+{
+    uint64_t n = iters(2000);
+    for (uint64_t i = 0; i < warm(n) + n; i++) {
+        if (i == warm(n))
+            *ns = now();
+        pthread_t t;
+        void *ret = NULL;
+        if ((errno = pthread_create(&t, NULL, thread_returns, (void *)&n)) != 0)
+            return fail("pthread_create");
+        if ((errno = pthread_join(t, &ret)) != 0)
+            return fail("pthread_join");
+        if (ret != (void *)&n)
+            return fail_msg("pthread_join returned the wrong value");
+    }
+    *ns = now() - *ns;
+    *ops = n;
+    return 0;
+}
+
+int b_exec_busybox(uint64_t *ns, uint64_t *ops)
+{
+    char *const argv[] = {"true", NULL};
+    return spawn_wait("/bin/busybox", argv, 500, ns, ops);
+}

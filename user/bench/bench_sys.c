@@ -9,6 +9,8 @@
 #include <sys/socket.h>
 
 #include <sys/epoll.h>
+#include <poll.h>
+#include <sys/select.h>
 
 int b_getppid(uint64_t *ns, uint64_t *ops)
 {
@@ -330,6 +332,102 @@ int b_tmpfs_file(uint64_t *ns, uint64_t *ops)
             return fail("close");
         if (unlink(path) != 0)
             return fail("unlink");
+    }
+    *ns = now() - *ns;
+    *ops = n;
+    return 0;
+}
+
+/* openat(AT_FDCWD) + close of a file 5 path components deep
+ * (/tmp/kbench-d1/d2/d3/file): the walk of every component. */
+int b_openat_deep(uint64_t *ns, uint64_t *ops)
+{
+    const char *dirs[] = {"/tmp/kbench-d1", "/tmp/kbench-d1/d2", "/tmp/kbench-d1/d2/d3"};
+    const char *path = "/tmp/kbench-d1/d2/d3/file";
+    for (unsigned i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
+        if (mkdir(dirs[i], 0755) != 0 && errno != EEXIST)
+            return fail(dirs[i]);
+    int fd = open(path, O_CREAT | O_WRONLY, 0644);
+    if (fd < 0)
+        return fail(path);
+    close(fd);
+    uint64_t n = iters(50000);
+    for (uint64_t i = 0; i < warm(n) + n; i++) {
+        if (i == warm(n))
+            *ns = now();
+        fd = openat(AT_FDCWD, path, O_RDONLY);
+        if (fd < 0)
+            return fail(path);
+        if (close(fd) != 0)
+            return fail("close");
+    }
+    *ns = now() - *ns;
+    *ops = n;
+    return 0;
+}
+
+#define WATCHED 100
+
+/* 100 pipe read ends of which the last has a byte waiting. */
+static int watched_fds(int fds[WATCHED])
+{
+    for (int i = 0; i < WATCHED; i++) {
+        int p[2];
+        if (pipe(p) != 0)
+            return fail("pipe");
+        fds[i] = p[0];
+        if (i == WATCHED - 1 && write(p[1], "x", 1) != 1)
+            return fail("write");
+        /* The write ends stay open (leaked until the benchmark's process
+         * exits), so no read end reports a hang-up. */
+    }
+    return 0;
+}
+
+/* poll(2), timeout 0, on 100 pipe read ends, the last one readable. */
+int b_poll_100(uint64_t *ns, uint64_t *ops)
+{
+    int fds[WATCHED];
+    if (watched_fds(fds) != 0)
+        return -1;
+    struct pollfd pfd[WATCHED];
+    for (int i = 0; i < WATCHED; i++)
+        pfd[i] = (struct pollfd){.fd = fds[i], .events = POLLIN};
+    uint64_t n = iters(20000);
+    for (uint64_t i = 0; i < warm(n) + n; i++) {
+        if (i == warm(n))
+            *ns = now();
+        int r = poll(pfd, WATCHED, 0);
+        if (r != 1 || pfd[WATCHED - 1].revents != POLLIN)
+            return r < 0 ? fail("poll") : fail_msg("poll did not report exactly the one readable pipe");
+    }
+    *ns = now() - *ns;
+    *ops = n;
+    return 0;
+}
+
+/* select(2), zero timeout, on the same 100 read ends. */
+int b_select_100(uint64_t *ns, uint64_t *ops)
+{
+    int fds[WATCHED], maxfd = 0;
+    if (watched_fds(fds) != 0)
+        return -1;
+    for (int i = 0; i < WATCHED; i++)
+        maxfd = fds[i] > maxfd ? fds[i] : maxfd;
+    if (maxfd >= FD_SETSIZE)
+        return fail_msg("descriptors past FD_SETSIZE");
+    uint64_t n = iters(20000);
+    for (uint64_t i = 0; i < warm(n) + n; i++) {
+        if (i == warm(n))
+            *ns = now();
+        fd_set set;
+        FD_ZERO(&set);
+        for (int j = 0; j < WATCHED; j++)
+            FD_SET(fds[j], &set);
+        struct timeval tv = {0, 0};
+        int r = select(maxfd + 1, &set, NULL, NULL, &tv);
+        if (r != 1 || !FD_ISSET(fds[WATCHED - 1], &set))
+            return r < 0 ? fail("select") : fail_msg("select did not report exactly the one readable pipe");
     }
     *ns = now() - *ns;
     *ops = n;

@@ -73,6 +73,9 @@ int b_signal(uint64_t *ns, uint64_t *ops);
 int b_tmpfs_file(uint64_t *ns, uint64_t *ops);
 int b_getdents(uint64_t *ns, uint64_t *ops);
 int b_parallel(uint64_t *ns, uint64_t *ops);
+int b_openat_deep(uint64_t *ns, uint64_t *ops);
+int b_poll_100(uint64_t *ns, uint64_t *ops);
+int b_select_100(uint64_t *ns, uint64_t *ops);
 
 /* bench_mem.c */
 int b_page_fault(uint64_t *ns, uint64_t *ops);
@@ -84,6 +87,11 @@ int b_sh_true(uint64_t *ns, uint64_t *ops);
 int b_pipe_bw(uint64_t *ns, uint64_t *ops);
 int b_unix_bw(uint64_t *ns, uint64_t *ops);
 int b_memcpy_bw(uint64_t *ns, uint64_t *ops);
+int b_file_fault(uint64_t *ns, uint64_t *ops);
+int b_madv_refault(uint64_t *ns, uint64_t *ops);
+int b_brk_grow(uint64_t *ns, uint64_t *ops);
+int b_thread_clone(uint64_t *ns, uint64_t *ops);
+int b_exec_busybox(uint64_t *ns, uint64_t *ops);
 
 /* bench_vdso.c */
 int b_vdso_clock_gettime(uint64_t *ns, uint64_t *ops);

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #define DIR_ "/tmp/pipe"
@@ -347,6 +348,45 @@ static void test_fifo(void)
     check(rmdir(DIR_) == 0, "scratch directory removed");
 }
 
+/* Reads and writes copy straight between user memory and the pipe:
+ * buffers not yet touched (faulted in during the copy), and a write whose
+ * buffer runs into an unmapped page (the bytes before it go in). */
+static void test_user_buffers(void)
+{
+    int p[2];
+    check(pipe(p) == 0, "pipe for the buffer tests");
+    size_t len = 16 * 4096;
+    char *src = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *dst = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    check(src != MAP_FAILED && dst != MAP_FAILED, "two fresh 64 KiB mappings");
+    /* Untouched source: zero pages, faulted in by the write. */
+    check(write(p[1], src, len) == (ssize_t)len, "64 KiB write from untouched memory");
+    memset(dst, 1, 4096);
+    check(read(p[0], dst, len) == (ssize_t)len, "64 KiB read into mostly untouched memory");
+    size_t zeros = 0;
+    for (size_t i = 0; i < len; i++)
+        zeros += dst[i] == 0;
+    check(zeros == len, "what was read is the zeros written");
+    for (size_t i = 0; i < len; i++)
+        src[i] = (char)(i * 7);
+    check(munmap(src + 8192, len - 8192) == 0, "unmap all but the first 2 pages of the source");
+    ssize_t w = write(p[1], src, len);
+    printf("write running into an unmapped page = %zd\n", w);
+    check(read(p[0], dst, len) == w, "read returns what that write put in");
+    int same = 1;
+    for (ssize_t i = 0; i < w; i++)
+        same &= dst[i] == (char)(i * 7);
+    check(same, "those bytes are the source's");
+    EXPECT_ERR(EFAULT, "write from an unmapped page", write(p[1], src + 8192, 100));
+    check(write(p[1], "abc", 3) == 3, "a small write after it goes in whole");
+    EXPECT_ERR(EFAULT, "read into an unmapped page", read(p[0], src + 8192, 3));
+    check(read(p[0], dst, 3) == 3 && memcmp(dst, "abc", 3) == 0, "the bytes stay for the next read");
+    munmap(src, 8192);
+    munmap(dst, len);
+    close(p[0]);
+    close(p[1]);
+}
+
 int main(void)
 {
     t_init("pipe");
@@ -358,5 +398,6 @@ int main(void)
     test_sigpipe();
     test_blocking();
     test_fifo();
+    test_user_buffers();
     return t_done();
 }

@@ -6,8 +6,9 @@
 //! 5) under plain TCG wall time. Every benchmark runs at `-smp 1`; those in
 //! `SMP2_BENCHES` (context switches, forks, parallel scaling) run again at
 //! `-smp 2` as rows `NAME@smp2`, in boots of their own under both clocks.
-//! The report goes to bench/results/ (latest.md, latest.json, latest.png)
-//! and into docs/performance.md.
+//! The report goes to bench/results/ (latest.md, latest.json, latest.png,
+//! history.png) and into docs/performance.md; every full run's JSON is
+//! kept as bench/results/history/DATE-COMMIT.json for the trend chart.
 //!
 //! A benchmark that a kernel cannot run yet is "n/a" with its reason; the
 //! others go on. `smoke` runs every benchmark once at a tiny size inside
@@ -16,7 +17,9 @@
 //! Knobs (environment): `BENCH_RUNS=N` wall-clock runs, `BENCH_FILTER=a,b`
 //! only benchmarks whose names contain a word, `BENCH_SCALE=PCT` iteration
 //! counts in percent of the defaults, `BENCH_TIMEOUT=SECS` per boot,
-//! `BENCH_KERNEL=path` a Kiln ELF to measure instead of building one.
+//! `BENCH_KERNEL=path` a Kiln ELF to measure instead of building one
+//! (`BENCH_KERNEL_COMMIT=rev` names the commit it was built from),
+//! `BENCH_SECONDARY=0` only the fair machine's columns.
 
 pub mod guest;
 mod mymem;
@@ -55,6 +58,7 @@ pub const BENCHES: &[Bench] = &[
     b("syscalls", "write_zero", "1-byte write to /dev/zero"),
     b("syscalls", "open_close", "open+close of /b/kbench"),
     b("syscalls", "stat", "stat of /b/kbench"),
+    b("syscalls", "openat_deep", "openat+close of /tmp/kbench-d1/d2/d3/file (5 components)"),
     b("vdso", "vdso_clock_gettime", "clock_gettime(CLOCK_MONOTONIC) through the vDSO"),
     b("vdso", "vdso_gettimeofday", "gettimeofday through the vDSO"),
     b("vdso", "vdso_getcpu", "getcpu through the vDSO"),
@@ -63,12 +67,19 @@ pub const BENCHES: &[Bench] = &[
     b("switching", "futex_pingpong", "round trip between 2 threads via futex (2 switches)"),
     b("events", "epoll_wait", "epoll_wait(timeout 0) on a ready pipe"),
     b("events", "epoll_pingpong", "1-byte round trip, 2 processes, each in epoll_wait"),
+    b("events", "poll_100", "poll(timeout 0) on 100 pipes, the last readable"),
+    b("events", "select_100", "select(timeout 0) on 100 pipes, the last readable"),
     b("switching", "signal", "kill(self) + handler + sigreturn"),
     b("memory", "page_fault", "first write to an anonymous page"),
     b("memory", "mmap_munmap", "mmap+munmap of 1 MiB (untouched)"),
     b("memory", "cow_fault", "copy-on-write fault in a forked child"),
+    b("memory", "file_fault", "mmap of a 1 MiB tmpfs file + first read of each page (per page)"),
+    b("memory", "madv_refault", "madvise(MADV_DONTNEED) of 1 MiB + rewrite (per page)"),
+    b("memory", "brk_grow", "brk(+64 KiB) + first write to its 16 pages"),
     b("process", "fork_exit", "fork+exit+wait"),
+    b("process", "thread_clone", "pthread_create+join of a thread that returns"),
     b("process", "fork_exec", "fork+execve(static musl)+wait"),
+    b("process", "exec_busybox", "fork+execve static busybox `true`+wait"),
     b("process", "sh_true", "fork+execve busybox `sh -c true`+wait"),
     b("bandwidth", "pipe_bw", "64 KiB through a pipe to another process"),
     b("bandwidth", "unix_bw", "64 KiB through an AF_UNIX stream socket to another process"),
@@ -136,6 +147,9 @@ struct Config {
     filter: String,
     scale: u32,
     timeout: Duration,
+    /// Whether the secondary icount columns (`-cpu max`, Linux's default
+    /// mitigations) are measured; `BENCH_SECONDARY=0` skips them.
+    secondary: bool,
 }
 
 fn env_num(name: &str, default: u64) -> Result<u64> {
@@ -153,6 +167,7 @@ impl Config {
             filter,
             scale: env_num("BENCH_SCALE", 100)? as u32,
             timeout: Duration::from_secs(env_num("BENCH_TIMEOUT", 900)?),
+            secondary: env_num("BENCH_SECONDARY", 1)? != 0,
         })
     }
 
@@ -212,7 +227,7 @@ pub fn main(args: &[String]) -> Result<ExitCode> {
     if entries.is_empty() {
         return Err(format!("BENCH_FILTER={} matches no benchmark", cfg.filter));
     }
-    // One guest per CPU count that has rows.
+    // One guest per CPU count that has rows, on the fair machine.
     let guests: Vec<Guest> = SMP_COUNTS
         .iter()
         .filter(|&&smp| entries.iter().any(|e| e.smp == smp))
@@ -223,58 +238,81 @@ pub fn main(args: &[String]) -> Result<ExitCode> {
             args: cfg.kbench_args(smp, &entries),
             timeout: cfg.timeout,
             smp,
+            setup: guest::FAIR,
         })
         .collect();
     let mut rows: Vec<Row> = entries.iter().map(|_| Row::default()).collect();
-    let record = |rows: &mut Vec<Row>, smp: u32, clock: Clock, kernel: Kernel, run: &RunResult| {
+    let record = |rows: &mut Vec<Row>, g: &Guest, clock: Clock, kernel: Kernel, run: &RunResult| {
         let k = if kernel == Kernel::Kiln { 0 } else { 1 };
-        for (e, row) in entries.iter().zip(rows.iter_mut()).filter(|(e, _)| e.smp == smp) {
-            let cells = if clock == Clock::Icount { &mut row.icount } else { &mut row.wall };
-            cells[k].add(run.results.get(e.bench.name), run.problem.as_deref());
+        for (e, row) in entries.iter().zip(rows.iter_mut()).filter(|(e, _)| e.smp == g.smp) {
+            let cell = match (g.setup, clock) {
+                (s, Clock::Wall) if s == guest::FAIR => &mut row.wall[k],
+                (s, Clock::Icount) if s == guest::FAIR => &mut row.icount[k],
+                (s, Clock::Icount) if s == guest::CPU_MAX => &mut row.icount_cpu_max[k],
+                (s, Clock::Icount) if s == guest::LINUX_DEFAULT && k == 1 => &mut row.icount_linux_default,
+                _ => continue,
+            };
+            cell.add(run.results.get(e.bench.name), run.problem.as_deref());
         }
     };
-    // Log names: `bench-KERNEL-CLOCK.log` at -smp 1 (as before), with
-    // `-smpN` after the kernel otherwise.
-    let log_name = |kernel: Kernel, smp: u32, rest: &str| {
-        let cpus = if smp == 1 { String::new() } else { format!("-smp{smp}") };
-        out_dir.join(format!("bench-{}{cpus}-{rest}.log", kernel.name()))
+    // Log names: `bench-KERNEL-CLOCK.log` at -smp 1 on the fair machine
+    // (as before), with `-smpN` and the other machines' names after the
+    // kernel otherwise.
+    let log_name = |kernel: Kernel, g: &Guest, rest: &str| {
+        let cpus = if g.smp == 1 { String::new() } else { format!("-smp{}", g.smp) };
+        let setup = if g.setup == guest::FAIR { String::new() } else { format!("-{}", g.setup.name) };
+        out_dir.join(format!("bench-{}{cpus}{setup}-{rest}.log", kernel.name()))
     };
-    let tag = |kernel: Kernel, smp: u32, rest: &str| format!("{} smp{smp} {rest}", kernel.name());
+    let tag = |kernel: Kernel, g: &Guest, rest: &str| format!("{} smp{} {} {rest}", kernel.name(), g.smp, g.setup.name);
 
     // The icount runs are deterministic (at -smp 2 too: QEMU then runs
     // the vCPUs in turn on one host thread), so the two kernels may share
     // the host's CPUs; the wall-clock runs go one at a time, alternating
-    // kernels so slow drift on the host touches both alike.
+    // kernels so slow drift on the host touches both alike. The secondary
+    // machines (`-cpu max`, Linux's default mitigations) run at -smp 1
+    // only, and only under icount.
+    let mut icount_guests: Vec<(Guest, bool)> = Vec::new();
     for g in &guests {
-        println!("bench: icount runs at -smp {} (Kiln and Linux side by side)", g.smp);
+        icount_guests.push((Guest { args: g.args.clone(), ..*g }, true));
+        if g.smp == 1 && cfg.secondary {
+            icount_guests.push((Guest { args: g.args.clone(), setup: guest::CPU_MAX, ..*g }, true));
+            icount_guests.push((Guest { args: g.args.clone(), setup: guest::LINUX_DEFAULT, ..*g }, false));
+        }
+    }
+    for (g, with_kiln) in &icount_guests {
+        println!("bench: icount runs at -smp {} on -cpu {} (Kiln and Linux side by side)", g.smp, g.setup.cpu);
         let try_linux = g.smp == 1 || env_num("BENCH_LINUX_ICOUNT_SMP", 0)? == 1;
         let (kiln_ic, linux_ic) = std::thread::scope(|s| {
-            let (kt, kl) = (tag(Kernel::Kiln, g.smp, "icount"), log_name(Kernel::Kiln, g.smp, "icount"));
-            let k = s.spawn(move || g.run(Kernel::Kiln, Clock::Icount, &kt, &kl));
+            let (kt, kl) = (tag(Kernel::Kiln, g, "icount"), log_name(Kernel::Kiln, g, "icount"));
+            let k = with_kiln.then(|| s.spawn(move || g.run(Kernel::Kiln, Clock::Icount, &kt, &kl)));
             let l = if try_linux {
                 g.run(
                     Kernel::Linux,
                     Clock::Icount,
-                    &tag(Kernel::Linux, g.smp, "icount"),
-                    &log_name(Kernel::Linux, g.smp, "icount"),
+                    &tag(Kernel::Linux, g, "icount"),
+                    &log_name(Kernel::Linux, g, "icount"),
                 )
             } else {
                 Ok(RunResult { results: Default::default(), problem: Some(LINUX_ICOUNT_SMP.into()), seconds: 0.0 })
             };
-            (k.join().unwrap_or_else(|_| Err("the Kiln icount run panicked".into())), l)
+            (k.map(|k| k.join().unwrap_or_else(|_| Err("the Kiln icount run panicked".into()))), l)
         });
-        for (kernel, run) in [(Kernel::Kiln, kiln_ic?), (Kernel::Linux, linux_ic?)] {
-            report_run(kernel, g.smp, Clock::Icount, &run);
-            record(&mut rows, g.smp, Clock::Icount, kernel, &run);
+        let linux_ic = linux_ic?;
+        report_run(Kernel::Linux, g, Clock::Icount, &linux_ic);
+        record(&mut rows, g, Clock::Icount, Kernel::Linux, &linux_ic);
+        if let Some(kiln_ic) = kiln_ic {
+            let kiln_ic = kiln_ic?;
+            report_run(Kernel::Kiln, g, Clock::Icount, &kiln_ic);
+            record(&mut rows, g, Clock::Icount, Kernel::Kiln, &kiln_ic);
         }
     }
     for i in 1..=cfg.runs {
         for g in &guests {
             for kernel in [Kernel::Kiln, Kernel::Linux] {
-                let t = tag(kernel, g.smp, &format!("wall {i}/{}", cfg.runs));
-                let run = g.run(kernel, Clock::Wall, &t, &log_name(kernel, g.smp, &format!("wall-{i}")))?;
-                report_run(kernel, g.smp, Clock::Wall, &run);
-                record(&mut rows, g.smp, Clock::Wall, kernel, &run);
+                let t = tag(kernel, g, &format!("wall {i}/{}", cfg.runs));
+                let run = g.run(kernel, Clock::Wall, &t, &log_name(kernel, g, &format!("wall-{i}")))?;
+                report_run(kernel, g, Clock::Wall, &run);
+                record(&mut rows, g, Clock::Wall, kernel, &run);
             }
         }
     }
@@ -283,12 +321,14 @@ pub fn main(args: &[String]) -> Result<ExitCode> {
         date: command_line_output("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
         qemu: command_line_output("qemu-system-x86_64", &["--version"]),
         linux: guest::linux_version(&linux),
-        kiln_commit: match std::env::var("BENCH_KERNEL") {
-            Ok(p) if !p.trim().is_empty() => format!("from BENCH_KERNEL={}", p.trim()),
+        kiln_commit: match (std::env::var("BENCH_KERNEL"), std::env::var("BENCH_KERNEL_COMMIT")) {
+            (Ok(p), Ok(c)) if !p.trim().is_empty() && !c.trim().is_empty() => c.trim().to_string(),
+            (Ok(p), _) if !p.trim().is_empty() => format!("from BENCH_KERNEL={}", p.trim()),
             _ => command_line_output("git", &["-C", &root.to_string_lossy(), "describe", "--always", "--dirty"]),
         },
         wall_runs: cfg.runs,
         scale: cfg.scale,
+        filter: cfg.filter.clone(),
     };
     let table = report::markdown(&meta, &entries, &rows);
     println!("\n{table}");
@@ -299,7 +339,18 @@ pub fn main(args: &[String]) -> Result<ExitCode> {
         std::fs::write(&p, text).map_err(|e| format!("write {}: {e}", p.display()))
     };
     write("latest.md", &table)?;
-    write("latest.json", &report::json(&meta, &entries, &rows))?;
+    let json = report::json(&meta, &entries, &rows);
+    write("latest.json", &json)?;
+    // Every full run is kept, named by date and commit, so the chart can
+    // show how the ratios moved (a filtered or scaled run is a partial
+    // picture and is not kept).
+    if cfg.filter.is_empty() && cfg.scale == 100 {
+        let stamp = command_line_output("date", &["-u", "+%Y-%m-%dT%H%M"]);
+        let name = format!("history/{stamp}-{}.json", meta.kiln_commit.replace(['/', ' ', '='], "_"));
+        std::fs::create_dir_all(results.join("history")).map_err(|e| format!("create history: {e}"))?;
+        write(&name, &json)?;
+        println!("bench: kept this run as bench/results/{name}");
+    }
     // A filtered or shortened run is for development: it must not replace
     // the documented table.
     if cfg.filter.is_empty() && cfg.scale == 100 {
@@ -307,8 +358,8 @@ pub fn main(args: &[String]) -> Result<ExitCode> {
     } else {
         println!("bench: docs/performance.md left alone (BENCH_FILTER or BENCH_SCALE set)");
     }
-    match report::chart(&root, &results.join("latest.json"), &results.join("latest.png")) {
-        Ok(()) => println!("bench: wrote bench/results/latest.{{md,json,png}}"),
+    match report::chart(&root, &results.join("latest.json"), &results.join("latest.png"), &results.join("history")) {
+        Ok(()) => println!("bench: wrote bench/results/latest.{{md,json,png}} and history.png"),
         Err(e) => println!("bench: wrote bench/results/latest.{{md,json}}; no chart: {e}"),
     }
     // The /dev/mymem labs, on a full run only; a failure there leaves the
@@ -347,9 +398,16 @@ fn kiln_kernel() -> Result<std::path::PathBuf> {
     }
 }
 
-fn report_run(kernel: Kernel, smp: u32, clock: Clock, run: &RunResult) {
+fn report_run(kernel: Kernel, g: &Guest, clock: Clock, run: &RunResult) {
     let ok = run.results.values().filter(|o| matches!(o, Outcome::Ok { .. })).count();
-    print!("bench: {} -smp {smp} {}: {ok} results in {:.0} s", kernel.name(), clock.name(), run.seconds);
+    print!(
+        "bench: {} -smp {} -cpu {} {}: {ok} results in {:.0} s",
+        kernel.name(),
+        g.smp,
+        g.setup.cpu,
+        clock.name(),
+        run.seconds
+    );
     match &run.problem {
         Some(p) => println!(" ({p})"),
         None => println!(),
@@ -382,6 +440,7 @@ pub fn smoke(root: &Path, kernel_elf: &Path) -> Result<(u64, u64)> {
         args: "all 0".into(),
         timeout: Duration::from_secs(env_num("BENCH_TIMEOUT", 600)?),
         smp: 1,
+        setup: guest::FAIR,
     };
     let run = guest.run(Kernel::Kiln, Clock::Wall, "bench smoke", &out_dir.join("bench-smoke.log"))?;
     let (mut passed, mut failed) = (0, 0);
@@ -426,7 +485,13 @@ mod tests {
             assert_eq!((all[i].smp, all[i + 1].smp), (1, 2));
             assert_eq!(all[i + 1].label(), format!("{name}@smp2"));
         }
-        let cfg = Config { runs: 1, filter: "pipe,getppid".into(), scale: 10, timeout: Duration::from_secs(1) };
+        let cfg = Config {
+            runs: 1,
+            filter: "pipe,getppid".into(),
+            scale: 10,
+            timeout: Duration::from_secs(1),
+            secondary: true,
+        };
         let some = entries(|n| cfg.selected(n));
         let labels: Vec<String> = some.iter().map(Entry::label).collect();
         assert_eq!(labels, ["getppid", "pipe_pingpong", "pipe_pingpong@smp2", "pipe_bw"]);

@@ -107,9 +107,21 @@ fn accel() -> &'static str {
     }
 }
 
+/// The CPU model every boot but the benchmarks' uses: everything TCG can
+/// emulate, so the kernel's feature paths (SMAP, FSGSBASE, RDRAND...) are
+/// exercised.
+pub const DEFAULT_CPU: &str = "max";
+
+/// The QEMU command for `boot` on the default CPU model.
 pub fn command(boot: &Boot) -> Command {
+    command_on(boot, DEFAULT_CPU)
+}
+
+/// The QEMU command for `boot` on CPU model `cpu` (QEMU's `-cpu` syntax,
+/// e.g. `max,-erms,-fsrm`): `make bench` chooses its models per column.
+pub fn command_on(boot: &Boot, cpu: &str) -> Command {
     let mut c = Command::new("qemu-system-x86_64");
-    c.args(["-accel", accel(), "-cpu", "max", "-m", "512M"])
+    c.args(["-accel", accel(), "-cpu", cpu, "-m", "512M"])
         .arg("-smp")
         .arg(boot.smp.to_string())
         .args(["-nographic", "-no-reboot", "-nic", "none"])

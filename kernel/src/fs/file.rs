@@ -24,6 +24,35 @@ pub trait FileOps: Send + Sync {
     fn seekable(&self) -> bool {
         true
     }
+    /// Whether `read_user` and `write_user` move data straight between
+    /// user memory and the file (pipes), so read(2) and write(2) skip
+    /// their staging buffer. Asked once at open (`IoTraits`).
+    fn user_direct(&self) -> bool {
+        false
+    }
+    /// Reads up to `len` bytes into user memory at `addr` (files that say
+    /// `user_direct`); `vm` gives the caller's address space when a fault
+    /// must be resolved.
+    fn read_user(
+        &self,
+        _vm: &dyn Fn() -> Result<Vm, Errno>,
+        _addr: u64,
+        _len: usize,
+        _nb: bool,
+    ) -> Result<usize, Errno> {
+        Err(Errno::EINVAL)
+    }
+    /// Writes up to `len` bytes from user memory at `addr` (files that
+    /// say `user_direct`).
+    fn write_user(
+        &self,
+        _vm: &dyn Fn() -> Result<Vm, Errno>,
+        _addr: u64,
+        _len: usize,
+        _nb: bool,
+    ) -> Result<usize, Errno> {
+        Err(Errno::EINVAL)
+    }
     /// The inode behind the file, for stat, mmap and directories.
     fn inode(&self) -> Option<&Arc<dyn Inode>> {
         None
@@ -164,6 +193,8 @@ pub struct IoTraits {
     pub sink: Option<SinkKind>,
     /// A directory, which read(2) refuses with EISDIR.
     pub is_dir: bool,
+    /// `FileOps::user_direct`.
+    pub user_direct: bool,
 }
 
 impl IoTraits {
@@ -174,6 +205,7 @@ impl IoTraits {
             seek_limit: ops.seek_limit(),
             sink: ops.sink(),
             is_dir: ops.inode().is_some_and(|i| i.file_type() == FileType::Directory),
+            user_direct: ops.user_direct(),
         }
     }
 }

@@ -199,6 +199,13 @@ pub trait Inode: Send + Sync {
         None
     }
 
+    /// The frames pages [first, end) of the file have now, for mapping
+    /// the neighbours of a faulting page (fault-around); see
+    /// `PageStore::existing_frames`. Makes no frame; files without page
+    /// frames report none.
+    fn existing_frames(&self, _first: u64, _end: u64, _partial: bool, _f: &mut dyn FnMut(u64, &hal::frame::UserFrame)) {
+    }
+
     /// The physical address of the frame that holds page `index` now, if
     /// the file keeps its data in frames and that page has one. Never
     /// makes a frame (/proc uses it to tell file pages from copies).

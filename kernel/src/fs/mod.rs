@@ -28,6 +28,7 @@ pub mod nsfs;
 pub mod pagestore;
 pub mod perm;
 pub mod pipe;
+mod pipe_buf;
 pub mod procfs;
 pub mod pty;
 pub mod timerfd;

@@ -213,6 +213,21 @@ impl PageStore {
     }
 
     /// Whether page `index` has a frame (mincore).
+    /// The frames pages [first, end) already have, in order, stopping at
+    /// the file's end (pages wholly inside it, or with `partial` also the
+    /// last one the end falls in). Makes no frame: fault-around maps only
+    /// what the file holds, as Linux's maps only what the page cache does.
+    pub fn existing_frames(&self, first: u64, end: u64, partial: bool, f: &mut dyn FnMut(u64, &UserFrame)) {
+        let limit = if partial { self.size.div_ceil(PAGE_SIZE) } else { self.size / PAGE_SIZE };
+        let end = end.min(limit);
+        if first >= end {
+            return;
+        }
+        for (&index, frame) in self.pages.range(first..end) {
+            f(index, frame);
+        }
+    }
+
     pub fn has_page(&self, index: u64) -> bool {
         self.pages.contains_key(&index)
     }

@@ -10,7 +10,6 @@
 //! a kind opening or the last closing both (with an empty mask: anything
 //! may have changed).
 
-use alloc::collections::VecDeque;
 use alloc::sync::Arc;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
@@ -22,6 +21,7 @@ use linux_abi::signal as sig;
 
 use super::file::FileOps;
 use super::inode::S_IFIFO;
+use super::pipe_buf::PipeBuf;
 use crate::event::{block_on, Events, PollTable, Pollee};
 use crate::mm::{uaccess, Vm};
 use crate::sched::{Interrupted, WaitQueue};
@@ -46,7 +46,7 @@ pub fn set_pipe_max_size(size: usize) -> Result<(), linux_abi::errno::Errno> {
 }
 
 pub struct Pipe {
-    buf: SpinLock<VecDeque<u8>>,
+    buf: SpinLock<PipeBuf>,
     capacity: AtomicUsize,
     readers: AtomicUsize,
     writers: AtomicUsize,
@@ -71,7 +71,7 @@ pub struct Pipe {
 impl Pipe {
     pub fn new() -> Arc<Pipe> {
         Arc::new(Pipe {
-            buf: SpinLock::new(VecDeque::new()),
+            buf: SpinLock::new(PipeBuf::new()),
             capacity: AtomicUsize::new(PIPE_CAPACITY),
             readers: AtomicUsize::new(0),
             writers: AtomicUsize::new(0),
@@ -208,8 +208,8 @@ impl Pipe {
             return Ok(());
         }
         let mut buf = self.buf.lock();
-        buf.try_reserve(data.len()).map_err(|_| Errno::ENOMEM)?;
-        buf.extend(data);
+        buf.reserve(data.len())?;
+        buf.push(data);
         drop(buf);
         self.readable.wake_all();
         self.read_pollee.notify(Events::READABLE);
@@ -219,24 +219,20 @@ impl Pipe {
     /// Copies up to `out.len()` bytes from the front without taking them
     /// (tee).
     pub fn peek(&self, out: &mut [u8]) -> usize {
-        let buf = self.buf.lock();
-        let n = out.len().min(buf.len());
-        for (o, b) in out[..n].iter_mut().zip(buf.iter()) {
-            *o = *b;
-        }
-        n
+        self.buf.lock().peek_with(out.len(), |src, at| {
+            out[at..at + src.len()].copy_from_slice(src);
+            src.len()
+        })
     }
 
     /// Takes up to `out.len()` bytes from the front.
     pub fn take(&self, out: &mut [u8]) -> usize {
         let mut buf = self.buf.lock();
-        let n = out.len().min(buf.len());
-        let (front, back) = buf.as_slices();
-        let a = n.min(front.len());
-        out[..a].copy_from_slice(&front[..a]);
-        out[a..n].copy_from_slice(&back[..n - a]);
         let was_full = !self.has_room(buf.len());
-        buf.drain(..n);
+        let n = buf.take(out.len(), |src, at| {
+            out[at..at + src.len()].copy_from_slice(src);
+            src.len()
+        });
         let now_room = self.has_room(buf.len());
         drop(buf);
         if n > 0 {
@@ -255,11 +251,8 @@ impl Pipe {
             return;
         }
         let mut buf = self.buf.lock();
-        if buf.try_reserve(data.len()).is_err() {
+        if buf.push_front(data).is_err() {
             return;
-        }
-        for b in data.iter().rev() {
-            buf.push_front(*b);
         }
         drop(buf);
         self.readable.wake_all();
@@ -330,44 +323,125 @@ fn interrupted(e: Interrupted) -> Errno {
     }
 }
 
-impl FileOps for PipeEnd {
-    fn read_at(&self, _offset: u64, out: &mut [u8], nonblock: bool) -> Result<usize, Errno> {
+/// Where a write's bytes come from: a kernel buffer (splice, the
+/// staged paths) or the writer's user memory, copied straight into the
+/// ring under its lock. A user copy cannot resolve a fault there; it stops,
+/// and the write resolves the fault with the lock dropped and goes on.
+enum Source<'a> {
+    Kernel(&'a [u8]),
+    User { addr: u64, len: usize, vm: &'a dyn Fn() -> Result<Vm, Errno> },
+}
+
+impl Source<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Source::Kernel(d) => d.len(),
+            Source::User { len, .. } => *len,
+        }
+    }
+
+    /// Fills `dst` from offset `at`; returns the bytes copied, short at a
+    /// fault whose address goes to `fault`.
+    fn copy(&self, dst: &mut [u8], at: usize, fault: &mut Option<u64>) -> usize {
+        match self {
+            Source::Kernel(d) => {
+                dst.copy_from_slice(&d[at..at + dst.len()]);
+                dst.len()
+            }
+            Source::User { addr, .. } => match uaccess::copy_in_nofault(dst, addr + at as u64) {
+                Ok(()) => dst.len(),
+                Err(stop) => {
+                    *fault = Some(stop);
+                    (stop - (addr + at as u64)) as usize
+                }
+            },
+        }
+    }
+}
+
+/// Where a read's bytes go: `Source`'s counterpart.
+enum Dest<'a> {
+    Kernel(&'a mut [u8]),
+    User { addr: u64, len: usize, vm: &'a dyn Fn() -> Result<Vm, Errno> },
+}
+
+impl Dest<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Dest::Kernel(d) => d.len(),
+            Dest::User { len, .. } => *len,
+        }
+    }
+
+    fn copy(&mut self, src: &[u8], at: usize, fault: &mut Option<u64>) -> usize {
+        match self {
+            Dest::Kernel(d) => {
+                d[at..at + src.len()].copy_from_slice(src);
+                src.len()
+            }
+            Dest::User { addr, .. } => match uaccess::copy_out_nofault(*addr + at as u64, src) {
+                Ok(()) => src.len(),
+                Err(stop) => {
+                    *fault = Some(stop);
+                    (stop - (*addr + at as u64)) as usize
+                }
+            },
+        }
+    }
+
+    /// Resolves the fault a user copy stopped at (EFAULT if it cannot be).
+    fn fault_in(&self, at: u64) -> Result<(), Errno> {
+        match self {
+            Dest::User { vm, .. } => uaccess::fault_in(*vm, at, true),
+            Dest::Kernel(_) => Err(Errno::EFAULT),
+        }
+    }
+}
+
+impl PipeEnd {
+    fn read_to(&self, mut dst: Dest, nonblock: bool) -> Result<usize, Errno> {
         if self.write {
             return Err(Errno::EBADF);
         }
-        if out.is_empty() {
+        let len = dst.len();
+        if len == 0 {
             return Ok(0);
         }
         let p = &self.pipe;
+        let mut done = 0;
         loop {
             // Look for writers *before* the buffer: a writer that writes and
             // closes between the two checks must not turn its last bytes
             // into an early end of file (its writes happen before its
             // close, so seeing the close means seeing the bytes).
             let writers_gone = p.writers.load(Ordering::Acquire) == 0;
-            {
-                let mut buf = p.buf.lock();
-                if !buf.is_empty() {
-                    let n = out.len().min(buf.len());
-                    let (front, back) = buf.as_slices();
-                    let a = n.min(front.len());
-                    out[..a].copy_from_slice(&front[..a]);
-                    out[a..n].copy_from_slice(&back[..n - a]);
-                    let was_full = !p.has_room(buf.len());
-                    buf.drain(..n);
-                    let now_room = p.has_room(buf.len());
-                    drop(buf);
+            let mut fault = None;
+            let mut buf = p.buf.lock();
+            if !buf.is_empty() {
+                let was_full = !p.has_room(buf.len());
+                let n = buf.take(len - done, |src, at| dst.copy(src, done + at, &mut fault));
+                let now_room = p.has_room(buf.len());
+                drop(buf);
+                done += n;
+                if n > 0 {
                     p.writable.wake_all();
                     // As Linux wakes writers only when the pipe was full:
                     // an edge-triggered writer hears of room once.
                     if was_full && now_room {
                         p.write_pollee.notify(Events::WRITABLE);
                     }
-                    return Ok(n);
                 }
+                let Some(at) = fault else { return Ok(done) };
+                // The reader's buffer was not mapped yet: map it and read
+                // on (what was read so far stays read).
+                if let Err(e) = dst.fault_in(at) {
+                    return if done > 0 { Ok(done) } else { Err(e) };
+                }
+                continue;
             }
-            if writers_gone {
-                return Ok(0);
+            drop(buf);
+            if done > 0 || writers_gone {
+                return Ok(done);
             }
             if nonblock {
                 return Err(Errno::EAGAIN);
@@ -378,38 +452,45 @@ impl FileOps for PipeEnd {
         }
     }
 
-    fn write_at(&self, _offset: u64, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
+    fn write_from(&self, src: Source, nonblock: bool) -> Result<usize, Errno> {
         if !self.write {
             return Err(Errno::EBADF);
         }
         let p = &self.pipe;
+        let total = src.len();
+        // Small writes go in whole or not at all.
+        let atomic = total <= PIPE_BUF;
         let mut written = 0;
-        while written < data.len() {
+        while written < total {
             if p.readers.load(Ordering::Acquire) == 0 {
-                if let Some(t) = crate::proc::current_task() {
-                    crate::proc::signal::send_to_task(
-                        &t,
-                        Siginfo::kill(sig::SIGPIPE, sig::SI_USER, t.process.pid, t.cred().uid),
-                    );
-                }
+                raise_sigpipe();
                 return if written > 0 { Ok(written) } else { Err(Errno::EPIPE) };
             }
-            let left = data.len() - written;
-            // Small writes go in whole or not at all.
-            let need = if data.len() <= PIPE_BUF { left } else { 1 };
+            let left = total - written;
+            let need = if atomic { left } else { 1 };
+            let mut fault = None;
             {
                 let mut buf = p.buf.lock();
                 let room = p.capacity.load(Ordering::Relaxed).saturating_sub(buf.len());
                 if room >= need {
                     let n = room.min(left);
-                    if buf.try_reserve(n).is_err() {
-                        return if written > 0 { Ok(written) } else { Err(Errno::ENOMEM) };
+                    if let Err(e) = buf.reserve(n) {
+                        return if written > 0 { Ok(written) } else { Err(e) };
                     }
-                    buf.extend(&data[written..written + n]);
-                    written += n;
+                    let added = buf.append(n, atomic, |dst, at| src.copy(dst, written + at, &mut fault));
                     drop(buf);
-                    p.readable.wake_all();
-                    p.read_pollee.notify(Events::READABLE);
+                    written += added;
+                    if added > 0 {
+                        p.readable.wake_all();
+                        p.read_pollee.notify(Events::READABLE);
+                    }
+                    if let (Some(at), Source::User { vm, .. }) = (fault, &src) {
+                        // The writer's buffer was not mapped yet (or is
+                        // not readable): resolve it unlocked and go on.
+                        if let Err(e) = uaccess::fault_in(*vm, at, false) {
+                            return if written > 0 { Ok(written) } else { Err(e) };
+                        }
+                    }
                     continue;
                 }
             }
@@ -425,6 +506,28 @@ impl FileOps for PipeEnd {
             }
         }
         Ok(written)
+    }
+}
+
+impl FileOps for PipeEnd {
+    fn read_at(&self, _offset: u64, out: &mut [u8], nonblock: bool) -> Result<usize, Errno> {
+        self.read_to(Dest::Kernel(out), nonblock)
+    }
+
+    fn write_at(&self, _offset: u64, data: &[u8], nonblock: bool) -> Result<usize, Errno> {
+        self.write_from(Source::Kernel(data), nonblock)
+    }
+
+    fn user_direct(&self) -> bool {
+        true
+    }
+
+    fn read_user(&self, vm: &dyn Fn() -> Result<Vm, Errno>, addr: u64, len: usize, nb: bool) -> Result<usize, Errno> {
+        self.read_to(Dest::User { addr, len, vm }, nb)
+    }
+
+    fn write_user(&self, vm: &dyn Fn() -> Result<Vm, Errno>, addr: u64, len: usize, nb: bool) -> Result<usize, Errno> {
+        self.write_from(Source::User { addr, len, vm }, nb)
     }
 
     fn fasync(&self) -> bool {
@@ -553,6 +656,15 @@ impl FileOps for PipeBoth {
     }
     fn write_at(&self, o: u64, buf: &[u8], nb: bool) -> Result<usize, Errno> {
         self.write.write_at(o, buf, nb)
+    }
+    fn user_direct(&self) -> bool {
+        true
+    }
+    fn read_user(&self, vm: &dyn Fn() -> Result<Vm, Errno>, addr: u64, len: usize, nb: bool) -> Result<usize, Errno> {
+        self.read.read_user(vm, addr, len, nb)
+    }
+    fn write_user(&self, vm: &dyn Fn() -> Result<Vm, Errno>, addr: u64, len: usize, nb: bool) -> Result<usize, Errno> {
+        self.write.write_user(vm, addr, len, nb)
     }
     fn fasync(&self) -> bool {
         true

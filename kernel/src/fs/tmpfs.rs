@@ -586,6 +586,12 @@ impl Inode for TmpInode {
         Some(frame)
     }
 
+    fn existing_frames(&self, first: u64, end: u64, partial: bool, f: &mut dyn FnMut(u64, &hal::frame::UserFrame)) {
+        if let Node::File(data) = &self.node {
+            data.lock().existing_frames(first, end, partial, f);
+        }
+    }
+
     fn cached_page(&self, index: u64) -> Option<u64> {
         let Node::File(data) = &self.node else { return None };
         data.lock().frame_paddr(index)

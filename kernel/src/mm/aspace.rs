@@ -33,6 +33,9 @@ pub const STACK_GUARD_GAP: u64 = 256 * PAGE_SIZE;
 /// randomization, the stack limit plus a 1 MiB guard gap below the top,
 /// but at least 128 MiB (so 0x7ffff7fff000, where ld.so ends on Linux).
 pub const MMAP_BASE: u64 = STACK_TOP - (128 << 20);
+/// Pages a read fault on a file mapping maps at once, the faulting one
+/// included (Linux's fault_around_bytes of 64 KiB).
+const FAULT_AROUND_PAGES: u64 = 16;
 /// The highest the program break may reach: the stack's guard gap.
 const BRK_LIMIT: u64 = STACK_TOP - STACK_SIZE - (1 << 20);
 
@@ -218,7 +221,53 @@ impl AddressSpace {
             return self.break_cow(vma, va);
         }
         let (frame, exclusive) = self.fill_page(vma, va)?;
-        self.page_table.map(va, frame, Self::page_flags(vma, exclusive)).map_err(|_| FaultError::OutOfMemory)
+        self.page_table.map(va, frame, Self::page_flags(vma, exclusive)).map_err(|_| FaultError::OutOfMemory)?;
+        if access != FaultAccess::Write {
+            self.fault_around(vma, va);
+        }
+        Ok(())
+    }
+
+    /// After a read or execute fault on a file mapping, maps the
+    /// neighbours of `va` the file already holds in frames, read-only (a
+    /// write still faults and copies or marks them), within the aligned
+    /// `FAULT_AROUND_PAGES` window and the area: Linux's fault-around
+    /// (fault_around_bytes, 64 KiB), which saves a fault per page for a
+    /// program reading a mapped file or running mapped text.
+    fn fault_around(&self, vma: &Vma, va: u64) {
+        let (source, offset, segment_end, partial) = match &vma.backing {
+            Backing::SharedFile { source, offset, .. } => (source, *offset, None, true),
+            Backing::File { source, offset, segment_end } => (source, *offset, *segment_end, false),
+            _ => return,
+        };
+        if !offset.is_multiple_of(PAGE_SIZE) {
+            return;
+        }
+        let window = FAULT_AROUND_PAGES * PAGE_SIZE;
+        let start = (va & !(window - 1)).max(vma.start);
+        let end = ((va & !(window - 1)) + window).min(vma.end);
+        let index_of = |addr: u64| (offset + (addr - vma.start)) / PAGE_SIZE;
+        let (first, mut last) = (index_of(start), index_of(end));
+        if let Some(seg_end) = segment_end {
+            // Only pages wholly inside an ELF segment's file bytes map the
+            // file's frame; the one holding its end is a private copy.
+            last = last.min(seg_end / PAGE_SIZE);
+        }
+        let skip = index_of(va);
+        let mut found: [Option<(u64, UserFrame)>; FAULT_AROUND_PAGES as usize] = Default::default();
+        let mut count = 0;
+        source.existing_frames(first, last, partial, &mut |index, frame| {
+            if index != skip && count < found.len() {
+                found[count] = Some((vma.start + index * PAGE_SIZE - offset, frame.clone()));
+                count += 1;
+            }
+        });
+        if count == 0 {
+            return;
+        }
+        let mut pages = found.iter_mut().filter_map(Option::take);
+        // Best effort: a neighbour left unmapped just faults later.
+        let _ = self.page_table.map_absent(&mut pages, Self::page_flags(vma, false));
     }
 
     fn break_cow(&self, vma: &Vma, va: u64) -> Result<(), FaultError> {

@@ -151,6 +151,29 @@ impl<F: FnOnce() -> Result<Vm, Errno>> LazyVm<F> {
     }
 }
 
+/// Copies from user memory without resolving a fault: for callers that
+/// hold a spin lock (a pipe copying straight into its ring). On a fault,
+/// returns the address it stopped at (bytes before it were copied); the
+/// caller drops its lock, calls `fault_in` and tries again.
+#[inline]
+pub fn copy_in_nofault(dst: &mut [u8], addr: u64) -> Result<(), u64> {
+    copy_from_user(dst, addr).map_err(|f| f.addr)
+}
+
+/// `copy_in_nofault` towards user memory.
+#[inline]
+pub fn copy_out_nofault(addr: u64, src: &[u8]) -> Result<(), u64> {
+    copy_to_user(addr, src).map_err(|f| f.addr)
+}
+
+/// Resolves a demand or copy-on-write fault at `addr` for a read
+/// (`write == false`) or a write of user memory; EFAULT if the address
+/// space does not allow it. `vm` is called once.
+pub fn fault_in(vm: impl FnOnce() -> Result<Vm, Errno>, addr: u64, write: bool) -> Result<(), Errno> {
+    let access = if write { FaultAccess::Write } else { FaultAccess::Read };
+    LazyVm::new(vm).fault_in(addr, access)
+}
+
 /// Atomically replaces the u32 at `addr` with `new` if it holds
 /// `expected`; returns the value found. Faults in the page first if it
 /// must (a write fault, so copy-on-write pages are broken).

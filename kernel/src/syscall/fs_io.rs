@@ -114,6 +114,13 @@ pub(super) fn read_into_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: 
     }
     check_extent(f, len, at)?;
     update_atime(f);
+    if f.io.user_direct && at.is_none() {
+        let n = f.ops.read_user(&|| ctx.vm(), buf, len, f.nonblocking())?;
+        if n > 0 {
+            crate::fs::notify::accessed(f);
+        }
+        return Ok(n as u64);
+    }
     let mut staging = Staging::new();
     let tmp = staging.buf(len)?;
     let mut done = 0;
@@ -249,6 +256,13 @@ pub(super) fn write_from_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len:
     // generic_write_checks.
     if let Some(inode) = f.ops.inode() {
         perm::clear_setid_on_write(inode.as_ref(), || ctx.cred())?;
+    }
+    if f.io.user_direct && at.is_none() {
+        let n = f.ops.write_user(&|| ctx.vm(), buf, len, f.nonblocking())?;
+        if n > 0 {
+            crate::fs::notify::modified(f);
+        }
+        return Ok(n as u64);
     }
     let mut staging = Staging::new();
     let tmp = staging.buf(len)?;

@@ -103,29 +103,52 @@ fn lookup(ctx: &SyscallContext, fd: i32) -> Option<alloc::sync::Arc<OpenFile>> {
     ctx.process().files().lock().get(fd).ok()
 }
 
+/// The open files of `fds` in order (`None`: not open), looked up under
+/// one lock of the descriptor table per scan rather than one per file.
+fn lookup_all(
+    ctx: &SyscallContext,
+    fds: impl Iterator<Item = i32>,
+    out: &mut Vec<Option<alloc::sync::Arc<OpenFile>>>,
+) -> Result<(), Errno> {
+    out.clear();
+    out.try_reserve(fds.size_hint().0).map_err(|_| Errno::ENOMEM)?;
+    let table = ctx.process().files().lock();
+    for fd in fds {
+        if out.len() == out.capacity() {
+            out.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+        }
+        out.push(if fd < 0 { None } else { table.get(fd).ok() });
+    }
+    Ok(())
+}
+
 fn do_poll(ctx: &SyscallContext, fds_ptr: u64, nfds: u64, deadline: Option<u64>) -> SysResult {
     if nfds > ctx.process().rlimits.lock()[linux_abi::consts::RLIMIT_NOFILE as usize].0 {
         return Err(Errno::EINVAL);
     }
     let vm = ctx.vm()?;
+    // The array in one copy each way, not one per entry.
+    let mut raw = Vec::new();
+    let bytes = nfds as usize * Pollfd::SIZE;
+    raw.try_reserve_exact(bytes).map_err(|_| Errno::ENOMEM)?;
+    raw.resize(bytes, 0);
+    uaccess::read_bytes(&vm, fds_ptr, &mut raw)?;
     let mut fds = Vec::new();
     fds.try_reserve_exact(nfds as usize).map_err(|_| Errno::ENOMEM)?;
-    for i in 0..nfds {
-        let mut b = [0u8; Pollfd::SIZE];
-        uaccess::read_bytes(&vm, fds_ptr + i * Pollfd::SIZE as u64, &mut b)?;
-        fds.push(Pollfd::from_bytes(&b));
-    }
+    fds.extend(raw.chunks_exact(Pollfd::SIZE).filter_map(Pollfd::from_slice));
+    let mut files = Vec::new();
     let mut wait = ReadyWait::new(deadline);
     let mut last = false;
     loop {
         let mut ready = 0;
-        for pfd in fds.iter_mut() {
+        lookup_all(ctx, fds.iter().map(|p| p.fd), &mut files)?;
+        for (pfd, file) in fds.iter_mut().zip(files.drain(..)) {
             pfd.revents = 0;
             if pfd.fd < 0 {
                 continue;
             }
             let wanted = Events::from_bits(u32::from(pfd.events)) | Events::ERR | Events::HUP;
-            let events = match lookup(ctx, pfd.fd) {
+            let events = match file {
                 Some(f) => wait.poll_file(&f, wanted)?,
                 None => Events::NVAL,
             };
@@ -135,9 +158,10 @@ fn do_poll(ctx: &SyscallContext, fds_ptr: u64, nfds: u64, deadline: Option<u64>)
             }
         }
         if ready > 0 || last || expired(deadline) {
-            for (i, pfd) in fds.iter().enumerate() {
-                uaccess::write_bytes(&vm, fds_ptr + (i * Pollfd::SIZE) as u64, &pfd.to_bytes())?;
+            for (out, pfd) in raw.chunks_exact_mut(Pollfd::SIZE).zip(fds.iter()) {
+                out.copy_from_slice(&pfd.to_bytes());
             }
+            uaccess::write_bytes(&vm, fds_ptr, &raw)?;
             return Ok(ready);
         }
         last = !wait.sleep(ctx.task, deadline)?;

@@ -12,6 +12,7 @@
 
 pub mod acl;
 pub mod acpi;
+pub mod byte_ring;
 pub mod cpio;
 pub mod cputime;
 pub mod cred;

@@ -66,11 +66,45 @@ impl Cell {
     }
 }
 
-/// Everything measured for one benchmark: `[kiln, linux]` per clock.
+/// Everything measured for one benchmark: `[kiln, linux]` per clock on the
+/// fair machine (`guest::FAIR`), and the secondary icount figures.
 #[derive(Clone, Debug, Default)]
 pub struct Row {
     pub icount: [Cell; 2],
     pub wall: [Cell; 2],
+    /// `[kiln, linux]` under icount on `-cpu max` (`guest::CPU_MAX`).
+    pub icount_cpu_max: [Cell; 2],
+    /// Linux under icount with its default mitigations
+    /// (`guest::LINUX_DEFAULT`).
+    pub icount_linux_default: Cell,
+}
+
+/// The goal for every row that measures the kernel: at most this many
+/// times Linux's time per operation on the fair icount column (for a
+/// bandwidth row, at least 1/0.8 = 1.25x its throughput).
+pub const GOAL: f64 = 0.8;
+
+/// Whether the row measures the kernel at all (the memcpy control runs
+/// the same user code on both).
+fn is_control(e: &Entry) -> bool {
+    e.bench.name == "memcpy_bw"
+}
+
+fn goal_cell(e: &Entry, r: &Row) -> &'static str {
+    match ratio(&r.icount) {
+        _ if is_control(e) => "control",
+        Some(x) if x <= GOAL => "met",
+        Some(_) => "**missed**",
+        None => "n/a",
+    }
+}
+
+/// Linux with default mitigations over Linux with `mitigations=off`.
+fn mitigation_ratio(r: &Row) -> Option<f64> {
+    match (r.icount_linux_default.median(), r.icount[1].median()) {
+        (Some(d), Some(off)) if off > 0.0 => Some(d / off),
+        _ => None,
+    }
 }
 
 fn ratio(cells: &[Cell; 2]) -> Option<f64> {
@@ -127,6 +161,8 @@ pub struct Meta {
     pub kiln_commit: String,
     pub wall_runs: usize,
     pub scale: u32,
+    /// `BENCH_FILTER` (empty: every benchmark).
+    pub filter: String,
 }
 
 /// The scaling row: its name in `BENCHES` and the CPU counts compared.
@@ -160,33 +196,52 @@ pub fn markdown(meta: &Meta, entries: &[Entry], rows: &[Row]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "Measured {} on {}, Linux {}, Kiln {}; QEMU TCG, `-cpu max -m 512M -smp 1` (rows NAME@smp2: `-smp 2`); {} \
+        "Measured {} on {}, Linux {}, Kiln {}; QEMU TCG, `-m 512M -smp 1` (rows NAME@smp2: `-smp 2`); {} \
          wall-clock run(s); size {}%.\n",
         meta.date, meta.qemu, meta.linux, meta.kiln_commit, meta.wall_runs, meta.scale
+    );
+    let _ = writeln!(
+        s,
+        "Fair machine (the primary columns): `-cpu {}`, Linux booted with `{}`. Secondary: `-cpu {}` (Linux `{}`), \
+         and Linux with its default mitigations on `-cpu {}`, both under icount at -smp 1 only.\n",
+        super::guest::FAIR.cpu,
+        super::guest::FAIR.linux_cmdline,
+        super::guest::CPU_MAX.cpu,
+        super::guest::CPU_MAX.linux_cmdline,
+        super::guest::LINUX_DEFAULT.cpu,
     );
     s.push_str(
         "icount columns: guest ns per operation under `-icount shift=0` (= instructions per operation; at -smp 2 \
          the instructions of both CPUs, which QEMU runs in turn). wall columns: median (min–max) of TCG wall-clock \
-         ns per operation (at -smp 2 one host thread per CPU). ratio = Kiln / Linux; below 1 = Kiln faster.\n\n",
+         ns per operation (at -smp 2 one host thread per CPU). ratio = Kiln / Linux; below 1 = Kiln faster. goal: \
+         fair icount ratio ≤ 0.80 (bandwidth rows: ≥ 1.25× Linux's throughput, the same bound on time per \
+         operation). mitig. = Linux's default mitigations / `mitigations=off`.\n\n",
     );
     s.push_str(
-        "| group | benchmark | one operation | Kiln icount | Linux icount | ratio | Kiln wall | Linux wall | ratio \
-         |\n",
+        "| group | benchmark | one operation | Kiln icount | Linux icount | ratio | goal | Kiln wall | Linux wall | \
+         ratio | Kiln `-cpu max` | Linux `-cpu max` | ratio | Linux default mitigations | mitig. |\n",
     );
-    s.push_str("|---|---|---|---:|---:|---:|---:|---:|---:|\n");
+    s.push_str("|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (e, r) in entries.iter().zip(rows) {
+        let secondary = |c: &Cell| if e.smp == 1 { icount_cell(c) } else { "–".into() };
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             e.bench.group,
             e.label(),
             e.bench.op,
             icount_cell(&r.icount[0]),
             icount_cell(&r.icount[1]),
             ratio_cell(ratio(&r.icount)),
+            goal_cell(e, r),
             wall_cell(&r.wall[0]),
             wall_cell(&r.wall[1]),
             ratio_cell(ratio(&r.wall)),
+            secondary(&r.icount_cpu_max[0]),
+            secondary(&r.icount_cpu_max[1]),
+            if e.smp == 1 { ratio_cell(ratio(&r.icount_cpu_max)) } else { "–".into() },
+            secondary(&r.icount_linux_default),
+            if e.smp == 1 { ratio_cell(mitigation_ratio(r)) } else { "–".into() },
         );
     }
     let has = |smp: u32| entries.iter().any(|e| e.bench.name == SCALING && e.smp == smp);
@@ -263,8 +318,20 @@ pub fn json(meta: &Meta, entries: &[Entry], rows: &[Row]) -> String {
     let _ = writeln!(s, "  \"kiln_commit\": {},", json_str(&meta.kiln_commit));
     let _ = writeln!(
         s,
-        "  \"machine\": \"qemu-system-x86_64 -accel tcg -cpu max -m 512M -smp N (N = each benchmark's smp)\","
+        "  \"machine\": \"qemu-system-x86_64 -accel tcg -cpu CPU -m 512M -smp N (N = each benchmark's smp)\","
     );
+    let setup = |g: &super::guest::Setup| {
+        format!("{{\"cpu\": {}, \"linux_cmdline\": {}}}", json_str(g.cpu), json_str(g.linux_cmdline))
+    };
+    let _ = writeln!(
+        s,
+        "  \"setups\": {{\"icount\": {}, \"wall\": {}, \"icount_cpu_max\": {}, \"icount_linux_default\": {}}},",
+        setup(&super::guest::FAIR),
+        setup(&super::guest::FAIR),
+        setup(&super::guest::CPU_MAX),
+        setup(&super::guest::LINUX_DEFAULT)
+    );
+    let _ = writeln!(s, "  \"filter\": {},", json_str(&meta.filter));
     let _ = writeln!(s, "  \"icount\": {},", json_str(super::guest::ICOUNT));
     let _ = writeln!(s, "  \"wall_runs\": {},", meta.wall_runs);
     let _ = writeln!(s, "  \"scale_percent\": {},", meta.scale);
@@ -285,7 +352,8 @@ pub fn json(meta: &Meta, entries: &[Entry], rows: &[Row]) -> String {
             s,
             "    {{\"name\": {}, \"benchmark\": {}, \"smp\": {}, \"group\": {}, \"op\": {},\n     \"icount\": \
              {{\"kiln\": {}, \"linux\": {}, \"ratio\": {}}},\n     \"wall\": {{\"kiln\": {}, \"linux\": {}, \"ratio\": \
-             {}}}}}{}\n",
+             {}}},\n     \"icount_cpu_max\": {{\"kiln\": {}, \"linux\": {}, \"ratio\": {}}},\n     \
+             \"icount_linux_default\": {{\"linux\": {}, \"over_mitigations_off\": {}}}, \"goal\": {}}}{}\n",
             json_str(&e.label()),
             json_str(e.bench.name),
             e.smp,
@@ -297,6 +365,12 @@ pub fn json(meta: &Meta, entries: &[Entry], rows: &[Row]) -> String {
             json_cell(&r.wall[0]),
             json_cell(&r.wall[1]),
             json_num(ratio(&r.wall)),
+            json_cell(&r.icount_cpu_max[0]),
+            json_cell(&r.icount_cpu_max[1]),
+            json_num(ratio(&r.icount_cpu_max)),
+            json_cell(&r.icount_linux_default),
+            json_num(mitigation_ratio(r)),
+            json_str(goal_cell(e, r).trim_matches('*')),
             if i + 1 < entries.len() { "," } else { "" }
         );
     }
@@ -349,11 +423,18 @@ fn python_with_matplotlib() -> Result<String> {
     Err("matplotlib is not available (pip install matplotlib, or apt-get install python3-matplotlib)".into())
 }
 
-/// Draws the ratio chart from the JSON with bench/chart.py.
-pub fn chart(root: &Path, json: &Path, png: &Path) -> Result<()> {
+/// Draws the ratio chart from the JSON, and the trend chart
+/// (`history.png` next to `png`) from the kept runs in `history`, with
+/// bench/chart.py.
+pub fn chart(root: &Path, json: &Path, png: &Path, history: &Path) -> Result<()> {
     let python = python_with_matplotlib()?;
     crate::build::run_checked(
-        Command::new(python).arg(root.join("bench/chart.py")).arg(json).arg(png),
+        Command::new(python)
+            .arg(root.join("bench/chart.py"))
+            .arg(json)
+            .arg(png)
+            .arg(history)
+            .arg(png.with_file_name("history.png")),
         "bench/chart.py",
     )
 }
@@ -393,8 +474,8 @@ mod tests {
         let entries = [Entry { bench: par, smp: 1 }, Entry { bench: par, smp: 2 }];
         let c = |v: f64| Cell { values: vec![v], errors: vec![] };
         let rows = [
-            Row { icount: [c(400.0), c(380.0)], wall: [c(1000.0), c(900.0)] },
-            Row { icount: [c(420.0), c(400.0)], wall: [c(500.0), c(600.0)] },
+            Row { icount: [c(400.0), c(380.0)], wall: [c(1000.0), c(900.0)], ..Row::default() },
+            Row { icount: [c(420.0), c(400.0)], wall: [c(500.0), c(600.0)], ..Row::default() },
         ];
         assert_eq!(speedup(&entries, &rows, 0, true), Some(2.0));
         assert_eq!(speedup(&entries, &rows, 1, true), Some(1.5));
@@ -405,6 +486,7 @@ mod tests {
             kiln_commit: "k".into(),
             wall_runs: 1,
             scale: 100,
+            filter: String::new(),
         };
         let md = markdown(&meta, &entries, &rows);
         assert!(md.contains("| scaling | parallel@smp2 |"), "{md}");
