@@ -54,31 +54,66 @@ impl core::fmt::Debug for DeviceAddr {
     }
 }
 
-/// Types whose every bit pattern is a valid value and which have no
-/// padding: what a device may write and a driver may read back. Implemented
+/// Proof that the hal is the caller: only the hal can make one, so only
+/// the hal can turn bytes from DMA memory into a value (a driver could
+/// otherwise decode a [`DeviceAddr`] from numbers of its choosing).
+#[derive(Clone, Copy)]
+pub struct HalOnly(());
+
+/// Plain data a device may read and write: a fixed number of
+/// little-endian bytes with no padding, every pattern a value. Implemented
 /// for the unsigned integers, [`DeviceAddr`], and structs declared with
-/// [`crate::dma_struct!`].
+/// [`crate::dma_struct!`] (field after field, in order).
 ///
-/// # Safety
-/// Implementors must be `repr(C)` or primitive, have no padding, and
-/// accept any bit pattern.
-pub unsafe trait DmaPlain: Copy + 'static {}
+/// The trait is safe: values cross to and from DMA memory as bytes the
+/// hal copies, so no implementation can make the hal read or write
+/// outside the entry, and the [`HalOnly`] argument keeps decoding (the
+/// one way to mint a `DeviceAddr`) inside the hal.
+pub trait DmaPlain: Copy + 'static {
+    /// Bytes the value takes in DMA memory.
+    const SIZE: usize;
+    /// Decodes `bytes` (exactly `SIZE` of them).
+    fn decode(bytes: &[u8], token: HalOnly) -> Self;
+    /// Encodes into `out` (exactly `SIZE` bytes).
+    fn encode(&self, out: &mut [u8]);
+}
 
-// SAFETY: unsigned integers and the transparent DeviceAddr have no padding
-// and every bit pattern is a value.
-unsafe impl DmaPlain for u8 {}
-// SAFETY: as above.
-unsafe impl DmaPlain for u16 {}
-// SAFETY: as above.
-unsafe impl DmaPlain for u32 {}
-// SAFETY: as above.
-unsafe impl DmaPlain for u64 {}
-// SAFETY: as above.
-unsafe impl DmaPlain for DeviceAddr {}
+macro_rules! plain_int {
+    ($($t:ty),*) => {$(
+        impl DmaPlain for $t {
+            const SIZE: usize = core::mem::size_of::<$t>();
+            fn decode(bytes: &[u8], _: HalOnly) -> Self {
+                let mut b = [0u8; core::mem::size_of::<$t>()];
+                let n = b.len().min(bytes.len());
+                b[..n].copy_from_slice(&bytes[..n]);
+                <$t>::from_le_bytes(b)
+            }
+            fn encode(&self, out: &mut [u8]) {
+                let b = self.to_le_bytes();
+                let n = b.len().min(out.len());
+                out[..n].copy_from_slice(&b[..n]);
+            }
+        }
+    )*};
+}
+plain_int!(u8, u16, u32, u64);
 
-/// Declares a `repr(C)` descriptor layout that can live in a [`DmaRing`]:
-/// every field must itself be [`DmaPlain`] and the struct must have no
-/// padding (both checked at compile time).
+impl DmaPlain for DeviceAddr {
+    const SIZE: usize = 8;
+    fn decode(bytes: &[u8], token: HalOnly) -> Self {
+        DeviceAddr(u64::decode(bytes, token))
+    }
+    fn encode(&self, out: &mut [u8]) {
+        self.0.encode(out)
+    }
+}
+
+/// Declares a descriptor layout that can live in a [`DmaRing`]: the
+/// fields, each [`DmaPlain`], laid out one after another in the order
+/// given, little-endian, with no padding (the struct is also `repr(C)`,
+/// and a layout whose Rust size differs from the sum of its fields is a
+/// compile-time error, so the two never disagree). The generated code is
+/// safe.
 ///
 /// ```ignore
 /// hal::dma_struct! {
@@ -86,28 +121,99 @@ unsafe impl DmaPlain for DeviceAddr {}
 /// }
 /// ```
 #[macro_export]
-#[allow_internal_unsafe]
 macro_rules! dma_struct {
     ($(#[$m:meta])* $vis:vis struct $name:ident { $($fvis:vis $field:ident : $ty:ty),* $(,)? }) => {
         $(#[$m])*
         #[repr(C)]
         #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
         $vis struct $name { $($fvis $field: $ty),* }
-        const _: () = {
-            fn fields_are_plain() {
-                fn plain<T: $crate::device::dma::DmaPlain>() {}
-                $(plain::<$ty>();)*
+        const _: () = assert!(
+            core::mem::size_of::<$name>()
+                == 0 $(+ <$ty as $crate::device::dma::DmaPlain>::SIZE)*,
+            "a dma_struct may not have padding"
+        );
+        impl $crate::device::dma::DmaPlain for $name {
+            const SIZE: usize = 0 $(+ <$ty as $crate::device::dma::DmaPlain>::SIZE)*;
+            fn decode(bytes: &[u8], token: $crate::device::dma::HalOnly) -> Self {
+                let mut _at = 0usize;
+                $(
+                    let end = _at + <$ty as $crate::device::dma::DmaPlain>::SIZE;
+                    let $field = <$ty as $crate::device::dma::DmaPlain>::decode(
+                        bytes.get(_at..end).unwrap_or(&[]),
+                        token,
+                    );
+                    _at = end;
+                )*
+                $name { $($field),* }
             }
-            assert!(
-                core::mem::size_of::<$name>() == 0 $(+ core::mem::size_of::<$ty>())*,
-                "a dma_struct may not have padding"
-            );
-        };
-        // SAFETY: repr(C), every field is DmaPlain (checked above), and the
-        // size is the sum of the fields' (no padding), so every bit pattern
-        // is a value.
-        unsafe impl $crate::device::dma::DmaPlain for $name {}
+            fn encode(&self, out: &mut [u8]) {
+                let mut _at = 0usize;
+                $(
+                    let end = _at + <$ty as $crate::device::dma::DmaPlain>::SIZE;
+                    if let Some(slot) = out.get_mut(_at..end) {
+                        $crate::device::dma::DmaPlain::encode(&self.$field, slot);
+                    }
+                    _at = end;
+                )*
+            }
+        }
     };
+}
+
+/// The largest entry a [`DmaRing`] or a typed access takes.
+const MAX_PLAIN: usize = 64;
+
+/// The widest volatile access that `addr` and `len` both allow, so a u16
+/// ring index is read in one access and a 16-byte descriptor in two.
+fn access_width(addr: usize, len: usize) -> usize {
+    [8, 4, 2].into_iter().find(|w| addr.is_multiple_of(*w) && len.is_multiple_of(*w)).unwrap_or(1)
+}
+
+/// Copies `out.len()` bytes of DMA memory at `addr` into `out`, volatile.
+/// `addr..addr + out.len()` must lie inside one live `DmaBuffer` (its
+/// `checked` says so).
+fn copy_in_volatile(addr: usize, out: &mut [u8]) {
+    let width = access_width(addr, out.len());
+    for (i, chunk) in out.chunks_exact_mut(width).enumerate() {
+        let at = addr + i * width;
+        // SAFETY: `at..at + width` is inside the checked range of a live
+        // DMA buffer (direct-mapped, owned by its pool) and aligned to
+        // `width`; DMA memory holds no Rust objects, so a volatile read of
+        // plain integers aliases nothing.
+        unsafe {
+            match width {
+                8 => chunk.copy_from_slice(&core::ptr::read_volatile(at as *const u64).to_le_bytes()),
+                4 => chunk.copy_from_slice(&core::ptr::read_volatile(at as *const u32).to_le_bytes()),
+                2 => chunk.copy_from_slice(&core::ptr::read_volatile(at as *const u16).to_le_bytes()),
+                _ => chunk[0] = core::ptr::read_volatile(at as *const u8),
+            }
+        }
+    }
+}
+
+/// Copies `bytes` into DMA memory at `addr`, volatile (same rule as
+/// [`copy_in_volatile`]).
+fn copy_out_volatile(bytes: &[u8], addr: usize) {
+    let width = access_width(addr, bytes.len());
+    for (i, chunk) in bytes.chunks_exact(width).enumerate() {
+        let at = addr + i * width;
+        let mut b = [0u8; 8];
+        b[..width].copy_from_slice(chunk);
+        // SAFETY: as in `copy_in_volatile`. Like the device's own writes,
+        // this changes DMA memory behind `&self`: such memory is shared
+        // with hardware and holds only plain bytes, which every CPU-side
+        // view (slices taken after `sync_for_cpu`, these typed accesses)
+        // treats as data that may change; a ring's memory has no slice
+        // view at all.
+        unsafe {
+            match width {
+                8 => core::ptr::write_volatile(at as *mut u64, u64::from_le_bytes(b)),
+                4 => core::ptr::write_volatile(at as *mut u32, u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+                2 => core::ptr::write_volatile(at as *mut u16, u16::from_le_bytes([b[0], b[1]])),
+                _ => core::ptr::write_volatile(at as *mut u8, b[0]),
+            }
+        }
+    }
 }
 
 /// Frames every device's pool holds (in use or idle), for /proc/meminfo's
@@ -217,7 +323,10 @@ impl DmaPool {
 
     /// A zeroed ring of `count` entries of `T`.
     pub fn alloc_ring<T: DmaPlain>(self: &Arc<Self>, count: usize) -> Result<DmaRing<T>, DmaError> {
-        let bytes = count.checked_mul(core::mem::size_of::<T>()).ok_or(DmaError::BadSize)?;
+        if T::SIZE == 0 || T::SIZE > MAX_PLAIN {
+            return Err(DmaError::BadSize);
+        }
+        let bytes = count.checked_mul(T::SIZE).ok_or(DmaError::BadSize)?;
         Ok(DmaRing { buffer: self.alloc(bytes)?, count, _entry: PhantomData })
     }
 }
@@ -295,21 +404,28 @@ impl DmaBuffer {
     /// device updates while the driver watches).
     pub fn read<T: DmaPlain>(&self, offset: usize) -> Option<T> {
         let addr = self.checked::<T>(offset)?;
-        // SAFETY: in bounds and aligned (checked), T accepts any bits.
-        Some(unsafe { core::ptr::read_volatile(addr as *const T) })
+        let mut bytes = [0u8; MAX_PLAIN];
+        let bytes = &mut bytes[..T::SIZE];
+        copy_in_volatile(addr, bytes);
+        Some(T::decode(bytes, HalOnly(())))
     }
 
     pub fn write<T: DmaPlain>(&self, offset: usize, value: T) -> Option<()> {
         let addr = self.checked::<T>(offset)?;
-        // SAFETY: in bounds and aligned (checked); the memory is DMA
-        // memory shared with the device, never a Rust object of another
-        // type, and volatile writes race with nothing the CPU holds.
-        unsafe { core::ptr::write_volatile(addr as *mut T, value) };
+        let mut bytes = [0u8; MAX_PLAIN];
+        let bytes = &mut bytes[..T::SIZE];
+        value.encode(bytes);
+        copy_out_volatile(bytes, addr);
         Some(())
     }
 
-    fn checked<T>(&self, offset: usize) -> Option<usize> {
-        let size = core::mem::size_of::<T>();
+    /// The address of a `T` at `offset`: in bounds, aligned to the
+    /// type's own alignment, and no bigger than a typed access takes.
+    fn checked<T: DmaPlain>(&self, offset: usize) -> Option<usize> {
+        let size = T::SIZE;
+        if size == 0 || size > MAX_PLAIN {
+            return None;
+        }
         if offset.checked_add(size)? > self.len || !offset.is_multiple_of(core::mem::align_of::<T>()) {
             return None;
         }
@@ -348,11 +464,11 @@ impl<T: DmaPlain> DmaRing<T> {
     /// driver bug, like a slice index).
     pub fn get(&self, index: usize) -> T {
         assert!(index < self.count, "DmaRing index {index} past {}", self.count);
-        self.buffer.read(index * core::mem::size_of::<T>()).unwrap_or_else(|| unreachable!())
+        self.buffer.read(index * T::SIZE).unwrap_or_else(|| unreachable!())
     }
 
     pub fn set(&self, index: usize, value: T) {
         assert!(index < self.count, "DmaRing index {index} past {}", self.count);
-        self.buffer.write(index * core::mem::size_of::<T>(), value).unwrap_or_else(|| unreachable!())
+        self.buffer.write(index * T::SIZE, value).unwrap_or_else(|| unreachable!())
     }
 }
