@@ -303,15 +303,32 @@ fn parse_summary(line: &str) -> Option<Totals> {
 /// Stage 3: boot the test kernel, count its tests. Anything but a clean
 /// exit with a complete, failure-free summary adds one failure, so a
 /// crash after the last test line still fails the run.
+/// QEMU arguments for the test kernel's NICs: virtio-net on netdev `n0`
+/// (created first, so it keeps QEMU's default MAC 52:54:00:12:34:56),
+/// e1000 on `n1` (…:57), and the monitor socket the link tests use.
+fn ktest_nics(monitor: &std::path::Path) -> Result<Vec<String>> {
+    let mut args = qemu::net_args(qemu::Net::Virtio, "")?;
+    let e1000 = qemu::net_args(qemu::Net::E1000, "")?;
+    args.extend(e1000.into_iter().map(|a| a.replace("id=n0", "id=n1").replace("netdev=n0", "netdev=n1")));
+    args.extend(qemu::monitor_args(monitor));
+    Ok(args)
+}
+
 fn ktests(elf: &std::path::Path, smp: u32) -> Result<Totals> {
+    let monitor = build::out_dir().join(format!("ktest-smp{smp}.monitor"));
     let boot = qemu::Boot {
         image: qemu::Image::Kernel { elf: elf.to_path_buf(), cmdline: ktest_cmdline(), initrd: None },
         smp,
-        // The device-layer tests drive a virtio NIC and ARP slirp's gateway.
-        extra: qemu::net_args(qemu::Net::Virtio, "")?,
+        // The device-layer tests drive a virtio NIC and an e1000, each on
+        // its own user network, and ARP slirp's gateway; the e1000 fault
+        // tests take its link down and up through the monitor.
+        extra: ktest_nics(&monitor)?,
     };
     let log = build::out_dir().join(if smp == 1 { "ktest.log".to_string() } else { format!("ktest-smp{smp}.log") });
-    let run = qemu::run_captured(&boot, KTEST_TIMEOUT, &log)?;
+    let _ = std::fs::remove_file(&monitor);
+    let run = qemu::run_captured_with_monitor(&boot, KTEST_TIMEOUT, &log, Some(monitor.clone()));
+    let _ = std::fs::remove_file(&monitor);
+    let run = run?;
     let k = parse_ktest(&run.output);
     let totals = ktest_verdict(&k, run.status, run.timed_out);
     let label = format!("in-kernel tests at -smp {smp}");
