@@ -16,11 +16,8 @@ type Probe = fn(&PciInfo);
 
 /// (vendor, device, probe): virtio's transitional network device id and
 /// its modern one; Intel's 82540EM (QEMU's `e1000`).
-const DRIVERS: &[(u16, u16, Probe)] = &[
-    (0x1AF4, 0x1000, probe_virtio_net),
-    (0x1AF4, 0x1041, probe_virtio_net),
-    (0x8086, 0x100E, probe_e1000),
-];
+const DRIVERS: &[(u16, u16, Probe)] =
+    &[(0x1AF4, 0x1000, probe_virtio_net), (0x1AF4, 0x1041, probe_virtio_net), (0x8086, 0x100E, probe_e1000)];
 
 /// Enumerates PCI, logs every function, and starts the drivers that match.
 pub fn probe() {

@@ -472,12 +472,7 @@ impl NetDevice for E1000 {
         let addr = self.tx_buf.device_addr_at(start).ok_or(TxError::Unavailable)?;
         self.tx.set(
             slot,
-            TxDesc {
-                addr,
-                length: len as u16,
-                cmd: txd::CMD_EOP | txd::CMD_IFCS | txd::CMD_RS,
-                ..TxDesc::default()
-            },
+            TxDesc { addr, length: len as u16, cmd: txd::CMD_EOP | txd::CMD_IFCS | txd::CMD_RS, ..TxDesc::default() },
         );
         self.tx_buf.sync_for_device();
         self.tx_next = (slot + 1) % RING;
