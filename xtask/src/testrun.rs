@@ -303,26 +303,16 @@ fn parse_summary(line: &str) -> Option<Totals> {
 /// Stage 3: boot the test kernel, count its tests. Anything but a clean
 /// exit with a complete, failure-free summary adds one failure, so a
 /// crash after the last test line still fails the run.
-/// QEMU arguments for the test kernel's NICs: virtio-net on netdev `n0`
-/// (created first, so it keeps QEMU's default MAC 52:54:00:12:34:56),
-/// e1000 on `n1` (…:57), and the monitor socket the link tests use.
-fn ktest_nics(monitor: &std::path::Path) -> Result<Vec<String>> {
-    let mut args = qemu::net_args(qemu::Net::Virtio, "")?;
-    let e1000 = qemu::net_args(qemu::Net::E1000, "")?;
-    args.extend(e1000.into_iter().map(|a| a.replace("id=n0", "id=n1").replace("netdev=n0", "netdev=n1")));
-    args.extend(qemu::monitor_args(monitor));
-    Ok(args)
-}
-
 fn ktests(elf: &std::path::Path, smp: u32) -> Result<Totals> {
     let monitor = build::out_dir().join(format!("ktest-smp{smp}.monitor"));
     let boot = qemu::Boot {
         image: qemu::Image::Kernel { elf: elf.to_path_buf(), cmdline: ktest_cmdline(), initrd: None },
         smp,
-        // The device-layer tests drive a virtio NIC and an e1000, each on
-        // its own user network, and ARP slirp's gateway; the e1000 fault
-        // tests take its link down and up through the monitor.
-        extra: ktest_nics(&monitor)?,
+        // The device-layer tests drive two virtio NICs, one with MSI-X and
+        // one on an INTx pin (no MSI-X vectors), and an e1000, each on its
+        // own user network, and ARP slirp's gateway; the e1000 fault tests
+        // take its link down and up through the monitor.
+        extra: ktest_nics(&monitor),
     };
     let log = build::out_dir().join(if smp == 1 { "ktest.log".to_string() } else { format!("ktest-smp{smp}.log") });
     let _ = std::fs::remove_file(&monitor);
@@ -339,6 +329,20 @@ fn ktests(elf: &std::path::Path, smp: u32) -> Result<Totals> {
         crate::recap::bad_run(&format!("{label}: the test kernel ended badly"), &run.output);
     }
     Ok(totals)
+}
+
+/// The test kernel's NICs, in this order so QEMU's default MACs go
+/// 52:54:00:12:34:56, :57, :58: virtio-net on `n0` (MSI-X), virtio-net on
+/// `n1` (INTx), e1000 on `n2` (INTx); and the monitor socket through which
+/// the e1000 link test has xtask run `set_link n2 off|on`.
+fn ktest_nics(monitor: &std::path::Path) -> Vec<String> {
+    ["-netdev", "user,id=n0,restrict=on", "-device", "virtio-net-pci,netdev=n0"]
+        .into_iter()
+        .chain(["-netdev", "user,id=n1,restrict=on", "-device", "virtio-net-pci,netdev=n1,vectors=0"])
+        .chain(["-netdev", "user,id=n2,restrict=on", "-device", "e1000,netdev=n2"])
+        .map(String::from)
+        .chain(qemu::monitor_args(monitor))
+        .collect()
 }
 
 /// Each `test <name> ... FAILED` line with the indented message lines

@@ -1,5 +1,5 @@
 //! The e1000 driver on the test kernel's second NIC (QEMU `e1000` on its
-//! own user network, netdev `n1`): frames that move (an ARP request for
+//! own user network, netdev `n2`): frames that move (an ARP request for
 //! slirp's gateway and its answer, through the INTx interrupt, the bottom
 //! half and the waker), and the faults issue 12 names: the link taken
 //! down and up from outside (the monitor's `set_link`, which xtask sends
@@ -30,8 +30,9 @@ pub const TESTS: &[KTest] = &[
 
 /// The driver's ring size, which the exhaustion test fills.
 const RING: usize = 256;
-/// QEMU gives the second NIC on the command line the default MAC plus one.
-const E1000_MAC: [u8; 6] = [0x52, 0x54, 0, 0x12, 0x34, 0x57];
+/// QEMU gives the third NIC on the command line (after two virtio-net) the
+/// default MAC plus two.
+const E1000_MAC: [u8; 6] = [0x52, 0x54, 0, 0x12, 0x34, 0x58];
 const SLIRP_GATEWAY_MAC: [u8; 6] = [0x52, 0x55, 10, 0, 2, 2];
 
 fn take_e1000() -> Result<Box<dyn NetDevice>, String> {
@@ -52,7 +53,7 @@ fn e1000_arp_gateway() -> TestResult {
     with_e1000(|nic, wake| {
         ensure!(nic.driver_name() == "e1000");
         ensure!(nic.link() == LinkState::Up, "link down at boot");
-        ensure!(nic.mac().0 == E1000_MAC, "MAC {:02x?} (from the EEPROM) is not QEMU's second default", nic.mac().0);
+        ensure!(nic.mac().0 == E1000_MAC, "MAC {:02x?} (from the EEPROM) is not QEMU's third default", nic.mac().0);
         let irqs_before = hal::device::irq::dispatched_interrupts();
         let gw = arp_gateway(nic, wake)?;
         ensure!(gw == SLIRP_GATEWAY_MAC, "gateway MAC {gw:02x?}");
@@ -191,16 +192,16 @@ fn e1000_link_down_and_up() -> TestResult {
     with_e1000(|nic, wake| {
         ensure!(nic.link() == LinkState::Up, "link down before the test");
         let woken = wake.count.load(Ordering::Acquire);
-        monitor("set_link n1 off");
+        monitor("set_link n2 off");
         let down = wait_for_link(nic, wake, LinkState::Down, 10_000_000_000);
         if down.is_err() {
-            monitor("set_link n1 on");
+            monitor("set_link n2 on");
         }
         down?;
         ensure!(wake.count.load(Ordering::Acquire) > woken, "the link change raised no interrupt");
         let r = nic.transmit(TxMeta::default(), 60, &mut |_| {});
         ensure!(r == Err(TxError::LinkDown), "transmit with the link down: {r:?}");
-        monitor("set_link n1 on");
+        monitor("set_link n2 on");
         // QEMU's e1000 renegotiates for about 500 ms before the link is up.
         wait_for_link(nic, wake, LinkState::Up, 10_000_000_000)?;
         let gw = arp_gateway(nic, wake)?;
