@@ -251,7 +251,9 @@ fn e1000_arp_round_trip_timing() -> TestResult {
 
 fn e1000_revoke_and_restart() -> TestResult {
     let mut nic = take_e1000()?;
-    let revoker = crate::drivers::revoker_of("e1000").ok_or("no revoker kept for the e1000")?;
+    let function = pci::functions().into_iter().find(|f| f.vendor_id == 0x8086 && f.device_id == 0x100E);
+    let address = function.ok_or("no e1000 function")?.address;
+    let revoker = crate::drivers::take_revoker(address).ok_or("no revoker kept for the e1000")?;
     revoker.revoke();
     let r = nic.transmit(TxMeta::default(), 60, &mut |_| {});
     ensure!(r == Err(TxError::Unavailable), "transmit on a revoked device: {r:?}");
