@@ -70,7 +70,7 @@ pub fn all(cpus: &Cpus) -> Result<ExitCode> {
         println!("QEMU stages run at -smp {n}");
     }
 
-    header(1, "host unit tests (kiln-util, kiln-ipc, linux-abi, xtask)");
+    header(1, "host unit tests (kiln-util, kiln-ipc, linux-abi, kiln-ext4, xtask)");
     totals.add(report("host unit tests", host_tests()));
 
     header(2, "unsafe boundary");
@@ -182,7 +182,7 @@ fn report(stage: &str, result: Result<Totals>) -> Totals {
 /// its `test result:` lines summed.
 fn host_tests() -> Result<Totals> {
     let mut child = build::debian_cargo()
-        .args(["test", "-p", "kiln-util", "-p", "kiln-ipc", "-p", "linux-abi", "-p", "xtask"])
+        .args(["test", "-p", "kiln-util", "-p", "kiln-ipc", "-p", "linux-abi", "-p", "kiln-ext4", "-p", "xtask"])
         .stdout(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", build::DEBIAN_CARGO))?;

@@ -1,0 +1,392 @@
+//! Directory blocks: entry parsing (every `rec_len` and `name_len`
+//! checked), the checksummed leaf tail, linear iteration and lookup, adding
+//! an entry (splitting slack space or appending a block) and removing one.
+
+use crate::bytes::*;
+use crate::checksum::crc32c;
+use crate::extent::{normalize, Extent};
+use crate::inode::{Inode, FL_INDEX};
+use crate::superblock::{COMPAT_DIR_INDEX, INCOMPAT_FILETYPE};
+use crate::{BlockDevice, Ext4, Result};
+use alloc::vec;
+use alloc::vec::Vec;
+use linux_abi::errno::Errno;
+
+const TAIL_SIZE: usize = 12;
+const TAIL_TYPE: u8 = 0xDE;
+
+/// One name in a directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DirEntry {
+    pub ino: u32,
+    /// The dirent file type code (1 regular, 2 directory, 7 symlink, ...;
+    /// 0 when the volume does not record types).
+    pub file_type: u8,
+    pub name: Vec<u8>,
+}
+
+/// An entry to lay out: (inode, file type, name).
+pub(crate) type NewEntry = (u32, u8, Vec<u8>);
+
+/// A parsed entry with its place in the block.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RawEntry {
+    pub off: usize,
+    pub ino: u32,
+    pub rec_len: usize,
+    pub name_len: usize,
+    pub file_type: u8,
+}
+
+pub(crate) fn entry_size(name_len: usize) -> usize {
+    (8 + name_len + 3) & !3
+}
+
+impl<D: BlockDevice> Ext4<D> {
+    fn has_tail(&self, b: &[u8]) -> bool {
+        let t = self.bs - TAIL_SIZE;
+        le32(b, t) == 0 && le16(b, t + 4) == TAIL_SIZE as u16 && u8_at(b, t + 6) == 0 && u8_at(b, t + 7) == TAIL_TYPE
+    }
+
+    fn leaf_csum(&self, dir: &Inode, b: &[u8]) -> u32 {
+        crc32c(dir.csum_seed(self.csum_seed), slice(b, 0, self.bs - TAIL_SIZE))
+    }
+
+    /// Parses the entries of a directory block; `indexed_node` accepts an
+    /// htree block that carries no leaf tail.
+    pub(crate) fn parse_dir_block(&self, dir: &Inode, b: &[u8], allow_no_tail: bool) -> Result<Vec<RawEntry>> {
+        let mut limit = self.bs;
+        if self.sb.metadata_csum() {
+            if self.has_tail(b) {
+                if self.leaf_csum(dir, b) != le32(b, self.bs - 4) {
+                    return Err(Errno::EUCLEAN);
+                }
+                limit -= TAIL_SIZE;
+            } else if !allow_no_tail {
+                return Err(Errno::EUCLEAN);
+            }
+        }
+        let typed = self.sb.has_incompat(INCOMPAT_FILETYPE);
+        let mut out = Vec::new();
+        let mut off = 0;
+        while off < limit {
+            let rec_len = le16(b, off + 4) as usize;
+            let name_len = u8_at(b, off + 6) as usize;
+            if rec_len < 12 || !rec_len.is_multiple_of(4) || off + rec_len > limit || 8 + name_len > rec_len {
+                // A dx_root's ".." spans to the block end past the tail.
+                if allow_no_tail && off + rec_len == self.bs && rec_len >= 12 && 8 + name_len <= rec_len {
+                    // fall through with this entry
+                } else {
+                    return Err(Errno::EUCLEAN);
+                }
+            }
+            let ino = le32(b, off);
+            if ino > self.sb.inodes_count() || (!typed && u8_at(b, off + 7) != 0) {
+                return Err(Errno::EUCLEAN);
+            }
+            let file_type = if typed { u8_at(b, off + 7) } else { 0 };
+            out.push(RawEntry { off, ino, rec_len, name_len, file_type });
+            off += rec_len;
+        }
+        Ok(out)
+    }
+
+    /// Reads a whole directory block by logical number.
+    pub(crate) fn dir_block(&mut self, extents: &[Extent], lblk: u32) -> Result<(u64, Vec<u8>)> {
+        let e = crate::extent::find(extents, lblk).ok_or(Errno::EUCLEAN)?;
+        if e.uninit {
+            return Err(Errno::EUCLEAN);
+        }
+        let phys = e.phys + (lblk - e.logical) as u64;
+        Ok((phys, self.meta(phys)?))
+    }
+
+    pub(crate) fn dir_inode(&mut self, ino: u32) -> Result<Inode> {
+        let d = self.live_inode(ino)?;
+        if !d.is_dir() {
+            return Err(Errno::ENOTDIR);
+        }
+        Ok(d)
+    }
+
+    fn dir_blocks(&mut self, dir: &Inode) -> Result<(Vec<Extent>, u32)> {
+        let map = self.file_map(dir)?;
+        let n = dir.size() / self.bs as u64;
+        // A directory cannot have more blocks than the volume: this bounds
+        // every scan of a corrupt one.
+        if !dir.size().is_multiple_of(self.bs as u64) || n > self.sb.blocks_count().min(u32::MAX as u64) {
+            return Err(Errno::EUCLEAN);
+        }
+        Ok((map.extents, n as u32))
+    }
+
+    pub(crate) fn is_indexed(&self, dir: &Inode) -> bool {
+        dir.flags() & FL_INDEX != 0 && self.sb.has_compat(COMPAT_DIR_INDEX)
+    }
+
+    /// Every name in directory `ino`, `.` and `..` included.
+    pub fn read_dir(&mut self, ino: u32) -> Result<Vec<DirEntry>> {
+        let dir = self.dir_inode(ino)?;
+        let (extents, n) = self.dir_blocks(&dir)?;
+        let indexed = self.is_indexed(&dir);
+        let mut out = Vec::new();
+        for l in 0..n {
+            if crate::extent::find(&extents, l).is_none() {
+                continue;
+            }
+            let (_, b) = self.dir_block(&extents, l)?;
+            for e in self.parse_dir_block(&dir, &b, indexed)? {
+                if e.ino != 0 {
+                    out.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+                    out.push(DirEntry {
+                        ino: e.ino,
+                        file_type: e.file_type,
+                        name: slice(&b, e.off + 8, e.name_len).to_vec(),
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Looks `name` up in directory `dir_ino`: through the htree index
+    /// when there is one, else by a linear scan.
+    pub fn lookup(&mut self, dir_ino: u32, name: &[u8]) -> Result<u32> {
+        if name.is_empty() || name.len() > 255 {
+            return Err(if name.is_empty() { Errno::ENOENT } else { Errno::ENAMETOOLONG });
+        }
+        let dir = self.dir_inode(dir_ino)?;
+        let (extents, n) = self.dir_blocks(&dir)?;
+        if self.is_indexed(&dir) && name != b"." && name != b".." {
+            if let Some(r) = self.htree_lookup(&dir, &extents, name)? {
+                return Ok(r.0);
+            }
+            return Err(Errno::ENOENT);
+        }
+        self.linear_find(&dir, &extents, n, name).map(|f| f.0)
+    }
+
+    /// (inode, logical block, entry offset) of `name`, scanning every block.
+    pub(crate) fn linear_find(
+        &mut self,
+        dir: &Inode,
+        extents: &[Extent],
+        n: u32,
+        name: &[u8],
+    ) -> Result<(u32, u32, usize)> {
+        let indexed = self.is_indexed(dir);
+        for l in 0..n {
+            if crate::extent::find(extents, l).is_none() {
+                continue;
+            }
+            if let Some((ino, off)) = self.find_in_block(dir, extents, l, name, indexed)? {
+                return Ok((ino, l, off));
+            }
+        }
+        Err(Errno::ENOENT)
+    }
+
+    pub(crate) fn find_in_block(
+        &mut self,
+        dir: &Inode,
+        extents: &[Extent],
+        l: u32,
+        name: &[u8],
+        allow_no_tail: bool,
+    ) -> Result<Option<(u32, usize)>> {
+        let (_, b) = self.dir_block(extents, l)?;
+        for e in self.parse_dir_block(dir, &b, allow_no_tail)? {
+            if e.ino != 0 && e.name_len == name.len() && slice(&b, e.off + 8, e.name_len) == name {
+                return Ok(Some((e.ino, e.off)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Writes a directory leaf block back with its tail checksum.
+    pub(crate) fn put_dir_block(&mut self, dir: &Inode, phys: u64, mut b: Vec<u8>) -> Result<()> {
+        if self.sb.metadata_csum() {
+            let t = self.bs - TAIL_SIZE;
+            set_le32(&mut b, t, 0);
+            set_le16(&mut b, t + 4, TAIL_SIZE as u16);
+            set_u8(&mut b, t + 6, 0);
+            set_u8(&mut b, t + 7, TAIL_TYPE);
+            let c = self.leaf_csum(dir, &b);
+            set_le32(&mut b, self.bs - 4, c);
+        }
+        self.put_meta(phys, b)
+    }
+
+    pub(crate) fn usable(&self) -> usize {
+        if self.sb.metadata_csum() {
+            self.bs - TAIL_SIZE
+        } else {
+            self.bs
+        }
+    }
+
+    pub(crate) fn write_entry(&self, b: &mut [u8], off: usize, ino: u32, rec_len: usize, name: &[u8], ftype: u8) {
+        set_le32(b, off, ino);
+        set_le16(b, off + 4, rec_len as u16);
+        set_u8(b, off + 6, name.len() as u8);
+        let t = if self.sb.has_incompat(INCOMPAT_FILETYPE) { ftype } else { 0 };
+        set_u8(b, off + 7, t);
+        put(b, off + 8, name);
+    }
+
+    /// A fresh first block for a new directory: `.` and `..`.
+    pub(crate) fn new_dir_block(&self, ino: u32, parent: u32) -> Vec<u8> {
+        let mut b = vec![0u8; self.bs];
+        self.write_entry(&mut b, 0, ino, 12, b".", 2);
+        self.write_entry(&mut b, 12, parent, self.usable() - 12, b"..", 2);
+        b
+    }
+
+    /// Adds `name -> ino` to `dir` (the caller checked it is absent) and
+    /// stores `dir`.
+    pub(crate) fn add_entry(&mut self, dir: &mut Inode, name: &[u8], ino: u32, ftype: u8) -> Result<()> {
+        if name.len() > 255 {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        if self.is_indexed(dir) {
+            if self.htree_add(dir, name, ino, ftype)? {
+                return Ok(());
+            }
+            self.deindex(dir)?;
+        }
+        let (extents, n) = self.dir_blocks(dir)?;
+        for l in 0..n {
+            if crate::extent::find(&extents, l).is_none() {
+                continue;
+            }
+            let (phys, mut b) = self.dir_block(&extents, l)?;
+            if self.insert_into_block(dir, &mut b, name, ino, ftype)? {
+                return self.put_dir_block(dir, phys, b);
+            }
+        }
+        // No room: append a block.
+        let mut b = vec![0u8; self.bs];
+        let usable = self.usable();
+        self.write_entry(&mut b, 0, ino, usable, name, ftype);
+        self.append_dir_block(dir, b)?;
+        Ok(())
+    }
+
+    /// Puts `name` into the slack of a leaf block, if it fits.
+    pub(crate) fn insert_into_block(
+        &self,
+        dir: &Inode,
+        b: &mut [u8],
+        name: &[u8],
+        ino: u32,
+        ftype: u8,
+    ) -> Result<bool> {
+        let need = entry_size(name.len());
+        for e in self.parse_dir_block(dir, b, false)? {
+            let used = if e.ino == 0 { 0 } else { entry_size(e.name_len) };
+            if e.rec_len - used < need {
+                continue;
+            }
+            if e.ino == 0 {
+                self.write_entry(b, e.off, ino, e.rec_len, name, ftype);
+            } else {
+                set_le16(b, e.off + 4, used as u16);
+                self.write_entry(b, e.off + used, ino, e.rec_len - used, name, ftype);
+            }
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// Appends leaf block `b` to `dir` (stored); returns its logical number.
+    pub(crate) fn append_dir_block(&mut self, dir: &mut Inode, b: Vec<u8>) -> Result<u32> {
+        let map = self.file_map(dir)?;
+        let n = u32::try_from(dir.size() / self.bs as u64).map_err(|_| Errno::EFBIG)?;
+        let goal = map.extents.last().map_or(0, |e| e.phys + e.len as u64);
+        let (phys, _) = self.alloc_blocks(goal, 1)?;
+        self.put_dir_block(dir, phys, b)?;
+        let mut extents = map.extents;
+        extents.push(Extent { logical: n, len: 1, phys, uninit: false });
+        normalize(&mut extents);
+        let used = self.write_map(dir, &extents, &map.tree_blocks)?;
+        self.set_block_count(dir, &extents, used);
+        dir.set_size(dir.size() + self.bs as u64);
+        self.store_inode(dir)?;
+        Ok(n)
+    }
+
+    /// Lays `entries` (inode, type, name) out as a fresh leaf block.
+    pub(crate) fn leaf_block(&self, entries: &[NewEntry]) -> Vec<u8> {
+        let mut b = vec![0u8; self.bs];
+        let mut off = 0;
+        for (k, (ino, t, name)) in entries.iter().enumerate() {
+            let len = if k + 1 == entries.len() { self.usable() - off } else { entry_size(name.len()) };
+            self.write_entry(&mut b, off, *ino, len, name, *t);
+            off += len;
+        }
+        if entries.is_empty() {
+            set_le16(&mut b, 4, self.usable() as u16);
+        }
+        b
+    }
+
+    /// Removes `name` from `dir`; returns the inode it named.
+    pub(crate) fn remove_entry(&mut self, dir: &Inode, name: &[u8]) -> Result<u32> {
+        let (extents, n) = self.dir_blocks(dir)?;
+        let (ino, l, off) = if self.is_indexed(dir) {
+            let (ino, l) = self.htree_lookup(dir, &extents, name)?.ok_or(Errno::ENOENT)?;
+            let (_, b) = self.dir_block(&extents, l)?;
+            let e = self
+                .parse_dir_block(dir, &b, false)?
+                .into_iter()
+                .find(|e| e.ino == ino && slice(&b, e.off + 8, e.name_len) == name)
+                .ok_or(Errno::EUCLEAN)?;
+            (ino, l, e.off)
+        } else {
+            self.linear_find(dir, &extents, n, name)?
+        };
+        let (phys, mut b) = self.dir_block(&extents, l)?;
+        let entries = self.parse_dir_block(dir, &b, false)?;
+        let idx = entries.iter().position(|e| e.off == off).ok_or(Errno::EUCLEAN)?;
+        if idx == 0 {
+            set_le32(&mut b, off, 0);
+        } else {
+            let prev = entries[idx - 1];
+            set_le16(&mut b, prev.off + 4, (prev.rec_len + entries[idx].rec_len) as u16);
+        }
+        self.put_dir_block(dir, phys, b)?;
+        Ok(ino)
+    }
+
+    /// Points `..` of directory `dir` at `parent`.
+    pub(crate) fn set_dotdot(&mut self, dir: &mut Inode, parent: u32) -> Result<()> {
+        if self.is_indexed(dir) {
+            self.deindex(dir)?;
+        }
+        let (extents, _) = self.dir_blocks(dir)?;
+        let (phys, mut b) = self.dir_block(&extents, 0)?;
+        let entries = self.parse_dir_block(dir, &b, false)?;
+        let dd = entries.get(1).filter(|e| slice(&b, e.off + 8, e.name_len) == b"..").ok_or(Errno::EUCLEAN)?;
+        set_le32(&mut b, dd.off, parent);
+        self.put_dir_block(dir, phys, b)
+    }
+
+    /// Whether a directory holds nothing but `.` and `..`.
+    pub(crate) fn dir_is_empty(&mut self, dir: &Inode) -> Result<bool> {
+        let (extents, n) = self.dir_blocks(dir)?;
+        let indexed = self.is_indexed(dir);
+        for l in 0..n {
+            if crate::extent::find(&extents, l).is_none() {
+                continue;
+            }
+            let (_, b) = self.dir_block(&extents, l)?;
+            for e in self.parse_dir_block(dir, &b, indexed)? {
+                let nm = slice(&b, e.off + 8, e.name_len);
+                if e.ino != 0 && nm != b"." && nm != b".." {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
+    }
+}
