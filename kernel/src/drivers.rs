@@ -20,12 +20,13 @@ use crate::mm::TryString;
 type Probe = fn(&PciInfo);
 
 /// (vendor, device, probe): virtio's transitional and modern ids of the
-/// network and block devices.
+/// network and block devices; Intel's 82540EM (QEMU's `e1000`).
 const DRIVERS: &[(u16, u16, Probe)] = &[
     (0x1AF4, 0x1000, probe_virtio_net),
     (0x1AF4, 0x1041, probe_virtio_net),
     (0x1AF4, 0x1001, probe_virtio_blk),
     (0x1AF4, 0x1042, probe_virtio_blk),
+    (0x8086, 0x100E, probe_e1000),
 ];
 
 /// Enumerates PCI, logs the functions found, starts the drivers that
@@ -146,6 +147,36 @@ fn probe_virtio_blk(f: &PciInfo) {
             }
         }
         Err(e) => log::warn!("virtio-blk {}: not started: {e:?}", f.address),
+    }
+}
+
+fn probe_e1000(f: &PciInfo) {
+    let dev = match pci::claim(f.address) {
+        Ok(d) => d,
+        Err(e) => return log::warn!("e1000 {}: cannot claim: {e:?}", f.address),
+    };
+    keep_revoker("e1000", dev.revoker());
+    match e1000::E1000::new(dev) {
+        Ok(nic) => {
+            let m = netdev::NetDevice::mac(&nic).0;
+            log::info!(
+                "e1000 {}: MAC {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}, link {:?}, {:?} interrupts",
+                f.address,
+                m[0],
+                m[1],
+                m[2],
+                m[3],
+                m[4],
+                m[5],
+                netdev::NetDevice::link(&nic),
+                nic.irq_kind()
+            );
+            match crate::mm::try_box(nic) {
+                Ok(b) => crate::net::netdevs::register(b),
+                Err(_) => log::error!("e1000 {}: no memory to register it", f.address),
+            }
+        }
+        Err(e) => log::warn!("e1000 {}: not started: {e:?}", f.address),
     }
 }
 

@@ -184,6 +184,67 @@ pub struct Captured {
 /// dropped from the copy: SeaBIOS and GRUB clear the screen, which would
 /// wipe the earlier stages' output from view and clutter the log.
 pub fn run_captured(boot: &Boot, timeout: Duration, log: &std::path::Path) -> Result<Captured> {
+    run_captured_with_monitor(boot, timeout, log, None)
+}
+
+/// The marker a guest prints to ask for a monitor command (the test
+/// kernel's NIC fault tests): `qemu-monitor: set_link n1 off`.
+pub const MONITOR_MARKER: &str = "qemu-monitor: ";
+
+/// QEMU arguments for a human monitor on the unix socket `path`.
+pub fn monitor_args(path: &std::path::Path) -> Vec<String> {
+    vec!["-monitor".into(), format!("unix:{},server=on,wait=off", path.display())]
+}
+
+/// The monitor command a guest line asks for, if it is one the guest may
+/// ask for: only `set_link <netdev> on|off` (link faults), nothing that
+/// reaches beyond the VM.
+pub fn monitor_request(line: &str) -> Option<String> {
+    let (_, cmd) = line.split_once(MONITOR_MARKER)?;
+    let words: Vec<&str> = cmd.split_whitespace().collect();
+    match words.as_slice() {
+        ["set_link", id, state @ ("on" | "off")]
+            if !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
+        {
+            Some(format!("set_link {id} {state}\n"))
+        }
+        _ => None,
+    }
+}
+
+/// Sends `cmd` to the monitor socket at `path`, connecting anew each time
+/// (QEMU's monitor takes one client at a time).
+fn send_monitor(path: &std::path::Path, cmd: &str) {
+    match std::os::unix::net::UnixStream::connect(path) {
+        Ok(mut s) => {
+            let _ = s.write_all(cmd.as_bytes());
+            // The monitor reads input a character at a time and drops what
+            // is unread when the client goes: wait for the prompt after
+            // the command (the second one, after the banner's), 2 s at most.
+            let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
+            let deadline = Instant::now() + Duration::from_secs(2);
+            let mut seen = Vec::new();
+            let mut buf = [0u8; 512];
+            while Instant::now() < deadline && seen.windows(7).filter(|w| w == b"(qemu) ").count() < 2 {
+                match s.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => seen.extend_from_slice(&buf[..n]),
+                    Err(_) => {}
+                }
+            }
+        }
+        Err(e) => eprintln!("monitor {}: {e}", path.display()),
+    }
+}
+
+/// As [`run_captured`], and lines carrying [`MONITOR_MARKER`] are turned
+/// into commands on the monitor socket `monitor` (see [`monitor_request`]).
+pub fn run_captured_with_monitor(
+    boot: &Boot,
+    timeout: Duration,
+    log: &std::path::Path,
+    monitor: Option<std::path::PathBuf>,
+) -> Result<Captured> {
     let mut log_file = std::fs::File::create(log).map_err(|e| format!("create {}: {e}", log.display()))?;
     let mut child = command(boot)
         .stdin(Stdio::null())
@@ -208,6 +269,18 @@ pub fn run_captured(boot: &Boot, timeout: Duration, log: &std::path::Path) -> Re
                     let _ = out.write_all(&all[start..]);
                     let _ = out.flush();
                     let _ = log_file.write_all(&all[start..]);
+                    if let Some(path) = &monitor {
+                        // Lines that end in this chunk, from the start of
+                        // the first (which may have begun in an earlier one).
+                        let from = all[..start].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+                        let text = String::from_utf8_lossy(&all[from..]).into_owned();
+                        let complete = text.rfind('\n').map_or("", |i| &text[..i]);
+                        for line in complete.lines() {
+                            if let Some(cmd) = monitor_request(line) {
+                                send_monitor(path, &cmd);
+                            }
+                        }
+                    }
                 }
             }
         }
@@ -272,6 +345,16 @@ impl AnsiFilter {
 #[cfg(test)]
 mod net_tests {
     use super::*;
+
+    #[test]
+    fn monitor_requests() {
+        assert_eq!(monitor_request("[ 1.0] INFO  qemu-monitor: set_link n1 off").as_deref(), Some("set_link n1 off\n"));
+        assert_eq!(monitor_request("qemu-monitor: set_link n1 on\r").as_deref(), Some("set_link n1 on\n"));
+        assert_eq!(monitor_request("qemu-monitor: quit"), None);
+        assert_eq!(monitor_request("qemu-monitor: set_link n1 off; quit"), None);
+        assert_eq!(monitor_request("qemu-monitor: set_link n1,x on"), None);
+        assert_eq!(monitor_request("set_link n1 on"), None);
+    }
 
     #[test]
     fn net_arguments() {

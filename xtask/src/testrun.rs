@@ -313,15 +313,21 @@ fn parse_summary(line: &str) -> Option<Totals> {
 /// exit with a complete, failure-free summary adds one failure, so a
 /// crash after the last test line still fails the run.
 fn ktests(elf: &std::path::Path, smp: u32) -> Result<Totals> {
+    let monitor = build::out_dir().join(format!("ktest-smp{smp}.monitor"));
     let boot = qemu::Boot {
         image: qemu::Image::Kernel { elf: elf.to_path_buf(), cmdline: ktest_cmdline(), initrd: None },
         smp,
         // The device-layer tests drive two virtio NICs, one with MSI-X and
-        // one on an INTx pin (no MSI-X vectors), and ARP slirp's gateway.
-        extra: ktest_nics(),
+        // one on an INTx pin (no MSI-X vectors), and an e1000, each on its
+        // own user network, and ARP slirp's gateway; the e1000 fault tests
+        // take its link down and up through the monitor.
+        extra: ktest_nics(&monitor),
     };
     let log = build::out_dir().join(if smp == 1 { "ktest.log".to_string() } else { format!("ktest-smp{smp}.log") });
-    let run = qemu::run_captured(&boot, KTEST_TIMEOUT, &log)?;
+    let _ = std::fs::remove_file(&monitor);
+    let run = qemu::run_captured_with_monitor(&boot, KTEST_TIMEOUT, &log, Some(monitor.clone()));
+    let _ = std::fs::remove_file(&monitor);
+    let run = run?;
     let k = parse_ktest(&run.output);
     let totals = ktest_verdict(&k, run.status, run.timed_out);
     let label = format!("in-kernel tests at -smp {smp}");
@@ -334,11 +340,17 @@ fn ktests(elf: &std::path::Path, smp: u32) -> Result<Totals> {
     Ok(totals)
 }
 
-fn ktest_nics() -> Vec<String> {
+/// The test kernel's NICs, in this order so QEMU's default MACs go
+/// 52:54:00:12:34:56, :57, :58: virtio-net on `n0` (MSI-X), virtio-net on
+/// `n1` (INTx), e1000 on `n2` (INTx); and the monitor socket through which
+/// the e1000 link test has xtask run `set_link n2 off|on`.
+fn ktest_nics(monitor: &std::path::Path) -> Vec<String> {
     ["-netdev", "user,id=n0,restrict=on", "-device", "virtio-net-pci,netdev=n0"]
         .into_iter()
         .chain(["-netdev", "user,id=n1,restrict=on", "-device", "virtio-net-pci,netdev=n1,vectors=0"])
+        .chain(["-netdev", "user,id=n2,restrict=on", "-device", "e1000,netdev=n2"])
         .map(String::from)
+        .chain(qemu::monitor_args(monitor))
         .collect()
 }
 

@@ -122,11 +122,11 @@ fn dma_ring_round_trip() -> TestResult {
     Ok(())
 }
 
-const ETH_ARP: [u8; 2] = [0x08, 0x06];
+pub(super) const ETH_ARP: [u8; 2] = [0x08, 0x06];
 const GUEST_IP: [u8; 4] = [10, 0, 2, 15];
-const GATEWAY_IP: [u8; 4] = [10, 0, 2, 2];
+pub(super) const GATEWAY_IP: [u8; 4] = [10, 0, 2, 2];
 
-fn arp_request(mac: MacAddress, out: &mut [u8]) {
+pub(super) fn arp_request(mac: MacAddress, out: &mut [u8]) {
     out[0..6].fill(0xFF);
     out[6..12].copy_from_slice(&mac.0);
     out[12..14].copy_from_slice(&ETH_ARP);
@@ -142,17 +142,17 @@ fn arp_request(mac: MacAddress, out: &mut [u8]) {
 /// Sends an ARP request for the gateway and waits (2 s at most) for the
 /// reply; returns the gateway's MAC.
 /// What the test's waker does: count, and wake the test thread.
-struct Waiter {
-    count: AtomicU64,
+pub(super) struct Waiter {
+    pub(super) count: AtomicU64,
     flag: WakeFlag,
 }
 
 /// Sleeps until the waker runs or `deadline`.
-fn wait_for_wake(waiter: &Waiter, deadline: u64) {
+pub(super) fn wait_for_wake(waiter: &Waiter, deadline: u64) {
     let _ = waiter.flag.wait(Some(deadline));
 }
 
-fn arp_gateway(nic: &mut dyn NetDevice, woken: &Waiter) -> Result<[u8; 6], alloc::string::String> {
+pub(super) fn arp_gateway(nic: &mut dyn NetDevice, woken: &Waiter) -> Result<[u8; 6], alloc::string::String> {
     let mac = nic.mac();
     nic.transmit(TxMeta::default(), 60, &mut |b| arp_request(mac, b)).map_err(|e| alloc::format!("transmit: {e:?}"))?;
     let deadline = crate::clock::now_ns() + 2_000_000_000;
@@ -205,7 +205,7 @@ fn first_nic_address() -> Result<pci::PciAddress, alloc::string::String> {
 }
 
 /// A waker that counts its calls and wakes the current thread.
-fn waker_for(nic: &mut dyn NetDevice) -> Arc<Waiter> {
+pub(super) fn waker_for(nic: &mut dyn NetDevice) -> Arc<Waiter> {
     let waiter = Arc::new(Waiter { count: AtomicU64::new(0), flag: WakeFlag::for_current() });
     let w = waiter.clone();
     nic.set_waker(Arc::new(move || {

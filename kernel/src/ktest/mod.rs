@@ -10,6 +10,7 @@
 mod boot_tests;
 mod dev_tests;
 mod device_tests;
+mod e1000_tests;
 mod event_tests;
 mod limit_tests;
 mod mm_tests;
@@ -54,6 +55,7 @@ const SUITES: &[&[KTest]] = &[
     smp_tests::TESTS,
     dev_tests::TESTS,
     device_tests::TESTS,
+    e1000_tests::TESTS,
     event_tests::TESTS,
     limit_tests::TESTS,
 ];
