@@ -12,6 +12,9 @@ DEPS := scripts/deps.sh
 # root file system), CMD (a command run under `sh -c`; its status ends QEMU),
 # ROOT (`debian` boots the root `make rootfs` builds), MEM (guest memory,
 # QEMU's -m syntax; default 512M, or 2G with ROOT=debian).
+# NET (the NIC: virtio, the default, e1000 or none; on QEMU user
+# networking), HOSTFWD (QEMU hostfwd rules bound to 127.0.0.1, separated by
+# spaces, e.g. "tcp:127.0.0.1:8080-:80").
 # `make rootfs` knob: ROOTFS_PACKAGES (the Debian packages to put in).
 #
 # `make test` has its own CPU counts per stage (-smp 1, and 2 and 4 for
@@ -30,7 +33,9 @@ ROOT ?=
 MEM ?=
 ROOTFS_PACKAGES ?=
 VIA_LDSO ?=
-export SMP CMDLINE QEMU_EXTRA EXTRA CMD ROOT MEM ROOTFS_PACKAGES VIA_LDSO
+NET ?=
+HOSTFWD ?=
+export SMP CMDLINE QEMU_EXTRA EXTRA CMD ROOT MEM ROOTFS_PACKAGES VIA_LDSO NET HOSTFWD
 
 .DEFAULT_GOAL := run
 .PHONY: run test test-smp iso build bench clean fmt clippy deps rootfs

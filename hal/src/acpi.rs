@@ -1,5 +1,6 @@
 //! The ACPI facts Kiln needs at boot: which CPUs exist (their local APIC
-//! ids) and where the IO APIC is, both from the MADT.
+//! ids) and where the IO APIC is, both from the MADT, and where PCI
+//! configuration space is memory-mapped (ECAM), from the MCFG.
 //!
 //! The tables sit in firmware-reserved memory that the kernel's direct map
 //! does not cover, so they are read once during boot, while the loader's
@@ -22,11 +23,14 @@ pub struct AcpiFacts {
     pub cpus_ignored: usize,
     /// The first IO APIC's physical address.
     pub ioapic: Option<u64>,
+    /// The MCFG's ECAM window for PCI segment 0, if there is one (QEMU's
+    /// q35 has it; the older `pc` machine has no MCFG).
+    pub ecam: Option<acpi::McfgEntry>,
 }
 
 impl AcpiFacts {
     pub const fn none() -> AcpiFacts {
-        AcpiFacts { madt_found: false, apic_ids: [0; MAX_CPUS], cpus: 0, cpus_ignored: 0, ioapic: None }
+        AcpiFacts { madt_found: false, apic_ids: [0; MAX_CPUS], cpus: 0, cpus_ignored: 0, ioapic: None, ecam: None }
     }
 
     /// Local APIC ids of the usable CPUs, in MADT order.
@@ -64,10 +68,13 @@ pub(crate) fn read_facts(source: RsdpSource<'_>, phys: PhysReader) -> AcpiFacts 
     let Some(root) = rsdp.and_then(|r| r.root_table_addr()).and_then(|a| table_at(a, phys)) else {
         return facts;
     };
-    let Some(madt_bytes) = acpi::root_table_entries(root)
-        .filter_map(|addr| table_at(addr, phys))
-        .find(|t| acpi::parse_sdt_header(t).is_some_and(|h| h.signature == *b"APIC"))
-    else {
+    let find = |sig: &[u8; 4]| {
+        acpi::root_table_entries(root)
+            .filter_map(|addr| table_at(addr, phys))
+            .find(|t| acpi::parse_sdt_header(t).is_some_and(|h| h.signature == *sig))
+    };
+    facts.ecam = find(b"MCFG").and_then(|t| acpi::mcfg_entries(t).find(|e| e.segment == 0));
+    let Some(madt_bytes) = find(b"APIC") else {
         return facts;
     };
     let Some(madt) = acpi::parse_madt(madt_bytes) else {

@@ -246,3 +246,31 @@ pub fn route_isa_irq(irq: u8, vector: u8, apic_id: u32) {
     ioapic_write(reg + 1, (apic_id & 0xff) << 24);
     ioapic_write(reg, u32::from(vector));
 }
+
+/// Serializes the IO APIC's index/data register pair once devices route
+/// and mask pins at run time, from several CPUs.
+static IOAPIC_LOCK: crate::sync::SpinLock<()> = crate::sync::SpinLock::new(());
+
+/// Routes IO APIC input `pin` (a PCI INTx line: level-triggered, active
+/// high as QEMU's chipsets deliver it) to `vector` on the CPU with local
+/// APIC id `apic_id`, masked or not.
+pub(crate) fn route_level_irq(pin: u8, vector: u8, apic_id: u32, masked: bool) {
+    let _guard = IOAPIC_LOCK.lock();
+    let reg = 0x10 + 2 * u32::from(pin);
+    ioapic_write(reg + 1, (apic_id & 0xff) << 24);
+    ioapic_write(reg, u32::from(vector) | 1 << 15 | u32::from(masked) << 16);
+}
+
+/// Masks or unmasks IO APIC input `pin`, keeping its routing.
+pub(crate) fn set_pin_masked(pin: u8, masked: bool) {
+    let _guard = IOAPIC_LOCK.lock();
+    let reg = 0x10 + 2 * u32::from(pin);
+    let low = ioapic_read(reg);
+    ioapic_write(reg, (low & !(1 << 16)) | u32::from(masked) << 16);
+}
+
+/// Number of IO APIC inputs.
+pub(crate) fn ioapic_pins() -> u8 {
+    let _guard = IOAPIC_LOCK.lock();
+    (((ioapic_read(1) >> 16) & 0xff) + 1) as u8
+}

@@ -8,6 +8,7 @@
 //! is `#![forbid(unsafe_code)]` and builds on these APIs alone.
 #![no_std]
 #![feature(allow_internal_unsafe)]
+#![feature(allocator_api)]
 #![allow(internal_features)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -20,6 +21,7 @@ mod boot;
 pub mod context;
 pub mod cpu;
 pub mod debug;
+pub mod device;
 pub mod extable;
 pub mod frame;
 pub mod gdt;

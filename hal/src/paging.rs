@@ -279,6 +279,37 @@ pub(crate) fn unmap_kernel_range(vaddr: u64, count: u64) {
     frames[..held].iter().for_each(|&f| mm::free_frame(f));
 }
 
+/// Maps `count` pages of device memory from `phys` at `vaddr` in the
+/// kernel half: uncached (PCD|PWT), writable, no-execute. The frames are
+/// not RAM and are not the frame allocator's, so nothing is freed on
+/// unmap ([`unmap_kernel_device`]).
+pub(crate) fn map_kernel_device(vaddr: u64, phys: PhysAddr, count: u64) -> Result<(), MapError> {
+    let _guard = KERNEL_MAP_LOCK.lock();
+    let root = kernel_root();
+    for i in 0..count {
+        let flags = WRITABLE | GLOBAL | NO_EXECUTE | NO_CACHE | WRITE_THROUGH;
+        if let Err(e) = map_page(root, vaddr + i * PAGE_SIZE, PhysAddr(phys.0 + i * PAGE_SIZE), flags) {
+            for j in 0..i {
+                unmap_page(root, vaddr + j * PAGE_SIZE);
+            }
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// Removes a device mapping made by [`map_kernel_device`], on every CPU.
+pub(crate) fn unmap_kernel_device(vaddr: u64, count: u64) {
+    {
+        let _guard = KERNEL_MAP_LOCK.lock();
+        let root = kernel_root();
+        for i in 0..count {
+            unmap_page(root, vaddr + i * PAGE_SIZE);
+        }
+    }
+    crate::tlb::shoot_kernel_range(vaddr, vaddr + count * PAGE_SIZE);
+}
+
 /// The page-table root in use on this CPU.
 pub fn current_root() -> PhysAddr {
     PhysAddr(crate::cpu::read_cr3() & ADDR_MASK)

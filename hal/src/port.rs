@@ -37,4 +37,16 @@ impl Port {
         // SAFETY: as in `read_u8`.
         unsafe { asm!("out dx, eax", in("dx") self.0, in("eax") value, options(nostack, preserves_flags)) };
     }
+
+    pub fn read_u16(self) -> u16 {
+        let value: u16;
+        // SAFETY: as in `read_u8`.
+        unsafe { asm!("in ax, dx", out("ax") value, in("dx") self.0, options(nomem, nostack, preserves_flags)) };
+        value
+    }
+
+    pub fn write_u16(self, value: u16) {
+        // SAFETY: as in `read_u8`.
+        unsafe { asm!("out dx, ax", in("dx") self.0, in("ax") value, options(nostack, preserves_flags)) };
+    }
 }

@@ -14,10 +14,12 @@
 extern crate alloc;
 
 mod banner;
+mod bottom_half;
 mod clock;
 mod console;
 mod cred;
 mod dev;
+mod drivers;
 mod event;
 mod fs;
 mod ipc;
@@ -53,6 +55,8 @@ fn kmain(info: &'static hal::BootInfo) -> ! {
     proc::sigio::init();
     ipc::init();
     start_other_cpus(info.command_line());
+    bottom_half::init();
+    drivers::probe();
 
     // The first kernel thread marks the end of boot.
     let booted = sched::spawn("init", move || {

@@ -35,7 +35,9 @@ commands:
   run [--smp N] [--cmdline \"...\"] [-- <qemu args>]
                             build and boot in QEMU (env: SMP, default 2;
                             MEM, default 512M or 2G with ROOT=debian;
-                            ROOT=debian for the Debian root; QEMU_EXTRA, KVM=1)
+                            ROOT=debian for the Debian root; QEMU_EXTRA, KVM=1;
+                            NET=virtio|e1000|none, default virtio, on user
+                            networking; HOSTFWD=\"tcp:127.0.0.1:8080-:80 ...\")
   rootfs                    build the Debian root from Debian's packages into
                             build/debian (env: ROOTFS_PACKAGES)
   iso                       build the kernel and make target/kiln/kiln.iso
@@ -175,6 +177,9 @@ fn run(args: &[String]) -> Result<ExitCode> {
     }
     let root = RootChoice::from_env()?;
     extra.splice(0..0, ["-m".to_string(), root.memory()]);
+    let net = qemu::Net::from_env(qemu::Net::Virtio)?;
+    let hostfwd = std::env::var("HOSTFWD").unwrap_or_default();
+    extra.splice(0..0, qemu::net_args(net, &hostfwd)?);
     let elf = build::kernel(build::Flavor::Normal)?;
     let extra_dir = std::env::var("EXTRA").ok().filter(|s| !s.trim().is_empty()).map(std::path::PathBuf::from);
     let initrd = match root {

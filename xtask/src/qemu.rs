@@ -34,6 +34,49 @@ pub fn env_extra() -> Vec<String> {
     std::env::var("QEMU_EXTRA").unwrap_or_default().split_whitespace().map(String::from).collect()
 }
 
+/// The NIC a boot gets (`NET=`): none, virtio-net or e1000, each on QEMU
+/// user networking.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Net {
+    None,
+    Virtio,
+    E1000,
+}
+
+impl Net {
+    /// `NET=` from the environment, or `default` when unset or empty.
+    pub fn from_env(default: Net) -> Result<Net> {
+        match std::env::var("NET").unwrap_or_default().trim() {
+            "" => Ok(default),
+            "none" => Ok(Net::None),
+            "virtio" => Ok(Net::Virtio),
+            "e1000" => Ok(Net::E1000),
+            other => Err(format!("NET={other}: expected virtio, e1000 or none")),
+        }
+    }
+}
+
+/// QEMU arguments for `net` on user networking (slirp) with `restrict=on`:
+/// the guest reaches nothing beyond slirp's own gateway and DNS, and only
+/// the `hostfwd` rules (QEMU's syntax, separated by spaces) connect it to
+/// the host, each bound to 127.0.0.1.
+pub fn net_args(net: Net, hostfwd: &str) -> Result<Vec<String>> {
+    let model = match net {
+        Net::None => return Ok(Vec::new()),
+        Net::Virtio => "virtio-net-pci",
+        Net::E1000 => "e1000",
+    };
+    let mut netdev = "user,id=n0,restrict=on".to_string();
+    for rule in hostfwd.split_whitespace() {
+        if !(rule.starts_with("tcp:127.0.0.1:") || rule.starts_with("udp:127.0.0.1:")) {
+            return Err(format!("HOSTFWD rule {rule:?}: must start with tcp:127.0.0.1: or udp:127.0.0.1:"));
+        }
+        netdev.push_str(",hostfwd=");
+        netdev.push_str(rule);
+    }
+    Ok(vec!["-netdev".into(), netdev, "-device".into(), format!("{model},netdev=n0")])
+}
+
 /// KVM is opt-in: CI machines and most containers have no `/dev/kvm`, and
 /// TCG is the configuration the tests are written against.
 fn accel() -> &'static str {
@@ -190,6 +233,20 @@ impl AnsiFilter {
                 (AnsiState::Csi, _) => AnsiState::Text,
             };
         }
+    }
+}
+
+#[cfg(test)]
+mod net_tests {
+    use super::*;
+
+    #[test]
+    fn net_arguments() {
+        assert!(net_args(Net::None, "").unwrap().is_empty());
+        let a = net_args(Net::Virtio, "tcp:127.0.0.1:8080-:80 udp:127.0.0.1:5353-:53").unwrap();
+        assert_eq!(a[1], "user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:8080-:80,hostfwd=udp:127.0.0.1:5353-:53");
+        assert_eq!(a[3], "virtio-net-pci,netdev=n0");
+        assert!(net_args(Net::E1000, "tcp::8080-:80").is_err(), "a rule open to every address");
     }
 }
 

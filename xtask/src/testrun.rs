@@ -307,7 +307,8 @@ fn ktests(elf: &std::path::Path, smp: u32) -> Result<Totals> {
     let boot = qemu::Boot {
         image: qemu::Image::Kernel { elf: elf.to_path_buf(), cmdline: ktest_cmdline(), initrd: None },
         smp,
-        extra: Vec::new(),
+        // The device-layer tests drive a virtio NIC and ARP slirp's gateway.
+        extra: qemu::net_args(qemu::Net::Virtio, "")?,
     };
     let log = build::out_dir().join(if smp == 1 { "ktest.log".to_string() } else { format!("ktest-smp{smp}.log") });
     let run = qemu::run_captured(&boot, KTEST_TIMEOUT, &log)?;

@@ -9,6 +9,7 @@
 
 mod boot_tests;
 mod dev_tests;
+mod device_tests;
 mod event_tests;
 mod limit_tests;
 mod mm_tests;
@@ -52,6 +53,7 @@ const SUITES: &[&[KTest]] = &[
     sched_tests::TESTS,
     smp_tests::TESTS,
     dev_tests::TESTS,
+    device_tests::TESTS,
     event_tests::TESTS,
     limit_tests::TESTS,
 ];

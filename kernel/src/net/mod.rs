@@ -25,6 +25,7 @@
 
 pub mod inet;
 mod io;
+pub mod netdevs;
 mod options;
 mod sigio;
 mod socket;

@@ -260,3 +260,77 @@ fn sums_to_zero(bytes: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests;
+
+/// One MCFG allocation: the ECAM window of one PCI segment's bus range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct McfgEntry {
+    /// Physical address of bus 0's configuration space in this segment
+    /// (even when `bus_start` is not 0, as the PCI firmware spec says).
+    pub base: u64,
+    pub segment: u16,
+    pub bus_start: u8,
+    pub bus_end: u8,
+}
+
+/// Offset of the first allocation in an MCFG: the header and 8 reserved bytes.
+const MCFG_ENTRIES_OFFSET: usize = SDT_HEADER_LEN + 8;
+const MCFG_ENTRY_LEN: usize = 16;
+
+/// The ECAM allocations an MCFG (signature "MCFG") lists. Yields nothing
+/// for another table; entries with an empty bus range or a null base are
+/// skipped. The checksum is not checked here (see [`table_is_valid`]).
+pub fn mcfg_entries(table_bytes: &[u8]) -> impl Iterator<Item = McfgEntry> + '_ {
+    let body = match table(table_bytes) {
+        Some((h, t)) if h.signature == *b"MCFG" => t.get(MCFG_ENTRIES_OFFSET..).unwrap_or(&[]),
+        _ => &[][..],
+    };
+    body.chunks_exact(MCFG_ENTRY_LEN).filter_map(|e| {
+        let entry = McfgEntry { base: u64_at(e, 0)?, segment: u16_at(e, 8)?, bus_start: e[10], bus_end: e[11] };
+        (entry.base != 0 && entry.bus_start <= entry.bus_end).then_some(entry)
+    })
+}
+
+#[cfg(test)]
+mod mcfg_tests {
+    use super::*;
+
+    fn mcfg(entries: &[(u64, u16, u8, u8)]) -> std::vec::Vec<u8> {
+        let len = MCFG_ENTRIES_OFFSET + entries.len() * MCFG_ENTRY_LEN;
+        let mut t = std::vec![0u8; len];
+        t[..4].copy_from_slice(b"MCFG");
+        t[4..8].copy_from_slice(&(len as u32).to_le_bytes());
+        for (i, &(base, seg, s, e)) in entries.iter().enumerate() {
+            let o = MCFG_ENTRIES_OFFSET + i * MCFG_ENTRY_LEN;
+            t[o..o + 8].copy_from_slice(&base.to_le_bytes());
+            t[o + 8..o + 10].copy_from_slice(&seg.to_le_bytes());
+            t[o + 10] = s;
+            t[o + 11] = e;
+        }
+        let sum = t.iter().fold(0u8, |a, &b| a.wrapping_add(b));
+        t[9] = 0u8.wrapping_sub(sum);
+        t
+    }
+
+    #[test]
+    fn qemu_q35_mcfg_decodes() {
+        // What QEMU's q35 reports: one segment, buses 0..=255 at 0xB000_0000.
+        let t = mcfg(&[(0xB000_0000, 0, 0, 255)]);
+        assert!(table_is_valid(&t));
+        let e: std::vec::Vec<_> = mcfg_entries(&t).collect();
+        assert_eq!(e, [McfgEntry { base: 0xB000_0000, segment: 0, bus_start: 0, bus_end: 255 }]);
+    }
+
+    #[test]
+    fn bad_entries_are_skipped() {
+        let t = mcfg(&[(0, 0, 0, 255), (0xE000_0000, 1, 9, 3), (0xC000_0000, 2, 0, 7)]);
+        let e: std::vec::Vec<_> = mcfg_entries(&t).collect();
+        assert_eq!(e.len(), 1);
+        assert_eq!(e[0].segment, 2);
+        // A truncated table yields nothing past its end, and another
+        // signature yields nothing at all.
+        assert_eq!(mcfg_entries(&t[..MCFG_ENTRIES_OFFSET + 10]).count(), 0);
+        let mut other = t.clone();
+        other[..4].copy_from_slice(b"APIC");
+        assert_eq!(mcfg_entries(&other).count(), 0);
+    }
+}

@@ -23,10 +23,12 @@ pub mod ipconfig;
 pub mod ksyms;
 pub mod memmap;
 pub mod multiboot2;
+pub mod pci;
 pub mod pvh;
 pub mod seccomp;
 pub mod shebang;
 pub mod vdso;
+pub mod virtq;
 
 pub(crate) mod bytes {
     //! Little-endian field readers shared by the parsers. Each returns

@@ -1,0 +1,331 @@
+//! The virtio network device (virtio 1.2, section 5.1) as a
+//! [`netdev::NetDevice`].
+//!
+//! One receive and one transmit queue. Every descriptor owns a fixed
+//! 2 KiB slot of one DMA buffer per direction (descriptor `i` is slot
+//! `i`), so a frame is built or read in place, after the 12-byte
+//! `virtio_net_hdr`, and nothing is copied by the driver. One interrupt
+//! vector serves both queues and configuration changes: its top half
+//! only acknowledges (the ISR register on a shared INTx line) and asks
+//! for the bottom half, which calls the stack's waker.
+
+#![no_std]
+#![forbid(unsafe_code)]
+
+extern crate alloc;
+
+mod irq;
+
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+
+use hal::device::{DmaBuffer, IrqHandler, IrqVector, PciDevice};
+use netdev::{
+    Capabilities, DeviceError, Events, LinkState, MacAddress, NetDevice, RxMeta, Stats, TxError, TxMeta, Waker,
+};
+use virtio::{feature, status, Buffer, QueueError, Transport, TransportError, VirtQueue};
+
+use irq::Shared;
+
+/// Device feature bits this driver uses.
+pub mod features {
+    /// The device has a MAC address in its configuration.
+    pub const MAC: u64 = 1 << 5;
+    /// The configuration has a link status field.
+    pub const STATUS: u64 = 1 << 16;
+}
+
+/// `virtio_net_hdr` with VERSION_1: flags, gso_type, hdr_len, gso_size,
+/// csum_start, csum_offset, num_buffers.
+const HDR_LEN: usize = 12;
+/// Slot size: header plus the largest untagged Ethernet frame, rounded.
+const SLOT: usize = 2048;
+const MAX_FRAME: usize = 1514;
+const QUEUE_SIZE: u16 = 256;
+const RX: u16 = 0;
+const TX: u16 = 1;
+/// Configuration: mac[6], then status (bit 0: link up).
+const CFG_STATUS: u64 = 6;
+/// What the driver asks for; only VERSION_1 is required.
+const WANTED: u64 = feature::VERSION_1 | features::MAC | features::STATUS;
+
+/// The receive and transmit queues, on the device's one vector (and
+/// configuration changes on it too).
+fn setup_queues(t: &Transport, vector: Option<&IrqVector>) -> Result<(VirtQueue, VirtQueue), Error> {
+    t.set_config_vector(vector).map_err(Error::Transport)?;
+    let rx = VirtQueue::new(t, RX, QUEUE_SIZE, vector).map_err(Error::Queue)?;
+    let tx = VirtQueue::new(t, TX, QUEUE_SIZE, vector).map_err(Error::Queue)?;
+    Ok((rx, tx))
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Error {
+    Transport(TransportError),
+    Queue(QueueError),
+    NoMemory,
+    NoInterrupt,
+}
+
+pub struct VirtioNet {
+    transport: Transport,
+    rx: VirtQueue,
+    tx: VirtQueue,
+    rx_buf: DmaBuffer,
+    tx_buf: DmaBuffer,
+    /// Which TX slots the device holds.
+    tx_busy: Vec<bool>,
+    mac: MacAddress,
+    link: LinkState,
+    stats: Stats,
+    shared: Arc<Shared>,
+    /// Held for their lifetime: dropping a vector frees it.
+    vectors: Vec<IrqVector>,
+}
+
+impl VirtioNet {
+    /// Brings the device up: features, queues, receive buffers, interrupt.
+    pub fn new(pci: PciDevice) -> Result<VirtioNet, Error> {
+        let mut transport = Transport::new(pci).map_err(Error::Transport)?;
+        transport.begin_init(WANTED, feature::VERSION_1).map_err(Error::Transport)?;
+        let shared = Arc::new(Shared::new(transport.isr()));
+        let handler: Arc<dyn IrqHandler> = shared.clone();
+        let vectors = transport.pci().request_irqs(&[handler]).map_err(|_| Error::NoInterrupt)?;
+        shared.set_needs_isr(vectors.first().is_some_and(|v| v.msix_entry().is_none()));
+        let (rx, tx) = setup_queues(&transport, vectors.first())?;
+        let dma = transport.pci().dma();
+        let rx_buf = dma.alloc(usize::from(rx.size()) * SLOT).map_err(|_| Error::NoMemory)?;
+        let tx_buf = dma.alloc(usize::from(tx.size()) * SLOT).map_err(|_| Error::NoMemory)?;
+        let mut tx_busy = Vec::new();
+        tx_busy.try_reserve(usize::from(tx.size())).map_err(|_| Error::NoMemory)?;
+        tx_busy.resize(usize::from(tx.size()), false);
+        transport.pci().set_bus_master(true);
+        let mut nic = VirtioNet {
+            mac: MacAddress::default(),
+            link: LinkState::Up,
+            transport,
+            rx,
+            tx,
+            rx_buf,
+            tx_buf,
+            tx_busy,
+            stats: Stats::default(),
+            shared,
+            vectors,
+        };
+        nic.mac = nic.read_mac();
+        nic.fill_rx()?;
+        nic.transport.finish_init();
+        nic.link = nic.read_link();
+        Ok(nic)
+    }
+
+    /// Resets the device and sets it up again with fresh queues. The
+    /// reset makes the device forget every ring and buffer address, so
+    /// the old rings' memory may go back to the kernel.
+    fn restart(&mut self) -> Result<(), Error> {
+        self.transport.begin_init(WANTED, feature::VERSION_1).map_err(Error::Transport)?;
+        let (rx, tx) = setup_queues(&self.transport, self.vectors.first())?;
+        self.rx = rx;
+        self.tx = tx;
+        self.tx_busy.fill(false);
+        self.transport.pci().release_idle_dma_after_reset();
+        self.fill_rx()?;
+        self.transport.finish_init();
+        self.link = self.read_link();
+        Ok(())
+    }
+
+    fn read_mac(&self) -> MacAddress {
+        let mut mac = [0u8; 6];
+        if self.transport.features() & features::MAC != 0 {
+            if let Some(cfg) = self.transport.device_config() {
+                for (i, b) in mac.iter_mut().enumerate() {
+                    *b = cfg.read::<u8>(i as u64).unwrap_or(0);
+                }
+            }
+        }
+        MacAddress(mac)
+    }
+
+    fn read_link(&self) -> LinkState {
+        if self.transport.features() & features::STATUS == 0 {
+            return LinkState::Up;
+        }
+        match self.transport.device_config().and_then(|c| c.read::<u16>(CFG_STATUS).ok()) {
+            Some(s) if s & 1 == 0 => LinkState::Down,
+            _ => LinkState::Up,
+        }
+    }
+
+    /// Gives every free receive descriptor its slot.
+    fn fill_rx(&mut self) -> Result<(), Error> {
+        let mut posted = false;
+        while self.rx.free_descriptors() > 0 {
+            self.push_rx_slot()?;
+            posted = true;
+        }
+        if posted {
+            self.rx.notify();
+        }
+        Ok(())
+    }
+
+    /// Posts the slot of the descriptor the queue will use next: with
+    /// one-descriptor chains, descriptor `i` always carries slot `i`.
+    fn push_rx_slot(&mut self) -> Result<u16, Error> {
+        let next = self.rx.peek_free().ok_or(Error::Queue(QueueError::Full))?;
+        let addr = self.rx_buf.device_addr_at(usize::from(next) * SLOT).ok_or(Error::NoMemory)?;
+        let head = self.rx.push(&[Buffer { addr, len: SLOT as u32, device_writes: true }]).map_err(Error::Queue)?;
+        debug_assert_eq!(head, next);
+        Ok(head)
+    }
+
+    fn reclaim_tx(&mut self) -> bool {
+        let mut any = false;
+        while let Some(done) = self.tx.pop_used() {
+            match done {
+                Ok((head, _)) => {
+                    if let Some(b) = self.tx_busy.get_mut(usize::from(head)) {
+                        *b = false;
+                    }
+                    any = true;
+                }
+                Err(_) => self.stats.tx_errors += 1,
+            }
+        }
+        any
+    }
+}
+
+impl VirtioNet {
+    /// Interrupts the top half accepted, for tests.
+    pub fn interrupts(&self) -> u64 {
+        self.shared.interrupts.load(core::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Steers the device's interrupt vector to `cpu`.
+    pub fn set_irq_affinity(&self, cpu: usize) -> Result<(), hal::device::IrqError> {
+        self.vectors.iter().try_for_each(|v| v.set_affinity(cpu))
+    }
+
+    /// How the device interrupts (MSI-X, MSI or INTx).
+    pub fn irq_kind(&self) -> Option<hal::device::IrqKind> {
+        self.vectors.first().map(|v| v.kind())
+    }
+}
+
+impl NetDevice for VirtioNet {
+    fn driver_name(&self) -> &'static str {
+        "virtio-net"
+    }
+
+    fn mac(&self) -> MacAddress {
+        self.mac
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities { mtu: 1500, ..Capabilities::default() }
+    }
+
+    fn link(&self) -> LinkState {
+        self.link
+    }
+
+    fn set_waker(&mut self, waker: Waker) {
+        self.shared.set_waker(waker);
+    }
+
+    fn transmit(&mut self, meta: TxMeta, len: usize, fill: &mut dyn FnMut(&mut [u8])) -> Result<(), TxError> {
+        if self.transport.pci().is_revoked() {
+            return Err(TxError::Unavailable);
+        }
+        if len > MAX_FRAME || meta.segmentation.is_some() || meta.checksum.is_some() {
+            return Err(if len > MAX_FRAME { TxError::TooLong } else { TxError::Unavailable });
+        }
+        if self.link == LinkState::Down {
+            return Err(TxError::LinkDown);
+        }
+        if self.tx.free_descriptors() == 0 {
+            self.reclaim_tx();
+        }
+        let slot = self.tx.peek_free().ok_or(TxError::Busy)?;
+        let start = usize::from(slot) * SLOT;
+        {
+            let bytes = &mut self.tx_buf.as_mut_slice()[start..start + HDR_LEN + len];
+            bytes[..HDR_LEN].fill(0);
+            fill(&mut bytes[HDR_LEN..]);
+        }
+        let addr = self.tx_buf.device_addr_at(start).ok_or(TxError::Unavailable)?;
+        self.tx_buf.sync_for_device();
+        let head = self
+            .tx
+            .push(&[Buffer { addr, len: (HDR_LEN + len) as u32, device_writes: false }])
+            .map_err(|_| TxError::Busy)?;
+        debug_assert_eq!(head, slot);
+        self.tx_busy[usize::from(head)] = true;
+        self.tx.notify();
+        self.stats.tx_packets += 1;
+        self.stats.tx_bytes += len as u64;
+        Ok(())
+    }
+
+    fn receive(&mut self, budget: usize, sink: &mut dyn FnMut(&[u8], RxMeta)) -> usize {
+        let mut handed = 0;
+        while handed < budget {
+            let Some(done) = self.rx.pop_used() else { break };
+            let (head, written) = match done {
+                Ok(d) => d,
+                Err(_) => {
+                    self.stats.rx_errors += 1;
+                    continue;
+                }
+            };
+            let written = written as usize;
+            self.rx_buf.sync_for_cpu();
+            if (HDR_LEN..=SLOT).contains(&written) {
+                let start = usize::from(head) * SLOT;
+                sink(&self.rx_buf.as_slice()[start + HDR_LEN..start + written], RxMeta::default());
+                self.stats.rx_packets += 1;
+                self.stats.rx_bytes += (written - HDR_LEN) as u64;
+                handed += 1;
+            } else {
+                self.stats.rx_errors += 1;
+            }
+            if self.push_rx_slot().is_err() {
+                self.stats.rx_dropped += 1;
+            }
+        }
+        if handed > 0 {
+            self.rx.notify();
+        }
+        handed
+    }
+
+    fn service(&mut self) -> Events {
+        if self.transport.status() & status::NEEDS_RESET != 0 && !self.transport.pci().is_revoked() {
+            log::warn!("virtio-net {}: device needs a reset; resetting", self.transport.pci().address());
+            let was_reset = self.restart().is_ok();
+            return Events { rx_ready: false, tx_room: was_reset, link_changed: true, was_reset };
+        }
+        let tx_room = self.reclaim_tx();
+        let link = self.read_link();
+        let link_changed = link != self.link;
+        self.link = link;
+        let _ = self.fill_rx();
+        Events { rx_ready: self.rx.has_used(), tx_room, link_changed, was_reset: false }
+    }
+
+    fn reset(&mut self) -> Result<(), DeviceError> {
+        if self.transport.pci().is_revoked() {
+            return Err(DeviceError::Revoked);
+        }
+        self.restart().map_err(|e| match e {
+            Error::NoMemory | Error::Queue(QueueError::Dma(_)) => DeviceError::NoMemory,
+            _ => DeviceError::ResetFailed,
+        })
+    }
+
+    fn stats(&self) -> Stats {
+        self.stats
+    }
+}

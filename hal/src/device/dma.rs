@@ -1,0 +1,344 @@
+//! DMA memory a device may read and write, without the driver ever
+//! holding a physical address.
+//!
+//! * [`DeviceAddr`] is the only form a bus address takes outside the hal:
+//!   opaque, not constructible from a number, with no accessor for its
+//!   value. Drivers put it where the device needs it, in a
+//!   [`super::mmio::Register`] or a [`DmaRing`] entry field.
+//! * [`DmaBuffer`] is physically contiguous, zeroed memory from the
+//!   device's own [`DmaPool`]. A buffer the driver drops goes back to that
+//!   pool, not to the kernel: the device may still hold its address. The
+//!   pool returns memory to the frame allocator only once the device's bus
+//!   mastering is off (the device handle dropped, revoked or reset), so a
+//!   device can never write memory the kernel has reused. A stale address
+//!   in a confused driver corrupts only that device's own buffers.
+//! * [`DmaRing<T>`] is a typed array in a coherent buffer (descriptor
+//!   tables); `T` is a plain-data layout declared with [`crate::dma_struct!`],
+//!   read and written as whole entries with volatile accesses.
+//!
+//! x86 DMA is cache-coherent, so "coherent" and "streaming" buffers are
+//! the same memory here; [`DmaBuffer::sync_for_device`] and
+//! [`DmaBuffer::sync_for_cpu`] are the ordering points (fences) a
+//! streaming handoff needs.
+
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::marker::PhantomData;
+use core::sync::atomic::{fence, AtomicBool, Ordering};
+
+use crate::mm::{PhysAddr, PAGE_SIZE};
+use crate::sync::SpinLock;
+
+/// An address a device uses to reach a [`DmaBuffer`]. Drivers can copy it
+/// into device-visible places but cannot make one from a number or read
+/// its value.
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
+#[repr(transparent)]
+pub struct DeviceAddr(u64);
+
+impl DeviceAddr {
+    pub(crate) fn bits(self) -> u64 {
+        self.0
+    }
+
+    /// A value read back from the device (a register or ring entry): it
+    /// can only be written back there, never dereferenced.
+    pub(crate) fn from_device(bits: u64) -> DeviceAddr {
+        DeviceAddr(bits)
+    }
+}
+
+impl core::fmt::Debug for DeviceAddr {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("DeviceAddr(..)")
+    }
+}
+
+/// Types whose every bit pattern is a valid value and which have no
+/// padding: what a device may write and a driver may read back. Implemented
+/// for the unsigned integers, [`DeviceAddr`], and structs declared with
+/// [`crate::dma_struct!`].
+///
+/// # Safety
+/// Implementors must be `repr(C)` or primitive, have no padding, and
+/// accept any bit pattern.
+pub unsafe trait DmaPlain: Copy + 'static {}
+
+// SAFETY: unsigned integers and the transparent DeviceAddr have no padding
+// and every bit pattern is a value.
+unsafe impl DmaPlain for u8 {}
+// SAFETY: as above.
+unsafe impl DmaPlain for u16 {}
+// SAFETY: as above.
+unsafe impl DmaPlain for u32 {}
+// SAFETY: as above.
+unsafe impl DmaPlain for u64 {}
+// SAFETY: as above.
+unsafe impl DmaPlain for DeviceAddr {}
+
+/// Declares a `repr(C)` descriptor layout that can live in a [`DmaRing`]:
+/// every field must itself be [`DmaPlain`] and the struct must have no
+/// padding (both checked at compile time).
+///
+/// ```ignore
+/// hal::dma_struct! {
+///     pub struct VirtqDesc { pub addr: DeviceAddr, pub len: u32, pub flags: u16, pub next: u16 }
+/// }
+/// ```
+#[macro_export]
+#[allow_internal_unsafe]
+macro_rules! dma_struct {
+    ($(#[$m:meta])* $vis:vis struct $name:ident { $($fvis:vis $field:ident : $ty:ty),* $(,)? }) => {
+        $(#[$m])*
+        #[repr(C)]
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        $vis struct $name { $($fvis $field: $ty),* }
+        const _: () = {
+            fn fields_are_plain() {
+                fn plain<T: $crate::device::dma::DmaPlain>() {}
+                $(plain::<$ty>();)*
+            }
+            assert!(
+                core::mem::size_of::<$name>() == 0 $(+ core::mem::size_of::<$ty>())*,
+                "a dma_struct may not have padding"
+            );
+        };
+        // SAFETY: repr(C), every field is DmaPlain (checked above), and the
+        // size is the sum of the fields' (no padding), so every bit pattern
+        // is a value.
+        unsafe impl $crate::device::dma::DmaPlain for $name {}
+    };
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DmaError {
+    NoMemory,
+    /// Zero length or too large.
+    BadSize,
+    /// The device was revoked.
+    Revoked,
+}
+
+/// Every DMA allocation of one device. Frames return to the kernel only
+/// from [`DmaPool::release_idle`] and the pool's drop, which the device
+/// handle calls after turning bus mastering off.
+#[derive(Debug)]
+pub struct DmaPool {
+    /// Allocations no buffer holds, kept for reuse by this device only.
+    idle: SpinLock<Vec<(PhysAddr, u64)>>,
+    /// Set once bus mastering is off for good: idle memory may go back.
+    quiesced: AtomicBool,
+    revoked: AtomicBool,
+}
+
+impl DmaPool {
+    pub(crate) fn new() -> Arc<DmaPool> {
+        Arc::new(DmaPool {
+            idle: SpinLock::new(Vec::new()),
+            quiesced: AtomicBool::new(false),
+            revoked: AtomicBool::new(false),
+        })
+    }
+
+    /// The device can no longer reach memory (bus mastering off): idle
+    /// allocations go back to the frame allocator now, and buffers still
+    /// held go back when they drop if `for_good`.
+    pub(crate) fn release_idle(&self, for_good: bool) {
+        if for_good {
+            self.quiesced.store(true, Ordering::Release);
+        }
+        let idle = core::mem::take(&mut *self.idle.lock());
+        for (frame, pages) in idle {
+            crate::mm::free_contiguous(frame, pages);
+        }
+    }
+
+    pub(crate) fn revoke(&self) {
+        self.revoked.store(true, Ordering::Release);
+    }
+
+    fn take(&self, pages: u64) -> Option<PhysAddr> {
+        let mut idle = self.idle.lock();
+        let i = idle.iter().position(|&(_, p)| p == pages)?;
+        let (frame, _) = idle.swap_remove(i);
+        drop(idle);
+        crate::mm::zero_frames(frame, pages);
+        Some(frame)
+    }
+
+    fn give_back(&self, frame: PhysAddr, pages: u64) {
+        if self.quiesced.load(Ordering::Acquire) {
+            crate::mm::free_contiguous(frame, pages);
+            return;
+        }
+        let mut idle = self.idle.lock();
+        if idle.try_reserve(1).is_ok() {
+            idle.push((frame, pages));
+        } else {
+            // Freeing is not allowed while the device may write it, and
+            // keeping it needs memory we do not have: leak it.
+            log::error!("dma: leaking {pages} page(s): no memory to track them");
+        }
+    }
+
+    /// `len` bytes of zeroed, physically contiguous memory for this device.
+    pub fn alloc(self: &Arc<Self>, len: usize) -> Result<DmaBuffer, DmaError> {
+        if self.revoked.load(Ordering::Acquire) {
+            return Err(DmaError::Revoked);
+        }
+        if len == 0 || len > 16 << 20 {
+            return Err(DmaError::BadSize);
+        }
+        let pages = (len as u64).div_ceil(PAGE_SIZE);
+        let frame = match self.take(pages) {
+            Some(f) => f,
+            None => {
+                let f = crate::mm::alloc_contiguous(pages, 1).ok_or(DmaError::NoMemory)?;
+                crate::mm::zero_frames(f, pages);
+                f
+            }
+        };
+        Ok(DmaBuffer { frame, pages, len, pool: self.clone() })
+    }
+
+    /// A zeroed ring of `count` entries of `T`.
+    pub fn alloc_ring<T: DmaPlain>(self: &Arc<Self>, count: usize) -> Result<DmaRing<T>, DmaError> {
+        let bytes = count.checked_mul(core::mem::size_of::<T>()).ok_or(DmaError::BadSize)?;
+        Ok(DmaRing { buffer: self.alloc(bytes)?, count, _entry: PhantomData })
+    }
+}
+
+impl Drop for DmaPool {
+    fn drop(&mut self) {
+        // Only reached after the device handle (which holds the pool)
+        // dropped, and it turns bus mastering off first.
+        self.release_idle(true);
+    }
+}
+
+/// Zeroed, physically contiguous DMA memory owned by one device.
+#[derive(Debug)]
+pub struct DmaBuffer {
+    frame: PhysAddr,
+    pages: u64,
+    len: usize,
+    pool: Arc<DmaPool>,
+}
+
+impl DmaBuffer {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The address the device uses for the buffer's first byte.
+    pub fn device_addr(&self) -> DeviceAddr {
+        DeviceAddr(self.frame.0)
+    }
+
+    /// The device address of byte `offset`, if inside the buffer.
+    pub fn device_addr_at(&self, offset: usize) -> Option<DeviceAddr> {
+        (offset < self.len).then(|| DeviceAddr(self.frame.0 + offset as u64))
+    }
+
+    fn ptr(&self) -> *mut u8 {
+        self.frame.to_virt() as *mut u8
+    }
+
+    /// The bytes, for the CPU's side of a handoff. The driver gives a
+    /// buffer (or part of one) to the device by putting its address in a
+    /// ring, and looks at it only after the device gave it back.
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: the frames are this buffer's alone (taken from the frame
+        // allocator or this pool's idle list, never handed out twice), are
+        // mapped by the direct map, and live as long as `self`. The device
+        // writes only parts it was given, and the driver reads them after
+        // it gave them back (ordered by `sync_for_cpu`).
+        unsafe { core::slice::from_raw_parts(self.ptr(), self.len) }
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as in `as_slice`; `&mut self` makes the CPU side unique.
+        unsafe { core::slice::from_raw_parts_mut(self.ptr(), self.len) }
+    }
+
+    /// Orders the CPU's writes before the device's reads (before the
+    /// driver publishes the buffer to the device).
+    pub fn sync_for_device(&self) {
+        fence(Ordering::Release);
+    }
+
+    /// Orders the device's writes before the CPU's reads (after the driver
+    /// saw the device give the buffer back).
+    pub fn sync_for_cpu(&self) {
+        fence(Ordering::Acquire);
+    }
+
+    /// Volatile access to a `T` at `offset` (ring headers and indices the
+    /// device updates while the driver watches).
+    pub fn read<T: DmaPlain>(&self, offset: usize) -> Option<T> {
+        let addr = self.checked::<T>(offset)?;
+        // SAFETY: in bounds and aligned (checked), T accepts any bits.
+        Some(unsafe { core::ptr::read_volatile(addr as *const T) })
+    }
+
+    pub fn write<T: DmaPlain>(&self, offset: usize, value: T) -> Option<()> {
+        let addr = self.checked::<T>(offset)?;
+        // SAFETY: in bounds and aligned (checked); the memory is DMA
+        // memory shared with the device, never a Rust object of another
+        // type, and volatile writes race with nothing the CPU holds.
+        unsafe { core::ptr::write_volatile(addr as *mut T, value) };
+        Some(())
+    }
+
+    fn checked<T>(&self, offset: usize) -> Option<usize> {
+        let size = core::mem::size_of::<T>();
+        if offset.checked_add(size)? > self.len || !offset.is_multiple_of(core::mem::align_of::<T>()) {
+            return None;
+        }
+        Some(self.ptr() as usize + offset)
+    }
+}
+
+impl Drop for DmaBuffer {
+    fn drop(&mut self) {
+        self.pool.give_back(self.frame, self.pages);
+    }
+}
+
+/// A typed array of `T` in DMA memory (a descriptor table or ring).
+#[derive(Debug)]
+pub struct DmaRing<T: DmaPlain> {
+    buffer: DmaBuffer,
+    count: usize,
+    _entry: PhantomData<T>,
+}
+
+impl<T: DmaPlain> DmaRing<T> {
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    pub fn device_addr(&self) -> DeviceAddr {
+        self.buffer.device_addr()
+    }
+
+    /// Entry `index`, as the device last left it. Panics past the end (a
+    /// driver bug, like a slice index).
+    pub fn get(&self, index: usize) -> T {
+        assert!(index < self.count, "DmaRing index {index} past {}", self.count);
+        self.buffer.read(index * core::mem::size_of::<T>()).unwrap_or_else(|| unreachable!())
+    }
+
+    pub fn set(&self, index: usize, value: T) {
+        assert!(index < self.count, "DmaRing index {index} past {}", self.count);
+        self.buffer.write(index * core::mem::size_of::<T>(), value).unwrap_or_else(|| unreachable!())
+    }
+}
