@@ -120,7 +120,9 @@ impl SockOptions {
         ] {
             to.store(f.load(Ordering::Relaxed), Ordering::Relaxed);
         }
-        for (to, f) in [(&self.rcvtimeo, &from.rcvtimeo), (&self.sndtimeo, &from.sndtimeo), (&self.linger, &from.linger)] {
+        for (to, f) in
+            [(&self.rcvtimeo, &from.rcvtimeo), (&self.sndtimeo, &from.sndtimeo), (&self.linger, &from.linger)]
+        {
             to.store(f.load(Ordering::Relaxed), Ordering::Relaxed);
         }
         self.priority.store(from.priority.load(Ordering::Relaxed), Ordering::Relaxed);

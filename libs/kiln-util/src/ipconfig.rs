@@ -126,7 +126,7 @@ pub fn parse(value: &str) -> Result<IpConfig<'_>, IpConfigError> {
 
 /// The `ip=` value on a kernel command line, if any (the last wins).
 pub fn find(cmdline: &str) -> Option<&str> {
-    cmdline.split_whitespace().filter_map(|a| a.strip_prefix("ip=")).last()
+    cmdline.split_whitespace().rev().find_map(|a| a.strip_prefix("ip="))
 }
 
 #[cfg(test)]

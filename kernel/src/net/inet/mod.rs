@@ -92,6 +92,15 @@ pub fn init(cmdline: &str) {
     };
     *STACK.lock() = Some(Stack::new(lo));
     poller::start();
+    // The NICs the drivers found (now, and any later) join the stack.
+    crate::net::netdevs::set_consumer(take_device);
 }
 
-pub use config::register_device;
+/// What the drivers' registry hands each NIC to.
+fn take_device(dev: alloc::boxed::Box<dyn netdev::NetDevice>) {
+    let driver = dev.driver_name();
+    match config::register_device(dev) {
+        Ok(name) => log::info!("net: {driver} is {name}"),
+        Err(e) => log::warn!("net: {driver} not added: {}", e.name()),
+    }
+}

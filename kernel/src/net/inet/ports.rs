@@ -62,9 +62,8 @@ impl Binding {
     /// SO_REUSEADDR and neither listening, or both SO_REUSEPORT by the
     /// same user; UDP shares on SO_REUSEADDR alone).
     fn may_share(&self, other: &Binding, proto: Transport) -> bool {
-        let addr_ok = self.reuseaddr
-            && other.reuseaddr
-            && (proto == Transport::Udp || (!self.listening && !other.listening));
+        let addr_ok =
+            self.reuseaddr && other.reuseaddr && (proto == Transport::Udp || (!self.listening && !other.listening));
         let port_ok = self.reuseport && other.reuseport && self.uid == other.uid;
         addr_ok || port_ok
     }

@@ -163,9 +163,7 @@ impl TcpSocket {
         Binding {
             owner: self.c.id,
             addr: local.addr,
-            v6_any_dual: self.c.family == s::AF_INET6
-                && local.addr.is_none()
-                && !self.c.v6only.load(Ordering::Relaxed),
+            v6_any_dual: self.c.family == s::AF_INET6 && local.addr.is_none() && !self.c.v6only.load(Ordering::Relaxed),
             v6_family: self.c.family == s::AF_INET6,
             reuseaddr: self.c.opts.reuseaddr(),
             reuseport: self.c.opts.reuseport(),
@@ -613,7 +611,10 @@ impl Protocol for TcpSocket {
             None if self.c.family == s::AF_INET => IpAddress::Ipv4(Ipv4Address::new(127, 0, 0, 1)),
             None => IpAddress::Ipv6(Ipv6Address::LOCALHOST),
         };
-        if self.c.family == s::AF_INET6 && self.c.v6only.load(Ordering::Relaxed) && remote.version() == smoltcp::wire::IpVersion::Ipv4 {
+        if self.c.family == s::AF_INET6
+            && self.c.v6only.load(Ordering::Relaxed)
+            && remote.version() == smoltcp::wire::IpVersion::Ipv4
+        {
             return Err(Errno::ENETUNREACH);
         }
         {

@@ -84,9 +84,7 @@ impl UdpSocket {
         Binding {
             owner: self.c.id,
             addr: local.addr,
-            v6_any_dual: self.c.family == s::AF_INET6
-                && local.addr.is_none()
-                && !self.c.v6only.load(Ordering::Relaxed),
+            v6_any_dual: self.c.family == s::AF_INET6 && local.addr.is_none() && !self.c.v6only.load(Ordering::Relaxed),
             v6_family: self.c.family == s::AF_INET6,
             reuseaddr: self.c.opts.reuseaddr(),
             reuseport: self.c.opts.reuseport(),
