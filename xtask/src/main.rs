@@ -16,6 +16,7 @@ mod ksyms;
 mod qemu;
 mod recap;
 mod rootfs;
+mod serverstest;
 mod testrun;
 mod unsafe_check;
 mod usertest;
@@ -49,6 +50,8 @@ commands:
                             Debian's packages, against the host in chroot)
   test-apps [WORKLOAD...]   only the Debian-workload stage (user/debian/apps),
                             or the named workloads of it
+  test-servers [SECTION...] only the servers stage (user/debian/servers:
+                            nginx, redis, memcached, iperf3 over loopback)
   bench [smoke]             Kiln against Linux under icount and wall clock
                             (env: BENCH_RUNS, BENCH_FILTER, BENCH_SCALE, BENCH_KERNEL)
   fmt [--check]             rustfmt every crate
@@ -128,6 +131,13 @@ fn dispatch(args: &[String]) -> Result<ExitCode> {
         "test-apps" => {
             let elf = build::kernel(build::Flavor::Normal)?;
             let (passed, failed) = appstest::run(&build::repo_root(), &elf, rest)?;
+            recap::print();
+            println!("{passed} passed, {failed} failed");
+            Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+        }
+        "test-servers" => {
+            let elf = build::kernel(build::Flavor::Normal)?;
+            let (passed, failed) = serverstest::run(&build::repo_root(), &elf, rest)?;
             recap::print();
             println!("{passed} passed, {failed} failed");
             Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
