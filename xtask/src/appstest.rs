@@ -121,7 +121,7 @@ pub const APPS: Suite = Suite {
 
 /// Copies the workload folder and the programs built here into
 /// `out/apps`; returns `out`.
-fn stage_files(repo: &Path, t: &Path, suite: &Suite) -> Result<PathBuf> {
+pub fn stage_files(repo: &Path, t: &Path, suite: &Suite) -> Result<PathBuf> {
     let out = build::out_dir().join(format!("debian-{}", suite.folder));
     let _ = fs::remove_dir_all(&out);
     let apps = out.join("apps");

@@ -52,6 +52,9 @@ commands:
                             or the named workloads of it
   test-servers [SECTION...] only the servers stage (user/debian/servers:
                             nginx, redis, memcached, iperf3 over loopback)
+  test-servers-nic          nginx, redis and netecho in Kiln reached by host
+                            clients through a virtio NIC (64 MiB each way)
+  nettest-long              the same with 1 GiB each way
   bench [smoke]             Kiln against Linux under icount and wall clock
                             (env: BENCH_RUNS, BENCH_FILTER, BENCH_SCALE, BENCH_KERNEL)
   fmt [--check]             rustfmt every crate
@@ -138,6 +141,15 @@ fn dispatch(args: &[String]) -> Result<ExitCode> {
         "test-servers" => {
             let elf = build::kernel(build::Flavor::Normal)?;
             let (passed, failed) = serverstest::run(&build::repo_root(), &elf, rest)?;
+            recap::print();
+            println!("{passed} passed, {failed} failed");
+            Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+        }
+        "test-servers-nic" | "nettest-long" => {
+            no_args(cmd, rest)?;
+            let elf = build::kernel(build::Flavor::Normal)?;
+            let bytes = if cmd == "nettest-long" { serverstest::LONG_ECHO_BYTES } else { serverstest::ECHO_BYTES };
+            let (passed, failed) = serverstest::nic(&build::repo_root(), &elf, bytes)?;
             recap::print();
             println!("{passed} passed, {failed} failed");
             Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })

@@ -22,5 +22,5 @@ gone() {
 # A file of SIZE bytes whose content is fixed (the decimal numbers from
 # 1, one a line, cut to SIZE).
 fixed_file() {
-    seq 1 100000 | head -c "$2" >"$1"
+    seq 1 300000 | head -c "$2" >"$1"
 }
