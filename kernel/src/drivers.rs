@@ -7,9 +7,14 @@
 //! the function unclaimed.
 
 use alloc::vec::Vec;
+use core::fmt::Write;
 
-use hal::device::pci::{self, PciInfo, Revoker};
+use hal::device::layout::pci::{Bar, BarKind};
+
+use hal::device::pci::{self, PciAddress, PciInfo, Revoker};
 use hal::sync::SpinLock;
+
+use crate::mm::TryString;
 
 /// What a table row does with a matching function.
 type Probe = fn(&PciInfo);
@@ -18,33 +23,64 @@ type Probe = fn(&PciInfo);
 /// its modern one.
 const DRIVERS: &[(u16, u16, Probe)] = &[(0x1AF4, 0x1000, probe_virtio_net), (0x1AF4, 0x1041, probe_virtio_net)];
 
-/// Enumerates PCI, logs every function, and starts the drivers that match.
+/// Enumerates PCI, logs the functions found, starts the drivers that
+/// match, and adds /proc/bus/pci/devices.
 pub fn probe() {
     let functions = pci::functions();
-    log::info!("pci: {} functions ({:?} configuration access)", functions.len(), pci::mechanism());
-    for f in &functions {
-        log::info!(
-            "pci: {} [{:04x}:{:04x}] class {:02x}{:02x}{:02x}",
-            f.address,
-            f.vendor_id,
-            f.device_id,
-            f.class,
-            f.subclass,
-            f.prog_if
-        );
-    }
+    let mut line = TryString::new();
+    let written = functions.iter().try_for_each(|f| {
+        let a = f.address;
+        write!(line, " {:02x}:{:02x}.{} {:04x}:{:04x}", a.bus, a.device, a.function, f.vendor_id, f.device_id)
+    });
+    let access = match pci::mechanism() {
+        pci::Mechanism::Ecam { .. } => "ECAM",
+        pci::Mechanism::Ports => "ports",
+    };
+    log::info!("pci: {} functions ({access}):{}", functions.len(), line.finish(written).unwrap_or_default());
     for f in &functions {
         if let Some((_, _, probe)) = DRIVERS.iter().find(|(v, d, _)| *v == f.vendor_id && *d == f.device_id) {
             probe(f);
         }
     }
+    crate::fs::procfs::register("bus/pci/devices", proc_pci_devices);
 }
 
-/// Steers the interrupts of the device `driver` runs to `cpu`.
+/// Steers the interrupts of the device at `address` to `cpu`.
 #[allow(dead_code)] // the test kernel; /proc/irq/*/smp_affinity later
-pub fn set_irq_affinity(driver: &str, cpu: usize) -> Result<(), hal::device::IrqError> {
-    let revoker = REVOKERS.lock().iter().find(|(d, _)| *d == driver).map(|(_, r)| r.clone());
+pub fn set_irq_affinity(address: PciAddress, cpu: usize) -> Result<(), hal::device::IrqError> {
+    let revoker = REVOKERS.lock().iter().find(|(_, r)| r.address() == address).map(|(_, r)| r.clone());
     revoker.ok_or(hal::device::IrqError::Unsupported)?.set_irq_affinity(cpu)
+}
+
+/// Linux's /proc/bus/pci/devices: bus and devfn, vendor and device, the
+/// IRQ line, then the seven resources' starts (with their flag bits) and
+/// sizes (BARs 0-5 and the ROM, which Kiln does not map), then the driver.
+fn proc_pci_devices(_: &'static str) -> alloc::string::String {
+    let mut s = TryString::new();
+    let written = pci::functions().iter().try_for_each(|f| {
+        let a = f.address;
+        let irq = if f.interrupt_pin == 0 || f.interrupt_line == 0xFF { 0 } else { f.interrupt_line };
+        write!(s, "{:02x}{:02x}\t{:04x}{:04x}\t{irq:x}", a.bus, a.device << 3 | a.function, f.vendor_id, f.device_id)?;
+        let flags = |b: &Bar| match b.kind {
+            BarKind::Io => 0x1,
+            BarKind::Mem32 { prefetchable } => u64::from(prefetchable) << 3,
+            BarKind::Mem64 { prefetchable } => 0x4 | u64::from(prefetchable) << 3,
+        };
+        for i in 0..7 {
+            let start = f.bars.get(i).copied().flatten().map_or(0, |b| b.address | flags(&b));
+            write!(s, "\t{start:16x}")?;
+        }
+        for i in 0..7 {
+            let size = f.bars.get(i).copied().flatten().map_or(0, |b| b.size);
+            write!(s, "\t{size:16x}")?;
+        }
+        let driver = REVOKERS.lock().iter().find(|(_, r)| r.address() == a).map(|(d, _)| *d);
+        match driver {
+            Some(d) => writeln!(s, "\t{d}"),
+            None => writeln!(s),
+        }
+    });
+    s.finish(written).unwrap_or_default()
 }
 
 fn probe_virtio_net(f: &PciInfo) {
@@ -87,10 +123,23 @@ fn keep_revoker(driver: &'static str, revoker: Revoker) {
     }
 }
 
-/// Takes the kernel's revoker for the device `driver` runs.
+/// How each device `driver` runs takes its interrupts.
+#[allow(dead_code)] // the test kernel
+pub fn irq_kinds(driver: &str) -> Vec<Option<hal::device::IrqKind>> {
+    let all = REVOKERS.lock();
+    let mut kinds = Vec::new();
+    for (_, r) in all.iter().filter(|(d, _)| *d == driver) {
+        if kinds.try_reserve(1).is_ok() {
+            kinds.push(r.irq_kind());
+        }
+    }
+    kinds
+}
+
+/// Takes the kernel's revoker for the device at `address`.
 #[allow(dead_code)] // the test kernel's restart test; a supervisor later
-pub fn revoker_of(driver: &str) -> Option<Revoker> {
+pub fn take_revoker(address: PciAddress) -> Option<Revoker> {
     let mut all = REVOKERS.lock();
-    let i = all.iter().position(|(d, _)| *d == driver)?;
+    let i = all.iter().position(|(_, r)| r.address() == address)?;
     Some(all.remove(i).1)
 }

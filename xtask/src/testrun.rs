@@ -316,8 +316,9 @@ fn ktests(elf: &std::path::Path, smp: u32) -> Result<Totals> {
     let boot = qemu::Boot {
         image: qemu::Image::Kernel { elf: elf.to_path_buf(), cmdline: ktest_cmdline(), initrd: None },
         smp,
-        // The device-layer tests drive a virtio NIC and ARP slirp's gateway.
-        extra: qemu::net_args(qemu::Net::Virtio, "")?,
+        // The device-layer tests drive two virtio NICs, one with MSI-X and
+        // one on an INTx pin (no MSI-X vectors), and ARP slirp's gateway.
+        extra: ktest_nics(),
     };
     let log = build::out_dir().join(if smp == 1 { "ktest.log".to_string() } else { format!("ktest-smp{smp}.log") });
     let run = qemu::run_captured(&boot, KTEST_TIMEOUT, &log)?;
@@ -331,6 +332,14 @@ fn ktests(elf: &std::path::Path, smp: u32) -> Result<Totals> {
         crate::recap::bad_run(&format!("{label}: the test kernel ended badly"), &run.output);
     }
     Ok(totals)
+}
+
+fn ktest_nics() -> Vec<String> {
+    ["-netdev", "user,id=n0,restrict=on", "-device", "virtio-net-pci,netdev=n0"]
+        .into_iter()
+        .chain(["-netdev", "user,id=n1,restrict=on", "-device", "virtio-net-pci,netdev=n1,vectors=0"])
+        .map(String::from)
+        .collect()
 }
 
 /// Each `test <name> ... FAILED` line with the indented message lines

@@ -24,7 +24,7 @@
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::marker::PhantomData;
-use core::sync::atomic::{fence, AtomicBool, Ordering};
+use core::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 
 use crate::mm::{PhysAddr, PAGE_SIZE};
 use crate::sync::SpinLock;
@@ -110,6 +110,19 @@ macro_rules! dma_struct {
     };
 }
 
+/// Frames every device's pool holds (in use or idle), for /proc/meminfo's
+/// accounting.
+static POOL_FRAMES: AtomicU64 = AtomicU64::new(0);
+
+pub fn pool_frames() -> u64 {
+    POOL_FRAMES.load(Ordering::Relaxed)
+}
+
+fn free_pool_frames(frame: PhysAddr, pages: u64) {
+    crate::mm::free_contiguous(frame, pages);
+    POOL_FRAMES.fetch_sub(pages, Ordering::Relaxed);
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DmaError {
     NoMemory,
@@ -149,7 +162,7 @@ impl DmaPool {
         }
         let idle = core::mem::take(&mut *self.idle.lock());
         for (frame, pages) in idle {
-            crate::mm::free_contiguous(frame, pages);
+            free_pool_frames(frame, pages);
         }
     }
 
@@ -168,7 +181,7 @@ impl DmaPool {
 
     fn give_back(&self, frame: PhysAddr, pages: u64) {
         if self.quiesced.load(Ordering::Acquire) {
-            crate::mm::free_contiguous(frame, pages);
+            free_pool_frames(frame, pages);
             return;
         }
         let mut idle = self.idle.lock();
@@ -194,6 +207,7 @@ impl DmaPool {
             Some(f) => f,
             None => {
                 let f = crate::mm::alloc_contiguous(pages, 1).ok_or(DmaError::NoMemory)?;
+                POOL_FRAMES.fetch_add(pages, Ordering::Relaxed);
                 crate::mm::zero_frames(f, pages);
                 f
             }

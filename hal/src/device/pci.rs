@@ -552,6 +552,11 @@ impl Revoker {
         self.core.revoke();
     }
 
+    /// How the device's driver takes interrupts, once it asked for them.
+    pub fn irq_kind(&self) -> Option<IrqKind> {
+        *self.core.irq_kind.lock()
+    }
+
     /// Steers every interrupt vector of the device to `cpu`.
     pub fn set_irq_affinity(&self, cpu: usize) -> Result<(), IrqError> {
         let vectors = self.core.vectors.lock();
