@@ -134,6 +134,10 @@ static const struct {
     {"tmpfs_file", b_tmpfs_file},
     {"getdents", b_getdents},
     {"parallel", b_parallel},
+    {"tcp_pingpong", b_tcp_pingpong},
+    {"udp_pingpong", b_udp_pingpong},
+    {"tcp_bw", b_tcp_bw},
+    {"tcp_connect", b_tcp_connect},
 };
 #define NBENCH (sizeof benches / sizeof benches[0])
 

@@ -50,6 +50,12 @@ char *map_anon(size_t len, int flags);
 
 typedef int (*bench_fn)(uint64_t *ns, uint64_t *ops);
 
+/* bench_net.c */
+int b_tcp_pingpong(uint64_t *ns, uint64_t *ops);
+int b_tcp_bw(uint64_t *ns, uint64_t *ops);
+int b_udp_pingpong(uint64_t *ns, uint64_t *ops);
+int b_tcp_connect(uint64_t *ns, uint64_t *ops);
+
 /* bench_sys.c */
 int b_getppid(uint64_t *ns, uint64_t *ops);
 int b_read_null(uint64_t *ns, uint64_t *ops);

@@ -510,7 +510,8 @@ static int ipc_cleanup(void)
 /* A socket call with arguments that often get past the first checks:
  * AF_UNIX, real socket descriptors, msghdrs in the scratch page whose
  * control messages pass random descriptors (so sockets travel inside
- * sockets), abstract names. */
+ * sockets), abstract names; a third on AF_INET/AF_INET6 sockets with
+ * loopback addresses on a few ports and options at every IP level. */
 static void socket_call(void)
 {
     static const long nrs[] = { SYS_socket, SYS_socketpair, SYS_bind, SYS_connect, SYS_listen, SYS_accept4,
@@ -538,20 +539,56 @@ static void socket_call(void)
     for (int j = 4; j < 12; j++)
         cm[j] = (int)(next() % 12);
     short *sa = (short *)(scratch + 512);
-    sa[0] = 1; /* AF_UNIX */
-    scratch[514] = 0;
-    scratch[515] = (char)('a' + next() % 4);
+    /* A third of the calls on Internet sockets: loopback addresses and a
+     * few ports, so binds collide, connects find listeners, and data
+     * moves; the rest on AF_UNIX names. */
+    int inet = next() % 3 == 0;
+    long family = 1;
+    if (inet) {
+        family = next() % 2 ? 2 : 10; /* AF_INET, AF_INET6 */
+        unsigned short port = (unsigned short)(40000 + next() % 6);
+        memset(scratch + 512, 0, 28);
+        sa[0] = (short)(next() % 8 ? family : (long)(next() % 12));
+        scratch[514] = (char)(port >> 8);
+        scratch[515] = (char)port;
+        if (sa[0] == 2 && next() % 4) {
+            scratch[516] = 127;
+            scratch[519] = 1;
+        } else if (sa[0] == 10 && next() % 4) {
+            scratch[8 + 512 + 15] = 1; /* ::1 */
+        }
+    } else {
+        sa[0] = 1; /* AF_UNIX */
+        scratch[514] = 0;
+        scratch[515] = (char)('a' + next() % 4);
+    }
     long nr = nrs[next() % (sizeof nrs / sizeof nrs[0])];
     long fd = (long)(3 + next() % 10);
     long a1 = next() % 2 ? (long)scratch : arg();
     long type = (long)(next() % 6) | (next() % 2 ? SOCK_NONBLOCK : 0);
     switch (nr) {
-    case SYS_socket: syscall(nr, next() % 8 ? 1 : arg(), type, next() % 8 ? 0 : arg()); break;
+    case SYS_socket: syscall(nr, next() % 8 ? family : arg(), type, next() % 8 ? 0 : arg()); break;
+    case SYS_setsockopt: case SYS_getsockopt: {
+        /* SOL_SOCKET, IP, TCP, UDP, IPv6 and junk levels, small names,
+         * an int or a timeval or a short value. */
+        static const long levels[] = { 1, 0, 6, 17, 41, 255 };
+        long level = levels[next() % 6];
+        long *val = (long *)(scratch + 3500);
+        val[0] = (long)(next() % 4) - 1;
+        val[1] = (long)(next() % 2000000);
+        int *len = (int *)(scratch + 3600);
+        *len = (int)(next() % 20) - 2;
+        if (nr == SYS_setsockopt)
+            syscall(nr, fd, level, (long)(next() % 70), next() % 8 ? (long)val : arg(), (long)(next() % 20));
+        else
+            syscall(nr, fd, level, (long)(next() % 70), next() % 8 ? (long)val : arg(), next() % 8 ? (long)len : arg());
+        break;
+    }
     case SYS_socketpair: syscall(nr, 1, type, 0, next() % 8 ? (long)(scratch + 4000) : arg()); break;
-    case SYS_bind: case SYS_connect: syscall(nr, fd, scratch + 512, (long)(next() % 8)); break;
+    case SYS_bind: case SYS_connect: syscall(nr, fd, scratch + 512, inet ? (long)(next() % 32) : (long)(next() % 8)); break;
     case SYS_sendto: case SYS_recvfrom:
         syscall(nr, fd, scratch + 2048, (long)(next() % 1024), (long)(next() % 2 ? MSG_DONTWAIT : arg()),
-                next() % 2 ? (long)(scratch + 512) : 0, (long)(next() % 8));
+                next() % 2 ? (long)(scratch + 512) : 0, inet ? (long)(next() % 32) : (long)(next() % 8));
         break;
     case SYS_sendmmsg: case SYS_recvmmsg: syscall(nr, fd, scratch, (long)(next() % 3), MSG_DONTWAIT, 0); break;
     default: syscall(nr, fd, a1, arg() | (next() % 2 ? MSG_DONTWAIT : 0), arg(), arg()); break;

@@ -27,6 +27,7 @@
 #include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 static volatile int sigpipes;
 static void on_sigpipe(int s) { (void)s; sigpipes++; }
@@ -219,6 +220,24 @@ static void binding(void)
     EXPECT_ERR(ENOTCONN, "getpeername(unconnected)", getpeername(s, (struct sockaddr *)&a, &(socklen_t){sizeof a}));
     int port = port_of(s);
     EXPECT_OK("listen", listen(s, 4));
+    {
+        /* /proc/net/tcp lists the listener: its port, LISTEN, its inode. */
+        struct stat sb;
+        fstat(s, &sb);
+        FILE *f = fopen("/proc/net/tcp", "r");
+        char line[256];
+        int found = 0;
+        while (f && fgets(line, sizeof line, f)) {
+            unsigned la, lp, ra, rp, st;
+            unsigned long ino;
+            if (sscanf(line, " %*d: %x:%x %x:%x %x %*x:%*x %*x:%*x %*x %*u %*d %lu", &la, &lp, &ra, &rp, &st, &ino) == 6 &&
+                la == 0x0100007F && lp == (unsigned)port && st == 0x0A && ino == sb.st_ino)
+                found = 1;
+        }
+        if (f)
+            fclose(f);
+        check(found, "/proc/net/tcp lists the listener");
+    }
     int t = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in same = v4("127.0.0.1", port);
     EXPECT_ERR(EADDRINUSE, "bind(port in use)", bind(t, (struct sockaddr *)&same, sizeof same));

@@ -76,6 +76,10 @@ pub const BENCHES: &[Bench] = &[
     b("files", "tmpfs_file", "create+write 4 KiB+close+unlink in /tmp"),
     b("files", "getdents", "open+getdents64+close of a 1,000-entry dir"),
     b("scaling", "parallel", "getppid() in 2 processes at once (wall time / all calls)"),
+    b("network", "tcp_pingpong", "1-byte TCP round trip over 127.0.0.1, 2 processes (TCP_NODELAY)"),
+    b("network", "udp_pingpong", "1-byte UDP round trip over 127.0.0.1, 2 processes"),
+    b("network", "tcp_bw", "64 KiB writes through a TCP connection over 127.0.0.1 to another process"),
+    b("network", "tcp_connect", "connect+accept+close over 127.0.0.1"),
 ];
 
 /// The benchmarks that run a second time at `-smp 2`: the context

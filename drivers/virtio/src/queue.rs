@@ -165,8 +165,14 @@ impl VirtQueue {
             Ok(h) if h < self.layout.size && self.chain_len[usize::from(h)] != 0 => h,
             _ => return Some(Err(QueueError::BadUsedEntry)),
         };
+        // The chain is walked through the table the device can see; a
+        // device that scribbled on it must not make the free list grow
+        // past the queue (which would allocate) or name a slot beyond it.
         let mut i = head;
         for _ in 0..self.chain_len[usize::from(head)] {
+            if i >= self.layout.size || self.free.len() >= usize::from(self.layout.size) {
+                break;
+            }
             self.free.push(i);
             i = self.desc.get(usize::from(i)).next;
         }

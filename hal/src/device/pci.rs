@@ -469,6 +469,26 @@ impl PciDevice {
         let ctl = cfg.read16(off + msix::CONTROL);
         cfg.write16(off + msix::CONTROL, ctl | msix::CONTROL_ENABLE | msix::CONTROL_FUNCTION_MASK);
         self.core.set_command(command::MEMORY_SPACE | command::INTX_DISABLE, 0);
+        let programmed = self.program_msix(&info, &table, handlers, &mut vectors);
+        if let Err(e) = programmed {
+            // Back to no MSI-X, so MSI or INTx can be tried cleanly.
+            drop(vectors);
+            cfg.write16(off + msix::CONTROL, ctl & !msix::CONTROL_ENABLE);
+            return Err(e);
+        }
+        self.core.regions.lock().push(table_core(&table));
+        cfg.write16(off + msix::CONTROL, (ctl | msix::CONTROL_ENABLE) & !msix::CONTROL_FUNCTION_MASK);
+        Ok(vectors)
+    }
+
+    /// One MSI-X table entry and vector per handler, in order.
+    fn program_msix(
+        &self,
+        info: &MsixInfo,
+        table: &MmioRegion,
+        handlers: &[Arc<dyn IrqHandler>],
+        vectors: &mut Vec<IrqVector>,
+    ) -> Result<(), IrqError> {
         for (i, h) in handlers.iter().enumerate() {
             let entry = i as u16;
             let base = info.entry_offset(entry).ok_or(IrqError::Unsupported)? - u64::from(info.table_offset);
@@ -483,9 +503,7 @@ impl PciDevice {
             };
             vectors.push(IrqVector::new_msix(self.core.owner(), h.clone(), route)?);
         }
-        self.core.regions.lock().push(table_core(&table));
-        cfg.write16(off + msix::CONTROL, (ctl | msix::CONTROL_ENABLE) & !msix::CONTROL_FUNCTION_MASK);
-        Ok(vectors)
+        Ok(())
     }
 
     fn request_msi(&self, handlers: &[Arc<dyn IrqHandler>]) -> Result<Vec<IrqVector>, IrqError> {

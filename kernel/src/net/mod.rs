@@ -39,7 +39,7 @@ use linux_abi::errno::Errno;
 use linux_abi::socket as s;
 
 pub use io::{MsgSink, MsgSource};
-pub use options::{get as options_get, set as options_set, OptValue};
+pub use options::{get as options_get, set as options_set};
 pub use socket::{AddrBuf, Control, NameCtx, Received, RecvArgs, SendArgs, SockType, Socket};
 
 /// The identity of the thread making a call, as sockets record it:

@@ -25,10 +25,6 @@ pub struct SockAddr {
 
 impl SockAddr {
     pub const ANY: SockAddr = SockAddr { addr: None, port: 0 };
-
-    pub fn endpoint(&self) -> Option<IpEndpoint> {
-        self.addr.map(|a| IpEndpoint::new(a, self.port))
-    }
 }
 
 /// An IPv4-mapped IPv6 address's IPv4 address.

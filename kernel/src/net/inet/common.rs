@@ -32,6 +32,8 @@ pub struct Common {
     /// SO_ERROR.
     pub error: AtomicI32,
     pub ino: AtomicU64,
+    /// The creator's effective uid (/proc/net's uid column).
+    pub uid: u32,
     pub v6only: AtomicBool,
     pub tos: AtomicI32,
     /// IP_TTL / IPV6_UNICAST_HOPS (-1: the default, 64).
@@ -48,6 +50,7 @@ impl Common {
             events: AtomicU32::new(0),
             error: AtomicI32::new(0),
             ino: AtomicU64::new(0),
+            uid: crate::net::caller().euid,
             v6only: AtomicBool::new(false),
             tos: AtomicI32::new(0),
             ttl: AtomicI32::new(-1),

@@ -38,7 +38,7 @@ pub fn set_cmdline(cmdline: &str) {
 pub fn register_device(mut dev: Box<dyn NetDevice>) -> Result<&'static str, Errno> {
     let mac = dev.mac().0;
     let mtu = dev.capabilities().mtu.max(576);
-    dev.set_waker(alloc::sync::Arc::try_new(|| super::poller::wake()).map_err(|_| Errno::ENOMEM)?);
+    dev.set_waker(alloc::sync::Arc::try_new(super::poller::wake).map_err(|_| Errno::ENOMEM)?);
     let mut device = IfaceDevice::Nic(NicDevice::new(dev)?);
     let mut st = stack::lock()?;
     let n = st.ifaces.iter().filter(|i| !i.info.loopback).count();
@@ -64,9 +64,8 @@ pub fn register_device(mut dev: Box<dyn NetDevice>) -> Result<&'static str, Errn
     match param.as_deref().map(ipconfig::parse) {
         None => {}
         Some(Err(e)) => log::warn!("net: {name}: ip= not understood ({e:?}); no address"),
-        Some(Ok(IpConfig::Off)) => {}
-        Some(Ok(IpConfig::Dhcp { device, .. })) => {
-            if device.is_none_or(|d| d == name) {
+        Some(Ok(IpConfig::Dhcp { device, .. })) if device.is_none_or(|d| d == name) => {
+            {
                 let mut sock = dhcpv4::Socket::new();
                 // Linux's ic_dhcp gives up after a while; smoltcp retries
                 // forever, which is what a server wants.
@@ -75,19 +74,30 @@ pub fn register_device(mut dev: Box<dyn NetDevice>) -> Result<&'static str, Errn
                 log::info!("net: {name}: DHCP");
             }
         }
-        Some(Ok(IpConfig::Static(s))) => {
-            if s.device.is_none_or(|d| d == name) {
-                let a = Ipv4Address::from(s.client);
-                f.iface.update_ip_addrs(|v| {
-                    let _ = v.push(IpCidr::new(IpAddress::Ipv4(a), s.prefix));
-                });
-                if let Some(gw) = s.gateway {
-                    let _ = f.iface.routes_mut().add_default_ipv4_route(Ipv4Address::from(gw));
-                }
-                log::info!("net: {name}: {a}/{} gateway {:?}", s.prefix, s.gateway.map(Ipv4Address::from));
+        Some(Ok(IpConfig::Static(s))) if s.device.is_none_or(|d| d == name) => {
+            let a = Ipv4Address::from(s.client);
+            f.iface.update_ip_addrs(|v| {
+                let _ = v.push(IpCidr::new(IpAddress::Ipv4(a), s.prefix));
+            });
+            if let Some(gw) = s.gateway {
+                let _ = f.iface.routes_mut().add_default_ipv4_route(Ipv4Address::from(gw));
             }
+            log::info!("net: {name}: {a}/{} gateway {:?}", s.prefix, s.gateway.map(Ipv4Address::from));
         }
+        // Off, or meant for another interface.
+        Some(Ok(_)) => {}
     }
+    let m = f.info.mac;
+    log::info!(
+        "net: {name} (index {}) MAC {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+        f.info.index,
+        m[0],
+        m[1],
+        m[2],
+        m[3],
+        m[4],
+        m[5]
+    );
     st.add_iface(f)?;
     st.poll();
     Ok(name)

@@ -12,7 +12,7 @@ use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 
-use netdev::{LinkState, NetDevice, RxMeta, TxMeta};
+use netdev::{NetDevice, RxMeta, TxMeta};
 use smoltcp::phy::{self, ChecksumCapabilities, DeviceCapabilities, Medium};
 use smoltcp::time::Instant;
 
@@ -107,13 +107,6 @@ impl IfaceDevice {
                     rx_dropped: s.rx_dropped + n.counters.rx_dropped,
                 }
             }
-        }
-    }
-
-    pub fn link_up(&self) -> bool {
-        match self {
-            IfaceDevice::Loopback(_) => true,
-            IfaceDevice::Nic(n) => n.dev.link() == LinkState::Up,
         }
     }
 }

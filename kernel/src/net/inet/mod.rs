@@ -18,6 +18,7 @@ pub mod config;
 pub mod iface;
 mod poller;
 pub mod ports;
+mod procnet;
 pub mod stack;
 mod tcp;
 mod udp;
@@ -34,10 +35,8 @@ use iface::{IfaceDevice, IfaceInfo};
 use stack::{Iface, Stack, STACK};
 
 pub const IPPROTO_IP: i32 = 0;
-pub const IPPROTO_ICMP: i32 = 1;
 pub const IPPROTO_TCP: i32 = 6;
 pub const IPPROTO_UDP: i32 = 17;
-pub const IPPROTO_ICMPV6: i32 = 58;
 
 /// socket(AF_INET or AF_INET6, kind, protocol), with Linux's lookup
 /// (`inet_create`): a type it has no protocol of is ESOCKTNOSUPPORT, a
@@ -92,6 +91,7 @@ pub fn init(cmdline: &str) {
     };
     *STACK.lock() = Some(Stack::new(lo));
     poller::start();
+    procnet::register();
     // The NICs the drivers found (now, and any later) join the stack.
     crate::net::netdevs::set_consumer(take_device);
 }

@@ -52,7 +52,7 @@ fn run() {
     };
     FLAG.set(flag.clone());
     loop {
-        super::tcp::TcpSocket::release_deferred();
+        super::stack::release_deferred();
         let next = {
             let Ok(mut st) = super::stack::lock() else { return };
             DEADLINE.store(0, Ordering::Release);

@@ -50,6 +50,13 @@ pub trait Watch: Send + Sync {
     fn id(&self) -> u64;
     /// Re-reads the socket's state after a poll (stack locked).
     fn refresh(&self, stack: &mut Stack);
+    /// Its last descriptor went while interrupts were off: the network
+    /// thread releases it now.
+    fn release_deferred(&self);
+    /// What /proc/net lists of it, if anything.
+    fn entry(&self, _stack: &mut Stack) -> Option<super::procnet::ProcEntry> {
+        None
+    }
 }
 
 /// A TCP connection whose socket is closed but whose smoltcp socket
@@ -86,6 +93,31 @@ impl core::ops::DerefMut for Locked {
     }
 }
 
+/// Sockets whose last descriptor went while interrupts were off (no
+/// sleeping lock there): released by the network thread.
+static DEFERRED: hal::sync::SpinLock<Vec<Arc<dyn Watch>>> = hal::sync::SpinLock::new(Vec::new());
+
+/// Hands a socket's release to the network thread; false if there was
+/// no memory to (the caller releases it itself).
+pub fn defer_release(w: Arc<dyn Watch>) -> bool {
+    let mut d = DEFERRED.lock();
+    if d.try_reserve(1).is_err() {
+        return false;
+    }
+    d.push(w);
+    drop(d);
+    super::poller::wake();
+    true
+}
+
+/// Releases the sockets handed to the network thread.
+pub fn release_deferred() {
+    let list = core::mem::take(&mut *DEFERRED.lock());
+    for w in list {
+        w.release_deferred();
+    }
+}
+
 pub fn lock() -> Result<Locked, Errno> {
     let g = STACK.lock();
     if g.is_none() {
@@ -107,8 +139,7 @@ pub fn new_id() -> u64 {
 
 impl Stack {
     pub fn new(lo: Iface) -> Stack {
-        let mut ifaces = Vec::new();
-        ifaces.push(lo);
+        let ifaces = alloc::vec![lo];
         Stack { ifaces, ports: Ports::new(), watchers: Vec::new(), orphans: Vec::new(), next_poll: 0 }
     }
 
@@ -122,6 +153,14 @@ impl Stack {
         self.watchers.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
         self.watchers.push(w);
         Ok(())
+    }
+
+    pub fn watchers_snapshot(&self) -> Vec<Arc<dyn Watch>> {
+        let mut v = Vec::new();
+        if v.try_reserve(self.watchers.len()).is_ok() {
+            v.extend(self.watchers.iter().cloned());
+        }
+        v
     }
 
     pub fn unwatch(&mut self, id: u64) {
@@ -280,16 +319,6 @@ impl Stack {
             }
         }
         reset
-    }
-
-    /// Connections in the stack, for /proc/net/tcp-like listings.
-    pub fn tcp_sockets(&self) -> impl Iterator<Item = &tcp::Socket<'static>> {
-        self.ifaces.iter().flat_map(|f| {
-            f.sockets.iter().filter_map(|(_, s)| match s {
-                smoltcp::socket::Socket::Tcp(t) => Some(t),
-                _ => None,
-            })
-        })
     }
 }
 

@@ -33,6 +33,7 @@ use smoltcp::wire::{IpAddress, IpEndpoint, IpListenEndpoint, Ipv4Address, Ipv6Ad
 use super::addr::{self, SockAddr};
 use super::common::{int_arg, Common, SOL_TCP};
 use super::ports::{Binding, Transport};
+use super::procnet::ProcEntry;
 use super::stack::{self, SockRef, Stack, Watch};
 use crate::event::{Events, PollTable};
 use crate::net::options::{OptValue, SockOptions};
@@ -134,10 +135,6 @@ impl TcpSocket {
         // Readiness of a new socket: TCP_CLOSE with nothing shut down.
         sock.c.events.store((Events::OUT | Events::WRNORM | Events::HUP).bits(), Ordering::Relaxed);
         Ok(sock)
-    }
-
-    fn arc(&self) -> Arc<TcpSocket> {
-        self.me.get().and_then(Weak::upgrade).expect("a socket in use is alive")
     }
 
     /// smoltcp buffer sizes from SO_RCVBUF/SO_SNDBUF: the receive buffer
@@ -313,8 +310,8 @@ impl TcpSocket {
                         t.abort();
                         // The reset goes out with the next poll; then the
                         // slot listens again (above).
-                    } else if l.queue.len() <= l.backlog {
-                        if l.queue.try_reserve(1).is_ok() {
+                    } else if l.queue.len() <= l.backlog && l.queue.try_reserve(1).is_ok() {
+                        {
                             l.queue.push_back(r);
                             match Self::listening_socket(st, r.iface, l.endpoint, l.sizes) {
                                 Ok(nr) => l.slots[i] = nr,
@@ -443,9 +440,7 @@ impl TcpSocket {
         if flags & s::MSG_PEEK != 0 {
             let mut tmp = stack::zeroed(want.min(queued))?;
             let n = t.peek_slice(&mut tmp).unwrap_or(0);
-            if let Err(e) = data.write(&tmp[..n]) {
-                return Err(e);
-            }
+            data.write(&tmp[..n])?;
             return Ok(n);
         }
         for _ in 0..2 {
@@ -535,15 +530,46 @@ impl Watch for TcpSocket {
         self.c.id
     }
 
+    fn release_deferred(&self) {
+        self.release_now();
+    }
+
     fn refresh(&self, st: &mut Stack) {
         let mut inner = self.inner.lock();
         self.refresh_locked(st, &mut inner);
     }
-}
 
-/// Sockets whose last descriptor went while interrupts were off (no
-/// sleeping lock there): released by the network thread.
-pub static DEFERRED: SpinLock<Vec<Arc<TcpSocket>>> = SpinLock::new(Vec::new());
+    fn entry(&self, st: &mut Stack) -> Option<ProcEntry> {
+        let inner = self.inner.lock();
+        let mut e = ProcEntry {
+            transport: Transport::Tcp,
+            family: self.c.family,
+            local: inner.local,
+            remote: SockAddr::ANY,
+            state: 10,
+            tx_queue: 0,
+            rx_queue: 0,
+            uid: self.c.uid,
+            inode: self.c.ino.load(Ordering::Relaxed),
+        };
+        match &inner.phase {
+            Phase::Closed => return None,
+            Phase::Listening(l) => {
+                e.rx_queue = l.queue.len();
+                e.tx_queue = l.backlog;
+            }
+            Phase::Connecting(r) | Phase::Connected(r) => {
+                let t = st.tcp(*r);
+                e.local = t.local_endpoint().map(addr::from_endpoint).unwrap_or(inner.local);
+                e.remote = t.remote_endpoint().map(addr::from_endpoint).unwrap_or(SockAddr::ANY);
+                e.state = super::procnet::tcp_state(t.state());
+                e.tx_queue = t.send_queue();
+                e.rx_queue = t.recv_queue();
+            }
+        }
+        Some(e)
+    }
+}
 
 impl Protocol for TcpSocket {
     fn family(&self) -> u16 {
@@ -999,13 +1025,11 @@ impl Protocol for TcpSocket {
     }
 
     fn release(&self) {
+        // No sleeping lock with interrupts off (a last reference dropped
+        // under a spin lock): the network thread releases it.
         if !hal::cpu::interrupts_enabled() {
             if let Some(me) = self.me.get().and_then(Weak::upgrade) {
-                let mut d = DEFERRED.lock();
-                if d.try_reserve(1).is_ok() {
-                    d.push(me);
-                    drop(d);
-                    super::poller::wake();
+                if stack::defer_release(me) {
                     return;
                 }
             }
@@ -1045,14 +1069,6 @@ impl TcpSocket {
     /// protocol object is made before the stack knows it).
     pub fn register(self: &Arc<Self>) -> Result<(), Errno> {
         stack::lock()?.watch(self.clone())
-    }
-
-    /// Releases the sockets whose release was deferred (network thread).
-    pub fn release_deferred() {
-        let list = core::mem::take(&mut *DEFERRED.lock());
-        for s in list {
-            s.release_now();
-        }
     }
 }
 

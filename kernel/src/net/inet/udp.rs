@@ -20,6 +20,7 @@ use smoltcp::wire::{IpAddress, IpEndpoint, IpListenEndpoint, Ipv4Address, Ipv6Ad
 use super::addr::{self, SockAddr};
 use super::common::{Common, SOL_UDP};
 use super::ports::{Binding, Transport};
+use super::procnet::ProcEntry;
 use super::stack::{self, SockRef, Stack, Watch};
 use crate::event::{Events, PollTable};
 use crate::net::options::{OptValue, SockOptions};
@@ -57,6 +58,7 @@ struct Inner {
 pub struct UdpSocket {
     c: Common,
     inner: SpinLock<Inner>,
+    me: hal::sync::Once<alloc::sync::Weak<UdpSocket>>,
 }
 
 pub fn open(family: u16) -> Result<Arc<dyn Protocol>, Errno> {
@@ -72,8 +74,10 @@ pub fn open(family: u16) -> Result<Arc<dyn Protocol>, Errno> {
             rx_seen: 0,
             released: false,
         }),
+        me: hal::sync::Once::new(),
     })
     .map_err(|_| Errno::ENOMEM)?;
+    sock.me.set(Arc::downgrade(&sock));
     sock.c.events.store((Events::WRITABLE | Events::WRBAND).bits(), Ordering::Relaxed);
     stack::lock()?.watch(sock.clone())?;
     Ok(sock)
@@ -339,9 +343,32 @@ impl Watch for UdpSocket {
         self.c.id
     }
 
+    fn release_deferred(&self) {
+        self.release_now();
+    }
+
     fn refresh(&self, st: &mut Stack) {
         let mut inner = self.inner.lock();
         self.refresh_locked(st, &mut inner);
+    }
+
+    fn entry(&self, st: &mut Stack) -> Option<ProcEntry> {
+        let inner = self.inner.lock();
+        if !inner.owns_port {
+            return None;
+        }
+        let rx_queue = inner.socks.iter().map(|r| st.udp(*r).recv_queue()).sum();
+        Some(ProcEntry {
+            transport: Transport::Udp,
+            family: self.c.family,
+            local: SockAddr { addr: inner.local.addr.or(inner.conn_src), port: inner.local.port },
+            remote: inner.remote.map(addr::from_endpoint).unwrap_or(SockAddr::ANY),
+            state: if inner.remote.is_some() { 1 } else { 7 },
+            tx_queue: 0,
+            rx_queue,
+            uid: self.c.uid,
+            inode: self.c.ino.load(Ordering::Relaxed),
+        })
     }
 }
 
@@ -542,6 +569,15 @@ impl Protocol for UdpSocket {
     }
 
     fn release(&self) {
+        // No sleeping lock with interrupts off (a last reference dropped
+        // under a spin lock): the network thread releases it.
+        if !hal::cpu::interrupts_enabled() {
+            if let Some(me) = self.me.get().and_then(alloc::sync::Weak::upgrade) {
+                if super::stack::defer_release(me) {
+                    return;
+                }
+            }
+        }
         self.release_now();
     }
 }
