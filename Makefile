@@ -38,7 +38,7 @@ HOSTFWD ?=
 export SMP CMDLINE QEMU_EXTRA EXTRA CMD ROOT MEM ROOTFS_PACKAGES VIA_LDSO NET HOSTFWD
 
 .DEFAULT_GOAL := run
-.PHONY: run test test-smp nettest-long iso build bench clean fmt clippy deps rootfs
+.PHONY: run test test-smp nettest-long bench-servers iso build bench clean fmt clippy deps rootfs
 
 deps:
 	@$(DEPS)
@@ -63,6 +63,13 @@ test-smp:
 nettest-long:
 	@$(DEPS)
 	@$(XTASK) nettest-long
+
+# Issue 12's application rows (nginx, redis, iperf3, memcached through a
+# virtio NIC, clients on the host), Kiln against Linux; apart from `make
+# bench`'s rows, in bench/results/servers.md.
+bench-servers:
+	@$(DEPS)
+	@$(XTASK) bench-servers
 
 # A Debian root from Debian's packages, cached under build/debian.
 rootfs:

@@ -7,6 +7,7 @@
 
 mod appstest;
 mod bench;
+mod benchservers;
 mod build;
 mod debiantest;
 mod hostlibs;
@@ -57,6 +58,9 @@ commands:
   nettest-long              the same with 1 GiB each way
   bench [smoke]             Kiln against Linux under icount and wall clock
                             (env: BENCH_RUNS, BENCH_FILTER, BENCH_SCALE, BENCH_KERNEL)
+  bench-servers             issue 12's application rows (nginx, redis, iperf3,
+                            memcached, netecho) through a virtio NIC, Kiln
+                            against Linux, to bench/results/servers.md
   fmt [--check]             rustfmt every crate
   clippy                    clippy on the host crates";
 
@@ -155,6 +159,10 @@ fn dispatch(args: &[String]) -> Result<ExitCode> {
             Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
         "bench" => bench::main(rest),
+        "bench-servers" => {
+            no_args(cmd, rest)?;
+            benchservers::main()
+        }
         "fmt" => build::host_fmt(rest),
         "clippy" => {
             no_args(cmd, rest)?;

@@ -68,14 +68,120 @@ fn fixed_file(len: usize) -> Vec<u8> {
     out
 }
 
-/// Three free TCP ports on the host's loopback for the hostfwd rules.
-fn free_ports() -> Result<[u16; 3]> {
-    let listeners: Vec<std::net::TcpListener> = (0..3)
+/// `n` free TCP ports on the host's loopback for hostfwd rules.
+fn free_ports(n: usize) -> Result<Vec<u16>> {
+    let listeners: Vec<std::net::TcpListener> = (0..n)
         .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
         .collect::<std::io::Result<_>>()
         .map_err(|e| format!("pick a free port: {e}"))?;
-    let port = |i: usize| listeners[i].local_addr().map(|a| a.port()).map_err(|e| format!("local_addr: {e}"));
-    Ok([port(0)?, port(1)?, port(2)?])
+    listeners.iter().map(|l| l.local_addr().map(|a| a.port()).map_err(|e| format!("local_addr: {e}"))).collect()
+}
+
+/// The host ports forwarded to the guest's servers.
+pub struct Ports {
+    pub http: u16,
+    pub redis: u16,
+    pub echo: u16,
+    pub memcached: u16,
+    pub iperf3: u16,
+}
+
+/// The kernel a servers boot runs.
+pub enum Kernel<'a> {
+    Kiln(&'a Path),
+    /// Debian's cloud kernel (its virtio_net is a module, copied from
+    /// /lib/modules into the initramfs).
+    Linux(&'a Path),
+}
+
+/// A guest running `nic.sh` on its own thread.
+pub struct Guest {
+    pub ports: Ports,
+    pub qemu: std::thread::JoinHandle<Result<crate::qemu::Captured>>,
+}
+
+/// Boots `kernel` with the servers root, a virtio NIC and hostfwd rules
+/// for the servers `nic.sh` starts (`bench`: memcached and iperf3 too).
+pub fn boot(repo: &Path, kernel: Kernel, bench: bool, limit: Duration) -> Result<Guest> {
+    use crate::{build, qemu, rootfs};
+    let work = repo.join("build/debian-servers");
+    let packages: Vec<String> = PACKAGES.iter().map(|s| s.to_string()).collect();
+    let archive = rootfs::make_in(&work, &rootfs::dir(repo).join("debs"), &packages)?;
+    let t = crate::initramfs::build_user_programs(repo)?;
+    let staged = crate::appstest::stage_files(repo, &t, &SERVERS)?;
+    let (image, name, cmdline_head) = match kernel {
+        Kernel::Kiln(elf) => (elf, "kiln", "ip=10.0.2.15::10.0.2.2:255.255.255.0::eth0:off init=/bin/sh".to_string()),
+        Kernel::Linux(vmlinuz) => {
+            let modules = staged.join("apps/modules");
+            std::fs::create_dir_all(&modules).map_err(|e| format!("create {}: {e}", modules.display()))?;
+            let version = crate::bench::guest::linux_version(vmlinuz);
+            for m in ["net/core/failover.ko", "drivers/net/net_failover.ko", "drivers/net/virtio_net.ko"] {
+                let from = Path::new("/lib/modules").join(&version).join("kernel").join(m);
+                let to = modules.join(from.file_name().unwrap_or_default());
+                std::fs::copy(&from, &to).map_err(|e| format!("copy {}: {e}", from.display()))?;
+            }
+            (vmlinuz, "linux", "console=ttyS0 quiet panic=-1 rdinit=/bin/sh".to_string())
+        }
+    };
+    let initrd = rootfs::initramfs_with(
+        repo,
+        &archive,
+        &build::out_dir().join(format!("initramfs-debian-servers-{name}.img")),
+        Some(&staged),
+    )?;
+    let p = free_ports(5)?;
+    let ports = Ports { http: p[0], redis: p[1], echo: p[2], memcached: p[3], iperf3: p[4] };
+    let mut rules = format!(
+        "tcp:127.0.0.1:{}-:80 tcp:127.0.0.1:{}-:6379 tcp:127.0.0.1:{}-:7000",
+        ports.http, ports.redis, ports.echo
+    );
+    if bench {
+        rules.push_str(&format!(" tcp:127.0.0.1:{}-:11211 tcp:127.0.0.1:{}-:5201", ports.memcached, ports.iperf3));
+    }
+    let mut extra = vec!["-m".to_string(), SERVERS.memory.to_string()];
+    extra.extend(qemu::net_args(qemu::Net::Virtio, &rules)?);
+    let boot = qemu::Boot {
+        image: qemu::Image::Kernel {
+            elf: image.to_path_buf(),
+            cmdline: format!("{cmdline_head} -- /apps/nic.sh{}", if bench { " bench" } else { "" }),
+            initrd: Some(initrd),
+        },
+        smp: crate::appstest::CPUS,
+        extra,
+    };
+    let log = build::out_dir().join(format!("debian-servers-nic-{name}.log"));
+    let qemu = std::thread::spawn(move || qemu::run_captured(&boot, limit, &log));
+    Ok(Guest { ports, qemu })
+}
+
+/// Waits (at most 240 s) until nginx and redis answer through the
+/// forwards: slirp accepts and then drops connections until the guest
+/// listens.
+pub fn wait_ready(guest: &Guest) -> bool {
+    let ready_by = std::time::Instant::now() + Duration::from_secs(240);
+    while std::time::Instant::now() < ready_by && !guest.qemu.is_finished() {
+        let ok = std::process::Command::new("curl")
+            .args(["-sf", "-m", "5", "-o", "/dev/null", &format!("http://127.0.0.1:{}/1k.bin", guest.ports.http)])
+            .status()
+            .is_ok_and(|s| s.success());
+        let pong = client("redis-cli", &["-p".into(), guest.ports.redis.to_string(), "ping".into()])
+            .is_ok_and(|o| o.trim() == "PONG");
+        if ok && pong {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    false
+}
+
+/// Asks `nic.sh` to stop (netecho's stop) and waits for QEMU.
+pub fn stop(repo: &Path, guest: Guest) -> Result<crate::qemu::Captured> {
+    let netecho = repo.join("build/user/t/netecho");
+    let _ = client(
+        netecho.to_str().unwrap_or("netecho"),
+        &["stop", "127.0.0.1", &guest.ports.echo.to_string()].map(String::from),
+    );
+    guest.qemu.join().map_err(|_| "the QEMU thread panicked".to_string())?
 }
 
 /// Runs a host client; its stdout, or why it failed.
@@ -117,55 +223,15 @@ fn verdict(name: &str, result: std::result::Result<String, String>, passed: &mut
 /// runs, and the host's netecho moves `echo_bytes` each way, checked byte
 /// by byte. Rates are printed, not judged.
 pub fn nic(repo: &Path, elf: &Path, echo_bytes: u64) -> Result<(u64, u64)> {
-    use crate::{build, qemu, rootfs};
     let start = std::time::Instant::now();
-    let work = repo.join("build/debian-servers");
-    let packages: Vec<String> = PACKAGES.iter().map(|s| s.to_string()).collect();
-    let archive = rootfs::make_in(&work, &rootfs::dir(repo).join("debs"), &packages)?;
-    let t = crate::initramfs::build_user_programs(repo)?;
-    let staged = crate::appstest::stage_files(repo, &t, &SERVERS)?;
-    let initrd =
-        rootfs::initramfs_with(repo, &archive, &build::out_dir().join("initramfs-debian-servers.img"), Some(&staged))?;
-    let [http, redis, echo] = free_ports()?;
-    let mut extra = vec!["-m".to_string(), SERVERS.memory.to_string()];
-    extra.extend(qemu::net_args(
-        qemu::Net::Virtio,
-        &format!("tcp:127.0.0.1:{http}-:80 tcp:127.0.0.1:{redis}-:6379 tcp:127.0.0.1:{echo}-:7000"),
-    )?);
-    let boot = qemu::Boot {
-        image: qemu::Image::Kernel {
-            elf: elf.to_path_buf(),
-            cmdline: "ip=10.0.2.15::10.0.2.2:255.255.255.0::eth0:off init=/bin/sh -- /apps/nic.sh".to_string(),
-            initrd: Some(initrd),
-        },
-        smp: crate::appstest::CPUS,
-        extra,
-    };
     // Bytes each way at slirp's pace under TCG (a few MB/s at worst) plus
     // the boot.
     let limit = Duration::from_secs(300 + echo_bytes / 500_000);
-    let log = build::out_dir().join("debian-servers-nic.log");
-    let guest = std::thread::spawn(move || qemu::run_captured(&boot, limit, &log));
-
+    let guest = boot(repo, Kernel::Kiln(elf), false, limit)?;
+    let (http, redis, echo) = (guest.ports.http, guest.ports.redis, guest.ports.echo);
     let (mut passed, mut failed) = (0u64, 0u64);
     let base = format!("http://127.0.0.1:{http}");
-    // Ready when nginx answers through the forward (slirp accepts and
-    // then drops connections until the guest listens).
-    let ready_by = std::time::Instant::now() + Duration::from_secs(240);
-    let mut ready = false;
-    while std::time::Instant::now() < ready_by && !guest.is_finished() {
-        let ok = std::process::Command::new("curl")
-            .args(["-sf", "-m", "5", "-o", "/dev/null", &format!("{base}/1k.bin")])
-            .status()
-            .is_ok_and(|s| s.success());
-        let pong =
-            client("redis-cli", &["-p".into(), redis.to_string(), "ping".into()]).is_ok_and(|o| o.trim() == "PONG");
-        if ok && pong {
-            ready = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    }
+    let ready = wait_ready(&guest);
     verdict(
         "ready",
         if ready { Ok(format!("ports {http}, {redis}, {echo}")) } else { Err("nginx and redis never answered".into()) },
@@ -203,17 +269,20 @@ pub fn nic(repo: &Path, elf: &Path, echo_bytes: u64) -> Result<(u64, u64)> {
             }
         });
         verdict("redis-set-get", round_trip, &mut passed, &mut failed);
-        let bench = client(
-            "redis-benchmark",
-            &["-p", &redis.to_string(), "-n", "1000", "-c", "10", "-q", "-t", "set,get"].map(String::from),
-        )
-        .map(|o| {
-            let lines: Vec<&str> =
-                o.split(['\r', '\n']).map(str::trim).filter(|l| l.contains("requests per second")).collect();
-            lines.join("; ")
-        });
+        let bench_once = || {
+            client(
+                "redis-benchmark",
+                &["-p", &redis.to_string(), "-n", "1000", "-c", "10", "-q", "-t", "set,get"].map(String::from),
+            )
+            .map(|o| {
+                let lines: Vec<&str> =
+                    o.split(['\r', '\n']).map(str::trim).filter(|l| l.contains("requests per second")).collect();
+                lines.join("; ")
+            })
+        };
+        let bench = bench_once();
         verdict("redis-benchmark", bench, &mut passed, &mut failed);
-        let netecho = t.join("netecho");
+        let netecho = repo.join("build/user/t/netecho");
         let n = echo_bytes.to_string();
         let moved = client(
             netecho.to_str().unwrap_or("netecho"),
@@ -229,11 +298,7 @@ pub fn nic(repo: &Path, elf: &Path, echo_bytes: u64) -> Result<(u64, u64)> {
         });
         verdict("netecho", moved, &mut passed, &mut failed);
     }
-    let _ = client(
-        t.join("netecho").to_str().unwrap_or("netecho"),
-        &["stop", "127.0.0.1", &echo.to_string()].map(String::from),
-    );
-    let run = guest.join().map_err(|_| "the QEMU thread panicked".to_string())??;
+    let run = stop(repo, guest)?;
     let stopped = run.output.contains("servers stopped");
     verdict(
         "guest-stopped",
