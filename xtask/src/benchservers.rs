@@ -10,6 +10,12 @@
 //! `-icount` would not measure the guest. The rows are kept apart from
 //! `make bench`'s (bench/results/servers.md); the figures include slirp,
 //! which both kernels share.
+//!
+//! Not finished: the first run (2026-11-24) exceeded 10 minutes; in Kiln
+//! redis-benchmark -c 50 met resets (more simultaneous SYNs than
+//! `net::inet::tcp::LISTEN_SLOTS`), and under Linux `insmod virtio_net`
+//! failed with an unknown symbol (a dependency besides failover and
+//! net_failover is missing; `modinfo -F depends` would say which).
 
 use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
