@@ -48,7 +48,7 @@ DISK_FS ?= ext4
 export SMP CMDLINE QEMU_EXTRA EXTRA CMD ROOT MEM ROOTFS_PACKAGES VIA_LDSO NET HOSTFWD DISK DISK_BUS
 
 .DEFAULT_GOAL := run
-.PHONY: run test test-smp test-storage crashtest iso build bench clean fmt clippy deps rootfs disk
+.PHONY: run test test-smp test-storage crashtest nettest-long bench-servers iso build bench clean fmt clippy deps rootfs disk
 
 deps:
 	@$(DEPS)
@@ -87,6 +87,19 @@ N ?= 20
 crashtest:
 	@$(DEPS)
 	@$(XTASK) crashtest -n $(N)
+
+# The servers stage's run through the NIC with the issue's 1 GiB each
+# way between netecho on the host and in Kiln (make test moves 64 MiB).
+nettest-long:
+	@$(DEPS)
+	@$(XTASK) nettest-long
+
+# Issue 12's application rows (nginx, redis, iperf3, memcached through a
+# virtio NIC, clients on the host), Kiln against Linux; apart from `make
+# bench`'s rows, in bench/results/servers.md.
+bench-servers:
+	@$(DEPS)
+	@$(XTASK) bench-servers
 
 # A Debian root from Debian's packages, cached under build/debian.
 rootfs:

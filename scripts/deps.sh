@@ -14,6 +14,7 @@ PACKAGES=(
     musl-tools busybox-static        # static user-space programs
     golang-go                        # user/go: Go programs (CGO_ENABLED=0)
     grub-pc-bin grub-common xorriso mtools # GRUB ISO (grub-mkrescue)
+    curl redis-tools wrk iperf3 libmemcached-tools # host clients of the servers in Kiln (servers stage, bench-servers)
 )
 
 # `dpkg-query -W` prints a line for each package it knows; unknown ones go

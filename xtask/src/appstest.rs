@@ -89,16 +89,46 @@ pub fn section_names(script: &str) -> Vec<String> {
         .collect()
 }
 
+/// One stage of Debian programs judged against the host: the apps stage
+/// here, and the servers stage (`crate::serverstest`).
+pub struct Suite {
+    /// The stage's name in verdict lines (`apps nginx ... ok`).
+    pub label: &'static str,
+    /// The workload folder under `user/debian/`, with its `run.sh`.
+    pub folder: &'static str,
+    /// What the root holds beyond the base.
+    pub packages: &'static [&'static str],
+    /// The whole run in Kiln.
+    pub limit: Duration,
+    /// The guest's memory.
+    pub memory: &'static str,
+    /// The host's run gets its own network namespace with only `lo` up,
+    /// so servers bind their stock ports without meeting the host's.
+    pub own_network: bool,
+    pub expected_to_fail: &'static [(&'static str, &'static str)],
+}
+
+/// This stage.
+pub const APPS: Suite = Suite {
+    label: "apps",
+    folder: "apps",
+    packages: PACKAGES,
+    limit: LIMIT,
+    memory: MEMORY,
+    own_network: false,
+    expected_to_fail: EXPECTED_TO_FAIL,
+};
+
 /// Copies the workload folder and the programs built here into
 /// `out/apps`; returns `out`.
-fn stage_files(repo: &Path, t: &Path) -> Result<PathBuf> {
-    let out = build::out_dir().join("debian-apps");
+pub fn stage_files(repo: &Path, t: &Path, suite: &Suite) -> Result<PathBuf> {
+    let out = build::out_dir().join(format!("debian-{}", suite.folder));
     let _ = fs::remove_dir_all(&out);
     let apps = out.join("apps");
-    copy_tree(&repo.join("user/debian/apps"), &apps)?;
+    copy_tree(&repo.join("user/debian").join(suite.folder), &apps)?;
     // The Go program (user/go), built with Debian's Go by `make -C user`.
     let go = t.join("gotest");
-    if go.is_file() {
+    if suite.folder == "apps" && go.is_file() {
         fs::copy(&go, apps.join("gotest")).map_err(|e| format!("copy {}: {e}", go.display()))?;
     }
     Ok(out)
@@ -120,9 +150,18 @@ fn copy_tree(from: &Path, to: &Path) -> Result<()> {
 
 /// The host's run: `run.sh` in the tree under chroot, inside a private
 /// mount namespace (util-linux `unshare`) whose mounts vanish with it.
-fn host_run(t: &Path, tree: &Path, staged: &Path, sections: &[String]) -> Result<String> {
+fn host_run(t: &Path, tree: &Path, staged: &Path, sections: &[String], suite: &Suite) -> Result<String> {
     let apps_mount = tree.join("apps");
     fs::create_dir_all(&apps_mount).map_err(|e| format!("create {}: {e}", apps_mount.display()))?;
+    // With its own network the run also gets fresh copies of what the
+    // servers write beside their configuration (run files, logs, state,
+    // a conf.d the scripts add a listening port to), so the cached tree
+    // stays as built.
+    let network = r#"ip link set lo up
+for d in run var/log var/lib/nginx var/lib/redis var/www etc/nginx/conf.d; do
+    mkdir -p "$R/$d" && mount -t tmpfs tmpfs "$R/$d"
+done
+"#;
     let script = r#"set -e
 R=$1; A=$2; shift 2
 mount -t proc proc "$R/proc"
@@ -132,9 +171,16 @@ mount -t tmpfs -o mode=1777 tmpfs "$R/dev/shm"
 mount -t devpts -o newinstance,ptmxmode=0666 devpts "$R/dev/pts"
 mount -t tmpfs -o mode=1777 tmpfs "$R/tmp"
 mount --bind -o ro "$A" "$R/apps"
-exec chroot "$R" /bin/sh /apps/run.sh "$@""#;
+NETWORK
+exec chroot "$R" /bin/sh /apps/run.sh "$@""#
+        .replace("NETWORK\n", if suite.own_network { network } else { "" });
+    let mut unshare = vec!["/usr/bin/unshare", "--mount", "--propagation", "private"];
+    if suite.own_network {
+        unshare.push("--net");
+    }
     let out = Command::new(t.join("pristine"))
-        .args(["/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script, "sh"])
+        .args(&unshare)
+        .args(["/bin/sh", "-c", &script, "sh"])
         .arg(tree)
         .arg(staged.join("apps"))
         .args(sections)
@@ -153,27 +199,39 @@ exec chroot "$R" /bin/sh /apps/run.sh "$@""#;
 /// Runs the stage (every section, or those named in `only`); returns
 /// (passed, failed).
 pub fn run(repo: &Path, elf: &Path, only: &[String]) -> Result<(u64, u64)> {
+    run_suite(repo, elf, only, &APPS)
+}
+
+/// Runs `suite` (every section, or those named in `only`); returns
+/// (passed, failed).
+pub fn run_suite(repo: &Path, elf: &Path, only: &[String], suite: &Suite) -> Result<(u64, u64)> {
     let start = Instant::now();
-    let work = repo.join("build/debian-apps");
-    let packages: Vec<String> = PACKAGES.iter().map(|s| s.to_string()).collect();
+    let label = suite.label;
+    let work = repo.join(format!("build/debian-{}", suite.folder));
+    let packages: Vec<String> = suite.packages.iter().map(|s| s.to_string()).collect();
     let archive = rootfs::make_in(&work, &rootfs::dir(repo).join("debs"), &packages)?;
-    let script = fs::read_to_string(repo.join("user/debian/apps/run.sh")).map_err(|e| format!("read run.sh: {e}"))?;
+    let run_sh = format!("user/debian/{}/run.sh", suite.folder);
+    let script = fs::read_to_string(repo.join(&run_sh)).map_err(|e| format!("read {run_sh}: {e}"))?;
     let all = section_names(&script);
     for name in only {
         if !all.contains(name) {
-            return Err(format!("no workload `{name}` in user/debian/apps/run.sh (there are: {})", all.join(" ")));
+            return Err(format!("no workload `{name}` in {run_sh} (there are: {})", all.join(" ")));
         }
     }
     let names: Vec<String> = if only.is_empty() { all } else { only.to_vec() };
     let t = crate::initramfs::build_user_programs(repo)?;
-    let staged = stage_files(repo, &t)?;
+    let staged = stage_files(repo, &t, suite)?;
 
     let host_start = Instant::now();
-    let host_out = host_run(&t, &work.join("root"), &staged, only)?;
+    let host_out = host_run(&t, &work.join("root"), &staged, only, suite)?;
     let host_secs = host_start.elapsed().as_secs_f64();
 
-    let initrd =
-        rootfs::initramfs_with(repo, &archive, &build::out_dir().join("initramfs-debian-apps.img"), Some(&staged))?;
+    let initrd = rootfs::initramfs_with(
+        repo,
+        &archive,
+        &build::out_dir().join(format!("initramfs-debian-{}.img", suite.folder)),
+        Some(&staged),
+    )?;
     let boot = qemu::Boot {
         image: qemu::Image::Kernel {
             elf: elf.to_path_buf(),
@@ -181,17 +239,17 @@ pub fn run(repo: &Path, elf: &Path, only: &[String]) -> Result<(u64, u64)> {
             initrd: Some(initrd),
         },
         smp: CPUS,
-        extra: vec!["-m".to_string(), MEMORY.to_string()],
+        extra: vec!["-m".to_string(), suite.memory.to_string()],
     };
     let kiln_start = Instant::now();
-    let run = qemu::run_captured(&boot, LIMIT, &build::out_dir().join("debian-apps.log"))?;
+    let run = qemu::run_captured(&boot, suite.limit, &build::out_dir().join(format!("debian-{}.log", suite.folder)))?;
     let kiln_secs = kiln_start.elapsed().as_secs_f64();
 
     let mut unavailable = Vec::new();
-    if !staged.join("apps/gotest").is_file() {
+    if suite.folder == "apps" && !staged.join("apps/gotest").is_file() {
         unavailable.push(("go", "user/go/gotest is not built here"));
     }
-    let v = judge(&names, &host_out, &run.output, &unavailable, EXPECTED_TO_FAIL);
+    let v = judge(label, &names, &host_out, &run.output, &unavailable, suite.expected_to_fail);
     let (mut passed, mut failed, expected) = (v.passed, v.failed, v.expected);
     if names.iter().any(|n| n == "stress-ng") {
         match stress_memory_verdict(&run.output) {
@@ -205,11 +263,11 @@ pub fn run(repo: &Path, elf: &Path, only: &[String]) -> Result<(u64, u64)> {
             }
         }
     }
-    let (p, f) = leak_verdict("apps", &run);
+    let (p, f) = leak_verdict(label, &run);
     passed += p;
     failed += f;
     println!(
-        "apps: {passed} passed, {failed} failed, {expected} expected failures; host {host_secs:.0} s, Kiln {kiln_secs:.0} s, stage {:.0} s",
+        "{label}: {passed} passed, {failed} failed, {expected} expected failures; host {host_secs:.0} s, Kiln {kiln_secs:.0} s, stage {:.0} s",
         start.elapsed().as_secs_f64()
     );
     Ok((passed, failed))
@@ -229,6 +287,7 @@ struct Verdicts {
 /// `unavailable` (a program this build could not make) fails whatever it
 /// printed: host and Kiln would agree on its absence.
 fn judge(
+    label: &str,
     names: &[String],
     host_out: &str,
     kiln_out: &str,
@@ -255,17 +314,17 @@ fn judge(
         match (why, expected) {
             (None, None) => {
                 v.passed += 1;
-                println!("apps {name} ... ok");
+                println!("{label} {name} ... ok");
             }
             (None, Some(until)) => {
                 v.failed += 1;
                 crate::recap::failure(format!(
-                    "apps {name} ... FAILED (passes now: take it off EXPECTED_TO_FAIL in xtask/src/appstest.rs; it waited for {until})"
+                    "{label} {name} ... FAILED (passes now: take it off its EXPECTED_TO_FAIL list; it waited for {until})"
                 ));
             }
             (Some((why, detail)), Some(until)) => {
                 v.expected += 1;
-                println!("apps {name} ... expected failure ({why}) until {until}");
+                println!("{label} {name} ... expected failure ({why}) until {until}");
                 if let Some(detail) = detail {
                     println!("    {detail}");
                 }
@@ -273,7 +332,7 @@ fn judge(
             (Some((why, detail)), None) => {
                 v.failed += 1;
                 let detail = detail.map(|d| format!("\n    {d}")).unwrap_or_default();
-                crate::recap::failure(format!("apps {name} ... FAILED ({why}){detail}"));
+                crate::recap::failure(format!("{label} {name} ... FAILED ({why}){detail}"));
             }
         }
     }
@@ -323,18 +382,21 @@ mod tests {
         let kiln =
             format!("=== perl ===\nsame\n=== perl exit 0 ===\n=== {listed} ===\nENOSYS\n=== {listed} exit 1 ===\n");
         // perl passes; the listed workload fails as expected.
-        let v = judge(&names(&["perl", listed]), &host, &kiln, &[], &list);
+        let v = judge("apps", &names(&["perl", listed]), &host, &kiln, &[], &list);
         assert_eq!(v, Verdicts { passed: 1, failed: 0, expected: 1 });
         // Passing while listed is a failure.
-        assert_eq!(judge(&names(&[listed]), &host, &host, &[], &list), Verdicts { passed: 0, failed: 1, expected: 0 });
+        assert_eq!(
+            judge("apps", &names(&[listed]), &host, &host, &[], &list),
+            Verdicts { passed: 0, failed: 1, expected: 0 }
+        );
     }
 
     #[test]
     fn a_missing_program_fails_even_when_both_sides_agree() {
         let out = "=== vim ===\nno such file\n=== vim exit 127 ===\n";
-        let v = judge(&names(&["vim"]), out, out, &[("vim", "not built")], &[]);
+        let v = judge("apps", &names(&["vim"]), out, out, &[("vim", "not built")], &[]);
         assert_eq!(v, Verdicts { passed: 0, failed: 1, expected: 0 });
-        assert_eq!(judge(&names(&["vim"]), out, out, &[], &[]), Verdicts { passed: 1, failed: 0, expected: 0 });
+        assert_eq!(judge("apps", &names(&["vim"]), out, out, &[], &[]), Verdicts { passed: 1, failed: 0, expected: 0 });
     }
 
     #[test]

@@ -7,6 +7,7 @@
 
 mod appstest;
 mod bench;
+mod benchservers;
 mod build;
 mod debiantest;
 mod hostlibs;
@@ -17,6 +18,7 @@ mod qemu;
 mod recap;
 mod rootfs;
 mod storagetest;
+mod serverstest;
 mod testrun;
 mod unsafe_check;
 mod usertest;
@@ -52,8 +54,16 @@ commands:
                             Debian's packages, against the host in chroot)
   test-apps [WORKLOAD...]   only the Debian-workload stage (user/debian/apps),
                             or the named workloads of it
+  test-servers [SECTION...] only the servers stage (user/debian/servers:
+                            nginx, redis, memcached, iperf3 over loopback)
+  test-servers-nic          nginx, redis and netecho in Kiln reached by host
+                            clients through a virtio NIC (64 MiB each way)
+  nettest-long              the same with 1 GiB each way
   bench [smoke]             Kiln against Linux under icount and wall clock
                             (env: BENCH_RUNS, BENCH_FILTER, BENCH_SCALE, BENCH_KERNEL)
+  bench-servers             issue 12's application rows (nginx, redis, iperf3,
+                            memcached, netecho) through a virtio NIC, Kiln
+                            against Linux, to bench/results/servers.md
   fmt [--check]             rustfmt every crate
   clippy                    clippy on the host crates";
 
@@ -155,7 +165,27 @@ fn dispatch(args: &[String]) -> Result<ExitCode> {
             println!("{passed} passed, {failed} failed");
             Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
+        "test-servers" => {
+            let elf = build::kernel(build::Flavor::Normal)?;
+            let (passed, failed) = serverstest::run(&build::repo_root(), &elf, rest)?;
+            recap::print();
+            println!("{passed} passed, {failed} failed");
+            Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+        }
+        "test-servers-nic" | "nettest-long" => {
+            no_args(cmd, rest)?;
+            let elf = build::kernel(build::Flavor::Normal)?;
+            let bytes = if cmd == "nettest-long" { serverstest::LONG_ECHO_BYTES } else { serverstest::ECHO_BYTES };
+            let (passed, failed) = serverstest::nic(&build::repo_root(), &elf, bytes)?;
+            recap::print();
+            println!("{passed} passed, {failed} failed");
+            Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+        }
         "bench" => bench::main(rest),
+        "bench-servers" => {
+            no_args(cmd, rest)?;
+            benchservers::main()
+        }
         "fmt" => build::host_fmt(rest),
         "clippy" => {
             no_args(cmd, rest)?;

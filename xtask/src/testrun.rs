@@ -14,7 +14,7 @@ use crate::{iso, qemu, unsafe_check, Result};
 
 const KTEST_TIMEOUT: Duration = Duration::from_secs(300);
 const GRUB_TIMEOUT: Duration = Duration::from_secs(120);
-const STAGES: usize = 12;
+const STAGES: usize = 13;
 const CRASH_TIMEOUT: Duration = Duration::from_secs(60);
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -149,7 +149,16 @@ pub fn all(cpus: &Cpus) -> Result<ExitCode> {
     totals.add(report(
         "Debian workloads",
         normal
+            .clone()
             .and_then(|elf| crate::appstest::run(&build::repo_root(), &elf, &[]))
+            .map(|(p, f)| Totals { passed: p, failed: f }),
+    ));
+
+    header(13, "Debian's servers: over loopback against the host (chroot), then host clients through the NIC");
+    totals.add(report(
+        "Debian servers",
+        normal
+            .and_then(|elf| crate::serverstest::stage(&build::repo_root(), &elf))
             .map(|(p, f)| Totals { passed: p, failed: f }),
     ));
 

@@ -54,9 +54,12 @@ const TCP_RMEM_DEFAULT: u32 = 131_072;
 const TCP_WMEM_DEFAULT: u32 = 16_384;
 
 /// Listening smoltcp sockets per listener: on the loopback a handshake
-/// ends within the poll that began it, so a few suffice; each holds a
-/// connection's buffers.
-const LISTEN_SLOTS: usize = 4;
+/// ends within the poll that began it, so a few would suffice, but
+/// through a NIC several SYNs arrive before any handshake ends and smoltcp
+/// answers one that finds no listening socket with a reset (10 at once
+/// from redis-benchmark through hostfwd met resets with 4). Each holds a
+/// connection's buffers (144 KiB by default).
+const LISTEN_SLOTS: usize = 16;
 
 /// shutdown bits.
 const RCV: u8 = 1;

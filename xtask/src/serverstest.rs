@@ -1,0 +1,318 @@
+//! `make test`'s servers stage: Debian's own servers (nginx, redis,
+//! memcached, iperf3), unmodified and with their stock configurations
+//! plus a listening port, each driven by Debian's clients and busybox's
+//! over 127.0.0.1 inside one machine (`user/debian/servers`). It runs
+//! like the Debian-workload stage ([`crate::appstest`]): in Kiln booted
+//! with a Debian root that holds the servers, and on the host in the same
+//! tree under `chroot`, there in a fresh network namespace (only `lo`,
+//! so the stock ports are free) with tmpfs copies of the folders the
+//! servers write; each section's output must be identical.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::appstest::{run_suite, Suite};
+use crate::Result;
+
+/// The servers and their clients (busybox for `wget` and `nc`, procps
+/// for `pgrep`).
+pub const PACKAGES: &[&str] =
+    &["nginx", "redis-server", "redis-tools", "memcached", "iperf3", "curl", "busybox", "procps"];
+
+/// Sections that cannot pass until a kernel feature lands, with what
+/// each waits for (see `appstest::EXPECTED_TO_FAIL`).
+const EXPECTED_TO_FAIL: &[(&str, &str)] = &[];
+
+pub const SERVERS: Suite = Suite {
+    label: "servers",
+    folder: "servers",
+    packages: PACKAGES,
+    // Boot, unpack and four sections of a few seconds each in Kiln; the
+    // bound is for a server that hangs.
+    limit: Duration::from_secs(600),
+    memory: "1G",
+    own_network: true,
+    expected_to_fail: EXPECTED_TO_FAIL,
+};
+
+/// Bytes each way between the host's netecho and Kiln's in `make test`
+/// (`make nettest-long` moves [`LONG_ECHO_BYTES`]).
+pub const ECHO_BYTES: u64 = 64 << 20;
+/// The figure: 1 GiB each way.
+pub const LONG_ECHO_BYTES: u64 = 1 << 30;
+
+/// `make test`'s stage: the loopback sections, then the servers through
+/// the NIC; returns (passed, failed).
+pub fn stage(repo: &Path, elf: &Path) -> Result<(u64, u64)> {
+    let (p, f) = run(repo, elf, &[])?;
+    let (p2, f2) = nic(repo, elf, ECHO_BYTES)?;
+    Ok((p + p2, f + f2))
+}
+
+/// Runs the loopback sections (every one, or those named in `only`);
+/// returns (passed, failed).
+pub fn run(repo: &Path, elf: &Path, only: &[String]) -> Result<(u64, u64)> {
+    run_suite(repo, elf, only, &SERVERS)
+}
+
+/// The bytes of `fixed_file` in `user/debian/servers/common.sh`: the
+/// decimal numbers from 1, one a line, cut to `len`.
+fn fixed_file(len: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(len + 8);
+    let mut n = 1u64;
+    while out.len() < len {
+        out.extend_from_slice(format!("{n}\n").as_bytes());
+        n += 1;
+    }
+    out.truncate(len);
+    out
+}
+
+/// `n` free TCP ports on the host's loopback for hostfwd rules.
+fn free_ports(n: usize) -> Result<Vec<u16>> {
+    let listeners: Vec<std::net::TcpListener> = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
+        .collect::<std::io::Result<_>>()
+        .map_err(|e| format!("pick a free port: {e}"))?;
+    listeners.iter().map(|l| l.local_addr().map(|a| a.port()).map_err(|e| format!("local_addr: {e}"))).collect()
+}
+
+/// The host ports forwarded to the guest's servers.
+pub struct Ports {
+    pub http: u16,
+    pub redis: u16,
+    pub echo: u16,
+    pub memcached: u16,
+    pub iperf3: u16,
+}
+
+/// The kernel a servers boot runs.
+pub enum Kernel<'a> {
+    Kiln(&'a Path),
+    /// Debian's cloud kernel (its virtio_net is a module, copied from
+    /// /lib/modules into the initramfs).
+    Linux(&'a Path),
+}
+
+/// A guest running `nic.sh` on its own thread.
+pub struct Guest {
+    pub ports: Ports,
+    pub qemu: std::thread::JoinHandle<Result<crate::qemu::Captured>>,
+}
+
+/// Boots `kernel` with the servers root, a virtio NIC and hostfwd rules
+/// for the servers `nic.sh` starts (`bench`: memcached and iperf3 too).
+pub fn boot(repo: &Path, kernel: Kernel, bench: bool, limit: Duration) -> Result<Guest> {
+    use crate::{build, qemu, rootfs};
+    let work = repo.join("build/debian-servers");
+    let packages: Vec<String> = PACKAGES.iter().map(|s| s.to_string()).collect();
+    let archive = rootfs::make_in(&work, &rootfs::dir(repo).join("debs"), &packages)?;
+    let t = crate::initramfs::build_user_programs(repo)?;
+    let staged = crate::appstest::stage_files(repo, &t, &SERVERS)?;
+    let (image, name, cmdline_head) = match kernel {
+        Kernel::Kiln(elf) => (elf, "kiln", "ip=10.0.2.15::10.0.2.2:255.255.255.0::eth0:off init=/bin/sh".to_string()),
+        Kernel::Linux(vmlinuz) => {
+            let modules = staged.join("apps/modules");
+            std::fs::create_dir_all(&modules).map_err(|e| format!("create {}: {e}", modules.display()))?;
+            let version = crate::bench::guest::linux_version(vmlinuz);
+            for m in ["net/core/failover.ko", "drivers/net/net_failover.ko", "drivers/net/virtio_net.ko"] {
+                let from = Path::new("/lib/modules").join(&version).join("kernel").join(m);
+                let to = modules.join(from.file_name().unwrap_or_default());
+                std::fs::copy(&from, &to).map_err(|e| format!("copy {}: {e}", from.display()))?;
+            }
+            (vmlinuz, "linux", "console=ttyS0 quiet panic=-1 rdinit=/bin/sh".to_string())
+        }
+    };
+    let initrd = rootfs::initramfs_with(
+        repo,
+        &archive,
+        &build::out_dir().join(format!("initramfs-debian-servers-{name}.img")),
+        Some(&staged),
+    )?;
+    let p = free_ports(5)?;
+    let ports = Ports { http: p[0], redis: p[1], echo: p[2], memcached: p[3], iperf3: p[4] };
+    let mut rules = format!(
+        "tcp:127.0.0.1:{}-:80 tcp:127.0.0.1:{}-:6379 tcp:127.0.0.1:{}-:7000",
+        ports.http, ports.redis, ports.echo
+    );
+    if bench {
+        rules.push_str(&format!(" tcp:127.0.0.1:{}-:11211 tcp:127.0.0.1:{}-:5201", ports.memcached, ports.iperf3));
+    }
+    let mut extra = vec!["-m".to_string(), SERVERS.memory.to_string()];
+    extra.extend(qemu::net_args(qemu::Net::Virtio, &rules)?);
+    let boot = qemu::Boot {
+        image: qemu::Image::Kernel {
+            elf: image.to_path_buf(),
+            cmdline: format!("{cmdline_head} -- /apps/nic.sh{}", if bench { " bench" } else { "" }),
+            initrd: Some(initrd),
+        },
+        smp: crate::appstest::CPUS,
+        extra,
+    };
+    let log = build::out_dir().join(format!("debian-servers-nic-{name}.log"));
+    let qemu = std::thread::spawn(move || qemu::run_captured(&boot, limit, &log));
+    Ok(Guest { ports, qemu })
+}
+
+/// Waits (at most 240 s) until nginx and redis answer through the
+/// forwards: slirp accepts and then drops connections until the guest
+/// listens.
+pub fn wait_ready(guest: &Guest) -> bool {
+    let ready_by = std::time::Instant::now() + Duration::from_secs(240);
+    while std::time::Instant::now() < ready_by && !guest.qemu.is_finished() {
+        let ok = std::process::Command::new("curl")
+            .args(["-sf", "-m", "5", "-o", "/dev/null", &format!("http://127.0.0.1:{}/1k.bin", guest.ports.http)])
+            .status()
+            .is_ok_and(|s| s.success());
+        let pong = client("redis-cli", &["-p".into(), guest.ports.redis.to_string(), "ping".into()])
+            .is_ok_and(|o| o.trim() == "PONG");
+        if ok && pong {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    false
+}
+
+/// Asks `nic.sh` to stop (netecho's stop) and waits for QEMU.
+pub fn stop(repo: &Path, guest: Guest) -> Result<crate::qemu::Captured> {
+    let netecho = repo.join("build/user/t/netecho");
+    let _ = client(
+        netecho.to_str().unwrap_or("netecho"),
+        &["stop", "127.0.0.1", &guest.ports.echo.to_string()].map(String::from),
+    );
+    guest.qemu.join().map_err(|_| "the QEMU thread panicked".to_string())?
+}
+
+/// Runs a host client; its stdout, or why it failed.
+fn client(program: &str, args: &[String]) -> std::result::Result<String, String> {
+    let out = std::process::Command::new(program)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("{program}: {e} (scripts/deps.sh installs the host clients)"))?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !stderr.trim().is_empty() {
+        println!("    {program}: {}", stderr.trim());
+    }
+    if !out.status.success() {
+        return Err(format!("{program} {}: {}", args.join(" "), out.status));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Tallies a check's verdict.
+fn verdict(name: &str, result: std::result::Result<String, String>, passed: &mut u64, failed: &mut u64) {
+    match result {
+        Ok(text) => {
+            *passed += 1;
+            println!("servers-nic {name} ... ok ({text})");
+        }
+        Err(why) => {
+            *failed += 1;
+            crate::recap::failure(format!("servers-nic {name} ... FAILED ({why})"));
+        }
+    }
+}
+
+/// Servers in Kiln answering clients on the host through the NIC: Kiln
+/// boots with a virtio NIC on QEMU user networking, three hostfwd rules on
+/// free 127.0.0.1 ports reach nginx (80), redis (6379) and netecho (7000)
+/// started by `user/debian/servers/nic.sh`; host `curl` checks nginx's
+/// bytes, host `redis-cli` round trips and `redis-benchmark -n 1000`
+/// runs, and the host's netecho moves `echo_bytes` each way, checked byte
+/// by byte. Rates are printed, not judged.
+pub fn nic(repo: &Path, elf: &Path, echo_bytes: u64) -> Result<(u64, u64)> {
+    let start = std::time::Instant::now();
+    // Bytes each way at slirp's pace under TCG (a few MB/s at worst) plus
+    // the boot.
+    let limit = Duration::from_secs(300 + echo_bytes / 500_000);
+    let guest = boot(repo, Kernel::Kiln(elf), false, limit)?;
+    let (http, redis, echo) = (guest.ports.http, guest.ports.redis, guest.ports.echo);
+    let (mut passed, mut failed) = (0u64, 0u64);
+    let base = format!("http://127.0.0.1:{http}");
+    let ready = wait_ready(&guest);
+    verdict(
+        "ready",
+        if ready { Ok(format!("ports {http}, {redis}, {echo}")) } else { Err("nginx and redis never answered".into()) },
+        &mut passed,
+        &mut failed,
+    );
+    if ready {
+        for (file, len) in [("1k.bin", 1024usize), ("64k.bin", 65536), ("1m.bin", 1 << 20)] {
+            let got = std::process::Command::new("curl")
+                .args(["-sf", "-m", "60", &format!("{base}/{file}")])
+                .output()
+                .map_err(|e| format!("curl: {e}"));
+            let result = got.and_then(|o| {
+                if !o.status.success() {
+                    Err(format!("curl: {}", o.status))
+                } else if o.stdout == fixed_file(len) {
+                    Ok(format!("{len} bytes, same"))
+                } else {
+                    Err(format!("{} bytes, not the file's {len}", o.stdout.len()))
+                }
+            });
+            verdict(&format!("nginx-{file}"), result, &mut passed, &mut failed);
+        }
+        let cli = |args: &[&str]| {
+            let mut a = vec!["-p".to_string(), redis.to_string()];
+            a.extend(args.iter().map(|s| s.to_string()));
+            client("redis-cli", &a).map(|o| o.trim().to_string())
+        };
+        let round_trip = cli(&["set", "greeting", "hello from the host"]).and_then(|set| {
+            let get = cli(&["get", "greeting"])?;
+            if set == "OK" && get == "hello from the host" {
+                Ok("SET OK, GET same".to_string())
+            } else {
+                Err(format!("SET {set:?}, GET {get:?}"))
+            }
+        });
+        verdict("redis-set-get", round_trip, &mut passed, &mut failed);
+        let bench_once = || {
+            client(
+                "redis-benchmark",
+                &["-p", &redis.to_string(), "-n", "1000", "-c", "10", "-q", "-t", "set,get"].map(String::from),
+            )
+            .map(|o| {
+                let lines: Vec<&str> =
+                    o.split(['\r', '\n']).map(str::trim).filter(|l| l.contains("requests per second")).collect();
+                lines.join("; ")
+            })
+        };
+        let bench = bench_once();
+        verdict("redis-benchmark", bench, &mut passed, &mut failed);
+        let netecho = repo.join("build/user/t/netecho");
+        let n = echo_bytes.to_string();
+        let moved = client(
+            netecho.to_str().unwrap_or("netecho"),
+            &["send", "127.0.0.1", &echo.to_string(), &n, &n].map(String::from),
+        )
+        .and_then(|o| {
+            let want = format!("up {n} bytes: ok\ndown {n} bytes: ok\nthen end of stream: yes\n");
+            if o == want {
+                Ok(format!("{n} bytes each way, checked"))
+            } else {
+                Err(o.replace('\n', "; "))
+            }
+        });
+        verdict("netecho", moved, &mut passed, &mut failed);
+    }
+    let run = stop(repo, guest)?;
+    let stopped = run.output.contains("servers stopped");
+    verdict(
+        "guest-stopped",
+        if stopped {
+            Ok("nginx, redis and netecho exited".into())
+        } else {
+            Err("no `servers stopped` from nic.sh".into())
+        },
+        &mut passed,
+        &mut failed,
+    );
+    let (p, f) = crate::usertest::leak_verdict("servers-nic", &run);
+    passed += p;
+    failed += f;
+    println!("servers-nic: {passed} passed, {failed} failed; {:.0} s", start.elapsed().as_secs_f64());
+    Ok((passed, failed))
+}
