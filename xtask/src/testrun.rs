@@ -200,7 +200,21 @@ fn report(stage: &str, result: Result<Totals>) -> Totals {
 /// its `test result:` lines summed.
 fn host_tests() -> Result<Totals> {
     let mut child = build::debian_cargo()
-        .args(["test", "-p", "kiln-util", "-p", "kiln-ipc", "-p", "kiln-netlink", "-p", "linux-abi", "-p", "kiln-ext4", "-p", "xtask"])
+        .args([
+            "test",
+            "-p",
+            "kiln-util",
+            "-p",
+            "kiln-ipc",
+            "-p",
+            "kiln-netlink",
+            "-p",
+            "linux-abi",
+            "-p",
+            "kiln-ext4",
+            "-p",
+            "xtask",
+        ])
         .stdout(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", build::DEBIAN_CARGO))?;

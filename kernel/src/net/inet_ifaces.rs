@@ -24,8 +24,8 @@ use linux_abi::socket as s;
 use smoltcp::iface::Route as SmolRoute;
 use smoltcp::wire::{IpAddress, IpCidr, Ipv4Address, Ipv6Address};
 
-use super::inet::ports::Transport;
 use super::ifaces::{self, AddMode, Address, IfTable, Interfaces, IpAddr, Link, Route, SockTable};
+use super::inet::ports::Transport;
 use super::inet::stack;
 
 /// The table the stack provides (installed by [`install`]).
@@ -81,7 +81,6 @@ fn stack_del(index: u32, addr: &IpAddr) {
 fn addresses_of(index: u32) -> Vec<Address> {
     base().addresses().unwrap_or_default().into_iter().filter(|a| a.index == index).collect()
 }
-
 
 /// Fills a listing entry's address in its table's form: an IPv4 peer of
 /// an IPv6 socket as `::ffff:a.b.c.d`, as Linux lists it.
