@@ -557,10 +557,10 @@ impl Watch for TcpSocket {
         };
         match &inner.phase {
             Phase::Closed => return None,
-            Phase::Listening(l) => {
-                e.rx_queue = l.queue.len();
-                e.tx_queue = l.backlog;
-            }
+            // As Linux's /proc/net/tcp: a listener's receive queue is its
+            // accept queue, its send queue 0 (only sock_diag, which `ss`
+            // reads, reports the backlog there).
+            Phase::Listening(l) => e.rx_queue = l.queue.len(),
             Phase::Connecting(r) | Phase::Connected(r) => {
                 let t = st.tcp(*r);
                 e.local = t.local_endpoint().map(addr::from_endpoint).unwrap_or(inner.local);
