@@ -176,10 +176,11 @@ fn copy_in_volatile(addr: usize, out: &mut [u8]) {
     let width = access_width(addr, out.len());
     for (i, chunk) in out.chunks_exact_mut(width).enumerate() {
         let at = addr + i * width;
-        // SAFETY: `at..at + width` is inside the checked range of a live
-        // DMA buffer (direct-mapped, owned by its pool) and aligned to
-        // `width`; DMA memory holds no Rust objects, so a volatile read of
-        // plain integers aliases nothing.
+        // `at..at + width` is inside the checked range of a live DMA buffer
+        // (direct-mapped, owned by its pool) and aligned to `width`; DMA
+        // memory holds no Rust objects, so a volatile read of plain
+        // integers aliases nothing.
+        // SAFETY: in bounds, aligned, plain integers (above).
         unsafe {
             match width {
                 8 => chunk.copy_from_slice(&core::ptr::read_volatile(at as *const u64).to_le_bytes()),
@@ -199,12 +200,10 @@ fn copy_out_volatile(bytes: &[u8], addr: usize) {
         let at = addr + i * width;
         let mut b = [0u8; 8];
         b[..width].copy_from_slice(chunk);
-        // SAFETY: as in `copy_in_volatile`. Like the device's own writes,
-        // this changes DMA memory behind `&self`: such memory is shared
-        // with hardware and holds only plain bytes, which every CPU-side
-        // view (slices taken after `sync_for_cpu`, these typed accesses)
-        // treats as data that may change; a ring's memory has no slice
-        // view at all.
+        // Bounds and alignment as in `copy_in_volatile`. Callers hold the
+        // buffer by `&mut` (`DmaBuffer::write`, `DmaRing::set`), so no CPU
+        // slice of it is alive while these bytes change.
+        // SAFETY: in bounds, aligned, no live CPU view (above).
         unsafe {
             match width {
                 8 => core::ptr::write_volatile(at as *mut u64, u64::from_le_bytes(b)),
@@ -375,11 +374,12 @@ impl DmaBuffer {
     /// buffer (or part of one) to the device by putting its address in a
     /// ring, and looks at it only after the device gave it back.
     pub fn as_slice(&self) -> &[u8] {
-        // SAFETY: the frames are this buffer's alone (taken from the frame
-        // allocator or this pool's idle list, never handed out twice), are
-        // mapped by the direct map, and live as long as `self`. The device
-        // writes only parts it was given, and the driver reads them after
-        // it gave them back (ordered by `sync_for_cpu`).
+        // The frames are this buffer's alone (taken from the frame allocator
+        // or this pool's idle list, never handed out twice), are mapped by
+        // the direct map, and live as long as `self`. The device writes
+        // only parts it was given, and the driver reads them after it gave
+        // them back (ordered by `sync_for_cpu`).
+        // SAFETY: owned, mapped, live frames (above).
         unsafe { core::slice::from_raw_parts(self.ptr(), self.len) }
     }
 
@@ -410,7 +410,7 @@ impl DmaBuffer {
         Some(T::decode(bytes, HalOnly(())))
     }
 
-    pub fn write<T: DmaPlain>(&self, offset: usize, value: T) -> Option<()> {
+    pub fn write<T: DmaPlain>(&mut self, offset: usize, value: T) -> Option<()> {
         let addr = self.checked::<T>(offset)?;
         let mut bytes = [0u8; MAX_PLAIN];
         let bytes = &mut bytes[..T::SIZE];
@@ -467,7 +467,7 @@ impl<T: DmaPlain> DmaRing<T> {
         self.buffer.read(index * T::SIZE).unwrap_or_else(|| unreachable!())
     }
 
-    pub fn set(&self, index: usize, value: T) {
+    pub fn set(&mut self, index: usize, value: T) {
         assert!(index < self.count, "DmaRing index {index} past {}", self.count);
         self.buffer.write(index * T::SIZE, value).unwrap_or_else(|| unreachable!())
     }

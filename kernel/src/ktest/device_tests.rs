@@ -102,7 +102,7 @@ fn dma_ring_round_trip() -> TestResult {
     let dev = pci::claim(vga.address).map_err(|e| alloc::format!("{e:?}"))?;
     let dma = dev.dma();
     let buf = dma.alloc(3000).map_err(|e| alloc::format!("{e:?}"))?;
-    let ring = dma.alloc_ring::<TestDesc>(64).map_err(|e| alloc::format!("{e:?}"))?;
+    let mut ring = dma.alloc_ring::<TestDesc>(64).map_err(|e| alloc::format!("{e:?}"))?;
     ensure!(core::mem::size_of::<TestDesc>() == 16);
     ensure!(ring.get(63) == TestDesc::default(), "fresh ring not zeroed");
     let addr = buf.device_addr_at(100).ok_or("offset 100")?;
