@@ -19,7 +19,9 @@ do not count. Per-operation figures match `make bench`'s icount column to
 within about 1 % (kbench's own loop around the call is in <user>).
 Environment: KELF (default target/kiln/kiln.elf), INITRD (default
 target/kiln/bench-initramfs.cpio.gz, which `make bench` builds), LINUX (a
-vmlinuz: profile Linux instead; its symbols are not resolved)."""
+vmlinuz: profile Linux instead; its symbols are not resolved), IPROFILE_DELAY
+(seconds from kbench's start to the recording, default 0.3; less for a
+benchmark that ends sooner at full speed, such as epoll_wait)."""
 import bisect
 import os
 import re
@@ -69,7 +71,7 @@ def record(out, name, seconds):
                 break
         # Past the first few operations (kbench's untimed warm-up runs
         # at full speed until logging slows the guest down).
-        time.sleep(0.3)
+        time.sleep(float(os.environ.get("IPROFILE_DELAY", "0.3")))
         s = socket.socket(socket.AF_UNIX)
         s.connect(mon)
         for cmd in ("singlestep on", "log exec,nochain"):
