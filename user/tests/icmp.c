@@ -25,6 +25,7 @@
 #include <netinet/ip.h>
 #include <netinet/ip_icmp.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #define RANGE "/proc/sys/net/ipv4/ping_group_range"
@@ -547,6 +548,12 @@ static void raw6(void)
         break;
     }
     check(kind == IPV6_HOPLIMIT && hops == 64, "the reply's control message: IPV6_HOPLIMIT %d", hops);
+    n = echo(b, ICMP6_ECHO_REQUEST, 0, 0x6b6e, 14, "fionread", 0);
+    sendto(fd, b, n, 0, (struct sockaddr *)&lo, sizeof lo);
+    int q = -1;
+    wait_in(fd, 2000);
+    ioctl(fd, FIONREAD, &q);
+    check(q == (int)n, "FIONREAD: %d, the ICMPv6 message without the IPv6 header", q);
     close(fd);
 }
 

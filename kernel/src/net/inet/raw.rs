@@ -540,9 +540,11 @@ impl Protocol for RawSocket {
     fn unread(&self) -> Result<usize, Errno> {
         let mut st = stack::lock()?;
         let inner = self.inner.lock();
+        // The next packet as recv returns it (IPv6 without its header).
         for r in inner.socks.iter() {
             if let Ok(p) = st.raw(*r).peek() {
-                return Ok(p.len());
+                let start = if self.v6() { split(true, p).map_or(0, |(_, _, at)| at) } else { 0 };
+                return Ok(p.len() - start);
             }
         }
         Ok(0)
