@@ -13,7 +13,7 @@ use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 
 use netdev::{NetDevice, RxMeta, TxMeta};
-use smoltcp::phy::{self, ChecksumCapabilities, DeviceCapabilities, Medium};
+use smoltcp::phy::{self, Checksum, ChecksumCapabilities, DeviceCapabilities, Medium};
 use smoltcp::time::Instant;
 
 /// The largest frame either device kind carries (the loopback's MTU).
@@ -217,6 +217,12 @@ impl phy::Device for IfaceDevice {
                 // Linux's lo does not checksum either (CHECKSUM_PARTIAL
                 // that nobody completes): the bytes never leave memory.
                 caps.checksum = ChecksumCapabilities::ignored();
+                // ICMP is checksummed and checked on Linux's lo too (raw
+                // sockets see the sums; a wrong one gets no echo reply),
+                // and so is the IPv4 header.
+                caps.checksum.ipv4 = Checksum::Tx;
+                caps.checksum.icmpv4 = Checksum::Both;
+                caps.checksum.icmpv6 = Checksum::Both;
             }
             IfaceDevice::Nic(n) => {
                 // Checksums are computed and checked here: the device's

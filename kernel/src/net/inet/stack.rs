@@ -18,7 +18,7 @@ use alloc::vec::Vec;
 
 use linux_abi::errno::Errno;
 use smoltcp::iface::{Interface, PollResult, SocketHandle, SocketSet};
-use smoltcp::socket::{tcp, udp};
+use smoltcp::socket::{raw, tcp, udp};
 use smoltcp::time::Instant;
 use smoltcp::wire::IpAddress;
 
@@ -175,6 +175,10 @@ impl Stack {
 
     pub fn udp(&mut self, r: SockRef) -> &mut udp::Socket<'static> {
         self.ifaces[r.iface].sockets.get_mut::<udp::Socket>(r.handle)
+    }
+
+    pub fn raw(&mut self, r: SockRef) -> &mut raw::Socket<'static> {
+        self.ifaces[r.iface].sockets.get_mut::<raw::Socket>(r.handle)
     }
 
     pub fn add(&mut self, iface: usize, s: smoltcp::socket::Socket<'static>) -> SockRef {
