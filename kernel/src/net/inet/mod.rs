@@ -21,6 +21,7 @@ pub mod ports;
 mod procnet;
 pub mod stack;
 mod tcp;
+mod tcp_listen;
 mod udp;
 
 use alloc::sync::Arc;
