@@ -162,6 +162,14 @@ pub fn all(cpus: &Cpus) -> Result<ExitCode> {
             .map(|(p, f)| Totals { passed: p, failed: f }),
     ));
 
+    header(14, "Networking: the host through each NIC, two machines on a NET=socket segment under attack");
+    totals.add(report(
+        "Networking",
+        build::kernel(build::Flavor::Normal)
+            .and_then(|elf| crate::netseg::stage(&build::repo_root(), &elf))
+            .map(|(p, f)| Totals { passed: p, failed: f }),
+    ));
+
     crate::recap::print();
     println!();
     println!("{} passed, {} failed", totals.passed, totals.failed);

@@ -143,7 +143,14 @@ pub fn new_id() -> u64 {
 impl Stack {
     pub fn new(lo: Iface) -> Stack {
         let ifaces = alloc::vec![lo];
-        Stack { ifaces, ports: Ports::new(), watchers: Vec::new(), orphans: Vec::new(), listens: Listens::default(), next_poll: 0 }
+        Stack {
+            ifaces,
+            ports: Ports::new(),
+            watchers: Vec::new(),
+            orphans: Vec::new(),
+            listens: Listens::default(),
+            next_poll: 0,
+        }
     }
 
     pub fn add_iface(&mut self, iface: Iface) -> Result<usize, Errno> {

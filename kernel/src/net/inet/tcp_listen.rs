@@ -102,8 +102,6 @@ pub struct GateCounters {
 pub struct Listens {
     pub queues: Vec<ListenQueue>,
     held: Vec<Held>,
-    /// Embryos to drop after the round that chose them.
-    evict: Vec<SockRef>,
     pub counters: GateCounters,
 }
 
@@ -218,16 +216,12 @@ impl Listens {
             // A retransmitted SYN: its connection's socket answers it.
             return Verdict::Pass;
         }
-        if q.full() {
-            if q.embryos.is_empty() || self.evict.try_reserve(1).is_err() {
-                self.counters.dropped += 1;
-                return Verdict::Drop;
-            }
-            if let Some((r, _)) = q.embryos.pop_front() {
-                self.counters.evicted += 1;
-                self.evict.push(r);
-            }
+        if q.full() && q.embryos.is_empty() {
+            self.counters.dropped += 1;
+            return Verdict::Drop;
         }
+        // Full of half-open connections: after this round the oldest
+        // still half-open one may give its place (`after_round`).
         Verdict::Hold(q.id)
     }
 
@@ -236,16 +230,16 @@ impl Listens {
         self.held.iter().any(|h| h.iface == iface)
     }
 
-    /// After a poll round of `iface`: drops the embryos the gate evicted
-    /// and makes the listening socket a held SYN needs. Returns whether
-    /// a held SYN is ready to be fed (another round is due).
+    /// After a poll round of `iface`: settles its listeners' connections
+    /// and makes the listening socket a held SYN needs, making room for
+    /// it by dropping the oldest half-open connection if the listener is
+    /// full. Returns whether a held SYN is ready to be fed (another round
+    /// is due).
     pub fn after_round(&mut self, iface: usize, sockets: &mut SocketSet<'static>) -> bool {
-        for r in core::mem::take(&mut self.evict) {
-            if r.iface == iface {
-                drop(sockets.remove(r.handle));
-            } else if self.evict.try_reserve(1).is_ok() {
-                self.evict.push(r);
-            }
+        // Every round, so a socket whose SYN turned out bad never listens
+        // into the next round to take another client's SYN.
+        for q in self.queues.iter_mut() {
+            settle(q, iface, sockets, &self.held);
         }
         let Some(h) = self.held.iter_mut().find(|h| h.iface == iface) else { return false };
         let Some(id) = h.queue.take() else { return true };
@@ -255,10 +249,20 @@ impl Listens {
             return false;
         };
         if q.full() {
-            // Another interface's SYN took the last place meanwhile.
-            self.counters.dropped += 1;
-            self.held.retain(|h| h.iface != iface);
-            return false;
+            let oldest = q.embryos.iter().position(|&(r, _)| {
+                r.iface == iface && sockets.get_mut::<tcp::Socket>(r.handle).state() == State::SynReceived
+            });
+            match oldest.and_then(|i| q.embryos.remove(i)) {
+                Some((r, _)) => {
+                    drop(sockets.remove(r.handle));
+                    self.counters.evicted += 1;
+                }
+                None => {
+                    self.counters.dropped += 1;
+                    self.held.retain(|h| h.iface != iface);
+                    return false;
+                }
+            }
         }
         let made = (|| {
             q.embryos.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
@@ -284,30 +288,40 @@ impl Listens {
     }
 
     /// After a poll: moves the connections whose handshake ended to
-    /// their accept queue and drops those whose handshake failed (or
-    /// whose SYN turned out bad: still listening).
+    /// their accept queue and drops those whose handshake failed.
     pub fn promote(&mut self, ifaces: &mut [super::stack::Iface]) {
-        let held = &self.held;
         for q in self.queues.iter_mut() {
-            let mut i = 0;
-            while i < q.embryos.len() {
-                let (r, peer) = q.embryos[i];
-                let t = ifaces[r.iface].sockets.get_mut::<tcp::Socket>(r.handle);
-                match t.state() {
-                    State::SynReceived => i += 1,
-                    // Made for a SYN not fed yet (the poll's rounds ran out).
-                    State::Listen if held.iter().any(|h| h.peer == peer) => i += 1,
-                    State::Listen | State::Closed | State::TimeWait => {
-                        drop(ifaces[r.iface].sockets.remove(r.handle));
-                        q.embryos.remove(i);
-                    }
-                    _ => {
-                        t.set_timeout(None);
-                        // Room was kept for it at admission.
-                        q.embryos.remove(i);
-                        q.ready.push_back((r, peer));
-                    }
-                }
+            for (i, f) in ifaces.iter_mut().enumerate() {
+                settle(q, i, &mut f.sockets, &self.held);
+            }
+        }
+    }
+}
+
+/// Moves `q`'s connections on interface `iface` whose handshake ended to
+/// the accept queue, in the order they ended, and drops those whose
+/// handshake failed or whose SYN turned out bad (still listening, and
+/// not waiting for a held SYN).
+fn settle(q: &mut ListenQueue, iface: usize, sockets: &mut SocketSet<'static>, held: &[Held]) {
+    let mut i = 0;
+    while i < q.embryos.len() {
+        let (r, peer) = q.embryos[i];
+        if r.iface != iface {
+            i += 1;
+            continue;
+        }
+        let t = sockets.get_mut::<tcp::Socket>(r.handle);
+        match t.state() {
+            State::SynReceived => i += 1,
+            State::Listen if held.iter().any(|h| h.peer == peer && h.queue.is_none()) => i += 1,
+            State::Listen | State::Closed | State::TimeWait => {
+                drop(sockets.remove(r.handle));
+                q.embryos.remove(i);
+            }
+            _ => {
+                t.set_timeout(None);
+                q.embryos.remove(i);
+                q.ready.push_back((r, peer));
             }
         }
     }
