@@ -362,7 +362,6 @@ impl phy::Device for Gated<'_> {
             // smoltcp passes over an empty frame.
             Verdict::Drop => Some((RxToken::new(Vec::new()), tx)),
             Verdict::Hold(id) => {
-                drop(tx);
                 let frame = rx.into_frame();
                 if self.listens.held.try_reserve(1).is_ok() {
                     if let Some(syn) = parse_syn(&frame, ethernet, false) {
