@@ -14,6 +14,9 @@ mod hostlibs;
 mod initramfs;
 mod iso;
 mod ksyms;
+mod netflood;
+mod nethub;
+mod netseg;
 mod qemu;
 mod recap;
 mod rootfs;
@@ -40,7 +43,11 @@ commands:
                             MEM, default 512M or 2G with ROOT=debian;
                             ROOT=debian for the Debian root; QEMU_EXTRA, KVM=1;
                             NET=virtio|e1000|none, default virtio, on user
-                            networking; HOSTFWD=\"tcp:127.0.0.1:8080-:80 ...\")
+                            networking; HOSTFWD=\"tcp:127.0.0.1:8080-:80 ...\";
+                            NET=socket NODE=n [SEGMENT=port]: machine n of the
+                            segment whose hub `nethub` runs)
+  nethub [PORT [N]]         the hub of a NET=socket segment (127.0.0.1:PORT,
+                            default 10400; machines 0..N, default 4)
   rootfs                    build the Debian root from Debian's packages into
                             build/debian (env: ROOTFS_PACKAGES)
   iso                       build the kernel and make target/kiln/kiln.iso
@@ -58,7 +65,12 @@ commands:
                             nginx, redis, memcached, iperf3 over loopback)
   test-servers-nic          nginx, redis and netecho in Kiln reached by host
                             clients through a virtio NIC (64 MiB each way)
-  nettest-long              the same with 1 GiB each way
+  test-net                  netecho from the host through each NIC (virtio, e1000;
+                            64 MiB each way), then two machines on a NET=socket
+                            segment under malformed frames and floods
+  nettest-long              netecho through each NIC with 1 GiB each way
+  fuzz-net                  the segment run with the issue's counts (100,000
+                            frames, 50,000 SYNs, 5,000 connections)
   bench [smoke]             Kiln against Linux under icount and wall clock
                             (env: BENCH_RUNS, BENCH_FILTER, BENCH_SCALE, BENCH_KERNEL)
   bench-servers             issue 12's application rows (nginx, redis, iperf3,
@@ -172,7 +184,34 @@ fn dispatch(args: &[String]) -> Result<ExitCode> {
             println!("{passed} passed, {failed} failed");
             Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
-        "test-servers-nic" | "nettest-long" => {
+        "nettest-long" => {
+            // The issue's 1 GiB each way through each NIC from the host.
+            no_args(cmd, rest)?;
+            let elf = build::kernel(build::Flavor::Normal)?;
+            let (mut passed, mut failed) = (0, 0);
+            for net in [qemu::Net::Virtio, qemu::Net::E1000] {
+                let (p, f) = netseg::nic_echo(&build::repo_root(), &elf, net, serverstest::LONG_ECHO_BYTES)?;
+                passed += p;
+                failed += f;
+            }
+            recap::print();
+            println!("{passed} passed, {failed} failed");
+            Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+        }
+        "test-net" | "fuzz-net" => {
+            no_args(cmd, rest)?;
+            let elf = build::kernel(build::Flavor::Normal)?;
+            let (passed, failed) = if cmd == "fuzz-net" {
+                netseg::segment(&build::repo_root(), &elf, netseg::LONG)?
+            } else {
+                netseg::stage(&build::repo_root(), &elf)?
+            };
+            recap::print();
+            println!("{passed} passed, {failed} failed");
+            Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+        }
+        "nethub" => nethub::main(rest),
+        "test-servers-nic" => {
             no_args(cmd, rest)?;
             let elf = build::kernel(build::Flavor::Normal)?;
             let bytes = if cmd == "nettest-long" { serverstest::LONG_ECHO_BYTES } else { serverstest::ECHO_BYTES };
@@ -232,7 +271,22 @@ fn run(args: &[String]) -> Result<ExitCode> {
     extra.splice(0..0, ["-m".to_string(), root.memory()]);
     let net = qemu::Net::from_env(qemu::Net::Virtio)?;
     let hostfwd = std::env::var("HOSTFWD").unwrap_or_default();
-    extra.splice(0..0, qemu::net_args(net, &hostfwd)?);
+    if net == qemu::Net::Socket {
+        // One machine of a segment whose hub (`make nethub`) is at
+        // 127.0.0.1:SEGMENT; NODE numbers the machine (its port and MAC).
+        let env_num = |name: &str, default: u16| -> Result<u16> {
+            match std::env::var(name) {
+                Ok(v) if !v.trim().is_empty() => v.trim().parse().map_err(|_| format!("{name}={v}: not a number")),
+                _ => Ok(default),
+            }
+        };
+        let hub = env_num("SEGMENT", nethub::DEFAULT_PORT)?;
+        let node = env_num("NODE", 0)?;
+        let node = u8::try_from(node).map_err(|_| format!("NODE={node}: at most 255"))?;
+        extra.splice(0..0, nethub::netdev_args(hub, node, "virtio-net-pci"));
+    } else {
+        extra.splice(0..0, qemu::net_args(net, &hostfwd)?);
+    }
     let disk = std::env::var("DISK").unwrap_or_default();
     if !disk.trim().is_empty() {
         extra.splice(0..0, qemu::disk_args(disk.trim(), std::env::var("DISK_BUS").unwrap_or_default().trim())?);

@@ -14,7 +14,7 @@ use crate::{iso, qemu, unsafe_check, Result};
 
 const KTEST_TIMEOUT: Duration = Duration::from_secs(300);
 const GRUB_TIMEOUT: Duration = Duration::from_secs(120);
-const STAGES: usize = 13;
+const STAGES: usize = 14;
 const CRASH_TIMEOUT: Duration = Duration::from_secs(60);
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -159,6 +159,14 @@ pub fn all(cpus: &Cpus) -> Result<ExitCode> {
         "Debian servers",
         normal
             .and_then(|elf| crate::serverstest::stage(&build::repo_root(), &elf))
+            .map(|(p, f)| Totals { passed: p, failed: f }),
+    ));
+
+    header(14, "Networking: the host through each NIC, two machines on a NET=socket segment under attack");
+    totals.add(report(
+        "Networking",
+        build::kernel(build::Flavor::Normal)
+            .and_then(|elf| crate::netseg::stage(&build::repo_root(), &elf))
             .map(|(p, f)| Totals { passed: p, failed: f }),
     ));
 

@@ -115,6 +115,20 @@ pub struct RxToken {
     frame: Vec<u8>,
 }
 
+impl RxToken {
+    pub fn new(frame: Vec<u8>) -> RxToken {
+        RxToken { frame }
+    }
+
+    pub fn frame(&self) -> &[u8] {
+        &self.frame
+    }
+
+    pub fn into_frame(self) -> Vec<u8> {
+        self.frame
+    }
+}
+
 impl phy::RxToken for RxToken {
     fn consume<R, F: FnOnce(&[u8]) -> R>(self, f: F) -> R {
         f(&self.frame)

@@ -25,6 +25,7 @@ mod procnet;
 mod raw;
 pub mod stack;
 mod tcp;
+mod tcp_listen;
 mod udp;
 
 use alloc::sync::Arc;

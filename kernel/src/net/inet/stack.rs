@@ -24,6 +24,7 @@ use smoltcp::wire::IpAddress;
 
 use super::iface::{IfaceDevice, IfaceInfo};
 use super::ports::{Ports, Transport};
+use super::tcp_listen::{Gated, Listens};
 use crate::sync::{Mutex, MutexGuard};
 
 /// One interface: smoltcp's state for it, its device, and the sockets
@@ -71,6 +72,8 @@ pub struct Stack {
     pub ports: Ports,
     watchers: Vec<Arc<dyn Watch>>,
     orphans: Vec<Orphan>,
+    /// TCP listeners' queues and the SYN gate (tcp_listen.rs).
+    pub listens: Listens,
     /// When smoltcp next wants to be polled (monotonic ns; 0: no timer).
     pub next_poll: u64,
 }
@@ -140,7 +143,14 @@ pub fn new_id() -> u64 {
 impl Stack {
     pub fn new(lo: Iface) -> Stack {
         let ifaces = alloc::vec![lo];
-        Stack { ifaces, ports: Ports::new(), watchers: Vec::new(), orphans: Vec::new(), next_poll: 0 }
+        Stack {
+            ifaces,
+            ports: Ports::new(),
+            watchers: Vec::new(),
+            orphans: Vec::new(),
+            listens: Listens::default(),
+            next_poll: 0,
+        }
     }
 
     pub fn add_iface(&mut self, iface: Iface) -> Result<usize, Errno> {
@@ -249,6 +259,7 @@ impl Stack {
                 break;
             }
         }
+        self.listens.promote(&mut self.ifaces);
         for i in 1..self.ifaces.len() {
             super::config::poll_dhcp(self, i);
         }
@@ -270,14 +281,24 @@ impl Stack {
     }
 
     fn poll_ifaces(&mut self, now: Instant) {
-        for f in self.ifaces.iter_mut() {
-            // A loopback frame sent in one round is received in the next;
-            // the bound keeps one busy socket from holding the lock long.
+        for (i, f) in self.ifaces.iter_mut().enumerate() {
+            // A loopback frame sent in one round is received in the next,
+            // and a SYN held at the gate in the round after its socket
+            // is made; the bound keeps one busy socket (or a burst of
+            // SYNs) from holding the lock long.
+            let mut done = false;
             for _ in 0..256 {
-                let r = f.iface.poll(now, &mut f.dev, &mut f.sockets);
-                if r == PollResult::None && !f.dev.rx_pending() {
+                let mut dev = Gated { dev: &mut f.dev, listens: &mut self.listens, iface: i };
+                let r = f.iface.poll(now, &mut dev, &mut f.sockets);
+                let again = self.listens.after_round(i, &mut f.sockets);
+                if r == PollResult::None && !f.dev.rx_pending() && !again {
+                    done = true;
                     break;
                 }
+            }
+            if !done && self.listens.holding(i) {
+                // The rest waits for the network thread.
+                super::poller::wake();
             }
         }
     }
