@@ -11,7 +11,8 @@
 # iperf3 -s (5201), and runs under Debian's Linux as well: there the
 # script is init of a bare initramfs, so it mounts what Linux leaves
 # unmounted, loads the virtio_net module (Debian's cloud kernel has
-# CONFIG_VIRTIO_NET=m; the bench copies the modules to /apps/modules)
+# CONFIG_VIRTIO_NET=m, and virtio and virtio_pci are modules too; the
+# bench copies them to /apps/modules in load order)
 # and gives eth0 the address Kiln takes from `ip=`.
 APPS=$(dirname "$0")
 export LC_ALL=C TZ=UTC HOME=/root
@@ -23,7 +24,8 @@ if [ -d "$APPS/modules" ]; then
     mount -t sysfs sysfs /sys
     mount -t tmpfs tmpfs /tmp
     mount -t tmpfs tmpfs /run
-    for m in failover net_failover virtio_net; do
+    for m in virtio virtio_ring virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci \
+        failover net_failover virtio_net; do
         busybox insmod "$APPS/modules/$m.ko" || echo "insmod $m failed"
     done
     busybox ip link set lo up

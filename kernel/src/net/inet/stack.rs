@@ -66,11 +66,22 @@ struct Orphan {
     port: Option<(Transport, u16, u64)>,
 }
 
+/// Spent TCP sockets kept for reuse, at most (each holds its buffers,
+/// 128 KiB at the default sizes).
+const SPARE_TCP: usize = 8;
+
 pub struct Stack {
     pub ifaces: Vec<Iface>,
     pub ports: Ports,
     watchers: Vec<Arc<dyn Watch>>,
     orphans: Vec<Orphan>,
+    /// Removed TCP sockets, closed, with their buffers: a new connection
+    /// (connect, or a listener's next listening socket) takes one of the
+    /// sizes it needs instead of allocating and clearing 128 KiB, which
+    /// was a third of a loopback connect+accept+close. smoltcp clears a
+    /// socket's state and rings when it listens or connects again; the
+    /// options Kiln sets are put back to a new socket's in [`Stack::new_tcp`].
+    spare_tcp: Vec<tcp::Socket<'static>>,
     /// When smoltcp next wants to be polled (monotonic ns; 0: no timer).
     pub next_poll: u64,
 }
@@ -140,7 +151,14 @@ pub fn new_id() -> u64 {
 impl Stack {
     pub fn new(lo: Iface) -> Stack {
         let ifaces = alloc::vec![lo];
-        Stack { ifaces, ports: Ports::new(), watchers: Vec::new(), orphans: Vec::new(), next_poll: 0 }
+        Stack {
+            ifaces,
+            ports: Ports::new(),
+            watchers: Vec::new(),
+            orphans: Vec::new(),
+            spare_tcp: Vec::new(),
+            next_poll: 0,
+        }
     }
 
     pub fn add_iface(&mut self, iface: Iface) -> Result<usize, Errno> {
@@ -183,7 +201,34 @@ impl Stack {
     }
 
     pub fn remove(&mut self, r: SockRef) {
-        drop(self.ifaces[r.iface].sockets.remove(r.handle));
+        if let smoltcp::socket::Socket::Tcp(mut t) = self.ifaces[r.iface].sockets.remove(r.handle) {
+            if self.spare_tcp.len() < SPARE_TCP && self.spare_tcp.try_reserve(1).is_ok() {
+                // Out of the set nothing polls it, so this sends nothing:
+                // it only makes the socket closed, ready to listen or
+                // connect again.
+                t.abort();
+                self.spare_tcp.push(t);
+            }
+        }
+    }
+
+    /// A closed smoltcp TCP socket with rings of these sizes: a spare one
+    /// if one fits, else a new one.
+    pub fn new_tcp(&mut self, rx: usize, tx: usize) -> Result<tcp::Socket<'static>, Errno> {
+        let Some(i) = self.spare_tcp.iter().position(|t| t.recv_capacity() == rx && t.send_capacity() == tx) else {
+            return new_tcp(rx, tx);
+        };
+        let mut t = self.spare_tcp.swap_remove(i);
+        // What a new socket has (smoltcp's defaults and `new_tcp`'s).
+        t.set_ack_delay(None);
+        t.set_nagle_enabled(true);
+        t.set_keep_alive(None);
+        t.set_timeout(None);
+        t.set_hop_limit(None);
+        // A fresh controller of the same kind: the old one's window
+        // belonged to the old connection.
+        t.set_congestion_control(t.congestion_control());
+        Ok(t)
     }
 
     /// The interface whose addresses include `addr`.

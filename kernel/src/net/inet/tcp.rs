@@ -337,7 +337,7 @@ impl TcpSocket {
         ep: IpListenEndpoint,
         sizes: (usize, usize),
     ) -> Result<SockRef, Errno> {
-        let mut t = stack::new_tcp(sizes.0, sizes.1)?;
+        let mut t = st.new_tcp(sizes.0, sizes.1)?;
         t.listen(ep).map_err(|_| Errno::EINVAL)?;
         Ok(st.add(iface, smoltcp::socket::Socket::Tcp(t)))
     }
@@ -678,7 +678,7 @@ impl Protocol for TcpSocket {
             let iface = st.route(remote)?;
             self.autobind(&mut st, &mut inner)?;
             let (rx, tx) = Self::buffer_sizes(&self.c.opts);
-            let mut t = stack::new_tcp(rx, tx)?;
+            let mut t = st.new_tcp(rx, tx)?;
             self.configure(&inner, &mut t);
             let local = IpListenEndpoint { addr: inner.local.addr, port: inner.local.port };
             t.connect(st.ifaces[iface].iface.context(), IpEndpoint::new(remote, sa.port), local)
