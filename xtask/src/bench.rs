@@ -218,7 +218,7 @@ pub fn main(args: &[String]) -> Result<ExitCode> {
     if args.first().map(String::as_str) == Some("nic") && args.len() == 1 {
         let root = build::repo_root();
         let (kiln, linux) = (kiln_kernel()?, guest::linux_kernel()?);
-        let md = net::run(&root, &kiln, &linux, env_num("BENCH_RUNS", 3)? as usize, false)?;
+        let md = net::run(&root, &kiln, &linux, env_num("BENCH_RUNS", 3)? as usize, true)?;
         net::update_doc(&root.join("docs/performance.md"), &md)?;
         return Ok(ExitCode::SUCCESS);
     }

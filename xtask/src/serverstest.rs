@@ -118,8 +118,8 @@ pub fn boot(repo: &Path, kernel: Kernel, bench: bool, limit: Duration) -> Result
             // virtio_net's dependencies are modules too (modules.dep):
             // the virtio core and its PCI transport, then failover.
             for m in [
-                "drivers/virtio/virtio.ko",
                 "drivers/virtio/virtio_ring.ko",
+                "drivers/virtio/virtio.ko",
                 "drivers/virtio/virtio_pci_modern_dev.ko",
                 "drivers/virtio/virtio_pci_legacy_dev.ko",
                 "drivers/virtio/virtio_pci.ko",

@@ -24,7 +24,7 @@ if [ -d "$APPS/modules" ]; then
     mount -t sysfs sysfs /sys
     mount -t tmpfs tmpfs /tmp
     mount -t tmpfs tmpfs /run
-    for m in virtio virtio_ring virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci \
+    for m in virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci \
         failover net_failover virtio_net; do
         busybox insmod "$APPS/modules/$m.ko" || echo "insmod $m failed"
     done

@@ -34,8 +34,8 @@ const GUEST_PORT: u16 = 7001;
 /// (`modules.dep`): the virtio core, its PCI transport, failover, then
 /// the driver. `bench_nic.c` loads them in the same order.
 const LINUX_MODULES: &[&str] = &[
-    "drivers/virtio/virtio.ko",
     "drivers/virtio/virtio_ring.ko",
+    "drivers/virtio/virtio.ko",
     "drivers/virtio/virtio_pci_modern_dev.ko",
     "drivers/virtio/virtio_pci_legacy_dev.ko",
     "drivers/virtio/virtio_pci.ko",

@@ -314,9 +314,14 @@ impl Stack {
         for f in self.ifaces.iter_mut() {
             // A loopback frame sent in one round is received in the next;
             // the bound keeps one busy socket from holding the lock long.
+            let loopback = matches!(f.dev, IfaceDevice::Loopback(_));
             for _ in 0..256 {
                 let r = f.iface.poll(now, &mut f.dev, &mut f.sockets);
-                if r == PollResult::None && !f.dev.rx_pending() {
+                // smoltcp's poll sends until no socket has more to send,
+                // so on the loopback, where everything sent is waiting in
+                // the queue, an empty queue means nothing more can move;
+                // another round would only walk the sockets again.
+                if (r == PollResult::None || loopback) && !f.dev.rx_pending() {
                     break;
                 }
             }
