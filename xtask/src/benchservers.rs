@@ -97,15 +97,19 @@ fn measure(repo: &Path, guest: &Guest) -> Vec<Option<f64>> {
     let n = (64u64 << 20).to_string();
     let echo = output(netecho.to_str().unwrap_or("netecho"), &["send", "127.0.0.1", &p.echo.to_string(), &n, &n]);
     let rate = |key: &str| echo.as_deref().and_then(|o| number_after(o, key));
+    // A redis that does not finish the first run within the limit is
+    // not asked three more times (each would cost the limit again).
+    let get = rb(&["-n", "10000"], "get");
+    let redis_rest = |extra: &[&str], test: &str| if get.is_some() { rb(extra, test) } else { None };
     vec![
         wrk("1", "1", "1k.bin"),
         wrk("64", "2", "1k.bin"),
         wrk("1", "1", "64k.bin"),
         wrk("64", "2", "64k.bin"),
-        rb(&["-n", "10000"], "get"),
-        rb(&["-n", "10000"], "set"),
-        rb(&["-n", "50000", "-P", "16"], "get"),
-        rb(&["-n", "50000", "-P", "16"], "set"),
+        get,
+        redis_rest(&["-n", "10000"], "set"),
+        redis_rest(&["-n", "50000", "-P", "16"], "get"),
+        redis_rest(&["-n", "50000", "-P", "16"], "set"),
         iperf3(false),
         iperf3(true),
         mcs,
@@ -132,7 +136,9 @@ const ROWS: &[(&str, &str)] = &[
 
 /// Boots one kernel, measures, stops it.
 fn run_kernel(repo: &Path, kernel: Kernel) -> Result<Vec<Option<f64>>> {
-    let guest = serverstest::boot(repo, kernel, true, Duration::from_secs(900))?;
+    // Boot, readiness and the clients' limits with room to spare: a
+    // guest that does not stop is killed rather than waited for.
+    let guest = serverstest::boot(repo, kernel, true, Duration::from_secs(480))?;
     if !serverstest::wait_ready(&guest) {
         let _ = serverstest::stop(repo, guest);
         return Err("the servers never answered".into());

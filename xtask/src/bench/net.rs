@@ -124,10 +124,9 @@ fn boot(kernel: Kernel, elf: &Path, initrd: &Path, net: qemu::Net, log: &Path) -
             "ip=10.0.2.15::10.0.2.2:255.255.255.0::eth0:off",
             &format!("/init nicserve {GUEST_PORT}"),
         ),
-        Kernel::Linux => format!(
-            "console=ttyS0 quiet panic=-1 rdinit=/init {} -- nicserve {GUEST_PORT}",
-            guest::FAIR.linux_cmdline
-        ),
+        Kernel::Linux => {
+            format!("console=ttyS0 quiet panic=-1 rdinit=/init {} -- nicserve {GUEST_PORT}", guest::FAIR.linux_cmdline)
+        }
     };
     let boot = qemu::Boot {
         image: qemu::Image::Kernel { elf: elf.to_path_buf(), cmdline, initrd: Some(initrd.to_path_buf()) },
@@ -281,8 +280,7 @@ pub fn run(root: &Path, kiln_elf: &Path, linux: &Path, runs: usize, keep_history
         all.push([kiln, lin]);
     }
     let date = super::command_line_output("date", &["-u", "+%Y-%m-%d %H:%M UTC"]);
-    let commit =
-        super::command_line_output("git", &["-C", &root.to_string_lossy(), "describe", "--always", "--dirty"]);
+    let commit = super::command_line_output("git", &["-C", &root.to_string_lossy(), "describe", "--always", "--dirty"]);
     let mut md = format!(
         "Through the NIC, measured {date}, Kiln {commit} against Linux {}: QEMU TCG `-cpu {} -m 512M -smp 1`, \
          Linux with `{}`; the NIC on QEMU user networking (slirp, `restrict=on`) with one hostfwd rule on \

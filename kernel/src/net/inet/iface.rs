@@ -45,33 +45,52 @@ pub struct Counters {
     pub rx_dropped: u64,
 }
 
-/// Loopback frame buffers kept for reuse, at most: enough for the frames
-/// one poll round has in flight on a busy connection (a segment and its
-/// ACK each way).
-const LOOPBACK_SPARE: usize = 8;
+/// Loopback frame buffers kept for reuse, at most, of each size: enough
+/// for the frames one poll round has in flight on busy connections.
+const LOOPBACK_SPARE: usize = 16;
 
-/// Spent loopback frames, each `LOOPBACK_MTU` long, so a large frame is
-/// neither allocated nor zeroed per packet: a 64 KiB segment cost a 64 KiB
-/// allocation and a 64 KiB clear before smoltcp wrote over every byte.
-/// The old bytes a reused buffer holds are never read: a frame is only
-/// read up to the length it was built with. Its own lock, because the
-/// receive token that ends a frame's life does not borrow the device.
-static SPARE_FRAMES: hal::sync::SpinLock<Vec<Vec<u8>>> = hal::sync::SpinLock::new(Vec::new());
+/// The size of a small frame buffer: a pure ACK, a ping-pong's segment,
+/// a short datagram.
+const SMALL_FRAME: usize = 512;
 
-/// Packets at least this long go into spare full-size buffers; shorter
-/// ones get a buffer of their own size, whose clearing costs little, so
-/// a queue of small packets does not pin 64 KiB each.
+/// Packets at least this long go into spare full-size buffers; those up
+/// to `SMALL_FRAME` into spare small ones; the others get a buffer of
+/// their own size.
 const SPARE_FROM: usize = 4096;
+
+/// Spent loopback frame buffers, small (`SMALL_FRAME`) and large
+/// (`LOOPBACK_MTU`), so most frames are neither allocated nor cleared per
+/// packet: a 64 KiB segment cost a 64 KiB allocation and a 64 KiB clear
+/// before smoltcp wrote over every byte, and a ping-pong's data and ACK
+/// segments an allocation and a free each. The old bytes a reused buffer
+/// holds are never read: a frame is only read up to the length it was
+/// built with. Behind their own lock, because the receive token that ends
+/// a frame's life does not borrow the device.
+struct Spares {
+    small: Vec<Vec<u8>>,
+    large: Vec<Vec<u8>>,
+}
+
+static SPARE_FRAMES: hal::sync::SpinLock<Spares> =
+    hal::sync::SpinLock::new(Spares { small: Vec::new(), large: Vec::new() });
 
 /// A buffer for a frame of `len` bytes, reused or new; None without
 /// memory.
 fn loopback_frame(len: usize) -> Option<Vec<u8>> {
-    if len >= SPARE_FROM {
-        if let Some(f) = SPARE_FRAMES.lock().pop() {
+    let size = if len >= SPARE_FROM {
+        LOOPBACK_MTU
+    } else if len <= SMALL_FRAME {
+        SMALL_FRAME
+    } else {
+        len
+    };
+    if size == SMALL_FRAME || size == LOOPBACK_MTU {
+        let mut spares = SPARE_FRAMES.lock();
+        let pool = if size == SMALL_FRAME { &mut spares.small } else { &mut spares.large };
+        if let Some(f) = pool.pop() {
             return Some(f);
         }
     }
-    let size = if len >= SPARE_FROM { LOOPBACK_MTU } else { len };
     let mut frame = Vec::new();
     frame.try_reserve_exact(size).ok()?;
     frame.resize(size, 0);
@@ -79,9 +98,14 @@ fn loopback_frame(len: usize) -> Option<Vec<u8>> {
 }
 
 fn spare_frame(frame: Vec<u8>) {
-    let mut spare = SPARE_FRAMES.lock();
-    if frame.len() == LOOPBACK_MTU && spare.len() < LOOPBACK_SPARE && spare.try_reserve(1).is_ok() {
-        spare.push(frame);
+    let mut spares = SPARE_FRAMES.lock();
+    let pool = match frame.len() {
+        SMALL_FRAME => &mut spares.small,
+        LOOPBACK_MTU => &mut spares.large,
+        _ => return,
+    };
+    if pool.len() < LOOPBACK_SPARE && pool.try_reserve(1).is_ok() {
+        pool.push(frame);
     }
 }
 
