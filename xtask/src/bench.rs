@@ -23,6 +23,7 @@
 
 pub mod guest;
 mod mymem;
+mod net;
 mod report;
 
 use std::path::Path;
@@ -213,6 +214,14 @@ pub fn main(args: &[String]) -> Result<ExitCode> {
         mymem::run(&root, &kiln, &linux, &mymem_meta(&root), reuse)?;
         return Ok(ExitCode::SUCCESS);
     }
+    // `xtask bench nic`: only the through-the-NIC rows (bench/net.rs).
+    if args.first().map(String::as_str) == Some("nic") && args.len() == 1 {
+        let root = build::repo_root();
+        let (kiln, linux) = (kiln_kernel()?, guest::linux_kernel()?);
+        let md = net::run(&root, &kiln, &linux, env_num("BENCH_RUNS", 3)? as usize, true)?;
+        net::update_doc(&root.join("docs/performance.md"), &md)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if !args.is_empty() {
         return Err(format!("bench: unexpected arguments {args:?} (use BENCH_RUNS, BENCH_FILTER, BENCH_SCALE)"));
     }
@@ -362,9 +371,17 @@ pub fn main(args: &[String]) -> Result<ExitCode> {
         Ok(()) => println!("bench: wrote bench/results/latest.{{md,json,png}} and history.png"),
         Err(e) => println!("bench: wrote bench/results/latest.{{md,json}}; no chart: {e}"),
     }
-    // The /dev/mymem labs, on a full run only; a failure there leaves the
-    // main report standing.
+    // The through-the-NIC rows and the /dev/mymem labs, on a full run
+    // only; a failure there leaves the main report standing.
     if cfg.filter.is_empty() && cfg.scale == 100 {
+        match net::run(&root, &kiln_elf, &linux, cfg.runs.max(1), true) {
+            Ok(md) => {
+                if let Err(e) = net::update_doc(&root.join("docs/performance.md"), &md) {
+                    println!("bench nic: {e}");
+                }
+            }
+            Err(e) => println!("bench nic: {e}"),
+        }
         if let Err(e) = mymem::run(&root, &kiln_elf, &linux, &mymem_meta(&root), false) {
             println!("bench mymem: {e}");
         }

@@ -67,6 +67,10 @@ struct Orphan {
     port: Option<(Transport, u16, u64)>,
 }
 
+/// Spent TCP sockets kept for reuse, at most (each holds its buffers,
+/// 128 KiB at the default sizes).
+const SPARE_TCP: usize = 8;
+
 pub struct Stack {
     pub ifaces: Vec<Iface>,
     pub ports: Ports,
@@ -74,6 +78,13 @@ pub struct Stack {
     orphans: Vec<Orphan>,
     /// TCP listeners' queues and the SYN gate (tcp_listen.rs).
     pub listens: Listens,
+    /// Removed TCP sockets, closed, with their buffers: a new connection
+    /// (connect, or a listener's next listening socket) takes one of the
+    /// sizes it needs instead of allocating and clearing 128 KiB, which
+    /// was a third of a loopback connect+accept+close. smoltcp clears a
+    /// socket's state and rings when it listens or connects again; the
+    /// options Kiln sets are put back to a new socket's in [`Stack::new_tcp`].
+    spare_tcp: Vec<tcp::Socket<'static>>,
     /// When smoltcp next wants to be polled (monotonic ns; 0: no timer).
     pub next_poll: u64,
 }
@@ -149,6 +160,7 @@ impl Stack {
             watchers: Vec::new(),
             orphans: Vec::new(),
             listens: Listens::default(),
+            spare_tcp: Vec::new(),
             next_poll: 0,
         }
     }
@@ -197,7 +209,34 @@ impl Stack {
     }
 
     pub fn remove(&mut self, r: SockRef) {
-        drop(self.ifaces[r.iface].sockets.remove(r.handle));
+        if let smoltcp::socket::Socket::Tcp(mut t) = self.ifaces[r.iface].sockets.remove(r.handle) {
+            if self.spare_tcp.len() < SPARE_TCP && self.spare_tcp.try_reserve(1).is_ok() {
+                // Out of the set nothing polls it, so this sends nothing:
+                // it only makes the socket closed, ready to listen or
+                // connect again.
+                t.abort();
+                self.spare_tcp.push(t);
+            }
+        }
+    }
+
+    /// A closed smoltcp TCP socket with rings of these sizes: a spare one
+    /// if one fits, else a new one.
+    pub fn new_tcp(&mut self, rx: usize, tx: usize) -> Result<tcp::Socket<'static>, Errno> {
+        let Some(i) = self.spare_tcp.iter().position(|t| t.recv_capacity() == rx && t.send_capacity() == tx) else {
+            return new_tcp(rx, tx);
+        };
+        let mut t = self.spare_tcp.swap_remove(i);
+        // What a new socket has (smoltcp's defaults and `new_tcp`'s).
+        t.set_ack_delay(None);
+        t.set_nagle_enabled(true);
+        t.set_keep_alive(None);
+        t.set_timeout(None);
+        t.set_hop_limit(None);
+        // A fresh controller of the same kind: the old one's window
+        // belonged to the old connection.
+        t.set_congestion_control(t.congestion_control());
+        Ok(t)
     }
 
     /// The interface whose addresses include `addr`.
@@ -282,17 +321,13 @@ impl Stack {
 
     fn poll_ifaces(&mut self, now: Instant) {
         for (i, f) in self.ifaces.iter_mut().enumerate() {
+            let loopback = matches!(f.dev, IfaceDevice::Loopback(_));
             // A loopback frame sent in one round is received in the next,
             // and a SYN held at the gate in the round after its socket
             // is made; the bound keeps one busy socket (or a burst of
             // SYNs) from holding the lock long.
             let mut done = false;
             for _ in 0..256 {
-                let mut dev = Gated { dev: &mut f.dev, listens: &mut self.listens, iface: i };
-                let r = f.iface.poll(now, &mut dev, &mut f.sockets);
-                let again = self.listens.after_round(i, &mut f.sockets);
-                if r == PollResult::None && !f.dev.rx_pending() && !again {
-                    done = true;
                     break;
                 }
             }

@@ -398,8 +398,20 @@ impl TcpSocket {
                 break;
             }
         }
-        // The window opened: tell the sender now.
-        st.poll();
+        // The window opened: tell the sender now, if smoltcp would. It
+        // advertises a larger window only once it has doubled (Linux's
+        // rule, `window_to_update`), which needs the last advertised one
+        // at most half the ring: so the queue was at least half full at
+        // that advertisement, and the first read since then found it so
+        // and polled. A read that finds less (a ping-pong's 1 byte) has
+        // nothing to tell, and skips the poll's walk over the sockets.
+        // Its own readiness is refreshed either way.
+        if queued * 2 >= t.recv_capacity() {
+            st.poll();
+        } else {
+            let mut inner = self.inner.lock();
+            self.refresh_locked(&mut st, &mut inner);
+        }
         match fault {
             Some(e) if total == 0 => Err(e),
             _ => Ok(total),
@@ -614,7 +626,7 @@ impl Protocol for TcpSocket {
             let iface = st.route(remote)?;
             self.autobind(&mut st, &mut inner)?;
             let (rx, tx) = Self::buffer_sizes(&self.c.opts);
-            let mut t = stack::new_tcp(rx, tx)?;
+            let mut t = st.new_tcp(rx, tx)?;
             self.configure(&inner, &mut t);
             let local = IpListenEndpoint { addr: inner.local.addr, port: inner.local.port };
             t.connect(st.ifaces[iface].iface.context(), IpEndpoint::new(remote, sa.port), local)
