@@ -184,15 +184,20 @@ pub struct RxToken {
 }
 
 impl RxToken {
+    /// A token for a whole frame held elsewhere (the SYN gate's).
     pub fn new(frame: Vec<u8>) -> RxToken {
-        RxToken { frame }
+        let len = frame.len();
+        RxToken { frame, len, loopback: false }
     }
 
     pub fn frame(&self) -> &[u8] {
-        &self.frame
+        &self.frame[..self.len]
     }
 
-    pub fn into_frame(self) -> Vec<u8> {
+    /// The frame's bytes, for keeping; a loopback buffer kept this way is
+    /// not returned to the spares.
+    pub fn into_frame(mut self) -> Vec<u8> {
+        self.frame.truncate(self.len);
         self.frame
     }
 }

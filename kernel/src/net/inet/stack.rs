@@ -328,6 +328,14 @@ impl Stack {
             // SYNs) from holding the lock long.
             let mut done = false;
             for _ in 0..256 {
+                let mut dev = Gated { dev: &mut f.dev, listens: &mut self.listens, iface: i };
+                let r = f.iface.poll(now, &mut dev, &mut f.sockets);
+                let again = self.listens.after_round(i, &mut f.sockets);
+                // smoltcp's poll sends until no socket has more to send, so
+                // on the loopback, where everything sent is already queued,
+                // an empty queue means nothing more can move.
+                if (r == PollResult::None || loopback) && !f.dev.rx_pending() && !again {
+                    done = true;
                     break;
                 }
             }
