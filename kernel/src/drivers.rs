@@ -20,13 +20,15 @@ use crate::mm::TryString;
 type Probe = fn(&PciInfo);
 
 /// (vendor, device, probe): virtio's transitional and modern ids of the
-/// network and block devices; Intel's 82540EM (QEMU's `e1000`).
+/// network and block devices; Intel's 82540EM (QEMU's `e1000`); QEMU's
+/// NVMe controller.
 const DRIVERS: &[(u16, u16, Probe)] = &[
     (0x1AF4, 0x1000, probe_virtio_net),
     (0x1AF4, 0x1041, probe_virtio_net),
     (0x1AF4, 0x1001, probe_virtio_blk),
     (0x1AF4, 0x1042, probe_virtio_blk),
     (0x8086, 0x100E, probe_e1000),
+    (0x1B36, 0x0010, probe_nvme),
 ];
 
 /// Enumerates PCI, logs the functions found, starts the drivers that
@@ -131,7 +133,12 @@ fn probe_virtio_blk(f: &PciInfo) {
             let Ok(b) = crate::mm::try_box(disk) else {
                 return log::error!("virtio-blk {}: no memory to register it", f.address);
             };
-            match crate::block::register(b) {
+            let mut drivers: Vec<alloc::boxed::Box<dyn blockdev::BlockDriver>> = Vec::new();
+            if drivers.try_reserve(1).is_err() {
+                return log::error!("virtio-blk {}: no memory to register it", f.address);
+            }
+            drivers.push(b);
+            match crate::block::register(crate::block::Family::Virtio, drivers) {
                 Some(q) => log::info!(
                     "virtio-blk {}: /dev/{}, {} MiB, depth {}, {}{}{}, {:?} interrupts",
                     f.address,
@@ -147,6 +154,82 @@ fn probe_virtio_blk(f: &PciInfo) {
             }
         }
         Err(e) => log::warn!("virtio-blk {}: not started: {e:?}", f.address),
+    }
+}
+
+/// Controllers the NVMe driver runs, for resets (the test kernel) and a
+/// later supervisor.
+static NVME: SpinLock<Vec<alloc::sync::Arc<nvme::Nvme>>> = SpinLock::new(Vec::new());
+
+fn probe_nvme(f: &PciInfo) {
+    let dev = match pci::claim(f.address) {
+        Ok(d) => d,
+        Err(e) => return log::warn!("nvme {}: cannot claim: {e:?}", f.address),
+    };
+    keep_revoker("nvme", dev.revoker());
+    let ctrl = match nvme::Nvme::new(dev, hal::percpu::online_cpus()) {
+        Ok(c) => c,
+        Err(e) => return log::warn!("nvme {}: not started: {e:?}", f.address),
+    };
+    let Some(drivers) = nvme_drivers(&ctrl) else {
+        return log::error!("nvme {}: no memory to register it", f.address);
+    };
+    let info = ctrl.info();
+    match crate::block::register(crate::block::Family::Nvme, drivers) {
+        Some(q) => log::info!(
+            "nvme {}: /dev/{}, {} MiB, {}-byte blocks, {} queue(s) on CPUs {:?}, depth {}, {} KiB transfers{}{}, {:?} interrupts",
+            f.address,
+            q.name,
+            info.sectors >> 11,
+            info.logical_block_size,
+            q.hw_queues(),
+            ctrl.queue_cpus(),
+            info.queue_depth,
+            info.max_sectors / 2,
+            if info.volatile_cache { ", flush" } else { "" },
+            if info.max_discard_sectors > 0 { ", discard" } else { "" },
+            ctrl.irq_kind()
+        ),
+        None => return log::error!("nvme {}: no memory to register it", f.address),
+    }
+    let mut all = NVME.lock();
+    if all.try_reserve(1).is_ok() {
+        all.push(ctrl);
+    }
+}
+
+/// The controller's I/O queues as block drivers, one per hardware queue.
+pub fn nvme_drivers(ctrl: &alloc::sync::Arc<nvme::Nvme>) -> Option<Vec<alloc::boxed::Box<dyn blockdev::BlockDriver>>> {
+    let queues = ctrl.queues().ok()?;
+    let mut drivers: Vec<alloc::boxed::Box<dyn blockdev::BlockDriver>> = Vec::new();
+    drivers.try_reserve(queues.len()).ok()?;
+    for q in queues {
+        drivers.push(crate::mm::try_box(q).ok()?);
+    }
+    Some(drivers)
+}
+
+/// Takes the kernel's hold on the NVMe controller at `address` (a
+/// restart drops it).
+#[allow(dead_code)] // the test kernel's restart test
+pub fn take_nvme(address: PciAddress) -> Option<alloc::sync::Arc<nvme::Nvme>> {
+    let mut all = NVME.lock();
+    let i = all.iter().position(|c| c.pci().address() == address)?;
+    Some(all.remove(i))
+}
+
+/// The NVMe controller at `address`, if the driver runs it.
+#[allow(dead_code)] // the test kernel
+pub fn nvme_controller(address: PciAddress) -> Option<alloc::sync::Arc<nvme::Nvme>> {
+    NVME.lock().iter().find(|c| c.pci().address() == address).cloned()
+}
+
+/// Hands a restarted controller to the kernel's list.
+#[allow(dead_code)] // the test kernel's restart test
+pub fn keep_nvme(ctrl: alloc::sync::Arc<nvme::Nvme>) {
+    let mut all = NVME.lock();
+    if all.try_reserve(1).is_ok() {
+        all.push(ctrl);
     }
 }
 
