@@ -267,7 +267,7 @@ fn probe_e1000(f: &PciInfo) {
 /// supervisor uses to take a device from a failed driver and restart it.
 static REVOKERS: SpinLock<Vec<(&'static str, Revoker)>> = SpinLock::new(Vec::new());
 
-fn keep_revoker(driver: &'static str, revoker: Revoker) {
+pub fn keep_revoker(driver: &'static str, revoker: Revoker) {
     let mut all = REVOKERS.lock();
     if all.try_reserve(1).is_ok() {
         all.push((driver, revoker));

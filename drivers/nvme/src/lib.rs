@@ -42,7 +42,7 @@ use blockdev::{DeviceInfo, SECTOR};
 use hal::device::{
     BarError, IrqHandler, IrqKind, IrqVector, PciDevice, ReadOnly, ReadWrite, Register,
 };
-use hal::sync::SpinLock;
+use hal::sync::{SpinLock, SpinLockGuard};
 
 use command::{cns, id_ctrl, id_ns, Sqe, Status};
 use irq::QueueIrq;
@@ -166,8 +166,10 @@ impl Nvme {
         let dma = pci.dma();
         let admin_entries = ADMIN_ENTRIES.min(cap.max_queue_entries.min(4096) as u16);
         let mut admin = Admin { pair: QueuePair::new(&dma, &bar, &cap, 0, admin_entries)?, next_cid: 0 };
-        pci.set_bus_master(true);
+        // Disabled before bus mastering goes on: a controller a previous
+        // driver left running must not reach memory through old queues.
         disable(&regs, &cap)?;
+        pci.set_bus_master(true);
         enable(&regs, &cap, &mut admin.pair)?;
 
         let page = dma.alloc(PAGE).map_err(|_| Error::NoMemory)?;
@@ -326,26 +328,38 @@ impl Nvme {
             queues.push(q.lock());
         }
         let mut admin = self.admin.lock();
-        disable(&self.regs, &self.cap)?;
-        enable(&self.regs, &self.cap, &mut admin.pair)?;
-        let wanted = self.io.len() as u16;
-        admin_command(&self.regs, &mut admin, |cid| command::set_queue_count(cid, wanted))?;
-        let per_queue_vectors = self.queue_cpus.iter().all(Option::is_some);
-        let mut resent = 0;
-        for (i, q) in queues.iter_mut().enumerate() {
-            q.pair.reset();
-            let vector = if per_queue_vectors { i as u16 } else { 0 };
-            create_io_queue(&self.regs, &mut admin, &q.pair, vector)?;
-            resent += q.resubmit();
-        }
+        let resent = self.restart_queues(&mut admin, &mut queues);
         drop(admin);
-        drop(queues);
+        // Spin lock guards go in the reverse order of their taking.
+        while let Some(q) = queues.pop() {
+            drop(q);
+        }
+        let resent = resent?;
         self.resets.fetch_add(1, Ordering::Relaxed);
         // Waiters look again: a command sent again may already be done.
         for irq in &self.irqs {
             irq.wake();
         }
         log::info!("nvme {}: controller reset, {resent} command(s) in flight sent again", self.pci.address());
+        Ok(resent)
+    }
+}
+
+impl Nvme {
+    /// The body of [`Nvme::reset`], under every queue's lock.
+    fn restart_queues(&self, admin: &mut Admin, queues: &mut [SpinLockGuard<'_, IoQueue>]) -> Result<usize, Error> {
+        disable(&self.regs, &self.cap)?;
+        enable(&self.regs, &self.cap, &mut admin.pair)?;
+        let wanted = self.io.len() as u16;
+        admin_command(&self.regs, admin, |cid| command::set_queue_count(cid, wanted))?;
+        let per_queue_vectors = self.queue_cpus.iter().all(Option::is_some);
+        let mut resent = 0;
+        for (i, q) in queues.iter_mut().enumerate() {
+            q.pair.reset();
+            let vector = if per_queue_vectors { i as u16 } else { 0 };
+            create_io_queue(&self.regs, admin, &q.pair, vector)?;
+            resent += q.resubmit();
+        }
         Ok(resent)
     }
 }
