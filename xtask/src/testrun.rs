@@ -118,7 +118,7 @@ pub fn all(cpus: &Cpus) -> Result<ExitCode> {
             .map(|(p, f)| Totals { passed: p, failed: f }),
     ));
 
-    header(9, "storage: a virtio-blk disk with ext4, Kiln against the host's e2fsprogs");
+    header(9, "storage: virtio-blk and NVMe disks with ext4, Kiln against the host's e2fsprogs");
     totals.add(report(
         "storage",
         normal
