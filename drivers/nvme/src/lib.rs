@@ -39,9 +39,7 @@ use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use blockdev::{DeviceInfo, SECTOR};
-use hal::device::{
-    BarError, IrqHandler, IrqKind, IrqVector, PciDevice, ReadOnly, ReadWrite, Register,
-};
+use hal::device::{BarError, IrqHandler, IrqKind, IrqVector, PciDevice, ReadOnly, ReadWrite, Register};
 use hal::sync::{SpinLock, SpinLockGuard};
 
 use command::{cns, id_ctrl, id_ns, Sqe, Status};
@@ -49,8 +47,8 @@ use irq::QueueIrq;
 use queue::{QueueError, QueuePair};
 use regs::{cc, csts, Capabilities, PAGE};
 
-pub use io::NvmeQueue;
 use io::IoQueue;
+pub use io::NvmeQueue;
 
 /// Admin queue entries.
 const ADMIN_ENTRIES: u16 = 32;

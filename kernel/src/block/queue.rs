@@ -182,7 +182,6 @@ impl BlockQueue {
         self.hw.iter().map(|hw| hw.inner.lock().driver.interrupts()).collect()
     }
 
-
     /// Capacity in bytes.
     pub fn size_bytes(&self) -> u64 {
         self.info.sectors * SECTOR as u64
