@@ -149,7 +149,7 @@ fn nvme_reset_with_requests_in_flight() -> TestResult {
     const REGION: u64 = 8192;
     const LEN: usize = 512 * 1024;
     let shared = pattern(0x5EED, LEN);
-    q.write(REGION, &shared, false).map_err(|e| alloc::format!("{}", e.name()))?;
+    q.write(REGION, &shared, false).map_err(|e| String::from(e.name()))?;
     let stop = Arc::new(AtomicBool::new(false));
     let rounds = Arc::new(AtomicUsize::new(0));
     let (disk, stop2, rounds2) = (q.clone(), stop.clone(), rounds.clone());
@@ -213,7 +213,7 @@ fn nvme_reset_with_requests_in_flight() -> TestResult {
 fn nvme_revoke_and_reprobe() -> TestResult {
     let q = disk()?;
     let before = pattern(0xAB, 64 * 1024);
-    q.write(30000, &before, true).map_err(|e| alloc::format!("{}", e.name()))?;
+    q.write(30000, &before, true).map_err(|e| String::from(e.name()))?;
     let address = address()?;
     let mut old = q.detach().map_err(|e| alloc::format!("detach: {}", e.name()))?;
     let mut buf = vec![0u8; 4096];
