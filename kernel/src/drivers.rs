@@ -6,13 +6,18 @@
 //! vendor and device id. A driver that fails to start logs why and leaves
 //! the function unclaimed.
 
+use alloc::boxed::Box;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt::Write;
 
 use hal::device::layout::pci::{Bar, BarKind};
 
-use hal::device::pci::{self, PciAddress, PciInfo, Revoker};
+use blockdev::BlockDriver;
+use hal::device::pci::{self, PciAddress, PciDevice, PciInfo, Revoker};
+use hal::device::IrqKind;
 use hal::sync::SpinLock;
+use netdev::NetDevice;
 
 use crate::mm::TryString;
 
@@ -91,117 +96,111 @@ fn proc_pci_devices(_: &'static str) -> alloc::string::String {
     s.finish(written).unwrap_or_default()
 }
 
-fn probe_virtio_net(f: &PciInfo) {
+/// Claims the function, keeps the kernel's revoker for it, and starts
+/// `driver` on it with `new`. A failure is logged and leaves the
+/// function to no driver.
+fn start<D, E: core::fmt::Debug>(
+    driver: &'static str,
+    f: &PciInfo,
+    new: impl FnOnce(PciDevice) -> Result<D, E>,
+) -> Option<D> {
     let dev = match pci::claim(f.address) {
         Ok(d) => d,
-        Err(e) => return log::warn!("virtio-net {}: cannot claim: {e:?}", f.address),
-    };
-    keep_revoker("virtio-net", dev.revoker());
-    match virtio_net::VirtioNet::new(dev) {
-        Ok(nic) => {
-            let m = netdev::NetDevice::mac(&nic).0;
-            log::info!(
-                "virtio-net {}: MAC {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}, {:?} interrupts",
-                f.address,
-                m[0],
-                m[1],
-                m[2],
-                m[3],
-                m[4],
-                m[5],
-                nic.irq_kind()
-            );
-            match crate::mm::try_box(nic) {
-                Ok(b) => crate::net::netdevs::register(b),
-                Err(_) => log::error!("virtio-net {}: no memory to register it", f.address),
-            }
+        Err(e) => {
+            log::warn!("{driver} {}: cannot claim: {e:?}", f.address);
+            return None;
         }
-        Err(e) => log::warn!("virtio-net {}: not started: {e:?}", f.address),
+    };
+    keep_revoker(driver, dev.revoker());
+    new(dev).map_err(|e| log::warn!("{driver} {}: not started: {e:?}", f.address)).ok()
+}
+
+/// Hands a started NIC to the network stack, logging its MAC and `details`.
+fn register_nic<N: NetDevice + 'static>(driver: &str, f: &PciInfo, nic: N, details: core::fmt::Arguments<'_>) {
+    log::info!("{driver} {}: MAC {}, {details}", f.address, nic.mac());
+    match crate::mm::try_box(nic) {
+        Ok(b) => crate::net::netdevs::register(b),
+        Err(_) => log::error!("{driver} {}: no memory to register it", f.address),
+    }
+}
+
+/// Hands a started disk, driven through `drivers` (one per hardware
+/// queue), to the block layer, logging its geometry and `irq`. False
+/// (logged) without memory.
+fn register_disk(
+    driver: &str,
+    f: &PciInfo,
+    family: crate::block::Family,
+    drivers: Option<Vec<Box<dyn BlockDriver>>>,
+    irq: Option<IrqKind>,
+) -> bool {
+    let Some(info) = drivers.as_ref().and_then(|d| d.first()).map(|d| d.info()) else {
+        log::error!("{driver} {}: no memory to register it", f.address);
+        return false;
+    };
+    match drivers.and_then(|d| crate::block::register(family, d)) {
+        Some(q) => {
+            log::info!(
+                "{driver} {}: /dev/{}, {} MiB, {} hardware queue(s) of depth {}, {} KiB transfers, {}{}{}{}, {irq:?} interrupts",
+                f.address,
+                q.name,
+                info.sectors >> 11,
+                q.hw_queues(),
+                info.queue_depth,
+                info.max_sectors / 2,
+                if info.read_only { "read-only" } else { "read-write" },
+                if info.volatile_cache { ", flush" } else { "" },
+                if info.fua { ", FUA" } else { "" },
+                if info.max_discard_sectors > 0 { ", discard" } else { "" },
+            );
+            true
+        }
+        None => {
+            log::error!("{driver} {}: no memory to register it", f.address);
+            false
+        }
+    }
+}
+
+/// One boxed driver, as the block layer takes them.
+fn one_disk<B: BlockDriver + 'static>(disk: B) -> Option<Vec<Box<dyn BlockDriver>>> {
+    let mut drivers: Vec<Box<dyn BlockDriver>> = Vec::new();
+    drivers.try_reserve(1).ok()?;
+    drivers.push(crate::mm::try_box(disk).ok()?);
+    Some(drivers)
+}
+
+fn probe_virtio_net(f: &PciInfo) {
+    if let Some(nic) = start("virtio-net", f, virtio_net::VirtioNet::new) {
+        let irq = nic.irq_kind();
+        register_nic("virtio-net", f, nic, format_args!("{irq:?} interrupts"));
     }
 }
 
 fn probe_virtio_blk(f: &PciInfo) {
-    let dev = match pci::claim(f.address) {
-        Ok(d) => d,
-        Err(e) => return log::warn!("virtio-blk {}: cannot claim: {e:?}", f.address),
-    };
-    keep_revoker("virtio-blk", dev.revoker());
-    match virtio_blk::VirtioBlk::new(dev) {
-        Ok(disk) => {
-            let info = blockdev::BlockDriver::info(&disk);
-            let irq = disk.irq_kind();
-            let Ok(b) = crate::mm::try_box(disk) else {
-                return log::error!("virtio-blk {}: no memory to register it", f.address);
-            };
-            let mut drivers: Vec<alloc::boxed::Box<dyn blockdev::BlockDriver>> = Vec::new();
-            if drivers.try_reserve(1).is_err() {
-                return log::error!("virtio-blk {}: no memory to register it", f.address);
-            }
-            drivers.push(b);
-            match crate::block::register(crate::block::Family::Virtio, drivers) {
-                Some(q) => log::info!(
-                    "virtio-blk {}: /dev/{}, {} MiB, depth {}, {}{}{}, {:?} interrupts",
-                    f.address,
-                    q.name,
-                    info.sectors >> 11,
-                    info.queue_depth,
-                    if info.read_only { "read-only" } else { "read-write" },
-                    if info.volatile_cache { ", flush" } else { "" },
-                    if info.max_discard_sectors > 0 { ", discard" } else { "" },
-                    irq
-                ),
-                None => log::error!("virtio-blk {}: no memory to register it", f.address),
-            }
-        }
-        Err(e) => log::warn!("virtio-blk {}: not started: {e:?}", f.address),
+    if let Some(disk) = start("virtio-blk", f, virtio_blk::VirtioBlk::new) {
+        let irq = disk.irq_kind();
+        register_disk("virtio-blk", f, crate::block::Family::Virtio, one_disk(disk), irq);
     }
 }
 
 /// Controllers the NVMe driver runs, for resets (the test kernel) and a
 /// later supervisor.
-static NVME: SpinLock<Vec<alloc::sync::Arc<nvme::Nvme>>> = SpinLock::new(Vec::new());
+static NVME: SpinLock<Vec<Arc<nvme::Nvme>>> = SpinLock::new(Vec::new());
 
+/// NVMe: one I/O queue pair per online CPU, each a hardware queue.
 fn probe_nvme(f: &PciInfo) {
-    let dev = match pci::claim(f.address) {
-        Ok(d) => d,
-        Err(e) => return log::warn!("nvme {}: cannot claim: {e:?}", f.address),
-    };
-    keep_revoker("nvme", dev.revoker());
-    let ctrl = match nvme::Nvme::new(dev, hal::percpu::online_cpus()) {
-        Ok(c) => c,
-        Err(e) => return log::warn!("nvme {}: not started: {e:?}", f.address),
-    };
-    let Some(drivers) = nvme_drivers(&ctrl) else {
-        return log::error!("nvme {}: no memory to register it", f.address);
-    };
-    let info = ctrl.info();
-    match crate::block::register(crate::block::Family::Nvme, drivers) {
-        Some(q) => log::info!(
-            "nvme {}: /dev/{}, {} MiB, {}-byte blocks, {} queue(s) on CPUs {:?}, depth {}, {} KiB transfers{}{}, {:?} interrupts",
-            f.address,
-            q.name,
-            info.sectors >> 11,
-            info.logical_block_size,
-            q.hw_queues(),
-            ctrl.queue_cpus(),
-            info.queue_depth,
-            info.max_sectors / 2,
-            if info.volatile_cache { ", flush" } else { "" },
-            if info.max_discard_sectors > 0 { ", discard" } else { "" },
-            ctrl.irq_kind()
-        ),
-        None => return log::error!("nvme {}: no memory to register it", f.address),
-    }
-    let mut all = NVME.lock();
-    if all.try_reserve(1).is_ok() {
-        all.push(ctrl);
+    let Some(ctrl) = start("nvme", f, |dev| nvme::Nvme::new(dev, hal::percpu::online_cpus())) else { return };
+    log::info!("nvme {}: I/O queue interrupts on CPUs {:?}", f.address, ctrl.queue_cpus());
+    if register_disk("nvme", f, crate::block::Family::Nvme, nvme_drivers(&ctrl), ctrl.irq_kind()) {
+        keep_nvme(ctrl);
     }
 }
 
 /// The controller's I/O queues as block drivers, one per hardware queue.
-pub fn nvme_drivers(ctrl: &alloc::sync::Arc<nvme::Nvme>) -> Option<Vec<alloc::boxed::Box<dyn blockdev::BlockDriver>>> {
+pub fn nvme_drivers(ctrl: &Arc<nvme::Nvme>) -> Option<Vec<Box<dyn BlockDriver>>> {
     let queues = ctrl.queues().ok()?;
-    let mut drivers: Vec<alloc::boxed::Box<dyn blockdev::BlockDriver>> = Vec::new();
+    let mut drivers: Vec<Box<dyn BlockDriver>> = Vec::new();
     drivers.try_reserve(queues.len()).ok()?;
     for q in queues {
         drivers.push(crate::mm::try_box(q).ok()?);
@@ -212,7 +211,7 @@ pub fn nvme_drivers(ctrl: &alloc::sync::Arc<nvme::Nvme>) -> Option<Vec<alloc::bo
 /// Takes the kernel's hold on the NVMe controller at `address` (a
 /// restart drops it).
 #[allow(dead_code)] // the test kernel's restart test
-pub fn take_nvme(address: PciAddress) -> Option<alloc::sync::Arc<nvme::Nvme>> {
+pub fn take_nvme(address: PciAddress) -> Option<Arc<nvme::Nvme>> {
     let mut all = NVME.lock();
     let i = all.iter().position(|c| c.pci().address() == address)?;
     Some(all.remove(i))
@@ -220,13 +219,12 @@ pub fn take_nvme(address: PciAddress) -> Option<alloc::sync::Arc<nvme::Nvme>> {
 
 /// The NVMe controller at `address`, if the driver runs it.
 #[allow(dead_code)] // the test kernel
-pub fn nvme_controller(address: PciAddress) -> Option<alloc::sync::Arc<nvme::Nvme>> {
+pub fn nvme_controller(address: PciAddress) -> Option<Arc<nvme::Nvme>> {
     NVME.lock().iter().find(|c| c.pci().address() == address).cloned()
 }
 
-/// Hands a restarted controller to the kernel's list.
-#[allow(dead_code)] // the test kernel's restart test
-pub fn keep_nvme(ctrl: alloc::sync::Arc<nvme::Nvme>) {
+/// Keeps a (restarted) controller in the kernel's list.
+pub fn keep_nvme(ctrl: Arc<nvme::Nvme>) {
     let mut all = NVME.lock();
     if all.try_reserve(1).is_ok() {
         all.push(ctrl);
@@ -234,32 +232,9 @@ pub fn keep_nvme(ctrl: alloc::sync::Arc<nvme::Nvme>) {
 }
 
 fn probe_e1000(f: &PciInfo) {
-    let dev = match pci::claim(f.address) {
-        Ok(d) => d,
-        Err(e) => return log::warn!("e1000 {}: cannot claim: {e:?}", f.address),
-    };
-    keep_revoker("e1000", dev.revoker());
-    match e1000::E1000::new(dev) {
-        Ok(nic) => {
-            let m = netdev::NetDevice::mac(&nic).0;
-            log::info!(
-                "e1000 {}: MAC {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}, link {:?}, {:?} interrupts",
-                f.address,
-                m[0],
-                m[1],
-                m[2],
-                m[3],
-                m[4],
-                m[5],
-                netdev::NetDevice::link(&nic),
-                nic.irq_kind()
-            );
-            match crate::mm::try_box(nic) {
-                Ok(b) => crate::net::netdevs::register(b),
-                Err(_) => log::error!("e1000 {}: no memory to register it", f.address),
-            }
-        }
-        Err(e) => log::warn!("e1000 {}: not started: {e:?}", f.address),
+    if let Some(nic) = start("e1000", f, e1000::E1000::new) {
+        let (link, irq) = (nic.link(), nic.irq_kind());
+        register_nic("e1000", f, nic, format_args!("link {link:?}, {irq:?} interrupts"));
     }
 }
 
@@ -276,7 +251,7 @@ pub fn keep_revoker(driver: &'static str, revoker: Revoker) {
 
 /// How each device `driver` runs takes its interrupts.
 #[allow(dead_code)] // the test kernel
-pub fn irq_kinds(driver: &str) -> Vec<Option<hal::device::IrqKind>> {
+pub fn irq_kinds(driver: &str) -> Vec<Option<IrqKind>> {
     let all = REVOKERS.lock();
     let mut kinds = Vec::new();
     for (_, r) in all.iter().filter(|(d, _)| *d == driver) {
