@@ -15,8 +15,8 @@ DEPS := scripts/deps.sh
 # NET (the NIC: virtio, the default, e1000 or none; on QEMU user
 # networking), HOSTFWD (QEMU hostfwd rules bound to 127.0.0.1, separated by
 # spaces, e.g. "tcp:127.0.0.1:8080-:80").
-# DISK (a raw disk image attached as /dev/vda; `make disk` builds one),
-# DISK_BUS (virtio, the default; nvme is not driven yet).
+# DISK (a raw disk image; `make disk` builds one), DISK_BUS (virtio, the
+# default: /dev/vda in Kiln; nvme: /dev/nvme0n1).
 # `make disk` knobs: DISK_DIR (the folder copied in; default user/), DISK_OUT
 # (default build/disk.img), DISK_SIZE (default 64M), DISK_FS (ext4 or ext2).
 # `make rootfs` knob: ROOTFS_PACKAGES (the Debian packages to put in).

@@ -54,8 +54,9 @@ commands:
   test [--smp N]            every test stage; QEMU stages at -smp 1 and the SMP
                             stage at 2 and 4, or all of them at N with --smp
                             (env: KTEST_FILTER=TEXT runs only matching kernel tests)
-  test-storage              only the storage stage (virtio-blk disk, ext4)
-  crashtest [-n N]          N power cuts of an ext4 workload (default 20)
+  test-storage              only the storage stage (virtio-blk and NVMe disks, ext4)
+  crashtest [-n N]          N power cuts of an ext4 workload (default 20;
+                            env DISK_BUS=nvme cuts an NVMe disk)
   test-smp [--smp N]        only the SMP stage (at 2 and 4, or at N)
   test-debian               only the Debian-root stage (a small root from
                             Debian's packages, against the host in chroot)
@@ -150,7 +151,11 @@ fn dispatch(args: &[String]) -> Result<ExitCode> {
                 _ => return Err(format!("crashtest: unexpected arguments {rest:?}")),
             };
             let elf = build::kernel(build::Flavor::Normal)?;
-            let (p, f) = storagetest::power_cuts(&build::repo_root(), &elf, 1, n)?;
+            let bus = match std::env::var("DISK_BUS").unwrap_or_default().as_str() {
+                "nvme" => storagetest::NVME,
+                _ => storagetest::VIRTIO,
+            };
+            let (p, f) = storagetest::power_cuts(&build::repo_root(), &elf, 1, n, bus)?;
             println!("{p} passed, {f} failed");
             Ok(if f == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }

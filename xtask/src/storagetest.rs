@@ -3,7 +3,8 @@
 //! deep directories, symlinks, renames, a large sparse file), which the
 //! host's `e2fsck -fn` must find clean and `debugfs` must read back; and
 //! the file tests of `user/tests` run again with /tmp on an ext4 disk,
-//! their output compared with the host's (whose /tmp is ext4 too).
+//! their output compared with the host's (whose /tmp is ext4 too). The
+//! tree and one power cut run again on an NVMe disk (`/dev/nvme0n1`).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -55,9 +56,19 @@ fn make_source(src: &Path) -> Result<()> {
     Ok(())
 }
 
-fn kiln_script() -> String {
+/// The disk a bus shows in Kiln, and QEMU's name for the bus.
+#[derive(Clone, Copy)]
+pub struct Bus {
+    pub qemu: &'static str,
+    pub device: &'static str,
+}
+
+pub const VIRTIO: Bus = Bus { qemu: "virtio", device: "/dev/vda" };
+pub const NVME: Bus = Bus { qemu: "nvme", device: "/dev/nvme0n1" };
+
+fn kiln_script(bus: Bus) -> String {
     format!(
-        "mkdir -p /mnt && mount -t ext4 /dev/vda /mnt || exit 1\n\
+        "mkdir -p /mnt && mount -t ext4 {} /mnt || exit 1\n\
          cd /mnt\n\
          echo '=== read'\n\
          {LISTING}\n\
@@ -72,6 +83,7 @@ fn kiln_script() -> String {
          ls -l kw/sparse | awk '{{print \"sparse\", $5}}'\n\
          df -k /mnt | tail -1 | awk '{{print \"df\", $2}}'\n\
          cd /; sync; umount /mnt && echo '=== unmounted'\n",
+        bus.device,
         SPARSE_SIZE - 1
     )
 }
@@ -89,7 +101,17 @@ fn section<'a>(out: &'a str, name: &str) -> &'a str {
 /// RENAME_EXCHANGE, which kiln-ext4 does not do yet.
 const FILE_TESTS: &[&str] = &["fs_basic", "fs_meta", "fs_fd", "xattr"];
 
-fn boot(root: &Path, elf: &Path, smp: u32, img: &str, script: &str, work: &Path, name: &str) -> Result<qemu::Captured> {
+#[allow(clippy::too_many_arguments)]
+fn boot(
+    root: &Path,
+    elf: &Path,
+    smp: u32,
+    img: &str,
+    bus: Bus,
+    script: &str,
+    work: &Path,
+    name: &str,
+) -> Result<qemu::Captured> {
     let extra = work.join("extra");
     let _ = std::fs::remove_dir_all(&extra);
     std::fs::create_dir_all(&extra).map_err(|e| format!("{e}"))?;
@@ -102,7 +124,7 @@ fn boot(root: &Path, elf: &Path, smp: u32, img: &str, script: &str, work: &Path,
             initrd: Some(initrd),
         },
         smp,
-        extra: [vec!["-m".to_string(), "512M".to_string()], qemu::disk_args(img, "virtio")?].concat(),
+        extra: [vec!["-m".to_string(), "512M".to_string()], qemu::disk_args(img, bus.qemu)?].concat(),
     };
     qemu::run_captured(&boot, Duration::from_secs(300), &work.join(name))
 }
@@ -126,11 +148,18 @@ fn mkfs(img: &str, src: Option<&Path>) -> Result<()> {
 }
 
 pub fn run(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
-    let (p1, f1) = tree(root, elf, smp)?;
+    let (p1, f1) = tree(root, elf, smp, VIRTIO)?;
     let (p2, f2) = file_tests(root, elf, smp)?;
-    let (p3, f3) = power_cuts(root, elf, smp, CUTS)?;
-    Ok((p1 + p2 + p3, f1 + f2 + f3))
+    let (p3, f3) = power_cuts(root, elf, smp, CUTS, VIRTIO)?;
+    println!("  on NVMe:");
+    // Two CPUs, so ext4's requests go down two hardware queues.
+    let (p4, f4) = tree(root, elf, smp.max(2), NVME)?;
+    let (p5, f5) = power_cuts(root, elf, smp, NVME_CUTS, NVME)?;
+    Ok((p1 + p2 + p3 + p4 + p5, f1 + f2 + f3 + f4 + f5))
 }
+
+/// Power cuts on NVMe in `make test` (the driver's FUA and flush paths).
+const NVME_CUTS: u32 = 1;
 
 /// Power cuts in `make test` (`make crashtest N=...` for more).
 const CUTS: u32 = 3;
@@ -138,8 +167,9 @@ const CUTS: u32 = 3;
 /// The workload: creates, appends, renames and deletes files; fsyncs the
 /// `c*` files (which it never touches again) and logs each fsync that
 /// returned. The payload is 20 KiB the host knows.
-fn crash_script() -> String {
-    "mkdir -p /mnt && mount -t ext4 /dev/vda /mnt || exit 1\n\
+fn crash_script(bus: Bus) -> String {
+    format!("mkdir -p /mnt && mount -t ext4 {} /mnt || exit 1\n", bus.device)
+        + "\
      echo '=== start'\n\
      i=0\n\
      while [ $i -lt 100000 ]; do\n\
@@ -148,7 +178,6 @@ fn crash_script() -> String {
        [ $i -ge 2 ] && rm -f /mnt/m$((i-2))\n\
        i=$((i+1))\n\
      done\n"
-        .to_string()
 }
 
 fn payload() -> Vec<u8> {
@@ -159,7 +188,7 @@ fn payload() -> Vec<u8> {
 /// moment; then host `e2fsck -fy` on a copy must fix nothing beyond the
 /// journal replay and every logged fsync'd file must be intact, and Kiln
 /// must replay the journal itself with the same result.
-pub fn power_cuts(root: &Path, elf: &Path, smp: u32, cuts: u32) -> Result<(u64, u64)> {
+pub fn power_cuts(root: &Path, elf: &Path, smp: u32, cuts: u32, bus: Bus) -> Result<(u64, u64)> {
     let work = build::out_dir().join("storage");
     let img = work.join("crash.img");
     let img_s = img.to_str().ok_or("non-UTF-8 path")?.to_string();
@@ -170,7 +199,7 @@ pub fn power_cuts(root: &Path, elf: &Path, smp: u32, cuts: u32) -> Result<(u64, 
     std::fs::create_dir_all(&extra).map_err(|e| format!("{e}"))?;
     let payload = payload();
     std::fs::write(extra.join("payload"), &payload).map_err(|e| format!("{e}"))?;
-    std::fs::write(extra.join("storage.sh"), crash_script()).map_err(|e| format!("{e}"))?;
+    std::fs::write(extra.join("storage.sh"), crash_script(bus)).map_err(|e| format!("{e}"))?;
     let initrd = initramfs::make(root, &build::out_dir(), Some(&extra))?;
     let (mut passed, mut failed) = (0, 0);
     // A seed from the clock: each run cuts at other moments; the moment is
@@ -192,7 +221,7 @@ pub fn power_cuts(root: &Path, elf: &Path, smp: u32, cuts: u32) -> Result<(u64, 
                     initrd: Some(initrd.clone()),
                 },
                 smp,
-                extra: [vec!["-m".to_string(), "512M".to_string()], qemu::disk_args(&img_s, "virtio")?].concat(),
+                extra: [vec!["-m".to_string(), "512M".to_string()], qemu::disk_args(&img_s, bus.qemu)?].concat(),
             };
             qemu::run_captured(&b, timeout, &work.join(name))
         };
@@ -217,8 +246,9 @@ pub fn power_cuts(root: &Path, elf: &Path, smp: u32, cuts: u32) -> Result<(u64, 
         }
         let host_ok = run.timed_out && started && fixes.is_empty() && clean_after && bad.is_empty();
         let what = format!(
-            "power cut {} at {:.1} s: {} fsyncs logged; host e2fsck -fy after replay fixes nothing, fsync'd files intact",
+            "power cut {} on {} at {:.1} s: {} fsyncs logged; host e2fsck -fy after replay fixes nothing, fsync'd files intact",
             cut + 1,
+            bus.qemu,
             after_ms as f64 / 1000.0,
             synced.len()
         );
@@ -230,7 +260,7 @@ pub fn power_cuts(root: &Path, elf: &Path, smp: u32, cuts: u32) -> Result<(u64, 
             println!("  FAIL  {what}: killed {} started {started}, fixes {fixes:?}, clean after {clean_after}, bad {bad}\n{fsck}", run.timed_out);
         }
         // Kiln replays the journal on the uncopied image itself.
-        let mut check = String::from("mkdir -p /mnt && mount -t ext4 /dev/vda /mnt || exit 1\n");
+        let mut check = format!("mkdir -p /mnt && mount -t ext4 {} /mnt || exit 1\n", bus.device);
         for f in &synced {
             let _ = writeln!(check, "cmp -s /payload /mnt/{f} || echo \"BAD {f}\"");
         }
@@ -244,7 +274,7 @@ pub fn power_cuts(root: &Path, elf: &Path, smp: u32, cuts: u32) -> Result<(u64, 
                 initrd: Some(initrd2),
             },
             smp,
-            extra: [vec!["-m".to_string(), "512M".to_string()], qemu::disk_args(&img_s, "virtio")?].concat(),
+            extra: [vec!["-m".to_string(), "512M".to_string()], qemu::disk_args(&img_s, bus.qemu)?].concat(),
         };
         let replay = qemu::run_captured(&b, Duration::from_secs(120), &work.join("crash-replay.log"))?;
         let rout = replay.output.replace('\r', "");
@@ -252,7 +282,11 @@ pub fn power_cuts(root: &Path, elf: &Path, smp: u32, cuts: u32) -> Result<(u64, 
         let ok = rout.contains("=== replayed") && !rout.contains("BAD ") && clean;
         if ok {
             passed += 1;
-            println!("  ok    power cut {}: Kiln replays the journal, fsync'd files intact, e2fsck -fn clean", cut + 1);
+            println!(
+                "  ok    power cut {} on {}: Kiln replays the journal, fsync'd files intact, e2fsck -fn clean",
+                cut + 1,
+                bus.qemu
+            );
         } else {
             failed += 1;
             println!("  FAIL  power cut {}: Kiln's replay (see crash-replay.log):\n{fsck}", cut + 1);
@@ -272,7 +306,7 @@ fn file_tests(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
         let _ = writeln!(script, "echo '=== {t}'; /t/{t}");
     }
     script.push_str("cd /; umount /tmp && echo '=== unmounted'\n");
-    let run = boot(root, elf, smp, &img_s, &script, &work, "kiln-files.log")?;
+    let run = boot(root, elf, smp, &img_s, VIRTIO, &script, &work, "kiln-files.log")?;
     let out = run.output.replace('\r', "");
     let (mut passed, mut failed) = (0, 0);
     for t in FILE_TESTS {
@@ -309,15 +343,16 @@ fn file_tests(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
 }
 
 /// Host-written tree read in Kiln; Kiln-written tree checked by the host.
-fn tree(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
+fn tree(root: &Path, elf: &Path, smp: u32, bus: Bus) -> Result<(u64, u64)> {
     let work = build::out_dir().join("storage");
     let src = work.join("src");
     make_source(&src)?;
     let img = work.join("disk.img");
     let img_s = img.to_str().ok_or("non-UTF-8 path")?.to_string();
     mkfs(&img_s, Some(&src))?;
-    let run = boot(root, elf, smp, &img_s, &kiln_script(), &work, "kiln-tree.log")?;
-    let log = work.join("kiln-tree.log");
+    let log_name = format!("kiln-tree-{}.log", bus.qemu);
+    let run = boot(root, elf, smp, &img_s, bus, &kiln_script(bus), &work, &log_name)?;
+    let log = work.join(&log_name);
     let out = run.output.replace('\r', "");
     let mut passed = 0;
     let mut failed = 0;
