@@ -9,7 +9,10 @@ mod appstest;
 mod bench;
 mod benchservers;
 mod build;
+mod crashtest;
 mod debiantest;
+mod diskfault;
+mod hostile;
 mod hostlibs;
 mod initramfs;
 mod iso;
@@ -49,6 +52,8 @@ commands:
                             (env: KTEST_FILTER=TEXT runs only matching kernel tests)
   test-storage              only the storage stage (virtio-blk disk, ext4)
   crashtest [-n N]          N power cuts of an ext4 workload (default 20)
+  fuzz-ext4 [-n N]          10,000 mutated ext4 images through kiln-ext4 on the
+                            host, then N of them (default 240) mounted in Kiln
   test-smp [--smp N]        only the SMP stage (at 2 and 4, or at N)
   test-debian               only the Debian-root stage (a small root from
                             Debian's packages, against the host in chroot)
@@ -138,7 +143,26 @@ fn dispatch(args: &[String]) -> Result<ExitCode> {
                 _ => return Err(format!("crashtest: unexpected arguments {rest:?}")),
             };
             let elf = build::kernel(build::Flavor::Normal)?;
-            let (p, f) = storagetest::power_cuts(&build::repo_root(), &elf, 1, n)?;
+            let (p, f) = crashtest::power_cuts(&build::repo_root(), &elf, 1, n)?;
+            println!("{p} passed, {f} failed");
+            Ok(if f == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+        }
+        "fuzz-ext4" => {
+            let n = match rest {
+                [] => 240,
+                [flag, n] if flag == "-n" => n.parse::<u64>().map_err(|_| format!("fuzz-ext4: bad count {n}"))?,
+                _ => return Err(format!("fuzz-ext4: unexpected arguments {rest:?}")),
+            };
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let host = std::process::Command::new(cargo)
+                .args(["test", "--release", "-p", "kiln-ext4", "--test", "fuzz", "--", "--ignored", "--exact"])
+                .arg("ten_thousand_mutated_images_never_panic")
+                .arg("--nocapture")
+                .status()
+                .map_err(|e| format!("cargo test: {e}"))?;
+            let elf = build::kernel(build::Flavor::Normal)?;
+            let (p, f) = hostile::run(&build::repo_root(), &elf, 1, n, 0x5EED_1000)?;
+            let f = f + u64::from(!host.success());
             println!("{p} passed, {f} failed");
             Ok(if f == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
