@@ -249,7 +249,9 @@ fn push_entry(mount: Arc<Mount>, root: Arc<Dentry>, parent: Option<Arc<Mount>>) 
 
 /// Records the tree's root (at boot).
 pub fn mount_root(root: &Arc<Dentry>, fstype: &str, source: &str) -> Result<(), Errno> {
-    let sb = Super::new(fstype, String::new())?;
+    // A disk root (root=/dev/vdX): its volume's state reaches the table.
+    let state = super::ext4::volume_of(root.inode().as_ref()).map(|v| v as Arc<dyn FsState>);
+    let sb = Super::with_state(fstype, String::new(), state)?;
     let mount = Mount::new(sb, 0, source, String::from("/"), false)?;
     root.set_mount(mount.clone());
     push_entry(mount, root.clone(), None)
