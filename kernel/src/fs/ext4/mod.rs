@@ -176,6 +176,11 @@ impl Ext4Volume {
     /// inodes still open answer EIO.
     pub fn unmount(&self) -> Result<(), Errno> {
         let mut guard = self.fs.lock();
+        if let Some(fs) = guard.as_mut() {
+            // Files closed since the last call: their orphans are freed
+            // now rather than left on the list for the next mount.
+            self.drop_pins(fs);
+        }
         if let Some(fs) = guard.take() {
             match fs.unmount() {
                 Ok(mut disk) => {
