@@ -226,7 +226,11 @@ pub fn power_cuts(root: &Path, elf: &Path, smp: u32, cuts: u32) -> Result<(u64, 
     let payload = payload();
     std::fs::write(extra.join("payload"), &payload).map_err(|e| format!("{e}"))?;
     std::fs::write(extra.join("storage.sh"), workload()).map_err(|e| format!("{e}"))?;
-    let initrd = initramfs::make(root, &build::out_dir(), Some(&extra))?;
+    // Its own copy of the initramfs too: another run in the same tree
+    // (a `make test` beside a long crashtest) rewrites the shared one.
+    let initrd = work.join("initrd.cpio");
+    std::fs::copy(initramfs::make(root, &build::out_dir(), Some(&extra))?, &initrd)
+        .map_err(|e| format!("copy initramfs: {e}"))?;
     // A seed from the clock: each run cuts at other moments; each cut's
     // aim is printed so a failure can be told apart.
     let seed =
