@@ -48,7 +48,7 @@ DISK_FS ?= ext4
 export SMP CMDLINE QEMU_EXTRA EXTRA CMD ROOT MEM ROOTFS_PACKAGES VIA_LDSO NET HOSTFWD DISK DISK_BUS
 
 .DEFAULT_GOAL := run
-.PHONY: run test test-smp test-storage crashtest nettest-long test-net fuzz-net nethub bench-servers iso build bench clean fmt clippy deps rootfs disk
+.PHONY: run test test-smp test-storage crashtest fuzz-ext4 nettest-long test-net fuzz-net nethub bench-servers iso build bench clean fmt clippy deps rootfs disk
 
 deps:
 	@$(DEPS)
@@ -87,6 +87,13 @@ N ?= 20
 crashtest:
 	@$(DEPS)
 	@$(XTASK) crashtest -n $(N)
+
+# Hostile images: 10,000 mutated ext4 images through kiln-ext4 on the
+# host, then FUZZ_N of them mounted, walked and written in Kiln.
+FUZZ_N ?= 240
+fuzz-ext4:
+	@$(DEPS)
+	@$(XTASK) fuzz-ext4 -n $(FUZZ_N)
 
 # The issue's 1 GiB each way between netecho on the host and in Kiln,
 # through a virtio-net and then an e1000 NIC (make test moves 64 MiB).

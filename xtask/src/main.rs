@@ -9,7 +9,10 @@ mod appstest;
 mod bench;
 mod benchservers;
 mod build;
+mod crashtest;
 mod debiantest;
+mod diskfault;
+mod hostile;
 mod hostlibs;
 mod initramfs;
 mod iso;
@@ -57,6 +60,8 @@ commands:
   test-storage              only the storage stage (virtio-blk and NVMe disks, ext4)
   crashtest [-n N]          N power cuts of an ext4 workload (default 20;
                             env DISK_BUS=nvme cuts an NVMe disk)
+  fuzz-ext4 [-n N]          10,000 mutated ext4 images through kiln-ext4 on the
+                            host, then N of them (default 240) mounted in Kiln
   test-smp [--smp N]        only the SMP stage (at 2 and 4, or at N)
   test-debian               only the Debian-root stage (a small root from
                             Debian's packages, against the host in chroot)
@@ -155,7 +160,26 @@ fn dispatch(args: &[String]) -> Result<ExitCode> {
                 "nvme" => storagetest::NVME,
                 _ => storagetest::VIRTIO,
             };
-            let (p, f) = storagetest::power_cuts(&build::repo_root(), &elf, 1, n, bus)?;
+            let (p, f) = crashtest::power_cuts(&build::repo_root(), &elf, 1, n, bus)?;
+            println!("{p} passed, {f} failed");
+            Ok(if f == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+        }
+        "fuzz-ext4" => {
+            let n = match rest {
+                [] => 240,
+                [flag, n] if flag == "-n" => n.parse::<u64>().map_err(|_| format!("fuzz-ext4: bad count {n}"))?,
+                _ => return Err(format!("fuzz-ext4: unexpected arguments {rest:?}")),
+            };
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let host = std::process::Command::new(cargo)
+                .args(["test", "--release", "-p", "kiln-ext4", "--test", "fuzz", "--", "--ignored", "--exact"])
+                .arg("ten_thousand_mutated_images_never_panic")
+                .arg("--nocapture")
+                .status()
+                .map_err(|e| format!("cargo test: {e}"))?;
+            let elf = build::kernel(build::Flavor::Normal)?;
+            let (p, f) = hostile::run(&build::repo_root(), &elf, 1, n, 0x5EED_1000)?;
+            let f = f + u64::from(!host.success());
             println!("{p} passed, {f} failed");
             Ok(if f == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }

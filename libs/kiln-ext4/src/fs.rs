@@ -163,6 +163,8 @@ impl<D: BlockDevice> Ext4<D> {
     pub fn unmount(mut self) -> Result<D> {
         if !self.read_only {
             self.commit()?;
+            // The emptied log is durable before the flag says so.
+            self.dev.flush()?;
             let inc = self.sb.feature_incompat() & !INCOMPAT_RECOVER;
             self.sb.set_feature_incompat(inc);
             self.write_superblock_now()?;

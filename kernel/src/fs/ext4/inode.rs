@@ -65,6 +65,14 @@ impl Ext4Inode {
     }
 }
 
+/// The last in-memory reference went (no open file, mapping, cwd or cached
+/// name holds it): the volume drops its pin later, under its own lock.
+impl Drop for Ext4Inode {
+    fn drop(&mut self) {
+        self.vol.queue_unpin(self.ino);
+    }
+}
+
 impl Inode for Ext4Inode {
     fn metadata(&self) -> Metadata {
         match self.vol.with(|fs| fs.stat(self.ino)) {
@@ -163,13 +171,12 @@ impl Inode for Ext4Inode {
     }
 
     fn lookup(&self, name: &str) -> Result<Arc<dyn Inode>, Errno> {
-        let ino = self.vol.with(|fs| fs.lookup(self.ino, name_bytes(name)))?;
-        self.vol.inode(ino)
+        self.vol.with_inode(|fs| fs.lookup(self.ino, name_bytes(name)))
     }
 
     fn create(&self, name: &str, mode: u32, rdev: u64, owner: Owner) -> Result<Arc<dyn Inode>, Errno> {
         let attr = Self::new_inode(mode, rdev, owner);
-        let ino = self.vol.with(|fs| {
+        let node = self.vol.with_inode(|fs| {
             if mode & S_IFMT == S_IFDIR {
                 fs.mkdir(self.ino, name_bytes(name), attr)
             } else {
@@ -177,14 +184,14 @@ impl Inode for Ext4Inode {
             }
         })?;
         self.vol.changed()?;
-        self.vol.inode(ino)
+        Ok(node)
     }
 
     fn symlink(&self, name: &str, target: &str, owner: Owner) -> Result<Arc<dyn Inode>, Errno> {
         let attr = Self::new_inode(S_IFLNK | 0o777, 0, owner);
-        let ino = self.vol.with(|fs| fs.symlink(self.ino, name_bytes(name), target.as_bytes(), attr))?;
+        let node = self.vol.with_inode(|fs| fs.symlink(self.ino, name_bytes(name), target.as_bytes(), attr))?;
         self.vol.changed()?;
-        self.vol.inode(ino)
+        Ok(node)
     }
 
     fn link(&self, name: &str, inode: &Arc<dyn Inode>) -> Result<(), Errno> {
@@ -205,8 +212,12 @@ impl Inode for Ext4Inode {
 
     fn rename(&self, old: &str, new_dir: &Arc<dyn Inode>, new: &str, flags: u32) -> Result<(), Errno> {
         let dst = self.other_ino(new_dir)?;
+        if flags == c::RENAME_EXCHANGE {
+            self.vol.with(|fs| fs.exchange(self.ino, name_bytes(old), dst, name_bytes(new), now()))?;
+            return self.vol.changed();
+        }
         if flags & !c::RENAME_NOREPLACE != 0 {
-            // RENAME_EXCHANGE and RENAME_WHITEOUT are not done yet.
+            // RENAME_WHITEOUT (overlay file systems' call) is not done.
             return Err(Errno::EINVAL);
         }
         self.vol.with(|fs| {
