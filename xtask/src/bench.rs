@@ -216,7 +216,9 @@ pub fn main(args: &[String]) -> Result<ExitCode> {
         }
         let (kiln, linux) = (kiln_kernel()?, guest::linux_kernel()?);
         let report = storage::measure(&root, &kiln, &linux, env_num("BENCH_SCALE", 100)? as u32)?;
-        storage::write(&root, &report, &storage_header(&root, &linux))?;
+        let (header, commit) = storage_header(&root, &linux);
+        let stamp = command_line_output("date", &["-u", "+%Y-%m-%dT%H%M"]);
+        storage::write(&root, &report, &header, &stamp, &commit)?;
         return Ok(ExitCode::SUCCESS);
     }
     // `xtask bench mymem [report]`: only the /dev/mymem labs
@@ -349,7 +351,9 @@ pub fn main(args: &[String]) -> Result<ExitCode> {
     // full run, or when the filter names `storage`.
     let storage = if cfg.filter.is_empty() || cfg.selected("storage") {
         let r = storage::measure(&root, &kiln_elf, &linux, cfg.scale)?;
-        storage::write(&root, &r, &storage_header(&root, &linux))?;
+        let (header, commit) = storage_header(&root, &linux);
+        let stamp = command_line_output("date", &["-u", "+%Y-%m-%dT%H%M"]);
+        storage::write(&root, &r, &header, &stamp, &commit)?;
         Some(r)
     } else {
         None
@@ -399,18 +403,20 @@ pub fn main(args: &[String]) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The first line of the storage table: when, on what, which kernels.
-fn storage_header(root: &Path, linux: &Path) -> String {
-    format!(
-        "Measured {} on {}, Linux {}, Kiln {}",
+/// The first line of the storage table (when, on what, which kernels),
+/// and Kiln's commit.
+fn storage_header(root: &Path, linux: &Path) -> (String, String) {
+    let commit = match std::env::var("BENCH_KERNEL_COMMIT") {
+        Ok(c) if !c.trim().is_empty() => c.trim().to_string(),
+        _ => command_line_output("git", &["-C", &root.to_string_lossy(), "describe", "--always", "--dirty"]),
+    };
+    let header = format!(
+        "Measured {} on {}, Linux {}, Kiln {commit}",
         command_line_output("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
         command_line_output("qemu-system-x86_64", &["--version"]),
         guest::linux_version(linux),
-        match std::env::var("BENCH_KERNEL_COMMIT") {
-            Ok(c) if !c.trim().is_empty() => c.trim().to_string(),
-            _ => command_line_output("git", &["-C", &root.to_string_lossy(), "describe", "--always", "--dirty"]),
-        }
-    )
+    );
+    (header, commit)
 }
 
 /// The first line of the /dev/mymem report: what was measured with what.

@@ -82,7 +82,8 @@ impl Bus {
 }
 
 /// Why the NVMe column is empty by default.
-pub const NVME_SKIPPED: &str = "skipped: Kiln's NVMe driver has not landed on main (BENCH_STORAGE_BUS=virtio,nvme tries it)";
+pub const NVME_SKIPPED: &str =
+    "skipped: Kiln's NVMe driver has not landed on main (BENCH_STORAGE_BUS=virtio,nvme tries it)";
 
 /// Linux's virtio_blk and the modules it needs, in load order (Debian's
 /// cloud kernel has ext4 and NVMe built in, virtio as modules).
@@ -143,8 +144,9 @@ fn make_tree(work: &Path) -> Result<PathBuf> {
         let dir = base.join(format!("t/d{d:02}"));
         fs::create_dir_all(&dir).map_err(io)?;
         for f in 0..TREE_FILES {
-            let body: Vec<u8> =
-                (0..tree_size(d, f)).map(|i| b"abcdefghijklmnopqrstuvwxyz0123456789\n"[(i + f as usize) % 37]).collect();
+            let body: Vec<u8> = (0..tree_size(d, f))
+                .map(|i| b"abcdefghijklmnopqrstuvwxyz0123456789\n"[(i + f as usize) % 37])
+                .collect();
             fs::write(dir.join(format!("f{f:02}")), body).map_err(io)?;
         }
     }
@@ -247,11 +249,7 @@ impl Setup<'_> {
             extra.extend(["-icount", ICOUNT, "-rtc", guest::ICOUNT_RTC].map(String::from));
         }
         let boot = qemu::Boot {
-            image: qemu::Image::Kernel {
-                elf: elf.to_path_buf(),
-                cmdline,
-                initrd: Some(self.initrd.to_path_buf()),
-            },
+            image: qemu::Image::Kernel { elf: elf.to_path_buf(), cmdline, initrd: Some(self.initrd.to_path_buf()) },
             smp: 1,
             extra,
         };
@@ -392,6 +390,15 @@ pub fn measure(root: &Path, kiln_elf: &Path, linux: &Path, pct: u32) -> Result<R
     Ok(Report { buses, rows, unclean, wall_runs, pct })
 }
 
+/// [`human`], with seconds for the whole-tree row.
+fn time(ns: f64) -> String {
+    if ns >= 1e9 {
+        format!("{:.2} s", ns / 1e9)
+    } else {
+        human(ns)
+    }
+}
+
 fn cell_text(c: &Cell, per_mib: bool, wall: bool) -> String {
     let Some(m) = c.median() else {
         let e = c.errors.first().map(String::as_str).unwrap_or("no result");
@@ -399,13 +406,13 @@ fn cell_text(c: &Cell, per_mib: bool, wall: bool) -> String {
     };
     let fmt = |ns: f64| {
         if per_mib {
-            format!("{} ({:.0} MB/s)", human(ns), 1_048_576.0 / ns * 1e3)
+            format!("{} ({:.0} MB/s)", time(ns), 1_048_576.0 / ns * 1e3)
         } else {
-            human(ns)
+            time(ns)
         }
     };
     match (c.min(), c.max()) {
-        (Some(lo), Some(hi)) if wall && c.values.len() > 1 => format!("{} ({}–{})", fmt(m), human(lo), human(hi)),
+        (Some(lo), Some(hi)) if wall && c.values.len() > 1 => format!("{} ({}–{})", fmt(m), time(lo), time(hi)),
         _ => fmt(m),
     }
 }
@@ -543,15 +550,23 @@ const DOC_END: &str = "<!-- storage-table:end -->";
 
 /// Writes bench/results/storage.{md,json} and, for a full-size run, the
 /// table into docs/performance.md.
-pub fn write(root: &Path, report: &Report, header: &str) -> Result<()> {
+/// `stamp` (UTC date and time) and `commit` name the history file.
+pub fn write(root: &Path, report: &Report, header: &str, stamp: &str, commit: &str) -> Result<()> {
     let table = markdown(report, header);
     println!("\n{table}");
     let results = root.join("bench/results");
     fs::create_dir_all(&results).map_err(|e| format!("create {}: {e}", results.display()))?;
     fs::write(results.join("storage.md"), &table).map_err(|e| format!("write storage.md: {e}"))?;
     let json = format!("{{\n  \"header\": {:?},\n  \"storage\": {}\n}}\n", header, json(report));
-    fs::write(results.join("storage.json"), json).map_err(|e| format!("write storage.json: {e}"))?;
+    fs::write(results.join("storage.json"), &json).map_err(|e| format!("write storage.json: {e}"))?;
     if report.pct == 100 {
+        // Every full-size run is kept, as the main rows' are (in a folder
+        // of its own: history.png charts the main rows' icount ratios).
+        let dir = results.join("history/storage");
+        fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
+        let name = format!("{stamp}-{}.json", commit.replace(['/', ' ', '='], "_"));
+        fs::write(dir.join(&name), &json).map_err(|e| format!("write history/storage/{name}: {e}"))?;
+        println!("bench storage: kept this run as bench/results/history/storage/{name}");
         let doc = root.join("docs/performance.md");
         let text = fs::read_to_string(&doc).map_err(|e| format!("read {}: {e}", doc.display()))?;
         match (text.find(DOC_BEGIN), text.find(DOC_END)) {
@@ -619,4 +634,38 @@ pub fn smoke(root: &Path, kiln_elf: &Path) -> Result<(u64, u64)> {
         crate::recap::failure("bench storage image e2fsck -fn clean ... FAILED".to_string());
     }
     Ok((passed, failed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// ROWS and kstor.c's `rows[]` name the same rows in the same order.
+    #[test]
+    fn rows_match_kstor() {
+        let src = fs::read_to_string(crate::build::repo_root().join("user/bench/kstor.c")).unwrap();
+        let table = &src[src.find("} rows[] = {").unwrap()..];
+        let names: Vec<&str> = table
+            .lines()
+            .skip(1)
+            .map_while(|l| l.trim().strip_prefix("{\""))
+            .map(|l| &l[..l.find('"').unwrap()])
+            .collect();
+        assert_eq!(names, ROWS.iter().map(|r| r.name).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn storage_goes_into_the_run_json() {
+        let run = "{\n  \"date\": \"x\",\n  \"benchmarks\": [\n  ]\n}\n";
+        let out = splice_json(run, "[]");
+        assert_eq!(out, "{\n  \"date\": \"x\",\n  \"benchmarks\": [\n  ],\n  \"storage\": []\n}\n");
+    }
+
+    #[test]
+    fn tree_sizes_match_kstor() {
+        // kstor.c: ((d * 100 + f) * 1237L) % 4096
+        assert_eq!(tree_size(0, 0), 0);
+        assert_eq!(tree_size(49, 99), (4999 * 1237) % 4096);
+        assert!((0..TREE_DIRS).all(|d| (0..TREE_FILES).all(|f| tree_size(d, f) < 4096)));
+    }
 }
