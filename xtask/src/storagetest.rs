@@ -319,7 +319,3 @@ fn tree(root: &Path, elf: &Path, smp: u32, bus: Bus) -> Result<(u64, u64)> {
     );
     Ok((passed, failed))
 }
-
-/// Bytes the memory-pressure run writes: 1.5 times the guest's RAM.
-const PRESSURE_MIB: u64 = 192;
-const PRESSURE_RAM: &str = "128M";
