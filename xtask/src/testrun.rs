@@ -396,7 +396,10 @@ pub fn kernel_stage(smp: u32, runs: u32) -> Result<ExitCode> {
             t0.elapsed().as_secs_f64()
         );
         if t.failed != 0 {
-            println!("failed at run {run} of {runs}; the log is {}", build::out_dir().join(ktest_log_name(smp)).display());
+            println!(
+                "failed at run {run} of {runs}; the log is {}",
+                build::out_dir().join(ktest_log_name(smp)).display()
+            );
             return Ok(ExitCode::FAILURE);
         }
     }

@@ -227,6 +227,7 @@ impl BlockQueue {
     }
 
     /// Sets the request timeout (Linux's io_timeout), at least 1 ms.
+    #[allow(dead_code)] // the test kernel; /sys/block/*/queue/io_timeout later
     pub fn set_timeout_ns(&self, ns: u64) {
         self.timeout_ns.store(ns.max(1_000_000), Ordering::Relaxed);
     }
@@ -360,7 +361,11 @@ impl BlockQueue {
                         // (or the wakeup) was lost. Linux says "completion
                         // polled".
                         self.stats.timeouts.fetch_add(1, Ordering::Relaxed);
-                        log::warn!("{}: {:?} (tag {tag}) completion found by polling at its timeout", self.name, op.req);
+                        log::warn!(
+                            "{}: {:?} (tag {tag}) completion found by polling at its timeout",
+                            self.name,
+                            op.req
+                        );
                     }
                     driver.release(tag, op.read.as_deref_mut());
                     op.tag = None;
@@ -408,7 +413,11 @@ impl BlockQueue {
                             let now = hal::time::monotonic_ns();
                             let since = *busy_since.get_or_insert(now);
                             if outstanding == 0 && now - since > timeout.saturating_mul(u64::from(RETRIES) + 1) {
-                                log::error!("{}: no free request slot for {} ms; EIO", self.name, (now - since) / 1_000_000);
+                                log::error!(
+                                    "{}: no free request slot for {} ms; EIO",
+                                    self.name,
+                                    (now - since) / 1_000_000
+                                );
                                 first_error = Some(Errno::EIO);
                             }
                             break;
@@ -474,7 +483,12 @@ impl BlockQueue {
         let mut gave_up = 0;
         for op in ops.iter_mut().filter(|op| expired(op)) {
             let Some(tag) = op.tag.take() else { continue };
-            log::error!("{}: {:?} (tag {tag}) timed out {} time(s); failing it with EIO", self.name, op.req, op.retries + 1);
+            log::error!(
+                "{}: {:?} (tag {tag}) timed out {} time(s); failing it with EIO",
+                self.name,
+                op.req,
+                op.retries + 1
+            );
             // A late completion of this tag frees its slot then; until
             // then the device may still write the slot's data area.
             let _ = abandoned.insert(tag);
