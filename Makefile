@@ -48,7 +48,7 @@ DISK_FS ?= ext4
 export SMP CMDLINE QEMU_EXTRA EXTRA CMD ROOT MEM ROOTFS_PACKAGES VIA_LDSO NET HOSTFWD DISK DISK_BUS
 
 .DEFAULT_GOAL := run
-.PHONY: run test test-smp test-storage crashtest fuzz-ext4 nettest-long test-net fuzz-net nethub bench-servers iso build bench clean fmt clippy deps rootfs disk
+.PHONY: run test test-smp test-kernel test-storage crashtest fuzz-ext4 nettest-long test-net fuzz-net nethub bench-servers iso build bench clean fmt clippy deps rootfs disk
 
 deps:
 	@$(DEPS)
@@ -76,6 +76,13 @@ disk:
 	truncate -s $(DISK_SIZE) $(DISK_OUT)
 	/sbin/mkfs.$(DISK_FS) -q -F -d $(DISK_DIR) $(DISK_OUT)
 	@echo "$(DISK_OUT): $(DISK_FS) from $(DISK_DIR); boot it with make run DISK=$(DISK_OUT)"
+
+# Only the in-kernel stage of `make test`, RUNS times in a row at -smp 4
+# (or at SMP), stopping at the first failure; KTEST_FILTER narrows it.
+RUNS ?= 1
+test-kernel:
+	@$(DEPS)
+	@$(XTASK) test-kernel $(TEST_SMP) -n $(RUNS)
 
 # Only the storage stage of `make test`.
 test-storage:

@@ -57,6 +57,10 @@ commands:
   test [--smp N]            every test stage; QEMU stages at -smp 1 and the SMP
                             stage at 2 and 4, or all of them at N with --smp
                             (env: KTEST_FILTER=TEXT runs only matching kernel tests)
+  test-kernel [--smp N] [-n RUNS]
+                            only the in-kernel stage at -smp N (default 4),
+                            RUNS times in a row (default 1), stopping at the
+                            first failing run (env: KTEST_FILTER=TEXT)
   test-storage              only the storage stage (virtio-blk and NVMe disks, ext4)
   crashtest [-n N]          N power cuts of an ext4 workload (default 20;
                             env DISK_BUS=nvme cuts an NVMe disk)
@@ -139,6 +143,19 @@ fn dispatch(args: &[String]) -> Result<ExitCode> {
                 _ => return Err(format!("test: unexpected arguments {rest:?}")),
             };
             testrun::all(&testrun::Cpus::new(smp))
+        }
+        "test-kernel" => {
+            let (mut smp, mut runs) = (4, 1);
+            let mut it = rest.iter();
+            while let Some(flag) = it.next() {
+                let value = it.next().ok_or_else(|| format!("test-kernel: {flag} wants a value"))?;
+                match flag.as_str() {
+                    "--smp" => smp = parse_smp(value)?,
+                    "-n" => runs = value.parse::<u32>().map_err(|_| format!("test-kernel: bad count {value}"))?,
+                    _ => return Err(format!("test-kernel: unexpected argument {flag}")),
+                }
+            }
+            testrun::kernel_stage(smp, runs)
         }
         "test-storage" => {
             if !rest.is_empty() {

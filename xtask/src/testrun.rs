@@ -362,7 +362,7 @@ fn ktests(elf: &std::path::Path, smp: u32) -> Result<Totals> {
         // use the scratch disk.
         extra: [ktest_nics(&monitor), qemu::disk_args(&nvme_img.to_string_lossy(), "nvme")?].concat(),
     };
-    let log = build::out_dir().join(if smp == 1 { "ktest.log".to_string() } else { format!("ktest-smp{smp}.log") });
+    let log = build::out_dir().join(ktest_log_name(smp));
     let _ = std::fs::remove_file(&monitor);
     let run = qemu::run_captured_with_monitor(&boot, KTEST_TIMEOUT, &log, Some(monitor.clone()));
     let _ = std::fs::remove_file(&monitor);
@@ -378,6 +378,41 @@ fn ktests(elf: &std::path::Path, smp: u32) -> Result<Totals> {
         crate::recap::bad_run(&format!("{label}: the test kernel ended badly"), &run.output);
     }
     Ok(totals)
+}
+
+/// `xtask test-kernel`: only the in-kernel stage at `-smp smp`, `runs`
+/// times in a row (a loop that makes an intermittent failure repeat). It
+/// stops at the first failing run and prints each run's figures and time.
+pub fn kernel_stage(smp: u32, runs: u32) -> Result<ExitCode> {
+    let elf = build::kernel(Flavor::Test)?;
+    let start = std::time::Instant::now();
+    for run in 1..=runs {
+        let t0 = std::time::Instant::now();
+        let t = ktests(&elf, smp)?;
+        println!(
+            "run {run}/{runs} at -smp {smp}: {} passed, {} failed ({:.1} s)",
+            t.passed,
+            t.failed,
+            t0.elapsed().as_secs_f64()
+        );
+        if t.failed != 0 {
+            println!(
+                "failed at run {run} of {runs}; the log is {}",
+                build::out_dir().join(ktest_log_name(smp)).display()
+            );
+            return Ok(ExitCode::FAILURE);
+        }
+    }
+    println!("{runs} of {runs} runs at -smp {smp} passed in {:.1} s", start.elapsed().as_secs_f64());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn ktest_log_name(smp: u32) -> String {
+    if smp == 1 {
+        "ktest.log".to_string()
+    } else {
+        format!("ktest-smp{smp}.log")
+    }
 }
 
 /// The test kernel's scratch NVMe disk: 16 MiB.

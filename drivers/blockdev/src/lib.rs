@@ -127,4 +127,16 @@ pub trait BlockDriver: Send {
     fn interrupts(&self) -> u64 {
         0
     }
+
+    /// Requests have been in flight past the block layer's timeout, and
+    /// [`complete`](BlockDriver::complete) found no completion for them:
+    /// the device lost them (or their interrupt and completion both).
+    /// The driver recovers if it can, e.g. resets the controller and sends
+    /// every request in flight again (Linux's NVMe timeout handler), and
+    /// says whether it did; the block layer then waits another timeout
+    /// before it tries again or gives up on the requests with EIO. The
+    /// default cannot recover.
+    fn recover(&mut self) -> bool {
+        false
+    }
 }

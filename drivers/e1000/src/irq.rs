@@ -8,6 +8,20 @@
 //! 13.4.17), so the top half reads it once and keeps the bits for
 //! `service`, which is where the driver acts on a link change or an
 //! overrun.
+//!
+//! Only the top half reads ICR while the device runs. `service` used to
+//! read it too, "so a caller polling sees causes at once", and at -smp 2
+//! and more that lost interrupts: the line is routed to one CPU while the
+//! caller polls on another, so between the device raising the line and
+//! the target CPU taking the vector (a halted vCPU on a loaded host takes
+//! a while) the poller's read cleared every cause and lowered the line.
+//! The top half then found ICR empty and called the interrupt not its
+//! own, so the bottom half and the stack's waker never ran for it (the
+//! ktest "the link change raised no interrupt"); and while the pin was
+//! masked for a pending bottom half, the read withdrew the interrupt
+//! altogether ("no interrupt arrived"). Nothing is lost by not polling
+//! ICR: link state is read from STATUS, received frames from the ring's
+//! DD bits, and every cause still reaches `service` through the top half.
 
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -23,26 +37,38 @@ pub(crate) struct Shared {
     causes: AtomicU32,
     waker: SpinLock<Option<Waker>>,
     pub(crate) interrupts: AtomicU64,
+    not_mine: AtomicU64,
 }
 
 impl Shared {
     pub(crate) fn new(icr: Register<u32, ReadOnly>) -> Shared {
-        Shared { icr, causes: AtomicU32::new(0), waker: SpinLock::new(None), interrupts: AtomicU64::new(0) }
+        Shared {
+            icr,
+            causes: AtomicU32::new(0),
+            waker: SpinLock::new(None),
+            interrupts: AtomicU64::new(0),
+            not_mine: AtomicU64::new(0),
+        }
     }
 
     pub(crate) fn set_waker(&self, waker: Waker) {
         *self.waker.lock() = Some(waker);
     }
 
-    /// The causes gathered since the last call, plus any the device holds
-    /// now (so a caller polling with interrupts masked sees them too).
+    /// The causes the top half gathered since the last call. ICR itself
+    /// is left to the top half (see the module comment).
     pub(crate) fn take_causes(&self) -> u32 {
-        let now = self.icr.read();
-        let now = if now == u32::MAX { 0 } else { now };
-        self.causes.swap(0, Ordering::AcqRel) | now
+        self.causes.swap(0, Ordering::AcqRel)
     }
 
-    /// Forgets gathered causes (after a device reset).
+    /// Top halves that found no cause of this device's (another device's
+    /// interrupt on a shared line, or a repeat of one already handled).
+    pub(crate) fn not_mine(&self) -> u64 {
+        self.not_mine.load(Ordering::Relaxed)
+    }
+
+    /// Forgets gathered causes (after a device reset, with the device's
+    /// interrupts masked, so no top half is racing for ICR).
     pub(crate) fn clear(&self) {
         let _ = self.icr.read();
         self.causes.store(0, Ordering::Release);
@@ -54,6 +80,7 @@ impl IrqHandler for Shared {
         let icr = self.icr.read();
         // All ones: the device is gone or revoked.
         if icr & int::USED == 0 || icr == u32::MAX {
+            self.not_mine.fetch_add(1, Ordering::Relaxed);
             return IrqReturn::NotMine;
         }
         self.causes.fetch_or(icr, Ordering::AcqRel);

@@ -167,6 +167,8 @@ pub struct Health {
     pub resets: u64,
     /// Interrupts the top half accepted.
     pub interrupts: u64,
+    /// Interrupts on its line the top half found no cause for.
+    pub not_mine: u64,
 }
 
 pub struct E1000 {
@@ -419,7 +421,11 @@ impl E1000 {
 
     /// Interrupts the top half accepted, resets, exhaustions, link changes.
     pub fn health(&self) -> Health {
-        Health { interrupts: self.shared.interrupts.load(core::sync::atomic::Ordering::Relaxed), ..self.health }
+        Health {
+            interrupts: self.shared.interrupts.load(core::sync::atomic::Ordering::Relaxed),
+            not_mine: self.shared.not_mine(),
+            ..self.health
+        }
     }
 
     /// How the device interrupts (INTx on the 82540EM).

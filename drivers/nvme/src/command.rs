@@ -99,6 +99,12 @@ pub fn create_sq(cid: u16, qid: u16, entries: u16, ring: DeviceAddr) -> Sqe {
     }
 }
 
+/// Delete I/O Submission Queue (`admin::DELETE_SQ`) or Completion Queue
+/// (`admin::DELETE_CQ`) `qid`.
+pub fn delete_queue(cid: u16, opcode: u8, qid: u16) -> Sqe {
+    Sqe { cdw10: u32::from(qid), ..Sqe::new(opcode, cid) }
+}
+
 pub fn identify(cid: u16, cns: u32, nsid: u32, page: DeviceAddr) -> Sqe {
     Sqe { nsid, prp1: page, cdw10: cns, ..Sqe::new(admin::IDENTIFY, cid) }
 }

@@ -275,4 +275,17 @@ impl BlockDriver for NvmeQueue {
     fn interrupts(&self) -> u64 {
         self.ctrl.irqs.get(self.index).map_or(0, |i| i.interrupts.load(Ordering::Relaxed))
     }
+
+    /// A request timed out: reset the controller, which sends every
+    /// command in flight on every queue again (Linux's nvme_timeout ends
+    /// in a reset too, after an Abort this driver does not send).
+    fn recover(&mut self) -> bool {
+        match self.ctrl.reset() {
+            Ok(_) => true,
+            Err(e) => {
+                log::error!("nvme {}: reset after a timeout failed: {e:?}", self.ctrl.pci.address());
+                false
+            }
+        }
+    }
 }

@@ -345,7 +345,32 @@ impl Nvme {
 
 impl Nvme {
     /// The body of [`Nvme::reset`], under every queue's lock.
+    ///
+    /// The I/O queues are deleted (every submission queue, then every
+    /// completion queue) before the controller is disabled, as Linux's
+    /// nvme_dev_disable does while the controller still answers. Disabling
+    /// with commands in flight leaves it to the controller to drop them
+    /// along with the queues, and QEMU 7.2's NVMe model gets that wrong: at
+    /// -smp 4 a command still in flight on a freed submission queue
+    /// completed later through it (the QEMU process died at a segfault
+    /// about one run in six of this driver's reset-under-load test, and
+    /// once a resent command's waiter never woke). Delete I/O Submission
+    /// Queue has the controller finish or abort each of its commands first
+    /// (their completions land in the old completion queue, which the
+    /// reset clears before the commands are sent again).
     fn restart_queues(&self, admin: &mut Admin, queues: &mut [SpinLockGuard<'_, IoQueue>]) -> Result<usize, Error> {
+        if self.regs.csts.read() & (csts::READY | csts::FATAL) == csts::READY {
+            let deleted = [command::admin::DELETE_SQ, command::admin::DELETE_CQ].into_iter().try_for_each(|opcode| {
+                queues.iter().try_for_each(|q| {
+                    let qid = q.pair.qid;
+                    admin_command(&self.regs, admin, |cid| command::delete_queue(cid, opcode, qid)).map(drop)
+                })
+            });
+            if let Err(e) = deleted {
+                // The controller reset below drops whatever is left.
+                log::warn!("nvme {}: deleting the I/O queues before a reset: {e:?}", self.pci.address());
+            }
+        }
         disable(&self.regs, &self.cap)?;
         enable(&self.regs, &self.cap, &mut admin.pair)?;
         let wanted = self.io.len() as u16;

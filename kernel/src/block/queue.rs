@@ -15,9 +15,18 @@
 //! waiter then pops the device's completions into a shared table and
 //! takes its own. A caller reads the generation before it looks, so a
 //! completion that arrives between its look and its sleep still wakes it.
+//!
+//! No request waits forever: each has a timeout (Linux's 30 s default,
+//! [`BlockQueue::set_timeout_ns`]). When one passes, the caller first
+//! polls the device (a completion whose interrupt was lost is found
+//! there), then asks the driver to recover ([`BlockDriver::recover`]:
+//! NVMe resets the controller and sends its requests again) and waits
+//! another timeout, up to [`RETRIES`] times; after that the request fails
+//! with EIO. Its tag is abandoned, not reused: if the device completes it
+//! after all, the completion is collected and the slot released then.
 
 use alloc::boxed::Box;
-use alloc::collections::BTreeMap;
+use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::string::String;
 use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
@@ -34,7 +43,15 @@ struct Inner {
     /// Completions popped from the driver that their owners have not
     /// collected yet.
     done: BTreeMap<Tag, Result<(), IoError>>,
+    /// Tags whose callers gave up on them after the timeout: released when
+    /// their completion turns up.
+    abandoned: BTreeSet<Tag>,
 }
+
+/// Linux's default block request timeout (`/sys/block/*/queue/io_timeout`).
+pub const DEFAULT_TIMEOUT_NS: u64 = 30_000_000_000;
+/// Recoveries tried for a request that timed out before it fails with EIO.
+pub const RETRIES: u32 = 2;
 
 /// Counters for /sys/block/*/stat and the report.
 #[derive(Default)]
@@ -46,6 +63,11 @@ pub struct Stats {
     pub flushes: AtomicU64,
     /// Writes that joined an adjacent one instead of becoming a request.
     pub merged: AtomicU64,
+    /// Requests that passed their timeout, driver recoveries asked for,
+    /// and requests given up on with EIO.
+    pub timeouts: AtomicU64,
+    pub recoveries: AtomicU64,
+    pub abandoned: AtomicU64,
 }
 
 /// One hardware queue: a driver object and the callers waiting on it.
@@ -61,6 +83,9 @@ pub struct BlockQueue {
     pub family: super::Family,
     pub info: DeviceInfo,
     pub stats: Stats,
+    /// How long a request may be in flight before the driver is asked to
+    /// recover, in ns.
+    timeout_ns: AtomicU64,
     hw: Vec<HwQueue>,
 }
 
@@ -71,11 +96,15 @@ pub(crate) struct Op<'a> {
     pub write: Vec<&'a [u8]>,
     pub read: Option<&'a mut [u8]>,
     tag: Option<Tag>,
+    /// When the request in flight times out (monotonic ns).
+    deadline: u64,
+    /// Recoveries tried for it so far.
+    retries: u32,
 }
 
 impl<'a> Op<'a> {
     pub(crate) fn new(req: Request) -> Op<'a> {
-        Op { req, write: Vec::new(), read: None, tag: None }
+        Op { req, write: Vec::new(), read: None, tag: None, deadline: 0, retries: 0 }
     }
 }
 
@@ -108,14 +137,40 @@ impl BlockQueue {
         hw.try_reserve_exact(drivers.len()).ok()?;
         for _ in 0..drivers.len() {
             hw.push(HwQueue {
-                inner: SpinLock::new(Inner { driver: Box::new(NoDriver), done: BTreeMap::new() }),
+                inner: SpinLock::new(Inner {
+                    driver: Box::new(NoDriver),
+                    done: BTreeMap::new(),
+                    abandoned: BTreeSet::new(),
+                }),
                 generation: AtomicU64::new(0),
                 waiters: WaitQueue::new(),
             });
         }
-        let q = Arc::try_new(BlockQueue { name, rdev, family, info, stats: Stats::default(), hw }).ok()?;
+        let q = Arc::try_new(BlockQueue {
+            name,
+            rdev,
+            family,
+            info,
+            stats: Stats::default(),
+            timeout_ns: AtomicU64::new(DEFAULT_TIMEOUT_NS),
+            hw,
+        })
+        .ok()?;
         q.install(drivers).ok()?;
         Some(q)
+    }
+
+    /// A queue over `driver` that is not registered (no /dev node): the
+    /// test kernel's stand-in devices.
+    #[cfg(feature = "ktest")]
+    pub fn unregistered(name: &str, driver: Box<dyn BlockDriver>) -> Option<Arc<BlockQueue>> {
+        let mut drivers = Vec::new();
+        drivers.try_reserve(1).ok()?;
+        drivers.push(driver);
+        let mut n = String::new();
+        n.try_reserve(name.len()).ok()?;
+        n.push_str(name);
+        BlockQueue::new(n, 0, super::Family::Virtio, drivers)
     }
 
     /// Puts `drivers` under the hardware queues, each with a waker for its
@@ -169,6 +224,16 @@ impl BlockQueue {
             return Err(Errno::EINVAL);
         }
         self.install(drivers).map(drop)
+    }
+
+    /// Sets the request timeout (Linux's io_timeout), at least 1 ms.
+    #[allow(dead_code)] // the test kernel; /sys/block/*/queue/io_timeout later
+    pub fn set_timeout_ns(&self, ns: u64) {
+        self.timeout_ns.store(ns.max(1_000_000), Ordering::Relaxed);
+    }
+
+    pub fn timeout_ns(&self) -> u64 {
+        self.timeout_ns.load(Ordering::Relaxed)
     }
 
     /// Hardware queues (1 for a single-queue driver).
@@ -264,28 +329,58 @@ impl BlockQueue {
 
     /// Runs every op: submits while the driver has room, sleeps until
     /// completions come, and collects its own. Returns the first error,
-    /// after every submitted op has completed (their buffers are borrowed).
+    /// after every submitted op has completed or been given up on (their
+    /// buffers are borrowed; an abandoned request's data area is the
+    /// driver's, never the caller's buffer).
     pub(crate) fn run(&self, ops: &mut [Op<'_>]) -> Result<(), Errno> {
         let hw = &self.hw[hal::percpu::cpu_id() % self.hw.len()];
         let mut next = 0;
         let mut outstanding = 0usize;
         let mut first_error = None;
+        let mut busy_since = None;
         loop {
             let seen = hw.generation.load(Ordering::Acquire);
+            let timeout = self.timeout_ns();
+            let mut earliest = u64::MAX;
+            let mut recovered = false;
             {
                 let mut guard = hw.inner.lock();
-                let Inner { driver, done } = &mut *guard;
+                let Inner { driver, done, abandoned } = &mut *guard;
                 driver.complete(&mut |tag, r| {
                     done.insert(tag, r);
                 });
+                if !abandoned.is_empty() {
+                    release_abandoned(driver.as_mut(), done, abandoned);
+                }
+                let now = hal::time::monotonic_ns();
                 for op in ops[..next].iter_mut() {
                     let Some(tag) = op.tag else { continue };
                     let Some(r) = done.remove(&tag) else { continue };
+                    if op.deadline <= now {
+                        // Completed, but nothing woke us: its interrupt
+                        // (or the wakeup) was lost. Linux says "completion
+                        // polled".
+                        self.stats.timeouts.fetch_add(1, Ordering::Relaxed);
+                        log::warn!(
+                            "{}: {:?} (tag {tag}) completion found by polling at its timeout",
+                            self.name,
+                            op.req
+                        );
+                    }
                     driver.release(tag, op.read.as_deref_mut());
                     op.tag = None;
                     outstanding -= 1;
                     if let Err(e) = r {
                         first_error.get_or_insert(errno_of(e));
+                    }
+                }
+                if outstanding > 0 && ops[..next].iter().any(|op| op.tag.is_some() && op.deadline <= now) {
+                    match self.timed_out(driver.as_mut(), abandoned, &mut ops[..next], now, timeout) {
+                        TimedOut::Recovered => recovered = true,
+                        TimedOut::GaveUp(n) => {
+                            outstanding -= n;
+                            first_error.get_or_insert(Errno::EIO);
+                        }
                     }
                 }
                 while next < ops.len() && first_error.is_none() {
@@ -300,7 +395,9 @@ impl BlockQueue {
                     };
                     match driver.submit(op.req, &mut fill) {
                         Ok(tag) => {
+                            busy_since = None;
                             op.tag = Some(tag);
+                            op.deadline = hal::time::monotonic_ns().saturating_add(timeout);
                             outstanding += 1;
                             next += 1;
                             match op.req {
@@ -309,19 +406,121 @@ impl BlockQueue {
                             }
                             .fetch_add(1, Ordering::Relaxed);
                         }
-                        Err(SubmitError::Busy) => break,
+                        Err(SubmitError::Busy) => {
+                            // Every slot taken by other callers (or by
+                            // requests given up on that never completed):
+                            // not forever either.
+                            let now = hal::time::monotonic_ns();
+                            let since = *busy_since.get_or_insert(now);
+                            if outstanding == 0 && now - since > timeout.saturating_mul(u64::from(RETRIES) + 1) {
+                                log::error!(
+                                    "{}: no free request slot for {} ms; EIO",
+                                    self.name,
+                                    (now - since) / 1_000_000
+                                );
+                                first_error = Some(Errno::EIO);
+                            }
+                            break;
+                        }
                         Err(e) => {
                             first_error = Some(submit_errno(e));
                         }
                     }
                 }
+                for op in ops[..next].iter().filter(|op| op.tag.is_some()) {
+                    earliest = earliest.min(op.deadline);
+                }
             }
             if outstanding == 0 && (next == ops.len() || first_error.is_some()) {
                 return first_error.map_or(Ok(()), Err);
             }
-            hw.waiters.wait_until(|| hw.generation.load(Ordering::Acquire) != seen);
+            if recovered {
+                // The recovered device may have completed them already.
+                continue;
+            }
+            // With none of ours in flight (other callers hold every slot),
+            // look again after a timeout at the latest.
+            if earliest == u64::MAX {
+                earliest = hal::time::monotonic_ns().saturating_add(timeout);
+            }
+            hw.waiters.wait_until_deadline(earliest, || hw.generation.load(Ordering::Acquire) != seen);
         }
     }
+
+    /// Some of `ops` passed their deadline with no completion found even
+    /// by polling: asks the driver to recover once and gives the expired
+    /// ones another timeout, or, past [`RETRIES`] (or when the driver
+    /// cannot recover), abandons them.
+    fn timed_out(
+        &self,
+        driver: &mut dyn BlockDriver,
+        abandoned: &mut BTreeSet<Tag>,
+        ops: &mut [Op<'_>],
+        now: u64,
+        timeout: u64,
+    ) -> TimedOut {
+        let expired = |op: &Op<'_>| op.tag.is_some() && op.deadline <= now;
+        let count = ops.iter().filter(|op| expired(op)).count();
+        self.stats.timeouts.fetch_add(count as u64, Ordering::Relaxed);
+        let retry = ops.iter().filter(|op| expired(op)).all(|op| op.retries < RETRIES);
+        if retry {
+            log::warn!(
+                "{}: {count} request(s) in flight for {} ms with no completion; {} asks its driver to recover",
+                self.name,
+                timeout / 1_000_000,
+                self.name
+            );
+            self.stats.recoveries.fetch_add(1, Ordering::Relaxed);
+            if driver.recover() {
+                for op in ops.iter_mut().filter(|op| expired(op)) {
+                    op.retries += 1;
+                    op.deadline = hal::time::monotonic_ns().saturating_add(timeout);
+                }
+                return TimedOut::Recovered;
+            }
+            log::warn!("{}: the driver could not recover", self.name);
+        }
+        let mut gave_up = 0;
+        for op in ops.iter_mut().filter(|op| expired(op)) {
+            let Some(tag) = op.tag.take() else { continue };
+            log::error!(
+                "{}: {:?} (tag {tag}) timed out {} time(s); failing it with EIO",
+                self.name,
+                op.req,
+                op.retries + 1
+            );
+            // A late completion of this tag frees its slot then; until
+            // then the device may still write the slot's data area.
+            let _ = abandoned.insert(tag);
+            gave_up += 1;
+        }
+        self.stats.abandoned.fetch_add(gave_up as u64, Ordering::Relaxed);
+        TimedOut::GaveUp(gave_up)
+    }
+}
+
+/// What [`BlockQueue::timed_out`] did.
+enum TimedOut {
+    /// The driver recovered; the expired requests have another timeout.
+    Recovered,
+    /// This many requests were abandoned (they fail with EIO).
+    GaveUp(usize),
+}
+
+/// Releases abandoned tags whose completions arrived after all.
+fn release_abandoned(
+    driver: &mut dyn BlockDriver,
+    done: &mut BTreeMap<Tag, Result<(), IoError>>,
+    abandoned: &mut BTreeSet<Tag>,
+) {
+    abandoned.retain(|tag| {
+        if done.remove(tag).is_some() {
+            driver.release(*tag, None);
+            false
+        } else {
+            true
+        }
+    });
 }
 
 fn buf_len_sectors(ops: &[Op<'_>]) -> u32 {

@@ -7,6 +7,7 @@
 //! through isa-debug-exit with the verdict. `ktest.filter=<text>` on the
 //! command line runs only tests whose name contains `<text>`.
 
+mod block_tests;
 mod boot_tests;
 mod dev_tests;
 mod device_tests;
@@ -58,6 +59,7 @@ const SUITES: &[&[KTest]] = &[
     device_tests::TESTS,
     e1000_tests::TESTS,
     nvme_tests::TESTS,
+    block_tests::TESTS,
     event_tests::TESTS,
     limit_tests::TESTS,
 ];

@@ -144,15 +144,6 @@ fn nvme_prp_shapes_fua_flush_discard() -> TestResult {
 }
 
 fn nvme_reset_with_requests_in_flight() -> TestResult {
-    // KNOWN BUG (issue 13, open): at -smp 4 the merged tree hung once
-    // after the first reset resent 7 commands (a resent command's waiter
-    // never woke; the block layer has no request timeout to turn that into
-    // EIO). Until it is found, the test runs where it has always passed:
-    // at one and two CPUs (make test's -smp 1 and storage runs).
-    if cpus().len() > 2 {
-        log::warn!("nvme: reset under load not run at {} CPUs (known hang, issue 13)", cpus().len());
-        return Ok(());
-    }
     let q = disk()?;
     let ctrl = controller()?;
     const REGION: u64 = 8192;

@@ -58,6 +58,42 @@ impl WaitQueue {
         }
     }
 
+    /// Like [`wait_until`](Self::wait_until) (no signal ends it), but
+    /// gives up at `deadline` (monotonic ns): true if `condition` held,
+    /// false if the deadline passed first. The block layer's request
+    /// timeout waits this way.
+    pub fn wait_until_deadline(&self, deadline: u64, mut condition: impl FnMut() -> bool) -> bool {
+        loop {
+            let _irq = IrqGuard::new();
+            let me = super::current();
+            {
+                let mut waiters = self.waiters.lock();
+                if !waiters.iter().any(|t| Arc::ptr_eq(t, &me)) {
+                    if waiters.try_reserve(1).is_err() {
+                        drop(waiters);
+                        super::yield_now();
+                        continue;
+                    }
+                    waiters.push_back(me.clone());
+                    self.publish(&waiters);
+                }
+                let held = condition();
+                if held || hal::time::monotonic_ns() >= deadline {
+                    waiters.retain(|t| !Arc::ptr_eq(t, &me));
+                    self.publish(&waiters);
+                    drop(waiters);
+                    remove_sleeper(&me);
+                    return held;
+                }
+                me.set_uninterruptible(true);
+                me.set_state(State::Blocked);
+            }
+            add_sleeper(deadline, me);
+            super::schedule();
+            super::current().set_uninterruptible(false);
+        }
+    }
+
     /// Like [`wait_until`](Self::wait_until), but gives up with
     /// `Interrupted` when a signal is pending for the thread, or with
     /// `TimedOut` at `deadline` (monotonic ns).
