@@ -9,9 +9,11 @@
 //! commits after every change). Metadata changes collect in the library's
 //! running transaction and are committed as one jbd2 transaction (group
 //! commit) by fsync, fdatasync, syncfs, sync, umount and the `ext4-commit`
-//! thread every [`COMMIT_INTERVAL_NS`] (Linux's `commit=5`). File data is
-//! written through to the block layer as it is written (the library's
-//! ordered mode), and made durable by the same commit's flush.
+//! thread every [`COMMIT_INTERVAL_NS`] (Linux's `commit=5`). File data
+//! lives in the page cache (`fs::pagecache`) until it is written back
+//! (fsync, sync, the writeback thread, memory pressure): then the library
+//! allocates its blocks and sends it to the block layer before the commit
+//! that maps it (ordered mode), whose flush makes it durable.
 
 mod disk;
 mod inode;
@@ -81,6 +83,18 @@ impl Ext4Volume {
         self.with(|fs| fs.commit())
     }
 
+    /// Writes every cached file's dirty pages back, then commits (syncfs).
+    pub fn sync(self: &Arc<Self>) -> Result<(), Errno> {
+        let written = super::pagecache::writeback_all(Some(super::pagecache::key_of(self)));
+        self.commit()?;
+        written
+    }
+
+    /// The inode `ino` if something holds it now.
+    pub(crate) fn live(&self, ino: u32) -> Option<Arc<Ext4Inode>> {
+        self.inodes.lock().get(&ino).and_then(Weak::upgrade)
+    }
+
     /// The live inode `ino`, or a new one.
     pub(crate) fn inode(self: &Arc<Self>, ino: u32) -> Result<Arc<dyn Inode>, Errno> {
         let mut table = self.inodes.lock();
@@ -88,6 +102,8 @@ impl Ext4Volume {
             return Ok(i);
         }
         let node = Arc::try_new(Ext4Inode::new(self.clone(), ino)).map_err(|_| Errno::ENOMEM)?;
+        let weak: Weak<dyn super::pagecache::CachedFile> = Arc::downgrade(&node) as _;
+        node.cache.set_owner(weak);
         if table.len() > 4096 {
             table.retain(|_, w| w.strong_count() > 0);
         }
@@ -97,7 +113,12 @@ impl Ext4Volume {
 
     /// Unmount: commits, marks the volume clean, and lets go of it; the
     /// inodes still open answer EIO.
-    pub fn unmount(&self) -> Result<(), Errno> {
+    pub fn unmount(self: &Arc<Self>) -> Result<(), Errno> {
+        let owner = super::pagecache::key_of(self);
+        if let Err(e) = super::pagecache::writeback_all(Some(owner)) {
+            log::warn!("ext4: unmount could not write every cached page back: {}", e.name());
+        }
+        super::pagecache::forget_owner(owner);
         let mut guard = self.fs.lock();
         if let Some(fs) = guard.take() {
             match fs.unmount() {
@@ -145,11 +166,22 @@ pub fn volume_of(inode: &dyn Inode) -> Option<Arc<Ext4Volume>> {
     inode.as_any().downcast_ref::<Ext4Inode>().map(|i| i.volume().clone())
 }
 
-/// sync(2): every volume committed and flushed.
-pub fn sync_all() {
+/// The commit thread's round: every volume's running transaction
+/// committed (dirty pages are the writeback thread's business).
+fn commit_all() {
     let all: Vec<Arc<Ext4Volume>> = VOLUMES.lock().iter().filter_map(Weak::upgrade).collect();
     for v in all {
         if let Err(e) = v.commit() {
+            log::warn!("ext4: commit failed: {}", e.name());
+        }
+    }
+}
+
+/// sync(2): every volume's cached pages written back, committed, flushed.
+pub fn sync_all() {
+    let all: Vec<Arc<Ext4Volume>> = VOLUMES.lock().iter().filter_map(Weak::upgrade).collect();
+    for v in all {
+        if let Err(e) = v.sync() {
             log::warn!("ext4: sync failed: {}", e.name());
         }
     }
@@ -161,7 +193,7 @@ fn start_commit_thread() {
     }
     let spawned = crate::sched::spawn("ext4-commit", || loop {
         crate::sched::sleep_ns(COMMIT_INTERVAL_NS);
-        sync_all();
+        commit_all();
     });
     if spawned.is_err() {
         COMMIT_THREAD.store(false, Ordering::Release);
