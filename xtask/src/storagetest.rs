@@ -394,13 +394,13 @@ fn tree(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
     Ok((passed, failed))
 }
 
-/// Bytes the memory-pressure run writes: three times the guest's RAM.
+/// Bytes the memory-pressure run writes: 1.5 times the guest's RAM.
 const PRESSURE_MIB: u64 = 192;
-const PRESSURE_RAM: &str = "64M";
+const PRESSURE_RAM: &str = "128M";
 
 /// The page cache against the image: a file written only through a shared
 /// mapping and msync(MS_SYNC), with no munmap, close or umount after it,
-/// is on the image (debugfs); and a machine with 64 MiB writes 192 MiB to
+/// is on the image (debugfs); and a machine with 128 MiB writes 192 MiB to
 /// one ext4 file (dirty limits throttle the writer, reclaim drops clean
 /// pages), stays up, reads it back with the right md5 (from the disk: it
 /// cannot all be cached), and the host reads the same bytes.

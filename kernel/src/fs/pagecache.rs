@@ -46,8 +46,10 @@ const READAHEAD_MIN: u64 = 8;
 /// The largest readahead window (Linux's default read_ahead_kb is 128;
 /// a larger one pays under TCG, where each request costs a VM exit).
 const READAHEAD_MAX: u64 = 128;
-/// Pages written back in one call of the file system.
-const WRITEBACK_RUN: usize = 256;
+/// Pages written back in one call of the file system (its buffer is one
+/// heap object of whole frames, which must be found even when memory is
+/// short and fragmented).
+const WRITEBACK_RUN: usize = 32;
 /// dirty_expire_centisecs: a dirty page this old is written by the thread.
 pub const DIRTY_EXPIRE_NS: u64 = 30_000_000_000;
 /// dirty_writeback_centisecs: how often the thread looks.
@@ -110,19 +112,52 @@ fn loaded<'a>(st: &'a mut State, be: &dyn Backend) -> Result<&'a mut PageStore, 
     Ok(st.store.as_mut().expect("just loaded"))
 }
 
+/// A zeroed buffer of up to `pages` pages: fewer (down to one) when
+/// memory is short, after clean pages were dropped to make room.
+fn buffer(pages: usize) -> Result<(Vec<u8>, usize), Errno> {
+    reclaim_if_low(pages as u64);
+    let mut want = pages;
+    loop {
+        let mut buf = Vec::new();
+        if buf.try_reserve_exact(want * PAGE).is_ok() {
+            buf.resize(want * PAGE, 0);
+            return Ok((buf, want));
+        }
+        reclaim_clean(64);
+        if want == 1 {
+            return Err(Errno::ENOMEM);
+        }
+        want = (want / 4).max(1);
+    }
+}
+
+/// Before taking `want` frames with `store` locked: when memory is low,
+/// drops clean pages of other files and then of this one, outside the
+/// pages [first, end) the caller is working on (reclaim cannot take this
+/// file's lock, which the caller holds).
+fn make_room(store: &mut PageStore, first: u64, end: u64, want: u64) {
+    if hal::mm::free_frame_count() >= low_watermark() + want {
+        return;
+    }
+    let freed = reclaim_clean(want.max(32));
+    if freed < want {
+        let more = want.max(32) - freed;
+        let got = store.drop_clean(0, first, more);
+        store.drop_clean(end, u64::MAX, more - got);
+    }
+}
+
 /// Reads the missing pages of [first, end) from the disk, a run at a time.
 fn fill(store: &mut PageStore, be: &dyn Backend, first: u64, end: u64) -> Result<(), Errno> {
+    make_room(store, first, end, (end - first).min(READAHEAD_MAX));
     let mut from = first;
     while let Some(start) = store.first_missing(from, end) {
         let mut stop = start + 1;
         while stop < end && stop - start < READAHEAD_MAX && !store.is_loaded(stop) {
             stop += 1;
         }
-        let pages = (stop - start) as usize;
-        reclaim_if_low(pages as u64);
-        let mut buf = Vec::new();
-        buf.try_reserve_exact(pages * PAGE).map_err(|_| Errno::ENOMEM)?;
-        buf.resize(pages * PAGE, 0);
+        let (mut buf, pages) = buffer((stop - start) as usize)?;
+        let stop = start + pages as u64;
         be.read_pages(start * PAGE_SIZE, &mut buf)?;
         for (i, chunk) in buf.chunks(PAGE).enumerate() {
             if let Err(e) = store.insert_clean(start + i as u64, chunk) {
@@ -229,13 +264,14 @@ impl PageCache {
             let mut st = self.state.lock();
             let store = loaded(&mut st, be)?;
             let size = store.size();
-            for (edge, partial) in [(offset, offset % PAGE_SIZE != 0), (end, end % PAGE_SIZE != 0)] {
+            make_room(store, offset / PAGE_SIZE, end.div_ceil(PAGE_SIZE), data.len().div_ceil(PAGE) as u64);
+            for (edge, partial) in [(offset, !offset.is_multiple_of(PAGE_SIZE)), (end, !end.is_multiple_of(PAGE_SIZE))]
+            {
                 let index = edge / PAGE_SIZE;
                 if partial && index * PAGE_SIZE < size && !store.is_loaded(index) {
                     fill(store, be, index, index + 1)?;
                 }
             }
-            reclaim_if_low(data.len().div_ceil(PAGE) as u64);
             match store.write(offset, data) {
                 Ok(n) => (n, self.claim(&st)),
                 Err(Errno::ENOMEM) => {
@@ -298,18 +334,17 @@ impl PageCache {
             return Ok(0);
         }
         let size = store.size();
-        let mut buf: Vec<u8> = Vec::new();
+        let (mut buf, run) = buffer(WRITEBACK_RUN)?;
         let mut written = 0;
         let mut i = 0;
         while i < dirty.len() {
             let start = dirty[i];
             let mut j = i + 1;
-            while j < dirty.len() && dirty[j] == dirty[j - 1] + 1 && j - i < WRITEBACK_RUN {
+            while j < dirty.len() && dirty[j] == dirty[j - 1] + 1 && j - i < run {
                 j += 1;
             }
             let pages = j - i;
-            buf.clear();
-            buf.try_reserve_exact(pages * PAGE).map_err(|_| Errno::ENOMEM)?;
+            buf.truncate(pages * PAGE);
             buf.resize(pages * PAGE, 0);
             for (k, chunk) in buf.chunks_mut(PAGE).enumerate() {
                 store.copy_page(start + k as u64, chunk);
@@ -483,9 +518,12 @@ pub fn dirty_limit() -> u64 {
 }
 
 /// Free frames below which the cache drops clean pages before taking
-/// more (so file reads do not push programs to the OOM killer).
+/// more: room for programs (so file reads do not push them to the OOM
+/// killer) and for the kernel heap, whose allocations cannot reclaim and
+/// which writeback itself needs (the block layer's plug holds up to 4 MiB
+/// of copies).
 fn low_watermark() -> u64 {
-    (hal::mm::kernel_reserve_frames() * 4).max(1024)
+    hal::mm::kernel_reserve_frames() * 4 + 2048
 }
 
 fn reclaim_if_low(want: u64) {
