@@ -11,8 +11,11 @@ use core::fmt::Write;
 
 use hal::device::layout::pci::{Bar, BarKind};
 
-use hal::device::pci::{self, PciAddress, PciInfo, Revoker};
+use blockdev::BlockDriver;
+use hal::device::pci::{self, PciAddress, PciDevice, PciInfo, Revoker};
+use hal::device::IrqKind;
 use hal::sync::SpinLock;
+use netdev::NetDevice;
 
 use crate::mm::TryString;
 
@@ -89,94 +92,73 @@ fn proc_pci_devices(_: &'static str) -> alloc::string::String {
     s.finish(written).unwrap_or_default()
 }
 
-fn probe_virtio_net(f: &PciInfo) {
+/// Claims the function, keeps the kernel's revoker for it, and starts
+/// `driver` on it with `new`. A failure is logged and leaves the
+/// function to no driver.
+fn start<D, E: core::fmt::Debug>(
+    driver: &'static str,
+    f: &PciInfo,
+    new: impl FnOnce(PciDevice) -> Result<D, E>,
+) -> Option<D> {
     let dev = match pci::claim(f.address) {
         Ok(d) => d,
-        Err(e) => return log::warn!("virtio-net {}: cannot claim: {e:?}", f.address),
-    };
-    keep_revoker("virtio-net", dev.revoker());
-    match virtio_net::VirtioNet::new(dev) {
-        Ok(nic) => {
-            let m = netdev::NetDevice::mac(&nic).0;
-            log::info!(
-                "virtio-net {}: MAC {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}, {:?} interrupts",
-                f.address,
-                m[0],
-                m[1],
-                m[2],
-                m[3],
-                m[4],
-                m[5],
-                nic.irq_kind()
-            );
-            match crate::mm::try_box(nic) {
-                Ok(b) => crate::net::netdevs::register(b),
-                Err(_) => log::error!("virtio-net {}: no memory to register it", f.address),
-            }
+        Err(e) => {
+            log::warn!("{driver} {}: cannot claim: {e:?}", f.address);
+            return None;
         }
-        Err(e) => log::warn!("virtio-net {}: not started: {e:?}", f.address),
+    };
+    keep_revoker(driver, dev.revoker());
+    new(dev).map_err(|e| log::warn!("{driver} {}: not started: {e:?}", f.address)).ok()
+}
+
+/// Hands a started NIC to the network stack, logging its MAC and `details`.
+fn register_nic<N: NetDevice + 'static>(driver: &str, f: &PciInfo, nic: N, details: core::fmt::Arguments<'_>) {
+    log::info!("{driver} {}: MAC {}, {details}", f.address, nic.mac());
+    match crate::mm::try_box(nic) {
+        Ok(b) => crate::net::netdevs::register(b),
+        Err(_) => log::error!("{driver} {}: no memory to register it", f.address),
+    }
+}
+
+/// Hands a started disk to the block layer, logging its geometry and `irq`.
+fn register_disk<B: BlockDriver + 'static>(driver: &str, f: &PciInfo, disk: B, irq: Option<IrqKind>) {
+    let info = disk.info();
+    let Ok(b) = crate::mm::try_box(disk) else {
+        return log::error!("{driver} {}: no memory to register it", f.address);
+    };
+    match crate::block::register(b) {
+        Some(q) => log::info!(
+            "{driver} {}: /dev/{}, {} MiB, depth {}, {}{}{}, {irq:?} interrupts",
+            f.address,
+            q.name,
+            info.sectors >> 11,
+            info.queue_depth,
+            if info.read_only { "read-only" } else { "read-write" },
+            if info.volatile_cache { ", flush" } else { "" },
+            if info.max_discard_sectors > 0 { ", discard" } else { "" },
+        ),
+        None => log::error!("{driver} {}: no memory to register it", f.address),
+    }
+}
+
+fn probe_virtio_net(f: &PciInfo) {
+    if let Some(nic) = start("virtio-net", f, virtio_net::VirtioNet::new) {
+        let irq = nic.irq_kind();
+        register_nic("virtio-net", f, nic, format_args!("{irq:?} interrupts"));
     }
 }
 
 fn probe_virtio_blk(f: &PciInfo) {
-    let dev = match pci::claim(f.address) {
-        Ok(d) => d,
-        Err(e) => return log::warn!("virtio-blk {}: cannot claim: {e:?}", f.address),
-    };
-    keep_revoker("virtio-blk", dev.revoker());
-    match virtio_blk::VirtioBlk::new(dev) {
-        Ok(disk) => {
-            let info = blockdev::BlockDriver::info(&disk);
-            let irq = disk.irq_kind();
-            let Ok(b) = crate::mm::try_box(disk) else {
-                return log::error!("virtio-blk {}: no memory to register it", f.address);
-            };
-            match crate::block::register(b) {
-                Some(q) => log::info!(
-                    "virtio-blk {}: /dev/{}, {} MiB, depth {}, {}{}{}, {:?} interrupts",
-                    f.address,
-                    q.name,
-                    info.sectors >> 11,
-                    info.queue_depth,
-                    if info.read_only { "read-only" } else { "read-write" },
-                    if info.volatile_cache { ", flush" } else { "" },
-                    if info.max_discard_sectors > 0 { ", discard" } else { "" },
-                    irq
-                ),
-                None => log::error!("virtio-blk {}: no memory to register it", f.address),
-            }
-        }
-        Err(e) => log::warn!("virtio-blk {}: not started: {e:?}", f.address),
+    if let Some(disk) = start("virtio-blk", f, virtio_blk::VirtioBlk::new) {
+        let irq = disk.irq_kind();
+        register_disk("virtio-blk", f, disk, irq);
     }
 }
 
 fn probe_e1000(f: &PciInfo) {
-    let dev = match pci::claim(f.address) {
-        Ok(d) => d,
-        Err(e) => return log::warn!("e1000 {}: cannot claim: {e:?}", f.address),
-    };
-    keep_revoker("e1000", dev.revoker());
-    match e1000::E1000::new(dev) {
-        Ok(nic) => {
-            let m = netdev::NetDevice::mac(&nic).0;
-            log::info!(
-                "e1000 {}: MAC {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}, link {:?}, {:?} interrupts",
-                f.address,
-                m[0],
-                m[1],
-                m[2],
-                m[3],
-                m[4],
-                m[5],
-                netdev::NetDevice::link(&nic),
-                nic.irq_kind()
-            );
-            match crate::mm::try_box(nic) {
-                Ok(b) => crate::net::netdevs::register(b),
-                Err(_) => log::error!("e1000 {}: no memory to register it", f.address),
-            }
-        }
-        Err(e) => log::warn!("e1000 {}: not started: {e:?}", f.address),
+    if let Some(nic) = start("e1000", f, e1000::E1000::new) {
+        let (link, irq) = (nic.link(), nic.irq_kind());
+        register_nic("e1000", f, nic, format_args!("link {link:?}, {irq:?} interrupts"));
     }
 }
 
@@ -193,7 +175,7 @@ fn keep_revoker(driver: &'static str, revoker: Revoker) {
 
 /// How each device `driver` runs takes its interrupts.
 #[allow(dead_code)] // the test kernel
-pub fn irq_kinds(driver: &str) -> Vec<Option<hal::device::IrqKind>> {
+pub fn irq_kinds(driver: &str) -> Vec<Option<IrqKind>> {
     let all = REVOKERS.lock();
     let mut kinds = Vec::new();
     for (_, r) in all.iter().filter(|(d, _)| *d == driver) {

@@ -70,7 +70,7 @@ pub fn all(cpus: &Cpus) -> Result<ExitCode> {
         println!("QEMU stages run at -smp {n}");
     }
 
-    header(1, "host unit tests (kiln-util, kiln-ipc, kiln-netlink, linux-abi, kiln-ext4, xtask)");
+    header(1, "host unit tests (kiln-util, kiln-ipc, kiln-netlink, linux-abi, kiln-ext4, kiln-c-oracle, xtask)");
     totals.add(report("host unit tests", host_tests()));
 
     header(2, "unsafe boundary");
@@ -212,6 +212,8 @@ fn host_tests() -> Result<Totals> {
             "linux-abi",
             "-p",
             "kiln-ext4",
+            "-p",
+            "kiln-c-oracle",
             "-p",
             "xtask",
         ])

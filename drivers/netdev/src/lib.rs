@@ -26,6 +26,14 @@ use alloc::sync::Arc;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct MacAddress(pub [u8; 6]);
 
+impl core::fmt::Display for MacAddress {
+    /// Linux's form: six lower-case hex pairs joined by colons.
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let m = self.0;
+        write!(f, "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", m[0], m[1], m[2], m[3], m[4], m[5])
+    }
+}
+
 /// Whether the link is up, as the device last reported it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LinkState {

@@ -16,16 +16,12 @@
 
 extern crate alloc;
 
-mod irq;
-
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use blockdev::{BlockDriver, DeviceInfo, IoError, Request, SubmitError, Tag, Waker, SECTOR};
 use hal::device::{DmaBuffer, IrqHandler, IrqVector, PciDevice};
-use virtio::{feature, Buffer, QueueError, Transport, TransportError, VirtQueue};
-
-use irq::Shared;
+use virtio::{feature, Buffer, IrqShared, QueueError, Transport, TransportError, VirtQueue};
 
 /// Device feature bits (virtio 1.2, 5.2.3).
 pub mod features {
@@ -92,7 +88,7 @@ pub struct VirtioBlk {
     /// The slot each in-flight chain (by head descriptor) belongs to.
     slot_of_head: Vec<Option<u16>>,
     info: DeviceInfo,
-    shared: Arc<Shared>,
+    shared: Arc<IrqShared>,
     /// Held for their lifetime: dropping a vector frees it.
     vectors: Vec<IrqVector>,
 }
@@ -109,7 +105,7 @@ impl VirtioBlk {
     pub fn new(pci: PciDevice) -> Result<VirtioBlk, Error> {
         let mut transport = Transport::new(pci).map_err(Error::Transport)?;
         let agreed = transport.begin_init(WANTED, feature::VERSION_1).map_err(Error::Transport)?;
-        let shared = Arc::new(Shared::new(transport.isr()));
+        let shared = Arc::new(IrqShared::new(transport.isr()));
         let handler: Arc<dyn IrqHandler> = shared.clone();
         let vectors = transport.pci().request_irqs(&[handler]).map_err(|_| Error::NoInterrupt)?;
         shared.set_needs_isr(vectors.first().is_some_and(|v| v.msix_entry().is_none()));
@@ -303,6 +299,6 @@ impl BlockDriver for VirtioBlk {
     }
 
     fn interrupts(&self) -> u64 {
-        self.shared.interrupts.load(core::sync::atomic::Ordering::Relaxed)
+        self.shared.interrupts()
     }
 }

@@ -14,8 +14,6 @@
 
 extern crate alloc;
 
-mod irq;
-
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
@@ -23,9 +21,7 @@ use hal::device::{DmaBuffer, IrqHandler, IrqVector, PciDevice};
 use netdev::{
     Capabilities, DeviceError, Events, LinkState, MacAddress, NetDevice, RxMeta, Stats, TxError, TxMeta, Waker,
 };
-use virtio::{feature, status, Buffer, QueueError, Transport, TransportError, VirtQueue};
-
-use irq::Shared;
+use virtio::{feature, status, Buffer, IrqShared, QueueError, Transport, TransportError, VirtQueue};
 
 /// Device feature bits this driver uses.
 pub mod features {
@@ -77,7 +73,7 @@ pub struct VirtioNet {
     mac: MacAddress,
     link: LinkState,
     stats: Stats,
-    shared: Arc<Shared>,
+    shared: Arc<IrqShared>,
     /// Held for their lifetime: dropping a vector frees it.
     vectors: Vec<IrqVector>,
 }
@@ -87,7 +83,7 @@ impl VirtioNet {
     pub fn new(pci: PciDevice) -> Result<VirtioNet, Error> {
         let mut transport = Transport::new(pci).map_err(Error::Transport)?;
         transport.begin_init(WANTED, feature::VERSION_1).map_err(Error::Transport)?;
-        let shared = Arc::new(Shared::new(transport.isr()));
+        let shared = Arc::new(IrqShared::new(transport.isr()));
         let handler: Arc<dyn IrqHandler> = shared.clone();
         let vectors = transport.pci().request_irqs(&[handler]).map_err(|_| Error::NoInterrupt)?;
         shared.set_needs_isr(vectors.first().is_some_and(|v| v.msix_entry().is_none()));
@@ -200,7 +196,7 @@ impl VirtioNet {
 impl VirtioNet {
     /// Interrupts the top half accepted, for tests.
     pub fn interrupts(&self) -> u64 {
-        self.shared.interrupts.load(core::sync::atomic::Ordering::Relaxed)
+        self.shared.interrupts()
     }
 
     /// Steers the device's interrupt vector to `cpu`.

@@ -1,6 +1,7 @@
 //! virtio 1.x devices over PCI: the modern transport ([`transport`]) and
 //! split virtqueues ([`queue`]), for the device drivers built on them
-//! (`drivers/virtio-net`, later `virtio-blk`).
+//! (`drivers/virtio-net`, `drivers/virtio-blk`), and the interrupt state
+//! they share ([`irq`]).
 //!
 //! Written only against the hal's device layer: registers are typed
 //! [`hal::device::Register`]s inside the BARs the capabilities name, rings
@@ -13,9 +14,11 @@
 
 extern crate alloc;
 
+pub mod irq;
 pub mod queue;
 pub mod transport;
 
+pub use irq::IrqShared;
 pub use queue::{Buffer, QueueError, VirtQueue};
 pub use transport::{status, Transport, TransportError};
 

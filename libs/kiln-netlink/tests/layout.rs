@@ -3,45 +3,19 @@
 //! with the host C compiler (`$CC`, else `cc`) and prints them. Skipped,
 //! with a note on stderr, when the compiler or headers are missing.
 
+use c_oracle::{c_probe, table, CValues};
 use kiln_netlink::ifreq::*;
 use kiln_netlink::rtnl::*;
 use kiln_netlink::wire::*;
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 
-fn run_c() -> Option<HashMap<String, i128>> {
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
-    if !Command::new(&cc).arg("--version").output().is_ok_and(|o| o.status.success()) {
-        eprintln!("skipping the netlink layout check: no C compiler");
-        return None;
-    }
-    if !Path::new("/usr/include/linux/rtnetlink.h").exists() {
-        eprintln!("skipping the netlink layout check: no Linux headers in /usr/include");
-        return None;
-    }
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/layout.c");
-    let exe = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("netlink-layout");
-    let out = Command::new(&cc).arg("-o").arg(&exe).arg(&src).output().expect("running the C compiler");
-    assert!(out.status.success(), "compiling layout.c failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    let run = Command::new(&exe).output().expect("running layout.c");
-    assert!(run.status.success());
-    let mut map = HashMap::new();
-    for line in String::from_utf8(run.stdout).unwrap().lines() {
-        let (k, v) = line.split_once(' ').unwrap();
-        map.insert(k.to_string(), v.parse::<i128>().unwrap());
-    }
-    Some(map)
-}
-
-macro_rules! table {
-    ($($n:ident),* $(,)?) => { vec![$((stringify!($n), $n as i128)),*] };
+fn run_c() -> Option<CValues> {
+    c_probe!("layout.c", "linux/rtnetlink.h")
 }
 
 #[test]
 fn constants_and_layouts_match_the_headers() {
     let Some(c) = run_c() else { return };
-    let get = |k: &str| *c.get(k).unwrap_or_else(|| panic!("layout.c printed no value for {k}"));
+    let get = |k: &str| c.get(k);
     let sizes: &[(&str, usize)] = &[
         ("nlmsghdr", NLMSG_HDRLEN),
         ("rtattr", RTA_HDRLEN),
@@ -266,12 +240,5 @@ fn constants_and_layouts_match_the_headers() {
         SIOCGIFTXQLEN,
         SIOCGIFMAP,
     ];
-    for (name, rust) in &table {
-        assert_eq!(get(name), *rust, "value of {name}");
-    }
-    for k in c.keys() {
-        if k.starts_with(|ch: char| ch.is_ascii_uppercase()) {
-            assert!(table.iter().any(|(n, _)| n == k), "layout.c prints {k} but the Rust table does not check it");
-        }
-    }
+    c.constants(&table, |k| k.starts_with(|ch: char| ch.is_ascii_uppercase()));
 }

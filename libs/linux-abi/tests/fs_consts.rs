@@ -3,37 +3,11 @@
 //! layouts, compiled with the host C compiler (`$CC`, else `cc`). Skipped,
 //! with a note on stderr, when the compiler or headers are missing.
 
+use c_oracle::{c_probe, table, CValues};
 use linux_abi::fs::*;
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 
-fn c_values() -> Option<HashMap<String, i128>> {
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
-    if !Command::new(&cc).arg("--version").output().is_ok_and(|o| o.status.success()) {
-        eprintln!("skipping fs constants check: no C compiler");
-        return None;
-    }
-    if !Path::new("/usr/include/linux/openat2.h").exists() {
-        eprintln!("skipping fs constants check: no Linux headers in /usr/include");
-        return None;
-    }
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fs_consts.c");
-    let exe = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fs-consts");
-    let out = Command::new(&cc).arg("-o").arg(&exe).arg(&src).output().expect("running the C compiler");
-    assert!(out.status.success(), "compiling fs_consts.c failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    let run = Command::new(&exe).output().expect("running fs_consts.c");
-    assert!(run.status.success());
-    let mut map = HashMap::new();
-    for line in String::from_utf8(run.stdout).unwrap().lines() {
-        let (k, v) = line.split_once(' ').unwrap();
-        map.insert(k.to_string(), v.parse::<i128>().unwrap());
-    }
-    Some(map)
-}
-
-macro_rules! table {
-    ($($n:ident),* $(,)?) => { vec![$((stringify!($n), $n as i128)),*] };
+fn c_values() -> Option<CValues> {
+    c_probe!("fs_consts.c", "linux/openat2.h")
 }
 
 #[test]
@@ -99,15 +73,8 @@ fn fs_constants_match_the_headers() {
         AXSIG,
         AHZ,
     ];
-    for (name, rust) in &table {
-        assert_eq!(c.get(*name).copied(), Some(*rust), "value of {name}");
-    }
-    for k in c.keys() {
-        if k.chars().next().is_some_and(|ch| ch.is_ascii_uppercase()) {
-            assert!(table.iter().any(|(n, _)| n == k), "fs_consts.c prints {k} but the Rust table does not check it");
-        }
-    }
-    let get = |k: &str| c[k] as usize;
+    c.constants(&table, |k| k.starts_with(|ch: char| ch.is_ascii_uppercase()));
+    let get = |k: &str| c.get(k) as usize;
     assert_eq!(get("acl_header"), POSIX_ACL_XATTR_HEADER_SIZE);
     assert_eq!(get("acl_entry"), POSIX_ACL_XATTR_ENTRY_SIZE);
     assert_eq!(get("open_how"), OPEN_HOW_SIZE_VER0);

@@ -5,52 +5,11 @@
 //! test looks for them at the C offsets. Skipped, with a note on stderr,
 //! when the compiler or headers are missing.
 
+use c_oracle::{c_probe, table, CValues};
 use linux_abi::ipc::*;
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-struct CValues(HashMap<String, i128>);
-
-impl CValues {
-    fn get(&self, k: &str) -> i128 {
-        *self.0.get(k).unwrap_or_else(|| panic!("ipc_layout.c printed no value for {k}"))
-    }
-    fn size(&self, k: &str, rust: usize) {
-        assert_eq!(self.get(k), rust as i128, "sizeof({k})");
-    }
-    fn field(&self, k: &str, bytes: &[u8], expect: &[u8]) {
-        let off = self.get(k) as usize;
-        assert_eq!(&bytes[off..off + expect.len()], expect, "field {k} should be at offset {off}");
-    }
-}
 
 fn run_c() -> Option<CValues> {
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
-    if !Command::new(&cc).arg("--version").output().is_ok_and(|o| o.status.success()) {
-        eprintln!("skipping the IPC layout check: no C compiler");
-        return None;
-    }
-    if !Path::new("/usr/include/linux/ipc.h").exists() {
-        eprintln!("skipping the IPC layout check: no Linux headers in /usr/include");
-        return None;
-    }
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ipc_layout.c");
-    let exe = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ipc-layout");
-    let out = Command::new(&cc).arg("-o").arg(&exe).arg(&src).output().expect("running the C compiler");
-    assert!(out.status.success(), "compiling ipc_layout.c failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    let run = Command::new(&exe).output().expect("running ipc_layout.c");
-    assert!(run.status.success());
-    let mut map = HashMap::new();
-    for line in String::from_utf8(run.stdout).unwrap().lines() {
-        let (k, v) = line.split_once(' ').unwrap();
-        map.insert(k.to_string(), v.parse::<i128>().unwrap());
-    }
-    Some(CValues(map))
-}
-
-macro_rules! table {
-    ($($n:ident),* $(,)?) => { vec![$((stringify!($n), $n as i128)),*] };
+    c_probe!("ipc_layout.c", "linux/ipc.h")
 }
 
 #[test]
@@ -233,12 +192,5 @@ fn ipc_layouts_and_constants() {
         F_OWNER_PGRP,
         LOCK_MAND,
     ];
-    for (name, rust) in &consts {
-        assert_eq!(c.get(name), *rust, "value of {name}");
-    }
-    for k in c.0.keys() {
-        if k.chars().next().is_some_and(|ch| ch.is_ascii_uppercase()) {
-            assert!(consts.iter().any(|(n, _)| n == k), "ipc_layout.c prints {k} but the Rust table does not check it");
-        }
-    }
+    c.constants(&consts, |k| k.starts_with(|ch: char| ch.is_ascii_uppercase()));
 }

@@ -8,82 +8,24 @@
 //! are compared with `unistd_64.h` and `errno*.h` directly. Every check is
 //! skipped, with a note on stderr, when the compiler or headers are missing.
 
+use c_oracle::{c_probe, table, CValues};
 use linux_abi::capability::*;
 use linux_abi::consts::*;
 use linux_abi::errno::Errno;
 use linux_abi::layout::*;
 use linux_abi::nr;
 use linux_abi::signal::*;
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-struct CValues(HashMap<String, i128>);
-
-impl CValues {
-    fn get(&self, k: &str) -> i128 {
-        *self.0.get(k).unwrap_or_else(|| panic!("layout.c printed no value for {k}"))
-    }
-    fn size(&self, k: &str, rust: usize) {
-        assert_eq!(self.get(k), rust as i128, "sizeof({k})");
-    }
-    /// Asserts that `expect` (a field's little-endian encoding) sits in
-    /// `bytes` at the offset C reports for `k`.
-    fn field(&self, k: &str, bytes: &[u8], expect: &[u8]) {
-        let off = self.get(k) as usize;
-        assert_eq!(&bytes[off..off + expect.len()], expect, "field {k} should be at offset {off}");
-    }
-}
-
-fn compiler() -> Option<String> {
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
-    match Command::new(&cc).arg("--version").output() {
-        Ok(o) if o.status.success() => Some(cc),
-        _ => None,
-    }
-}
 
 /// Compiles and runs layout.c with `defines`; `None` (skip) when there is no
 /// C compiler or no kernel headers.
 fn run_layout_c(mode: &str, defines: &[&str]) -> Option<CValues> {
-    let Some(cc) = compiler() else {
-        eprintln!("skipping {mode} layout check: no C compiler");
-        return None;
-    };
-    if !Path::new("/usr/include/linux/stat.h").exists() {
-        eprintln!("skipping {mode} layout check: no Linux headers in /usr/include");
-        return None;
-    }
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/layout.c");
-    let exe = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("layout-{mode}"));
-    let out = Command::new(&cc).args(defines).arg("-o").arg(&exe).arg(&src).output().expect("running the C compiler");
-    assert!(out.status.success(), "compiling layout.c ({mode}) failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    let run = Command::new(&exe).output().expect("running layout.c");
-    assert!(run.status.success());
-    let mut map = HashMap::new();
-    for line in String::from_utf8(run.stdout).unwrap().lines() {
-        let (k, v) = line.split_once(' ').unwrap();
-        map.insert(k.to_string(), v.parse::<i128>().unwrap());
-    }
-    Some(CValues(map))
+    c_probe!("layout.c", "linux/stat.h", &format!("layout-{mode}"), defines)
 }
 
-/// Pairs of (C name, Rust value) for the constants layout.c prints.
-macro_rules! table {
-    ($($n:ident),* $(,)?) => { vec![$((stringify!($n), $n as i128)),*] };
-}
-
+/// Asserts the table, which must cover every constant layout.c prints
+/// (names starting with a capital or an underscore).
 fn check_constants(c: &CValues, table: &[(&str, i128)]) {
-    for (name, rust) in table {
-        assert_eq!(c.get(name), *rust, "value of {name}");
-    }
-    // Every constant the C side prints must be covered by the table.
-    for k in c.0.keys() {
-        let is_const = k.chars().next().is_some_and(|ch| ch.is_ascii_uppercase() || ch == '_');
-        if is_const {
-            assert!(table.iter().any(|(n, _)| n == k), "layout.c prints {k} but the Rust table does not check it");
-        }
-    }
+    c.constants(table, |k| k.starts_with(|ch: char| ch.is_ascii_uppercase() || ch == '_'));
 }
 
 /// A counter giving every field a distinct, non-zero value.

@@ -2,31 +2,11 @@
 //! prints the numbers and layouts, compiled with the host C compiler
 //! (`$CC`, else `cc`); skipped with a note when there is none.
 
+use c_oracle::{c_probe, CValues};
 use linux_abi::ptrace::*;
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 
-fn c_values() -> Option<HashMap<String, i128>> {
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
-    if !Command::new(&cc).arg("--version").output().is_ok_and(|o| o.status.success())
-        || !Path::new("/usr/include/linux/ptrace.h").exists()
-    {
-        eprintln!("skipping the ptrace layout check: no C compiler or headers");
-        return None;
-    }
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ptrace.c");
-    let exe = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ptrace-layout");
-    let out = Command::new(&cc).arg("-o").arg(&exe).arg(&src).output().expect("running the C compiler");
-    assert!(out.status.success(), "compiling ptrace.c failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    let run = Command::new(&exe).output().expect("running ptrace.c");
-    assert!(run.status.success());
-    let mut map = HashMap::new();
-    for line in String::from_utf8(run.stdout).unwrap().lines() {
-        let (k, v) = line.split_once(' ').unwrap();
-        map.insert(k.to_string(), v.parse::<i128>().unwrap());
-    }
-    Some(map)
+fn c_values() -> Option<CValues> {
+    c_probe!("ptrace.c", "linux/ptrace.h")
 }
 
 #[test]
@@ -34,7 +14,7 @@ fn ptrace_abi_matches_headers() {
     let Some(c) = c_values() else {
         return;
     };
-    let get = |k: &str| *c.get(k).unwrap_or_else(|| panic!("ptrace.c printed no {k}"));
+    let get = |k: &str| c.get(k);
     let word = |k: &str, index: usize| assert_eq!(get(k), (index * 8) as i128, "offset of {k}");
     assert_eq!(get("user_regs_struct"), UserRegs::SIZE as i128);
     word("regs.r15", reg::R15);

@@ -5,47 +5,13 @@
 //! and the test looks for them at the C offsets. Skipped, with a note on
 //! stderr, when the compiler or headers are missing.
 
+use c_oracle::{c_probe, CValues};
 use linux_abi::layout::Iovec;
 use linux_abi::pidfd::*;
 use linux_abi::rseq::*;
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-struct CValues(HashMap<String, i128>);
-
-impl CValues {
-    fn get(&self, k: &str) -> i128 {
-        *self.0.get(k).unwrap_or_else(|| panic!("rseq_layout.c printed no value for {k}"))
-    }
-    fn field(&self, k: &str, bytes: &[u8], expect: &[u8]) {
-        let off = self.get(k) as usize;
-        assert_eq!(&bytes[off..off + expect.len()], expect, "field {k} should be at offset {off}");
-    }
-}
 
 fn run_c() -> Option<CValues> {
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
-    if !Command::new(&cc).arg("--version").output().is_ok_and(|o| o.status.success()) {
-        eprintln!("skipping the rseq layout check: no C compiler");
-        return None;
-    }
-    if !Path::new("/usr/include/linux/rseq.h").exists() {
-        eprintln!("skipping the rseq layout check: no Linux headers in /usr/include");
-        return None;
-    }
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/rseq_layout.c");
-    let exe = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("rseq-layout");
-    let out = Command::new(&cc).arg("-o").arg(&exe).arg(&src).output().expect("running the C compiler");
-    assert!(out.status.success(), "compiling rseq_layout.c failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    let run = Command::new(&exe).output().expect("running rseq_layout.c");
-    assert!(run.status.success());
-    let mut map = HashMap::new();
-    for line in String::from_utf8(run.stdout).unwrap().lines() {
-        let (k, v) = line.split_once(' ').unwrap();
-        map.insert(k.to_string(), v.parse::<i128>().unwrap());
-    }
-    Some(CValues(map))
+    c_probe!("rseq_layout.c", "linux/rseq.h")
 }
 
 #[test]

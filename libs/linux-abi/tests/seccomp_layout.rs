@@ -4,43 +4,17 @@
 //! layouts. Skipped, with a note on stderr, when the compiler or headers
 //! are missing.
 
+use c_oracle::{c_probe, table, CValues};
 use linux_abi::seccomp::*;
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 
-fn run_c() -> Option<HashMap<String, i128>> {
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
-    if !Command::new(&cc).arg("--version").output().is_ok_and(|o| o.status.success()) {
-        eprintln!("skipping the seccomp layout check: no C compiler");
-        return None;
-    }
-    if !Path::new("/usr/include/linux/seccomp.h").exists() {
-        eprintln!("skipping the seccomp layout check: no Linux headers in /usr/include");
-        return None;
-    }
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/seccomp_layout.c");
-    let exe = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("seccomp-layout");
-    let out = Command::new(&cc).arg("-o").arg(&exe).arg(&src).output().expect("running the C compiler");
-    assert!(out.status.success(), "compiling seccomp_layout.c failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    let run = Command::new(&exe).output().expect("running seccomp_layout.c");
-    assert!(run.status.success());
-    let mut map = HashMap::new();
-    for line in String::from_utf8(run.stdout).unwrap().lines() {
-        let (k, v) = line.split_once(' ').unwrap();
-        map.insert(k.to_string(), v.parse::<i128>().unwrap());
-    }
-    Some(map)
-}
-
-macro_rules! table {
-    ($($n:ident),* $(,)?) => { vec![$((stringify!($n), $n as i128)),*] };
+fn run_c() -> Option<CValues> {
+    c_probe!("seccomp_layout.c", "linux/seccomp.h")
 }
 
 #[test]
 fn seccomp_constants_and_layouts() {
     let Some(c) = run_c() else { return };
-    let get = |k: &str| *c.get(k).unwrap_or_else(|| panic!("seccomp_layout.c printed no value for {k}"));
+    let get = |k: &str| c.get(k);
     let sizes = [
         ("seccomp_data", SECCOMP_DATA_SIZE),
         ("seccomp_data.nr", SECCOMP_DATA_NR),
@@ -124,18 +98,8 @@ fn seccomp_constants_and_layouts() {
         SKF_AD_OFF,
     ];
     // Headers older than Linux 6.0 lack this flag.
-    if c.contains_key("SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV") {
+    if c.contains("SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV") {
         table.push(("SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV", SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV as i128));
     }
-    for (name, rust) in &table {
-        assert_eq!(get(name), *rust, "value of {name}");
-    }
-    for k in c.keys() {
-        if k.starts_with(|ch: char| ch.is_ascii_uppercase()) {
-            assert!(
-                table.iter().any(|(n, _)| n == k),
-                "seccomp_layout.c prints {k} but the Rust table does not check it"
-            );
-        }
-    }
+    c.constants(&table, |k| k.starts_with(|ch: char| ch.is_ascii_uppercase()));
 }
