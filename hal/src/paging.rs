@@ -608,21 +608,42 @@ impl PageTable {
     }
 
     fn free_level(table: PhysAddr, level: u32) {
-        for idx in 0..512 {
-            let entry = read_entry(table, idx);
-            if (level == 0 && !holds_frame(entry)) || (level > 0 && entry & PRESENT == 0) {
+        let mask = if level == 0 { PRESENT | KEPT } else { PRESENT };
+        for group in (0..512).step_by(ENTRY_GROUP) {
+            if !any_in_group(table, group, mask) {
                 continue;
             }
-            let next = PhysAddr(entry & ADDR_MASK);
-            if level == 0 {
-                drop(UserFrame::from_pte_reference(next));
-            } else {
-                Self::free_level(next, level - 1);
-                mm::free_frame(next);
-                USER_TABLE_FRAMES.fetch_sub(1, Ordering::Relaxed);
+            for idx in group..group + ENTRY_GROUP {
+                let entry = read_entry(table, idx);
+                if entry & mask == 0 {
+                    continue;
+                }
+                let next = PhysAddr(entry & ADDR_MASK);
+                if level == 0 {
+                    drop(UserFrame::from_pte_reference(next));
+                } else {
+                    Self::free_level(next, level - 1);
+                    mm::free_frame(next);
+                    USER_TABLE_FRAMES.fetch_sub(1, Ordering::Relaxed);
+                }
             }
         }
     }
+}
+
+/// Entries a teardown looks at together: most of a process's tables are
+/// empty, and one test of eight entries ORed together skips an empty run
+/// in about half the instructions of eight tests.
+const ENTRY_GROUP: usize = 8;
+
+/// Whether any of the `ENTRY_GROUP` entries from `first` has a bit of
+/// `mask` set.
+fn any_in_group(table: PhysAddr, first: usize, mask: u64) -> bool {
+    let mut bits = 0;
+    for idx in first..first + ENTRY_GROUP {
+        bits |= read_entry(table, idx);
+    }
+    bits & mask != 0
 }
 
 impl Drop for PageTable {
@@ -630,13 +651,18 @@ impl Drop for PageTable {
         // Idle CPUs keep the last user tables loaded; none may keep these,
         // this one included.
         crate::tlb::leave_everywhere(self.root.0);
-        for idx in 0..256 {
-            let entry = read_entry(self.root, idx);
-            if entry & PRESENT != 0 {
-                let pdpt = PhysAddr(entry & ADDR_MASK);
-                Self::free_level(pdpt, 2);
-                mm::free_frame(pdpt);
-                USER_TABLE_FRAMES.fetch_sub(1, Ordering::Relaxed);
+        for group in (0..256).step_by(ENTRY_GROUP) {
+            if !any_in_group(self.root, group, PRESENT) {
+                continue;
+            }
+            for idx in group..group + ENTRY_GROUP {
+                let entry = read_entry(self.root, idx);
+                if entry & PRESENT != 0 {
+                    let pdpt = PhysAddr(entry & ADDR_MASK);
+                    Self::free_level(pdpt, 2);
+                    mm::free_frame(pdpt);
+                    USER_TABLE_FRAMES.fetch_sub(1, Ordering::Relaxed);
+                }
             }
         }
         mm::free_frame(self.root);

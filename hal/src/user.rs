@@ -182,11 +182,17 @@ pub const RFLAGS_TF: u64 = 1 << 8;
 const RFLAGS_IF: u64 = 1 << 9;
 const RFLAGS_RESERVED1: u64 = 1 << 1;
 
-/// Per-CPU copy of the FS base last loaded, to skip redundant MSR writes.
-static LOADED_FS_BASE: PerCpu<AtomicU64> =
-    PerCpu::new([const { crate::percpu::CacheAligned(AtomicU64::new(0)) }; crate::percpu::MAX_CPUS]);
-static LOADED_GS_BASE: PerCpu<AtomicU64> =
-    PerCpu::new([const { crate::percpu::CacheAligned(AtomicU64::new(0)) }; crate::percpu::MAX_CPUS]);
+/// The FS and GS bases last loaded on a CPU, to skip redundant MSR
+/// writes. Both are canonical: only checked values are loaded.
+struct LoadedBases {
+    fs: AtomicU64,
+    gs: AtomicU64,
+}
+
+static LOADED_BASES: PerCpu<LoadedBases> = PerCpu::new(
+    [const { crate::percpu::CacheAligned(LoadedBases { fs: AtomicU64::new(0), gs: AtomicU64::new(0) }) };
+        crate::percpu::MAX_CPUS],
+);
 
 const IA32_FS_BASE: u32 = 0xC000_0100;
 const IA32_KERNEL_GS_BASE: u32 = 0xC000_0102;
@@ -268,31 +274,37 @@ impl UserContext {
     /// check and user mode (rseq's return path does).
     pub fn run(&mut self) -> ReturnReason {
         // The CPU must never be asked to IRET to a non-canonical or
-        // kernel address: report it as the #GP it would be.
-        if self.regs.rip >= USER_END
-            || self.regs.rsp >= USER_END
-            || !is_canonical(self.regs.fs_base)
-            || !is_canonical(self.regs.gs_base)
-        {
+        // kernel address: report it as the #GP it would be. The FS and GS
+        // bases are checked only when they differ from the ones loaded,
+        // which were checked when they were (one look at the per-CPU
+        // copy, not two, on every return to user mode).
+        if self.regs.rip >= USER_END || self.regs.rsp >= USER_END {
             cpu::enable_interrupts();
             return ReturnReason::Exception { vector: 13, error_code: 0, fault_addr: 0 };
         }
         self.regs.rflags = (self.regs.rflags & USER_RFLAGS_MASK) | RFLAGS_IF | RFLAGS_RESERVED1;
 
         cpu::disable_interrupts();
-        let fs = LOADED_FS_BASE.get();
-        if fs.load(Ordering::Relaxed) != self.regs.fs_base {
-            // SAFETY: canonical (checked above); FS only affects user mode,
-            // the kernel does not use FS.
+        let loaded = LOADED_BASES.get();
+        if loaded.fs.load(Ordering::Relaxed) != self.regs.fs_base {
+            if !is_canonical(self.regs.fs_base) {
+                cpu::enable_interrupts();
+                return ReturnReason::Exception { vector: 13, error_code: 0, fault_addr: 0 };
+            }
+            // SAFETY: canonical (checked just above); FS only affects user
+            // mode, the kernel does not use FS.
             unsafe { cpu::wrmsr(IA32_FS_BASE, self.regs.fs_base) };
-            fs.store(self.regs.fs_base, Ordering::Relaxed);
+            loaded.fs.store(self.regs.fs_base, Ordering::Relaxed);
         }
-        let gs = LOADED_GS_BASE.get();
-        if gs.load(Ordering::Relaxed) != self.regs.gs_base {
+        if loaded.gs.load(Ordering::Relaxed) != self.regs.gs_base {
+            if !is_canonical(self.regs.gs_base) {
+                cpu::enable_interrupts();
+                return ReturnReason::Exception { vector: 13, error_code: 0, fault_addr: 0 };
+            }
             // SAFETY: the inactive GS base becomes the user's on SWAPGS;
-            // canonical (checked above).
+            // canonical (checked just above).
             unsafe { cpu::wrmsr(IA32_KERNEL_GS_BASE, self.regs.gs_base) };
-            gs.store(self.regs.gs_base, Ordering::Relaxed);
+            loaded.gs.store(self.regs.gs_base, Ordering::Relaxed);
         }
         match self.fpu_load {
             FpuLoad::Live => {}

@@ -6,6 +6,8 @@
 //! vendor and device id. A driver that fails to start logs why and leaves
 //! the function unclaimed.
 
+use alloc::boxed::Box;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt::Write;
 
@@ -23,13 +25,15 @@ use crate::mm::TryString;
 type Probe = fn(&PciInfo);
 
 /// (vendor, device, probe): virtio's transitional and modern ids of the
-/// network and block devices; Intel's 82540EM (QEMU's `e1000`).
+/// network and block devices; Intel's 82540EM (QEMU's `e1000`); QEMU's
+/// NVMe controller.
 const DRIVERS: &[(u16, u16, Probe)] = &[
     (0x1AF4, 0x1000, probe_virtio_net),
     (0x1AF4, 0x1041, probe_virtio_net),
     (0x1AF4, 0x1001, probe_virtio_blk),
     (0x1AF4, 0x1042, probe_virtio_blk),
     (0x8086, 0x100E, probe_e1000),
+    (0x1B36, 0x0010, probe_nvme),
 ];
 
 /// Enumerates PCI, logs the functions found, starts the drivers that
@@ -120,25 +124,50 @@ fn register_nic<N: NetDevice + 'static>(driver: &str, f: &PciInfo, nic: N, detai
     }
 }
 
-/// Hands a started disk to the block layer, logging its geometry and `irq`.
-fn register_disk<B: BlockDriver + 'static>(driver: &str, f: &PciInfo, disk: B, irq: Option<IrqKind>) {
-    let info = disk.info();
-    let Ok(b) = crate::mm::try_box(disk) else {
-        return log::error!("{driver} {}: no memory to register it", f.address);
+/// Hands a started disk, driven through `drivers` (one per hardware
+/// queue), to the block layer, logging its geometry and `irq`. False
+/// (logged) without memory.
+fn register_disk(
+    driver: &str,
+    f: &PciInfo,
+    family: crate::block::Family,
+    drivers: Option<Vec<Box<dyn BlockDriver>>>,
+    irq: Option<IrqKind>,
+) -> bool {
+    let Some(info) = drivers.as_ref().and_then(|d| d.first()).map(|d| d.info()) else {
+        log::error!("{driver} {}: no memory to register it", f.address);
+        return false;
     };
-    match crate::block::register(b) {
-        Some(q) => log::info!(
-            "{driver} {}: /dev/{}, {} MiB, depth {}, {}{}{}, {irq:?} interrupts",
-            f.address,
-            q.name,
-            info.sectors >> 11,
-            info.queue_depth,
-            if info.read_only { "read-only" } else { "read-write" },
-            if info.volatile_cache { ", flush" } else { "" },
-            if info.max_discard_sectors > 0 { ", discard" } else { "" },
-        ),
-        None => log::error!("{driver} {}: no memory to register it", f.address),
+    match drivers.and_then(|d| crate::block::register(family, d)) {
+        Some(q) => {
+            log::info!(
+                "{driver} {}: /dev/{}, {} MiB, {} hardware queue(s) of depth {}, {} KiB transfers, {}{}{}{}, {irq:?} interrupts",
+                f.address,
+                q.name,
+                info.sectors >> 11,
+                q.hw_queues(),
+                info.queue_depth,
+                info.max_sectors / 2,
+                if info.read_only { "read-only" } else { "read-write" },
+                if info.volatile_cache { ", flush" } else { "" },
+                if info.fua { ", FUA" } else { "" },
+                if info.max_discard_sectors > 0 { ", discard" } else { "" },
+            );
+            true
+        }
+        None => {
+            log::error!("{driver} {}: no memory to register it", f.address);
+            false
+        }
     }
+}
+
+/// One boxed driver, as the block layer takes them.
+fn one_disk<B: BlockDriver + 'static>(disk: B) -> Option<Vec<Box<dyn BlockDriver>>> {
+    let mut drivers: Vec<Box<dyn BlockDriver>> = Vec::new();
+    drivers.try_reserve(1).ok()?;
+    drivers.push(crate::mm::try_box(disk).ok()?);
+    Some(drivers)
 }
 
 fn probe_virtio_net(f: &PciInfo) {
@@ -151,7 +180,54 @@ fn probe_virtio_net(f: &PciInfo) {
 fn probe_virtio_blk(f: &PciInfo) {
     if let Some(disk) = start("virtio-blk", f, virtio_blk::VirtioBlk::new) {
         let irq = disk.irq_kind();
-        register_disk("virtio-blk", f, disk, irq);
+        register_disk("virtio-blk", f, crate::block::Family::Virtio, one_disk(disk), irq);
+    }
+}
+
+/// Controllers the NVMe driver runs, for resets (the test kernel) and a
+/// later supervisor.
+static NVME: SpinLock<Vec<Arc<nvme::Nvme>>> = SpinLock::new(Vec::new());
+
+/// NVMe: one I/O queue pair per online CPU, each a hardware queue.
+fn probe_nvme(f: &PciInfo) {
+    let Some(ctrl) = start("nvme", f, |dev| nvme::Nvme::new(dev, hal::percpu::online_cpus())) else { return };
+    log::info!("nvme {}: I/O queue interrupts on CPUs {:?}", f.address, ctrl.queue_cpus());
+    if register_disk("nvme", f, crate::block::Family::Nvme, nvme_drivers(&ctrl), ctrl.irq_kind()) {
+        keep_nvme(ctrl);
+    }
+}
+
+/// The controller's I/O queues as block drivers, one per hardware queue.
+pub fn nvme_drivers(ctrl: &Arc<nvme::Nvme>) -> Option<Vec<Box<dyn BlockDriver>>> {
+    let queues = ctrl.queues().ok()?;
+    let mut drivers: Vec<Box<dyn BlockDriver>> = Vec::new();
+    drivers.try_reserve(queues.len()).ok()?;
+    for q in queues {
+        drivers.push(crate::mm::try_box(q).ok()?);
+    }
+    Some(drivers)
+}
+
+/// Takes the kernel's hold on the NVMe controller at `address` (a
+/// restart drops it).
+#[allow(dead_code)] // the test kernel's restart test
+pub fn take_nvme(address: PciAddress) -> Option<Arc<nvme::Nvme>> {
+    let mut all = NVME.lock();
+    let i = all.iter().position(|c| c.pci().address() == address)?;
+    Some(all.remove(i))
+}
+
+/// The NVMe controller at `address`, if the driver runs it.
+#[allow(dead_code)] // the test kernel
+pub fn nvme_controller(address: PciAddress) -> Option<Arc<nvme::Nvme>> {
+    NVME.lock().iter().find(|c| c.pci().address() == address).cloned()
+}
+
+/// Keeps a (restarted) controller in the kernel's list.
+pub fn keep_nvme(ctrl: Arc<nvme::Nvme>) {
+    let mut all = NVME.lock();
+    if all.try_reserve(1).is_ok() {
+        all.push(ctrl);
     }
 }
 
@@ -166,7 +242,7 @@ fn probe_e1000(f: &PciInfo) {
 /// supervisor uses to take a device from a failed driver and restart it.
 static REVOKERS: SpinLock<Vec<(&'static str, Revoker)>> = SpinLock::new(Vec::new());
 
-fn keep_revoker(driver: &'static str, revoker: Revoker) {
+pub fn keep_revoker(driver: &'static str, revoker: Revoker) {
     let mut all = REVOKERS.lock();
     if all.try_reserve(1).is_ok() {
         all.push((driver, revoker));

@@ -18,7 +18,9 @@
  * QEMU's `-icount shift=0` one nanosecond is one guest instruction.
  *
  * This file holds the runner and the shared helpers (kbench.h); the
- * benchmarks are in bench_sys.c, bench_mem.c and bench_vdso.c.
+ * benchmarks are in bench_sys.c, bench_mem.c, bench_vdso.c and bench_net.c;
+ * bench_nic.c holds the through-the-NIC server and host client
+ * (nicserve, nicclient).
  */
 #include "kbench.h"
 
@@ -226,7 +228,7 @@ static int run_all(const char *filter)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        say("usage: kbench all|list|nop|NAME [PCT] [FILTER]\n");
+        say("usage: kbench all|list|nop|NAME [PCT] [FILTER] | nicserve PORT | nicclient HOST PORT MODE [N]\n");
         return 2;
     }
     if (strchr(argv[0], '/'))
@@ -240,6 +242,10 @@ int main(int argc, char **argv)
         return 0;
     if (!strcmp(cmd, "all"))
         return run_all(argc > 3 ? argv[3] : NULL);
+    if (!strcmp(cmd, "nicserve"))
+        return nic_serve(argc, argv);
+    if (!strcmp(cmd, "nicclient"))
+        return nic_client(argc, argv);
     for (size_t i = 0; i < NBENCH; i++) {
         if (!strcmp(cmd, "list"))
             say("%s\n", benches[i].name);

@@ -56,6 +56,10 @@ int b_tcp_bw(uint64_t *ns, uint64_t *ops);
 int b_udp_pingpong(uint64_t *ns, uint64_t *ops);
 int b_tcp_connect(uint64_t *ns, uint64_t *ops);
 
+/* bench_nic.c: the through-the-NIC server (guest) and client (host). */
+int nic_serve(int argc, char **argv);
+int nic_client(int argc, char **argv);
+
 /* bench_sys.c */
 int b_getppid(uint64_t *ns, uint64_t *ops);
 int b_read_null(uint64_t *ns, uint64_t *ops);

@@ -1,7 +1,8 @@
 # net.sh: the network's control plane as busybox sees it, lo only (the
 # host has other interfaces, and its counters move): ip addr, link and
 # route over netlink, ifconfig over the SIOCGIF* ioctls, route -n and
-# netstat (with a listener of its own) over /proc/net.
+# netstat (with a listener of its own) over /proc/net; ping of 127.0.0.1
+# and ::1 over raw ICMP sockets.
 echo "--- ip"
 ip addr show lo; echo "ip addr show lo: exit $?"
 ip link show lo
@@ -27,3 +28,8 @@ httpd -f -p 127.0.0.1:7777 -h www & hp=$!
 i=0; while ! netstat -tln | grep -q 127.0.0.1:7777 && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
 netstat -tln | grep 127.0.0.1:7777
 kill $hp; wait $hp 2>/dev/null; echo "httpd stopped"
+echo "--- ping"
+# Raw ICMP sockets (root): the kernel answers the echo requests; times vary.
+ping -c 3 127.0.0.1 | sed -e 's/time=[0-9.]* ms/time=T ms/' -e 's#= [0-9./]* ms#= T ms#'
+echo "ping: exit $?"
+ping -6 -c 2 ::1 | sed -e 's/time=[0-9.]* ms/time=T ms/' -e 's#= [0-9./]* ms#= T ms#'

@@ -34,10 +34,16 @@
  * (vectors of plausible and hostile entries with a near deadline), and
  * adjtimex/clock_adjtime with modes that only read or fail validation
  * (a child may still hold CAP_SYS_TIME, and the clock must stay put).
+ * A sixteenth of the socket calls make sockets of every family and
+ * kind, ICMP (ping sockets, allowed for every group meanwhile, and raw
+ * sockets for the root children) and netlink included, and each child
+ * starts with a ping socket and a raw ICMP socket of each family among
+ * its low descriptors, so sends, receives and options reach them.
  */
 #include "common.h"
 
 #include <sys/socket.h>
+#include <netinet/in.h>
 #include <fcntl.h>
 #include <dirent.h>
 #include <sys/file.h>
@@ -567,12 +573,25 @@ static void socket_call(void)
     long a1 = next() % 2 ? (long)scratch : arg();
     long type = (long)(next() % 6) | (next() % 2 ? SOCK_NONBLOCK : 0);
     switch (nr) {
-    case SYS_socket: syscall(nr, next() % 8 ? family : arg(), type, next() % 8 ? 0 : arg()); break;
+    case SYS_socket: {
+        /* Every family and a protocol that family carries: ICMP and
+         * ICMPv6 (ping and raw sockets), IPPROTO_RAW, netlink's route. */
+        static const long fams[] = { 1, 2, 10, 16, 17 };
+        static const long protos[] = { 0, 1, 58, 6, 17, 255, 0x300 };
+        long fam = next() % 8 ? family : arg();
+        long proto = next() % 8 ? 0 : arg();
+        if (next() % 2) {
+            fam = fams[next() % 5];
+            proto = protos[next() % 7];
+        }
+        syscall(nr, fam, type, proto);
+        break;
+    }
     case SYS_setsockopt: case SYS_getsockopt: {
         /* SOL_SOCKET, IP, TCP, UDP, IPv6 and junk levels, small names,
          * an int or a timeval or a short value. */
-        static const long levels[] = { 1, 0, 6, 17, 41, 255 };
-        long level = levels[next() % 6];
+        static const long levels[] = { 1, 0, 6, 17, 41, 255, 58, 263 };
+        long level = levels[next() % 8];
         long *val = (long *)(scratch + 3500);
         val[0] = (long)(next() % 4) - 1;
         val[1] = (long)(next() % 2000000);
@@ -756,6 +775,11 @@ static void child(uint64_t seed, int spin_fifo)
     socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
     socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0, sv);
     socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv);
+    /* ICMP sockets (the raw ones only for the root children). */
+    socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, IPPROTO_ICMP);
+    socket(AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK, IPPROTO_ICMPV6);
+    socket(AF_INET, SOCK_RAW | SOCK_NONBLOCK, IPPROTO_ICMP);
+    socket(AF_INET6, SOCK_RAW | SOCK_NONBLOCK, IPPROTO_ICMPV6);
     /* SIGUSR1 is raised for the signalfds: blocked, so it stays pending
      * unless a random call unblocks it. */
     sigset_t usr1;
@@ -863,6 +887,10 @@ int main(void)
     ipc_cleanup();
     /* Sticky and world-writable, so the unprivileged children can work there. */
     check(mkdir("/tmp/fuzz", 0755) == 0 && chmod("/tmp/fuzz", 01777) == 0, "mkdir /tmp/fuzz");
+    /* Ping sockets for every group while the children run. */
+    int rf = open("/proc/sys/net/ipv4/ping_group_range", O_WRONLY);
+    check(rf >= 0 && write(rf, "0 2147483647", 12) == 12, "ping sockets allowed for every group");
+    close(rf);
     int exited = 0, signaled = 0, timeouts = 0, lost = 0;
     for (int c = 0; c < CHILDREN; c++) {
         int timed_out = 0;
@@ -880,6 +908,9 @@ int main(void)
            exited, signaled, timeouts, lost);
     check(lost == 0, "every child started");
     check(exited + signaled + timeouts == CHILDREN, "every child ended");
+    rf = open("/proc/sys/net/ipv4/ping_group_range", O_WRONLY);
+    check(rf >= 0 && write(rf, "1 0", 3) == 3, "ping sockets off again");
+    close(rf);
     /* The machine still works. */
     int fd = open("/tmp/fuzz-after", O_CREAT | O_RDWR | O_TRUNC, 0600);
     check(fd >= 0 && write(fd, "ok", 2) == 2 && pread(fd, m, 2, 0) == 2 && memcmp(m, "ok", 2) == 0,

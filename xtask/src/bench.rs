@@ -23,7 +23,9 @@
 
 pub mod guest;
 mod mymem;
+mod net;
 mod report;
+pub mod storage;
 
 use std::path::Path;
 use std::process::{Command, ExitCode};
@@ -204,6 +206,22 @@ pub fn main(args: &[String]) -> Result<ExitCode> {
             return Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE });
         }
     }
+    // `xtask bench storage [smoke]`: only the storage rows (virtio-blk,
+    // ext4; storage.rs), at BENCH_SCALE percent.
+    if args.first().map(String::as_str) == Some("storage") && args.len() <= 2 {
+        let root = build::repo_root();
+        if args.get(1).map(String::as_str) == Some("smoke") {
+            let (passed, failed) = storage::smoke(&root, &kiln_kernel()?)?;
+            println!("bench storage smoke: {passed} passed, {failed} failed");
+            return Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE });
+        }
+        let (kiln, linux) = (kiln_kernel()?, guest::linux_kernel()?);
+        let report = storage::measure(&root, &kiln, &linux, env_num("BENCH_SCALE", 100)? as u32)?;
+        let (header, commit) = storage_header(&root, &linux);
+        let stamp = command_line_output("date", &["-u", "+%Y-%m-%dT%H%M"]);
+        storage::write(&root, &report, &header, &stamp, &commit)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     // `xtask bench mymem [report]`: only the /dev/mymem labs
     // (docs/mymem.md); `report` redraws from the last run's logs.
     if args.first().map(String::as_str) == Some("mymem") && args.len() <= 2 {
@@ -211,6 +229,14 @@ pub fn main(args: &[String]) -> Result<ExitCode> {
         let reuse = args.get(1).map(String::as_str) == Some("report");
         let (kiln, linux) = if reuse { Default::default() } else { (kiln_kernel()?, guest::linux_kernel()?) };
         mymem::run(&root, &kiln, &linux, &mymem_meta(&root), reuse)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    // `xtask bench nic`: only the through-the-NIC rows (bench/net.rs).
+    if args.first().map(String::as_str) == Some("nic") && args.len() == 1 {
+        let root = build::repo_root();
+        let (kiln, linux) = (kiln_kernel()?, guest::linux_kernel()?);
+        let md = net::run(&root, &kiln, &linux, env_num("BENCH_RUNS", 3)? as usize, true)?;
+        net::update_doc(&root.join("docs/performance.md"), &md)?;
         return Ok(ExitCode::SUCCESS);
     }
     if !args.is_empty() {
@@ -330,6 +356,17 @@ pub fn main(args: &[String]) -> Result<ExitCode> {
         scale: cfg.scale,
         filter: cfg.filter.clone(),
     };
+    // The storage rows boot with a disk of their own (storage.rs): on a
+    // full run, or when the filter names `storage`.
+    let storage = if cfg.filter.is_empty() || cfg.selected("storage") {
+        let r = storage::measure(&root, &kiln_elf, &linux, cfg.scale)?;
+        let (header, commit) = storage_header(&root, &linux);
+        let stamp = command_line_output("date", &["-u", "+%Y-%m-%dT%H%M"]);
+        storage::write(&root, &r, &header, &stamp, &commit)?;
+        Some(r)
+    } else {
+        None
+    };
     let table = report::markdown(&meta, &entries, &rows);
     println!("\n{table}");
     let results = root.join("bench/results");
@@ -339,7 +376,10 @@ pub fn main(args: &[String]) -> Result<ExitCode> {
         std::fs::write(&p, text).map_err(|e| format!("write {}: {e}", p.display()))
     };
     write("latest.md", &table)?;
-    let json = report::json(&meta, &entries, &rows);
+    let mut json = report::json(&meta, &entries, &rows);
+    if let Some(r) = &storage {
+        json = storage::splice_json(&json, &storage::json(r));
+    }
     write("latest.json", &json)?;
     // Every full run is kept, named by date and commit, so the chart can
     // show how the ratios moved (a filtered or scaled run is a partial
@@ -362,14 +402,38 @@ pub fn main(args: &[String]) -> Result<ExitCode> {
         Ok(()) => println!("bench: wrote bench/results/latest.{{md,json,png}} and history.png"),
         Err(e) => println!("bench: wrote bench/results/latest.{{md,json}}; no chart: {e}"),
     }
-    // The /dev/mymem labs, on a full run only; a failure there leaves the
-    // main report standing.
+    // The through-the-NIC rows and the /dev/mymem labs, on a full run
+    // only; a failure there leaves the main report standing.
     if cfg.filter.is_empty() && cfg.scale == 100 {
+        match net::run(&root, &kiln_elf, &linux, cfg.runs.max(1), true) {
+            Ok(md) => {
+                if let Err(e) = net::update_doc(&root.join("docs/performance.md"), &md) {
+                    println!("bench nic: {e}");
+                }
+            }
+            Err(e) => println!("bench nic: {e}"),
+        }
         if let Err(e) = mymem::run(&root, &kiln_elf, &linux, &mymem_meta(&root), false) {
             println!("bench mymem: {e}");
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The first line of the storage table (when, on what, which kernels),
+/// and Kiln's commit.
+fn storage_header(root: &Path, linux: &Path) -> (String, String) {
+    let commit = match std::env::var("BENCH_KERNEL_COMMIT") {
+        Ok(c) if !c.trim().is_empty() => c.trim().to_string(),
+        _ => command_line_output("git", &["-C", &root.to_string_lossy(), "describe", "--always", "--dirty"]),
+    };
+    let header = format!(
+        "Measured {} on {}, Linux {}, Kiln {commit}",
+        command_line_output("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
+        command_line_output("qemu-system-x86_64", &["--version"]),
+        guest::linux_version(linux),
+    );
+    (header, commit)
 }
 
 /// The first line of the /dev/mymem report: what was measured with what.
@@ -469,7 +533,9 @@ pub fn smoke(root: &Path, kernel_elf: &Path) -> Result<(u64, u64)> {
         let console = std::fs::read_to_string(out_dir.join("bench-smoke.log")).unwrap_or_default();
         crate::recap::bad_run(&format!("bench smoke run ... FAILED ({p})"), &console);
     }
-    Ok((passed, failed))
+    // The storage program on a small ext4 disk (correctness only).
+    let (p, f) = storage::smoke(root, kernel_elf)?;
+    Ok((passed + p, failed + f))
 }
 
 #[cfg(test)]

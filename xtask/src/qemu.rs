@@ -35,12 +35,14 @@ pub fn env_extra() -> Vec<String> {
 }
 
 /// The NIC a boot gets (`NET=`): none, virtio-net or e1000, each on QEMU
-/// user networking.
+/// user networking, or a virtio-net on a `NET=socket` segment
+/// ([`crate::nethub`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Net {
     None,
     Virtio,
     E1000,
+    Socket,
 }
 
 impl Net {
@@ -51,7 +53,8 @@ impl Net {
             "none" => Ok(Net::None),
             "virtio" => Ok(Net::Virtio),
             "e1000" => Ok(Net::E1000),
-            other => Err(format!("NET={other}: expected virtio, e1000 or none")),
+            "socket" => Ok(Net::Socket),
+            other => Err(format!("NET={other}: expected virtio, e1000, socket or none")),
         }
     }
 }
@@ -65,6 +68,7 @@ pub fn net_args(net: Net, hostfwd: &str) -> Result<Vec<String>> {
         Net::None => return Ok(Vec::new()),
         Net::Virtio => "virtio-net-pci",
         Net::E1000 => "e1000",
+        Net::Socket => return Err("NET=socket takes no hostfwd rules (see nethub::netdev_args)".into()),
     };
     let mut netdev = "user,id=n0,restrict=on".to_string();
     for rule in hostfwd.split_whitespace() {

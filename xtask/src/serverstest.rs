@@ -115,7 +115,18 @@ pub fn boot(repo: &Path, kernel: Kernel, bench: bool, limit: Duration) -> Result
             let modules = staged.join("apps/modules");
             std::fs::create_dir_all(&modules).map_err(|e| format!("create {}: {e}", modules.display()))?;
             let version = crate::bench::guest::linux_version(vmlinuz);
-            for m in ["net/core/failover.ko", "drivers/net/net_failover.ko", "drivers/net/virtio_net.ko"] {
+            // virtio_net's dependencies are modules too (modules.dep):
+            // the virtio core and its PCI transport, then failover.
+            for m in [
+                "drivers/virtio/virtio_ring.ko",
+                "drivers/virtio/virtio.ko",
+                "drivers/virtio/virtio_pci_modern_dev.ko",
+                "drivers/virtio/virtio_pci_legacy_dev.ko",
+                "drivers/virtio/virtio_pci.ko",
+                "net/core/failover.ko",
+                "drivers/net/net_failover.ko",
+                "drivers/net/virtio_net.ko",
+            ] {
                 let from = Path::new("/lib/modules").join(&version).join("kernel").join(m);
                 let to = modules.join(from.file_name().unwrap_or_default());
                 std::fs::copy(&from, &to).map_err(|e| format!("copy {}: {e}", from.display()))?;

@@ -3,7 +3,8 @@
 //! deep directories, symlinks, renames, a large sparse file), which the
 //! host's `e2fsck -fn` must find clean and `debugfs` must read back; and
 //! the file tests of `user/tests` run again with /tmp on an ext4 disk,
-//! their output compared with the host's (whose /tmp is ext4 too).
+//! their output compared with the host's (whose /tmp is ext4 too). The
+//! tree and one power cut run again on an NVMe disk (`/dev/nvme0n1`).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -55,9 +56,19 @@ fn make_source(src: &Path) -> Result<()> {
     Ok(())
 }
 
-fn kiln_script() -> String {
+/// The disk a bus shows in Kiln, and QEMU's name for the bus.
+#[derive(Clone, Copy)]
+pub struct Bus {
+    pub qemu: &'static str,
+    pub device: &'static str,
+}
+
+pub const VIRTIO: Bus = Bus { qemu: "virtio", device: "/dev/vda" };
+pub const NVME: Bus = Bus { qemu: "nvme", device: "/dev/nvme0n1" };
+
+fn kiln_script(bus: Bus) -> String {
     format!(
-        "mkdir -p /mnt && mount -t ext4 /dev/vda /mnt || exit 1\n\
+        "mkdir -p /mnt && mount -t ext4 {} /mnt || exit 1\n\
          cd /mnt\n\
          echo '=== read'\n\
          {LISTING}\n\
@@ -72,6 +83,7 @@ fn kiln_script() -> String {
          ls -l kw/sparse | awk '{{print \"sparse\", $5}}'\n\
          df -k /mnt | tail -1 | awk '{{print \"df\", $2}}'\n\
          cd /; sync; umount /mnt && echo '=== unmounted'\n",
+        bus.device,
         SPARSE_SIZE - 1
     )
 }
@@ -83,13 +95,22 @@ fn section<'a>(out: &'a str, name: &str) -> &'a str {
     &rest[..rest.find("=== ").unwrap_or(rest.len())]
 }
 
-/// The user tests run again on an ext4 /tmp. Not fs_dir yet: it reads an
-/// unlinked file through an open descriptor (orphan inodes, which the VFS
-/// adapter does not keep yet: the last unlink frees the inode) and uses
-/// RENAME_EXCHANGE, which kiln-ext4 does not do yet.
-const FILE_TESTS: &[&str] = &["fs_basic", "fs_meta", "fs_fd", "xattr", "pagecache"];
+/// The user tests run again on an ext4 /tmp (fs_dir reads an unlinked
+/// file through an open descriptor: an orphan inode; and swaps names with
+/// RENAME_EXCHANGE).
+const FILE_TESTS: &[&str] = &["fs_basic", "fs_meta", "fs_fd", "fs_dir", "xattr", "pagecache"];
 
-fn boot(root: &Path, elf: &Path, smp: u32, img: &str, script: &str, work: &Path, name: &str) -> Result<qemu::Captured> {
+#[allow(clippy::too_many_arguments)]
+fn boot(
+    root: &Path,
+    elf: &Path,
+    smp: u32,
+    img: &str,
+    bus: Bus,
+    script: &str,
+    work: &Path,
+    name: &str,
+) -> Result<qemu::Captured> {
     let extra = work.join("extra");
     let _ = std::fs::remove_dir_all(&extra);
     std::fs::create_dir_all(&extra).map_err(|e| format!("{e}"))?;
@@ -102,7 +123,7 @@ fn boot(root: &Path, elf: &Path, smp: u32, img: &str, script: &str, work: &Path,
             initrd: Some(initrd),
         },
         smp,
-        extra: [vec!["-m".to_string(), "512M".to_string()], qemu::disk_args(img, "virtio")?].concat(),
+        extra: [vec!["-m".to_string(), "512M".to_string()], qemu::disk_args(img, bus.qemu)?].concat(),
     };
     qemu::run_captured(&boot, Duration::from_secs(300), &work.join(name))
 }
@@ -129,142 +150,49 @@ fn mkfs_sized(img: &str, src: Option<&Path>, size: &str) -> Result<()> {
     Ok(())
 }
 
+/// The stage's parts; `STORAGE_ONLY=tree,files,cuts,nvme,hostile,fault,pagecache` runs
+/// only those named.
 pub fn run(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
-    let (p1, f1) = tree(root, elf, smp)?;
-    let (p2, f2) = file_tests(root, elf, smp)?;
-    let (p3, f3) = power_cuts(root, elf, smp, CUTS)?;
-    let (p4, f4) = page_cache(root, elf, smp)?;
-    Ok((p1 + p2 + p3 + p4, f1 + f2 + f3 + f4))
-}
-
-/// Power cuts in `make test` (`make crashtest N=...` for more).
-const CUTS: u32 = 3;
-
-/// The workload: creates, appends, renames and deletes files; fsyncs the
-/// `c*` files (which it never touches again) and logs each fsync that
-/// returned. The payload is 20 KiB the host knows.
-fn crash_script() -> String {
-    "mkdir -p /mnt && mount -t ext4 /dev/vda /mnt || exit 1\n\
-     echo '=== start'\n\
-     i=0\n\
-     while [ $i -lt 100000 ]; do\n\
-       dd if=/payload of=/mnt/c$i bs=4k conv=fsync 2>/dev/null && echo \"FSYNCED c$i\"\n\
-       echo \"noise $i\" >> /mnt/log; echo x > /mnt/n$i; mv /mnt/n$i /mnt/m$i\n\
-       [ $i -ge 2 ] && rm -f /mnt/m$((i-2))\n\
-       i=$((i+1))\n\
-     done\n"
-        .to_string()
-}
-
-fn payload() -> Vec<u8> {
-    (0..20480u32).map(|i| (i.wrapping_mul(2246822519) >> 11) as u8).collect()
-}
-
-/// `cuts` runs of the workload, each killed (SIGKILL) at a different
-/// moment; then host `e2fsck -fy` on a copy must fix nothing beyond the
-/// journal replay and every logged fsync'd file must be intact, and Kiln
-/// must replay the journal itself with the same result.
-pub fn power_cuts(root: &Path, elf: &Path, smp: u32, cuts: u32) -> Result<(u64, u64)> {
-    let work = build::out_dir().join("storage");
-    let img = work.join("crash.img");
-    let img_s = img.to_str().ok_or("non-UTF-8 path")?.to_string();
-    let copy = work.join("crash-copy.img");
-    let copy_s = copy.to_str().ok_or("non-UTF-8 path")?.to_string();
-    let extra = work.join("crash-extra");
-    let _ = std::fs::remove_dir_all(&extra);
-    std::fs::create_dir_all(&extra).map_err(|e| format!("{e}"))?;
-    let payload = payload();
-    std::fs::write(extra.join("payload"), &payload).map_err(|e| format!("{e}"))?;
-    std::fs::write(extra.join("storage.sh"), crash_script()).map_err(|e| format!("{e}"))?;
-    let initrd = initramfs::make(root, &build::out_dir(), Some(&extra))?;
+    let only = std::env::var("STORAGE_ONLY").unwrap_or_default();
+    let want = |part: &str| only.is_empty() || only.split(',').any(|p| p == part);
     let (mut passed, mut failed) = (0, 0);
-    // A seed from the clock: each run cuts at other moments; the moment is
-    // printed so a failure can be replayed.
-    let mut seed =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1)
-            | 1;
-    for cut in 0..cuts {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        mkfs(&img_s, None)?;
-        let after_ms = 2500 + seed % 4000;
-        let boot = |script_cmd: &str, timeout: Duration, name: &str| -> Result<qemu::Captured> {
-            let b = qemu::Boot {
-                image: qemu::Image::Kernel {
-                    elf: elf.to_path_buf(),
-                    cmdline: usertest::shell_cmdline_via("", None, script_cmd)?,
-                    initrd: Some(initrd.clone()),
-                },
-                smp,
-                extra: [vec!["-m".to_string(), "512M".to_string()], qemu::disk_args(&img_s, "virtio")?].concat(),
-            };
-            qemu::run_captured(&b, timeout, &work.join(name))
-        };
-        let run = boot("sh /storage.sh", Duration::from_millis(after_ms), "crash-run.log")?;
-        let out = run.output.replace('\r', "");
-        let synced: Vec<String> =
-            out.lines().filter_map(|l| l.trim().strip_prefix("FSYNCED ").map(String::from)).collect();
-        let started = out.contains("=== start");
-        std::fs::copy(&img, &copy).map_err(|e| format!("copy image: {e}"))?;
-        let (_, fsck) = tool(&["/sbin/e2fsck", "-fy", &copy_s])?;
-        let fixes: Vec<&str> = fsck.lines().filter(|l| l.contains("? yes")).collect();
-        let (clean_after, _) = tool(&["/sbin/e2fsck", "-fn", &copy_s])?;
-        let mut bad = String::new();
-        for f in &synced {
-            let out = Command::new("/sbin/debugfs")
-                .args(["-R", &format!("cat /{f}"), &copy_s])
-                .output()
-                .map_err(|e| format!("debugfs: {e}"))?;
-            if out.stdout != payload {
-                let _ = write!(bad, "{f} ({} bytes) ", out.stdout.len());
-            }
-        }
-        let host_ok = run.timed_out && started && fixes.is_empty() && clean_after && bad.is_empty();
-        let what = format!(
-            "power cut {} at {:.1} s: {} fsyncs logged; host e2fsck -fy after replay fixes nothing, fsync'd files intact",
-            cut + 1,
-            after_ms as f64 / 1000.0,
-            synced.len()
-        );
-        if host_ok {
-            passed += 1;
-            println!("  ok    {what}");
-        } else {
-            failed += 1;
-            println!("  FAIL  {what}: killed {} started {started}, fixes {fixes:?}, clean after {clean_after}, bad {bad}\n{fsck}", run.timed_out);
-        }
-        // Kiln replays the journal on the uncopied image itself.
-        let mut check = String::from("mkdir -p /mnt && mount -t ext4 /dev/vda /mnt || exit 1\n");
-        for f in &synced {
-            let _ = writeln!(check, "cmp -s /payload /mnt/{f} || echo \"BAD {f}\"");
-        }
-        check.push_str("umount /mnt && echo '=== replayed'\n");
-        std::fs::write(extra.join("check.sh"), &check).map_err(|e| format!("{e}"))?;
-        let initrd2 = initramfs::make(root, &build::out_dir(), Some(&extra))?;
-        let b = qemu::Boot {
-            image: qemu::Image::Kernel {
-                elf: elf.to_path_buf(),
-                cmdline: usertest::shell_cmdline_via("", None, "sh /check.sh")?,
-                initrd: Some(initrd2),
-            },
-            smp,
-            extra: [vec!["-m".to_string(), "512M".to_string()], qemu::disk_args(&img_s, "virtio")?].concat(),
-        };
-        let replay = qemu::run_captured(&b, Duration::from_secs(120), &work.join("crash-replay.log"))?;
-        let rout = replay.output.replace('\r', "");
-        let (clean, fsck) = tool(&["/sbin/e2fsck", "-fn", &img_s])?;
-        let ok = rout.contains("=== replayed") && !rout.contains("BAD ") && clean;
-        if ok {
-            passed += 1;
-            println!("  ok    power cut {}: Kiln replays the journal, fsync'd files intact, e2fsck -fn clean", cut + 1);
-        } else {
-            failed += 1;
-            println!("  FAIL  power cut {}: Kiln's replay (see crash-replay.log):\n{fsck}", cut + 1);
-        }
+    let mut add = |r: (u64, u64)| {
+        passed += r.0;
+        failed += r.1;
+    };
+    if want("tree") {
+        add(tree(root, elf, smp, VIRTIO)?);
+    }
+    if want("files") {
+        add(file_tests(root, elf, smp)?);
+    }
+    if want("cuts") {
+        add(crate::crashtest::power_cuts(root, elf, smp, CUTS, VIRTIO)?);
+    }
+    if want("nvme") {
+        println!("  on NVMe:");
+        // Two CPUs, so ext4's requests go down two hardware queues.
+        add(tree(root, elf, smp.max(2), NVME)?);
+        add(crate::crashtest::power_cuts(root, elf, smp, NVME_CUTS, NVME)?);
+    }
+    if want("hostile") {
+        add(crate::hostile::run(root, elf, smp, HOSTILE, 0x5EED_2000)?);
+    }
+    if want("fault") {
+        add(crate::diskfault::run(root, elf, smp)?);
+    }
+    if want("pagecache") {
+        add(page_cache(root, elf, smp)?);
     }
     Ok((passed, failed))
 }
+
+/// Power cuts in `make test` (`make crashtest N=...` for more).
+const CUTS: u32 = 20;
+/// Power cuts on NVMe in `make test` (the driver's FUA and flush paths).
+const NVME_CUTS: u32 = 1;
+/// Mutated images mounted in Kiln in `make test` (`make fuzz-ext4` for more).
+const HOSTILE: u64 = 48;
 
 /// The user file tests with /tmp on an ext4 disk, against the host.
 fn file_tests(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
@@ -277,7 +205,7 @@ fn file_tests(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
         let _ = writeln!(script, "echo '=== {t}'; /t/{t}");
     }
     script.push_str("cd /; umount /tmp && echo '=== unmounted'\n");
-    let run = boot(root, elf, smp, &img_s, &script, &work, "kiln-files.log")?;
+    let run = boot(root, elf, smp, &img_s, VIRTIO, &script, &work, "kiln-files.log")?;
     let out = run.output.replace('\r', "");
     let (mut passed, mut failed) = (0, 0);
     for t in FILE_TESTS {
@@ -314,15 +242,16 @@ fn file_tests(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
 }
 
 /// Host-written tree read in Kiln; Kiln-written tree checked by the host.
-fn tree(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
+fn tree(root: &Path, elf: &Path, smp: u32, bus: Bus) -> Result<(u64, u64)> {
     let work = build::out_dir().join("storage");
     let src = work.join("src");
     make_source(&src)?;
     let img = work.join("disk.img");
     let img_s = img.to_str().ok_or("non-UTF-8 path")?.to_string();
     mkfs(&img_s, Some(&src))?;
-    let run = boot(root, elf, smp, &img_s, &kiln_script(), &work, "kiln-tree.log")?;
-    let log = work.join("kiln-tree.log");
+    let log_name = format!("kiln-tree-{}.log", bus.qemu);
+    let run = boot(root, elf, smp, &img_s, bus, &kiln_script(bus), &work, &log_name)?;
+    let log = work.join(&log_name);
     let out = run.output.replace('\r', "");
     let mut passed = 0;
     let mut failed = 0;
@@ -394,13 +323,13 @@ fn tree(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
     Ok((passed, failed))
 }
 
-/// Bytes the memory-pressure run writes: 1.5 times the guest's RAM.
+/// Bytes the memory-pressure run writes: three times the guest's RAM.
 const PRESSURE_MIB: u64 = 192;
-const PRESSURE_RAM: &str = "128M";
+const PRESSURE_RAM: &str = "64M";
 
 /// The page cache against the image: a file written only through a shared
 /// mapping and msync(MS_SYNC), with no munmap, close or umount after it,
-/// is on the image (debugfs); and a machine with 128 MiB writes 192 MiB to
+/// is on the image (debugfs); and a machine with 64 MiB writes 192 MiB to
 /// one ext4 file (dirty limits throttle the writer, reclaim drops clean
 /// pages), stays up, reads it back with the right md5 (from the disk: it
 /// cannot all be cached), and the host reads the same bytes.
@@ -420,7 +349,7 @@ fn page_cache(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
     };
     mkfs(&img_s, None)?;
     let script = "mkdir -p /mnt && mount -t ext4 /dev/vda /tmp || exit 1\n/t/pagecache keep\n";
-    let run = boot(root, elf, smp, &img_s, script, &work, "kiln-kept.log")?;
+    let run = boot(root, elf, smp, &img_s, VIRTIO, script, &work, "kiln-kept.log")?;
     let out = run.output.replace('\r', "");
     let got = Command::new("/sbin/debugfs")
         .args(["-R", "cat /mmap-kept", &img_s])

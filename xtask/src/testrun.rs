@@ -14,7 +14,7 @@ use crate::{iso, qemu, unsafe_check, Result};
 
 const KTEST_TIMEOUT: Duration = Duration::from_secs(300);
 const GRUB_TIMEOUT: Duration = Duration::from_secs(120);
-const STAGES: usize = 13;
+const STAGES: usize = 14;
 const CRASH_TIMEOUT: Duration = Duration::from_secs(60);
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -118,7 +118,7 @@ pub fn all(cpus: &Cpus) -> Result<ExitCode> {
             .map(|(p, f)| Totals { passed: p, failed: f }),
     ));
 
-    header(9, "storage: a virtio-blk disk with ext4, Kiln against the host's e2fsprogs");
+    header(9, "storage: virtio-blk and NVMe disks with ext4, Kiln against the host's e2fsprogs");
     totals.add(report(
         "storage",
         normal
@@ -159,6 +159,14 @@ pub fn all(cpus: &Cpus) -> Result<ExitCode> {
         "Debian servers",
         normal
             .and_then(|elf| crate::serverstest::stage(&build::repo_root(), &elf))
+            .map(|(p, f)| Totals { passed: p, failed: f }),
+    ));
+
+    header(14, "Networking: the host through each NIC, two machines on a NET=socket segment under attack");
+    totals.add(report(
+        "Networking",
+        build::kernel(build::Flavor::Normal)
+            .and_then(|elf| crate::netseg::stage(&build::repo_root(), &elf))
             .map(|(p, f)| Totals { passed: p, failed: f }),
     ));
 
@@ -339,19 +347,26 @@ fn parse_summary(line: &str) -> Option<Totals> {
 /// crash after the last test line still fails the run.
 fn ktests(elf: &std::path::Path, smp: u32) -> Result<Totals> {
     let monitor = build::out_dir().join(format!("ktest-smp{smp}.monitor"));
+    // A scratch NVMe disk for the NVMe driver's tests (no file system).
+    let nvme_img = build::out_dir().join(format!("ktest-nvme-smp{smp}.img"));
+    std::fs::File::create(&nvme_img)
+        .and_then(|f| f.set_len(KTEST_NVME_BYTES))
+        .map_err(|e| format!("{}: {e}", nvme_img.display()))?;
     let boot = qemu::Boot {
         image: qemu::Image::Kernel { elf: elf.to_path_buf(), cmdline: ktest_cmdline(), initrd: None },
         smp,
         // The device-layer tests drive two virtio NICs, one with MSI-X and
         // one on an INTx pin (no MSI-X vectors), and an e1000, each on its
         // own user network, and ARP slirp's gateway; the e1000 fault tests
-        // take its link down and up through the monitor.
-        extra: ktest_nics(&monitor),
+        // take its link down and up through the monitor. The NVMe tests
+        // use the scratch disk.
+        extra: [ktest_nics(&monitor), qemu::disk_args(&nvme_img.to_string_lossy(), "nvme")?].concat(),
     };
     let log = build::out_dir().join(if smp == 1 { "ktest.log".to_string() } else { format!("ktest-smp{smp}.log") });
     let _ = std::fs::remove_file(&monitor);
     let run = qemu::run_captured_with_monitor(&boot, KTEST_TIMEOUT, &log, Some(monitor.clone()));
     let _ = std::fs::remove_file(&monitor);
+    let _ = std::fs::remove_file(&nvme_img);
     let run = run?;
     let k = parse_ktest(&run.output);
     let totals = ktest_verdict(&k, run.status, run.timed_out);
@@ -364,6 +379,9 @@ fn ktests(elf: &std::path::Path, smp: u32) -> Result<Totals> {
     }
     Ok(totals)
 }
+
+/// The test kernel's scratch NVMe disk: 16 MiB.
+const KTEST_NVME_BYTES: u64 = 16 << 20;
 
 /// The test kernel's NICs, in this order so QEMU's default MACs go
 /// 52:54:00:12:34:56, :57, :58: virtio-net on `n0` (MSI-X), virtio-net on

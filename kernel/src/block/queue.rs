@@ -2,11 +2,19 @@
 //! tagged requests, at most the driver's queue depth in flight, and their
 //! completions collected by whichever waiting caller takes the lock first.
 //!
-//! The driver's interrupt bottom half calls the queue's waker, which bumps
-//! a generation count and wakes every waiter; each waiter then pops the
-//! device's completions into a shared table and takes its own. A caller
-//! reads the generation before it looks, so a completion that arrives
-//! between its look and its sleep still wakes it.
+//! A device has one or more hardware queues (blk-mq's hardware contexts):
+//! a driver object each, with its own lock, completions and waiters.
+//! virtio-blk has one; NVMe has one per CPU, each with its interrupt
+//! steered to that CPU. A call runs on the hardware queue of the CPU it
+//! starts on ([`BlockQueue::run`]), so CPUs do not share a lock or a
+//! submission queue, and stays on it until its requests completed even
+//! if the thread migrates meanwhile.
+//!
+//! The driver's interrupt bottom half calls its hardware queue's waker,
+//! which bumps a generation count and wakes that queue's waiters; each
+//! waiter then pops the device's completions into a shared table and
+//! takes its own. A caller reads the generation before it looks, so a
+//! completion that arrives between its look and its sleep still wakes it.
 
 use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
@@ -40,14 +48,20 @@ pub struct Stats {
     pub merged: AtomicU64,
 }
 
-pub struct BlockQueue {
-    pub name: String,
-    pub rdev: u64,
-    pub info: DeviceInfo,
-    pub stats: Stats,
+/// One hardware queue: a driver object and the callers waiting on it.
+struct HwQueue {
     inner: SpinLock<Inner>,
     generation: AtomicU64,
     waiters: WaitQueue,
+}
+
+pub struct BlockQueue {
+    pub name: String,
+    pub rdev: u64,
+    pub family: super::Family,
+    pub info: DeviceInfo,
+    pub stats: Stats,
+    hw: Vec<HwQueue>,
 }
 
 /// One request of a call, with where its data comes from or goes.
@@ -81,29 +95,91 @@ fn submit_errno(e: SubmitError) -> Errno {
 }
 
 impl BlockQueue {
-    pub(super) fn new(name: String, rdev: u64, mut driver: Box<dyn BlockDriver>) -> Option<Arc<BlockQueue>> {
-        let info = driver.info();
-        let q = Arc::try_new(BlockQueue {
-            name,
-            rdev,
-            info,
-            stats: Stats::default(),
-            inner: SpinLock::new(Inner { driver: Box::new(NoDriver), done: BTreeMap::new() }),
-            generation: AtomicU64::new(0),
-            waiters: WaitQueue::new(),
-        })
-        .ok()?;
-        let weak: Weak<BlockQueue> = Arc::downgrade(&q);
-        let waker = Arc::try_new(move || {
-            if let Some(q) = weak.upgrade() {
-                q.generation.fetch_add(1, Ordering::Release);
-                q.waiters.wake_all();
-            }
-        })
-        .ok()?;
-        driver.set_waker(waker);
-        q.inner.lock().driver = driver;
+    /// A device driven through `drivers`, one per hardware queue (at
+    /// least one), which all describe the same device.
+    pub(super) fn new(
+        name: String,
+        rdev: u64,
+        family: super::Family,
+        drivers: Vec<Box<dyn BlockDriver>>,
+    ) -> Option<Arc<BlockQueue>> {
+        let info = drivers.first()?.info();
+        let mut hw = Vec::new();
+        hw.try_reserve_exact(drivers.len()).ok()?;
+        for _ in 0..drivers.len() {
+            hw.push(HwQueue {
+                inner: SpinLock::new(Inner { driver: Box::new(NoDriver), done: BTreeMap::new() }),
+                generation: AtomicU64::new(0),
+                waiters: WaitQueue::new(),
+            });
+        }
+        let q = Arc::try_new(BlockQueue { name, rdev, family, info, stats: Stats::default(), hw }).ok()?;
+        q.install(drivers).ok()?;
         Some(q)
+    }
+
+    /// Puts `drivers` under the hardware queues, each with a waker for its
+    /// own queue; returns the drivers they replace.
+    fn install(self: &Arc<Self>, drivers: Vec<Box<dyn BlockDriver>>) -> Result<Vec<Box<dyn BlockDriver>>, Errno> {
+        if drivers.len() != self.hw.len() {
+            return Err(Errno::EINVAL);
+        }
+        let mut old = Vec::new();
+        old.try_reserve_exact(drivers.len()).map_err(|_| Errno::ENOMEM)?;
+        for (index, mut driver) in drivers.into_iter().enumerate() {
+            let weak: Weak<BlockQueue> = Arc::downgrade(self);
+            let waker = Arc::try_new(move || {
+                if let Some(hw) = weak.upgrade().as_ref().and_then(|q| q.hw.get(index)) {
+                    hw.generation.fetch_add(1, Ordering::Release);
+                    hw.waiters.wake_all();
+                }
+            })
+            .map_err(|_| Errno::ENOMEM)?;
+            driver.set_waker(waker);
+            old.push(core::mem::replace(&mut self.hw[index].inner.lock().driver, driver));
+        }
+        Ok(old)
+    }
+
+    /// Takes the device's drivers out (a driver restart): requests then
+    /// fail with EIO until [`BlockQueue::attach`]. EBUSY while requests
+    /// are in flight.
+    #[allow(dead_code)] // the test kernel's restart test; a supervisor later
+    pub fn detach(self: &Arc<Self>) -> Result<Vec<Box<dyn BlockDriver>>, Errno> {
+        if self.hw.iter().any(|hw| hw.inner.lock().driver.in_flight() > 0) {
+            return Err(Errno::EBUSY);
+        }
+        let mut none: Vec<Box<dyn BlockDriver>> = Vec::new();
+        none.try_reserve_exact(self.hw.len()).map_err(|_| Errno::ENOMEM)?;
+        for _ in 0..self.hw.len() {
+            none.push(crate::mm::try_box(NoDriver).map_err(|_| Errno::ENOMEM)?);
+        }
+        self.install(none)
+    }
+
+    /// Gives a detached device its (restarted) drivers: as many as it has
+    /// hardware queues, for a device of the same size and block size.
+    #[allow(dead_code)] // the test kernel's restart test; a supervisor later
+    pub fn attach(self: &Arc<Self>, drivers: Vec<Box<dyn BlockDriver>>) -> Result<(), Errno> {
+        let same = drivers.iter().all(|d| {
+            let i = d.info();
+            i.sectors == self.info.sectors && i.logical_block_size == self.info.logical_block_size
+        });
+        if !same {
+            return Err(Errno::EINVAL);
+        }
+        self.install(drivers).map(drop)
+    }
+
+    /// Hardware queues (1 for a single-queue driver).
+    pub fn hw_queues(&self) -> usize {
+        self.hw.len()
+    }
+
+    /// Interrupts each hardware queue's driver took.
+    #[allow(dead_code)] // the test kernel
+    pub fn hw_interrupts(&self) -> Vec<u64> {
+        self.hw.iter().map(|hw| hw.inner.lock().driver.interrupts()).collect()
     }
 
     /// Capacity in bytes.
@@ -190,13 +266,14 @@ impl BlockQueue {
     /// completions come, and collects its own. Returns the first error,
     /// after every submitted op has completed (their buffers are borrowed).
     pub(crate) fn run(&self, ops: &mut [Op<'_>]) -> Result<(), Errno> {
+        let hw = &self.hw[hal::percpu::cpu_id() % self.hw.len()];
         let mut next = 0;
         let mut outstanding = 0usize;
         let mut first_error = None;
         loop {
-            let seen = self.generation.load(Ordering::Acquire);
+            let seen = hw.generation.load(Ordering::Acquire);
             {
-                let mut guard = self.inner.lock();
+                let mut guard = hw.inner.lock();
                 let Inner { driver, done } = &mut *guard;
                 driver.complete(&mut |tag, r| {
                     done.insert(tag, r);
@@ -242,7 +319,7 @@ impl BlockQueue {
             if outstanding == 0 && (next == ops.len() || first_error.is_some()) {
                 return first_error.map_or(Ok(()), Err);
             }
-            self.waiters.wait_until(|| self.generation.load(Ordering::Acquire) != seen);
+            hw.waiters.wait_until(|| hw.generation.load(Ordering::Acquire) != seen);
         }
     }
 }

@@ -54,6 +54,26 @@ impl Drop for Dentry {
         // The last reference to a name of a removed file: inotify's
         // DELETE_SELF comes now (one load when nothing is watched).
         super::notify::dentry_dropped(&self.inode);
+        // Cached children go one level at a time, not by recursion: a tree
+        // thousands of directories deep (or a corrupt disk's directory
+        // loop walked to PATH_MAX) would overflow the kernel stack.
+        let mut pending: Vec<Arc<Dentry>> = Vec::new();
+        let take = |map: &mut BTreeMap<String, Arc<Dentry>>, pending: &mut Vec<Arc<Dentry>>| {
+            while let Some((_, child)) = map.pop_first() {
+                if pending.try_reserve(1).is_ok() {
+                    pending.push(child);
+                }
+                // Else (no memory) it is dropped here, recursively.
+            }
+        };
+        take(&mut self.children.lock(), &mut pending);
+        while let Some(child) = pending.pop() {
+            // Only a child this was the last holder of has a subtree to
+            // take apart; dropping it afterwards finds no children.
+            if let Ok(child) = Arc::try_unwrap(child) {
+                take(&mut child.children.lock(), &mut pending);
+            }
+        }
     }
 }
 

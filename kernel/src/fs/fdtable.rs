@@ -118,6 +118,13 @@ impl FdTable {
         }
     }
 
+    /// The open file of `fd`, borrowed from the table: for a caller that
+    /// holds the lock for a whole scan (poll, select) instead of taking a
+    /// reference per descriptor.
+    pub fn file(&self, fd: i32) -> Option<&OpenFile> {
+        usize::try_from(fd).ok().and_then(|i| self.slots.get(i)).and_then(|s| s.as_ref()).map(|e| &*e.file)
+    }
+
     pub fn get(&self, fd: i32) -> Result<Arc<OpenFile>, Errno> {
         usize::try_from(fd)
             .ok()

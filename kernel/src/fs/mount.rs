@@ -50,6 +50,14 @@ const SB_LAZYTIME: u32 = c::MS_LAZYTIME as u32;
 /// The file-system flags a remount may change (MS_RMT_MASK).
 const SB_RMT_MASK: u32 = c::MS_RDONLY as u32 | SB_SYNCHRONOUS | SB_MANDLOCK | c::MS_I_VERSION as u32 | SB_LAZYTIME;
 
+/// A file system with state of its own under its super block (ext4's
+/// volume): it may turn read-only by itself (`errors=remount-ro`), and a
+/// remount's read-only and sync flags must reach it.
+pub trait FsState: Send + Sync {
+    fn is_read_only(&self) -> bool;
+    fn remount(&self, read_only: bool, synchronous: bool) -> Result<(), Errno>;
+}
+
 /// A file-system instance (Linux's super_block): what every mount of it
 /// shares.
 pub struct Super {
@@ -58,19 +66,25 @@ pub struct Super {
     flags: AtomicU32,
     /// The options its type shows in /proc/mounts (",size=1024k,mode=700").
     options: SpinLock<String>,
+    state: Option<Arc<dyn FsState>>,
 }
 
 impl Super {
     pub fn new(fstype: &str, options: String) -> Result<Arc<Super>, Errno> {
+        Self::with_state(fstype, options, None)
+    }
+
+    pub fn with_state(fstype: &str, options: String, state: Option<Arc<dyn FsState>>) -> Result<Arc<Super>, Errno> {
         let mut t = String::new();
         t.try_reserve(fstype.len()).map_err(|_| Errno::ENOMEM)?;
         t.push_str(fstype);
-        Arc::try_new(Super { fstype: t, flags: AtomicU32::new(0), options: SpinLock::new(options) })
+        Arc::try_new(Super { fstype: t, flags: AtomicU32::new(0), options: SpinLock::new(options), state })
             .map_err(|_| Errno::ENOMEM)
     }
 
     pub fn is_read_only(&self) -> bool {
         self.flags.load(Ordering::Relaxed) & c::MS_RDONLY as u32 != 0
+            || self.state.as_ref().is_some_and(|s| s.is_read_only())
     }
 }
 
@@ -235,7 +249,9 @@ fn push_entry(mount: Arc<Mount>, root: Arc<Dentry>, parent: Option<Arc<Mount>>) 
 
 /// Records the tree's root (at boot).
 pub fn mount_root(root: &Arc<Dentry>, fstype: &str, source: &str) -> Result<(), Errno> {
-    let sb = Super::new(fstype, String::new())?;
+    // A disk root (root=/dev/vdX): its volume's state reaches the table.
+    let state = super::ext4::volume_of(root.inode().as_ref()).map(|v| v as Arc<dyn FsState>);
+    let sb = Super::with_state(fstype, String::new(), state)?;
     let mount = Mount::new(sb, 0, source, String::from("/"), false)?;
     root.set_mount(mount.clone());
     push_entry(mount, root.clone(), None)
@@ -366,6 +382,9 @@ pub fn remount(target: &Arc<Dentry>, sb_flags: u64, mnt_flags: u32, flags: u64) 
     let going_ro = sb_flags & c::MS_RDONLY != 0 && !mount.sb.is_read_only();
     if going_ro && has_writers(|m| Arc::ptr_eq(&m.sb, &mount.sb)) {
         return Err(Errno::EBUSY);
+    }
+    if let Some(state) = &mount.sb.state {
+        state.remount(sb_flags & c::MS_RDONLY != 0, sb_flags & c::MS_SYNCHRONOUS != 0)?;
     }
     let old = mount.sb.flags.load(Ordering::Relaxed);
     mount.sb.flags.store((old & !SB_RMT_MASK) | (sb_flags as u32 & SB_RMT_MASK), Ordering::Relaxed);

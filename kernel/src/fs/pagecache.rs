@@ -63,8 +63,19 @@ pub trait Backend {
     /// the disk are left zero.
     fn read_pages(&self, offset: u64, buf: &mut [u8]) -> Result<(), Errno>;
     /// Writes cached bytes back at `offset`, growing the file on the disk
-    /// to the end of `data` (the cache's size), leaving the times alone.
-    fn write_pages(&self, offset: u64, data: &[u8]) -> Result<(), Errno>;
+    /// to the end of `data` (the cache's size), leaving the times alone;
+    /// `reserved` blocks reserved for these pages are used by it.
+    fn write_pages(&self, offset: u64, data: &[u8], reserved: u64) -> Result<(), Errno>;
+    /// The file system's block size (at most a page).
+    fn block_size(&self) -> u64;
+    /// The blocks of [first, end) the file has none for on the disk, as
+    /// ranges: writing them back allocates.
+    fn holes(&self, first: u64, end: u64) -> Result<Vec<(u64, u64)>, Errno>;
+    /// Reserves `blocks` for data written into the cache over holes
+    /// (delayed allocation); ENOSPC when the disk cannot promise them.
+    fn reserve(&self, blocks: u64) -> Result<(), Errno>;
+    /// Gives reserved blocks back (their pages went without writeback).
+    fn release(&self, blocks: u64);
 }
 
 /// What writeback and reclaim ask of a file with cached pages.
@@ -87,6 +98,9 @@ struct State {
     /// Where the last read ended (page), and the readahead window.
     ra_next: u64,
     ra_pages: u64,
+    /// The file has no name left: its pages live while it is open and go
+    /// with it (it stays out of the registry, which would keep it).
+    orphan: bool,
 }
 
 pub struct PageCache {
@@ -95,6 +109,9 @@ pub struct PageCache {
     registered: AtomicBool,
     /// The file this cache belongs to, to register it.
     owner: hal::sync::Once<alloc::sync::Weak<dyn CachedFile>>,
+    /// The disk blocks its pages hold reserved, readable without the lock
+    /// (by the file's `Drop`, which gives them back).
+    reserved: AtomicU64,
 }
 
 impl Default for PageCache {
@@ -113,10 +130,14 @@ fn loaded<'a>(st: &'a mut State, be: &dyn Backend) -> Result<&'a mut PageStore, 
 }
 
 /// A zeroed buffer of up to `pages` pages: fewer (down to one) when
-/// memory is short, after clean pages were dropped to make room.
-fn buffer(pages: usize) -> Result<(Vec<u8>, usize), Errno> {
+/// memory is short, after clean pages were dropped to make room. With
+/// `wait` (writeback, which frees memory and must not fail for want of
+/// it) a single page that cannot be had is waited for, up to
+/// [`MEMORY_WAIT_NS`], while other writers and the block layer let go.
+fn buffer(pages: usize, wait: bool) -> Result<(Vec<u8>, usize), Errno> {
     reclaim_if_low(pages as u64);
     let mut want = pages;
+    let mut waited = 0;
     loop {
         let mut buf = Vec::new();
         if buf.try_reserve_exact(want * PAGE).is_ok() {
@@ -125,11 +146,19 @@ fn buffer(pages: usize) -> Result<(Vec<u8>, usize), Errno> {
         }
         reclaim_clean(64);
         if want == 1 {
-            return Err(Errno::ENOMEM);
+            if !wait || waited >= MEMORY_WAIT_NS {
+                return Err(Errno::ENOMEM);
+            }
+            crate::sched::sleep_ns(MEMORY_RETRY_NS);
+            waited += MEMORY_RETRY_NS;
         }
         want = (want / 4).max(1);
     }
 }
+
+/// How long writeback waits for a buffer page before giving up.
+const MEMORY_WAIT_NS: u64 = 30_000_000_000;
+const MEMORY_RETRY_NS: u64 = 10_000_000;
 
 /// Before taking `want` frames with `store` locked: when memory is low,
 /// drops clean pages of other files and then of this one, outside the
@@ -156,7 +185,7 @@ fn fill(store: &mut PageStore, be: &dyn Backend, first: u64, end: u64) -> Result
         while stop < end && stop - start < READAHEAD_MAX && !store.is_loaded(stop) {
             stop += 1;
         }
-        let (mut buf, pages) = buffer((stop - start) as usize)?;
+        let (mut buf, pages) = buffer((stop - start) as usize, false)?;
         let stop = start + pages as u64;
         be.read_pages(start * PAGE_SIZE, &mut buf)?;
         for (i, chunk) in buf.chunks(PAGE).enumerate() {
@@ -173,12 +202,59 @@ fn fill(store: &mut PageStore, be: &dyn Backend, first: u64, end: u64) -> Result
     Ok(())
 }
 
+/// Reserves disk blocks for a write of [offset, end): for each page it
+/// touches, the blocks of that page (up to the file's new end) the file
+/// has none for on the disk, less those the page holds reserved already.
+/// Returns the blocks reserved per page from the first; shorter than the
+/// pages touched when the disk could not promise more (ENOSPC if it could
+/// not promise the first).
+fn reserve_for(store: &PageStore, be: &dyn Backend, offset: u64, end: u64) -> Result<Vec<u64>, Errno> {
+    let bs = be.block_size().clamp(512, PAGE_SIZE);
+    let per_page = PAGE_SIZE / bs;
+    let (first, last) = (offset / PAGE_SIZE, end.div_ceil(PAGE_SIZE));
+    let size_blocks = store.size().max(end).div_ceil(bs);
+    let mut deltas = Vec::new();
+    deltas.try_reserve_exact((last - first) as usize).map_err(|_| Errno::ENOMEM)?;
+    let in_size = |index: u64| (index * per_page).min(size_blocks)..((index + 1) * per_page).min(size_blocks);
+    // Pages holding a reservation for every block they have in the file
+    // need no more (the common case of rewriting a page still dirty).
+    if (first..last).all(|i| store.reserved_of(i) >= in_size(i).end - in_size(i).start) {
+        deltas.resize((last - first) as usize, 0);
+        return Ok(deltas);
+    }
+    let holes = be.holes(first * per_page, (last * per_page).min(size_blocks))?;
+    for index in first..last {
+        let blocks = in_size(index);
+        let unmapped: u64 = holes.iter().map(|&(a, b)| b.min(blocks.end).saturating_sub(a.max(blocks.start))).sum();
+        deltas.push(unmapped.saturating_sub(store.reserved_of(index)));
+    }
+    let total: u64 = deltas.iter().sum();
+    if total == 0 || be.reserve(total).is_ok() {
+        return Ok(deltas);
+    }
+    // Not all: as many pages as the disk can promise, one by one.
+    for (i, &d) in deltas.iter().enumerate() {
+        if d == 0 {
+            continue;
+        }
+        if let Err(e) = be.reserve(d) {
+            if i == 0 {
+                return Err(e);
+            }
+            deltas.truncate(i);
+            return Ok(deltas);
+        }
+    }
+    Ok(deltas)
+}
+
 impl PageCache {
     pub const fn new() -> PageCache {
         PageCache {
-            state: Mutex::new(State { store: None, ra_next: u64::MAX, ra_pages: READAHEAD_MIN }),
+            state: Mutex::new(State { store: None, ra_next: u64::MAX, ra_pages: READAHEAD_MIN, orphan: false }),
             registered: AtomicBool::new(false),
             owner: hal::sync::Once::new(),
+            reserved: AtomicU64::new(0),
         }
     }
 
@@ -190,7 +266,19 @@ impl PageCache {
     /// Under the state lock: whether pages appeared in an unregistered
     /// cache, which the caller then registers once the lock is let go.
     fn claim(&self, st: &State) -> bool {
-        st.store.as_ref().is_some_and(|s| s.frame_count() > 0) && !self.registered.swap(true, Ordering::AcqRel)
+        !st.orphan
+            && st.store.as_ref().is_some_and(|s| s.frame_count() > 0)
+            && !self.registered.swap(true, Ordering::AcqRel)
+    }
+
+    /// After a change to the store's reservations: the lock-free copy.
+    fn note_reserved(&self, store: &PageStore) {
+        self.reserved.store(store.reserved_total(), Ordering::Relaxed);
+    }
+
+    /// Blocks its pages hold reserved (for the file's last drop).
+    pub fn reserved_blocks(&self) -> u64 {
+        self.reserved.load(Ordering::Relaxed)
     }
 
     fn join(&self, claimed: bool) {
@@ -204,6 +292,9 @@ impl PageCache {
     /// See [`CachedFile::try_leave`].
     pub fn try_leave(&self) -> bool {
         let Some(st) = self.state.try_lock() else { return false };
+        if st.orphan {
+            return false;
+        }
         if st.store.as_ref().is_some_and(|s| s.frame_count() > 0) {
             return false;
         }
@@ -264,7 +355,14 @@ impl PageCache {
             let mut st = self.state.lock();
             let store = loaded(&mut st, be)?;
             let size = store.size();
-            make_room(store, offset / PAGE_SIZE, end.div_ceil(PAGE_SIZE), data.len().div_ceil(PAGE) as u64);
+            let first = offset / PAGE_SIZE;
+            let deltas = reserve_for(store, be, offset, end)?;
+            // A disk that could not promise every page: the write stops
+            // short at the first page it could not (ENOSPC if that is the
+            // first), as Linux's delayed allocation does.
+            let end = end.min((first + deltas.len() as u64) * PAGE_SIZE);
+            let data = &data[..(end - offset) as usize];
+            make_room(store, first, end.div_ceil(PAGE_SIZE), data.len().div_ceil(PAGE) as u64);
             for (edge, partial) in [(offset, !offset.is_multiple_of(PAGE_SIZE)), (end, !end.is_multiple_of(PAGE_SIZE))]
             {
                 let index = edge / PAGE_SIZE;
@@ -272,20 +370,38 @@ impl PageCache {
                     fill(store, be, index, index + 1)?;
                 }
             }
-            match store.write(offset, data) {
-                Ok(n) => (n, self.claim(&st)),
+            let written = match store.write(offset, data) {
+                Ok(n) => Ok(n),
                 Err(Errno::ENOMEM) => {
                     drop(st);
                     // Out of frames: write this file back, drop clean
                     // pages everywhere, and try once more.
                     let _ = self.writeback(be, 0, u64::MAX, u64::MAX);
                     shrink(64);
-                    let mut st = self.state.lock();
-                    let n = loaded(&mut st, be)?.write(offset, data).map_err(|_| Errno::ENOSPC)?;
-                    (n, self.claim(&st))
+                    st = self.state.lock();
+                    loaded(&mut st, be).and_then(|s| s.write(offset, data).map_err(|_| Errno::ENOSPC))
                 }
-                Err(e) => return Err(e),
+                Err(e) => Err(e),
+            };
+            // The reservations go to the pages written; the rest back.
+            let written_end = offset + *written.as_ref().unwrap_or(&0) as u64;
+            let mut unused = 0;
+            match st.store.as_mut() {
+                Some(store) => {
+                    for (i, &d) in deltas.iter().enumerate() {
+                        let index = first + i as u64;
+                        if d > 0 && (index * PAGE_SIZE >= written_end || !store.add_reserved(index, d)) {
+                            unused += d;
+                        }
+                    }
+                    self.note_reserved(store);
+                }
+                None => unused = deltas.iter().sum(),
             }
+            if unused > 0 {
+                be.release(unused);
+            }
+            (written?, self.claim(&st))
         };
         self.join(claimed);
         self.throttle(be);
@@ -311,7 +427,13 @@ impl PageCache {
         let mut st = self.state.lock();
         let store = loaded(&mut st, be)?;
         disk()?;
+        let before = store.reserved_total();
         store.truncate(size);
+        let after = store.reserved_total();
+        self.note_reserved(store);
+        if before > after {
+            be.release(before - after);
+        }
         Ok(())
     }
 
@@ -334,7 +456,7 @@ impl PageCache {
             return Ok(0);
         }
         let size = store.size();
-        let (mut buf, run) = buffer(WRITEBACK_RUN)?;
+        let (mut buf, run) = buffer(WRITEBACK_RUN, true)?;
         let mut written = 0;
         let mut i = 0;
         while i < dirty.len() {
@@ -351,10 +473,17 @@ impl PageCache {
             }
             let off = start * PAGE_SIZE;
             let len = (size.saturating_sub(off) as usize).min(buf.len());
+            let reserved = store.reserved_in(start, start + pages as u64);
             PageStore::note_writeback(pages as u64, true);
-            let result = if len > 0 { be.write_pages(off, &buf[..len]) } else { Ok(()) };
+            let result = if len > 0 { be.write_pages(off, &buf[..len], reserved) } else { Ok(()) };
             PageStore::note_writeback(pages as u64, false);
             result?;
+            if len == 0 && reserved > 0 {
+                // Pages past the end (a truncate raced): nothing to use.
+                be.release(reserved);
+            }
+            store.clear_reserved(start, start + pages as u64);
+            self.note_reserved(store);
             for k in 0..pages as u64 {
                 store.mark_clean(start + k);
             }
@@ -428,15 +557,16 @@ impl PageCache {
         st.store.as_mut().map_or(0, |s| s.drop_clean(first, end, max))
     }
 
-    /// Forgets everything, dirty pages included (the file is gone), and
-    /// leaves the registry.
-    pub fn discard(&self) {
-        let gone = {
+    /// The file's last name went. Its pages stay while it is open (an
+    /// unlinked open file still reads and writes them, as on Linux) and
+    /// go with the file when the last reference does, which the registry
+    /// must then not hold: it leaves it for good.
+    pub fn orphaned(&self) {
+        {
             let mut st = self.state.lock();
-            self.registered.store(false, Ordering::Release);
-            st.store.take()
-        };
-        drop(gone);
+            st.orphan = true;
+            self.registered.store(true, Ordering::Release);
+        }
         if let Some(me) = self.owner.get().and_then(alloc::sync::Weak::upgrade) {
             unregister(key_of(&me));
         }

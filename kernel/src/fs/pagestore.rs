@@ -69,11 +69,14 @@ struct Page {
     dirty_since: Option<u64>,
     /// Made writable in a shared mapping: stores may reach it unseen.
     mapped_write: bool,
+    /// Disk blocks reserved for it (delayed allocation: it was written
+    /// over blocks the file does not have yet).
+    reserved: u32,
 }
 
 impl Page {
     fn new(frame: UserFrame) -> Page {
-        Page { frame, dirty_since: None, mapped_write: false }
+        Page { frame, dirty_since: None, mapped_write: false, reserved: 0 }
     }
 }
 
@@ -118,16 +121,18 @@ pub struct PageStore {
     backed: bool,
     /// Dirty pages of this store.
     dirty: u64,
+    /// Disk blocks its pages hold reserved (see `Page::reserved`).
+    reserved: u64,
 }
 
 impl PageStore {
     pub const fn new(budget: Arc<PageBudget>) -> PageStore {
-        PageStore { pages: BTreeMap::new(), size: 0, budget, backed: false, dirty: 0 }
+        PageStore { pages: BTreeMap::new(), size: 0, budget, backed: false, dirty: 0, reserved: 0 }
     }
 
     /// The page cache of a disk file of `size` bytes (no page loaded).
     pub const fn new_backed(budget: Arc<PageBudget>, size: u64) -> PageStore {
-        PageStore { pages: BTreeMap::new(), size, budget, backed: true, dirty: 0 }
+        PageStore { pages: BTreeMap::new(), size, budget, backed: true, dirty: 0, reserved: 0 }
     }
 
     pub fn size(&self) -> u64 {
@@ -322,6 +327,7 @@ impl PageStore {
             self.dirty -= 1;
             DIRTY_PAGES.fetch_sub(1, Ordering::Relaxed);
         }
+        self.reserved -= u64::from(page.reserved);
     }
 
     fn mark_dirty(&mut self, index: u64) {
@@ -465,6 +471,41 @@ impl PageStore {
             }
         }
         victims.len() as u64
+    }
+
+    /// Blocks reserved by page `index`.
+    pub fn reserved_of(&self, index: u64) -> u64 {
+        self.pages.get(&index).map_or(0, |p| u64::from(p.reserved))
+    }
+
+    /// Page `index` holds `blocks` more reserved blocks; false (nothing
+    /// recorded) when the page is not here.
+    pub fn add_reserved(&mut self, index: u64, blocks: u64) -> bool {
+        let Some(page) = self.pages.get_mut(&index) else { return false };
+        page.reserved += blocks as u32;
+        self.reserved += blocks;
+        true
+    }
+
+    /// The blocks pages [first, end) hold reserved.
+    pub fn reserved_in(&self, first: u64, end: u64) -> u64 {
+        self.pages.range(first..end).map(|(_, p)| u64::from(p.reserved)).sum()
+    }
+
+    /// Pages [first, end) reached the disk: their blocks are allocated,
+    /// the reservations used.
+    pub fn clear_reserved(&mut self, first: u64, end: u64) {
+        let mut cleared = 0;
+        for (_, p) in self.pages.range_mut(first..end) {
+            cleared += u64::from(p.reserved);
+            p.reserved = 0;
+        }
+        self.reserved -= cleared;
+    }
+
+    /// Blocks every page holds reserved.
+    pub fn reserved_total(&self) -> u64 {
+        self.reserved
     }
 
     /// Sets the size without touching pages (the disk side changed it).

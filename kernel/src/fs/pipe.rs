@@ -13,7 +13,7 @@
 use alloc::sync::Arc;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
-use hal::sync::SpinLock;
+use hal::sync::{SpinLock, SpinLockGuard};
 use linux_abi::consts as c;
 use linux_abi::errno::Errno;
 use linux_abi::layout::Siginfo;
@@ -46,7 +46,14 @@ pub fn set_pipe_max_size(size: usize) -> Result<(), linux_abi::errno::Errno> {
 }
 
 pub struct Pipe {
+    /// Locked only through `lock_buf`, which keeps `len` current.
     buf: SpinLock<PipeBuf>,
+    /// The bytes in `buf` as of its last unlock, so poll reads readiness
+    /// without the lock, as Linux's pipe_poll reads head and tail: a
+    /// poller registers on the pollee first, and a writer stores this
+    /// before it notifies, so a poller that reads a stale length is
+    /// woken.
+    len: AtomicUsize,
     capacity: AtomicUsize,
     readers: AtomicUsize,
     writers: AtomicUsize,
@@ -72,6 +79,7 @@ impl Pipe {
     pub fn new() -> Arc<Pipe> {
         Arc::new(Pipe {
             buf: SpinLock::new(PipeBuf::new()),
+            len: AtomicUsize::new(0),
             capacity: AtomicUsize::new(PIPE_CAPACITY),
             readers: AtomicUsize::new(0),
             writers: AtomicUsize::new(0),
@@ -99,7 +107,7 @@ impl Pipe {
         if growing && size > pipe_max_size() && !privileged {
             return Err(Errno::EPERM);
         }
-        let buf = self.buf.lock();
+        let buf = self.lock_buf();
         // Linux counts the page buffers in use; written data fills pages.
         if buf.len().div_ceil(PAGE as usize) > size / PAGE as usize {
             return Err(Errno::EBUSY);
@@ -130,9 +138,40 @@ impl Pipe {
         }
     }
 
+    /// The buffer, locked; the length is published when the guard drops.
+    fn lock_buf(&self) -> BufGuard<'_> {
+        BufGuard { len: &self.len, buf: self.buf.lock() }
+    }
+
     /// Whether a writer may go ahead (`POLLOUT`): room for an atomic write.
     fn has_room(&self, len: usize) -> bool {
         self.capacity.load(Ordering::Relaxed).saturating_sub(len) >= PIPE_BUF
+    }
+}
+
+/// The locked buffer of a pipe; dropping it publishes the length to
+/// `Pipe::len` while the lock is still held (fields drop after `drop`).
+struct BufGuard<'a> {
+    len: &'a AtomicUsize,
+    buf: SpinLockGuard<'a, PipeBuf>,
+}
+
+impl core::ops::Deref for BufGuard<'_> {
+    type Target = PipeBuf;
+    fn deref(&self) -> &PipeBuf {
+        &self.buf
+    }
+}
+
+impl core::ops::DerefMut for BufGuard<'_> {
+    fn deref_mut(&mut self) -> &mut PipeBuf {
+        &mut self.buf
+    }
+}
+
+impl Drop for BufGuard<'_> {
+    fn drop(&mut self) {
+        self.len.store(self.buf.len(), Ordering::Release);
     }
 }
 
@@ -147,13 +186,13 @@ impl Pipe {
 
     /// Pages of room left (free slots).
     pub fn free_pages(&self) -> usize {
-        let used = self.buf.lock().len().div_ceil(PIPE_BUF);
+        let used = self.lock_buf().len().div_ceil(PIPE_BUF);
         self.capacity_pages().saturating_sub(used)
     }
 
     /// Bytes waiting in the pipe.
     pub fn len(&self) -> usize {
-        self.buf.lock().len()
+        self.lock_buf().len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -207,7 +246,7 @@ impl Pipe {
         if data.is_empty() {
             return Ok(());
         }
-        let mut buf = self.buf.lock();
+        let mut buf = self.lock_buf();
         buf.reserve(data.len())?;
         buf.push(data);
         drop(buf);
@@ -219,7 +258,7 @@ impl Pipe {
     /// Copies up to `out.len()` bytes from the front without taking them
     /// (tee).
     pub fn peek(&self, out: &mut [u8]) -> usize {
-        self.buf.lock().peek_with(out.len(), |src, at| {
+        self.lock_buf().peek_with(out.len(), |src, at| {
             out[at..at + src.len()].copy_from_slice(src);
             src.len()
         })
@@ -227,7 +266,7 @@ impl Pipe {
 
     /// Takes up to `out.len()` bytes from the front.
     pub fn take(&self, out: &mut [u8]) -> usize {
-        let mut buf = self.buf.lock();
+        let mut buf = self.lock_buf();
         let was_full = !self.has_room(buf.len());
         let n = buf.take(out.len(), |src, at| {
             out[at..at + src.len()].copy_from_slice(src);
@@ -250,7 +289,7 @@ impl Pipe {
         if data.is_empty() {
             return;
         }
-        let mut buf = self.buf.lock();
+        let mut buf = self.lock_buf();
         if buf.push_front(data).is_err() {
             return;
         }
@@ -416,7 +455,7 @@ impl PipeEnd {
             // close, so seeing the close means seeing the bytes).
             let writers_gone = p.writers.load(Ordering::Acquire) == 0;
             let mut fault = None;
-            let mut buf = p.buf.lock();
+            let mut buf = p.lock_buf();
             if !buf.is_empty() {
                 let was_full = !p.has_room(buf.len());
                 let n = buf.take(len - done, |src, at| dst.copy(src, done + at, &mut fault));
@@ -447,7 +486,7 @@ impl PipeEnd {
                 return Err(Errno::EAGAIN);
             }
             p.readable
-                .wait_until_interruptible(None, || !p.buf.lock().is_empty() || p.writers.load(Ordering::Acquire) == 0)
+                .wait_until_interruptible(None, || !p.lock_buf().is_empty() || p.writers.load(Ordering::Acquire) == 0)
                 .map_err(interrupted)?;
         }
     }
@@ -470,7 +509,7 @@ impl PipeEnd {
             let need = if atomic { left } else { 1 };
             let mut fault = None;
             {
-                let mut buf = p.buf.lock();
+                let mut buf = p.lock_buf();
                 let room = p.capacity.load(Ordering::Relaxed).saturating_sub(buf.len());
                 if room >= need {
                     let n = room.min(left);
@@ -498,7 +537,7 @@ impl PipeEnd {
                 return if written > 0 { Ok(written) } else { Err(Errno::EAGAIN) };
             }
             let wait = p.writable.wait_until_interruptible(None, || {
-                p.capacity.load(Ordering::Relaxed).saturating_sub(p.buf.lock().len()) >= need
+                p.capacity.load(Ordering::Relaxed).saturating_sub(p.lock_buf().len()) >= need
                     || p.readers.load(Ordering::Acquire) == 0
             });
             if let Err(e) = wait {
@@ -541,7 +580,7 @@ impl FileOps for PipeEnd {
     fn ioctl(&self, cmd: u32, arg: u64, vm: &Vm) -> Result<u64, Errno> {
         match cmd {
             c::FIONREAD => {
-                let n = self.pipe.buf.lock().len() as u32;
+                let n = self.pipe.lock_buf().len() as u32;
                 uaccess::write_u32(vm, arg, n)?;
                 Ok(0)
             }
@@ -557,7 +596,7 @@ impl FileOps for PipeEnd {
         // The other side's count before the buffer, as in `read_at`: a
         // hang-up seen here comes with every byte written before it.
         let writers_gone = p.writers.load(Ordering::Acquire) == 0;
-        let len = p.buf.lock().len();
+        let len = p.len.load(Ordering::Acquire);
         let mut r = Events::EMPTY;
         if self.write {
             if p.has_room(len) {

@@ -14,6 +14,7 @@ mod e1000_tests;
 mod event_tests;
 mod limit_tests;
 mod mm_tests;
+mod nvme_tests;
 mod pagestore_tests;
 mod sched_tests;
 mod smp_tests;
@@ -56,6 +57,7 @@ const SUITES: &[&[KTest]] = &[
     dev_tests::TESTS,
     device_tests::TESTS,
     e1000_tests::TESTS,
+    nvme_tests::TESTS,
     event_tests::TESTS,
     limit_tests::TESTS,
 ];

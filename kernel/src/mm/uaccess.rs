@@ -224,15 +224,20 @@ pub fn read_cstring(vm: &Vm, addr: u64, max: usize) -> Result<String, Errno> {
     })
 }
 
+/// The bytes `read_cstring_bytes` copies at a time.
+const CSTRING_CHUNK: usize = 256;
+
 /// Reads a NUL-terminated string of at most `max` bytes (ENAMETOOLONG past
 /// that), as the bytes it is.
 pub fn read_cstring_bytes(vm: &Vm, addr: u64, max: usize) -> Result<Vec<u8>, Errno> {
     let mut out: Vec<u8> = Vec::new();
     let mut cursor = addr;
+    // Paths are short: a small buffer, read again for long strings, costs
+    // less than clearing and filling a page-sized one for every path.
+    let mut buf = [0u8; CSTRING_CHUNK];
     loop {
-        // Read up to the end of the page so we never fault past the string.
-        let chunk = (4096 - (cursor % 4096)) as usize;
-        let mut buf = [0u8; 4096];
+        // Never past the end of the page, so we never fault past the string.
+        let chunk = ((4096 - (cursor % 4096)) as usize).min(CSTRING_CHUNK);
         read_bytes(vm, cursor, &mut buf[..chunk])?;
         if let Some(nul) = buf[..chunk].iter().position(|&b| b == 0) {
             out.try_reserve(nul).map_err(|_| Errno::ENOMEM)?;

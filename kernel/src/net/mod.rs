@@ -85,6 +85,13 @@ pub trait Host: Sync {
     /// Whether the calling thread has CAP_NET_ADMIN (configuring
     /// interfaces, addresses and routes).
     fn net_admin(&self) -> bool;
+    /// Whether the calling thread has CAP_NET_RAW (raw and packet
+    /// sockets).
+    fn net_raw(&self) -> bool;
+    /// Whether the calling thread's effective group or one of its
+    /// supplementary groups lies in `low..=high` (ping sockets,
+    /// net.ipv4.ping_group_range).
+    fn in_groups(&self, low: u32, high: u32) -> bool;
 }
 
 static HOST: Once<&'static dyn Host> = Once::new();
@@ -101,6 +108,16 @@ fn host() -> Option<&'static dyn Host> {
 /// The calling thread's identity (all zero before the hooks exist).
 pub fn caller() -> Caller {
     host().map(|h| h.caller()).unwrap_or_default()
+}
+
+/// CAP_NET_RAW of the calling thread (false before the hooks exist).
+pub fn net_raw() -> bool {
+    host().is_some_and(|h| h.net_raw())
+}
+
+/// Whether the caller belongs to a group in `low..=high`.
+pub fn in_groups(low: u32, high: u32) -> bool {
+    host().is_some_and(|h| h.in_groups(low, high))
 }
 
 fn sigpipe() {

@@ -92,6 +92,12 @@ impl SockOptions {
         self.reuseaddr.load(Ordering::Relaxed)
     }
 
+    /// SO_REUSEADDR from the start (ping sockets, Linux's
+    /// INET_PROTOSW_REUSE).
+    pub fn set_reuseaddr(&self, on: bool) {
+        self.reuseaddr.store(on, Ordering::Relaxed)
+    }
+
     pub fn reuseport(&self) -> bool {
         self.reuseport.load(Ordering::Relaxed)
     }

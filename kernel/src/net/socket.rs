@@ -105,6 +105,10 @@ pub struct Received {
     pub addr: Option<AddrBuf>,
     pub cred: Option<s::Ucred>,
     pub rights: Vec<Arc<OpenFile>>,
+    /// The packet's hop limit, for a socket that asked (IPV6_RECVHOPLIMIT
+    /// or RFC 2292's option): the control message type (IPV6_HOPLIMIT
+    /// or IPV6_2292HOPLIMIT) and the value.
+    pub hop_limit: Option<(i32, i32)>,
 }
 
 /// The operations of one family's sockets (Linux's `proto_ops`).

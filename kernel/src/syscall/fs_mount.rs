@@ -101,7 +101,8 @@ pub fn sys_mount(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         } else {
             crate::fs::new_fs_with(&fstype, &data)?
         };
-        let sb = mount::Super::new(&fstype, options)?;
+        let state = crate::fs::ext4::volume_of(root.as_ref()).map(|v| v as Arc<dyn mount::FsState>);
+        let sb = mount::Super::with_state(&fstype, options, state)?;
         let source = source.unwrap_or_else(|| String::from("none"));
         mount::mount_new(&d, crate::fs::root_dentry(&fstype, root), sb, &source, sb_flags, mnt_flags)?;
     }

@@ -14,7 +14,7 @@ use linux_abi::signal::SigSet;
 use super::{SysResult, SyscallContext};
 use crate::event::{Events, Poller, Subscription};
 use crate::fs::OpenFile;
-use crate::mm::uaccess;
+use crate::mm::{uaccess, Vm};
 use crate::proc::Task;
 use crate::sched::Interrupted;
 
@@ -34,7 +34,8 @@ impl ReadyWait {
     }
 
     /// `f`'s readiness; while subscribing, also subscribes to its heads
-    /// for `interest`.
+    /// for `interest`. The look-only case is inlined into the scans.
+    #[inline(always)]
     pub(super) fn poll_file(&mut self, f: &OpenFile, interest: Events) -> Result<Events, Errno> {
         if f.is_path_only() {
             return Ok(Events::NVAL);
@@ -42,6 +43,10 @@ impl ReadyWait {
         if !self.subscribing {
             return Ok(f.ops.poll(None));
         }
+        self.poll_subscribing(f, interest)
+    }
+
+    fn poll_subscribing(&mut self, f: &OpenFile, interest: Events) -> Result<Events, Errno> {
         let poller = match &self.poller {
             Some(p) => p,
             None => self.poller.insert(Poller::new()?),
@@ -99,27 +104,18 @@ fn deadline_in(ns: u64) -> u64 {
     }
 }
 
-fn lookup(ctx: &SyscallContext, fd: i32) -> Option<alloc::sync::Arc<OpenFile>> {
-    ctx.process().files().lock().get(fd).ok()
+/// One `struct pollfd` of the caller's array, read and answered in place
+/// in the kernel's copy of it (no array of parsed entries per call).
+fn pollfd_fd(entry: &[u8]) -> i32 {
+    i32::from_ne_bytes([entry[0], entry[1], entry[2], entry[3]])
 }
 
-/// The open files of `fds` in order (`None`: not open), looked up under
-/// one lock of the descriptor table per scan rather than one per file.
-fn lookup_all(
-    ctx: &SyscallContext,
-    fds: impl Iterator<Item = i32>,
-    out: &mut Vec<Option<alloc::sync::Arc<OpenFile>>>,
-) -> Result<(), Errno> {
-    out.clear();
-    out.try_reserve(fds.size_hint().0).map_err(|_| Errno::ENOMEM)?;
-    let table = ctx.process().files().lock();
-    for fd in fds {
-        if out.len() == out.capacity() {
-            out.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
-        }
-        out.push(if fd < 0 { None } else { table.get(fd).ok() });
-    }
-    Ok(())
+fn pollfd_events(entry: &[u8]) -> u16 {
+    u16::from_ne_bytes([entry[4], entry[5]])
+}
+
+fn set_pollfd_revents(entry: &mut [u8], revents: u16) {
+    entry[6..8].copy_from_slice(&revents.to_ne_bytes());
 }
 
 fn do_poll(ctx: &SyscallContext, fds_ptr: u64, nfds: u64, deadline: Option<u64>) -> SysResult {
@@ -133,34 +129,33 @@ fn do_poll(ctx: &SyscallContext, fds_ptr: u64, nfds: u64, deadline: Option<u64>)
     raw.try_reserve_exact(bytes).map_err(|_| Errno::ENOMEM)?;
     raw.resize(bytes, 0);
     uaccess::read_bytes(&vm, fds_ptr, &mut raw)?;
-    let mut fds = Vec::new();
-    fds.try_reserve_exact(nfds as usize).map_err(|_| Errno::ENOMEM)?;
-    fds.extend(raw.chunks_exact(Pollfd::SIZE).filter_map(Pollfd::from_slice));
-    let mut files = Vec::new();
     let mut wait = ReadyWait::new(deadline);
     let mut last = false;
     loop {
         let mut ready = 0;
-        lookup_all(ctx, fds.iter().map(|p| p.fd), &mut files)?;
-        for (pfd, file) in fds.iter_mut().zip(files.drain(..)) {
-            pfd.revents = 0;
-            if pfd.fd < 0 {
-                continue;
-            }
-            let wanted = Events::from_bits(u32::from(pfd.events)) | Events::ERR | Events::HUP;
-            let events = match file {
-                Some(f) => wait.poll_file(&f, wanted)?,
-                None => Events::NVAL,
+        // The whole scan under one lock of the descriptor table, the files
+        // borrowed from it rather than referenced one by one (Linux's
+        // fdget takes no reference for an unshared table either). A poll
+        // method may sleep, which the table's mutex allows, and none takes
+        // the descriptor table.
+        let table = ctx.process().files().lock();
+        for entry in raw.chunks_exact_mut(Pollfd::SIZE) {
+            let fd = pollfd_fd(entry);
+            let revents = if fd < 0 {
+                0
+            } else if let Some(f) = table.file(fd) {
+                let wanted = Events::from_bits(u32::from(pollfd_events(entry))) | Events::ERR | Events::HUP;
+                (wait.poll_file(f, wanted)? & (wanted | Events::NVAL)).bits() as u16
+            } else {
+                Events::NVAL.bits() as u16
             };
-            pfd.revents = (events & (wanted | Events::NVAL)).bits() as u16;
-            if pfd.revents != 0 {
+            set_pollfd_revents(entry, revents);
+            if revents != 0 {
                 ready += 1;
             }
         }
+        drop(table);
         if ready > 0 || last || expired(deadline) {
-            for (out, pfd) in raw.chunks_exact_mut(Pollfd::SIZE).zip(fds.iter()) {
-                out.copy_from_slice(&pfd.to_bytes());
-            }
             uaccess::write_bytes(&vm, fds_ptr, &raw)?;
             return Ok(ready);
         }
@@ -214,29 +209,40 @@ pub fn sys_ppoll(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 }
 
 const FD_SETSIZE: u64 = 1024;
+const SET_WORDS: usize = FD_SETSIZE as usize / 64;
 
-fn read_set(ctx: &SyscallContext, ptr: u64, nfds: u64) -> Result<Vec<u64>, Errno> {
-    let words = nfds.div_ceil(64) as usize;
-    let mut set = alloc::vec![0u64; words];
+/// An `fd_set`, as many of its words as `nfds` covers (Linux's FDS_BYTES).
+type FdSet = [u64; SET_WORDS];
+
+fn read_set(vm: &Vm, ptr: u64, words: usize) -> Result<FdSet, Errno> {
+    let mut set = [0u64; SET_WORDS];
     if ptr != 0 {
-        let vm = ctx.vm()?;
-        for (i, w) in set.iter_mut().enumerate() {
-            *w = uaccess::read_u64(&vm, ptr + i as u64 * 8)?;
+        let mut b = [0u8; SET_WORDS * 8];
+        uaccess::read_bytes(vm, ptr, &mut b[..words * 8])?;
+        for (w, bytes) in set.iter_mut().zip(b[..words * 8].chunks_exact(8)) {
+            *w = u64::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7]]);
         }
     }
     Ok(set)
 }
 
+/// Scans the descriptors of `sets` below `nfds` until one is ready, the
+/// deadline passes or a signal comes; the ready ones go to `out`.
 fn do_select(
     ctx: &SyscallContext,
     nfds: u64,
     ptrs: [u64; 3],
     deadline: Option<u64>,
-) -> Result<(u64, [Vec<u64>; 3]), Errno> {
+    out: &mut [FdSet; 3],
+) -> Result<u64, Errno> {
     if (nfds as i64) < 0 || nfds > FD_SETSIZE {
         return Err(Errno::EINVAL);
     }
-    let sets = [read_set(ctx, ptrs[0], nfds)?, read_set(ctx, ptrs[1], nfds)?, read_set(ctx, ptrs[2], nfds)?];
+    let words = nfds.div_ceil(64) as usize;
+    let sets = {
+        let vm = ctx.vm()?;
+        [read_set(&vm, ptrs[0], words)?, read_set(&vm, ptrs[1], words)?, read_set(&vm, ptrs[2], words)?]
+    };
     // Linux's POLLIN_SET, POLLOUT_SET and POLLEX_SET.
     let masks = [
         Events::IN | Events::RDNORM | Events::RDBAND | Events::HUP | Events::ERR,
@@ -246,43 +252,56 @@ fn do_select(
     let mut wait = ReadyWait::new(deadline);
     let mut last = false;
     loop {
-        let mut out =
-            [alloc::vec![0u64; sets[0].len()], alloc::vec![0u64; sets[1].len()], alloc::vec![0u64; sets[2].len()]];
+        *out = [[0u64; SET_WORDS]; 3];
         let mut count = 0;
-        for fd in 0..nfds {
-            let (w, bit) = ((fd / 64) as usize, 1u64 << (fd % 64));
-            let wanted = (0..3).filter(|&k| sets[k][w] & bit != 0).fold(Events::EMPTY, |m, k| m | masks[k]);
-            if wanted.is_empty() {
-                continue;
+        // One lock of the descriptor table per scan, as in do_poll.
+        let table = ctx.process().files().lock();
+        for w in 0..words {
+            let mut bits = sets[0][w] | sets[1][w] | sets[2][w];
+            let end = nfds - w as u64 * 64;
+            if end < 64 {
+                // Bits at and past nfds are not looked at.
+                bits &= (1u64 << end) - 1;
             }
-            let r = match lookup(ctx, fd as i32) {
-                Some(f) => wait.poll_file(&f, wanted)?,
-                None => Events::NVAL,
-            };
-            if r.contains(Events::NVAL) {
-                return Err(Errno::EBADF);
-            }
-            for k in 0..3 {
-                if sets[k][w] & bit != 0 && r.intersects(masks[k]) {
-                    out[k][w] |= bit;
-                    count += 1;
+            while bits != 0 {
+                let bit = bits & bits.wrapping_neg();
+                bits &= bits - 1;
+                let fd = (w * 64) as i32 + bit.trailing_zeros() as i32;
+                let wanted = (0..3).filter(|&k| sets[k][w] & bit != 0).fold(Events::EMPTY, |m, k| m | masks[k]);
+                let r = match table.file(fd) {
+                    Some(f) => wait.poll_file(f, wanted)?,
+                    None => Events::NVAL,
+                };
+                if r.contains(Events::NVAL) {
+                    return Err(Errno::EBADF);
+                }
+                for k in 0..3 {
+                    if sets[k][w] & bit != 0 && r.intersects(masks[k]) {
+                        out[k][w] |= bit;
+                        count += 1;
+                    }
                 }
             }
         }
+        drop(table);
         if count > 0 || last || expired(deadline) {
-            return Ok((count, out));
+            return Ok(count);
         }
         last = !wait.sleep(ctx.task, deadline)?;
     }
 }
 
-fn write_sets(ctx: &SyscallContext, ptrs: [u64; 3], sets: &[Vec<u64>; 3]) -> Result<(), Errno> {
+/// Writes the result sets back, as many words as `nfds` covers.
+fn write_sets(ctx: &SyscallContext, nfds: u64, ptrs: [u64; 3], sets: &[FdSet; 3]) -> Result<(), Errno> {
+    let words = nfds.div_ceil(64) as usize;
     let vm = ctx.vm()?;
     for k in 0..3 {
         if ptrs[k] != 0 {
-            for (i, w) in sets[k].iter().enumerate() {
-                uaccess::write_u64(&vm, ptrs[k] + i as u64 * 8, *w)?;
+            let mut b = [0u8; SET_WORDS * 8];
+            for (bytes, w) in b.chunks_exact_mut(8).zip(sets[k][..words].iter()) {
+                bytes.copy_from_slice(&w.to_ne_bytes());
             }
+            uaccess::write_bytes(&vm, ptrs[k], &b[..words * 8])?;
         }
     }
     Ok(())
@@ -298,8 +317,9 @@ pub fn sys_select(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         let us = Timeval::from_bytes(&b).as_micros().ok_or(Errno::EINVAL)?;
         Some(deadline_in(us.saturating_mul(1000)))
     };
-    let (count, sets) = do_select(ctx, a[0], ptrs, deadline)?;
-    write_sets(ctx, ptrs, &sets)?;
+    let mut sets = [[0u64; SET_WORDS]; 3];
+    let count = do_select(ctx, a[0], ptrs, deadline, &mut sets)?;
+    write_sets(ctx, a[0], ptrs, &sets)?;
     if let Some(d) = deadline {
         // Linux reports the time left.
         let left = d.saturating_sub(crate::clock::now_ns());
@@ -324,8 +344,9 @@ pub fn sys_pselect6(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         0
     };
     with_sigmask(ctx, mask_ptr, || {
-        let (count, sets) = do_select(ctx, a[0], ptrs, deadline)?;
-        write_sets(ctx, ptrs, &sets)?;
+        let mut sets = [[0u64; SET_WORDS]; 3];
+        let count = do_select(ctx, a[0], ptrs, deadline, &mut sets)?;
+        write_sets(ctx, a[0], ptrs, &sets)?;
         if let Some(d) = deadline {
             let left = d.saturating_sub(crate::clock::now_ns());
             uaccess::write_bytes(&ctx.vm()?, a[4], &Timespec::from_nanos(left).to_bytes())?;

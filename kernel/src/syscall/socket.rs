@@ -36,6 +36,17 @@ impl net::Host for KernelHost {
         crate::proc::current_task().is_some_and(|t| t.cred().capable(linux_abi::capability::CAP_NET_ADMIN))
     }
 
+    fn net_raw(&self) -> bool {
+        crate::proc::current_task().is_some_and(|t| t.cred().capable(linux_abi::capability::CAP_NET_RAW))
+    }
+
+    fn in_groups(&self, low: u32, high: u32) -> bool {
+        crate::proc::current_task().is_some_and(|t| {
+            let cred = t.cred();
+            (low..=high).contains(&cred.egid) || cred.groups.as_ref().iter().any(|g| (low..=high).contains(g))
+        })
+    }
+
     fn sigpipe(&self) {
         if let Some(t) = crate::proc::current_task() {
             crate::proc::signal::send_to_task(
@@ -54,6 +65,7 @@ pub fn init() {
     net::ifaces::init();
     net::inet_ifaces::install();
     net::procnet::register();
+    crate::fs::procfs::sys::register(net::inet::icmp::SYSCTLS);
 }
 
 /// The socket behind descriptor `fd`: EBADF, or ENOTSOCK for other files.
@@ -280,8 +292,8 @@ pub fn sys_setsockopt(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if len < 0 {
         return Err(Errno::EINVAL);
     }
-    // No option is larger than a timeval.
-    let mut val = [0u8; 16];
+    // No option is larger than ICMP6_FILTER's 32 bytes.
+    let mut val = [0u8; 32];
     let n = (len as usize).min(val.len());
     ctx.copy_from_user(a[3], &mut val[..n])?;
     let proto = sock(&f).proto();

@@ -312,7 +312,7 @@ pub fn sys_sendmmsg(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 fn put_control(ctx: &SyscallContext, r: &mut Received, ptr: u64, len: u64, flags: u32, out_flags: &mut u32) -> u64 {
     let rights = core::mem::take(&mut r.rights);
     if ptr == 0 {
-        if r.cred.is_some() || !rights.is_empty() {
+        if r.cred.is_some() || !rights.is_empty() || r.hop_limit.is_some() {
             *out_flags |= s::MSG_CTRUNC;
         }
         return 0;
@@ -327,6 +327,13 @@ fn put_control(ctx: &SyscallContext, r: &mut Received, ptr: u64, len: u64, flags
         if let Some(p) = w.put(s::SOL_SOCKET, s::SCM_CREDENTIALS, s::Ucred::SIZE) {
             put(p.at, &p.header.to_bytes());
             put(p.at + s::Cmsghdr::SIZE, &cred.to_bytes()[..p.data_len]);
+        }
+    }
+    if let Some((kind, h)) = r.hop_limit {
+        // At IPPROTO_IPV6: an int.
+        if let Some(p) = w.put(41, kind, 4) {
+            put(p.at, &p.header.to_bytes());
+            put(p.at + s::Cmsghdr::SIZE, &h.to_le_bytes()[..p.data_len]);
         }
     }
     if !rights.is_empty() {

@@ -106,6 +106,11 @@ impl<D: BlockDevice> Ext4<D> {
         if !d.is_dir() {
             return Err(Errno::ENOTDIR);
         }
+        // Removed but still open (an orphan): empty and closed to new
+        // names, as Linux's dead directories.
+        if d.links() == 0 {
+            return Err(Errno::ENOENT);
+        }
         Ok(d)
     }
 

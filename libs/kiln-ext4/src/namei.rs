@@ -401,6 +401,76 @@ impl<D: BlockDevice> Ext4<D> {
         self.maybe_commit()
     }
 
+    /// Swaps `a_dir/a_name` and `b_dir/b_name` (`RENAME_EXCHANGE`): both
+    /// must exist; a directory that changes parent gets its `..` and the
+    /// parents' link counts follow it.
+    pub(crate) fn exchange_inner(
+        &mut self,
+        a_dir: u32,
+        a_name: &[u8],
+        b_dir: u32,
+        b_name: &[u8],
+        now: Timestamp,
+    ) -> Result<()> {
+        self.writable()?;
+        if [a_name, b_name].iter().any(|n| *n == b"." || *n == b"..") {
+            return Err(Errno::EBUSY);
+        }
+        self.dir_inode(a_dir)?;
+        self.dir_inode(b_dir)?;
+        let a = self.lookup(a_dir, a_name)?;
+        let b = self.lookup(b_dir, b_name)?;
+        if a == b {
+            return Ok(());
+        }
+        let (ai, bi) = (self.live_inode(a)?, self.live_inode(b)?);
+        let (a_is_dir, b_is_dir) = (ai.is_dir(), bi.is_dir());
+        if a_dir != b_dir && ((a_is_dir && self.is_within(b_dir, a)?) || (b_is_dir && self.is_within(a_dir, b)?)) {
+            return Err(Errno::EINVAL);
+        }
+        let ad = self.load_inode(a_dir)?;
+        self.remove_entry(&ad, a_name)?;
+        let bd = self.load_inode(b_dir)?;
+        self.remove_entry(&bd, b_name)?;
+        let mut ad = self.load_inode(a_dir)?;
+        self.add_entry(&mut ad, a_name, b, dirent_type(bi.mode()))?;
+        let mut bd = self.load_inode(b_dir)?;
+        self.add_entry(&mut bd, b_name, a, dirent_type(ai.mode()))?;
+        if a_dir != b_dir {
+            for (moved, is_dir, to) in [(a, a_is_dir, b_dir), (b, b_is_dir, a_dir)] {
+                if is_dir {
+                    let mut m = self.load_inode(moved)?;
+                    self.set_dotdot(&mut m, to)?;
+                }
+            }
+            // One directory moved and a non-directory went the other way:
+            // the first parent loses a `..` link and the second gains it.
+            let shift = match (a_is_dir, b_is_dir) {
+                (true, false) => Some((a_dir, b_dir)),
+                (false, true) => Some((b_dir, a_dir)),
+                _ => None,
+            };
+            if let Some((from, to)) = shift {
+                let mut t = self.load_inode(to)?;
+                self.inc_dir_links(&mut t)?;
+                self.store_inode(&mut t)?;
+                let mut f = self.load_inode(from)?;
+                self.dec_dir_links(&mut f);
+                self.store_inode(&mut f)?;
+            }
+        }
+        for ino in [a, b] {
+            let mut i = self.load_inode(ino)?;
+            i.set_time(TimeField::Change, now);
+            self.store_inode(&mut i)?;
+        }
+        for d in [a_dir, b_dir] {
+            let mut di = self.load_inode(d)?;
+            self.touch_dir(&mut di, now)?;
+        }
+        self.maybe_commit()
+    }
+
     /// Changes mode bits (not the type), owner and times, as `chmod`,
     /// `chown` and `utimensat` do; `None` leaves a field alone.
     pub(crate) fn set_attr_inner(&mut self, ino: u32, attr: SetAttr) -> Result<()> {

@@ -103,6 +103,60 @@ impl<D: BlockDevice> Ext4<D> {
         r
     }
 
+    /// An I/O error the caller met outside an operation (a failed commit
+    /// or writeback): the volume turns read-only as after a failed change.
+    /// Returns whether it was writable until now.
+    pub fn io_error(&mut self) -> bool {
+        if self.read_only {
+            return false;
+        }
+        self.fail_read_only();
+        true
+    }
+
+    /// `mount -o remount,ro`: everything committed, the journal marked as
+    /// needing no recovery (as a clean unmount leaves it), then read-only.
+    pub fn remount_read_only(&mut self) -> Result<()> {
+        if self.read_only {
+            return Ok(());
+        }
+        self.commit()?;
+        self.dev.flush()?;
+        if self.journal.is_some() {
+            let inc = self.sb.feature_incompat() & !crate::superblock::INCOMPAT_RECOVER;
+            self.sb.set_feature_incompat(inc);
+        }
+        self.write_superblock_now()?;
+        self.read_only = true;
+        Ok(())
+    }
+
+    /// `mount -o remount,rw`: refused (`EROFS`) for a read-only device, a
+    /// volume with features Kiln only reads, or one marked with errors.
+    pub fn remount_read_write(&mut self) -> Result<()> {
+        use crate::superblock::{INCOMPAT_RECOVER, RO_COMPAT_READONLY, RO_COMPAT_SUPPORTED};
+        if !self.read_only {
+            return Ok(());
+        }
+        if self.dev.is_read_only()
+            || self.sb.feature_ro_compat() & !RO_COMPAT_SUPPORTED != 0
+            || self.sb.has_ro_compat(RO_COMPAT_READONLY)
+            || self.sb.state() & STATE_ERRORS != 0
+        {
+            return Err(Errno::EROFS);
+        }
+        if self.journal.is_some() {
+            let inc = self.sb.feature_incompat() | INCOMPAT_RECOVER;
+            self.sb.set_feature_incompat(inc);
+        }
+        self.read_only = false;
+        if let Err(e) = self.write_superblock_now() {
+            self.read_only = true;
+            return Err(e);
+        }
+        Ok(())
+    }
+
     /// ext4's `errors=remount-ro`: after corruption or an I/O error found
     /// by a change, the whole operations so far are committed, the volume
     /// is marked as having errors (so that fsck checks it) and turns
@@ -152,6 +206,10 @@ impl<D: BlockDevice> Ext4<D> {
     ) -> Result<()> {
         self.atomic(|fs| fs.rename_inner(src_dir, src_name, dst_dir, dst_name, now))
     }
+    /// Swaps two names (`renameat2` with `RENAME_EXCHANGE`).
+    pub fn exchange(&mut self, a_dir: u32, a_name: &[u8], b_dir: u32, b_name: &[u8], now: Timestamp) -> Result<()> {
+        self.atomic(|fs| fs.exchange_inner(a_dir, a_name, b_dir, b_name, now))
+    }
     /// Changes mode bits, owner and times (`chmod`, `chown`, `utimensat`).
     pub fn set_attr(&mut self, ino: u32, attr: SetAttr) -> Result<()> {
         self.atomic(|fs| fs.set_attr_inner(ino, attr))
@@ -164,9 +222,18 @@ impl<D: BlockDevice> Ext4<D> {
     /// Writes cached file data back at `offset` (the kernel's page cache
     /// writeback): blocks as for `write`, the size grown to the end of
     /// `data`, the times left alone (they changed when the data was
-    /// written into the cache).
-    pub fn write_back(&mut self, ino: u32, offset: u64, data: &[u8]) -> Result<()> {
-        self.atomic(|fs| fs.write_back_inner(ino, offset, data))
+    /// written into the cache). `reserved` blocks reserved for this data
+    /// (see `reserve_blocks`) are used now; on an error they stay reserved.
+    pub fn write_back(&mut self, ino: u32, offset: u64, data: &[u8], reserved: u64) -> Result<()> {
+        let before = self.delalloc;
+        self.delalloc = self.delalloc.saturating_sub(reserved);
+        self.writing_back = true;
+        let r = self.atomic(|fs| fs.write_back_inner(ino, offset, data));
+        self.writing_back = false;
+        if r.is_err() {
+            self.delalloc = before;
+        }
+        r
     }
     /// Sets a file's size (`truncate`/`ftruncate`).
     pub fn truncate(&mut self, ino: u32, size: u64, now: Timestamp) -> Result<()> {

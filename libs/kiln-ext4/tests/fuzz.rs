@@ -273,3 +273,37 @@ fn two_thousand_mutated_images_never_panic() {
 fn twenty_thousand_more_mutated_images_never_panic() {
     run(20_000, 0x5EED_0002);
 }
+
+#[test]
+#[ignore]
+fn ten_thousand_mutated_images_never_panic() {
+    run(10_000, 0x5EED_0003);
+}
+
+/// For the kernel's batch (`xtask`'s hostile-image boots): writes
+/// `KILN_FUZZ_COUNT` mutated images, seeded by `KILN_FUZZ_SEED`, into the
+/// folder `KILN_FUZZ_OUT` as `case-N.img` (N from `KILN_FUZZ_FIRST`), the
+/// same mutations the host cases get, so a kernel failure is reproduced
+/// by its seed and number. Does nothing without `KILN_FUZZ_OUT`.
+#[test]
+#[ignore]
+fn write_images_for_the_kernel() {
+    let Ok(out) = std::env::var("KILN_FUZZ_OUT") else { return };
+    let env = |k: &str, d: u64| std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d);
+    let (count, seed, first) = (env("KILN_FUZZ_COUNT", 24), env("KILN_FUZZ_SEED", 1), env("KILN_FUZZ_FIRST", 0));
+    let (_tmp, bases) = bases();
+    let mut rng = Rng(seed);
+    for case in 0..first + count {
+        let base = &bases[(case % bases.len() as u64) as usize];
+        let dev = mutate(base, &mut rng);
+        if case < first {
+            continue;
+        }
+        let mut image = base.image.as_ref().clone();
+        for (s, data) in &dev.changed {
+            let at = *s as usize * 512;
+            image[at..at + 512].copy_from_slice(data);
+        }
+        std::fs::write(format!("{out}/case-{case}.img"), image).unwrap();
+    }
+}

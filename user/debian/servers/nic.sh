@@ -11,19 +11,21 @@
 # iperf3 -s (5201), and runs under Debian's Linux as well: there the
 # script is init of a bare initramfs, so it mounts what Linux leaves
 # unmounted, loads the virtio_net module (Debian's cloud kernel has
-# CONFIG_VIRTIO_NET=m; the bench copies the modules to /apps/modules)
+# CONFIG_VIRTIO_NET=m, and virtio and virtio_pci are modules too; the
+# bench copies them to /apps/modules in load order)
 # and gives eth0 the address Kiln takes from `ip=`.
 APPS=$(dirname "$0")
 export LC_ALL=C TZ=UTC HOME=/root
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 if [ -d "$APPS/modules" ]; then
-    mount -t devtmpfs devtmpfs /dev
+    busybox mount -t devtmpfs devtmpfs /dev
     exec </dev/console >/dev/console 2>&1
-    mount -t proc proc /proc
-    mount -t sysfs sysfs /sys
-    mount -t tmpfs tmpfs /tmp
-    mount -t tmpfs tmpfs /run
-    for m in failover net_failover virtio_net; do
+    busybox mount -t proc proc /proc
+    busybox mount -t sysfs sysfs /sys
+    busybox mount -t tmpfs tmpfs /tmp
+    busybox mount -t tmpfs tmpfs /run
+    for m in virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci \
+        failover net_failover virtio_net; do
         busybox insmod "$APPS/modules/$m.ko" || echo "insmod $m failed"
     done
     busybox ip link set lo up
@@ -60,7 +62,8 @@ until_ok 100 curl -sf -o /dev/null http://127.0.0.1/1k.bin &&
 wait "$echo"
 echo "netecho exit $?"
 echo "nginx requests: $(grep -c '"GET /' /var/log/nginx/access.log)"
-redis-cli shutdown nosave
+# Bounded: a redis that stopped answering must not hold the guest up.
+timeout 10 redis-cli shutdown nosave >/dev/null || kill -9 "$redis"
 wait "$redis"
 master=$(cat /run/nginx.pid)
 nginx -s quit 2>/dev/null

@@ -250,69 +250,78 @@ impl Guest<'_> {
     /// echoing only the result lines (tagged with `tag`), and parses them.
     pub fn run(&self, kernel: Kernel, clock: Clock, tag: &str, log: &Path) -> Result<RunResult> {
         let boot = self.boot(kernel, clock)?;
-        let start = Instant::now();
-        let mut log_file = fs::File::create(log).map_err(|e| format!("create {}: {e}", log.display()))?;
-        let mut child = qemu::command_on(&boot, self.setup.cpu)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("cannot start qemu-system-x86_64: {e}"))?;
-        let pipe = child.stdout.take().ok_or("qemu stdout not captured")?;
-        let tag_owned = tag.to_string();
-        // A thread reads so this one can watch the clock; the pipe closes
-        // when QEMU exits or is killed.
-        let reader = std::thread::spawn(move || {
-            let mut out = String::new();
-            let mut lines = BufReader::new(pipe);
-            let mut buf = Vec::new();
-            let mut filter = qemu::AnsiFilter::default();
-            while matches!(lines.read_until(b'\n', &mut buf), Ok(n) if n > 0) {
-                let mut clean = Vec::new();
-                filter.filter(&buf, &mut clean);
-                buf.clear();
-                let line = String::from_utf8_lossy(&clean).into_owned();
-                let _ = log_file.write_all(line.as_bytes());
-                let t = line.trim();
-                if t.starts_with("bench ")
-                    || t.starts_with("kbench parallel")
-                    || t.starts_with("init:")
-                    || t.contains("panic")
-                {
-                    println!("[{tag_owned}] {t}");
-                }
-                out.push_str(&line);
-            }
-            out
-        });
-        let deadline = start + self.timeout;
-        let mut timed_out = false;
-        let status = loop {
-            if let Some(s) = child.try_wait().map_err(|e| format!("wait for qemu: {e}"))? {
-                break s;
-            }
-            if Instant::now() >= deadline {
-                timed_out = true;
-                let _ = child.kill();
-                break child.wait().map_err(|e| format!("wait for qemu: {e}"))?;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        let output = reader.join().unwrap_or_default();
-        let mut stderr = String::new();
-        if let Some(mut e) = child.stderr.take() {
-            let _ = std::io::Read::read_to_string(&mut e, &mut stderr);
-        }
-        let finished = output.lines().any(|l| l.trim().starts_with("kbench done"));
-        let problem = if timed_out {
-            Some(format!("timed out after {} s", self.timeout.as_secs()))
-        } else if !finished {
-            Some(format!("the guest stopped early (QEMU status {:?}) {}", status.code(), stderr.trim()))
-        } else {
-            None
-        };
-        Ok(RunResult { results: parse(&output), problem, seconds: start.elapsed().as_secs_f64() })
+        run_boot(&boot, self.setup.cpu, self.timeout, tag, log)
     }
+}
+
+/// Boots `boot` on CPU model `cpu`, logging the serial output to `log` and
+/// echoing only the result lines (tagged with `tag`), kills QEMU after
+/// `timeout`, and parses the `bench` lines; the guest must end with
+/// `kbench done`.
+pub fn run_boot(boot: &qemu::Boot, cpu: &str, timeout: Duration, tag: &str, log: &Path) -> Result<RunResult> {
+    let start = Instant::now();
+    let mut log_file = fs::File::create(log).map_err(|e| format!("create {}: {e}", log.display()))?;
+    let mut child = qemu::command_on(boot, cpu)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start qemu-system-x86_64: {e}"))?;
+    let pipe = child.stdout.take().ok_or("qemu stdout not captured")?;
+    let tag_owned = tag.to_string();
+    // A thread reads so this one can watch the clock; the pipe closes
+    // when QEMU exits or is killed.
+    let reader = std::thread::spawn(move || {
+        let mut out = String::new();
+        let mut lines = BufReader::new(pipe);
+        let mut buf = Vec::new();
+        let mut filter = qemu::AnsiFilter::default();
+        while matches!(lines.read_until(b'\n', &mut buf), Ok(n) if n > 0) {
+            let mut clean = Vec::new();
+            filter.filter(&buf, &mut clean);
+            buf.clear();
+            let line = String::from_utf8_lossy(&clean).into_owned();
+            let _ = log_file.write_all(line.as_bytes());
+            let t = line.trim();
+            if t.starts_with("bench ")
+                || t.starts_with("kbench parallel")
+                || t.starts_with("init:")
+                || t.starts_with("kstor")
+                || t.contains("panic")
+            {
+                println!("[{tag_owned}] {t}");
+            }
+            out.push_str(&line);
+        }
+        out
+    });
+    let deadline = start + timeout;
+    let mut timed_out = false;
+    let status = loop {
+        if let Some(s) = child.try_wait().map_err(|e| format!("wait for qemu: {e}"))? {
+            break s;
+        }
+        if Instant::now() >= deadline {
+            timed_out = true;
+            let _ = child.kill();
+            break child.wait().map_err(|e| format!("wait for qemu: {e}"))?;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let output = reader.join().unwrap_or_default();
+    let mut stderr = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut e, &mut stderr);
+    }
+    let finished = output.lines().any(|l| l.trim().starts_with("kbench done"));
+    let problem = if timed_out {
+        Some(format!("timed out after {} s", timeout.as_secs()))
+    } else if !finished {
+        Some(format!("the guest stopped early (QEMU status {:?}) {}", status.code(), stderr.trim()))
+    } else {
+        None
+    };
+    Ok(RunResult { results: parse(&output), problem, seconds: start.elapsed().as_secs_f64() })
 }
 
 /// `bench NAME NS OPS` and `bench NAME n/a REASON` lines, by name.

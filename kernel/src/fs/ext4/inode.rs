@@ -80,16 +80,18 @@ impl Ext4Inode {
     /// must go when its last link does (the number may be reused).
     fn child(&self, dir: u32, name: &str) -> Option<Arc<Ext4Inode>> {
         let ino = self.vol.with(|fs| fs.lookup(dir, name_bytes(name))).ok()?;
-        self.vol.live(ino)
+        self.vol.held(ino)
     }
 
-    /// After an unlink or a rename over it: a file with no link left has
-    /// its cached pages (dirty ones too) forgotten.
+    /// After an unlink or a rename over it: a file with no link left is an
+    /// orphan. Its cached pages stay while it is open and go with the
+    /// inode when the last reference does (then the library frees it:
+    /// see `Drop`), as Linux evicts an unlinked inode's pages only then.
     fn forget_if_gone(&self, gone: Option<Arc<Ext4Inode>>) {
         let Some(node) = gone else { return };
         let links = self.vol.with(|fs| fs.stat(node.ino)).map(|s| s.nlink).unwrap_or(0);
         if links == 0 {
-            node.cache.discard();
+            node.cache.orphaned();
         }
     }
 
@@ -145,6 +147,16 @@ impl Ext4Inode {
 
     fn new_inode(mode: u32, rdev: u64, owner: Owner) -> NewInode {
         NewInode { mode: mode as u16, uid: owner.uid, gid: owner.gid, now: now(), rdev: rdev as u32 }
+    }
+}
+
+/// The last in-memory reference went (no open file, mapping, cwd or cached
+/// name holds it): the volume drops its pin later, under its own lock.
+impl Drop for Ext4Inode {
+    fn drop(&mut self) {
+        // Its cached pages go with it: their reserved blocks come back.
+        self.vol.queue_unreserve(self.cache.reserved_blocks());
+        self.vol.queue_unpin(self.ino);
     }
 }
 
@@ -313,13 +325,12 @@ impl Inode for Ext4Inode {
     }
 
     fn lookup(&self, name: &str) -> Result<Arc<dyn Inode>, Errno> {
-        let ino = self.vol.with(|fs| fs.lookup(self.ino, name_bytes(name)))?;
-        self.vol.inode(ino)
+        self.vol.with_inode(|fs| fs.lookup(self.ino, name_bytes(name)))
     }
 
     fn create(&self, name: &str, mode: u32, rdev: u64, owner: Owner) -> Result<Arc<dyn Inode>, Errno> {
         let attr = Self::new_inode(mode, rdev, owner);
-        let ino = self.vol.with(|fs| {
+        let node = self.vol.with_inode(|fs| {
             if mode & S_IFMT == S_IFDIR {
                 fs.mkdir(self.ino, name_bytes(name), attr)
             } else {
@@ -327,14 +338,14 @@ impl Inode for Ext4Inode {
             }
         })?;
         self.vol.changed()?;
-        self.vol.inode(ino)
+        Ok(node)
     }
 
     fn symlink(&self, name: &str, target: &str, owner: Owner) -> Result<Arc<dyn Inode>, Errno> {
         let attr = Self::new_inode(S_IFLNK | 0o777, 0, owner);
-        let ino = self.vol.with(|fs| fs.symlink(self.ino, name_bytes(name), target.as_bytes(), attr))?;
+        let node = self.vol.with_inode(|fs| fs.symlink(self.ino, name_bytes(name), target.as_bytes(), attr))?;
         self.vol.changed()?;
-        self.vol.inode(ino)
+        Ok(node)
     }
 
     fn link(&self, name: &str, inode: &Arc<dyn Inode>) -> Result<(), Errno> {
@@ -357,8 +368,12 @@ impl Inode for Ext4Inode {
 
     fn rename(&self, old: &str, new_dir: &Arc<dyn Inode>, new: &str, flags: u32) -> Result<(), Errno> {
         let dst = self.other_ino(new_dir)?;
+        if flags == c::RENAME_EXCHANGE {
+            self.vol.with(|fs| fs.exchange(self.ino, name_bytes(old), dst, name_bytes(new), now()))?;
+            return self.vol.changed();
+        }
         if flags & !c::RENAME_NOREPLACE != 0 {
-            // RENAME_EXCHANGE and RENAME_WHITEOUT are not done yet.
+            // RENAME_WHITEOUT (overlay file systems' call) is not done.
             return Err(Errno::EINVAL);
         }
         let replaced = self.child(dst, new);
@@ -475,8 +490,27 @@ impl Backend for Ext4Inode {
         self.vol.with(|fs| fs.read(self.ino, offset, buf)).map(|_| ())
     }
 
-    fn write_pages(&self, offset: u64, data: &[u8]) -> Result<(), Errno> {
-        self.vol.with(|fs| fs.write_back(self.ino, offset, data))
+    fn write_pages(&self, offset: u64, data: &[u8], reserved: u64) -> Result<(), Errno> {
+        self.vol.with(|fs| fs.write_back(self.ino, offset, data, reserved))
+    }
+
+    fn block_size(&self) -> u64 {
+        self.vol.with(|fs| Ok(fs.block_size() as u64)).unwrap_or(PAGE_SIZE)
+    }
+
+    fn holes(&self, first: u64, end: u64) -> Result<Vec<(u64, u64)>, Errno> {
+        self.vol.with(|fs| fs.unmapped_blocks(self.ino, first, end))
+    }
+
+    fn reserve(&self, blocks: u64) -> Result<(), Errno> {
+        self.vol.with(|fs| fs.reserve_blocks(blocks))
+    }
+
+    fn release(&self, blocks: u64) {
+        let _ = self.vol.with(|fs| {
+            fs.release_blocks(blocks);
+            Ok(())
+        });
     }
 }
 

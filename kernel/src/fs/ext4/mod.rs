@@ -22,13 +22,14 @@ use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use hal::sync::SpinLock;
 use kiln_ext4::{Ext4, MountOptions, Timestamp};
 use linux_abi::errno::Errno;
 
 use super::inode::Inode;
+use super::mount::FsState;
 use crate::block::BlockQueue;
 use crate::sync::Mutex;
 use disk::Disk;
@@ -43,9 +44,25 @@ pub struct Ext4Volume {
     /// The device's number: st_dev of every file.
     pub dev: u64,
     inodes: SpinLock<BTreeMap<u32, Weak<Ext4Inode>>>,
+    /// Inodes whose last in-memory reference went. Each live
+    /// [`Ext4Inode`] holds one pin in the library (so an unlinked file
+    /// that is still open, mapped or someone's cwd stays on the orphan
+    /// list); its `Drop` may run under a spin lock, where the sleeping
+    /// mutex cannot be taken, so it only queues the number here and the
+    /// next call holding the mutex drops the pin (freeing the inode if
+    /// it has no name left).
+    unpins: SpinLock<Vec<u32>>,
+    /// Blocks reserved by the cached pages of inodes dropped since (given
+    /// back under the mutex with the pins, for the same reason).
+    unreserve: AtomicU64,
     /// `sync` / MS_SYNCHRONOUS: commit after every change.
     pub synchronous: AtomicBool,
-    read_only: bool,
+    /// The library's read-only state, kept where a spin-locked caller
+    /// (the mount table, /proc/mounts) can read it: set at a read-only
+    /// mount or remount, or by an error (`errors=remount-ro`).
+    read_only: AtomicBool,
+    /// The device's name, for the log.
+    name: String,
 }
 
 /// Every mounted volume, for sync(2) and the commit thread.
@@ -62,7 +79,61 @@ impl Ext4Volume {
     pub(crate) fn with<T>(&self, f: impl FnOnce(&mut Ext4<Disk>) -> Result<T, Errno>) -> Result<T, Errno> {
         let mut guard = self.fs.lock();
         let fs = guard.as_mut().ok_or(Errno::EIO)?;
-        f(fs)
+        self.drop_pins(fs);
+        let r = f(fs);
+        self.note_state(fs);
+        r
+    }
+
+    /// After a call: an error that turned the volume read-only is logged
+    /// once and shown by the mount table.
+    fn note_state(&self, fs: &Ext4<Disk>) {
+        let ro = fs.is_read_only();
+        if ro && !self.read_only.swap(true, Ordering::AcqRel) {
+            log::error!("ext4 {}: error; remounting the file system read-only (errors=remount-ro)", self.name);
+        }
+    }
+
+    /// Runs `f`, which names an inode, and returns that inode live (and
+    /// pinned) under the same lock, so no unlink can free it in between.
+    pub(crate) fn with_inode(
+        self: &Arc<Self>,
+        f: impl FnOnce(&mut Ext4<Disk>) -> Result<u32, Errno>,
+    ) -> Result<Arc<dyn Inode>, Errno> {
+        let mut guard = self.fs.lock();
+        let fs = guard.as_mut().ok_or(Errno::EIO)?;
+        self.drop_pins(fs);
+        let r = f(fs);
+        self.note_state(fs);
+        self.live(fs, r?)
+    }
+
+    /// Drops the pins of inodes no longer referenced in memory.
+    fn drop_pins(&self, fs: &mut Ext4<Disk>) {
+        fs.release_blocks(self.unreserve.swap(0, Ordering::AcqRel));
+        let pending = core::mem::take(&mut *self.unpins.lock());
+        for ino in pending {
+            if let Err(e) = fs.unpin(ino, now()) {
+                // Left on the orphan list: the next mount frees it.
+                log::warn!("ext4: could not release inode {ino}: {}", e.name());
+            }
+        }
+    }
+
+    /// Called by a dropped [`Ext4Inode`] whose pages held `blocks`
+    /// reserved, possibly under a spin lock.
+    pub(super) fn queue_unreserve(&self, blocks: u64) {
+        self.unreserve.fetch_add(blocks, Ordering::AcqRel);
+    }
+
+    /// Called by a dropped [`Ext4Inode`], possibly under a spin lock.
+    pub(super) fn queue_unpin(&self, ino: u32) {
+        let mut q = self.unpins.lock();
+        if q.try_reserve(1).is_ok() {
+            q.push(ino);
+        } else {
+            log::warn!("ext4: no memory to release inode {ino}; freed at the next mount if unlinked");
+        }
     }
 
     /// After a change: commits at once on a `sync` mount.
@@ -76,11 +147,19 @@ impl Ext4Volume {
     /// Makes everything durable: the running transaction committed and the
     /// device's cache flushed.
     pub fn commit(&self) -> Result<(), Errno> {
-        if self.read_only {
+        if self.read_only.load(Ordering::Acquire) {
             return Ok(());
         }
-        // The library's commit ends with a device flush.
-        self.with(|fs| fs.commit())
+        // The library's commit ends with a device flush. A commit that
+        // cannot reach the disk (the data or the log) loses what it held:
+        // the volume goes read-only, as ext4 does when jbd2 aborts.
+        self.with(|fs| {
+            let r = fs.commit();
+            if matches!(r, Err(Errno::EIO) | Err(Errno::EUCLEAN)) {
+                fs.io_error();
+            }
+            r
+        })
     }
 
     /// Writes every cached file's dirty pages back, then commits (syncfs).
@@ -91,22 +170,30 @@ impl Ext4Volume {
     }
 
     /// The inode `ino` if something holds it now.
-    pub(crate) fn live(&self, ino: u32) -> Option<Arc<Ext4Inode>> {
+    pub(crate) fn held(&self, ino: u32) -> Option<Arc<Ext4Inode>> {
         self.inodes.lock().get(&ino).and_then(Weak::upgrade)
     }
 
     /// The live inode `ino`, or a new one.
     pub(crate) fn inode(self: &Arc<Self>, ino: u32) -> Result<Arc<dyn Inode>, Errno> {
+        self.with_inode(|_| Ok(ino))
+    }
+
+    /// The live inode `ino` (the mutex held), or a new one, pinned.
+    fn live(self: &Arc<Self>, fs: &mut Ext4<Disk>, ino: u32) -> Result<Arc<dyn Inode>, Errno> {
         let mut table = self.inodes.lock();
         if let Some(i) = table.get(&ino).and_then(Weak::upgrade) {
             return Ok(i);
         }
-        let node = Arc::try_new(Ext4Inode::new(self.clone(), ino)).map_err(|_| Errno::ENOMEM)?;
-        let weak: Weak<dyn super::pagecache::CachedFile> = Arc::downgrade(&node) as _;
-        node.cache.set_owner(weak);
         if table.len() > 4096 {
             table.retain(|_, w| w.strong_count() > 0);
         }
+        // Pinned first: an inode that fails to be made is dropped, and its
+        // Drop queues the matching unpin.
+        fs.pin(ino);
+        let node = Arc::try_new(Ext4Inode::new(self.clone(), ino)).map_err(|_| Errno::ENOMEM)?;
+        let weak: Weak<dyn super::pagecache::CachedFile> = Arc::downgrade(&node) as _;
+        node.cache.set_owner(weak);
         table.insert(ino, Arc::downgrade(&node));
         Ok(node)
     }
@@ -120,6 +207,11 @@ impl Ext4Volume {
         }
         super::pagecache::forget_owner(owner);
         let mut guard = self.fs.lock();
+        if let Some(fs) = guard.as_mut() {
+            // Files closed since the last call: their orphans are freed
+            // now rather than left on the list for the next mount.
+            self.drop_pins(fs);
+        }
         if let Some(fs) = guard.take() {
             match fs.unmount() {
                 Ok(mut disk) => {
@@ -144,11 +236,14 @@ pub fn mount(queue: Arc<BlockQueue>, read_only: bool, synchronous: bool) -> Resu
     }
     let read_only = fs.is_read_only();
     let vol = Arc::try_new(Ext4Volume {
+        name,
         fs: Mutex::new(Some(fs)),
         dev,
         inodes: SpinLock::new(BTreeMap::new()),
+        unpins: SpinLock::new(Vec::new()),
+        unreserve: AtomicU64::new(0),
         synchronous: AtomicBool::new(synchronous),
-        read_only,
+        read_only: AtomicBool::new(read_only),
     })
     .map_err(|_| Errno::ENOMEM)?;
     {
@@ -159,6 +254,25 @@ pub fn mount(queue: Arc<BlockQueue>, read_only: bool, synchronous: bool) -> Resu
     }
     start_commit_thread();
     vol.inode(kiln_ext4::ROOT_INO)
+}
+
+/// What the mount table asks of the volume: its read-only state and the
+/// flags a remount changes.
+impl FsState for Ext4Volume {
+    fn is_read_only(&self) -> bool {
+        self.read_only.load(Ordering::Acquire)
+    }
+
+    fn remount(&self, read_only: bool, synchronous: bool) -> Result<(), Errno> {
+        let mut guard = self.fs.lock();
+        let fs = guard.as_mut().ok_or(Errno::EIO)?;
+        self.drop_pins(fs);
+        let r = if read_only { fs.remount_read_only() } else { fs.remount_read_write() };
+        self.read_only.store(fs.is_read_only(), Ordering::Release);
+        r?;
+        self.synchronous.store(synchronous, Ordering::Relaxed);
+        Ok(())
+    }
 }
 
 /// The volume an inode of ext4 belongs to, if it is one.

@@ -13,7 +13,7 @@ use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 
 use netdev::{NetDevice, RxMeta, TxMeta};
-use smoltcp::phy::{self, ChecksumCapabilities, DeviceCapabilities, Medium};
+use smoltcp::phy::{self, Checksum, ChecksumCapabilities, DeviceCapabilities, Medium};
 use smoltcp::time::Instant;
 
 /// The largest frame either device kind carries (the loopback's MTU).
@@ -45,9 +45,74 @@ pub struct Counters {
     pub rx_dropped: u64,
 }
 
-/// The loopback: what is sent is received, in order.
+/// Loopback frame buffers kept for reuse, at most, of each size: enough
+/// for the frames one poll round has in flight on busy connections.
+const LOOPBACK_SPARE: usize = 16;
+
+/// The size of a small frame buffer: a pure ACK, a ping-pong's segment,
+/// a short datagram.
+const SMALL_FRAME: usize = 512;
+
+/// Packets at least this long go into spare full-size buffers; those up
+/// to `SMALL_FRAME` into spare small ones; the others get a buffer of
+/// their own size.
+const SPARE_FROM: usize = 4096;
+
+/// Spent loopback frame buffers, small (`SMALL_FRAME`) and large
+/// (`LOOPBACK_MTU`), so most frames are neither allocated nor cleared per
+/// packet: a 64 KiB segment cost a 64 KiB allocation and a 64 KiB clear
+/// before smoltcp wrote over every byte, and a ping-pong's data and ACK
+/// segments an allocation and a free each. The old bytes a reused buffer
+/// holds are never read: a frame is only read up to the length it was
+/// built with. Behind their own lock, because the receive token that ends
+/// a frame's life does not borrow the device.
+struct Spares {
+    small: Vec<Vec<u8>>,
+    large: Vec<Vec<u8>>,
+}
+
+static SPARE_FRAMES: hal::sync::SpinLock<Spares> =
+    hal::sync::SpinLock::new(Spares { small: Vec::new(), large: Vec::new() });
+
+/// A buffer for a frame of `len` bytes, reused or new; None without
+/// memory.
+fn loopback_frame(len: usize) -> Option<Vec<u8>> {
+    let size = if len >= SPARE_FROM {
+        LOOPBACK_MTU
+    } else if len <= SMALL_FRAME {
+        SMALL_FRAME
+    } else {
+        len
+    };
+    if size == SMALL_FRAME || size == LOOPBACK_MTU {
+        let mut spares = SPARE_FRAMES.lock();
+        let pool = if size == SMALL_FRAME { &mut spares.small } else { &mut spares.large };
+        if let Some(f) = pool.pop() {
+            return Some(f);
+        }
+    }
+    let mut frame = Vec::new();
+    frame.try_reserve_exact(size).ok()?;
+    frame.resize(size, 0);
+    Some(frame)
+}
+
+fn spare_frame(frame: Vec<u8>) {
+    let mut spares = SPARE_FRAMES.lock();
+    let pool = match frame.len() {
+        SMALL_FRAME => &mut spares.small,
+        LOOPBACK_MTU => &mut spares.large,
+        _ => return,
+    };
+    if pool.len() < LOOPBACK_SPARE && pool.try_reserve(1).is_ok() {
+        pool.push(frame);
+    }
+}
+
+/// The loopback: what is sent is received, in order. Each queued frame
+/// is a buffer and the length of the packet at its start.
 pub struct LoopbackDevice {
-    queue: VecDeque<Vec<u8>>,
+    queue: VecDeque<(Vec<u8>, usize)>,
     scratch: Vec<u8>,
     pub counters: Counters,
 }
@@ -113,11 +178,37 @@ impl IfaceDevice {
 
 pub struct RxToken {
     frame: Vec<u8>,
+    len: usize,
+    /// A loopback frame, whose buffer goes back to the spares.
+    loopback: bool,
+}
+
+impl RxToken {
+    /// A token for a whole frame held elsewhere (the SYN gate's).
+    pub fn new(frame: Vec<u8>) -> RxToken {
+        let len = frame.len();
+        RxToken { frame, len, loopback: false }
+    }
+
+    pub fn frame(&self) -> &[u8] {
+        &self.frame[..self.len]
+    }
+
+    /// The frame's bytes, for keeping; a loopback buffer kept this way is
+    /// not returned to the spares.
+    pub fn into_frame(mut self) -> Vec<u8> {
+        self.frame.truncate(self.len);
+        self.frame
+    }
 }
 
 impl phy::RxToken for RxToken {
     fn consume<R, F: FnOnce(&[u8]) -> R>(self, f: F) -> R {
-        f(&self.frame)
+        let r = f(&self.frame[..self.len]);
+        if self.loopback {
+            spare_frame(self.frame);
+        }
+        r
     }
 }
 
@@ -130,21 +221,24 @@ impl phy::TxToken for TxToken<'_> {
     fn consume<R, F: FnOnce(&mut [u8]) -> R>(self, len: usize, f: F) -> R {
         match self {
             TxToken::Loopback(l) => {
-                let mut frame = Vec::new();
-                if l.queue.len() >= LOOPBACK_QUEUE || frame.try_reserve_exact(len).is_err() {
+                let frame = if l.queue.len() < LOOPBACK_QUEUE && l.queue.try_reserve(1).is_ok() {
+                    loopback_frame(len)
+                } else {
+                    None
+                };
+                let Some(mut frame) = frame.filter(|_| len <= LOOPBACK_MTU) else {
                     // Built where it is dropped: smoltcp needs its
                     // closure run.
                     l.counters.tx_dropped += 1;
                     let n = len.min(l.scratch.len());
                     return f(&mut l.scratch[..n]);
-                }
-                frame.resize(len, 0);
-                let r = f(&mut frame);
+                };
+                let r = f(&mut frame[..len]);
                 l.counters.tx_packets += 1;
                 l.counters.tx_bytes += len as u64;
                 l.counters.rx_packets += 1;
                 l.counters.rx_bytes += len as u64;
-                l.queue.push_back(frame);
+                l.queue.push_back((frame, len));
                 r
             }
             TxToken::Nic(n) => {
@@ -178,8 +272,8 @@ impl phy::Device for IfaceDevice {
     fn receive(&mut self, _now: Instant) -> Option<(RxToken, TxToken<'_>)> {
         match self {
             IfaceDevice::Loopback(l) => {
-                let frame = l.queue.pop_front()?;
-                Some((RxToken { frame }, TxToken::Loopback(l)))
+                let (frame, len) = l.queue.pop_front()?;
+                Some((RxToken { frame, len, loopback: true }, TxToken::Loopback(l)))
             }
             IfaceDevice::Nic(n) => {
                 let mut frame = None;
@@ -196,7 +290,9 @@ impl phy::Device for IfaceDevice {
                 if dropped {
                     n.counters.rx_dropped += 1;
                 }
-                Some((RxToken { frame: frame? }, TxToken::Nic(n)))
+                let frame = frame?;
+                let len = frame.len();
+                Some((RxToken { frame, len, loopback: false }, TxToken::Nic(n)))
             }
         }
     }
@@ -217,6 +313,12 @@ impl phy::Device for IfaceDevice {
                 // Linux's lo does not checksum either (CHECKSUM_PARTIAL
                 // that nobody completes): the bytes never leave memory.
                 caps.checksum = ChecksumCapabilities::ignored();
+                // ICMP is checksummed and checked on Linux's lo too (raw
+                // sockets see the sums; a wrong one gets no echo reply),
+                // and so is the IPv4 header.
+                caps.checksum.ipv4 = Checksum::Tx;
+                caps.checksum.icmpv4 = Checksum::Both;
+                caps.checksum.icmpv6 = Checksum::Both;
             }
             IfaceDevice::Nic(n) => {
                 // Checksums are computed and checked here: the device's

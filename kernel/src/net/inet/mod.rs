@@ -9,18 +9,23 @@
 //! * [`poller`]: the network thread (device wakeups and timers).
 //! * [`tcp`], [`udp`]: the sockets, with [`common`] what both carry,
 //!   [`addr`] the socket address formats, [`ports`] the bind table.
+//! * [`icmp`]: ping sockets (SOCK_DGRAM ICMP and ICMPv6) and
+//!   net.ipv4.ping_group_range; [`raw`]: SOCK_RAW sockets.
 //!
 //! docs/networking.md tells how a packet travels through these.
 
 pub mod addr;
 mod common;
 pub mod config;
+pub mod icmp;
 pub mod iface;
 mod poller;
 pub mod ports;
 mod procnet;
+mod raw;
 pub mod stack;
 mod tcp;
+mod tcp_listen;
 mod udp;
 
 use alloc::sync::Arc;
@@ -40,8 +45,11 @@ pub const IPPROTO_UDP: i32 = 17;
 
 /// socket(AF_INET or AF_INET6, kind, protocol), with Linux's lookup
 /// (`inet_create`): a type it has no protocol of is ESOCKTNOSUPPORT, a
-/// protocol the type does not carry EPROTONOSUPPORT.
+/// protocol the type does not carry EPROTONOSUPPORT. SOCK_RAW takes any
+/// protocol but 0 below IPPROTO_MAX (EINVAL above) and needs
+/// CAP_NET_RAW; a ping socket needs a group in ping_group_range.
 pub fn create(family: u16, kind: u32, protocol: i32) -> Result<Arc<dyn Protocol>, Errno> {
+    let icmp = if family == s::AF_INET { icmp::IPPROTO_ICMP } else { icmp::IPPROTO_ICMPV6 };
     match kind {
         s::SOCK_STREAM => match protocol {
             IPPROTO_IP | IPPROTO_TCP => tcp::open(family),
@@ -49,7 +57,13 @@ pub fn create(family: u16, kind: u32, protocol: i32) -> Result<Arc<dyn Protocol>
         },
         s::SOCK_DGRAM => match protocol {
             IPPROTO_IP | IPPROTO_UDP => udp::open(family),
+            p if p == icmp => icmp::open(family),
             _ => Err(Errno::EPROTONOSUPPORT),
+        },
+        s::SOCK_RAW => match protocol {
+            p if !(0..raw::IPPROTO_MAX).contains(&p) => Err(Errno::EINVAL),
+            IPPROTO_IP => Err(Errno::EPROTONOSUPPORT),
+            p => raw::open(family, p),
         },
         _ => Err(Errno::ESOCKTNOSUPPORT),
     }

@@ -53,6 +53,36 @@ impl Stack {
                 v.push(e);
             }
         }
+        // Connections a listener holds (half-open or waiting for
+        // accept): Linux lists them, with no inode.
+        let mut children = alloc::vec::Vec::new();
+        for q in self.listens.queues.iter() {
+            for &(r, _) in q.embryos.iter().chain(q.ready.iter()) {
+                if children.try_reserve(1).is_err() {
+                    break;
+                }
+                children.push((r, q.family, q.uid));
+            }
+        }
+        for (r, family, uid) in children {
+            let t = self.tcp(r);
+            let (Some(local), Some(remote)) = (t.local_endpoint(), t.remote_endpoint()) else { continue };
+            let e = ProcEntry {
+                transport: Transport::Tcp,
+                family,
+                local: super::addr::from_endpoint(local),
+                remote: super::addr::from_endpoint(remote),
+                state: tcp_state(t.state()),
+                tx_queue: t.send_queue(),
+                rx_queue: t.recv_queue(),
+                uid,
+                inode: 0,
+            };
+            if v.try_reserve(1).is_err() {
+                break;
+            }
+            v.push(e);
+        }
         v
     }
 }

@@ -18,12 +18,13 @@ use alloc::vec::Vec;
 
 use linux_abi::errno::Errno;
 use smoltcp::iface::{Interface, PollResult, SocketHandle, SocketSet};
-use smoltcp::socket::{tcp, udp};
+use smoltcp::socket::{raw, tcp, udp};
 use smoltcp::time::Instant;
 use smoltcp::wire::IpAddress;
 
 use super::iface::{IfaceDevice, IfaceInfo};
 use super::ports::{Ports, Transport};
+use super::tcp_listen::{Gated, Listens};
 use crate::sync::{Mutex, MutexGuard};
 
 /// One interface: smoltcp's state for it, its device, and the sockets
@@ -66,11 +67,24 @@ struct Orphan {
     port: Option<(Transport, u16, u64)>,
 }
 
+/// Spent TCP sockets kept for reuse, at most (each holds its buffers,
+/// 128 KiB at the default sizes).
+const SPARE_TCP: usize = 8;
+
 pub struct Stack {
     pub ifaces: Vec<Iface>,
     pub ports: Ports,
     watchers: Vec<Arc<dyn Watch>>,
     orphans: Vec<Orphan>,
+    /// TCP listeners' queues and the SYN gate (tcp_listen.rs).
+    pub listens: Listens,
+    /// Removed TCP sockets, closed, with their buffers: a new connection
+    /// (connect, or a listener's next listening socket) takes one of the
+    /// sizes it needs instead of allocating and clearing 128 KiB, which
+    /// was a third of a loopback connect+accept+close. smoltcp clears a
+    /// socket's state and rings when it listens or connects again; the
+    /// options Kiln sets are put back to a new socket's in [`Stack::new_tcp`].
+    spare_tcp: Vec<tcp::Socket<'static>>,
     /// When smoltcp next wants to be polled (monotonic ns; 0: no timer).
     pub next_poll: u64,
 }
@@ -140,7 +154,15 @@ pub fn new_id() -> u64 {
 impl Stack {
     pub fn new(lo: Iface) -> Stack {
         let ifaces = alloc::vec![lo];
-        Stack { ifaces, ports: Ports::new(), watchers: Vec::new(), orphans: Vec::new(), next_poll: 0 }
+        Stack {
+            ifaces,
+            ports: Ports::new(),
+            watchers: Vec::new(),
+            orphans: Vec::new(),
+            listens: Listens::default(),
+            spare_tcp: Vec::new(),
+            next_poll: 0,
+        }
     }
 
     pub fn add_iface(&mut self, iface: Iface) -> Result<usize, Errno> {
@@ -177,13 +199,44 @@ impl Stack {
         self.ifaces[r.iface].sockets.get_mut::<udp::Socket>(r.handle)
     }
 
+    pub fn raw(&mut self, r: SockRef) -> &mut raw::Socket<'static> {
+        self.ifaces[r.iface].sockets.get_mut::<raw::Socket>(r.handle)
+    }
+
     pub fn add(&mut self, iface: usize, s: smoltcp::socket::Socket<'static>) -> SockRef {
         let handle = self.ifaces[iface].sockets.add(s);
         SockRef { iface, handle }
     }
 
     pub fn remove(&mut self, r: SockRef) {
-        drop(self.ifaces[r.iface].sockets.remove(r.handle));
+        if let smoltcp::socket::Socket::Tcp(mut t) = self.ifaces[r.iface].sockets.remove(r.handle) {
+            if self.spare_tcp.len() < SPARE_TCP && self.spare_tcp.try_reserve(1).is_ok() {
+                // Out of the set nothing polls it, so this sends nothing:
+                // it only makes the socket closed, ready to listen or
+                // connect again.
+                t.abort();
+                self.spare_tcp.push(t);
+            }
+        }
+    }
+
+    /// A closed smoltcp TCP socket with rings of these sizes: a spare one
+    /// if one fits, else a new one.
+    pub fn new_tcp(&mut self, rx: usize, tx: usize) -> Result<tcp::Socket<'static>, Errno> {
+        let Some(i) = self.spare_tcp.iter().position(|t| t.recv_capacity() == rx && t.send_capacity() == tx) else {
+            return new_tcp(rx, tx);
+        };
+        let mut t = self.spare_tcp.swap_remove(i);
+        // What a new socket has (smoltcp's defaults and `new_tcp`'s).
+        t.set_ack_delay(None);
+        t.set_nagle_enabled(true);
+        t.set_keep_alive(None);
+        t.set_timeout(None);
+        t.set_hop_limit(None);
+        // A fresh controller of the same kind: the old one's window
+        // belonged to the old connection.
+        t.set_congestion_control(t.congestion_control());
+        Ok(t)
     }
 
     /// The interface whose addresses include `addr`.
@@ -245,6 +298,7 @@ impl Stack {
                 break;
             }
         }
+        self.listens.promote(&mut self.ifaces);
         for i in 1..self.ifaces.len() {
             super::config::poll_dhcp(self, i);
         }
@@ -266,14 +320,28 @@ impl Stack {
     }
 
     fn poll_ifaces(&mut self, now: Instant) {
-        for f in self.ifaces.iter_mut() {
-            // A loopback frame sent in one round is received in the next;
-            // the bound keeps one busy socket from holding the lock long.
+        for (i, f) in self.ifaces.iter_mut().enumerate() {
+            let loopback = matches!(f.dev, IfaceDevice::Loopback(_));
+            // A loopback frame sent in one round is received in the next,
+            // and a SYN held at the gate in the round after its socket
+            // is made; the bound keeps one busy socket (or a burst of
+            // SYNs) from holding the lock long.
+            let mut done = false;
             for _ in 0..256 {
-                let r = f.iface.poll(now, &mut f.dev, &mut f.sockets);
-                if r == PollResult::None && !f.dev.rx_pending() {
+                let mut dev = Gated { dev: &mut f.dev, listens: &mut self.listens, iface: i };
+                let r = f.iface.poll(now, &mut dev, &mut f.sockets);
+                let again = self.listens.after_round(i, &mut f.sockets);
+                // smoltcp's poll sends until no socket has more to send, so
+                // on the loopback, where everything sent is already queued,
+                // an empty queue means nothing more can move.
+                if (r == PollResult::None || loopback) && !f.dev.rx_pending() && !again {
+                    done = true;
                     break;
                 }
+            }
+            if !done && self.listens.holding(i) {
+                // The rest waits for the network thread.
+                super::poller::wake();
             }
         }
     }

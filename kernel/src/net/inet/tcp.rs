@@ -2,12 +2,9 @@
 //!
 //! A socket is in one of four phases: closed (new, or after a failed
 //! connection), connecting, connected, or listening. A connection is one
-//! smoltcp socket. A listener is a few smoltcp sockets listening on its
-//! port (smoltcp turns a listening socket into the connection a SYN
-//! asks for) and a queue of established connections for accept: after
-//! each poll the listener moves finished handshakes to the queue and
-//! puts a fresh listening socket in their place, until the queue holds
-//! backlog + 1 connections (Linux's bound).
+//! smoltcp socket. A listener's connections in the making and waiting
+//! for accept are in its queue in the stack (`tcp_listen.rs`, which
+//! bounds them as Linux does), keyed by the socket's id.
 //!
 //! smoltcp says what a connection's state is, not why it changed, so the
 //! errors are read from transitions: SYN-SENT to CLOSED is a refused
@@ -19,7 +16,6 @@
 
 use alloc::collections::VecDeque;
 use alloc::sync::{Arc, Weak};
-use alloc::vec::Vec;
 use core::any::Any;
 use core::sync::atomic::Ordering;
 
@@ -35,6 +31,7 @@ use super::common::{int_arg, Common, SOL_TCP};
 use super::ports::{Binding, Transport};
 use super::procnet::ProcEntry;
 use super::stack::{self, SockRef, Stack, Watch};
+use super::tcp_listen::ListenQueue;
 use crate::event::{Events, PollTable};
 use crate::net::options::{OptValue, SockOptions};
 use crate::net::socket::{AddrBuf, NameCtx, Protocol, Received, RecvArgs, SendArgs, SockType};
@@ -53,32 +50,15 @@ pub const TCP_KEEPCNT: i32 = 6;
 const TCP_RMEM_DEFAULT: u32 = 131_072;
 const TCP_WMEM_DEFAULT: u32 = 16_384;
 
-/// Listening smoltcp sockets per listener: on the loopback a handshake
-/// ends within the poll that began it, so a few would suffice, but
-/// through a NIC several SYNs arrive before any handshake ends and smoltcp
-/// answers one that finds no listening socket with a reset (10 at once
-/// from redis-benchmark through hostfwd met resets with 4). Each holds a
-/// connection's buffers (144 KiB by default).
-const LISTEN_SLOTS: usize = 16;
-
 /// shutdown bits.
 const RCV: u8 = 1;
 const SEND: u8 = 2;
-
-struct Listener {
-    backlog: usize,
-    slots: Vec<SockRef>,
-    queue: VecDeque<SockRef>,
-    endpoint: IpListenEndpoint,
-    /// Buffer sizes of the connections it makes.
-    sizes: (usize, usize),
-}
 
 enum Phase {
     Closed,
     Connecting(SockRef),
     Connected(SockRef),
-    Listening(Listener),
+    Listening,
 }
 
 struct Inner {
@@ -191,14 +171,15 @@ impl TcpSocket {
             ev |= Events::ERR;
         }
         match &inner.phase {
-            Phase::Listening(l) => {
-                if !l.queue.is_empty() {
+            Phase::Listening => {
+                let n = st.listens.queue(self.c.id).map_or(0, |q| q.ready.len());
+                if n > 0 {
                     ev |= Events::IN | Events::RDNORM;
                 }
-                if l.queue.len() > inner.rx_seen {
+                if n > inner.rx_seen {
                     more |= Events::IN;
                 }
-                inner.rx_seen = l.queue.len();
+                inner.rx_seen = n;
             }
             Phase::Closed => {
                 ev |= Events::HUP;
@@ -280,66 +261,13 @@ impl TcpSocket {
                 }
                 inner.last_state = state;
             }
-            Phase::Listening(l) => Self::refresh_listener(self.c.family, self.c.v6only.load(Ordering::Relaxed), st, l),
-            Phase::Closed => {}
+            Phase::Listening | Phase::Closed => {}
         }
         let (ev, more) = self.compute(st, inner);
         if ev.contains(Events::IN) && (more.contains(Events::IN) || !self.c.events().contains(Events::IN)) {
             self.c.opts.async_io.data_ready(linux_abi::signal::POLL_IN);
         }
         self.c.set_events(ev, more);
-    }
-
-    fn refresh_listener(family: u16, v6only: bool, st: &mut Stack, l: &mut Listener) {
-        let mut i = 0;
-        while i < l.slots.len() {
-            let r = l.slots[i];
-            let t = st.tcp(r);
-            match t.state() {
-                State::Listen | State::SynReceived => {}
-                State::Closed | State::TimeWait => {
-                    // The handshake failed: listen again.
-                    t.abort();
-                    let _ = t.listen(l.endpoint);
-                }
-                _ => {
-                    let remote = t.remote_endpoint().map(|e| e.addr);
-                    let wrong_family = match remote {
-                        Some(IpAddress::Ipv6(_)) => family == s::AF_INET,
-                        Some(IpAddress::Ipv4(_)) => family == s::AF_INET6 && v6only,
-                        None => true,
-                    };
-                    if wrong_family {
-                        t.abort();
-                        // The reset goes out with the next poll; then the
-                        // slot listens again (above).
-                    } else if l.queue.len() <= l.backlog && l.queue.try_reserve(1).is_ok() {
-                        {
-                            l.queue.push_back(r);
-                            match Self::listening_socket(st, r.iface, l.endpoint, l.sizes) {
-                                Ok(nr) => l.slots[i] = nr,
-                                Err(_) => {
-                                    l.slots.swap_remove(i);
-                                    continue;
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-            i += 1;
-        }
-    }
-
-    fn listening_socket(
-        st: &mut Stack,
-        iface: usize,
-        ep: IpListenEndpoint,
-        sizes: (usize, usize),
-    ) -> Result<SockRef, Errno> {
-        let mut t = stack::new_tcp(sizes.0, sizes.1)?;
-        t.listen(ep).map_err(|_| Errno::EINVAL)?;
-        Ok(st.add(iface, smoltcp::socket::Socket::Tcp(t)))
     }
 
     fn sock_addr_of(&self, e: Option<IpEndpoint>) -> AddrBuf {
@@ -470,8 +398,20 @@ impl TcpSocket {
                 break;
             }
         }
-        // The window opened: tell the sender now.
-        st.poll();
+        // The window opened: tell the sender now, if smoltcp would. It
+        // advertises a larger window only once it has doubled (Linux's
+        // rule, `window_to_update`), which needs the last advertised one
+        // at most half the ring: so the queue was at least half full at
+        // that advertisement, and the first read since then found it so
+        // and polled. A read that finds less (a ping-pong's 1 byte) has
+        // nothing to tell, and skips the poll's walk over the sockets.
+        // Its own readiness is refreshed either way.
+        if queued * 2 >= t.recv_capacity() {
+            st.poll();
+        } else {
+            let mut inner = self.inner.lock();
+            self.refresh_locked(&mut st, &mut inner);
+        }
         match fault {
             Some(e) if total == 0 => Err(e),
             _ => Ok(total),
@@ -489,11 +429,8 @@ impl TcpSocket {
         let port = inner.owns_port.then_some((Transport::Tcp, inner.local.port, self.c.id));
         let (lo, linger) = self.c.opts.linger();
         match core::mem::replace(&mut inner.phase, Phase::Closed) {
-            Phase::Listening(l) => {
-                for r in l.slots.into_iter().chain(l.queue) {
-                    st.tcp(r).abort();
-                    st.orphan(r, None);
-                }
+            Phase::Listening => {
+                close_queue(&mut st, self.c.id);
                 if let Some((t, p, o)) = port {
                     st.ports.release(t, p, o);
                 }
@@ -517,6 +454,17 @@ impl TcpSocket {
         }
         drop(inner);
         st.poll();
+    }
+}
+
+/// A listener closes: the connections it held go with a reset, as
+/// Linux's `inet_csk_listen_stop` resets the unaccepted ones.
+fn close_queue(st: &mut Stack, id: u64) {
+    if let Some(q) = st.listens.remove(id) {
+        for (r, _) in q.embryos.into_iter().chain(q.ready) {
+            st.tcp(r).abort();
+            st.orphan(r, None);
+        }
     }
 }
 
@@ -560,7 +508,7 @@ impl Watch for TcpSocket {
             // As Linux's /proc/net/tcp: a listener's receive queue is its
             // accept queue, its send queue 0 (only sock_diag, which `ss`
             // reads, reports the backlog there).
-            Phase::Listening(l) => e.rx_queue = l.queue.len(),
+            Phase::Listening => e.rx_queue = st.listens.queue(self.c.id).map_or(0, |q| q.ready.len()),
             Phase::Connecting(r) | Phase::Connected(r) => {
                 let t = st.tcp(*r);
                 e.local = t.local_endpoint().map(addr::from_endpoint).unwrap_or(inner.local);
@@ -629,7 +577,7 @@ impl Protocol for TcpSocket {
         {
             // The state comes before the address (__inet_stream_connect).
             let inner = self.inner.lock();
-            if !inner.in_progress && matches!(inner.phase, Phase::Connected(_) | Phase::Listening(_)) {
+            if !inner.in_progress && matches!(inner.phase, Phase::Connected(_) | Phase::Listening) {
                 return Err(Errno::EISCONN);
             }
         }
@@ -678,7 +626,7 @@ impl Protocol for TcpSocket {
             let iface = st.route(remote)?;
             self.autobind(&mut st, &mut inner)?;
             let (rx, tx) = Self::buffer_sizes(&self.c.opts);
-            let mut t = stack::new_tcp(rx, tx)?;
+            let mut t = st.new_tcp(rx, tx)?;
             self.configure(&inner, &mut t);
             let local = IpListenEndpoint { addr: inner.local.addr, port: inner.local.port };
             t.connect(st.ifaces[iface].iface.context(), IpEndpoint::new(remote, sa.port), local)
@@ -722,8 +670,10 @@ impl Protocol for TcpSocket {
         let mut inner = self.inner.lock();
         let backlog = (backlog.max(0) as u32).min(s::SOMAXCONN) as usize;
         match &mut inner.phase {
-            Phase::Listening(l) => {
-                l.backlog = backlog;
+            Phase::Listening => {
+                if let Some(q) = st.listens.queue(self.c.id) {
+                    q.backlog = backlog;
+                }
                 return Ok(());
             }
             Phase::Closed => {}
@@ -731,28 +681,19 @@ impl Protocol for TcpSocket {
         }
         self.autobind(&mut st, &mut inner)?;
         st.ports.set_listening(Transport::Tcp, inner.local.port, self.c.id)?;
-        let endpoint = IpListenEndpoint { addr: inner.local.addr, port: inner.local.port };
-        let ifaces: Vec<usize> = match inner.local.addr {
-            Some(a) => alloc::vec![st.iface_of_local(a).unwrap_or(0)],
-            None => (0..st.ifaces.len()).collect(),
+        let q = ListenQueue {
+            id: self.c.id,
+            endpoint: IpListenEndpoint { addr: inner.local.addr, port: inner.local.port },
+            family: self.c.family,
+            v6only: self.c.v6only.load(Ordering::Relaxed),
+            uid: self.c.uid,
+            sizes: Self::buffer_sizes(&self.c.opts),
+            backlog,
+            embryos: VecDeque::new(),
+            ready: VecDeque::new(),
         };
-        let sizes = Self::buffer_sizes(&self.c.opts);
-        let mut slots = Vec::new();
-        for i in ifaces {
-            for _ in 0..(backlog + 1).min(LISTEN_SLOTS) {
-                slots.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
-                match Self::listening_socket(&mut st, i, endpoint, sizes) {
-                    Ok(r) => slots.push(r),
-                    Err(e) => {
-                        for r in slots {
-                            st.remove(r);
-                        }
-                        return Err(e);
-                    }
-                }
-            }
-        }
-        inner.phase = Phase::Listening(Listener { backlog, slots, queue: VecDeque::new(), endpoint, sizes });
+        st.listens.add(q)?;
+        inner.phase = Phase::Listening;
         inner.rx_seen = 0;
         self.refresh_locked(&mut st, &mut inner);
         Ok(())
@@ -763,8 +704,11 @@ impl Protocol for TcpSocket {
         block_on(&self.c.pollee, Events::IN, timeout, || {
             let mut st = stack::lock()?;
             let mut inner = self.inner.lock();
-            let Phase::Listening(l) = &mut inner.phase else { return Err(Errno::EINVAL) };
-            let Some(r) = l.queue.pop_front() else { return Err(Errno::EAGAIN) };
+            if !matches!(inner.phase, Phase::Listening) {
+                return Err(Errno::EINVAL);
+            }
+            let q = st.listens.queue(self.c.id).ok_or(Errno::EINVAL)?;
+            let Some((r, _)) = q.ready.pop_front() else { return Err(Errno::EAGAIN) };
             let t = st.tcp(r);
             let (local, remote) = (t.local_endpoint(), t.remote_endpoint());
             let child = TcpSocket::new(
@@ -840,14 +784,10 @@ impl Protocol for TcpSocket {
                 }
                 inner.shut |= mode;
             }
-            Phase::Listening(_) if mode & RCV != 0 => {
+            Phase::Listening if mode & RCV != 0 => {
                 // Linux closes the listener (tcp_disconnect).
-                if let Phase::Listening(l) = core::mem::replace(&mut inner.phase, Phase::Closed) {
-                    for r in l.slots.into_iter().chain(l.queue) {
-                        st.tcp(r).abort();
-                        st.orphan(r, None);
-                    }
-                }
+                inner.phase = Phase::Closed;
+                close_queue(&mut st, self.c.id);
                 inner.shut |= mode;
             }
             _ => return Err(Errno::ENOTCONN),
@@ -919,7 +859,7 @@ impl Protocol for TcpSocket {
         let mut st = stack::lock()?;
         let inner = self.inner.lock();
         match inner.phase {
-            Phase::Listening(_) => Err(Errno::EINVAL),
+            Phase::Listening => Err(Errno::EINVAL),
             Phase::Connected(r) => Ok(st.tcp(r).recv_queue()),
             _ => Ok(0),
         }
@@ -943,7 +883,7 @@ impl Protocol for TcpSocket {
     }
 
     fn is_listening(&self) -> bool {
-        matches!(self.inner.lock().phase, Phase::Listening(_))
+        matches!(self.inner.lock().phase, Phase::Listening)
     }
 
     fn buffer_changed(&self) {}
@@ -1052,12 +992,7 @@ impl TcpSocket {
                 st.tcp(r).abort();
                 st.orphan(r, None);
             }
-            Phase::Listening(l) => {
-                for r in l.slots.into_iter().chain(l.queue) {
-                    st.tcp(r).abort();
-                    st.orphan(r, None);
-                }
-            }
+            Phase::Listening => close_queue(&mut st, self.c.id),
             Phase::Closed => {}
         }
         inner.in_progress = false;

@@ -39,6 +39,10 @@ const RX_PACKETS: usize = 256;
 const TX_PACKETS: usize = 16;
 const TX_BYTES: usize = 128 * 1024;
 
+/// Datagrams up to this long are staged on the kernel stack on their way
+/// from user memory to smoltcp.
+const SMALL_DATAGRAM: usize = 256;
+
 const RCV: u8 = 1;
 const SEND: u8 = 2;
 
@@ -282,14 +286,16 @@ impl UdpSocket {
         // Filter first, so a connected socket sees only its peer.
         self.compute(&mut st, &mut inner);
         let peek = args.flags & s::MSG_PEEK != 0;
-        let socks = inner.socks.clone();
+        // The first of its smoltcp sockets holding a datagram; the stack
+        // lock keeps it there while the spin lock is let go.
+        let ready = inner.socks.iter().copied().find(|r| st.udp(*r).can_recv());
         let rcv_shut = inner.shut & RCV != 0;
         // User memory is written below: no spin lock held.
         drop(inner);
-        for r in socks {
+        if let Some(r) = ready {
             let u = st.udp(r);
             let got = if peek { u.peek().map(|(d, m)| (d, *m)) } else { u.recv() };
-            let Ok((payload, meta)) = got else { continue };
+            let Ok((payload, meta)) = got else { return Err(Errno::EAGAIN) };
             let n = payload.len().min(data.remaining());
             let res = data.write(&payload[..n]);
             let full = payload.len();
@@ -478,9 +484,20 @@ impl Protocol for UdpSocket {
         let timeout = self.c.snd_timeout(nonblock);
         // Read once, before any spin lock is taken (a fault may sleep),
         // and kept for the retries after EAGAIN.
-        let mut buf = stack::zeroed(data.remaining())?;
-        data.read(&mut buf)?;
-        let r = block_on(&self.c.pollee, Events::OUT, timeout, || self.send_one(&buf, dest));
+        // Short datagrams (a request, a ping) stay on the stack: no
+        // allocation per send.
+        let len = data.remaining();
+        let mut small = [0u8; SMALL_DATAGRAM];
+        let mut big;
+        let buf: &mut [u8] = if len <= SMALL_DATAGRAM {
+            &mut small[..len]
+        } else {
+            big = stack::zeroed(len)?;
+            &mut big
+        };
+        data.read(buf)?;
+        let buf = &*buf;
+        let r = block_on(&self.c.pollee, Events::OUT, timeout, || self.send_one(buf, dest));
         if r == Err(Errno::EPIPE) && args.flags & s::MSG_NOSIGNAL == 0 {
             crate::net::sigpipe();
         }

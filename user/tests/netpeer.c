@@ -1,0 +1,151 @@
+/*
+ * netpeer: the guest's helpers for the NET=socket segment test (xtask's
+ * netseg stage: two Kiln machines on one L2 segment and a hostile host
+ * program among them). Not a test of its own (in TOOLS).
+ *
+ *   netpeer udp-echo PORT           echo every UDP datagram back, forever
+ *   netpeer udp-send HOST PORT N    send N numbered datagrams of varying
+ *                                   sizes, check each echo (retrying a
+ *                                   lost one), print the verdict
+ *   netpeer wait PORT               block until a UDP datagram arrives
+ *                                   (the host's signal to go on)
+ *   netpeer hold PORT               accept TCP connections (small
+ *                                   buffers) and keep them open while
+ *                                   descriptors last, forever
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static int udp_bound(int port)
+{
+    int s = socket(AF_INET, SOCK_DGRAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) < 0) {
+        perror("netpeer: bind");
+        exit(1);
+    }
+    return s;
+}
+
+static int udp_echo(int port)
+{
+    int s = udp_bound(port);
+    static unsigned char buf[65536];
+    for (;;) {
+        struct sockaddr_in from;
+        socklen_t len = sizeof from;
+        ssize_t n = recvfrom(s, buf, sizeof buf, 0, (struct sockaddr *)&from, &len);
+        if (n >= 0)
+            sendto(s, buf, (size_t)n, 0, (struct sockaddr *)&from, len);
+    }
+    return 0;
+}
+
+static void fill(unsigned char *p, size_t n, uint32_t seq)
+{
+    uint32_t x = seq * 2654435761u + 1;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        p[i] = (unsigned char)x;
+    }
+    memcpy(p, &seq, n < 4 ? n : 4);
+}
+
+static int udp_send(const char *host, int port, int count)
+{
+    int s = socket(AF_INET, SOCK_DGRAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, host, &a.sin_addr);
+    if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof a) < 0) {
+        perror("netpeer: connect");
+        return 1;
+    }
+    static unsigned char out[1500], in[2000];
+    int good = 0, lost = 0;
+    for (int i = 0; i < count; i++) {
+        size_t n = 4 + (size_t)(i * 97) % 1400;
+        fill(out, n, (uint32_t)i);
+        int ok = 0;
+        for (int tries = 0; tries < 5 && !ok; tries++) {
+            send(s, out, n, 0);
+            struct pollfd p = {s, POLLIN, 0};
+            while (poll(&p, 1, 1000) == 1) {
+                ssize_t r = recv(s, in, sizeof in, 0);
+                if (r == (ssize_t)n && memcmp(in, out, n) == 0) {
+                    ok = 1;
+                    break;
+                }
+            }
+            lost += !ok;
+        }
+        good += ok;
+    }
+    printf("udp %d datagrams: %s\n", count, good == count ? "ok" : "LOST");
+    fprintf(stderr, "netpeer: %d of %d echoed, %d resends\n", good, count, lost);
+    return good == count ? 0 : 1;
+}
+
+static int wait_signal(int port)
+{
+    int s = udp_bound(port);
+    char b[64];
+    return recv(s, b, sizeof b, 0) < 0;
+}
+
+static int hold(int port)
+{
+    struct rlimit rl;
+    getrlimit(RLIMIT_NOFILE, &rl);
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1, small = 4096;
+    setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    setsockopt(l, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    setsockopt(l, SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    if (bind(l, (struct sockaddr *)&a, sizeof a) < 0 || listen(l, 128) < 0) {
+        perror("netpeer: listen");
+        return 1;
+    }
+    long held = 0;
+    for (;;) {
+        int c = accept(l, NULL, NULL);
+        if (c < 0) {
+            if (errno == EMFILE || errno == ENFILE || errno == ENOMEM) {
+                /* Out of descriptors: let the oldest ones go. */
+                for (int fd = l + 1; fd < l + 257; fd++)
+                    close(fd);
+                held -= 256;
+            }
+            continue;
+        }
+        held++;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 3 && strcmp(argv[1], "udp-echo") == 0)
+        return udp_echo(atoi(argv[2]));
+    if (argc == 5 && strcmp(argv[1], "udp-send") == 0)
+        return udp_send(argv[2], atoi(argv[3]), atoi(argv[4]));
+    if (argc == 3 && strcmp(argv[1], "wait") == 0)
+        return wait_signal(atoi(argv[2]));
+    if (argc == 3 && strcmp(argv[1], "hold") == 0)
+        return hold(atoi(argv[2]));
+    fprintf(stderr, "usage: netpeer udp-echo PORT | udp-send HOST PORT N | wait PORT | hold PORT\n");
+    return 2;
+}
