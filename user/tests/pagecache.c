@@ -8,7 +8,9 @@
  * under /tmp/pagecache (ext4 in the storage stage, tmpfs elsewhere).
  *
  * "pagecache keep" leaves /tmp/mmap-kept: 3 pages written through a
- * shared mapping and msync(MS_SYNC)ed, for the host to find on the image.
+ * shared mapping and msync(MS_SYNC)ed, and /tmp/osync-kept and
+ * /tmp/odsync-kept written with O_SYNC and O_DSYNC (no fsync), for the
+ * host to find on the image after the machine powers off.
  */
 #include "common.h"
 #include <fcntl.h>
@@ -55,6 +57,20 @@ static int keep(void)
         m[i] = (unsigned char)('a' + i % 26);
     if (msync(m, 3 * PG, MS_SYNC) != 0)
         return 1;
+    /* O_SYNC and O_DSYNC: write(2) itself must have made them durable. */
+    const char *names[2] = {"/tmp/osync-kept", "/tmp/odsync-kept"};
+    int modes[2] = {O_SYNC, O_DSYNC};
+    for (int k = 0; k < 2; k++) {
+        int s = open(names[k], O_WRONLY | O_CREAT | O_TRUNC | modes[k], 0644);
+        if (s < 0)
+            return 1;
+        for (long i = 0; i < 5; i++) {
+            char line[32];
+            int n = snprintf(line, sizeof line, "%s line %ld\n", k ? "dsync" : "sync", i);
+            if (write(s, line, n) != n)
+                return 1;
+        }
+    }
     printf("kept\n");
     /* No munmap, no close: msync alone must have put it on the disk. */
     return 0;

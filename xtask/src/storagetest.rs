@@ -362,6 +362,22 @@ fn page_cache(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
         "a MAP_SHARED write + msync(MS_SYNC) reached the image (debugfs, no munmap, close or umount after it)",
         &format!("Kiln said kept: {}, debugfs read {} bytes", out.contains("kept"), got.len()),
     );
+    for (name, word) in [("osync-kept", "sync"), ("odsync-kept", "dsync")] {
+        let got = Command::new("/sbin/debugfs")
+            .args(["-R", &format!("cat /{name}"), &img_s])
+            .output()
+            .map_err(|e| format!("debugfs: {e}"))?
+            .stdout;
+        let want: String = (0..5).map(|i| format!("{word} line {i}\n")).collect();
+        check(
+            out.contains("kept") && got == want.as_bytes(),
+            &format!(
+                "writes to an {} file reached the image with no fsync, close or umount (debugfs)",
+                if word == "sync" { "O_SYNC" } else { "O_DSYNC" }
+            ),
+            &format!("debugfs read {:?}", String::from_utf8_lossy(&got)),
+        );
+    }
     mkfs_sized(&img_s, None, "320M")?;
     let script = format!(
         "mount -t ext4 /dev/vda /tmp || exit 1\n\
