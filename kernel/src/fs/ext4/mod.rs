@@ -264,6 +264,13 @@ impl FsState for Ext4Volume {
     }
 
     fn remount(&self, read_only: bool, synchronous: bool) -> Result<(), Errno> {
+        if read_only && !self.read_only.load(Ordering::Acquire) {
+            // Linux's sync_filesystem before a read-only remount: the
+            // cached data goes down first (the cache lock is taken before
+            // the volume's, so not under it).
+            let owner = self as *const Self as *const () as usize;
+            super::pagecache::writeback_all(Some(owner))?;
+        }
         let mut guard = self.fs.lock();
         let fs = guard.as_mut().ok_or(Errno::EIO)?;
         self.drop_pins(fs);
