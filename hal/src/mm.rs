@@ -129,9 +129,38 @@ pub fn kernel_reserve_frames() -> u64 {
     (MANAGED.load(Ordering::Relaxed) / 512).clamp(256, 4096)
 }
 
+/// The kernel's page cache shrinker: given a count of frames wanted, it
+/// drops clean cached file pages without sleeping and says how many went.
+static RECLAIMER: crate::sync::Once<fn(u64) -> u64> = crate::sync::Once::new();
+/// Set while one reclaim runs (a second caller does not wait for it).
+static RECLAIMING: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// Registers the function user frame allocation calls when only the
+/// kernel reserve is left, before it gives up (the page cache's clean
+/// pages go before a program is told there is no memory).
+pub fn set_reclaimer(f: fn(u64) -> u64) {
+    RECLAIMER.set(f);
+}
+
 /// A zero-filled frame for user memory, or `None` when taking it would
-/// dip into [`kernel_reserve_frames`].
+/// dip into [`kernel_reserve_frames`] and reclaim found nothing to free.
 pub fn alloc_user_frame_zeroed() -> Option<PhysAddr> {
+    if let Some(frame) = try_alloc_user_frame() {
+        return Some(frame);
+    }
+    let reclaim = RECLAIMER.get()?;
+    if RECLAIMING.swap(true, Ordering::Acquire) {
+        return None;
+    }
+    let freed = reclaim(32);
+    RECLAIMING.store(false, Ordering::Release);
+    if freed == 0 {
+        return None;
+    }
+    try_alloc_user_frame()
+}
+
+fn try_alloc_user_frame() -> Option<PhysAddr> {
     let reserve = kernel_reserve_frames();
     let frame = {
         let mut frames = FRAMES.lock();

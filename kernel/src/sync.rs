@@ -33,6 +33,12 @@ impl<T> Mutex<T> {
             self.waiters.wait_until(|| !self.data.is_locked());
         }
     }
+
+    /// Takes the lock if it is free, never sleeping: for the few callers
+    /// that may not wait (memory reclaim skips what is busy).
+    pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+        self.data.try_lock().map(|inner| MutexGuard { inner: Some(inner), mutex: self })
+    }
 }
 
 pub struct MutexGuard<'a, T> {

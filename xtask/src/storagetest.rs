@@ -98,7 +98,7 @@ fn section<'a>(out: &'a str, name: &str) -> &'a str {
 /// The user tests run again on an ext4 /tmp (fs_dir reads an unlinked
 /// file through an open descriptor: an orphan inode; and swaps names with
 /// RENAME_EXCHANGE).
-const FILE_TESTS: &[&str] = &["fs_basic", "fs_meta", "fs_fd", "fs_dir", "xattr"];
+const FILE_TESTS: &[&str] = &["fs_basic", "fs_meta", "fs_fd", "fs_dir", "xattr", "pagecache"];
 
 #[allow(clippy::too_many_arguments)]
 fn boot(
@@ -150,7 +150,7 @@ fn mkfs_sized(img: &str, src: Option<&Path>, size: &str) -> Result<()> {
     Ok(())
 }
 
-/// The stage's parts; `STORAGE_ONLY=tree,files,cuts,hostile,fault` runs
+/// The stage's parts; `STORAGE_ONLY=tree,files,cuts,nvme,hostile,fault,pagecache` runs
 /// only those named.
 pub fn run(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
     let only = std::env::var("STORAGE_ONLY").unwrap_or_default();
@@ -180,6 +180,9 @@ pub fn run(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
     }
     if want("fault") {
         add(crate::diskfault::run(root, elf, smp)?);
+    }
+    if want("pagecache") {
+        add(page_cache(root, elf, smp)?);
     }
     Ok((passed, failed))
 }
@@ -317,5 +320,110 @@ fn tree(root: &Path, elf: &Path, smp: u32, bus: Bus) -> Result<(u64, u64)> {
         "400 KiB of random data, 8 folders deep: same md5 in Kiln and from debugfs",
         &format!("host {host_md5}\nKiln {written}"),
     );
+    Ok((passed, failed))
+}
+
+/// Bytes the memory-pressure run writes: three times the guest's RAM.
+const PRESSURE_MIB: u64 = 192;
+const PRESSURE_RAM: &str = "64M";
+
+/// The page cache against the image: a file written only through a shared
+/// mapping and msync(MS_SYNC), with no munmap, close or umount after it,
+/// is on the image (debugfs); and a machine with 64 MiB writes 192 MiB to
+/// one ext4 file (dirty limits throttle the writer, reclaim drops clean
+/// pages), stays up, reads it back with the right md5 (from the disk: it
+/// cannot all be cached), and the host reads the same bytes.
+fn page_cache(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
+    let work = build::out_dir().join("storage");
+    let img = work.join("cache.img");
+    let img_s = img.to_str().ok_or("non-UTF-8 path")?.to_string();
+    let (mut passed, mut failed) = (0, 0);
+    let mut check = |ok: bool, what: &str, detail: &str| {
+        if ok {
+            passed += 1;
+            println!("  ok    {what}");
+        } else {
+            failed += 1;
+            println!("  FAIL  {what}\n{detail}");
+        }
+    };
+    mkfs(&img_s, None)?;
+    let script = "mkdir -p /mnt && mount -t ext4 /dev/vda /tmp || exit 1\n/t/pagecache keep\n";
+    let run = boot(root, elf, smp, &img_s, VIRTIO, script, &work, "kiln-kept.log")?;
+    let out = run.output.replace('\r', "");
+    let got = Command::new("/sbin/debugfs")
+        .args(["-R", "cat /mmap-kept", &img_s])
+        .output()
+        .map_err(|e| format!("debugfs: {e}"))?
+        .stdout;
+    let want: Vec<u8> = (0..3 * 4096).map(|i| b'a' + (i % 26) as u8).collect();
+    check(
+        out.contains("kept") && got == want,
+        "a MAP_SHARED write + msync(MS_SYNC) reached the image (debugfs, no munmap, close or umount after it)",
+        &format!("Kiln said kept: {}, debugfs read {} bytes", out.contains("kept"), got.len()),
+    );
+    for (name, word) in [("osync-kept", "sync"), ("odsync-kept", "dsync")] {
+        let got = Command::new("/sbin/debugfs")
+            .args(["-R", &format!("cat /{name}"), &img_s])
+            .output()
+            .map_err(|e| format!("debugfs: {e}"))?
+            .stdout;
+        let want: String = (0..5).map(|i| format!("{word} line {i}\n")).collect();
+        check(
+            out.contains("kept") && got == want.as_bytes(),
+            &format!(
+                "writes to an {} file reached the image with no fsync, close or umount (debugfs)",
+                if word == "sync" { "O_SYNC" } else { "O_DSYNC" }
+            ),
+            &format!("debugfs read {:?}", String::from_utf8_lossy(&got)),
+        );
+    }
+    mkfs_sized(&img_s, None, "320M")?;
+    let script = format!(
+        "mount -t ext4 /dev/vda /tmp || exit 1\n\
+         yes 0123456789abcdef | head -c {} > /tmp/big && echo '=== written'\n\
+         grep -E '^(MemTotal|Dirty|Writeback):' /proc/meminfo\n\
+         echo \"md5 $(md5sum < /tmp/big)\"\n\
+         cd /; umount /tmp && echo '=== unmounted'\n",
+        PRESSURE_MIB << 20
+    );
+    let extra = work.join("extra");
+    let _ = std::fs::remove_dir_all(&extra);
+    std::fs::create_dir_all(&extra).map_err(|e| format!("{e}"))?;
+    std::fs::write(extra.join("storage.sh"), &script).map_err(|e| format!("{e}"))?;
+    let initrd = initramfs::make(root, &build::out_dir(), Some(&extra))?;
+    let b = qemu::Boot {
+        image: qemu::Image::Kernel {
+            elf: elf.to_path_buf(),
+            cmdline: usertest::shell_cmdline_via("", None, "sh /storage.sh")?,
+            initrd: Some(initrd),
+        },
+        smp,
+        extra: [vec!["-m".to_string(), PRESSURE_RAM.to_string()], qemu::disk_args(&img_s, "virtio")?].concat(),
+    };
+    let run = qemu::run_captured(&b, Duration::from_secs(600), &work.join("kiln-pressure.log"))?;
+    let out = run.output.replace('\r', "");
+    let pattern = b"0123456789abcdef\n";
+    let mut data = Vec::with_capacity((PRESSURE_MIB << 20) as usize);
+    while data.len() < (PRESSURE_MIB << 20) as usize {
+        data.extend_from_slice(pattern);
+    }
+    data.truncate((PRESSURE_MIB << 20) as usize);
+    std::fs::write(work.join("big-expected"), &data).map_err(|e| format!("{e}"))?;
+    let want_md5 = sh(&work, "md5sum < big-expected")?;
+    let _ = std::fs::remove_file(work.join("big-expected"));
+    check(
+        out.contains("=== written") && out.contains("=== unmounted") && out.contains(&format!("md5 {want_md5}")),
+        &format!("{PRESSURE_MIB} MiB written to an ext4 file with {PRESSURE_RAM} of RAM: Kiln stays up, reads the right md5 back"),
+        &format!("expected md5 {want_md5}, see kiln-pressure.log"),
+    );
+    let dump = work.join("big-dump");
+    let _ = std::fs::remove_file(&dump);
+    tool(&["/sbin/debugfs", "-R", &format!("dump /big {}", dump.display()), &img_s])?;
+    let host_md5 = sh(&work, "md5sum < big-dump")?;
+    let _ = std::fs::remove_file(&dump);
+    let (clean, fsck) = tool(&["/sbin/e2fsck", "-fn", &img_s])?;
+    check(host_md5 == want_md5 && clean, "the host reads the same bytes (debugfs) and e2fsck -fn is clean", &fsck);
+    let _ = std::fs::remove_file(&img);
     Ok((passed, failed))
 }

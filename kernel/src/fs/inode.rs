@@ -199,6 +199,29 @@ pub trait Inode: Send + Sync {
         None
     }
 
+    /// Whether stores through a shared mapping must be noticed (a file
+    /// with a disk behind it): such a page is mapped read-only first, and
+    /// a write fault calls `page_mkwrite` before making it writable.
+    fn tracks_dirty(&self) -> bool {
+        false
+    }
+
+    /// A shared mapping is about to make page `index` writable (Linux's
+    /// `page_mkwrite`): the page is dirty from now on.
+    fn page_mkwrite(&self, _index: u64) {}
+
+    /// sync_file_range and msync: writes the dirty pages of bytes
+    /// [offset, end) back, and with `wait` waits until the device has them.
+    fn sync_range(&self, _offset: u64, _end: u64, _wait: bool) -> Result<(), Errno> {
+        Ok(())
+    }
+
+    /// posix_fadvise on bytes [offset, end) (advice already checked):
+    /// WILLNEED reads ahead, DONTNEED drops clean cached pages.
+    fn advise(&self, _offset: u64, _end: u64, _advice: u32) -> Result<(), Errno> {
+        Ok(())
+    }
+
     /// The frames pages [first, end) of the file have now, for mapping
     /// the neighbours of a faulting page (fault-around); see
     /// `PageStore::existing_frames`. Makes no frame; files without page

@@ -1,8 +1,9 @@
 //! `/proc/meminfo`: where every frame of RAM is, in Linux's fields.
 //!
 //! The lines add up: MemTotal (the RAM the frame allocator manages) is
-//! MemFree plus the frames held by file data (Cached, all of it tmpfs, so
-//! also Shmem), anonymous user memory (AnonPages), the kernel heap (Slab:
+//! MemFree plus the frames held by file data (Cached: tmpfs data, which is
+//! also Shmem, and the page cache of disk files, of which Dirty are newer
+//! than the disk and Writeback are being written), anonymous user memory (AnonPages), the kernel heap (Slab:
 //! the small-object heap's chunks and the large objects' frames, none of
 //! it reclaimable), kernel stacks (KernelStack) and user page tables
 //! (PageTables). Device DMA memory (rings and packet buffers in the
@@ -26,6 +27,10 @@ pub struct MemInfo {
     pub total: u64,
     pub free: u64,
     pub file: u64,
+    /// Of `file`, tmpfs data (the rest is the page cache of disk files).
+    pub shmem: u64,
+    pub dirty: u64,
+    pub writeback: u64,
     pub anon: u64,
     pub slab: u64,
     pub kernel_stack: u64,
@@ -43,6 +48,9 @@ impl MemInfo {
             total: hal::mm::managed_frame_count() * 4,
             free: hal::mm::free_frame_count() * 4,
             file: file * 4,
+            shmem: file.saturating_sub(super::pagestore::cache_frames()) * 4,
+            dirty: super::pagestore::dirty_pages() * 4,
+            writeback: super::pagestore::writeback_pages() * 4,
             anon: user.saturating_sub(file) * 4,
             slab: hal::heap::stats().held() / 1024,
             kernel_stack: hal::context::kernel_stack_bytes() / 1024,
@@ -63,20 +71,24 @@ pub fn text() -> Result<String, Errno> {
     let m = MemInfo::now();
     let mut s = TryString::new();
     // tmpfs data is page cache that cannot be dropped: Linux counts it in
-    // Cached and Shmem, and not in MemAvailable.
+    // Cached and Shmem, and not in MemAvailable; clean pages of disk files
+    // can be dropped at once, so they count as available.
     // Linux pads "Name:" to 16 columns and the number to 8.
     let line = |s: &mut TryString, name: &str, kb: u64| writeln!(s, "{name}:{kb:>w$} kB", w = 23 - name.len());
     let result = (|| {
         line(&mut s, "MemTotal", m.total)?;
         line(&mut s, "MemFree", m.free)?;
-        line(&mut s, "MemAvailable", m.free)?;
+        let clean = m.file.saturating_sub(m.shmem).saturating_sub(m.dirty);
+        line(&mut s, "MemAvailable", m.free + clean)?;
         line(&mut s, "Buffers", 0)?;
         line(&mut s, "Cached", m.file)?;
         line(&mut s, "SwapCached", 0)?;
         line(&mut s, "SwapTotal", 0)?;
         line(&mut s, "SwapFree", 0)?;
+        line(&mut s, "Dirty", m.dirty)?;
+        line(&mut s, "Writeback", m.writeback)?;
         line(&mut s, "AnonPages", m.anon)?;
-        line(&mut s, "Shmem", m.file)?;
+        line(&mut s, "Shmem", m.shmem)?;
         line(&mut s, "KReclaimable", 0)?;
         line(&mut s, "Slab", m.slab)?;
         line(&mut s, "SReclaimable", 0)?;

@@ -25,6 +25,7 @@ pub mod meminfo;
 pub mod mount;
 pub mod notify;
 pub mod nsfs;
+pub mod pagecache;
 pub mod pagestore;
 pub mod perm;
 pub mod pipe;

@@ -12,6 +12,16 @@
 //! A page past the last one has no frame. The last page's bytes past the
 //! size may be dirtied through a shared mapping (as on Linux), so growing
 //! the file zeroes them first: an extension always reads zeros.
+//!
+//! The same index is the page cache of files that live on a disk
+//! (`fs::pagecache`, made with [`PageStore::new_backed`]): there a page
+//! without a frame is not a hole but a page not read yet, the cache layer
+//! loads it before reading or writing part of it, and every page carries
+//! its writeback state: dirty since when, under writeback, or ever made
+//! writable in a shared mapping (such a page stays dirty while mapped,
+//! because later stores through the mapping are not seen). Pages of
+//! memory-only files (tmpfs) are never dirty: they are counted as Shmem,
+//! backed ones as Cached, Dirty and Writeback in /proc/meminfo.
 
 use alloc::collections::BTreeMap;
 use alloc::sync::Arc;
@@ -25,10 +35,49 @@ use crate::mm::PAGE_SIZE;
 /// Frames held by every page store: the leak report subtracts them from
 /// the live user frames, and /proc/meminfo shows them as Shmem.
 static FILE_FRAMES: AtomicU64 = AtomicU64::new(0);
+/// Of those, the frames of backed stores (page cache of disk files).
+static CACHE_FRAMES: AtomicU64 = AtomicU64::new(0);
+/// Backed pages newer in memory than on the disk.
+static DIRTY_PAGES: AtomicU64 = AtomicU64::new(0);
+/// Backed pages being written to the disk now.
+static WRITEBACK_PAGES: AtomicU64 = AtomicU64::new(0);
 
 /// Frames that hold file data right now.
 pub fn file_frames() -> u64 {
     FILE_FRAMES.load(Ordering::Relaxed)
+}
+
+/// Frames of the page cache of disk files (clean or dirty).
+pub fn cache_frames() -> u64 {
+    CACHE_FRAMES.load(Ordering::Relaxed)
+}
+
+/// Dirty pages of disk files.
+pub fn dirty_pages() -> u64 {
+    DIRTY_PAGES.load(Ordering::Relaxed)
+}
+
+/// Pages being written back now.
+pub fn writeback_pages() -> u64 {
+    WRITEBACK_PAGES.load(Ordering::Relaxed)
+}
+
+/// One page of a store: its frame and, for backed stores, its state.
+struct Page {
+    frame: UserFrame,
+    /// When it was dirtied (monotonic ns), if it is newer than the disk.
+    dirty_since: Option<u64>,
+    /// Made writable in a shared mapping: stores may reach it unseen.
+    mapped_write: bool,
+    /// Disk blocks reserved for it (delayed allocation: it was written
+    /// over blocks the file does not have yet).
+    reserved: u32,
+}
+
+impl Page {
+    fn new(frame: UserFrame) -> Page {
+        Page { frame, dirty_since: None, mapped_write: false, reserved: 0 }
+    }
 }
 
 const PAGE: usize = PAGE_SIZE as usize;
@@ -65,14 +114,25 @@ impl PageBudget {
 }
 
 pub struct PageStore {
-    pages: BTreeMap<u64, UserFrame>,
+    pages: BTreeMap<u64, Page>,
     size: u64,
     budget: Arc<PageBudget>,
+    /// A page cache over a disk file (see the module comment).
+    backed: bool,
+    /// Dirty pages of this store.
+    dirty: u64,
+    /// Disk blocks its pages hold reserved (see `Page::reserved`).
+    reserved: u64,
 }
 
 impl PageStore {
     pub const fn new(budget: Arc<PageBudget>) -> PageStore {
-        PageStore { pages: BTreeMap::new(), size: 0, budget }
+        PageStore { pages: BTreeMap::new(), size: 0, budget, backed: false, dirty: 0, reserved: 0 }
+    }
+
+    /// The page cache of a disk file of `size` bytes (no page loaded).
+    pub const fn new_backed(budget: Arc<PageBudget>, size: u64) -> PageStore {
+        PageStore { pages: BTreeMap::new(), size, budget, backed: true, dirty: 0, reserved: 0 }
     }
 
     pub fn size(&self) -> u64 {
@@ -87,7 +147,7 @@ impl PageStore {
     /// The physical address of page `index`'s frame, if it has one (no
     /// frame is made): how /proc tells a mapped file page from a copy.
     pub fn frame_paddr(&self, index: u64) -> Option<u64> {
-        self.pages.get(&index).map(|f| f.paddr().0)
+        self.pages.get(&index).map(|p| p.frame.paddr().0)
     }
 
     /// Copies file bytes from `offset` into `buf`; holes read as zero.
@@ -100,7 +160,7 @@ impl PageStore {
             let n = (PAGE - in_page).min((end - pos) as usize);
             let out = &mut buf[(pos - offset) as usize..][..n];
             match self.pages.get(&(pos / PAGE_SIZE)) {
-                Some(frame) => frame.read(in_page, out),
+                Some(page) => page.frame.read(in_page, out),
                 None => out.fill(0),
             }
             pos += n as u64;
@@ -126,6 +186,7 @@ impl PageStore {
                 Err(_) => break,
             };
             frame.write(in_page, &data[(pos - offset) as usize..][..n]);
+            self.mark_dirty(pos / PAGE_SIZE);
             pos += n as u64;
         }
         if pos > self.size {
@@ -145,7 +206,9 @@ impl PageStore {
         if shrinking {
             let keep = size.div_ceil(PAGE_SIZE);
             let gone = self.pages.split_off(&keep);
-            self.released(gone.len());
+            for page in gone.values() {
+                self.forget(page);
+            }
         }
         self.size = size;
         if shrinking {
@@ -177,17 +240,17 @@ impl PageStore {
     /// punched too.
     pub fn punch_bytes(&mut self, offset: u64, end: u64) {
         let mut pos = offset;
-        let mut released = 0;
         while pos < end {
             let index = pos / PAGE_SIZE;
             let in_page = (pos % PAGE_SIZE) as usize;
             let n = (PAGE - in_page).min((end - pos) as usize);
             if n == PAGE {
-                if self.pages.remove(&index).is_some() {
-                    released += 1;
+                if let Some(page) = self.pages.remove(&index) {
+                    self.forget(&page);
                 }
-            } else if let Some(frame) = self.pages.get(&index) {
-                frame.zero(in_page, n);
+            } else if let Some(page) = self.pages.get(&index) {
+                page.frame.zero(in_page, n);
+                self.mark_dirty(index);
             }
             pos += n as u64;
             // Past the last page there is nothing left to punch.
@@ -195,7 +258,6 @@ impl PageStore {
                 break;
             }
         }
-        self.released(released);
     }
 
     /// The frame of page `index`, to map into a process. A hole gets its
@@ -223,8 +285,8 @@ impl PageStore {
         if first >= end {
             return;
         }
-        for (&index, frame) in self.pages.range(first..end) {
-            f(index, frame);
+        for (&index, page) in self.pages.range(first..end) {
+            f(index, &page.frame);
         }
     }
 
@@ -237,51 +299,226 @@ impl PageStore {
     pub fn punch(&mut self, index: u64, count: u64) {
         let keys: alloc::vec::Vec<u64> =
             self.pages.range(index..index.saturating_add(count)).map(|(k, _)| *k).collect();
-        let mut n = 0;
         for k in keys {
-            if self.pages.remove(&k).is_some() {
-                n += 1;
+            if let Some(page) = self.pages.remove(&k) {
+                self.forget(&page);
             }
         }
-        self.released(n);
     }
 
     /// Zeroes the last page past the size.
     fn clear_tail(&mut self) {
         let in_page = (self.size % PAGE_SIZE) as usize;
         if in_page != 0 {
-            if let Some(frame) = self.pages.get(&(self.size / PAGE_SIZE)) {
-                frame.zero(in_page, PAGE - in_page);
+            if let Some(page) = self.pages.get(&(self.size / PAGE_SIZE)) {
+                page.frame.zero(in_page, PAGE - in_page);
             }
         }
     }
 
-    /// Accounts for `frames` frames leaving the store.
-    fn released(&self, frames: usize) {
-        FILE_FRAMES.fetch_sub(frames as u64, Ordering::Relaxed);
-        self.budget.give_back(frames as u64);
+    /// Accounts for `page` leaving the store.
+    fn forget(&mut self, page: &Page) {
+        FILE_FRAMES.fetch_sub(1, Ordering::Relaxed);
+        self.budget.give_back(1);
+        if self.backed {
+            CACHE_FRAMES.fetch_sub(1, Ordering::Relaxed);
+        }
+        if page.dirty_since.is_some() {
+            self.dirty -= 1;
+            DIRTY_PAGES.fetch_sub(1, Ordering::Relaxed);
+        }
+        self.reserved -= u64::from(page.reserved);
+    }
+
+    fn mark_dirty(&mut self, index: u64) {
+        if !self.backed {
+            return;
+        }
+        if let Some(page) = self.pages.get_mut(&index) {
+            if page.dirty_since.is_none() {
+                page.dirty_since = Some(hal::time::monotonic_ns());
+                self.dirty += 1;
+                DIRTY_PAGES.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn new_page(&mut self) -> Result<UserFrame, Errno> {
+        if !self.budget.take() {
+            return Err(Errno::ENOSPC);
+        }
+        let Ok(frame) = UserFrame::alloc_zeroed() else {
+            self.budget.give_back(1);
+            return Err(if self.backed { Errno::ENOMEM } else { Errno::ENOSPC });
+        };
+        FILE_FRAMES.fetch_add(1, Ordering::Relaxed);
+        if self.backed {
+            CACHE_FRAMES.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(frame)
     }
 
     fn frame_for_write(&mut self, index: u64) -> Result<&UserFrame, Errno> {
-        match self.pages.entry(index) {
-            alloc::collections::btree_map::Entry::Occupied(e) => Ok(e.into_mut()),
-            alloc::collections::btree_map::Entry::Vacant(e) => {
-                if !self.budget.take() {
-                    return Err(Errno::ENOSPC);
-                }
-                let Ok(frame) = UserFrame::alloc_zeroed() else {
-                    self.budget.give_back(1);
-                    return Err(Errno::ENOSPC);
-                };
-                FILE_FRAMES.fetch_add(1, Ordering::Relaxed);
-                Ok(e.insert(frame))
+        if !self.pages.contains_key(&index) {
+            let frame = self.new_page()?;
+            self.pages.insert(index, Page::new(frame));
+        }
+        Ok(&self.pages.get(&index).expect("page just made").frame)
+    }
+
+    // The page cache's side (backed stores).
+
+    /// Whether page `index` is in memory.
+    pub fn is_loaded(&self, index: u64) -> bool {
+        self.pages.contains_key(&index)
+    }
+
+    /// The first page of [first, end) not in memory.
+    pub fn first_missing(&self, first: u64, end: u64) -> Option<u64> {
+        let mut want = first;
+        for (&index, _) in self.pages.range(first..end) {
+            if index != want {
+                return Some(want);
+            }
+            want += 1;
+        }
+        (want < end).then_some(want)
+    }
+
+    /// Adds page `index` read from the disk (`data`, zero-filled past it),
+    /// clean. A page already there is kept (it may be newer).
+    pub fn insert_clean(&mut self, index: u64, data: &[u8]) -> Result<(), Errno> {
+        if self.pages.contains_key(&index) {
+            return Ok(());
+        }
+        let frame = self.new_page()?;
+        frame.write(0, &data[..data.len().min(PAGE)]);
+        self.pages.insert(index, Page::new(frame));
+        Ok(())
+    }
+
+    /// A shared mapping is about to make page `index` writable (Linux's
+    /// page_mkwrite): it is dirty from now on, and stays dirty while
+    /// mapped.
+    pub fn page_mkwrite(&mut self, index: u64) {
+        if let Some(page) = self.pages.get_mut(&index) {
+            page.mapped_write = true;
+        }
+        self.mark_dirty(index);
+    }
+
+    /// The dirty pages of [first, end) dirtied at or before `older_than`
+    /// (monotonic ns; `u64::MAX` for all), in order.
+    pub fn dirty_in(&self, first: u64, end: u64, older_than: u64) -> alloc::vec::Vec<u64> {
+        self.pages
+            .range(first..end)
+            .filter(|(_, p)| p.dirty_since.is_some_and(|t| t <= older_than))
+            .map(|(&i, _)| i)
+            .collect()
+    }
+
+    /// Copies page `index` into `buf` (a page), for writeback.
+    pub fn copy_page(&self, index: u64, buf: &mut [u8]) -> bool {
+        match self.pages.get(&index) {
+            Some(p) => {
+                p.frame.read(0, &mut buf[..PAGE]);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Marks `count` pages as being written (the Writeback line), or done.
+    pub fn note_writeback(pages: u64, started: bool) {
+        if started {
+            WRITEBACK_PAGES.fetch_add(pages, Ordering::Relaxed);
+        } else {
+            WRITEBACK_PAGES.fetch_sub(pages, Ordering::Relaxed);
+        }
+    }
+
+    /// Page `index` reached the disk as it was when copied. A page still
+    /// mapped writable somewhere stays dirty (stores may follow unseen),
+    /// restarting its age.
+    pub fn mark_clean(&mut self, index: u64) {
+        let Some(page) = self.pages.get_mut(&index) else { return };
+        if page.dirty_since.is_none() {
+            return;
+        }
+        if page.mapped_write && page.frame.ref_count() > 1 {
+            page.dirty_since = Some(hal::time::monotonic_ns());
+            return;
+        }
+        page.mapped_write = false;
+        page.dirty_since = None;
+        self.dirty -= 1;
+        DIRTY_PAGES.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Drops up to `max` clean pages no mapping holds (reclaim, or
+    /// POSIX_FADV_DONTNEED over [first, end)); returns how many went.
+    pub fn drop_clean(&mut self, first: u64, end: u64, max: u64) -> u64 {
+        let victims: alloc::vec::Vec<u64> = self
+            .pages
+            .range(first..end)
+            .filter(|(_, p)| p.dirty_since.is_none() && p.frame.ref_count() == 1)
+            .map(|(&i, _)| i)
+            .take(max as usize)
+            .collect();
+        for i in &victims {
+            if let Some(page) = self.pages.remove(i) {
+                self.forget(&page);
             }
         }
+        victims.len() as u64
+    }
+
+    /// Blocks reserved by page `index`.
+    pub fn reserved_of(&self, index: u64) -> u64 {
+        self.pages.get(&index).map_or(0, |p| u64::from(p.reserved))
+    }
+
+    /// Page `index` holds `blocks` more reserved blocks; false (nothing
+    /// recorded) when the page is not here.
+    pub fn add_reserved(&mut self, index: u64, blocks: u64) -> bool {
+        let Some(page) = self.pages.get_mut(&index) else { return false };
+        page.reserved += blocks as u32;
+        self.reserved += blocks;
+        true
+    }
+
+    /// The blocks pages [first, end) hold reserved.
+    pub fn reserved_in(&self, first: u64, end: u64) -> u64 {
+        self.pages.range(first..end).map(|(_, p)| u64::from(p.reserved)).sum()
+    }
+
+    /// Pages [first, end) reached the disk: their blocks are allocated,
+    /// the reservations used.
+    pub fn clear_reserved(&mut self, first: u64, end: u64) {
+        let mut cleared = 0;
+        for (_, p) in self.pages.range_mut(first..end) {
+            cleared += u64::from(p.reserved);
+            p.reserved = 0;
+        }
+        self.reserved -= cleared;
+    }
+
+    /// Blocks every page holds reserved.
+    pub fn reserved_total(&self) -> u64 {
+        self.reserved
+    }
+
+    /// Sets the size without touching pages (the disk side changed it).
+    pub fn set_size(&mut self, size: u64) {
+        self.size = size;
     }
 }
 
 impl Drop for PageStore {
     fn drop(&mut self) {
-        self.released(self.pages.len());
+        let pages = core::mem::take(&mut self.pages);
+        for page in pages.values() {
+            self.forget(page);
+        }
     }
 }

@@ -188,6 +188,17 @@ impl AddressSpace {
         }
     }
 
+    /// A shared mapping of a file whose stores must be noticed (see
+    /// `Inode::tracks_dirty`): the file and the page index of `va`.
+    fn tracked_shared(vma: &Vma, va: u64) -> Option<(&Arc<dyn crate::fs::Inode>, u64)> {
+        match &vma.backing {
+            Backing::SharedFile { source, offset, attach: None, .. } if source.tracks_dirty() => {
+                Some((source, (offset + (va - vma.start)) / PAGE_SIZE))
+            }
+            _ => None,
+        }
+    }
+
     /// Resolves a fault at `addr`: demand-fills a missing page, or breaks
     /// copy-on-write sharing on a write.
     pub fn handle_fault(&mut self, addr: u64, access: FaultAccess) -> Result<(), FaultError> {
@@ -218,10 +229,24 @@ impl AddressSpace {
                 // Another thread resolved it first (or a stale TLB entry).
                 return Ok(());
             }
+            if let Some((source, index)) = Self::tracked_shared(vma, va) {
+                // The first store to a clean page of a file: it is dirty.
+                source.page_mkwrite(index);
+                self.page_table.protect(va, Self::page_flags(vma, false));
+                return Ok(());
+            }
             return self.break_cow(vma, va);
         }
         let (frame, exclusive) = self.fill_page(vma, va)?;
-        self.page_table.map(va, frame, Self::page_flags(vma, exclusive)).map_err(|_| FaultError::OutOfMemory)?;
+        let mut flags = Self::page_flags(vma, exclusive);
+        if let Some((source, index)) = Self::tracked_shared(vma, va) {
+            if access == FaultAccess::Write {
+                source.page_mkwrite(index);
+            } else {
+                flags.writable = false;
+            }
+        }
+        self.page_table.map(va, frame, flags).map_err(|_| FaultError::OutOfMemory)?;
         if access != FaultAccess::Write {
             self.fault_around(vma, va);
         }
@@ -266,8 +291,13 @@ impl AddressSpace {
             return;
         }
         let mut pages = found.iter_mut().filter_map(Option::take);
+        let mut flags = Self::page_flags(vma, false);
+        if Self::tracked_shared(vma, vma.start).is_some() {
+            // A store must fault, to mark the page dirty.
+            flags.writable = false;
+        }
         // Best effort: a neighbour left unmapped just faults later.
-        let _ = self.page_table.map_absent(&mut pages, Self::page_flags(vma, false));
+        let _ = self.page_table.map_absent(&mut pages, flags);
     }
 
     fn break_cow(&self, vma: &Vma, va: u64) -> Result<(), FaultError> {
@@ -448,6 +478,21 @@ impl AddressSpace {
                 self.unmap_pages(first, v.end);
             }
         }
+    }
+
+    /// The files shared mappings in [start, end) map, with the file byte
+    /// range each covers there (msync).
+    pub fn shared_files_in(&self, start: u64, end: u64) -> Vec<(Arc<dyn crate::fs::Inode>, u64, u64)> {
+        let mut out = Vec::new();
+        for v in self.vmas.range(..end).map(|(_, v)| v).filter(|v| v.end > start) {
+            if let Backing::SharedFile { source, offset, .. } = &v.backing {
+                let (s, e) = (start.max(v.start), end.min(v.end));
+                if out.try_reserve(1).is_ok() {
+                    out.push((source.clone(), offset + (s - v.start), offset + (e - v.start)));
+                }
+            }
+        }
+        out
     }
 
     /// Whether an area maps `source` shared from a description open for
@@ -671,6 +716,14 @@ impl AddressSpace {
             let vma = self.vmas.get_mut(&k).expect("vma present");
             vma.prot = prot;
             let (start, end, flags) = (vma.start, vma.end, Self::page_flags(vma, false));
+            if prot.write {
+                // Pages of a file made writable in place are dirty now.
+                for (va, _) in self.page_table.mapped_pages(start, end) {
+                    if let Some((source, index)) = Self::tracked_shared(vma, va) {
+                        source.page_mkwrite(index);
+                    }
+                }
+            }
             let mut batch = self.page_table.batch();
             for (va, _) in self.page_table.mapped_pages(start, end) {
                 // Private pages get write access back through a fault, which

@@ -1,5 +1,7 @@
 //! The out-of-memory killer.
 //!
+//! Asked only after the page cache had nothing left to give back.
+//!
 //! When a page fault finds no free frame, the process holding the most
 //! memory (its resident pages) is killed with SIGKILL, as Linux's OOM
 //! killer does by default, and the faulting thread waits for that memory
@@ -43,6 +45,11 @@ fn exit_state(p: &Process) -> (bool, bool) {
 
 /// Handles a page fault of `faulting` that found no free frame.
 pub fn out_of_memory(faulting: &Arc<Task>) -> OomOutcome {
+    // The page cache goes first: dirty pages written back, clean ones
+    // dropped. Only when it has nothing to give is a process killed.
+    if crate::fs::pagecache::shrink(256) > 0 {
+        return OomOutcome::Retry;
+    }
     let me = &faulting.process;
     let mut victim: Option<(Arc<Process>, u64)> = None;
     let mut dying: Option<Arc<Process>> = None;

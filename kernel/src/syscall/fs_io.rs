@@ -261,6 +261,7 @@ pub(super) fn write_from_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len:
         let n = f.ops.write_user(&|| ctx.vm(), buf, len, f.nonblocking())?;
         if n > 0 {
             crate::fs::notify::modified(f);
+            sync_after_write(f)?;
         }
         return Ok(n as u64);
     }
@@ -292,8 +293,24 @@ pub(super) fn write_from_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len:
     }
     if done > 0 {
         crate::fs::notify::modified(f);
+        sync_after_write(f)?;
     }
     Ok(done as u64)
+}
+
+/// O_DSYNC and O_SYNC (Linux's generic_write_sync): before the write
+/// returns, its data is durable, and with O_SYNC (which includes O_DSYNC)
+/// the metadata too, as fdatasync and fsync make them; their error is the
+/// write's.
+fn sync_after_write(f: &OpenFile) -> Result<(), Errno> {
+    let flags = f.flags();
+    if flags & c::O_DSYNC == 0 {
+        return Ok(());
+    }
+    match f.ops.inode() {
+        Some(inode) => inode.sync(flags & c::__O_SYNC == 0),
+        None => Ok(()),
+    }
 }
 
 pub fn sys_read(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {

@@ -1,7 +1,8 @@
 //! Hints on a byte range of an open file: fadvise64 and readahead
-//! (advice a kernel without reclaim or readahead has nothing to do with,
-//! checked as Linux checks it), and sync_file_range (nothing to write
-//! back from memory). fallocate is in `fs_alloc`.
+//! (checked as Linux checks them; a file in the page cache reads ahead on
+//! WILLNEED and drops its clean pages on DONTNEED), and sync_file_range
+//! (writes a cached file's dirty pages of the range back). fallocate is
+//! in `fs_alloc`.
 
 use linux_abi::errno::Errno;
 use linux_abi::fs as x;
@@ -52,7 +53,13 @@ fn path_only_is_ebadf(f: &crate::fs::OpenFile) -> Result<(), Errno> {
 pub fn sys_fadvise64(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let f = file(ctx, a[0] as i32)?;
     path_only_is_ebadf(&f)?;
-    fadvise(&f, a[2] as i64, a[3] as u32)?;
+    let (offset, len, advice) = (a[1] as i64, a[2] as i64, a[3] as u32);
+    fadvise(&f, len, advice)?;
+    if let Some(inode) = f.ops.inode() {
+        let from = offset.max(0) as u64;
+        let end = if len == 0 { u64::MAX } else { from.saturating_add(len as u64) };
+        inode.advise(from, end, advice)?;
+    }
     Ok(0)
 }
 
@@ -66,6 +73,12 @@ pub fn sys_readahead(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         return Err(Errno::EINVAL);
     }
     fadvise(&f, a[2] as i64, x::POSIX_FADV_WILLNEED)?;
+    if let Some(inode) = f.ops.inode() {
+        let from = a[1] as i64;
+        if from >= 0 {
+            inode.advise(from as u64, (from as u64).saturating_add(a[2]), x::POSIX_FADV_WILLNEED)?;
+        }
+    }
     Ok(0)
 }
 
@@ -82,7 +95,14 @@ pub fn sys_sync_file_range(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult 
         return Err(Errno::EINVAL);
     }
     match kind_of(&f) {
-        FileType::Regular | FileType::BlockDevice | FileType::Directory | FileType::Symlink => Ok(0),
-        _ => Err(Errno::ESPIPE),
+        FileType::Regular | FileType::BlockDevice | FileType::Directory | FileType::Symlink => {}
+        _ => return Err(Errno::ESPIPE),
     }
+    if flags & x::SYNC_FILE_RANGE_WRITE != 0 {
+        if let Some(inode) = f.ops.inode() {
+            let end = if nbytes == 0 { u64::MAX } else { end as u64 };
+            inode.sync_range(offset as u64, end, flags & x::SYNC_FILE_RANGE_WAIT_AFTER != 0)?;
+        }
+    }
+    Ok(0)
 }

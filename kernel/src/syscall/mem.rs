@@ -59,8 +59,9 @@ pub fn sys_mmap(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
             .cloned()
             .ok_or(Errno::ENODEV)?;
         if shared {
-            // Only files whose data lives in page frames (tmpfs) can share
-            // them; Linux answers ENODEV for files that cannot be mapped.
+            // Only files whose data lives in page frames (tmpfs, the page
+            // cache) can share them; Linux answers ENODEV for files that
+            // cannot be mapped.
             if !inode.has_page_frames() {
                 return Err(Errno::ENODEV);
             }
@@ -125,8 +126,11 @@ pub fn sys_mprotect(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     Ok(0)
 }
 
-/// msync: shared file mappings are the file's own frames (tmpfs), so
-/// their stores are in the file already; what is left is Linux's checks.
+/// msync: shared file mappings are the file's own frames (tmpfs, or the
+/// page cache of a disk file), so their stores are in the file already;
+/// MS_SYNC writes a disk file's dirty pages back and waits until they and
+/// the metadata that maps them are durable (Linux's vfs_fsync_range),
+/// MS_ASYNC sends them to the device without waiting for the flush.
 pub fn sys_msync(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     let (addr, len, flags) = (a[0], a[1], a[2]);
     let known = (c::MS_ASYNC | c::MS_INVALIDATE | c::MS_SYNC) as u64;
@@ -141,8 +145,21 @@ pub fn sys_msync(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if end == addr {
         return Ok(0);
     }
-    if !ctx.vm()?.lock().covers(addr, end) {
-        return Err(Errno::ENOMEM);
+    let files = {
+        let vm = ctx.vm()?;
+        let space = vm.lock();
+        if !space.covers(addr, end) {
+            return Err(Errno::ENOMEM);
+        }
+        space.shared_files_in(addr, end)
+    };
+    for (file, from, to) in files {
+        if flags & c::MS_SYNC as u64 != 0 {
+            file.sync_range(from, to, true)?;
+            file.sync(true)?;
+        } else if flags & c::MS_ASYNC as u64 != 0 {
+            file.sync_range(from, to, false)?;
+        }
     }
     Ok(0)
 }

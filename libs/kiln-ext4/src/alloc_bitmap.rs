@@ -131,6 +131,11 @@ impl<D: BlockDevice> Ext4<D> {
     /// returns the first block and the count (at least 1).
     pub(crate) fn alloc_blocks(&mut self, goal: u64, max: u32) -> Result<(u64, u32)> {
         self.writable()?;
+        // Blocks reserved for delayed allocation are not for others.
+        let max = u64::from(max).min(self.allocatable()) as u32;
+        if max == 0 {
+            return Err(Errno::ENOSPC);
+        }
         let ngroups = self.groups.len() as u32;
         let goal = if goal >= self.sb.blocks_count() || goal < self.sb.first_data_block() as u64 {
             self.sb.first_data_block() as u64

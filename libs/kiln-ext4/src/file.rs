@@ -167,6 +167,17 @@ impl<D: BlockDevice> Ext4<D> {
         Ok(data.len())
     }
 
+    /// `write_back`: a write that keeps the inode's times.
+    pub(crate) fn write_back_inner(&mut self, ino: u32, offset: u64, data: &[u8]) -> Result<()> {
+        let mut inode = self.writable_file(ino)?;
+        if data.is_empty() {
+            return Ok(());
+        }
+        self.write_inode_data(&mut inode, offset, data)?;
+        self.store_inode(&mut inode)?;
+        self.maybe_commit()
+    }
+
     /// The block work of a write; the caller stores the inode.
     pub(crate) fn write_inode_data(&mut self, inode: &mut Inode, offset: u64, data: &[u8]) -> Result<()> {
         let ino = inode.ino;

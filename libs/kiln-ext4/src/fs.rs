@@ -79,6 +79,10 @@ pub struct Ext4<D: BlockDevice> {
     /// Open counts of inodes (see `pin`).
     pub(crate) pins: BTreeMap<u32, u32>,
     pub(crate) undo: crate::op::UndoLog,
+    /// Blocks reserved for data not yet allocated (see `reserve`).
+    pub(crate) delalloc: u64,
+    /// A writeback is allocating: it may use the metadata pool.
+    pub(crate) writing_back: bool,
 }
 
 impl<D: BlockDevice> Ext4<D> {
@@ -127,6 +131,8 @@ impl<D: BlockDevice> Ext4<D> {
             replayed: (0, 0),
             pins: BTreeMap::new(),
             undo: Default::default(),
+            delalloc: 0,
+            writing_back: false,
         };
         fs.load_groups()?;
         if fs.sb.has_compat(COMPAT_HAS_JOURNAL) {
@@ -390,13 +396,15 @@ impl<D: BlockDevice> Ext4<D> {
     }
 
     pub fn statfs(&self) -> StatFs {
-        let free: u64 = self.groups.iter().map(|g| g.free_blocks() as u64).sum();
+        // Reserved blocks are not free, and the metadata pool is not
+        // available, as in ext4's statfs.
+        let free = self.free_total().saturating_sub(self.delalloc);
         let free_inodes: u64 = self.groups.iter().map(|g| g.free_inodes() as u64).sum();
         StatFs {
             block_size: self.bs as u32,
             blocks: self.sb.blocks_count(),
             free_blocks: free,
-            available_blocks: free.saturating_sub(self.sb.r_blocks_count()),
+            available_blocks: free.saturating_sub(self.sb.r_blocks_count() + self.metadata_pool()),
             inodes: self.sb.inodes_count() as u64,
             free_inodes,
             name_max: 255,

@@ -37,6 +37,7 @@ mod journal_write;
 mod namei;
 mod op;
 mod orphan;
+mod reserve;
 mod superblock;
 mod xattr;
 

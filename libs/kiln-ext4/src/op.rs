@@ -219,6 +219,22 @@ impl<D: BlockDevice> Ext4<D> {
     pub fn write(&mut self, ino: u32, offset: u64, data: &[u8], now: Timestamp) -> Result<usize> {
         self.atomic(|fs| fs.write_inner(ino, offset, data, now))
     }
+    /// Writes cached file data back at `offset` (the kernel's page cache
+    /// writeback): blocks as for `write`, the size grown to the end of
+    /// `data`, the times left alone (they changed when the data was
+    /// written into the cache). `reserved` blocks reserved for this data
+    /// (see `reserve_blocks`) are used now; on an error they stay reserved.
+    pub fn write_back(&mut self, ino: u32, offset: u64, data: &[u8], reserved: u64) -> Result<()> {
+        let before = self.delalloc;
+        self.delalloc = self.delalloc.saturating_sub(reserved);
+        self.writing_back = true;
+        let r = self.atomic(|fs| fs.write_back_inner(ino, offset, data));
+        self.writing_back = false;
+        if r.is_err() {
+            self.delalloc = before;
+        }
+        r
+    }
     /// Sets a file's size (`truncate`/`ftruncate`).
     pub fn truncate(&mut self, ino: u32, size: u64, now: Timestamp) -> Result<()> {
         self.atomic(|fs| fs.truncate_inner(ino, size, now))

@@ -3,6 +3,12 @@
 //! plug grows past [`PLUG_LIMIT`]; then they go down sorted and merged, so
 //! a journal commit or a file's data becomes a few large requests. A
 //! later write of the same sectors replaces the waiting one.
+//!
+//! Memory: the plug's copies and its request lists come from the heap,
+//! which the page cache competes with. A write or an unplug that finds no
+//! memory waits for it (clean cache pages dropped, the plug sent down to
+//! free its copies) up to [`MEMORY_WAIT_NS`]; the waiting writes are kept
+//! until they really went down, never dropped on ENOMEM.
 
 use alloc::collections::BTreeMap;
 use alloc::sync::Arc;
@@ -15,6 +21,25 @@ use crate::block::BlockQueue;
 
 /// Bytes of writes the plug holds before it is sent down anyway.
 const PLUG_LIMIT: usize = 4 << 20;
+/// How long a write waits for memory before failing with ENOMEM.
+const MEMORY_WAIT_NS: u64 = 30_000_000_000;
+const MEMORY_RETRY_NS: u64 = 10_000_000;
+
+/// Runs `f` until it stops failing with ENOMEM, dropping clean cache pages
+/// and sleeping between tries, for at most [`MEMORY_WAIT_NS`].
+fn waiting_for_memory<T>(mut f: impl FnMut() -> Result<T, Errno>) -> Result<T, Errno> {
+    let mut waited = 0;
+    loop {
+        match f() {
+            Err(Errno::ENOMEM) if waited < MEMORY_WAIT_NS => {
+                crate::fs::pagecache::reclaim_clean(64);
+                crate::sched::sleep_ns(MEMORY_RETRY_NS);
+                waited += MEMORY_RETRY_NS;
+            }
+            r => return r,
+        }
+    }
+}
 
 pub struct Disk {
     pub queue: Arc<BlockQueue>,
@@ -35,13 +60,23 @@ impl Disk {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let pending = core::mem::take(&mut self.pending);
-        self.pending_bytes = 0;
-        let mut plug = Plug::new();
-        for (sector, data) in &pending {
-            plug.add(*sector, data)?;
+        // ENOMEM comes before any request is sent (the plug's lists are
+        // built first), so the writes are still waiting and sent again.
+        let queue = &self.queue;
+        let pending = &self.pending;
+        let r = waiting_for_memory(|| {
+            let mut plug = Plug::new();
+            for (sector, data) in pending {
+                plug.add(*sector, data)?;
+            }
+            queue.submit_plug(&mut plug, false)
+        });
+        if r != Err(Errno::ENOMEM) {
+            // Sent, or failed on the device (the caller's error path).
+            self.pending.clear();
+            self.pending_bytes = 0;
         }
-        self.queue.submit_plug(&mut plug, false)
+        r
     }
 
     fn overlaps_pending(&self, sector: u64, sectors: u64) -> bool {
@@ -76,7 +111,11 @@ impl BlockDevice for Disk {
             self.unplug()?;
         }
         let mut data = Vec::new();
-        data.try_reserve_exact(buf.len()).map_err(|_| Errno::ENOMEM)?;
+        if data.try_reserve_exact(buf.len()).is_err() {
+            // The waiting writes go down first, freeing their copies.
+            self.unplug()?;
+            waiting_for_memory(|| data.try_reserve_exact(buf.len()).map_err(|_| Errno::ENOMEM))?;
+        }
         data.extend_from_slice(buf);
         if self.pending.insert(sector, data).is_none() {
             self.pending_bytes += buf.len();

@@ -3,11 +3,17 @@
 //! commit after it on a `sync` mount. Names must be UTF-8 to reach the
 //! VFS (its names are `str`); an entry whose name is not is left out of
 //! listings.
+//!
+//! A regular file's data goes through the page cache (`fs::pagecache`):
+//! `read_at` and `write_at` touch only cached pages, the library is called
+//! to fill a missing page and to write dirty ones back, and shared
+//! mappings map the cache's frames.
 
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::any::Any;
+use core::sync::atomic::{AtomicU8, Ordering};
 
 use kiln_ext4::{NewInode, SetAttr, Timestamp, XattrFlags};
 use linux_abi::consts as c;
@@ -16,6 +22,8 @@ use linux_abi::errno::Errno;
 use super::{now, Ext4Volume, EXT4_SUPER_MAGIC};
 use crate::fs::file::FileOps;
 use crate::fs::inode::{DirEntry, DiskXattrs, FileType, FsStats, Inode, Metadata, Owner, S_IFDIR, S_IFLNK, S_IFMT};
+use crate::fs::pagecache::{Backend, CachedFile, PageCache};
+use crate::mm::PAGE_SIZE;
 
 /// fallocate(2) mode: allocate without changing the size.
 const FALLOC_FL_KEEP_SIZE: u32 = 1;
@@ -23,6 +31,11 @@ const FALLOC_FL_KEEP_SIZE: u32 = 1;
 pub struct Ext4Inode {
     vol: Arc<Ext4Volume>,
     ino: u32,
+    /// The file's pages (regular files only).
+    pub(super) cache: PageCache,
+    /// 0 not known yet, 1 a regular file, 2 anything else (an inode's
+    /// type never changes, and reads should not ask the library).
+    regular: AtomicU8,
 }
 
 fn ns(t: Timestamp) -> u64 {
@@ -39,7 +52,79 @@ fn name_bytes(name: &str) -> &[u8] {
 
 impl Ext4Inode {
     pub(super) fn new(vol: Arc<Ext4Volume>, ino: u32) -> Ext4Inode {
-        Ext4Inode { vol, ino }
+        Ext4Inode { vol, ino, cache: PageCache::new(), regular: AtomicU8::new(0) }
+    }
+
+    fn is_regular(&self) -> bool {
+        match self.regular.load(Ordering::Relaxed) {
+            1 => true,
+            2 => false,
+            _ => {
+                let Ok(st) = self.vol.with(|fs| fs.stat(self.ino)) else { return false };
+                let reg = u32::from(st.mode) & S_IFMT == crate::fs::inode::S_IFREG;
+                self.regular.store(if reg { 1 } else { 2 }, Ordering::Relaxed);
+                reg
+            }
+        }
+    }
+
+    fn not_regular(&self) -> Errno {
+        if self.file_type() == FileType::Directory {
+            Errno::EISDIR
+        } else {
+            Errno::EINVAL
+        }
+    }
+
+    /// The live inode named `name` in directory `dir`, if any: its cache
+    /// must go when its last link does (the number may be reused).
+    fn child(&self, dir: u32, name: &str) -> Option<Arc<Ext4Inode>> {
+        let ino = self.vol.with(|fs| fs.lookup(dir, name_bytes(name))).ok()?;
+        self.vol.held(ino)
+    }
+
+    /// After an unlink or a rename over it: a file with no link left is an
+    /// orphan. Its cached pages stay while it is open and go with the
+    /// inode when the last reference does (then the library frees it:
+    /// see `Drop`), as Linux evicts an unlinked inode's pages only then.
+    fn forget_if_gone(&self, gone: Option<Arc<Ext4Inode>>) {
+        let Some(node) = gone else { return };
+        let links = self.vol.with(|fs| fs.stat(node.ino)).map(|s| s.nlink).unwrap_or(0);
+        if links == 0 {
+            node.cache.orphaned();
+        }
+    }
+
+    /// Writes the file's dirty pages in [first, end) back (into the
+    /// running transaction and the device queue; a commit makes them
+    /// durable).
+    pub(super) fn write_dirty(&self, first: u64, end: u64) -> Result<(), Errno> {
+        if self.regular.load(Ordering::Relaxed) != 1 {
+            return Ok(());
+        }
+        self.cache.writeback(self, first, end, u64::MAX).map(|_| ())
+    }
+
+    fn disk_metadata(&self) -> Metadata {
+        match self.vol.with(|fs| fs.stat(self.ino)) {
+            Ok(s) => Metadata {
+                dev: self.vol.dev,
+                ino: u64::from(s.ino),
+                mode: u32::from(s.mode),
+                nlink: u64::from(s.nlink),
+                uid: s.uid,
+                gid: s.gid,
+                rdev: u64::from(s.rdev),
+                size: s.size,
+                blocks: s.blocks,
+                atime: ns(s.atime),
+                mtime: ns(s.mtime),
+                ctime: ns(s.ctime),
+            },
+            // A volume gone (unmounted) or an inode that cannot be read:
+            // what stat can still say.
+            Err(_) => Metadata { dev: self.vol.dev, ino: u64::from(self.ino), ..Metadata::default() },
+        }
     }
 
     pub fn volume(&self) -> &Arc<Ext4Volume> {
@@ -69,31 +154,28 @@ impl Ext4Inode {
 /// name holds it): the volume drops its pin later, under its own lock.
 impl Drop for Ext4Inode {
     fn drop(&mut self) {
+        // Its cached pages go with it: their reserved blocks come back.
+        self.vol.queue_unreserve(self.cache.reserved_blocks());
         self.vol.queue_unpin(self.ino);
     }
 }
 
 impl Inode for Ext4Inode {
     fn metadata(&self) -> Metadata {
-        match self.vol.with(|fs| fs.stat(self.ino)) {
-            Ok(s) => Metadata {
-                dev: self.vol.dev,
-                ino: u64::from(s.ino),
-                mode: u32::from(s.mode),
-                nlink: u64::from(s.nlink),
-                uid: s.uid,
-                gid: s.gid,
-                rdev: u64::from(s.rdev),
-                size: s.size,
-                blocks: s.blocks,
-                atime: ns(s.atime),
-                mtime: ns(s.mtime),
-                ctime: ns(s.ctime),
-            },
-            // A volume gone (unmounted) or an inode that cannot be read:
-            // what stat can still say.
-            Err(_) => Metadata { dev: self.vol.dev, ino: u64::from(self.ino), ..Metadata::default() },
+        // The cache's size is newer than the disk's; its dirty pages past
+        // the disk's end count as blocks already, as ext4's delayed
+        // allocation counts its reservations.
+        let cached = if self.regular.load(Ordering::Relaxed) == 1 { self.cache.size() } else { None };
+        let mut m = self.disk_metadata();
+        if m.mode & S_IFMT != 0 {
+            self.regular.store(if m.mode & S_IFMT == crate::fs::inode::S_IFREG { 1 } else { 2 }, Ordering::Relaxed);
         }
+        if let Some(size) = cached {
+            let on_disk = m.size.div_ceil(PAGE_SIZE);
+            m.blocks += self.cache.dirty_from(on_disk) * (PAGE_SIZE / 512);
+            m.size = size;
+        }
+        m
     }
 
     fn fs_stats(&self) -> FsStats {
@@ -135,26 +217,37 @@ impl Inode for Ext4Inode {
     }
 
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize, Errno> {
-        if self.file_type() == FileType::Directory {
-            return Err(Errno::EISDIR);
+        if !self.is_regular() {
+            if self.file_type() == FileType::Directory {
+                return Err(Errno::EISDIR);
+            }
+            return self.vol.with(|fs| fs.read(self.ino, offset, buf));
         }
-        self.vol.with(|fs| fs.read(self.ino, offset, buf))
+        self.cache.read(self, offset, buf)
     }
 
     fn write_at(&self, offset: u64, buf: &[u8]) -> Result<usize, Errno> {
-        if self.file_type() == FileType::Directory {
-            return Err(Errno::EISDIR);
+        if !self.is_regular() {
+            return Err(self.not_regular());
         }
-        let n = self.vol.with(|fs| fs.write(self.ino, offset, buf, now()))?;
+        self.vol.with(|fs| if fs.is_read_only() { Err(Errno::EROFS) } else { Ok(()) })?;
+        let n = self.cache.write(self, offset, buf)?;
+        let t = now();
+        self.vol.with(|fs| {
+            fs.set_attr(self.ino, SetAttr { mode: None, uid: None, gid: None, atime: None, mtime: Some(t), ctime: t })
+        })?;
+        if self.vol.synchronous.load(core::sync::atomic::Ordering::Relaxed) {
+            self.write_dirty(offset / PAGE_SIZE, (offset + n as u64).div_ceil(PAGE_SIZE))?;
+        }
         self.vol.changed()?;
         Ok(n)
     }
 
     fn truncate(&self, size: u64) -> Result<(), Errno> {
-        if self.file_type() == FileType::Directory {
-            return Err(Errno::EISDIR);
+        if !self.is_regular() {
+            return Err(self.not_regular());
         }
-        self.vol.with(|fs| fs.truncate(self.ino, size, now()))?;
+        self.cache.truncate(self, size, || self.vol.with(|fs| fs.truncate(self.ino, size, now())))?;
         self.vol.changed()
     }
 
@@ -167,7 +260,68 @@ impl Inode for Ext4Inode {
             _ => return Err(Errno::EOPNOTSUPP),
         };
         self.vol.with(|fs| fs.fallocate(self.ino, offset, len, keep_size, now()))?;
+        if !keep_size {
+            self.cache.grew(offset.saturating_add(len));
+        }
         self.vol.changed()
+    }
+
+    fn has_page_frames(&self) -> bool {
+        self.is_regular()
+    }
+
+    fn tracks_dirty(&self) -> bool {
+        self.is_regular()
+    }
+
+    fn frame_to_map(&self, index: u64, partial: bool) -> Option<Result<Option<hal::frame::UserFrame>, Errno>> {
+        if !self.is_regular() {
+            return None;
+        }
+        Some(self.cache.frame_to_map(self, index, partial))
+    }
+
+    fn existing_frames(&self, first: u64, end: u64, partial: bool, f: &mut dyn FnMut(u64, &hal::frame::UserFrame)) {
+        self.cache.existing_frames(first, end, partial, f);
+    }
+
+    fn cached_page(&self, index: u64) -> Option<u64> {
+        self.cache.cached_page(index)
+    }
+
+    fn has_page(&self, index: u64) -> bool {
+        self.cache.has_page(index)
+    }
+
+    fn page_mkwrite(&self, index: u64) {
+        self.cache.page_mkwrite(index);
+    }
+
+    fn sync_range(&self, offset: u64, end: u64, wait: bool) -> Result<(), Errno> {
+        self.write_dirty(offset / PAGE_SIZE, end.div_ceil(PAGE_SIZE))?;
+        if wait {
+            // The data reaches the device (not necessarily its media).
+            self.vol.with(|fs| fs.device_mut().unplug())?;
+        }
+        Ok(())
+    }
+
+    fn advise(&self, offset: u64, end: u64, advice: u32) -> Result<(), Errno> {
+        if !self.is_regular() {
+            return Ok(());
+        }
+        let (first, last) = (offset / PAGE_SIZE, end.div_ceil(PAGE_SIZE));
+        match advice {
+            linux_abi::fs::POSIX_FADV_WILLNEED => self.cache.prefetch(self, first, last.min(first + 8192)),
+            linux_abi::fs::POSIX_FADV_DONTNEED => {
+                // Linux starts writeback of the range and drops what is
+                // clean; pages still dirty stay.
+                self.write_dirty(first, last)?;
+                self.cache.drop_clean(first, last, u64::MAX, true);
+                Ok(())
+            }
+            _ => Ok(()),
+        }
     }
 
     fn lookup(&self, name: &str) -> Result<Arc<dyn Inode>, Errno> {
@@ -201,7 +355,9 @@ impl Inode for Ext4Inode {
     }
 
     fn unlink(&self, name: &str) -> Result<(), Errno> {
+        let child = self.child(self.ino, name);
         self.vol.with(|fs| fs.unlink(self.ino, name_bytes(name), now()))?;
+        self.forget_if_gone(child);
         self.vol.changed()
     }
 
@@ -220,6 +376,7 @@ impl Inode for Ext4Inode {
             // RENAME_WHITEOUT (overlay file systems' call) is not done.
             return Err(Errno::EINVAL);
         }
+        let replaced = self.child(dst, new);
         self.vol.with(|fs| {
             if flags & c::RENAME_NOREPLACE != 0 {
                 match fs.lookup(dst, name_bytes(new)) {
@@ -230,6 +387,9 @@ impl Inode for Ext4Inode {
             }
             fs.rename(self.ino, name_bytes(old), dst, name_bytes(new), now())
         })?;
+        if replaced.as_ref().is_some_and(|r| self.child(dst, new).is_none_or(|n| !Arc::ptr_eq(r, &n))) {
+            self.forget_if_gone(replaced);
+        }
         self.vol.changed()
     }
 
@@ -271,11 +431,13 @@ impl Inode for Ext4Inode {
     }
 
     fn sync(&self, _datasync: bool) -> Result<(), Errno> {
+        // Ordered mode: the data goes down before the commit that maps it.
+        self.write_dirty(0, u64::MAX)?;
         self.vol.commit()
     }
 
     fn sync_fs(&self) -> Result<(), Errno> {
-        self.vol.commit()
+        self.vol.sync()
     }
 
     fn open(&self, flags: u32) -> Option<Result<Arc<dyn FileOps>, Errno>> {
@@ -315,5 +477,57 @@ impl DiskXattrs for Ext4Inode {
 
     fn list(&self) -> Result<Vec<Vec<u8>>, Errno> {
         self.vol.with(|fs| fs.list_xattr(self.ino))
+    }
+}
+
+/// How the page cache reaches this file on the disk.
+impl Backend for Ext4Inode {
+    fn disk_size(&self) -> Result<u64, Errno> {
+        self.vol.with(|fs| fs.stat(self.ino)).map(|s| s.size)
+    }
+
+    fn read_pages(&self, offset: u64, buf: &mut [u8]) -> Result<(), Errno> {
+        self.vol.with(|fs| fs.read(self.ino, offset, buf)).map(|_| ())
+    }
+
+    fn write_pages(&self, offset: u64, data: &[u8], reserved: u64) -> Result<(), Errno> {
+        self.vol.with(|fs| fs.write_back(self.ino, offset, data, reserved))
+    }
+
+    fn block_size(&self) -> u64 {
+        self.vol.with(|fs| Ok(fs.block_size() as u64)).unwrap_or(PAGE_SIZE)
+    }
+
+    fn holes(&self, first: u64, end: u64) -> Result<Vec<(u64, u64)>, Errno> {
+        self.vol.with(|fs| fs.unmapped_blocks(self.ino, first, end))
+    }
+
+    fn reserve(&self, blocks: u64) -> Result<(), Errno> {
+        self.vol.with(|fs| fs.reserve_blocks(blocks))
+    }
+
+    fn release(&self, blocks: u64) {
+        let _ = self.vol.with(|fs| {
+            fs.release_blocks(blocks);
+            Ok(())
+        });
+    }
+}
+
+impl CachedFile for Ext4Inode {
+    fn writeback(&self, older_than: u64) -> Result<u64, Errno> {
+        self.cache.writeback(self, 0, u64::MAX, older_than)
+    }
+
+    fn drop_clean(&self, max: u64, wait: bool) -> u64 {
+        self.cache.drop_clean(0, u64::MAX, max, wait)
+    }
+
+    fn try_leave(&self) -> bool {
+        self.cache.try_leave()
+    }
+
+    fn owner(&self) -> usize {
+        crate::fs::pagecache::key_of(&self.vol)
     }
 }

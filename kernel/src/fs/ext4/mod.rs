@@ -9,9 +9,11 @@
 //! commits after every change). Metadata changes collect in the library's
 //! running transaction and are committed as one jbd2 transaction (group
 //! commit) by fsync, fdatasync, syncfs, sync, umount and the `ext4-commit`
-//! thread every [`COMMIT_INTERVAL_NS`] (Linux's `commit=5`). File data is
-//! written through to the block layer as it is written (the library's
-//! ordered mode), and made durable by the same commit's flush.
+//! thread every [`COMMIT_INTERVAL_NS`] (Linux's `commit=5`). File data
+//! lives in the page cache (`fs::pagecache`) until it is written back
+//! (fsync, sync, the writeback thread, memory pressure): then the library
+//! allocates its blocks and sends it to the block layer before the commit
+//! that maps it (ordered mode), whose flush makes it durable.
 
 mod disk;
 mod inode;
@@ -20,7 +22,7 @@ use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use hal::sync::SpinLock;
 use kiln_ext4::{Ext4, MountOptions, Timestamp};
@@ -50,6 +52,9 @@ pub struct Ext4Volume {
     /// next call holding the mutex drops the pin (freeing the inode if
     /// it has no name left).
     unpins: SpinLock<Vec<u32>>,
+    /// Blocks reserved by the cached pages of inodes dropped since (given
+    /// back under the mutex with the pins, for the same reason).
+    unreserve: AtomicU64,
     /// `sync` / MS_SYNCHRONOUS: commit after every change.
     pub synchronous: AtomicBool,
     /// The library's read-only state, kept where a spin-locked caller
@@ -105,6 +110,7 @@ impl Ext4Volume {
 
     /// Drops the pins of inodes no longer referenced in memory.
     fn drop_pins(&self, fs: &mut Ext4<Disk>) {
+        fs.release_blocks(self.unreserve.swap(0, Ordering::AcqRel));
         let pending = core::mem::take(&mut *self.unpins.lock());
         for ino in pending {
             if let Err(e) = fs.unpin(ino, now()) {
@@ -112,6 +118,12 @@ impl Ext4Volume {
                 log::warn!("ext4: could not release inode {ino}: {}", e.name());
             }
         }
+    }
+
+    /// Called by a dropped [`Ext4Inode`] whose pages held `blocks`
+    /// reserved, possibly under a spin lock.
+    pub(super) fn queue_unreserve(&self, blocks: u64) {
+        self.unreserve.fetch_add(blocks, Ordering::AcqRel);
     }
 
     /// Called by a dropped [`Ext4Inode`], possibly under a spin lock.
@@ -150,6 +162,18 @@ impl Ext4Volume {
         })
     }
 
+    /// Writes every cached file's dirty pages back, then commits (syncfs).
+    pub fn sync(self: &Arc<Self>) -> Result<(), Errno> {
+        let written = super::pagecache::writeback_all(Some(super::pagecache::key_of(self)));
+        self.commit()?;
+        written
+    }
+
+    /// The inode `ino` if something holds it now.
+    pub(crate) fn held(&self, ino: u32) -> Option<Arc<Ext4Inode>> {
+        self.inodes.lock().get(&ino).and_then(Weak::upgrade)
+    }
+
     /// The live inode `ino`, or a new one.
     pub(crate) fn inode(self: &Arc<Self>, ino: u32) -> Result<Arc<dyn Inode>, Errno> {
         self.with_inode(|_| Ok(ino))
@@ -168,13 +192,20 @@ impl Ext4Volume {
         // Drop queues the matching unpin.
         fs.pin(ino);
         let node = Arc::try_new(Ext4Inode::new(self.clone(), ino)).map_err(|_| Errno::ENOMEM)?;
+        let weak: Weak<dyn super::pagecache::CachedFile> = Arc::downgrade(&node) as _;
+        node.cache.set_owner(weak);
         table.insert(ino, Arc::downgrade(&node));
         Ok(node)
     }
 
     /// Unmount: commits, marks the volume clean, and lets go of it; the
     /// inodes still open answer EIO.
-    pub fn unmount(&self) -> Result<(), Errno> {
+    pub fn unmount(self: &Arc<Self>) -> Result<(), Errno> {
+        let owner = super::pagecache::key_of(self);
+        if let Err(e) = super::pagecache::writeback_all(Some(owner)) {
+            log::warn!("ext4: unmount could not write every cached page back: {}", e.name());
+        }
+        super::pagecache::forget_owner(owner);
         let mut guard = self.fs.lock();
         if let Some(fs) = guard.as_mut() {
             // Files closed since the last call: their orphans are freed
@@ -210,6 +241,7 @@ pub fn mount(queue: Arc<BlockQueue>, read_only: bool, synchronous: bool) -> Resu
         dev,
         inodes: SpinLock::new(BTreeMap::new()),
         unpins: SpinLock::new(Vec::new()),
+        unreserve: AtomicU64::new(0),
         synchronous: AtomicBool::new(synchronous),
         read_only: AtomicBool::new(read_only),
     })
@@ -232,6 +264,13 @@ impl FsState for Ext4Volume {
     }
 
     fn remount(&self, read_only: bool, synchronous: bool) -> Result<(), Errno> {
+        if read_only && !self.read_only.load(Ordering::Acquire) {
+            // Linux's sync_filesystem before a read-only remount: the
+            // cached data goes down first (the cache lock is taken before
+            // the volume's, so not under it).
+            let owner = self as *const Self as *const () as usize;
+            super::pagecache::writeback_all(Some(owner))?;
+        }
         let mut guard = self.fs.lock();
         let fs = guard.as_mut().ok_or(Errno::EIO)?;
         self.drop_pins(fs);
@@ -248,11 +287,22 @@ pub fn volume_of(inode: &dyn Inode) -> Option<Arc<Ext4Volume>> {
     inode.as_any().downcast_ref::<Ext4Inode>().map(|i| i.volume().clone())
 }
 
-/// sync(2): every volume committed and flushed.
-pub fn sync_all() {
+/// The commit thread's round: every volume's running transaction
+/// committed (dirty pages are the writeback thread's business).
+fn commit_all() {
     let all: Vec<Arc<Ext4Volume>> = VOLUMES.lock().iter().filter_map(Weak::upgrade).collect();
     for v in all {
         if let Err(e) = v.commit() {
+            log::warn!("ext4: commit failed: {}", e.name());
+        }
+    }
+}
+
+/// sync(2): every volume's cached pages written back, committed, flushed.
+pub fn sync_all() {
+    let all: Vec<Arc<Ext4Volume>> = VOLUMES.lock().iter().filter_map(Weak::upgrade).collect();
+    for v in all {
+        if let Err(e) = v.sync() {
             log::warn!("ext4: sync failed: {}", e.name());
         }
     }
@@ -264,7 +314,7 @@ fn start_commit_thread() {
     }
     let spawned = crate::sched::spawn("ext4-commit", || loop {
         crate::sched::sleep_ns(COMMIT_INTERVAL_NS);
-        sync_all();
+        commit_all();
     });
     if spawned.is_err() {
         COMMIT_THREAD.store(false, Ordering::Release);
