@@ -269,7 +269,11 @@ impl<D: BlockDevice> Ext4<D> {
                 return self.put_dir_block(dir, phys, b);
             }
         }
-        // No room: append a block.
+        // No room. A full first block becomes an index over two leaves,
+        // as Linux does, so that the directory stays fast as it grows.
+        if n == 1 && self.sb.has_compat(COMPAT_DIR_INDEX) && self.make_indexed(dir, name, ino, ftype)? {
+            return Ok(());
+        }
         let mut b = vec![0u8; self.bs];
         let usable = self.usable();
         self.write_entry(&mut b, 0, ino, usable, name, ftype);
