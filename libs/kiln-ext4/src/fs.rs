@@ -16,7 +16,7 @@ use alloc::vec::Vec;
 use linux_abi::errno::Errno;
 
 /// How many clean metadata blocks the cache keeps before dropping them.
-const CACHE_CLEAN_LIMIT: usize = 4096;
+pub(crate) const CACHE_CLEAN_LIMIT: usize = 4096;
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct MountOptions {
@@ -73,6 +73,9 @@ pub struct Ext4<D: BlockDevice> {
     /// so a crash cannot leave an old file pointing at new data.
     pub(crate) freed: BTreeSet<u64>,
     pub(crate) journal: Option<Journal>,
+    /// Home blocks in the journal's log, not yet checkpointed: the cache
+    /// keeps them (their newest committed copies) until the checkpoint.
+    pub(crate) logged: BTreeSet<u64>,
     pub(crate) gdt_start: u64,
     /// The journal replayed at mount: transactions and blocks.
     pub replayed: (u32, u32),
@@ -123,6 +126,7 @@ impl<D: BlockDevice> Ext4<D> {
             sb_dirty: false,
             freed: BTreeSet::new(),
             journal: None,
+            logged: BTreeSet::new(),
             gdt_start,
             replayed: (0, 0),
             pins: BTreeMap::new(),
@@ -163,6 +167,7 @@ impl<D: BlockDevice> Ext4<D> {
     pub fn unmount(mut self) -> Result<D> {
         if !self.read_only {
             self.commit()?;
+            self.checkpoint()?;
             // The emptied log is durable before the flag says so.
             self.dev.flush()?;
             let inc = self.sb.feature_incompat() & !INCOMPAT_RECOVER;
@@ -273,8 +278,8 @@ impl<D: BlockDevice> Ext4<D> {
         }
         let b = self.read_block_uncached(blk)?;
         if self.cache.len() >= CACHE_CLEAN_LIMIT {
-            let dirty = &self.dirty;
-            self.cache.retain(|k, _| dirty.contains(k));
+            let (dirty, logged) = (&self.dirty, &self.logged);
+            self.cache.retain(|k, _| dirty.contains(k) || logged.contains(k));
         }
         self.cache.insert(blk, b.clone());
         Ok(b)
@@ -477,12 +482,16 @@ impl<D: BlockDevice> Ext4<D> {
         }
         self.flush_fs_metadata()?;
         if self.dirty.is_empty() {
+            if self.freed.iter().any(|b| self.logged.contains(b)) {
+                self.checkpoint()?;
+            }
             self.freed.clear();
             return self.dev.flush();
         }
         let blocks: Vec<u64> = self.dirty.iter().copied().collect();
         if self.journal.is_some() {
-            self.journal_commit(&blocks)?;
+            let freed_logged = self.freed.iter().any(|b| self.logged.contains(b));
+            self.journal_commit(&blocks, freed_logged)?;
         } else {
             self.dev.flush()?;
             for &b in &blocks {

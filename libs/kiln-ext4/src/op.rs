@@ -121,6 +121,7 @@ impl<D: BlockDevice> Ext4<D> {
             return Ok(());
         }
         self.commit()?;
+        self.checkpoint()?;
         self.dev.flush()?;
         if self.journal.is_some() {
             let inc = self.sb.feature_incompat() & !crate::superblock::INCOMPAT_RECOVER;
