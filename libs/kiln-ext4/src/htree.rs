@@ -54,7 +54,7 @@ impl<D: BlockDevice> Ext4<D> {
 
     /// The root's hash version (signedness applied) and depth.
     fn dx_root(&mut self, dir: &Inode, extents: &[Extent]) -> Result<(u8, usize, DxLevel)> {
-        let (_, b) = self.dir_block(extents, 0)?;
+        let (_, b) = self.dir_block(dir, extents, 0)?;
         let info = 0x18;
         if le32(&b, info) != 0 || u8_at(&b, info + 5) != 8 {
             return Err(Errno::EUCLEAN);
@@ -84,7 +84,7 @@ impl<D: BlockDevice> Ext4<D> {
                 return Err(Errno::EUCLEAN);
             }
             if depth < levels {
-                let (_, b) = self.dir_block(extents, blk)?;
+                let (_, b) = self.dir_block(dir, extents, blk)?;
                 if le32(&b, 0) != 0 || le16(&b, 4) as usize != self.bs {
                     return Err(Errno::EUCLEAN);
                 }
@@ -153,21 +153,21 @@ impl<D: BlockDevice> Ext4<D> {
                     return Err(Errno::EUCLEAN);
                 }
                 if depth < levels {
-                    let (_, b) = self.dir_block(&extents, blk)?;
+                    let (_, b) = self.dir_block(dir, &extents, blk)?;
                     level = self.dx_entries(dir, &b, NODE_ENTRIES)?;
                     node_lblk = blk;
                     node_off = NODE_ENTRIES;
                 }
             }
             let leaf = level.entries[i].1;
-            let (phys, mut b) = self.dir_block(&extents, leaf)?;
+            let (phys, mut b) = self.dir_block(dir, &extents, leaf)?;
             if self.insert_into_block(dir, &mut b, name, ino, ftype)? {
                 self.put_dir_block(dir, phys, b)?;
                 self.store_inode(dir)?;
                 return Ok(true);
             }
             // Split the leaf, if the index node has room for one more entry.
-            let (node_phys, node_b) = self.dir_block(&extents, node_lblk)?;
+            let (node_phys, node_b) = self.dir_block(dir, &extents, node_lblk)?;
             let limit = le16(&node_b, node_off) as usize;
             if level.entries.len() >= limit {
                 return Ok(false);
@@ -222,7 +222,7 @@ impl<D: BlockDevice> Ext4<D> {
         let hash_version = if self.sb.unsigned_hash() { version + HASH_UNSIGNED_DELTA } else { version };
         let seed = self.sb.hash_seed();
         let map = self.file_map(dir)?;
-        let (phys0, b) = self.dir_block(&map.extents, 0)?;
+        let (phys0, b) = self.dir_block(dir, &map.extents, 0)?;
         let entries = self.parse_dir_block(dir, &b, false)?;
         let name_of = |e: &crate::dir::RawEntry| slice(&b, e.off + 8, e.name_len);
         if entries.len() < 2 || name_of(&entries[0]) != b"." || name_of(&entries[1]) != b".." {
@@ -290,7 +290,7 @@ impl<D: BlockDevice> Ext4<D> {
                 for blk in frontier {
                     nodes.push(blk);
                     if depth < levels {
-                        let (_, b) = self.dir_block(&map.extents, blk)?;
+                        let (_, b) = self.dir_block(dir, &map.extents, blk)?;
                         let lv = self.dx_entries(dir, &b, NODE_ENTRIES)?;
                         next.extend(lv.entries.iter().map(|e| e.1));
                     }
@@ -299,13 +299,13 @@ impl<D: BlockDevice> Ext4<D> {
             }
         }
         // Root: keep "." and "..", end ".." before the tail.
-        let (phys, b) = self.dir_block(&map.extents, 0)?;
+        let (phys, b) = self.dir_block(dir, &map.extents, 0)?;
         let dot = le32(&b, 0);
         let dotdot = le32(&b, 12);
         let nb = self.new_dir_block(dot, dotdot);
         self.put_dir_block(dir, phys, nb)?;
         for blk in nodes {
-            let (phys, _) = self.dir_block(&map.extents, blk)?;
+            let (phys, _) = self.dir_block(dir, &map.extents, blk)?;
             let mut nb = alloc::vec![0u8; self.bs];
             let usable = if self.sb.metadata_csum() { self.bs - 12 } else { self.bs };
             set_le16(&mut nb, 4, usable as u16);

@@ -263,6 +263,7 @@ impl<D: BlockDevice> Ext4<D> {
         self.replayed = (txns, replayed_blocks);
         // The log may have carried the superblock and descriptors.
         self.cache.clear();
+        self.verified.clear();
         self.dirty.clear();
         let dev_bytes = self.dev.sector_count() * SECTOR_SIZE as u64;
         let mut raw = vec![0u8; SUPERBLOCK_SIZE];
