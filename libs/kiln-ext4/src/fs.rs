@@ -522,6 +522,17 @@ impl<D: BlockDevice> Ext4<D> {
         Ok(())
     }
 
+    /// `sync(2)`: commits, then checkpoints the log, so that the volume's
+    /// metadata is at home and the log empty (a machine switched off
+    /// without an unmount then needs no replay). `fsync` only commits.
+    pub fn sync(&mut self) -> Result<()> {
+        if self.read_only {
+            return Ok(());
+        }
+        self.commit()?;
+        self.checkpoint()
+    }
+
     /// Writes a cached metadata block to its home location.
     pub(crate) fn checkpoint_block(&mut self, blk: u64) -> Result<()> {
         let data = match self.cache.get(&blk) {

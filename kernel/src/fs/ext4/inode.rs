@@ -275,7 +275,7 @@ impl Inode for Ext4Inode {
     }
 
     fn sync_fs(&self) -> Result<(), Errno> {
-        self.vol.commit()
+        self.vol.sync()
     }
 
     fn open(&self, flags: u32) -> Option<Result<Arc<dyn FileOps>, Errno>> {

@@ -150,6 +150,21 @@ impl Ext4Volume {
         })
     }
 
+    /// `sync(2)`/`syncfs`: committed as [`commit`](Self::commit) does, and
+    /// the journal checkpointed (metadata home, log empty).
+    pub fn sync(&self) -> Result<(), Errno> {
+        if self.read_only.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        self.with(|fs| {
+            let r = fs.sync();
+            if matches!(r, Err(Errno::EIO) | Err(Errno::EUCLEAN)) {
+                fs.io_error();
+            }
+            r
+        })
+    }
+
     /// The live inode `ino`, or a new one.
     pub(crate) fn inode(self: &Arc<Self>, ino: u32) -> Result<Arc<dyn Inode>, Errno> {
         self.with_inode(|_| Ok(ino))
@@ -252,7 +267,7 @@ pub fn volume_of(inode: &dyn Inode) -> Option<Arc<Ext4Volume>> {
 pub fn sync_all() {
     let all: Vec<Arc<Ext4Volume>> = VOLUMES.lock().iter().filter_map(Weak::upgrade).collect();
     for v in all {
-        if let Err(e) = v.commit() {
+        if let Err(e) = v.sync() {
             log::warn!("ext4: sync failed: {}", e.name());
         }
     }
