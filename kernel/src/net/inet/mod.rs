@@ -7,7 +7,8 @@
 //!   `netdev::NetDevice` to smoltcp's `phy::Device`; [`config`]: the
 //!   NIC interfaces' addresses (`ip=` on the command line, or DHCP).
 //! * [`poller`]: the network thread (device wakeups and timers).
-//! * [`tcp`], [`udp`]: the sockets, with [`common`] what both carry,
+//! * [`tcp`], [`udp`]: the sockets (with [`direct`], a loopback TCP
+//!   connection's bytes handed straight to the reader), with [`common`] what both carry,
 //!   [`addr`] the socket address formats, [`ports`] the bind table.
 //! * [`icmp`]: ping sockets (SOCK_DGRAM ICMP and ICMPv6) and
 //!   net.ipv4.ping_group_range; [`raw`]: SOCK_RAW sockets.
@@ -17,6 +18,7 @@
 pub mod addr;
 mod common;
 pub mod config;
+mod direct;
 pub mod icmp;
 pub mod iface;
 mod poller;

@@ -85,6 +85,9 @@ pub struct Stack {
     /// socket's state and rings when it listens or connects again; the
     /// options Kiln sets are put back to a new socket's in [`Stack::new_tcp`].
     spare_tcp: Vec<tcp::Socket<'static>>,
+    /// Loopback connections' bytes on their way to the reader
+    /// (direct.rs).
+    pub direct: super::direct::Direct,
     /// When smoltcp next wants to be polled (monotonic ns; 0: no timer).
     pub next_poll: u64,
 }
@@ -161,6 +164,7 @@ impl Stack {
             orphans: Vec::new(),
             listens: Listens::default(),
             spare_tcp: Vec::new(),
+            direct: Default::default(),
             next_poll: 0,
         }
     }
@@ -209,6 +213,7 @@ impl Stack {
     }
 
     pub fn remove(&mut self, r: SockRef) {
+        self.direct.forget(r);
         if let smoltcp::socket::Socket::Tcp(mut t) = self.ifaces[r.iface].sockets.remove(r.handle) {
             if self.spare_tcp.len() < SPARE_TCP && self.spare_tcp.try_reserve(1).is_ok() {
                 // Out of the set nothing polls it, so this sends nothing:
@@ -279,6 +284,11 @@ impl Stack {
         self.orphans.push(Orphan { r, port });
     }
 
+    /// Whether `r`'s user has closed it.
+    pub fn is_orphan(&self, r: SockRef) -> bool {
+        self.orphans.iter().any(|o| o.r == r)
+    }
+
     fn reap(&mut self, r: SockRef, port: Option<(Transport, u16, u64)>) {
         self.remove(r);
         if let Some((t, p, owner)) = port {
@@ -302,12 +312,7 @@ impl Stack {
         for i in 1..self.ifaces.len() {
             super::config::poll_dhcp(self, i);
         }
-        let watchers = core::mem::take(&mut self.watchers);
-        for w in &watchers {
-            w.refresh(self);
-        }
-        let mut added = core::mem::replace(&mut self.watchers, watchers);
-        self.watchers.append(&mut added);
+        self.refresh_watchers();
         let mut next = u64::MAX;
         for f in self.ifaces.iter_mut() {
             if let Some(at) = f.iface.poll_at(now, &f.sockets) {
@@ -317,6 +322,16 @@ impl Stack {
         }
         self.next_poll = next;
         super::poller::schedule(next);
+    }
+
+    /// Every open socket re-reads its state.
+    pub fn refresh_watchers(&mut self) {
+        let watchers = core::mem::take(&mut self.watchers);
+        for w in &watchers {
+            w.refresh(self);
+        }
+        let mut added = core::mem::replace(&mut self.watchers, watchers);
+        self.watchers.append(&mut added);
     }
 
     fn poll_ifaces(&mut self, now: Instant) {
@@ -371,8 +386,9 @@ impl Stack {
         let mut i = 0;
         while i < self.orphans.len() {
             let r = self.orphans[i].r;
+            let piped = self.direct.queued(r);
             let t = self.tcp(r);
-            if t.recv_queue() > 0 && t.state() != tcp::State::Closed {
+            if (t.recv_queue() > 0 || piped > 0) && t.state() != tcp::State::Closed {
                 t.abort();
                 reset = true;
             }

@@ -28,6 +28,7 @@ use smoltcp::wire::{IpAddress, IpEndpoint, IpListenEndpoint, Ipv4Address, Ipv6Ad
 
 use super::addr::{self, SockAddr};
 use super::common::{int_arg, Common, SOL_TCP};
+use super::direct;
 use super::ports::{Binding, Transport};
 use super::procnet::ProcEntry;
 use super::stack::{self, SockRef, Stack, Watch};
@@ -80,6 +81,9 @@ struct Inner {
     rx_seen: usize,
     tx_seen: usize,
     released: bool,
+    /// This connection looked for a loopback peer to write to directly
+    /// (direct.rs): it does so once.
+    direct_checked: bool,
 }
 
 pub struct TcpSocket {
@@ -110,6 +114,7 @@ impl TcpSocket {
                 rx_seen: 0,
                 tx_seen: 0,
                 released: false,
+                direct_checked: false,
             }),
             me: hal::sync::Once::new(),
         })
@@ -190,6 +195,8 @@ impl TcpSocket {
             }
             Phase::Connecting(_) => {}
             Phase::Connected(r) => {
+                let piped = st.direct.queued(*r);
+                let pipe_out = st.direct.writing(*r).map(|p| (p.ring.capacity(), p.ring.len()));
                 let t = st.tcp(*r);
                 let state = t.state();
                 let peer_fin = matches!(
@@ -204,11 +211,11 @@ impl TcpSocket {
                 if rcv_shut {
                     ev |= Events::IN | Events::RDNORM | Events::RDHUP;
                 }
-                let rx = t.recv_queue();
+                let rx = t.recv_queue() + piped;
                 if rx > 0 {
                     ev |= Events::IN | Events::RDNORM;
                 }
-                let (cap, queued) = (t.send_capacity(), t.send_queue());
+                let (cap, queued) = pipe_out.unwrap_or((t.send_capacity(), t.send_queue()));
                 let free = cap - queued;
                 if send_shut || (t.may_send() && free * 2 >= queued && free > 0) {
                     ev |= Events::OUT | Events::WRNORM;
@@ -301,10 +308,13 @@ impl TcpSocket {
         // User memory is read below: no spin lock may be held (a fault
         // sleeps).
         drop(inner);
-        let t = st.tcp(r);
-        if !t.may_send() {
+        if !st.tcp(r).may_send() {
             return Err(pipe(flags));
         }
+        if let Some(sent) = self.send_direct(&mut st, r, data) {
+            return sent;
+        }
+        let t = st.tcp(r);
         if !t.can_send() {
             self.c.opts.async_io.no_space();
             return Err(Errno::EAGAIN);
@@ -354,8 +364,10 @@ impl TcpSocket {
         };
         let rcv_shut = inner.shut & RCV != 0;
         drop(inner);
+        let piped = st.direct.queued(r);
         let t = st.tcp(r);
-        let queued = t.recv_queue();
+        let ringed = t.recv_queue();
+        let queued = ringed + piped;
         if queued == 0 || rcv_shut {
             if let Some(e) = self.c.take_err() {
                 return Err(e);
@@ -369,10 +381,17 @@ impl TcpSocket {
         let mut fault = None;
         let mut total = 0;
         if flags & s::MSG_PEEK != 0 {
-            let mut tmp = stack::zeroed(want.min(queued))?;
+            let mut tmp = stack::zeroed(want.min(ringed))?;
             let n = t.peek_slice(&mut tmp).unwrap_or(0);
             data.write(&tmp[..n])?;
-            return Ok(n);
+            let (m, fault) = match st.direct.reading(r) {
+                Some(p) if n < want => p.ring.read_into(data, want - n, true, false),
+                _ => (0, None),
+            };
+            return match fault {
+                Some(e) if n + m == 0 => Err(e),
+                _ => Ok(n + m),
+            };
         }
         for _ in 0..2 {
             if total == want {
@@ -398,6 +417,27 @@ impl TcpSocket {
                 break;
             }
         }
+        // Then the loopback peer's pipe, whose bytes came after the
+        // ring's (direct.rs).
+        let mut writer = None;
+        if total < want && fault.is_none() && piped > 0 {
+            if let Some(p) = st.direct.reading(r) {
+                let (n, f) = p.ring.read_into(data, want - total, false, flags & s::MSG_TRUNC != 0);
+                total += n;
+                fault = f;
+                if p.reader_watch.is_none() {
+                    p.reader_watch = self.me.get().map(|w| w.clone() as Weak<dyn Watch>);
+                }
+                if n > 0 {
+                    writer = p.writer_watch.as_ref().and_then(Weak::upgrade);
+                }
+            }
+        }
+        // The writer may be waiting for room.
+        if let Some(w) = writer {
+            w.refresh(&mut st);
+        }
+        let t = st.tcp(r);
         // The window opened: tell the sender now, if smoltcp would. It
         // advertises a larger window only once it has doubled (Linux's
         // rule, `window_to_update`), which needs the last advertised one
@@ -406,7 +446,7 @@ impl TcpSocket {
         // and polled. A read that finds less (a ping-pong's 1 byte) has
         // nothing to tell, and skips the poll's walk over the sockets.
         // Its own readiness is refreshed either way.
-        if queued * 2 >= t.recv_capacity() {
+        if ringed * 2 >= t.recv_capacity() {
             st.poll();
         } else {
             let mut inner = self.inner.lock();
@@ -416,6 +456,56 @@ impl TcpSocket {
             Some(e) if total == 0 => Err(e),
             _ => Ok(total),
         }
+    }
+
+    /// A send on a loopback connection whose peer is a socket here: into
+    /// the peer's pipe (direct.rs). None: this connection's bytes go
+    /// through smoltcp.
+    fn send_direct(&self, st: &mut Stack, r: SockRef, data: &mut dyn MsgSource) -> Option<Result<usize, Errno>> {
+        if st.direct.writing(r).is_none() {
+            let mut inner = self.inner.lock();
+            // Bytes smoltcp still holds unacknowledged would reach the
+            // peer after the pipe's.
+            if inner.direct_checked || st.tcp(r).send_queue() > 0 {
+                return None;
+            }
+            inner.direct_checked = true;
+            drop(inner);
+            let peer = direct::find_peer(&st.ifaces, r)?;
+            if st.is_orphan(peer) {
+                return None;
+            }
+            let size = st.tcp(peer).recv_capacity() + st.tcp(r).send_capacity();
+            let me: Weak<dyn Watch> = self.me.get()?.clone();
+            if !st.direct.link(r, peer, size, me) {
+                return None;
+            }
+        }
+        let p = st.direct.writing(r)?;
+        if p.ring.len() == p.ring.capacity() {
+            self.c.opts.async_io.no_space();
+            return Some(Err(Errno::EAGAIN));
+        }
+        let (n, fault) = p.ring.write_from(data);
+        let reader = p.reader;
+        let watch = p.reader_watch.as_ref().and_then(Weak::upgrade);
+        if st.is_orphan(reader) {
+            // Nobody reads: the poll resets it, as Linux answers data
+            // for a closed socket.
+            st.poll();
+        } else if let Some(w) = watch {
+            w.refresh(st);
+            let mut inner = self.inner.lock();
+            self.refresh_locked(st, &mut inner);
+        } else {
+            // An embryo in an accept queue, or a reader that has not
+            // read yet: every socket looks.
+            st.refresh_watchers();
+        }
+        Some(match fault {
+            Some(e) if n == 0 => Err(e),
+            _ => Ok(n),
+        })
     }
 
     fn release_now(&self) {
@@ -436,10 +526,11 @@ impl TcpSocket {
                 }
             }
             Phase::Connecting(r) | Phase::Connected(r) => {
+                let piped = st.direct.queued(r);
                 let t = st.tcp(r);
                 // Unread data or a zero linger time: a reset, as Linux's
                 // tcp_close sends.
-                if t.recv_queue() > 0 || (lo && linger == 0) {
+                if t.recv_queue() > 0 || piped > 0 || (lo && linger == 0) {
                     t.abort();
                 } else {
                     t.close();
@@ -510,12 +601,13 @@ impl Watch for TcpSocket {
             // reads, reports the backlog there).
             Phase::Listening => e.rx_queue = st.listens.queue(self.c.id).map_or(0, |q| q.ready.len()),
             Phase::Connecting(r) | Phase::Connected(r) => {
+                let piped = st.direct.queued(*r);
                 let t = st.tcp(*r);
                 e.local = t.local_endpoint().map(addr::from_endpoint).unwrap_or(inner.local);
                 e.remote = t.remote_endpoint().map(addr::from_endpoint).unwrap_or(SockAddr::ANY);
                 e.state = super::procnet::tcp_state(t.state());
                 e.tx_queue = t.send_queue();
-                e.rx_queue = t.recv_queue();
+                e.rx_queue = t.recv_queue() + piped;
             }
         }
         Some(e)
@@ -860,7 +952,7 @@ impl Protocol for TcpSocket {
         let inner = self.inner.lock();
         match inner.phase {
             Phase::Listening => Err(Errno::EINVAL),
-            Phase::Connected(r) => Ok(st.tcp(r).recv_queue()),
+            Phase::Connected(r) => Ok(st.tcp(r).recv_queue() + st.direct.queued(r)),
             _ => Ok(0),
         }
     }
@@ -997,6 +1089,7 @@ impl TcpSocket {
         }
         inner.in_progress = false;
         inner.shut = 0;
+        inner.direct_checked = false;
         self.refresh_locked(&mut st, &mut inner);
         drop(inner);
         st.poll();

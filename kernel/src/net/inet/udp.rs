@@ -177,10 +177,12 @@ impl UdpSocket {
             ev |= Events::IN | Events::RDNORM | Events::RDHUP;
         }
         let mut queued = 0;
-        for r in inner.socks.clone() {
+        // By index, not over a clone of the list: a clone was an
+        // allocation and a free per refresh, several per datagram.
+        for &r in &inner.socks {
             let u = st.udp(r);
             // A connected socket drops what is not from its peer.
-            if let Some(peer) = inner.remote {
+            if let (Some(peer), true) = (inner.remote, u.can_recv()) {
                 while let Ok((_, m)) = u.peek() {
                     if m.endpoint == peer {
                         break;
@@ -279,12 +281,13 @@ impl UdpSocket {
 
     fn recv_one(&self, data: &mut dyn MsgSink, args: &RecvArgs) -> Result<Received, Errno> {
         let mut st = stack::lock()?;
-        let mut inner = self.inner.lock();
+        let inner = self.inner.lock();
         if let Some(e) = self.c.take_err() {
             return Err(e);
         }
-        // Filter first, so a connected socket sees only its peer.
-        self.compute(&mut st, &mut inner);
+        // A connected socket's queue holds only its peer's datagrams:
+        // every poll that can bring one is followed by a refresh, whose
+        // compute drops the others, and so is connect(2).
         let peek = args.flags & s::MSG_PEEK != 0;
         // The first of its smoltcp sockets holding a datagram; the stack
         // lock keeps it there while the spin lock is let go.
