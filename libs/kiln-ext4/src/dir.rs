@@ -55,12 +55,11 @@ impl<D: BlockDevice> Ext4<D> {
     /// Parses the entries of a directory block; `indexed_node` accepts an
     /// htree block that carries no leaf tail.
     pub(crate) fn parse_dir_block(&self, dir: &Inode, b: &[u8], allow_no_tail: bool) -> Result<Vec<RawEntry>> {
+        let _ = dir;
         let mut limit = self.bs;
         if self.sb.metadata_csum() {
             if self.has_tail(b) {
-                if self.leaf_csum(dir, b) != le32(b, self.bs - 4) {
-                    return Err(Errno::EUCLEAN);
-                }
+                // The tail's checksum was checked by `dir_block`.
                 limit -= TAIL_SIZE;
             } else if !allow_no_tail {
                 return Err(Errno::EUCLEAN);
@@ -91,14 +90,24 @@ impl<D: BlockDevice> Ext4<D> {
         Ok(out)
     }
 
-    /// Reads a whole directory block by logical number.
-    pub(crate) fn dir_block(&mut self, extents: &[Extent], lblk: u32) -> Result<(u64, Vec<u8>)> {
+    /// Reads a whole directory block of `dir` by logical number. A leaf's
+    /// tail checksum is checked the first time the cached copy is used
+    /// (`verified` remembers it until the copy changes or leaves the
+    /// cache), not on every access.
+    pub(crate) fn dir_block(&mut self, dir: &Inode, extents: &[Extent], lblk: u32) -> Result<(u64, Vec<u8>)> {
         let e = crate::extent::find(extents, lblk).ok_or(Errno::EUCLEAN)?;
         if e.uninit {
             return Err(Errno::EUCLEAN);
         }
         let phys = e.phys + (lblk - e.logical) as u64;
-        Ok((phys, self.meta(phys)?))
+        let b = self.meta(phys)?;
+        if self.sb.metadata_csum() && !self.verified.contains(&phys) && self.has_tail(&b) {
+            if self.leaf_csum(dir, &b) != le32(&b, self.bs - 4) {
+                return Err(Errno::EUCLEAN);
+            }
+            self.verified.insert(phys);
+        }
+        Ok((phys, b))
     }
 
     pub(crate) fn dir_inode(&mut self, ino: u32) -> Result<Inode> {
@@ -139,7 +148,7 @@ impl<D: BlockDevice> Ext4<D> {
             if crate::extent::find(&extents, l).is_none() {
                 continue;
             }
-            let (_, b) = self.dir_block(&extents, l)?;
+            let (_, b) = self.dir_block(&dir, &extents, l)?;
             for e in self.parse_dir_block(&dir, &b, indexed)? {
                 if e.ino != 0 {
                     out.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
@@ -199,7 +208,7 @@ impl<D: BlockDevice> Ext4<D> {
         name: &[u8],
         allow_no_tail: bool,
     ) -> Result<Option<(u32, usize)>> {
-        let (_, b) = self.dir_block(extents, l)?;
+        let (_, b) = self.dir_block(dir, extents, l)?;
         for e in self.parse_dir_block(dir, &b, allow_no_tail)? {
             if e.ino != 0 && e.name_len == name.len() && slice(&b, e.off + 8, e.name_len) == name {
                 return Ok(Some((e.ino, e.off)));
@@ -219,7 +228,11 @@ impl<D: BlockDevice> Ext4<D> {
             let c = self.leaf_csum(dir, &b);
             set_le32(&mut b, self.bs - 4, c);
         }
-        self.put_meta(phys, b)
+        self.put_meta(phys, b)?;
+        if self.sb.metadata_csum() {
+            self.verified.insert(phys);
+        }
+        Ok(())
     }
 
     pub(crate) fn usable(&self) -> usize {
@@ -264,12 +277,16 @@ impl<D: BlockDevice> Ext4<D> {
             if crate::extent::find(&extents, l).is_none() {
                 continue;
             }
-            let (phys, mut b) = self.dir_block(&extents, l)?;
+            let (phys, mut b) = self.dir_block(dir, &extents, l)?;
             if self.insert_into_block(dir, &mut b, name, ino, ftype)? {
                 return self.put_dir_block(dir, phys, b);
             }
         }
-        // No room: append a block.
+        // No room. A full first block becomes an index over two leaves,
+        // as Linux does, so that the directory stays fast as it grows.
+        if n == 1 && self.sb.has_compat(COMPAT_DIR_INDEX) && self.make_indexed(dir, name, ino, ftype)? {
+            return Ok(());
+        }
         let mut b = vec![0u8; self.bs];
         let usable = self.usable();
         self.write_entry(&mut b, 0, ino, usable, name, ftype);
@@ -340,7 +357,7 @@ impl<D: BlockDevice> Ext4<D> {
         let (extents, n) = self.dir_blocks(dir)?;
         let (ino, l, off) = if self.is_indexed(dir) {
             let (ino, l) = self.htree_lookup(dir, &extents, name)?.ok_or(Errno::ENOENT)?;
-            let (_, b) = self.dir_block(&extents, l)?;
+            let (_, b) = self.dir_block(dir, &extents, l)?;
             let e = self
                 .parse_dir_block(dir, &b, false)?
                 .into_iter()
@@ -350,7 +367,7 @@ impl<D: BlockDevice> Ext4<D> {
         } else {
             self.linear_find(dir, &extents, n, name)?
         };
-        let (phys, mut b) = self.dir_block(&extents, l)?;
+        let (phys, mut b) = self.dir_block(dir, &extents, l)?;
         let entries = self.parse_dir_block(dir, &b, false)?;
         let idx = entries.iter().position(|e| e.off == off).ok_or(Errno::EUCLEAN)?;
         if idx == 0 {
@@ -369,7 +386,7 @@ impl<D: BlockDevice> Ext4<D> {
             self.deindex(dir)?;
         }
         let (extents, _) = self.dir_blocks(dir)?;
-        let (phys, mut b) = self.dir_block(&extents, 0)?;
+        let (phys, mut b) = self.dir_block(dir, &extents, 0)?;
         let entries = self.parse_dir_block(dir, &b, false)?;
         let dd = entries.get(1).filter(|e| slice(&b, e.off + 8, e.name_len) == b"..").ok_or(Errno::EUCLEAN)?;
         set_le32(&mut b, dd.off, parent);
@@ -384,7 +401,7 @@ impl<D: BlockDevice> Ext4<D> {
             if crate::extent::find(&extents, l).is_none() {
                 continue;
             }
-            let (_, b) = self.dir_block(&extents, l)?;
+            let (_, b) = self.dir_block(dir, &extents, l)?;
             for e in self.parse_dir_block(dir, &b, indexed)? {
                 let nm = slice(&b, e.off + 8, e.name_len);
                 if e.ino != 0 && nm != b"." && nm != b".." {

@@ -16,7 +16,7 @@ use alloc::vec::Vec;
 use linux_abi::errno::Errno;
 
 /// How many clean metadata blocks the cache keeps before dropping them.
-const CACHE_CLEAN_LIMIT: usize = 4096;
+pub(crate) const CACHE_CLEAN_LIMIT: usize = 4096;
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct MountOptions {
@@ -67,12 +67,18 @@ pub struct Ext4<D: BlockDevice> {
     pub(crate) read_only: bool,
     pub(crate) cache: BTreeMap<u64, Vec<u8>>,
     pub(crate) dirty: BTreeSet<u64>,
+    /// Cached directory leaves whose tail checksum was checked (or
+    /// computed): dropped when the copy changes or leaves the cache.
+    pub(crate) verified: BTreeSet<u64>,
     pub(crate) dirty_groups: BTreeSet<u32>,
     pub(crate) sb_dirty: bool,
     /// Blocks freed since the last commit: not reused until it is durable,
     /// so a crash cannot leave an old file pointing at new data.
     pub(crate) freed: BTreeSet<u64>,
     pub(crate) journal: Option<Journal>,
+    /// Home blocks in the journal's log, not yet checkpointed: the cache
+    /// keeps them (their newest committed copies) until the checkpoint.
+    pub(crate) logged: BTreeSet<u64>,
     pub(crate) gdt_start: u64,
     /// The journal replayed at mount: transactions and blocks.
     pub replayed: (u32, u32),
@@ -123,10 +129,12 @@ impl<D: BlockDevice> Ext4<D> {
             read_only,
             cache: BTreeMap::new(),
             dirty: BTreeSet::new(),
+            verified: BTreeSet::new(),
             dirty_groups: BTreeSet::new(),
             sb_dirty: false,
             freed: BTreeSet::new(),
             journal: None,
+            logged: BTreeSet::new(),
             gdt_start,
             replayed: (0, 0),
             pins: BTreeMap::new(),
@@ -169,6 +177,7 @@ impl<D: BlockDevice> Ext4<D> {
     pub fn unmount(mut self) -> Result<D> {
         if !self.read_only {
             self.commit()?;
+            self.checkpoint()?;
             // The emptied log is durable before the flag says so.
             self.dev.flush()?;
             let inc = self.sb.feature_incompat() & !INCOMPAT_RECOVER;
@@ -279,11 +288,22 @@ impl<D: BlockDevice> Ext4<D> {
         }
         let b = self.read_block_uncached(blk)?;
         if self.cache.len() >= CACHE_CLEAN_LIMIT {
-            let dirty = &self.dirty;
-            self.cache.retain(|k, _| dirty.contains(k));
+            let (dirty, logged) = (&self.dirty, &self.logged);
+            self.cache.retain(|k, _| dirty.contains(k) || logged.contains(k));
+            let cache = &self.cache;
+            self.verified.retain(|k| cache.contains_key(k));
         }
         self.cache.insert(blk, b.clone());
         Ok(b)
+    }
+
+    /// A metadata block by reference, for readers that need only a part
+    /// of it (an inode out of its table block): no 4 KiB copy per access.
+    pub(crate) fn meta_ref(&mut self, blk: u64) -> Result<&[u8]> {
+        if !self.cache.contains_key(&blk) {
+            self.meta(blk)?;
+        }
+        self.cache.get(&blk).map(|b| b.as_slice()).ok_or(Errno::EUCLEAN)
     }
 
     /// Replaces a metadata block; it reaches the disk at the next commit.
@@ -295,6 +315,7 @@ impl<D: BlockDevice> Ext4<D> {
             return Err(Errno::EUCLEAN);
         }
         self.undo_block(blk);
+        self.verified.remove(&blk);
         self.cache.insert(blk, data);
         self.dirty.insert(blk);
         Ok(())
@@ -304,6 +325,7 @@ impl<D: BlockDevice> Ext4<D> {
     /// data write to it must not be overwritten by a stale copy.
     pub(crate) fn forget_meta(&mut self, blk: u64) {
         self.undo_block(blk);
+        self.verified.remove(&blk);
         self.cache.remove(&blk);
         self.dirty.remove(&blk);
     }
@@ -326,9 +348,9 @@ impl<D: BlockDevice> Ext4<D> {
     /// Loads inode `ino`, checking its checksum and internal sizes.
     pub(crate) fn load_inode(&mut self, ino: u32) -> Result<Inode> {
         let (blk, off) = self.inode_location(ino)?;
-        let b = self.meta(blk)?;
         let isz = self.sb.inode_size();
-        let inode = Inode { ino, raw: slice(&b, off, isz).to_vec() };
+        let raw = slice(self.meta_ref(blk)?, off, isz).to_vec();
+        let inode = Inode { ino, raw };
         if isz > 128 {
             let extra = inode.extra_isize();
             if !extra.is_multiple_of(4) || 128 + extra > isz {
@@ -472,6 +494,7 @@ impl<D: BlockDevice> Ext4<D> {
         if let Some(b) = self.cache.get_mut(&blk) {
             put(b, off, &self.sb.raw);
         }
+        self.verified.remove(&blk);
         let raw = self.sb.raw.clone();
         self.dev.write(SUPERBLOCK_OFFSET / SECTOR_SIZE as u64, &raw)?;
         self.dev.flush()
@@ -485,12 +508,16 @@ impl<D: BlockDevice> Ext4<D> {
         }
         self.flush_fs_metadata()?;
         if self.dirty.is_empty() {
+            if self.freed.iter().any(|b| self.logged.contains(b)) {
+                self.checkpoint()?;
+            }
             self.freed.clear();
             return self.dev.flush();
         }
         let blocks: Vec<u64> = self.dirty.iter().copied().collect();
         if self.journal.is_some() {
-            self.journal_commit(&blocks)?;
+            let freed_logged = self.freed.iter().any(|b| self.logged.contains(b));
+            self.journal_commit(&blocks, freed_logged)?;
         } else {
             self.dev.flush()?;
             for &b in &blocks {
@@ -501,6 +528,17 @@ impl<D: BlockDevice> Ext4<D> {
         self.dirty.clear();
         self.freed.clear();
         Ok(())
+    }
+
+    /// `sync(2)`: commits, then checkpoints the log, so that the volume's
+    /// metadata is at home and the log empty (a machine switched off
+    /// without an unmount then needs no replay). `fsync` only commits.
+    pub fn sync(&mut self) -> Result<()> {
+        if self.read_only {
+            return Ok(());
+        }
+        self.commit()?;
+        self.checkpoint()
     }
 
     /// Writes a cached metadata block to its home location.

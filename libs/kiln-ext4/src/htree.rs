@@ -54,7 +54,7 @@ impl<D: BlockDevice> Ext4<D> {
 
     /// The root's hash version (signedness applied) and depth.
     fn dx_root(&mut self, dir: &Inode, extents: &[Extent]) -> Result<(u8, usize, DxLevel)> {
-        let (_, b) = self.dir_block(extents, 0)?;
+        let (_, b) = self.dir_block(dir, extents, 0)?;
         let info = 0x18;
         if le32(&b, info) != 0 || u8_at(&b, info + 5) != 8 {
             return Err(Errno::EUCLEAN);
@@ -84,7 +84,7 @@ impl<D: BlockDevice> Ext4<D> {
                 return Err(Errno::EUCLEAN);
             }
             if depth < levels {
-                let (_, b) = self.dir_block(extents, blk)?;
+                let (_, b) = self.dir_block(dir, extents, blk)?;
                 if le32(&b, 0) != 0 || le16(&b, 4) as usize != self.bs {
                     return Err(Errno::EUCLEAN);
                 }
@@ -153,21 +153,21 @@ impl<D: BlockDevice> Ext4<D> {
                     return Err(Errno::EUCLEAN);
                 }
                 if depth < levels {
-                    let (_, b) = self.dir_block(&extents, blk)?;
+                    let (_, b) = self.dir_block(dir, &extents, blk)?;
                     level = self.dx_entries(dir, &b, NODE_ENTRIES)?;
                     node_lblk = blk;
                     node_off = NODE_ENTRIES;
                 }
             }
             let leaf = level.entries[i].1;
-            let (phys, mut b) = self.dir_block(&extents, leaf)?;
+            let (phys, mut b) = self.dir_block(dir, &extents, leaf)?;
             if self.insert_into_block(dir, &mut b, name, ino, ftype)? {
                 self.put_dir_block(dir, phys, b)?;
                 self.store_inode(dir)?;
                 return Ok(true);
             }
             // Split the leaf, if the index node has room for one more entry.
-            let (node_phys, node_b) = self.dir_block(&extents, node_lblk)?;
+            let (node_phys, node_b) = self.dir_block(dir, &extents, node_lblk)?;
             let limit = le16(&node_b, node_off) as usize;
             if level.entries.len() >= limit {
                 return Ok(false);
@@ -206,6 +206,76 @@ impl<D: BlockDevice> Ext4<D> {
         Ok(false)
     }
 
+    /// Turns the full one-block directory `dir` into an htree holding
+    /// `name` too: its entries and the new one are sorted by hash into two
+    /// new leaves (logical blocks 1 and 2), and block 0 becomes the dx_root
+    /// (`.`, `..` spanning the block, the root info, two index entries).
+    /// This is the layout Linux's `make_indexed_dir` leaves, so e2fsck and
+    /// Linux read it as their own. `Ok(false)` (nothing changed) when the
+    /// volume's default hash is unknown or a half would not fit a leaf.
+    /// Stores `dir`.
+    pub(crate) fn make_indexed(&mut self, dir: &mut Inode, name: &[u8], ino: u32, ftype: u8) -> Result<bool> {
+        let version = self.sb.def_hash_version();
+        if version > 2 {
+            return Ok(false);
+        }
+        let hash_version = if self.sb.unsigned_hash() { version + HASH_UNSIGNED_DELTA } else { version };
+        let seed = self.sb.hash_seed();
+        let map = self.file_map(dir)?;
+        let (phys0, b) = self.dir_block(dir, &map.extents, 0)?;
+        let entries = self.parse_dir_block(dir, &b, false)?;
+        let name_of = |e: &crate::dir::RawEntry| slice(&b, e.off + 8, e.name_len);
+        if entries.len() < 2 || name_of(&entries[0]) != b"." || name_of(&entries[1]) != b".." {
+            return Ok(false);
+        }
+        let (dot, dotdot) = (entries[0].ino, entries[1].ino);
+        let mut all: Vec<(u32, NewEntry)> = Vec::new();
+        all.try_reserve(entries.len()).map_err(|_| Errno::ENOMEM)?;
+        for e in &entries[2..] {
+            if e.ino != 0 {
+                let nm = name_of(e).to_vec();
+                let h = dx_hash(&nm, hash_version, &seed).ok_or(Errno::EUCLEAN)?;
+                all.push((h, (e.ino, e.file_type, nm)));
+            }
+        }
+        let h = dx_hash(name, hash_version, &seed).ok_or(Errno::EUCLEAN)?;
+        all.push((h, (ino, ftype, name.to_vec())));
+        if all.len() < 2 {
+            return Ok(false);
+        }
+        all.sort_by_key(|x| x.0);
+        let mid = all.len() / 2;
+        let mut split_hash = all[mid].0;
+        if all[mid - 1].0 == split_hash {
+            // The upper leaf continues a run of equal hashes.
+            split_hash |= 1;
+        }
+        let lower: Vec<NewEntry> = all[..mid].iter().map(|x| x.1.clone()).collect();
+        let upper: Vec<NewEntry> = all[mid..].iter().map(|x| x.1.clone()).collect();
+        let fits = |v: &[NewEntry]| v.iter().map(|e| crate::dir::entry_size(e.2.len())).sum::<usize>() <= self.usable();
+        if !fits(&lower) || !fits(&upper) {
+            return Ok(false);
+        }
+        let lb = self.leaf_block(&lower);
+        let lower_blk = self.append_dir_block(dir, lb)?;
+        let ub = self.leaf_block(&upper);
+        let upper_blk = self.append_dir_block(dir, ub)?;
+        let bs = self.bs;
+        let mut root = alloc::vec![0u8; bs];
+        self.write_entry(&mut root, 0, dot, 12, b".", 2);
+        self.write_entry(&mut root, 12, dotdot, bs - 12, b"..", 2);
+        // dx_root_info: reserved zero, hash version, info length 8,
+        // indirect levels 0, flags 0.
+        set_u8(&mut root, 0x1C, version);
+        set_u8(&mut root, 0x1D, 8);
+        let tail = if self.sb.metadata_csum() { 8 } else { 0 };
+        set_le16(&mut root, ROOT_ENTRIES, ((bs - ROOT_ENTRIES - tail) / 8) as u16);
+        self.dx_store(dir, phys0, root, ROOT_ENTRIES, &[(0, lower_blk), (split_hash, upper_blk)])?;
+        dir.set_flags(dir.flags() | FL_INDEX);
+        self.store_inode(dir)?;
+        Ok(true)
+    }
+
     /// Rewrites the index blocks of `dir` as empty linear blocks (each
     /// with a leaf tail) and clears the index flag; the leaves stay as
     /// they are. Stores `dir`.
@@ -220,7 +290,7 @@ impl<D: BlockDevice> Ext4<D> {
                 for blk in frontier {
                     nodes.push(blk);
                     if depth < levels {
-                        let (_, b) = self.dir_block(&map.extents, blk)?;
+                        let (_, b) = self.dir_block(dir, &map.extents, blk)?;
                         let lv = self.dx_entries(dir, &b, NODE_ENTRIES)?;
                         next.extend(lv.entries.iter().map(|e| e.1));
                     }
@@ -229,13 +299,13 @@ impl<D: BlockDevice> Ext4<D> {
             }
         }
         // Root: keep "." and "..", end ".." before the tail.
-        let (phys, b) = self.dir_block(&map.extents, 0)?;
+        let (phys, b) = self.dir_block(dir, &map.extents, 0)?;
         let dot = le32(&b, 0);
         let dotdot = le32(&b, 12);
         let nb = self.new_dir_block(dot, dotdot);
         self.put_dir_block(dir, phys, nb)?;
         for blk in nodes {
-            let (phys, _) = self.dir_block(&map.extents, blk)?;
+            let (phys, _) = self.dir_block(dir, &map.extents, blk)?;
             let mut nb = alloc::vec![0u8; self.bs];
             let usable = if self.sb.metadata_csum() { self.bs - 12 } else { self.bs };
             set_le16(&mut nb, 4, usable as u16);

@@ -52,6 +52,12 @@ pub struct Journal {
     pub seed: u32,
     /// The journal superblock (1024 bytes).
     pub sb: Vec<u8>,
+    /// Where the next transaction goes: `first` when the log is empty
+    /// (`start == 0`), else just past the last committed one.
+    pub head: u32,
+    /// The id of the next transaction; `sequence` is that of the oldest
+    /// one still in the log while it is not empty.
+    pub next_tid: u32,
 }
 
 impl Journal {
@@ -140,7 +146,10 @@ impl Journal {
             uuid,
             seed: crc32c(!0, &uuid),
             sb,
+            head: first,
+            next_tid: 0,
         };
+        j.next_tid = j.sequence;
         if j.csum_v2v3() && (u8_at(&j.sb, 0x50) != 4 || j.sb_csum() != be32(&j.sb, 0xFC)) {
             return Err(Errno::EUCLEAN);
         }
@@ -247,11 +256,14 @@ impl<D: BlockDevice> Ext4<D> {
         }
         j.start = 0;
         j.sequence = seq;
+        j.next_tid = seq;
+        j.head = j.first;
         self.write_journal_sb(&mut j)?;
         self.journal = Some(j);
         self.replayed = (txns, replayed_blocks);
         // The log may have carried the superblock and descriptors.
         self.cache.clear();
+        self.verified.clear();
         self.dirty.clear();
         let dev_bytes = self.dev.sector_count() * SECTOR_SIZE as u64;
         let mut raw = vec![0u8; SUPERBLOCK_SIZE];

@@ -1,21 +1,28 @@
-//! Writing jbd2 transactions (ordered mode, group commit).
+//! Writing jbd2 transactions (ordered mode, group commit, lazy
+//! checkpoint).
 //!
-//! A commit logs every dirty metadata block of the running transaction:
-//! the journal superblock is pointed at the log (`s_start`), descriptor
-//! blocks with their tags and the block copies are written, the device is
-//! flushed (so file data written earlier and the log are durable), then
-//! the commit block is written with FUA: that write is the commit point.
-//! The blocks are then written home, flushed, and the log is marked empty
-//! again (`s_start = 0`, next sequence) without a flush of its own: until
-//! the next flush makes that write durable, a crash replays a transaction
-//! whose blocks are already home, which rewrites the same bytes (none of
-//! its blocks can have been reused: blocks freed by a transaction wait for
-//! its commit, and later metadata changes wait for a later commit, whose
-//! first write points the log elsewhere). So a commit costs three flushes
-//! (the FUA commit block is a write and a flush on virtio-blk), not four.
-//! A crash before the commit block is durable leaves the old metadata;
-//! after it, replay (by Kiln or e2fsck) redoes the transaction. The log is
-//! emptied after each checkpoint, so no revoke records are needed.
+//! A commit logs every dirty metadata block of the running transaction
+//! after the transactions already in the log: when the log is empty, the
+//! journal superblock is first pointed at it (`s_start`, `s_sequence`);
+//! descriptor blocks with their tags and the block copies are written, the
+//! device is flushed (so file data written earlier and the log are
+//! durable), then the commit block is written with FUA: that write is the
+//! commit point. So a commit costs two flushes (the FUA commit block is a
+//! write and a flush on virtio-blk), as jbd2's. A crash before the commit
+//! block is durable leaves the metadata of the transactions before it;
+//! after it, replay (by Kiln or e2fsck) redoes every committed transaction
+//! in order.
+//!
+//! The blocks stay in the log, and the cache keeps their newest committed
+//! copies, until a checkpoint writes them home, flushes, and marks the log
+//! empty (flushed too). A checkpoint runs when the log is half full (so the
+//! next transaction, at most half the log, always fits without wrapping),
+//! when the cache would pin too many blocks, at unmount and remount
+//! read-only, and at a commit that freed a block still in the log: a freed
+//! block may be reused for file data as soon as that commit is durable,
+//! and replaying an older copy over it would corrupt the file, so the log
+//! is emptied first. That is what jbd2's revoke records are for; Kiln
+//! never needs them.
 
 use crate::bytes::*;
 use crate::journal::*;
@@ -34,21 +41,28 @@ impl<D: BlockDevice> Ext4<D> {
         }
     }
 
-    /// How many home blocks fit in one transaction of this journal.
+    /// How many home blocks fit in one transaction: half the log.
     fn transaction_capacity(&self, j: &Journal) -> usize {
         let per_desc = (self.bs - 12 - j.tail_size() - 16) / j.tag_size();
-        let room = (j.maxlen - j.first) as usize - 1; // the commit block
-                                                      // Each descriptor carries `per_desc` blocks in `per_desc + 1` slots.
+        let room = log_half(j).saturating_sub(1); // the commit block
+                                                  // Each descriptor carries `per_desc` blocks in `per_desc + 1` slots.
         room / (per_desc + 1) * per_desc
     }
 
-    /// Logs `blocks` (cached, dirty) in as many transactions as the journal
-    /// size requires, checkpointing each.
-    pub(crate) fn journal_commit(&mut self, blocks: &[u64]) -> Result<()> {
+    /// Logs `blocks` (cached, dirty) in as many transactions as half the
+    /// journal requires; checkpoints when the log is half full, or when
+    /// `freed_logged` (a block freed by this commit is still in the log).
+    pub(crate) fn journal_commit(&mut self, blocks: &[u64], freed_logged: bool) -> Result<()> {
         let j = self.journal.clone().ok_or(Errno::EINVAL)?;
         let cap = self.transaction_capacity(&j).max(1);
         for chunk in blocks.chunks(cap) {
+            if self.log_wants_checkpoint() {
+                self.checkpoint()?;
+            }
             self.commit_transaction(chunk)?;
+        }
+        if freed_logged || self.log_wants_checkpoint() {
+            self.checkpoint()?;
         }
         Ok(())
     }
@@ -61,21 +75,32 @@ impl<D: BlockDevice> Ext4<D> {
     }
 
     fn commit_transaction_with(&mut self, j: &mut Journal, blocks: &[u64]) -> Result<()> {
-        let tid = j.sequence;
+        let tid = j.next_tid;
         let bs = self.bs;
-        // 1. Point the journal at the log about to be written.
-        j.start = j.first;
-        self.write_journal_sb_noflush(j)?;
-        // 2. Descriptors and block copies.
         let per_desc = (bs - 12 - j.tail_size() - 16) / j.tag_size();
-        let mut pos = j.first;
+        let slots = blocks.len() + blocks.len().div_ceil(per_desc) + 1;
+        if j.start == 0 {
+            j.head = j.first;
+        }
+        if j.head as usize + slots > j.maxlen as usize {
+            // The checkpoint at half full keeps this from happening.
+            return Err(Errno::EUCLEAN);
+        }
+        // 1. An empty log: point the journal at the one about to be written.
+        if j.start == 0 {
+            j.start = j.first;
+            j.sequence = tid;
+            self.write_journal_sb_noflush(j)?;
+        }
+        // 2. Descriptors and block copies.
+        let mut pos = j.head;
         for group in blocks.chunks(per_desc) {
             let mut desc = vec![0u8; bs];
             set_be32(&mut desc, 0, MAGIC);
             set_be32(&mut desc, 4, BLOCK_DESCRIPTOR);
             set_be32(&mut desc, 8, tid);
             let desc_pos = pos;
-            pos = j.next(pos);
+            pos += 1;
             let mut off = 12;
             for (k, &home) in group.iter().enumerate() {
                 let mut data = self.cache.get(&home).cloned().ok_or(Errno::EUCLEAN)?;
@@ -111,7 +136,7 @@ impl<D: BlockDevice> Ext4<D> {
                     off += 16;
                 }
                 self.write_journal_block(j, pos, &data, false)?;
-                pos = j.next(pos);
+                pos += 1;
             }
             if j.csum_v2v3() {
                 let c = j.block_csum(&desc, bs - 4);
@@ -130,14 +155,57 @@ impl<D: BlockDevice> Ext4<D> {
             set_be32(&mut commit, 16, c);
         }
         self.write_journal_block(j, pos, &commit, true)?;
-        // 4. Checkpoint, then empty the log.
+        j.head = pos + 1;
+        j.next_tid = tid.wrapping_add(1);
         for &b in blocks {
+            self.logged.insert(b);
+        }
+        Ok(())
+    }
+
+    /// Whether the log should be checkpointed now: half full (in slots or
+    /// in blocks the cache must keep).
+    pub(crate) fn log_wants_checkpoint(&self) -> bool {
+        match &self.journal {
+            Some(j) if j.start != 0 => {
+                (j.head - j.first) as usize > log_half(j) || self.logged.len() > crate::fs::CACHE_CLEAN_LIMIT / 2
+            }
+            _ => false,
+        }
+    }
+
+    /// Writes every block of the log home (the cache holds their newest
+    /// committed copies: nothing runs between a commit and this), flushes,
+    /// and marks the log empty, durably. Only between operations, with
+    /// nothing dirty that is not committed.
+    pub(crate) fn checkpoint(&mut self) -> Result<()> {
+        let mut j = match self.journal.take() {
+            Some(j) => j,
+            None => return Ok(()),
+        };
+        let r = self.checkpoint_with(&mut j);
+        self.journal = Some(j);
+        r
+    }
+
+    fn checkpoint_with(&mut self, j: &mut Journal) -> Result<()> {
+        if j.start == 0 {
+            return Ok(());
+        }
+        let blocks: alloc::vec::Vec<u64> = self.logged.iter().copied().collect();
+        for b in blocks {
+            // A block freed since it was logged is gone from the cache
+            // and needs no home copy.
             self.checkpoint_block(b)?;
         }
         self.dev.flush()?;
         j.start = 0;
-        j.sequence = tid.wrapping_add(1);
-        self.write_journal_sb_noflush(j)
+        j.sequence = j.next_tid;
+        j.head = j.first;
+        self.write_journal_sb_noflush(j)?;
+        self.dev.flush()?;
+        self.logged.clear();
+        Ok(())
     }
 
     fn write_journal_sb_noflush(&mut self, j: &mut Journal) -> Result<()> {
@@ -153,4 +221,10 @@ impl<D: BlockDevice> Ext4<D> {
         // the first 1024 bytes); zeros are what mkfs wrote there.
         self.write_journal_block(j, 0, &b, false)
     }
+}
+
+/// Half the log's slots: the most one transaction takes, and the fill at
+/// which the log is checkpointed.
+fn log_half(j: &Journal) -> usize {
+    ((j.maxlen - j.first) / 2) as usize
 }

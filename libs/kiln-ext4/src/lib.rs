@@ -15,7 +15,9 @@
 //! data is written straight to the device (ordered mode: data reaches the
 //! disk before the metadata that points at it). [`Ext4::commit`] writes the
 //! dirty metadata as one jbd2 transaction (group commit: any number of
-//! operations per transaction) and then checkpoints it in place. The
+//! operations per transaction); its blocks are written home later, by a
+//! checkpoint when the log is half full or at unmount (see
+//! `journal_write`). The
 //! caller owns the clock: every operation that changes a time takes it.
 
 extern crate alloc;

@@ -72,6 +72,7 @@ impl<D: BlockDevice> Ext4<D> {
         let log = core::mem::take(&mut self.undo);
         if r.is_err() {
             for (blk, (data, was_dirty)) in log.blocks {
+                self.verified.remove(&blk);
                 match data {
                     Some(d) => {
                         self.cache.insert(blk, d);
@@ -121,6 +122,7 @@ impl<D: BlockDevice> Ext4<D> {
             return Ok(());
         }
         self.commit()?;
+        self.checkpoint()?;
         self.dev.flush()?;
         if self.journal.is_some() {
             let inc = self.sb.feature_incompat() & !crate::superblock::INCOMPAT_RECOVER;

@@ -97,6 +97,7 @@ impl Superblock {
     field!(journal_inum, set_journal_inum, u32, le32, set_le32, 0xE0);
     field!(journal_dev, set_journal_dev, u32, le32, set_le32, 0xE4);
     field!(last_orphan, set_last_orphan, u32, le32, set_le32, 0xE8);
+    field!(def_hash_version, set_def_hash_version, u8, u8_at, set_u8, 0xFC);
     field!(desc_size_raw, set_desc_size_raw, u16, le16, set_le16, 0xFE);
     field!(min_extra_isize, set_min_extra_isize, u16, le16, set_le16, 0x15C);
     field!(want_extra_isize, set_want_extra_isize, u16, le16, set_le16, 0x15E);

@@ -270,3 +270,41 @@ fn indexed_directory_grows_through_its_index_and_stays_valid() {
         assert!(debugfs(&img, "htree idx", false).contains("Number of entries (count)"));
     }
 }
+
+#[test]
+fn directory_kiln_makes_is_indexed_once_it_passes_one_block() {
+    let tmp = TempDir::new("mkindex");
+    for bs in ["1024", "4096"] {
+        let img = tmp.path(&format!("m{bs}.img"));
+        mkfs("ext4", &img, 32 * 1024, &["-b", bs], None);
+        let mut fs = Ext4::mount(MemDevice::open(&img), MountOptions::default()).unwrap();
+        let now = t(1_700_000_000, 0);
+        let d = fs.mkdir(ROOT_INO, b"big", attr(0o755, 1)).unwrap();
+        let small = fs.mkdir(ROOT_INO, b"small", attr(0o755, 1)).unwrap();
+        fs.create(small, b"one", attr(mode::S_IFREG | 0o644, 1)).unwrap();
+        for i in 0..3000 {
+            fs.create(d, format!("kiln-file-{i:05}").as_bytes(), attr(mode::S_IFREG | 0o644, 1)).unwrap();
+            if i == 10 {
+                assert!(fs.stat(d).unwrap().flags & 0x1000 == 0, "one block: linear ({bs})");
+            }
+        }
+        assert!(fs.stat(d).unwrap().flags & 0x1000 != 0, "indexed past one block ({bs})");
+        assert!(fs.stat(small).unwrap().flags & 0x1000 == 0);
+        for i in (0..3000).step_by(2) {
+            fs.unlink(d, format!("kiln-file-{i:05}").as_bytes(), now).unwrap();
+        }
+        for i in 0..3000 {
+            let r = fs.lookup(d, format!("kiln-file-{i:05}").as_bytes());
+            assert_eq!(r.is_ok(), i % 2 == 1, "kiln-file-{i:05} ({bs})");
+        }
+        assert_eq!(fs.read_dir(d).unwrap().len(), 2 + 1500);
+        fs.unmount().unwrap().save(&img);
+        assert_clean(&img);
+        assert!(debugfs(&img, "htree big", false).contains("Number of entries (count)"));
+        // The host's kernel format: Kiln reads its own index back.
+        let mut fs = Ext4::mount(MemDevice::open(&img), MountOptions::default()).unwrap();
+        let d = fs.lookup(ROOT_INO, b"big").unwrap();
+        fs.lookup(d, b"kiln-file-02999").unwrap();
+        assert_eq!(fs.lookup(d, b"kiln-file-02998"), Err(Errno::ENOENT));
+    }
+}

@@ -162,10 +162,21 @@ impl Ext4Volume {
         })
     }
 
-    /// Writes every cached file's dirty pages back, then commits (syncfs).
+    /// `sync(2)`/`syncfs`: every cached file's dirty pages written back,
+    /// then committed as [`commit`](Self::commit) does and the journal
+    /// checkpointed (metadata home, log empty).
     pub fn sync(self: &Arc<Self>) -> Result<(), Errno> {
         let written = super::pagecache::writeback_all(Some(super::pagecache::key_of(self)));
-        self.commit()?;
+        if self.read_only.load(Ordering::Acquire) {
+            return written;
+        }
+        self.with(|fs| {
+            let r = fs.sync();
+            if matches!(r, Err(Errno::EIO) | Err(Errno::EUCLEAN)) {
+                fs.io_error();
+            }
+            r
+        })?;
         written
     }
 
