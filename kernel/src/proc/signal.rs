@@ -745,9 +745,7 @@ fn unblocked_pending(t: &Task, blocked: SigSet) -> bool {
 /// thread's execve).
 pub fn has_deliverable(t: &Task) -> bool {
     let blocked = *t.sigmask.lock();
-    unblocked_pending(t, blocked)
-        || t.process.state.lock().exiting.is_some()
-        || t.exit_request.lock().is_some()
+    unblocked_pending(t, blocked) || t.process.state.lock().exiting.is_some() || t.exit_request.lock().is_some()
 }
 
 /// A wait interrupted by a signal that `t` cannot take now (it blocks

@@ -165,11 +165,8 @@ pub fn sys_kill(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         // permission check asks the named thread's credentials.
         let me = ctx.process();
         // kill(getpid(), ...) needs no look-up in the process table.
-        let found = if me.pid_ns.global(pid) == Some(me.pid) {
-            Some(me.clone())
-        } else {
-            proc::find_process_seen_by(me, pid)
-        };
+        let found =
+            if me.pid_ns.global(pid) == Some(me.pid) { Some(me.clone()) } else { proc::find_process_seen_by(me, pid) };
         let (p, tcred) = match found {
             Some(p) => {
                 let cred = p.cred();
