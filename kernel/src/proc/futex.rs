@@ -72,8 +72,52 @@ fn key_for(vm: &Vm, addr: u64) -> Key {
     }
 }
 
-/// FUTEX_WAIT(_BITSET): sleep while `*addr == expected`.
-pub fn wait(vm: &Vm, addr: u64, expected: u32, deadline: Option<u64>, bitset: u32) -> Result<(), Errno> {
+/// A thread's waiter, kept from one FUTEX_WAIT to the next: a wait then
+/// allocates nothing, neither the waiter nor the slot of its wait queue
+/// (a futex ping-pong waits on every switch).
+pub struct WaiterCache(SpinLock<Option<Arc<Waiter>>>);
+
+impl WaiterCache {
+    pub const fn new() -> WaiterCache {
+        WaiterCache(SpinLock::new(None))
+    }
+
+    /// The cached waiter, set up for `key`, if no one else holds it (a
+    /// waker may still, until its wake is done); otherwise a new one.
+    fn take(&self, key: Key, bitset: u32) -> Result<Arc<Waiter>, Errno> {
+        let cached = self.0.lock().take();
+        if let Some(mut w) = cached {
+            if let Some(m) = Arc::get_mut(&mut w) {
+                *m.key.get_mut() = key;
+                m.bitset = bitset;
+                *m.woken.get_mut() = false;
+                return Ok(w);
+            }
+        }
+        new_waiter(key, bitset, None)
+    }
+
+    fn put(&self, w: Arc<Waiter>) {
+        *self.0.lock() = Some(w);
+    }
+}
+
+impl Default for WaiterCache {
+    fn default() -> WaiterCache {
+        WaiterCache::new()
+    }
+}
+
+/// FUTEX_WAIT(_BITSET): sleep while `*addr == expected`; `cache` is the
+/// calling thread's.
+pub fn wait(
+    vm: &Vm,
+    cache: &WaiterCache,
+    addr: u64,
+    expected: u32,
+    deadline: Option<u64>,
+    bitset: u32,
+) -> Result<(), Errno> {
     if !addr.is_multiple_of(4) {
         return Err(Errno::EINVAL);
     }
@@ -84,7 +128,13 @@ pub fn wait(vm: &Vm, addr: u64, expected: u32, deadline: Option<u64>, bitset: u3
     // and must not sleep.
     uaccess::read_u32(vm, addr)?;
     let key = key_for(vm, addr);
-    let waiter = new_waiter(key, bitset, None)?;
+    let waiter = cache.take(key, bitset)?;
+    let result = wait_queued(&waiter, addr, expected, deadline);
+    cache.put(waiter);
+    result
+}
+
+fn wait_queued(waiter: &Arc<Waiter>, addr: u64, expected: u32, deadline: Option<u64>) -> Result<(), Errno> {
     {
         let mut waiters = WAITERS.lock();
         let mut word = [0u8; 4];
@@ -99,7 +149,7 @@ pub fn wait(vm: &Vm, addr: u64, expected: u32, deadline: Option<u64>, bitset: u3
     }
     let result = waiter.own.queue.wait_until_interruptible(deadline, || waiter.woken.load(Ordering::Acquire));
     if result.is_err() {
-        WAITERS.lock().retain(|w| !Arc::ptr_eq(w, &waiter));
+        WAITERS.lock().retain(|w| !Arc::ptr_eq(w, waiter));
         // A wake may have raced with the timeout or signal.
         if waiter.woken.load(Ordering::Acquire) {
             return Ok(());
