@@ -532,17 +532,19 @@ impl<'a> Walk<'a> {
             return Err(Errno::ENAMETOOLONG);
         }
         let mut cur = if path.starts_with('/') { self.jump_root()? } else { start.clone() };
-        let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+        // Components are taken straight from the path, without collecting
+        // them first: a stat walks a few and this is its hot path.
+        let mut parts = path.split('/').filter(|p| !p.is_empty()).peekable();
         let must_be_dir = path.ends_with('/');
-        for (i, part) in parts.iter().enumerate() {
-            let last = i + 1 == parts.len();
+        while let Some(part) = parts.next() {
+            let last = parts.peek().is_none();
             if !cur.is_dir() {
                 return Err(Errno::ENOTDIR);
             }
             // Linux checks search permission on the directory before each
             // component, "." and ".." included (may_lookup).
             super::perm::may_search(self.cred, &cur)?;
-            match *part {
+            match part {
                 "." => continue,
                 ".." => {
                     // ".." stays at the root; a walk kept beneath its start

@@ -35,16 +35,31 @@ struct Waiter {
     key: SpinLock<Key>,
     bitset: u32,
     woken: AtomicBool,
-    group: Arc<Group>,
+    /// futex_waitv's group; a plain wait uses `own` (one allocation per
+    /// wait instead of two: a futex ping-pong waits on every switch).
+    shared: Option<Arc<Group>>,
+    own: Group,
 }
 
-fn new_group() -> Result<Arc<Group>, Errno> {
-    Arc::try_new(Group { any_woken: AtomicBool::new(false), queue: WaitQueue::new() }).map_err(|_| Errno::ENOMEM)
+impl Waiter {
+    fn group(&self) -> &Group {
+        self.shared.as_deref().unwrap_or(&self.own)
+    }
 }
 
-fn new_waiter(key: Key, bitset: u32, group: &Arc<Group>) -> Result<Arc<Waiter>, Errno> {
-    Arc::try_new(Waiter { key: SpinLock::new(key), bitset, woken: AtomicBool::new(false), group: group.clone() })
-        .map_err(|_| Errno::ENOMEM)
+fn new_group() -> Group {
+    Group { any_woken: AtomicBool::new(false), queue: WaitQueue::new() }
+}
+
+fn new_waiter(key: Key, bitset: u32, shared: Option<&Arc<Group>>) -> Result<Arc<Waiter>, Errno> {
+    Arc::try_new(Waiter {
+        key: SpinLock::new(key),
+        bitset,
+        woken: AtomicBool::new(false),
+        shared: shared.cloned(),
+        own: new_group(),
+    })
+    .map_err(|_| Errno::ENOMEM)
 }
 
 static WAITERS: SpinLock<Vec<Arc<Waiter>>> = SpinLock::new(Vec::new());
@@ -57,8 +72,52 @@ fn key_for(vm: &Vm, addr: u64) -> Key {
     }
 }
 
-/// FUTEX_WAIT(_BITSET): sleep while `*addr == expected`.
-pub fn wait(vm: &Vm, addr: u64, expected: u32, deadline: Option<u64>, bitset: u32) -> Result<(), Errno> {
+/// A thread's waiter, kept from one FUTEX_WAIT to the next: a wait then
+/// allocates nothing, neither the waiter nor the slot of its wait queue
+/// (a futex ping-pong waits on every switch).
+pub struct WaiterCache(SpinLock<Option<Arc<Waiter>>>);
+
+impl WaiterCache {
+    pub const fn new() -> WaiterCache {
+        WaiterCache(SpinLock::new(None))
+    }
+
+    /// The cached waiter, set up for `key`, if no one else holds it (a
+    /// waker may still, until its wake is done); otherwise a new one.
+    fn take(&self, key: Key, bitset: u32) -> Result<Arc<Waiter>, Errno> {
+        let cached = self.0.lock().take();
+        if let Some(mut w) = cached {
+            if let Some(m) = Arc::get_mut(&mut w) {
+                *m.key.get_mut() = key;
+                m.bitset = bitset;
+                *m.woken.get_mut() = false;
+                return Ok(w);
+            }
+        }
+        new_waiter(key, bitset, None)
+    }
+
+    fn put(&self, w: Arc<Waiter>) {
+        *self.0.lock() = Some(w);
+    }
+}
+
+impl Default for WaiterCache {
+    fn default() -> WaiterCache {
+        WaiterCache::new()
+    }
+}
+
+/// FUTEX_WAIT(_BITSET): sleep while `*addr == expected`; `cache` is the
+/// calling thread's.
+pub fn wait(
+    vm: &Vm,
+    cache: &WaiterCache,
+    addr: u64,
+    expected: u32,
+    deadline: Option<u64>,
+    bitset: u32,
+) -> Result<(), Errno> {
     if !addr.is_multiple_of(4) {
         return Err(Errno::EINVAL);
     }
@@ -69,8 +128,13 @@ pub fn wait(vm: &Vm, addr: u64, expected: u32, deadline: Option<u64>, bitset: u3
     // and must not sleep.
     uaccess::read_u32(vm, addr)?;
     let key = key_for(vm, addr);
-    let group = new_group()?;
-    let waiter = new_waiter(key, bitset, &group)?;
+    let waiter = cache.take(key, bitset)?;
+    let result = wait_queued(&waiter, addr, expected, deadline);
+    cache.put(waiter);
+    result
+}
+
+fn wait_queued(waiter: &Arc<Waiter>, addr: u64, expected: u32, deadline: Option<u64>) -> Result<(), Errno> {
     {
         let mut waiters = WAITERS.lock();
         let mut word = [0u8; 4];
@@ -83,9 +147,9 @@ pub fn wait(vm: &Vm, addr: u64, expected: u32, deadline: Option<u64>, bitset: u3
         waiters.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
         waiters.push(waiter.clone());
     }
-    let result = group.queue.wait_until_interruptible(deadline, || waiter.woken.load(Ordering::Acquire));
+    let result = waiter.own.queue.wait_until_interruptible(deadline, || waiter.woken.load(Ordering::Acquire));
     if result.is_err() {
-        WAITERS.lock().retain(|w| !Arc::ptr_eq(w, &waiter));
+        WAITERS.lock().retain(|w| !Arc::ptr_eq(w, waiter));
         // A wake may have raced with the timeout or signal.
         if waiter.woken.load(Ordering::Acquire) {
             return Ok(());
@@ -103,13 +167,13 @@ pub fn wait(vm: &Vm, addr: u64, expected: u32, deadline: Option<u64>, bitset: u3
 /// the highest, as Linux's unqueue does. The words are all checked and the
 /// waiters all queued under the table lock, so no wake is missed between.
 pub fn wait_multiple(vm: &Vm, futexes: &[(u64, u32)], deadline: Option<u64>) -> Result<usize, Errno> {
-    let group = new_group()?;
+    let group = Arc::try_new(new_group()).map_err(|_| Errno::ENOMEM)?;
     let mut waiters = Vec::new();
     waiters.try_reserve(futexes.len()).map_err(|_| Errno::ENOMEM)?;
     for &(addr, _) in futexes {
         // Fault the words in first, as in `wait`.
         uaccess::read_u32(vm, addr)?;
-        waiters.push(new_waiter(key_for(vm, addr), u32::MAX, &group)?);
+        waiters.push(new_waiter(key_for(vm, addr), u32::MAX, Some(&group))?);
     }
     loop {
         let mut table = WAITERS.lock();
@@ -135,7 +199,7 @@ pub fn wait_multiple(vm: &Vm, futexes: &[(u64, u32)], deadline: Option<u64>) -> 
         break;
     }
     let result = group.queue.wait_until_interruptible(deadline, || group.any_woken.load(Ordering::Acquire));
-    WAITERS.lock().retain(|w| !Arc::ptr_eq(&w.group, &group));
+    WAITERS.lock().retain(|w| !w.shared.as_ref().is_some_and(|g| Arc::ptr_eq(g, &group)));
     // A wake may have raced with the timeout or signal: it wins.
     if let Some(index) = waiters.iter().rposition(|w| w.woken.load(Ordering::Acquire)) {
         return Ok(index);
@@ -153,26 +217,55 @@ pub fn wake(vm: &Vm, addr: u64, count: u32, bitset: u32) -> u32 {
     wake_key(key, count, bitset)
 }
 
+/// Waiters taken off the table, woken once its lock is released: the
+/// first few in place (a wake of one, the common case, allocates nothing),
+/// the rest on the heap.
+#[derive(Default)]
+struct Woken {
+    first: [Option<Arc<Waiter>>; 4],
+    rest: Vec<Arc<Waiter>>,
+    len: usize,
+}
+
+impl Woken {
+    /// Keeps `w` (false, and `w` stays queued, if there is no room).
+    fn room(&mut self) -> bool {
+        self.len < self.first.len() || self.rest.try_reserve(1).is_ok()
+    }
+
+    fn push(&mut self, w: Arc<Waiter>) {
+        match self.first.get_mut(self.len) {
+            Some(slot) => *slot = Some(w),
+            None => self.rest.push(w),
+        }
+        self.len += 1;
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Arc<Waiter>> {
+        self.first.iter().flatten().chain(self.rest.iter())
+    }
+}
+
 fn wake_key(key: Key, count: u32, bitset: u32) -> u32 {
-    let mut woken = Vec::new();
+    let mut woken = Woken::default();
     {
         let mut waiters = WAITERS.lock();
         let mut i = 0;
-        while i < waiters.len() && (woken.len() as u32) < count {
-            if *waiters[i].key.lock() == key && waiters[i].bitset & bitset != 0 && woken.try_reserve(1).is_ok() {
+        while i < waiters.len() && (woken.len as u32) < count {
+            if *waiters[i].key.lock() == key && waiters[i].bitset & bitset != 0 && woken.room() {
                 let w = waiters.remove(i);
                 w.woken.store(true, Ordering::Release);
-                w.group.any_woken.store(true, Ordering::Release);
+                w.group().any_woken.store(true, Ordering::Release);
                 woken.push(w);
             } else {
                 i += 1;
             }
         }
     }
-    for w in &woken {
-        w.group.queue.wake_all();
+    for w in woken.iter() {
+        w.group().queue.wake_all();
     }
-    woken.len() as u32
+    woken.len as u32
 }
 
 /// FUTEX_(CMP_)REQUEUE: wake `wake_count` waiters on `addr`, move up to

@@ -196,8 +196,9 @@ fn deliver_to_process(p: &Arc<Process>, info: Siginfo, force: bool) {
     }
     // A blocked signal stays pending even if ignored now: the handler may
     // change before it is unblocked (it is dropped at delivery otherwise).
-    let blocked_everywhere = p.tasks.lock().iter().all(|t| t.sigmask.lock().contains(signo));
-    if is_ignored(p, signo) && !blocked_everywhere {
+    // (Asked only of an ignored signal: most are not.)
+    let blocked_everywhere = || p.tasks.lock().iter().all(|t| t.sigmask.lock().contains(signo));
+    if is_ignored(p, signo) && !blocked_everywhere() {
         return;
     }
     p.signals.shared_pending.lock().add(info);
@@ -412,8 +413,12 @@ fn handle_attention(t: &Arc<Task>, ctx: &mut UserContext) -> Flow {
     loop {
         // Bound first: a guard in the `if let` would stay held through the exit.
         let requested = t.exit_request.lock().take();
-        let exiting = requested.or_else(|| t.process.state.lock().exiting);
-        if let Some(how) = exiting {
+        // One look at the process state for both questions.
+        let (exiting, stopped) = {
+            let st = t.process.state.lock();
+            (st.exiting, st.stopped.is_some())
+        };
+        if let Some(how) = requested.or(exiting) {
             if t.ptrace.is_traced() {
                 super::ptrace::exit_event(t, ctx, how);
             }
@@ -424,7 +429,9 @@ fn handle_attention(t: &Arc<Task>, ctx: &mut UserContext) -> Flow {
         if traced && super::ptrace::pending_trap(t, ctx) {
             continue;
         }
-        if t.process.state.lock().stopped.is_some() {
+        // A tracee's trap check above may have changed the state.
+        let stopped = if traced { t.process.state.lock().stopped.is_some() } else { stopped };
+        if stopped {
             if !traced {
                 wait_while_stopped(t);
                 continue;
@@ -690,8 +697,16 @@ pub fn sigreturn(t: &Arc<Task>, ctx: &mut UserContext) -> Result<u64, Errno> {
         let at = m.fpstate;
         ctx.load_fpu_with(|image| uaccess::read_bytes(&vm, at, image))?;
     }
-    *t.sigmask.lock() = uc.uc_sigmask.without_unblockable();
-    t.attention.store(true, core::sync::atomic::Ordering::Release);
+    let mask = uc.uc_sigmask.without_unblockable();
+    *t.sigmask.lock() = mask;
+    // The restored mask may let through a signal the handler's mask held
+    // back. Anything else (a signal sent from now on, an exit, a stop)
+    // sets `attention` itself, so the run loop is asked to look only when
+    // something pending is deliverable now, as Linux's set_current_blocked
+    // recalculates TIF_SIGPENDING; a tracee always looks (its traps).
+    if t.ptrace.is_traced() || unblocked_pending(t, mask) {
+        t.attention.store(true, core::sync::atomic::Ordering::Release);
+    }
     // Linux restores the alternate stack setting too (errors ignored).
     let _ = set_altstack(t, &uc.uc_stack, ctx.regs.rsp);
     // Never restart: this "call" returns the interrupted rax.
@@ -719,15 +734,18 @@ pub fn set_altstack(t: &Arc<Task>, ss: &Stack, current_sp: u64) -> Result<(), Er
     Ok(())
 }
 
+/// Whether a signal pending for `t` or its process is not in `blocked`.
+fn unblocked_pending(t: &Task, blocked: SigSet) -> bool {
+    !t.pending.lock().set.difference(blocked).is_empty()
+        || !t.process.signals.shared_pending.lock().set.difference(blocked).is_empty()
+}
+
 /// Whether `t` must leave a sleep for its run loop: a signal pending that
 /// it does not block, a group exit, or its own exit requested (another
 /// thread's execve).
 pub fn has_deliverable(t: &Task) -> bool {
     let blocked = *t.sigmask.lock();
-    !t.pending.lock().set.difference(blocked).is_empty()
-        || !t.process.signals.shared_pending.lock().set.difference(blocked).is_empty()
-        || t.process.state.lock().exiting.is_some()
-        || t.exit_request.lock().is_some()
+    unblocked_pending(t, blocked) || t.process.state.lock().exiting.is_some() || t.exit_request.lock().is_some()
 }
 
 /// A wait interrupted by a signal that `t` cannot take now (it blocks

@@ -74,6 +74,8 @@ pub struct Task {
     pub cpu: super::cputime::CpuAccount,
     /// The ptrace link (tracer, options, the current stop).
     pub ptrace: super::ptrace::TaskPtrace,
+    /// This thread's futex waiter, reused from wait to wait.
+    pub futex_waiter: super::futex::WaiterCache,
 }
 
 impl Task {
@@ -102,6 +104,7 @@ impl Task {
             rseq: super::rseq::TaskRseq::new(),
             cpu: super::cputime::CpuAccount::default(),
             ptrace: super::ptrace::TaskPtrace::new(),
+            futex_waiter: super::futex::WaiterCache::new(),
         }
     }
 

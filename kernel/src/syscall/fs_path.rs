@@ -236,7 +236,9 @@ fn getdents(ctx: &mut SyscallContext, a: &[u64; 6], old: bool) -> SysResult {
     }
     let cursor = f.dir_cursor.lock().clone();
     let mut out = Vec::new();
-    out.try_reserve(count.min(1 << 20)).map_err(|_| Errno::ENOMEM)?;
+    // Eight bytes of slack: a record's padding is written as one 8-byte
+    // store and cut back to the record's length (see `emit`).
+    out.try_reserve(count.min(1 << 20) + 8).map_err(|_| Errno::ENOMEM)?;
     let mut index = start;
     // Where the last record that came from the directory starts: its name
     // is the cursor for the next call (read back from `out` at the end,
@@ -260,9 +262,14 @@ fn getdents(ctx: &mut SyscallContext, a: &[u64; 6], old: bool) -> SysResult {
             out.extend_from_slice(&[0u8; 8][..reclen - DIRENT_NAME_OFFSET - name.len() - 1]);
             out.push(kind);
         } else {
+            // The NUL and the padding (1 to 8 bytes) as one store of eight
+            // zero bytes, cut back to the record: a variable-length zero
+            // fill was a call to memset for every entry.
+            let at = out.len();
             out.extend_from_slice(&header);
             out.extend_from_slice(name);
-            out.extend_from_slice(&[0u8; 8][..reclen - DIRENT64_NAME_OFFSET - name.len()]);
+            out.extend_from_slice(&[0u8; 8]);
+            out.truncate(at + reclen);
         }
         *index += 1;
         true

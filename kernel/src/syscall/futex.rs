@@ -67,7 +67,7 @@ pub fn sys_futex(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         c::FUTEX_WAIT => {
             let deadline = timeout_deadline(ctx, timeout, false, false)?;
             check_key(ctx, uaddr, private, false)?;
-            futex::wait(&vm, uaddr, val, deadline, u32::MAX)?;
+            futex::wait(&vm, &ctx.task.futex_waiter, uaddr, val, deadline, u32::MAX)?;
             Ok(0)
         }
         c::FUTEX_WAIT_BITSET => {
@@ -76,7 +76,7 @@ pub fn sys_futex(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
                 return Err(Errno::EINVAL);
             }
             check_key(ctx, uaddr, private, false)?;
-            futex::wait(&vm, uaddr, val, deadline, val3)?;
+            futex::wait(&vm, &ctx.task.futex_waiter, uaddr, val, deadline, val3)?;
             Ok(0)
         }
         c::FUTEX_WAKE => {

@@ -163,7 +163,11 @@ pub fn sys_kill(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if pid > 0 {
         // Any thread id names its whole process, as on Linux; the
         // permission check asks the named thread's credentials.
-        let (p, tcred) = match proc::find_process_seen_by(ctx.process(), pid) {
+        let me = ctx.process();
+        // kill(getpid(), ...) needs no look-up in the process table.
+        let found =
+            if me.pid_ns.global(pid) == Some(me.pid) { Some(me.clone()) } else { proc::find_process_seen_by(me, pid) };
+        let (p, tcred) = match found {
             Some(p) => {
                 let cred = p.cred();
                 (p, cred)

@@ -1731,12 +1731,15 @@ pub fn dirent_reclen(name_len: usize) -> usize {
 
 /// Whether `name` can be a directory entry's name in a record of
 /// `reclen` bytes: not empty, no NUL, and a length `d_reclen` can hold.
+/// (Inlined: getdents asks it of every entry it returns.)
+#[inline]
 pub fn dirent_name_ok(name: &[u8], reclen: usize) -> bool {
     !name.is_empty() && !has_nul(name) && reclen <= u16::MAX as usize
 }
 
 /// Whether `bytes` holds a zero byte, eight bytes at a time (getdents
 /// checks every name it returns; a byte loop was a fifth of its cost).
+#[inline]
 fn has_nul(bytes: &[u8]) -> bool {
     const LOW: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
