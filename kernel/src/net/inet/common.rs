@@ -272,7 +272,11 @@ impl Wait {
 /// FIONREAD (SIOCINQ) of a socket with a smoltcp socket per interface:
 /// the length `len_of` gives of the first of them that has something
 /// queued, else 0.
-pub fn first_unread(st: &mut Stack, socks: &[SockRef], mut len_of: impl FnMut(&mut Stack, SockRef) -> Option<usize>) -> usize {
+pub fn first_unread(
+    st: &mut Stack,
+    socks: &[SockRef],
+    mut len_of: impl FnMut(&mut Stack, SockRef) -> Option<usize>,
+) -> usize {
     socks.iter().find_map(|r| len_of(st, *r)).unwrap_or(0)
 }
 
