@@ -13,7 +13,7 @@ use std::time::Duration;
 use crate::build;
 use crate::qemu;
 use crate::rootfs;
-use crate::usertest::{first_difference, sections};
+use crate::usertest::{compare_sections, sections};
 use crate::Result;
 
 /// What the small root holds beyond the base.
@@ -56,26 +56,7 @@ pub fn run(repo: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
     let run = qemu::run_captured(&boot, LIMIT, &build::out_dir().join("debian.log"))?;
     let host_sections = sections(&host_out);
     let kiln_sections = sections(&run.output);
-    let (mut passed, mut failed) = (0, 0);
-    for (name, h) in &host_sections {
-        match kiln_sections.iter().find(|(n, _)| n == name) {
-            Some((_, k)) if k == h => {
-                passed += 1;
-                println!("debian {name} ... ok");
-            }
-            Some((_, k)) => {
-                failed += 1;
-                crate::recap::failure(format!(
-                    "debian {name} ... FAILED (output differs from Linux)\n    {}",
-                    first_difference(h, k)
-                ));
-            }
-            None => {
-                failed += 1;
-                crate::recap::failure(format!("debian {name} ... FAILED (did not run in Kiln)"));
-            }
-        }
-    }
+    let (passed, mut failed) = compare_sections("debian", &host_sections, &kiln_sections);
     if host_sections.is_empty() {
         failed += 1;
         crate::recap::failure(format!(

@@ -6,7 +6,8 @@
 //! (`inject-error`, `once`); the reader gets EIO, the fsync that sends the
 //! write down gets EIO, and the volume turns read-only as ext4's
 //! `errors=remount-ro` does: logged, further changes EROFS, /proc/mounts
-//! showing `ro`.
+//! showing `ro`. Remount: `remount,ro` followed by a power cut leaves a
+//! clean image holding the files written before it.
 
 use std::path::Path;
 use std::process::Command;
@@ -46,6 +47,16 @@ const FULL: &str = "mkdir -p /mnt && mount -t ext4 /dev/vda /mnt || exit 1\n\
     grep ' /mnt ' /proc/mounts | awk '{print \"remounted:\", $4}' | cut -d, -f1\n\
     mount -o remount,rw /mnt && echo back > /mnt/rw && echo \"remount rw: $(cat /mnt/rw)\"\n\
     cd /; umount /mnt && echo '=== unmounted'\n";
+
+/// remount,ro must reach the volume, not only the mount's flag: the
+/// journal is committed and checkpointed and the superblock marked clean,
+/// so a power cut right after it (busybox `poweroff -n -f`: no sync)
+/// leaves an image the host finds clean, with no journal to replay and
+/// the files written just before it present.
+const REMOUNT_CUT: &str = "mkdir -p /mnt && mount -t ext4 /dev/vda /mnt || exit 1\n\
+    echo kept > /mnt/kept && mkdir /mnt/dir && echo inner > /mnt/dir/f\n\
+    mount -o remount,ro /mnt && echo 'remounted ro'\n\
+    poweroff -n -f\n";
 
 const FAILING: &str = "mkdir -p /mnt && mount -t ext4 /dev/vda /mnt || exit 1\n\
     dd if=/mnt/victim of=/dev/null bs=1k skip=8 count=1 2>/tmp/err; echo \"read: status $? $(cat /tmp/err)\"\n\
@@ -130,11 +141,37 @@ pub fn run(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
         out.contains("remount ro: Read-only file system")
             && out.contains("remounted: ro")
             && out.contains("remount rw: back"),
-        "mount -o remount,ro reaches the volume (EROFS, /proc/mounts ro), remount,rw makes it writable again",
+        "mount -o remount,ro: EROFS, /proc/mounts ro; remount,rw makes it writable again",
         &out,
     );
     let (clean, fsck) = tool(&["/sbin/e2fsck", "-fn", &img_s])?;
     check(clean, "host e2fsck -fn finds the volume that ran full clean", &fsck);
+
+    // remount,ro, then a power cut.
+    mkfs(&img_s, "8M", None)?;
+    let out = boot(
+        root,
+        elf,
+        smp,
+        format!("file={img_s},if=none,id=d0,format=raw,cache=writeback"),
+        REMOUNT_CUT,
+        &extra,
+        &work.join("remount.log"),
+    )?;
+    let (_, head) = tool(&["/sbin/dumpe2fs", "-h", &img_s])?;
+    let features = head.lines().find(|l| l.starts_with("Filesystem features:")).unwrap_or("");
+    let (clean, fsck) = tool(&["/sbin/e2fsck", "-fn", &img_s])?;
+    let (_, kept) = tool(&["/sbin/debugfs", "-R", "cat /kept", &img_s])?;
+    let (_, inner) = tool(&["/sbin/debugfs", "-R", "cat /dir/f", &img_s])?;
+    check(
+        out.contains("remounted ro")
+            && !features.contains("needs_recovery")
+            && clean
+            && kept.lines().any(|l| l == "kept")
+            && inner.lines().any(|l| l == "inner"),
+        "remount,ro commits the volume: a power cut right after it leaves no journal to replay, e2fsck -fn clean, the new files there",
+        &format!("{out}\n{features}\n{fsck}\n{kept}\n{inner}"),
+    );
 
     // A failing disk: one read and one write of /victim fail.
     let victim: Vec<u8> = (0..65536u32).map(|i| (i.wrapping_mul(2654435761) >> 9) as u8).collect();

@@ -128,6 +128,34 @@ pub fn sections(output: &str) -> Vec<(String, String)> {
     out
 }
 
+/// Compares the sections of a host run with a Kiln run of the same
+/// script, printing `<label> <name> ... ok` for each that matches and
+/// recording a failure for each that differs or never ran in Kiln;
+/// returns (passed, failed).
+pub fn compare_sections(label: &str, host: &[(String, String)], kiln: &[(String, String)]) -> (u64, u64) {
+    let (mut passed, mut failed) = (0, 0);
+    for (name, h) in host {
+        match kiln.iter().find(|(n, _)| n == name) {
+            Some((_, k)) if k == h => {
+                passed += 1;
+                println!("{label} {name} ... ok");
+            }
+            Some((_, k)) => {
+                failed += 1;
+                crate::recap::failure(format!(
+                    "{label} {name} ... FAILED (output differs from Linux)\n    {}",
+                    first_difference(h, k)
+                ));
+            }
+            None => {
+                failed += 1;
+                crate::recap::failure(format!("{label} {name} ... FAILED (did not run in Kiln)"));
+            }
+        }
+    }
+    (passed, failed)
+}
+
 pub fn first_difference(a: &str, b: &str) -> String {
     for (i, (x, y)) in a.lines().zip(b.lines()).enumerate() {
         if x != y {
@@ -408,26 +436,7 @@ pub fn busybox_sessions(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)>
     let run = qemu::run_captured(&boot, timeout(), &log)?;
     let host_sections = sections(&host_out);
     let kiln_sections = sections(&run.output);
-    let (mut passed, mut failed) = (0, 0);
-    for (name, h) in &host_sections {
-        match kiln_sections.iter().find(|(n, _)| n == name) {
-            Some((_, k)) if k == h => {
-                passed += 1;
-                println!("busybox {name} ... ok");
-            }
-            Some((_, k)) => {
-                failed += 1;
-                crate::recap::failure(format!(
-                    "busybox {name} ... FAILED (output differs from Linux)\n    {}",
-                    first_difference(h, k)
-                ));
-            }
-            None => {
-                failed += 1;
-                crate::recap::failure(format!("busybox {name} ... FAILED (did not run in Kiln)"));
-            }
-        }
-    }
+    let (passed, mut failed) = compare_sections("busybox", &host_sections, &kiln_sections);
     if host_sections.is_empty() {
         failed += 1;
         crate::recap::failure("busybox sessions: the host run printed nothing");

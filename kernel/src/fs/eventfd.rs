@@ -56,14 +56,26 @@ impl EventFd {
     }
 }
 
+/// The read of a file that hands out one 8-byte count (eventfd, timerfd):
+/// EINVAL for a buffer too small for it, otherwise `take` at once or,
+/// unless `nonblock`, once `pollee` says it is readable.
+pub(super) fn read_count(
+    buf: &mut [u8],
+    nonblock: bool,
+    pollee: &Pollee,
+    mut take: impl FnMut() -> Result<u64, Errno>,
+) -> Result<usize, Errno> {
+    let Some(out) = buf.get_mut(..8) else {
+        return Err(Errno::EINVAL);
+    };
+    let value = if nonblock { take()? } else { block_on(pollee, Events::IN, &mut take)? };
+    out.copy_from_slice(&value.to_ne_bytes());
+    Ok(8)
+}
+
 impl FileOps for EventFd {
     fn read_at(&self, _offset: u64, buf: &mut [u8], nonblock: bool) -> Result<usize, Errno> {
-        if buf.len() < 8 {
-            return Err(Errno::EINVAL);
-        }
-        let value = if nonblock { self.try_read()? } else { block_on(&self.pollee, Events::IN, || self.try_read())? };
-        buf[..8].copy_from_slice(&value.to_ne_bytes());
-        Ok(8)
+        read_count(buf, nonblock, &self.pollee, || self.try_read())
     }
 
     fn write_at(&self, _offset: u64, buf: &[u8], nonblock: bool) -> Result<usize, Errno> {

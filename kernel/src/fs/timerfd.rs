@@ -19,7 +19,7 @@ use linux_abi::consts as c;
 use linux_abi::errno::Errno;
 
 use super::file::FileOps;
-use crate::event::{block_on, Events, PollTable, Pollee};
+use crate::event::{Events, PollTable, Pollee};
 use crate::mm::{uaccess, Vm};
 use crate::sched::timer::{self, Expiry};
 
@@ -306,12 +306,7 @@ impl Drop for TimerFd {
 
 impl FileOps for TimerFd {
     fn read_at(&self, _offset: u64, buf: &mut [u8], nonblock: bool) -> Result<usize, Errno> {
-        if buf.len() < 8 {
-            return Err(Errno::EINVAL);
-        }
-        let ticks = if nonblock { self.try_read()? } else { block_on(&self.pollee, Events::IN, || self.try_read())? };
-        buf[..8].copy_from_slice(&ticks.to_ne_bytes());
-        Ok(8)
+        super::eventfd::read_count(buf, nonblock, &self.pollee, || self.try_read())
     }
 
     fn write_at(&self, _offset: u64, _buf: &[u8], _nonblock: bool) -> Result<usize, Errno> {

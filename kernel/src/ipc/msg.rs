@@ -270,20 +270,15 @@ pub fn info(cmd: u32) -> (i32, MsgInfo) {
 pub fn set(task: &Arc<Task>, id: i32, new: &MsqidDs) -> Result<(), Errno> {
     let q = queue(id)?;
     {
-        let mut st = q.state.lock();
-        perm::check_control(task, &st.perm)?;
-        if st.removed {
-            return Err(Errno::EIDRM);
-        }
+        let mut guard = q.state.lock();
+        let st = &mut *guard;
+        perm::check_set(task, &st.perm, st.removed)?;
         if new.qbytes > u64::from(limits::get(&MSGMNB)) && !super::creds::capable(task, super::creds::CAP_SYS_RESOURCE)
         {
             return Err(Errno::EPERM);
         }
-        let mut p = st.perm;
-        perm::update(&mut p, &new.perm)?;
-        st.perm = p;
+        perm::update(&mut st.perm, &mut st.ctime, &new.perm)?;
         st.qbytes = new.qbytes;
-        st.ctime = perm::now();
     }
     // Senders may fit now; receivers look at their permission again.
     q.wake_all();

@@ -59,15 +59,28 @@ pub fn new_perm(task: &Arc<Task>, key: i32, flags: u32) -> IpcPerm {
     IpcPerm { key, uid, gid, cuid: uid, cgid: gid, mode: flags & 0o777, seq: 0 }
 }
 
-/// IPC_SET: the new owner and permission bits (other mode bits stay);
-/// EINVAL for an id that maps to no user (-1).
-pub fn update(perm: &mut IpcPerm, from: &IpcPerm) -> Result<(), Errno> {
+/// IPC_SET's first checks, shared by every object kind: the caller
+/// must control the object (EPERM), and it must not have been removed
+/// while the caller looked it up (EIDRM).
+pub fn check_set(task: &Arc<Task>, perm: &IpcPerm, removed: bool) -> Result<(), Errno> {
+    check_control(task, perm)?;
+    if removed {
+        return Err(Errno::EIDRM);
+    }
+    Ok(())
+}
+
+/// IPC_SET: the new owner and permission bits (other mode bits stay),
+/// and the change time; EINVAL, with nothing changed, for an id that
+/// maps to no user (-1).
+pub fn update(perm: &mut IpcPerm, ctime: &mut i64, from: &IpcPerm) -> Result<(), Errno> {
     if from.uid == u32::MAX || from.gid == u32::MAX {
         return Err(Errno::EINVAL);
     }
     perm.uid = from.uid;
     perm.gid = from.gid;
     perm.mode = (perm.mode & !0o777) | (from.mode & 0o777);
+    *ctime = now();
     Ok(())
 }
 

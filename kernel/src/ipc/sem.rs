@@ -430,16 +430,10 @@ pub fn write(task: &Arc<Task>, id: i32, num: i32, value: Option<i32>, values: Op
 /// IPC_SET.
 pub fn set_perm(task: &Arc<Task>, id: i32, new: &SemidDs) -> Result<(), Errno> {
     let s = set(id)?;
-    let mut st = s.state.lock();
-    perm::check_control(task, &st.perm)?;
-    if st.removed {
-        return Err(Errno::EIDRM);
-    }
-    let mut p = st.perm;
-    perm::update(&mut p, &new.perm)?;
-    st.perm = p;
-    st.ctime = perm::now();
-    Ok(())
+    let mut guard = s.state.lock();
+    let st = &mut *guard;
+    perm::check_set(task, &st.perm, st.removed)?;
+    perm::update(&mut st.perm, &mut st.ctime, &new.perm)
 }
 
 /// IPC_RMID: the set goes; its sleepers fail with EIDRM.

@@ -313,16 +313,10 @@ fn segment(id: i32) -> Result<Arc<ShmSegment>, Errno> {
 /// IPC_SET.
 pub fn set(task: &Arc<Task>, id: i32, new: &ShmidDs) -> Result<(), Errno> {
     let seg = segment(id)?;
-    let mut st = seg.state.lock();
-    perm::check_control(task, &st.perm)?;
-    if st.gone {
-        return Err(Errno::EIDRM);
-    }
-    let mut p = st.perm;
-    perm::update(&mut p, &new.perm)?;
-    st.perm = p;
-    st.ctime = perm::now();
-    Ok(())
+    let mut guard = seg.state.lock();
+    let st = &mut *guard;
+    perm::check_set(task, &st.perm, st.gone)?;
+    perm::update(&mut st.perm, &mut st.ctime, &new.perm)
 }
 
 /// IPC_RMID: destroys the segment now if nothing has it attached, else
