@@ -349,7 +349,57 @@ pub fn nic_echo(repo: &Path, elf: &Path, net: qemu::Net, bytes: u64) -> Result<(
     Ok((passed + p, failed + f))
 }
 
-/// `make test`'s stage: both NICs from the host, then the segment.
+/// The script udhcpc runs with the lease: the address and mask by
+/// ioctl (busybox ifconfig), a router if the lease names one (slirp's
+/// `restrict=on` names none), a line for the log.
+const DHCP_SCRIPT: &str = "#!/bin/sh\n[ $1 = bound ] || exit 0\nifconfig $interface $ip netmask $subnet\n\
+for r in $router; do route add default gw $r; done\necho lease $ip mask $subnet from $serverid\n";
+
+/// busybox udhcpc on eth0 (no `ip=`: no address) through AF_PACKET
+/// sockets gets slirp's lease, which its script applies; the address is
+/// then on eth0 and slirp (10.0.2.2, on the link) answers a ping
+/// through it.
+pub fn udhcpc_lease(repo: &Path, elf: &Path) -> Result<(u64, u64)> {
+    let label = "nic-dhcp";
+    let initrd = crate::initramfs::make(repo, &build::out_dir(), None)?;
+    let mut extra = vec!["-m".to_string(), "256M".to_string()];
+    extra.extend(qemu::net_args(qemu::Net::Virtio, "")?);
+    let command = format!(
+        "printf '{DHCP_SCRIPT}' > /dhcp.sh; chmod 755 /dhcp.sh; \
+         udhcpc -i eth0 -n -q -t 5 -T 2 -s /dhcp.sh; echo udhcpc status $?; \
+         ip -4 addr show dev eth0 | grep inet; \
+         ping -c 1 -W 5 10.0.2.2 > /dev/null && echo gateway answers"
+    );
+    let cmdline = crate::usertest::shell_cmdline_via("", None, &command)?;
+    let boot = qemu::Boot {
+        image: qemu::Image::Kernel { elf: elf.to_path_buf(), cmdline, initrd: Some(initrd) },
+        smp: 1,
+        extra,
+    };
+    let run = qemu::run_captured(&boot, Duration::from_secs(240), &build::out_dir().join("nic-dhcp.log"))?;
+    let (mut passed, mut failed) = (0u64, 0u64);
+    let out = &run.output;
+    let has = |s: &str| out.lines().any(|l| l.trim_end().contains(s));
+    let r = if has("lease 10.0.2.15 mask 255.255.255.0 from 10.0.2.2") && has("udhcpc status 0") {
+        Ok("udhcpc took 10.0.2.15/24 from slirp's 10.0.2.2".to_string())
+    } else {
+        Err("no lease of 10.0.2.15 (see build/nic-dhcp.log)".to_string())
+    };
+    tally(label, "lease", r, &mut passed, &mut failed);
+    let r = if has("inet 10.0.2.15/24 brd 10.0.2.255 scope global eth0") {
+        Ok("ip addr: eth0 has 10.0.2.15/24".to_string())
+    } else {
+        Err("the lease is not on eth0 (see build/nic-dhcp.log)".to_string())
+    };
+    tally(label, "applied", r, &mut passed, &mut failed);
+    let r = if has("gateway answers") { Ok("ping 10.0.2.2".to_string()) } else { Err("no echo reply".to_string()) };
+    tally(label, "gateway", r, &mut passed, &mut failed);
+    let (p, f) = crate::usertest::leak_verdict(label, &run);
+    Ok((passed + p, failed + f))
+}
+
+/// `make test`'s stage: both NICs from the host, udhcpc's lease, then
+/// the segment.
 pub fn stage(repo: &Path, elf: &Path) -> Result<(u64, u64)> {
     let mut totals = (0, 0);
     // NETSEG_ONLY=1: the segment run alone (work on the attack).
@@ -357,6 +407,10 @@ pub fn stage(repo: &Path, elf: &Path) -> Result<(u64, u64)> {
         if std::env::var("NETSEG_ONLY").is_ok_and(|v| v == "1") { &[] } else { &[qemu::Net::Virtio, qemu::Net::E1000] };
     for &net in nics {
         let (p, f) = nic_echo(repo, elf, net, NIC_BYTES)?;
+        totals = (totals.0 + p, totals.1 + f);
+    }
+    if !nics.is_empty() {
+        let (p, f) = udhcpc_lease(repo, elf)?;
         totals = (totals.0 + p, totals.1 + f);
     }
     let (p, f) = segment(repo, elf, SHORT)?;

@@ -38,6 +38,54 @@ pub fn install() {
     ifaces::set_provider(&INET_TABLE);
 }
 
+/// A NIC the stack took as interface `index`: its link in the table,
+/// up, as Linux shows an Ethernet device a network configuration
+/// brought up (so SIOCGIFINDEX, `ip link` and a DHCP client find it).
+/// Takes only the table's spin lock: the stack's lock may be held.
+pub fn register_nic(index: u32, name: &str, mac: [u8; 6], mtu: u32) -> Result<(), Errno> {
+    use kiln_netlink::ifreq as ifr;
+    let link = Link {
+        index: 0,
+        name: ifaces::IfName::new(name.as_bytes()).ok_or(Errno::EINVAL)?,
+        kind: kiln_netlink::rtnl::ARPHRD_ETHER,
+        flags: ifr::IFF_UP | ifr::IFF_BROADCAST | ifr::IFF_RUNNING | ifr::IFF_MULTICAST | ifr::IFF_LOWER_UP,
+        mtu,
+        min_mtu: 68,
+        max_mtu: mtu,
+        mac,
+        broadcast: [0xff; 6],
+        txqlen: 1000,
+        qdisc: "pfifo_fast",
+        stats: Default::default(),
+    };
+    let got = base().add_link(link)?;
+    if got != index {
+        // The table numbers links in the order they come, as the stack
+        // does; a mismatch would send the control plane to another NIC.
+        log::warn!("net: {name}: the interface table gave index {got}, the stack {index}");
+        return Err(Errno::EINVAL);
+    }
+    Ok(())
+}
+
+/// An IPv4 address `ip=` put on NIC `index` (already in smoltcp): into
+/// the table too, so the listings show it.
+pub fn record_address(index: u32, name: &str, addr: [u8; 4], prefix: u8) -> Result<(), Errno> {
+    let now = ifaces::now_centis();
+    let a = Address {
+        index,
+        addr: IpAddr::V4(addr),
+        prefix,
+        broadcast: None,
+        scope: kiln_netlink::rtnl::RT_SCOPE_UNIVERSE,
+        flags: kiln_netlink::rtnl::IFA_F_PERMANENT,
+        label: ifaces::IfName::new(name.as_bytes()).unwrap_or_default(),
+        cstamp: now,
+        tstamp: now,
+    };
+    base().add_address(a, AddMode { create: true, ..Default::default() })
+}
+
 fn base() -> &'static IfTable {
     ifaces::builtin()
 }

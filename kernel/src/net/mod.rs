@@ -4,7 +4,8 @@
 //!   protocol behind the [`Protocol`] trait: bind, connect, listen,
 //!   accept, send and receive a message, shutdown, poll, options. AF_UNIX
 //!   ([`unix`]) is the first family; AF_INET and AF_INET6 slot in beside
-//!   it as further `Protocol` implementations and entries in [`create`].
+//!   it as further `Protocol` implementations and entries in [`create`];
+//!   AF_PACKET ([`packet`]) sees and sends the NICs' Ethernet frames.
 //! * The options every socket has (SOL_SOCKET: buffer sizes, timeouts,
 //!   flags) live in [`SockOptions`], which each protocol embeds; the
 //!   option calls are decoded once, in [`options`].
@@ -35,6 +36,7 @@ mod io;
 pub mod netdevs;
 pub mod netlink;
 mod options;
+pub mod packet;
 pub mod procnet;
 mod sigio;
 mod socket;
@@ -133,6 +135,7 @@ pub fn create(family: u16, kind: u32, protocol: i32) -> Result<Arc<Socket>, Errn
         s::AF_UNIX => Socket::new(unix::create(kind, protocol)?),
         s::AF_NETLINK => Socket::new(netlink::create(kind, protocol)?),
         s::AF_INET | s::AF_INET6 => Socket::new(inet::create(family, kind, protocol)?),
+        s::AF_PACKET => Socket::new(packet::create(kind, protocol)?),
         _ => Err(Errno::EAFNOSUPPORT),
     }
 }
@@ -146,6 +149,10 @@ pub fn create_pair(family: u16, kind: u32, protocol: i32) -> Result<(Arc<Socket>
         }
         // Linux's inet families exist but cannot make pairs.
         s::AF_INET | s::AF_INET6 => Err(Errno::EOPNOTSUPP),
+        s::AF_PACKET => {
+            packet::create(kind, protocol)?.release();
+            Err(Errno::EOPNOTSUPP)
+        }
         // Netlink makes the sockets first (their errors come first).
         s::AF_NETLINK => {
             netlink::create(kind, protocol)?;

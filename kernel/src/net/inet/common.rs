@@ -1,16 +1,25 @@
 //! What every Internet socket carries whatever its protocol: its
 //! identity in the stack, family, SOL_SOCKET options, readiness (kept in
 //! atomics so poll, select and epoll never take the stack lock), its
-//! pending error, and the IP-level options.
+//! pending error, and the IP-level options; and what every protocol does
+//! alike with them: a blocking call ([`Common::blocking`]: non-blocking
+//! flag, SO_RCVTIMEO/SO_SNDTIMEO, signals, the sleep on the socket's
+//! pollee), poll ([`Common::poll`]), a datagram socket's readiness from
+//! its queues ([`Common::publish_queued`]), FIONREAD's walk over the
+//! smoltcp sockets ([`first_unread`]) and release from any context
+//! ([`release_or_defer`]).
 
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 
 use linux_abi::errno::Errno;
 use linux_abi::socket as s;
 
-use crate::event::{Events, Pollee};
+use alloc::sync::{Arc, Weak};
+
+use super::stack::{SockRef, Stack, Watch};
+use crate::event::{Events, PollTable, Pollee};
 use crate::net::options::{OptValue, SockOptions};
-use crate::net::wait::Timeout;
+use crate::net::wait::{block_on, Timeout};
 
 /// setsockopt levels and options beyond SOL_SOCKET.
 pub const SOL_IP: i32 = 0;
@@ -89,12 +98,71 @@ impl Common {
         self.error.load(Ordering::Acquire) != 0
     }
 
-    pub fn rcv_timeout(&self, nonblock: bool) -> Timeout {
-        Timeout::from_jiffies(nonblock, self.opts.rcvtimeo.load(Ordering::Relaxed))
+    /// How a receive (or accept) with these `flags` waits: the file's
+    /// O_NONBLOCK or MSG_DONTWAIT, else SO_RCVTIMEO. The deadline is
+    /// fixed here, so a call that waits several times (MSG_WAITALL)
+    /// waits no longer in all.
+    pub fn recv_wait(&self, nonblock: bool, flags: u32) -> Wait {
+        let nonblock = nonblock || flags & s::MSG_DONTWAIT != 0;
+        Wait {
+            interest: Events::IN,
+            timeout: Timeout::from_jiffies(nonblock, self.opts.rcvtimeo.load(Ordering::Relaxed)),
+            marks_reader: false,
+        }
     }
 
-    pub fn snd_timeout(&self, nonblock: bool) -> Timeout {
-        Timeout::from_jiffies(nonblock, self.opts.sndtimeo.load(Ordering::Relaxed))
+    /// How a send (or connect) with these `flags` waits: as
+    /// [`Common::recv_wait`], with SO_SNDTIMEO, for room.
+    pub fn send_wait(&self, nonblock: bool, flags: u32) -> Wait {
+        let nonblock = nonblock || flags & s::MSG_DONTWAIT != 0;
+        Wait {
+            interest: Events::OUT,
+            timeout: Timeout::from_jiffies(nonblock, self.opts.sndtimeo.load(Ordering::Relaxed)),
+            marks_reader: false,
+        }
+    }
+
+    /// Runs `attempt` until it stops failing with EAGAIN, as `wait`
+    /// says: the one blocking loop of the Internet sockets. A reader
+    /// that [`Wait::marking_reader`] is marked asleep for O_ASYNC
+    /// meanwhile (no POLL_IN signal while it waits).
+    pub fn blocking<T>(&self, wait: &Wait, attempt: impl FnMut() -> Result<T, Errno>) -> Result<T, Errno> {
+        if !wait.marks_reader {
+            return block_on(&self.pollee, wait.interest, wait.timeout, attempt);
+        }
+        self.opts.async_io.waiting_for_data(wait.timeout != Timeout::NonBlocking);
+        let r = block_on(&self.pollee, wait.interest, wait.timeout, attempt);
+        self.opts.async_io.waiting_for_data(false);
+        r
+    }
+
+    /// poll(2), select and epoll: the readiness the last refresh stored
+    /// (no stack lock), with a pending error.
+    pub fn poll(&self, table: Option<&mut PollTable>) -> Events {
+        if let Some(t) = table {
+            t.register(&self.pollee);
+        }
+        let mut ev = self.events();
+        if self.has_err() {
+            ev |= Events::ERR;
+        }
+        ev
+    }
+
+    /// Publishes a datagram socket's readiness: `ev` and, with `queued`
+    /// packets waiting (`rx_seen` before), readable; a packet more than
+    /// last time is news to an edge-triggered watcher and to O_ASYNC.
+    pub fn publish_queued(&self, mut ev: Events, queued: usize, rx_seen: &mut usize) {
+        let mut more = Events::EMPTY;
+        if queued > 0 {
+            ev |= Events::IN | Events::RDNORM;
+        }
+        if queued > *rx_seen {
+            more |= Events::IN;
+            self.opts.async_io.data_ready(linux_abi::signal::POLL_IN);
+        }
+        *rx_seen = queued;
+        self.set_events(ev, more);
     }
 
     /// The hop limit smoltcp should use (None: its default, 64 as
@@ -179,4 +247,50 @@ pub fn int_arg(val: &[u8]) -> Result<i32, Errno> {
         return Err(Errno::EINVAL);
     }
     Ok(i32::from_le_bytes([val[0], val[1], val[2], val[3]]))
+}
+
+/// How a blocking call waits: for what, and how long.
+pub struct Wait {
+    interest: Events,
+    pub timeout: Timeout,
+    marks_reader: bool,
+}
+
+impl Wait {
+    /// A reader Linux marks asleep for O_ASYNC (`SOCKWQ_ASYNC_WAITDATA`):
+    /// Kiln's TCP and UDP receives.
+    pub fn marking_reader(mut self) -> Wait {
+        self.marks_reader = true;
+        self
+    }
+
+    pub fn nonblocking(&self) -> bool {
+        self.timeout == Timeout::NonBlocking
+    }
+}
+
+/// FIONREAD (SIOCINQ) of a socket with a smoltcp socket per interface:
+/// the length `len_of` gives of the first of them that has something
+/// queued, else 0.
+pub fn first_unread(
+    st: &mut Stack,
+    socks: &[SockRef],
+    mut len_of: impl FnMut(&mut Stack, SockRef) -> Option<usize>,
+) -> usize {
+    socks.iter().find_map(|r| len_of(st, *r)).unwrap_or(0)
+}
+
+/// A socket's last reference went: releases it now, or, with interrupts
+/// off (a last reference dropped under a spin lock, where the stack's
+/// sleeping lock may not be taken), hands it to the network thread.
+pub fn release_or_defer<T: Watch + 'static>(me: &hal::sync::Once<Weak<T>>, release_now: impl FnOnce()) {
+    if !hal::cpu::interrupts_enabled() {
+        if let Some(me) = me.get().and_then(Weak::upgrade) {
+            let me: Arc<dyn Watch> = me;
+            if super::stack::defer_release(me) {
+                return;
+            }
+        }
+    }
+    release_now();
 }

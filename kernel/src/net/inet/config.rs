@@ -53,6 +53,12 @@ pub fn register_device(mut dev: Box<dyn NetDevice>) -> Result<&'static str, Errn
     cfg.random_seed = super::random_seed();
     let iface = Interface::new(cfg, &mut device, stack::now());
     let index = st.ifaces.len() as u32 + 1;
+    if let IfaceDevice::Nic(n) = &mut device {
+        n.ifindex = index;
+    }
+    if let Err(e) = crate::net::inet_ifaces::register_nic(index, name, mac, mtu as u32) {
+        log::warn!("net: {name}: not in the interface table: {}", e.name());
+    }
     let mut f = Iface {
         info: IfaceInfo { name, index, loopback: false, mac, mtu },
         iface,
@@ -81,6 +87,9 @@ pub fn register_device(mut dev: Box<dyn NetDevice>) -> Result<&'static str, Errn
             });
             if let Some(gw) = s.gateway {
                 let _ = f.iface.routes_mut().add_default_ipv4_route(Ipv4Address::from(gw));
+            }
+            if let Err(e) = crate::net::inet_ifaces::record_address(index, name, s.client, s.prefix) {
+                log::warn!("net: {name}: address not listed: {}", e.name());
             }
             log::info!("net: {name}: {a}/{} gateway {:?}", s.prefix, s.gateway.map(Ipv4Address::from));
         }

@@ -33,13 +33,12 @@ use linux_abi::socket as s;
 use smoltcp::wire::{IpAddress, Ipv4Address, Ipv6Address};
 
 use super::addr::{self, SockAddr};
-use super::common::Common;
+use super::common::{first_unread, release_or_defer, Common};
 use super::stack::{self, SockRef, Stack, Watch};
 use crate::event::{Events, PollTable};
 use crate::fs::procfs::sys::{Access, Sysctl};
 use crate::net::options::{OptValue, SockOptions};
 use crate::net::socket::{AddrBuf, NameCtx, Protocol, Received, RecvArgs, SendArgs, SockType};
-use crate::net::wait::block_on;
 use crate::net::{MsgSink, MsgSource};
 
 pub const IPPROTO_ICMP: i32 = 1;
@@ -242,13 +241,11 @@ impl PingSocket {
         ok.then_some((msg, src))
     }
 
-    fn compute(&self, st: &mut Stack, inner: &mut Inner) -> (Events, Events) {
-        let mut ev = Events::OUT | Events::WRNORM | Events::WRBAND;
-        if self.c.has_err() {
-            ev |= Events::ERR;
-        }
+    /// Drops the queued messages Linux would not deliver here and counts
+    /// the rest.
+    fn queued(&self, st: &mut Stack, inner: &Inner) -> usize {
         let mut queued = 0;
-        for r in inner.socks.clone() {
+        for r in inner.socks.iter().copied() {
             let sock = st.raw(r);
             while let Ok(p) = sock.peek() {
                 if self.wanted(p, inner.ident, inner.local).is_some() {
@@ -258,23 +255,16 @@ impl PingSocket {
             }
             queued += sock.recv_queue();
         }
-        let mut more = Events::EMPTY;
-        if queued > 0 {
-            ev |= Events::IN | Events::RDNORM;
-        }
-        if queued > inner.rx_seen {
-            more |= Events::IN;
-        }
-        inner.rx_seen = queued;
-        (ev, more)
+        queued
     }
 
     fn refresh_locked(&self, st: &mut Stack, inner: &mut Inner) {
-        let (ev, more) = self.compute(st, inner);
-        if more.contains(Events::IN) {
-            self.c.opts.async_io.data_ready(linux_abi::signal::POLL_IN);
+        let mut ev = Events::OUT | Events::WRNORM | Events::WRBAND;
+        if self.c.has_err() {
+            ev |= Events::ERR;
         }
-        self.c.set_events(ev, more);
+        let queued = self.queued(st, inner);
+        self.c.publish_queued(ev, queued, &mut inner.rx_seen);
     }
 
     /// The destination of a send: its address argument (checked as
@@ -348,7 +338,7 @@ impl PingSocket {
         if let Some(e) = self.c.take_err() {
             return Err(e);
         }
-        self.compute(&mut st, &mut inner);
+        inner.rx_seen = self.queued(&mut st, &inner);
         let socks = inner.socks.clone();
         let (ident, local) = (inner.ident, inner.local);
         // User memory is written below: no spin lock held.
@@ -519,40 +509,29 @@ impl Protocol for PingSocket {
         }
         let dest = args.addr;
         self.destination(dest, &self.inner.lock())?;
-        let nonblock = args.nonblock || args.flags & s::MSG_DONTWAIT != 0;
-        let timeout = self.c.snd_timeout(nonblock);
-        block_on(&self.c.pollee, Events::OUT, timeout, || self.send_one(&msg, dest))
+        let wait = self.c.send_wait(args.nonblock, args.flags);
+        self.c.blocking(&wait, || self.send_one(&msg, dest))
     }
 
     fn recv(&self, data: &mut dyn MsgSink, args: &RecvArgs) -> Result<Received, Errno> {
         if args.flags & s::MSG_OOB != 0 {
             return Err(Errno::EOPNOTSUPP);
         }
-        let nonblock = args.nonblock || args.flags & s::MSG_DONTWAIT != 0;
-        let timeout = self.c.rcv_timeout(nonblock);
-        block_on(&self.c.pollee, Events::IN, timeout, || self.recv_one(data, args))
+        let wait = self.c.recv_wait(args.nonblock, args.flags);
+        self.c.blocking(&wait, || self.recv_one(data, args))
     }
 
     fn poll(&self, table: Option<&mut PollTable>) -> Events {
-        if let Some(t) = table {
-            t.register(&self.c.pollee);
-        }
-        let mut ev = self.c.events();
-        if self.c.has_err() {
-            ev |= Events::ERR;
-        }
-        ev
+        self.c.poll(table)
     }
 
     fn unread(&self) -> Result<usize, Errno> {
         let mut st = stack::lock()?;
         let inner = self.inner.lock();
-        for r in inner.socks.iter() {
-            if let Some((m, _)) = st.raw(*r).peek().ok().and_then(|p| self.wanted(p, inner.ident, inner.local)) {
-                return Ok(m.len());
-            }
-        }
-        Ok(0)
+        let (ident, local) = (inner.ident, inner.local);
+        Ok(first_unread(&mut st, &inner.socks, |st, r| {
+            st.raw(r).peek().ok().and_then(|p| self.wanted(p, ident, local)).map(|(m, _)| m.len())
+        }))
     }
 
     fn unsent(&self) -> usize {
@@ -591,14 +570,7 @@ impl Protocol for PingSocket {
     }
 
     fn release(&self) {
-        if !hal::cpu::interrupts_enabled() {
-            if let Some(me) = self.me.get().and_then(alloc::sync::Weak::upgrade) {
-                if super::stack::defer_release(me) {
-                    return;
-                }
-            }
-        }
-        self.release_now();
+        release_or_defer(&self.me, || self.release_now());
     }
 }
 

@@ -120,6 +120,10 @@ pub struct LoopbackDevice {
 /// A NIC behind a driver.
 pub struct NicDevice {
     dev: Box<dyn NetDevice>,
+    /// The interface's index and address, for the AF_PACKET sockets
+    /// that see its frames.
+    pub ifindex: u32,
+    pub mac: [u8; 6],
     /// Where smoltcp builds a frame the driver would not take (so the
     /// frame is dropped, as a full ring drops it, without allocating).
     scratch: Vec<u8>,
@@ -130,7 +134,8 @@ impl NicDevice {
     pub fn new(dev: Box<dyn NetDevice>) -> Result<NicDevice, linux_abi::errno::Errno> {
         let mtu = dev.capabilities().mtu.max(576);
         let scratch = super::stack::zeroed(mtu + 14)?;
-        Ok(NicDevice { dev, scratch, counters: Counters::default() })
+        let mac = dev.mac().0;
+        Ok(NicDevice { dev, ifindex: 0, mac, scratch, counters: Counters::default() })
     }
 
     pub fn inner(&mut self) -> &mut dyn NetDevice {
@@ -244,9 +249,13 @@ impl phy::TxToken for TxToken<'_> {
             TxToken::Nic(n) => {
                 let mut f = Some(f);
                 let mut out = None;
+                let (ifindex, mac) = (n.ifindex, n.mac);
                 let sent = n.dev.transmit(TxMeta::default(), len, &mut |buf: &mut [u8]| {
                     if let Some(f) = f.take() {
                         out = Some(f(&mut buf[..len]));
+                        if crate::net::packet::listening() {
+                            crate::net::packet::deliver(ifindex, &mac, &buf[..len], true);
+                        }
                     }
                 });
                 match (out, f) {
@@ -291,6 +300,9 @@ impl phy::Device for IfaceDevice {
                     n.counters.rx_dropped += 1;
                 }
                 let frame = frame?;
+                if crate::net::packet::listening() {
+                    crate::net::packet::deliver(n.ifindex, &n.mac, &frame, false);
+                }
                 let len = frame.len();
                 Some((RxToken { frame, len, loopback: false }, TxToken::Nic(n)))
             }

@@ -28,13 +28,12 @@ use smoltcp::socket::raw;
 use smoltcp::wire::{IpAddress, IpProtocol, IpVersion, Ipv4Address, Ipv6Address};
 
 use super::addr::{self, SockAddr};
-use super::common::{int_arg, Common, SOL_IP, SOL_IPV6};
+use super::common::{first_unread, int_arg, release_or_defer, Common, SOL_IP, SOL_IPV6};
 use super::icmp::{checksum, IPPROTO_ICMP, IPPROTO_ICMPV6};
 use super::stack::{self, SockRef, Stack, Watch};
 use crate::event::{Events, PollTable};
 use crate::net::options::{OptValue, SockOptions};
 use crate::net::socket::{AddrBuf, NameCtx, Protocol, Received, RecvArgs, SendArgs, SockType};
-use crate::net::wait::block_on;
 use crate::net::{MsgSink, MsgSource};
 
 pub const SOL_RAW: i32 = 255;
@@ -159,13 +158,11 @@ impl RawSocket {
         }
     }
 
-    fn compute(&self, st: &mut Stack, inner: &mut Inner) -> (Events, Events) {
-        let mut ev = Events::OUT | Events::WRNORM | Events::WRBAND;
-        if self.c.has_err() {
-            ev |= Events::ERR;
-        }
+    /// Drops the queued packets Linux would not deliver here and counts
+    /// the rest.
+    fn queued(&self, st: &mut Stack, inner: &Inner) -> usize {
         let mut queued = 0;
-        for r in inner.socks.clone() {
+        for r in inner.socks.iter().copied() {
             while let Ok(p) = st.raw(r).peek() {
                 if self.wanted(p, inner) {
                     break;
@@ -174,23 +171,16 @@ impl RawSocket {
             }
             queued += st.raw(r).recv_queue();
         }
-        let mut more = Events::EMPTY;
-        if queued > 0 {
-            ev |= Events::IN | Events::RDNORM;
-        }
-        if queued > inner.rx_seen {
-            more |= Events::IN;
-        }
-        inner.rx_seen = queued;
-        (ev, more)
+        queued
     }
 
     fn refresh_locked(&self, st: &mut Stack, inner: &mut Inner) {
-        let (ev, more) = self.compute(st, inner);
-        if more.contains(Events::IN) {
-            self.c.opts.async_io.data_ready(linux_abi::signal::POLL_IN);
+        let mut ev = Events::OUT | Events::WRNORM | Events::WRBAND;
+        if self.c.has_err() {
+            ev |= Events::ERR;
         }
-        self.c.set_events(ev, more);
+        let queued = self.queued(st, inner);
+        self.c.publish_queued(ev, queued, &mut inner.rx_seen);
     }
 
     fn destination(&self, a: Option<&[u8]>, inner: &Inner) -> Result<IpAddress, Errno> {
@@ -265,7 +255,7 @@ impl RawSocket {
         if let Some(e) = self.c.take_err() {
             return Err(e);
         }
-        self.compute(&mut st, &mut inner);
+        inner.rx_seen = self.queued(&mut st, &inner);
         let socks = inner.socks.clone();
         let hoplimit = if self.v6() { inner.recv_hoplimit } else { 0 };
         drop(inner);
@@ -512,42 +502,31 @@ impl Protocol for RawSocket {
         self.destination(dest, &self.inner.lock())?;
         let mut msg = stack::zeroed(len)?;
         data.read(&mut msg)?;
-        let nonblock = args.nonblock || args.flags & s::MSG_DONTWAIT != 0;
-        let timeout = self.c.snd_timeout(nonblock);
-        block_on(&self.c.pollee, Events::OUT, timeout, || self.send_one(&msg, dest))
+        let wait = self.c.send_wait(args.nonblock, args.flags);
+        self.c.blocking(&wait, || self.send_one(&msg, dest))
     }
 
     fn recv(&self, data: &mut dyn MsgSink, args: &RecvArgs) -> Result<Received, Errno> {
         if args.flags & s::MSG_OOB != 0 {
             return Err(Errno::EOPNOTSUPP);
         }
-        let nonblock = args.nonblock || args.flags & s::MSG_DONTWAIT != 0;
-        let timeout = self.c.rcv_timeout(nonblock);
-        block_on(&self.c.pollee, Events::IN, timeout, || self.recv_one(data, args))
+        let wait = self.c.recv_wait(args.nonblock, args.flags);
+        self.c.blocking(&wait, || self.recv_one(data, args))
     }
 
     fn poll(&self, table: Option<&mut PollTable>) -> Events {
-        if let Some(t) = table {
-            t.register(&self.c.pollee);
-        }
-        let mut ev = self.c.events();
-        if self.c.has_err() {
-            ev |= Events::ERR;
-        }
-        ev
+        self.c.poll(table)
     }
 
     fn unread(&self) -> Result<usize, Errno> {
         let mut st = stack::lock()?;
         let inner = self.inner.lock();
         // The next packet as recv returns it (IPv6 without its header).
-        for r in inner.socks.iter() {
-            if let Ok(p) = st.raw(*r).peek() {
-                let start = if self.v6() { split(true, p).map_or(0, |(_, _, at)| at) } else { 0 };
-                return Ok(p.len() - start);
-            }
-        }
-        Ok(0)
+        Ok(first_unread(&mut st, &inner.socks, |st, r| {
+            let p = st.raw(r).peek().ok()?;
+            let start = if self.v6() { split(true, p).map_or(0, |(_, _, at)| at) } else { 0 };
+            Some(p.len() - start)
+        }))
     }
 
     fn unsent(&self) -> usize {
@@ -663,13 +642,6 @@ impl Protocol for RawSocket {
     }
 
     fn release(&self) {
-        if !hal::cpu::interrupts_enabled() {
-            if let Some(me) = self.me.get().and_then(alloc::sync::Weak::upgrade) {
-                if super::stack::defer_release(me) {
-                    return;
-                }
-            }
-        }
-        self.release_now();
+        release_or_defer(&self.me, || self.release_now());
     }
 }

@@ -432,3 +432,31 @@ pub fn is_loopback(a: IpAddress) -> bool {
         IpAddress::Ipv6(v6) => v6.is_loopback(),
     }
 }
+
+/// Sends a whole Ethernet frame an AF_PACKET socket made out of
+/// interface `ifindex`, past smoltcp: to the driver, or on the loopback
+/// (no link layer in Kiln) to the packet sockets of `lo` alone. The
+/// frame goes to the capturing (ETH_P_ALL) sockets as outgoing too.
+/// ENXIO without such an interface, ENOBUFS when the driver has no
+/// room (Linux's dropped-by-the-queue answer).
+pub fn transmit_frame(ifindex: u32, frame: &[u8]) -> Result<(), Errno> {
+    let mut st = lock()?;
+    let i = (ifindex as usize).checked_sub(1).ok_or(Errno::ENXIO)?;
+    let f = st.ifaces.get_mut(i).ok_or(Errno::ENXIO)?;
+    let mac = f.info.mac;
+    match &mut f.dev {
+        IfaceDevice::Loopback(_) => {
+            crate::net::packet::deliver(ifindex, &mac, frame, true);
+            crate::net::packet::deliver(ifindex, &mac, frame, false);
+        }
+        IfaceDevice::Nic(n) => {
+            n.inner()
+                .transmit(netdev::TxMeta::default(), frame.len(), &mut |buf: &mut [u8]| {
+                    buf[..frame.len()].copy_from_slice(frame)
+                })
+                .map_err(|_| Errno::ENOBUFS)?;
+            crate::net::packet::deliver(ifindex, &mac, frame, true);
+        }
+    }
+    Ok(())
+}

@@ -27,7 +27,7 @@ use smoltcp::time::Duration;
 use smoltcp::wire::{IpAddress, IpEndpoint, IpListenEndpoint, Ipv4Address, Ipv6Address};
 
 use super::addr::{self, SockAddr};
-use super::common::{int_arg, Common, SOL_TCP};
+use super::common::{int_arg, release_or_defer, Common, SOL_TCP};
 use super::direct;
 use super::ports::{Binding, Transport};
 use super::procnet::ProcEntry;
@@ -36,7 +36,7 @@ use super::tcp_listen::ListenQueue;
 use crate::event::{Events, PollTable};
 use crate::net::options::{OptValue, SockOptions};
 use crate::net::socket::{AddrBuf, NameCtx, Protocol, Received, RecvArgs, SendArgs, SockType};
-use crate::net::wait::{block_on, partial_or};
+use crate::net::wait::partial_or;
 use crate::net::{MsgSink, MsgSource};
 
 pub const TCP_NODELAY: i32 = 1;
@@ -731,12 +731,12 @@ impl Protocol for TcpSocket {
             drop(inner);
             st.poll();
         }
-        let timeout = self.c.snd_timeout(nonblock);
-        if timeout == crate::net::wait::Timeout::NonBlocking {
+        let wait = self.c.send_wait(nonblock, 0);
+        if wait.nonblocking() {
             self.inner.lock().in_progress = true;
             return Err(Errno::EINPROGRESS);
         }
-        let r = block_on(&self.c.pollee, Events::OUT, timeout, || {
+        let r = self.c.blocking(&wait, || {
             let inner = self.inner.lock();
             match inner.phase {
                 Phase::Connected(_) => Ok(()),
@@ -792,8 +792,8 @@ impl Protocol for TcpSocket {
     }
 
     fn accept(&self, nonblock: bool) -> Result<(Arc<dyn Protocol>, AddrBuf), Errno> {
-        let timeout = self.c.rcv_timeout(nonblock);
-        block_on(&self.c.pollee, Events::IN, timeout, || {
+        let wait = self.c.recv_wait(nonblock, 0);
+        self.c.blocking(&wait, || {
             let mut st = stack::lock()?;
             let mut inner = self.inner.lock();
             if !matches!(inner.phase, Phase::Listening) {
@@ -894,11 +894,10 @@ impl Protocol for TcpSocket {
         if args.flags & s::MSG_OOB != 0 {
             return Err(Errno::EOPNOTSUPP);
         }
-        let nonblock = args.nonblock || args.flags & s::MSG_DONTWAIT != 0;
-        let timeout = self.c.snd_timeout(nonblock);
+        let wait = self.c.send_wait(args.nonblock, args.flags);
         let mut done = 0;
         loop {
-            let r = block_on(&self.c.pollee, Events::OUT, timeout, || self.send_some(data, args.flags));
+            let r = self.c.blocking(&wait, || self.send_some(data, args.flags));
             match r {
                 Ok(n) => {
                     done += n;
@@ -915,15 +914,12 @@ impl Protocol for TcpSocket {
         if args.flags & s::MSG_OOB != 0 {
             return Err(Errno::EINVAL);
         }
-        let nonblock = args.nonblock || args.flags & s::MSG_DONTWAIT != 0;
-        let timeout = self.c.rcv_timeout(nonblock);
+        let wait = self.c.recv_wait(args.nonblock, args.flags).marking_reader();
         let waitall = args.flags & (s::MSG_WAITALL | s::MSG_PEEK) == s::MSG_WAITALL;
         let mut done = 0;
         let want = data.remaining();
         loop {
-            self.c.opts.async_io.waiting_for_data(timeout != crate::net::wait::Timeout::NonBlocking);
-            let r = block_on(&self.c.pollee, Events::IN, timeout, || self.recv_some(data, args.flags));
-            self.c.opts.async_io.waiting_for_data(false);
+            let r = self.c.blocking(&wait, || self.recv_some(data, args.flags));
             match r {
                 Ok(n) => {
                     done += n;
@@ -937,14 +933,7 @@ impl Protocol for TcpSocket {
     }
 
     fn poll(&self, table: Option<&mut PollTable>) -> Events {
-        if let Some(t) = table {
-            t.register(&self.c.pollee);
-        }
-        let mut ev = self.c.events();
-        if self.c.has_err() {
-            ev |= Events::ERR;
-        }
-        ev
+        self.c.poll(table)
     }
 
     fn unread(&self) -> Result<usize, Errno> {
@@ -1060,16 +1049,7 @@ impl Protocol for TcpSocket {
     }
 
     fn release(&self) {
-        // No sleeping lock with interrupts off (a last reference dropped
-        // under a spin lock): the network thread releases it.
-        if !hal::cpu::interrupts_enabled() {
-            if let Some(me) = self.me.get().and_then(Weak::upgrade) {
-                if stack::defer_release(me) {
-                    return;
-                }
-            }
-        }
-        self.release_now();
+        release_or_defer(&self.me, || self.release_now());
     }
 }
 

@@ -18,14 +18,13 @@ use smoltcp::socket::udp::{self, UdpMetadata};
 use smoltcp::wire::{IpAddress, IpEndpoint, IpListenEndpoint, Ipv4Address, Ipv6Address};
 
 use super::addr::{self, SockAddr};
-use super::common::{Common, SOL_UDP};
+use super::common::{first_unread, release_or_defer, Common, SOL_UDP};
 use super::ports::{Binding, Transport};
 use super::procnet::ProcEntry;
 use super::stack::{self, SockRef, Stack, Watch};
 use crate::event::{Events, PollTable};
 use crate::net::options::{OptValue, SockOptions};
 use crate::net::socket::{AddrBuf, NameCtx, Protocol, Received, RecvArgs, SendArgs, SockType};
-use crate::net::wait::block_on;
 use crate::net::{MsgSink, MsgSource};
 
 /// The largest UDP payload over IPv4 and IPv6 (65535 less the headers).
@@ -164,18 +163,9 @@ impl UdpSocket {
         }
     }
 
-    fn compute(&self, st: &mut Stack, inner: &mut Inner) -> (Events, Events) {
-        let mut ev = Events::EMPTY;
-        let mut more = Events::EMPTY;
-        if self.c.has_err() {
-            ev |= Events::ERR;
-        }
-        if inner.shut == RCV | SEND {
-            ev |= Events::HUP;
-        }
-        if inner.shut & RCV != 0 {
-            ev |= Events::IN | Events::RDNORM | Events::RDHUP;
-        }
+    /// Drops what a connected socket does not take and counts the
+    /// datagrams left.
+    fn queued(&self, st: &mut Stack, inner: &Inner) -> usize {
         let mut queued = 0;
         // By index, not over a clone of the list: a clone was an
         // allocation and a free per refresh, several per datagram.
@@ -192,23 +182,22 @@ impl UdpSocket {
             }
             queued += u.recv_queue();
         }
-        if queued > 0 {
-            ev |= Events::IN | Events::RDNORM;
-        }
-        if queued > inner.rx_seen {
-            more |= Events::IN;
-        }
-        inner.rx_seen = queued;
-        ev |= Events::OUT | Events::WRNORM | Events::WRBAND;
-        (ev, more)
+        queued
     }
 
     fn refresh_locked(&self, st: &mut Stack, inner: &mut Inner) {
-        let (ev, more) = self.compute(st, inner);
-        if more.contains(Events::IN) {
-            self.c.opts.async_io.data_ready(linux_abi::signal::POLL_IN);
+        let mut ev = Events::OUT | Events::WRNORM | Events::WRBAND;
+        if self.c.has_err() {
+            ev |= Events::ERR;
         }
-        self.c.set_events(ev, more);
+        if inner.shut == RCV | SEND {
+            ev |= Events::HUP;
+        }
+        if inner.shut & RCV != 0 {
+            ev |= Events::IN | Events::RDNORM | Events::RDHUP;
+        }
+        let queued = self.queued(st, inner);
+        self.c.publish_queued(ev, queued, &mut inner.rx_seen);
     }
 
     fn send_one(&self, buf: &[u8], dest: Option<SockAddr>) -> Result<usize, Errno> {
@@ -483,8 +472,7 @@ impl Protocol for UdpSocket {
             Some(a) if !a.is_empty() => Some(addr::parse(self.c.family, a, false)?),
             _ => None,
         };
-        let nonblock = args.nonblock || args.flags & s::MSG_DONTWAIT != 0;
-        let timeout = self.c.snd_timeout(nonblock);
+        let wait = self.c.send_wait(args.nonblock, args.flags);
         // Read once, before any spin lock is taken (a fault may sleep),
         // and kept for the retries after EAGAIN.
         // Short datagrams (a request, a ping) stay on the stack: no
@@ -500,7 +488,7 @@ impl Protocol for UdpSocket {
         };
         data.read(buf)?;
         let buf = &*buf;
-        let r = block_on(&self.c.pollee, Events::OUT, timeout, || self.send_one(buf, dest));
+        let r = self.c.blocking(&wait, || self.send_one(buf, dest));
         if r == Err(Errno::EPIPE) && args.flags & s::MSG_NOSIGNAL == 0 {
             crate::net::sigpipe();
         }
@@ -511,34 +499,18 @@ impl Protocol for UdpSocket {
         if args.flags & s::MSG_OOB != 0 {
             return Err(Errno::EOPNOTSUPP);
         }
-        let nonblock = args.nonblock || args.flags & s::MSG_DONTWAIT != 0;
-        let timeout = self.c.rcv_timeout(nonblock);
-        self.c.opts.async_io.waiting_for_data(timeout != crate::net::wait::Timeout::NonBlocking);
-        let r = block_on(&self.c.pollee, Events::IN, timeout, || self.recv_one(data, args));
-        self.c.opts.async_io.waiting_for_data(false);
-        r
+        let wait = self.c.recv_wait(args.nonblock, args.flags).marking_reader();
+        self.c.blocking(&wait, || self.recv_one(data, args))
     }
 
     fn poll(&self, table: Option<&mut PollTable>) -> Events {
-        if let Some(t) = table {
-            t.register(&self.c.pollee);
-        }
-        let mut ev = self.c.events();
-        if self.c.has_err() {
-            ev |= Events::ERR;
-        }
-        ev
+        self.c.poll(table)
     }
 
     fn unread(&self) -> Result<usize, Errno> {
         let mut st = stack::lock()?;
         let inner = self.inner.lock();
-        for r in inner.socks.iter() {
-            if let Ok((d, _)) = st.udp(*r).peek() {
-                return Ok(d.len());
-            }
-        }
-        Ok(0)
+        Ok(first_unread(&mut st, &inner.socks, |st, r| st.udp(r).peek().ok().map(|(d, _)| d.len())))
     }
 
     fn unsent(&self) -> usize {
@@ -589,15 +561,6 @@ impl Protocol for UdpSocket {
     }
 
     fn release(&self) {
-        // No sleeping lock with interrupts off (a last reference dropped
-        // under a spin lock): the network thread releases it.
-        if !hal::cpu::interrupts_enabled() {
-            if let Some(me) = self.me.get().and_then(alloc::sync::Weak::upgrade) {
-                if super::stack::defer_release(me) {
-                    return;
-                }
-            }
-        }
-        self.release_now();
+        release_or_defer(&self.me, || self.release_now());
     }
 }
