@@ -327,8 +327,8 @@ mod tests {
         assert_eq!(sl_entry(0x8000_0123), 0x8000_0003);
         let iova = (3 << 39) | (5 << 30) | (7 << 21) | (9 << 12) | 0x123;
         assert_eq!([4, 3, 2, 1].map(|l| sl_index(iova, l)), [3, 5, 7, 9]);
-        assert_eq!(iotlb_domain(7) >> 32 & 0xFFFF, 7);
-        assert_eq!(iotlb_domain(7) >> 60 & 3, 2);
+        assert_eq!((iotlb_domain(7) >> 32) & 0xFFFF, 7);
+        assert_eq!((iotlb_domain(7) >> 60) & 3, 2);
     }
 
     #[test]
