@@ -15,6 +15,7 @@ DEPS := scripts/deps.sh
 # NET (the NIC: virtio, the default, e1000 or none; on QEMU user
 # networking), HOSTFWD (QEMU hostfwd rules bound to 127.0.0.1, separated by
 # spaces, e.g. "tcp:127.0.0.1:8080-:80").
+# IOMMU=1 boots the q35 machine with QEMU's VT-d IOMMU (DMA remapping).
 # DISK (a raw disk image; `make disk` builds one), DISK_BUS (virtio, the
 # default: /dev/vda in Kiln; nvme: /dev/nvme0n1).
 # `make disk` knobs: DISK_DIR (the folder copied in; default user/), DISK_OUT
@@ -41,11 +42,12 @@ NET ?=
 HOSTFWD ?=
 DISK ?=
 DISK_BUS ?=
+IOMMU ?=
 DISK_DIR ?= user
 DISK_OUT ?= build/disk.img
 DISK_SIZE ?= 64M
 DISK_FS ?= ext4
-export SMP CMDLINE QEMU_EXTRA EXTRA CMD ROOT MEM ROOTFS_PACKAGES VIA_LDSO NET HOSTFWD DISK DISK_BUS
+export IOMMU SMP CMDLINE QEMU_EXTRA EXTRA CMD ROOT MEM ROOTFS_PACKAGES VIA_LDSO NET HOSTFWD DISK DISK_BUS
 
 .DEFAULT_GOAL := run
 .PHONY: run test test-smp test-kernel test-storage crashtest fuzz-ext4 nettest-long test-net fuzz-net nethub bench-servers iso build bench clean fmt clippy deps rootfs disk

@@ -1,6 +1,7 @@
 //! The ACPI facts Kiln needs at boot: which CPUs exist (their local APIC
 //! ids) and where the IO APIC is, both from the MADT, and where PCI
-//! configuration space is memory-mapped (ECAM), from the MCFG.
+//! configuration space is memory-mapped (ECAM), from the MCFG, and
+//! where the VT-d remapping unit is, from the DMAR.
 //!
 //! The tables sit in firmware-reserved memory that the kernel's direct map
 //! does not cover, so they are read once during boot, while the loader's
@@ -8,7 +9,7 @@
 //! [`AcpiFacts`]. Parsing itself is [`kiln_util::acpi`]'s, which treats the
 //! firmware's bytes as untrusted; this module only finds and maps them.
 
-use kiln_util::acpi;
+use kiln_util::{acpi, vtd};
 
 use crate::percpu::MAX_CPUS;
 
@@ -26,11 +27,21 @@ pub struct AcpiFacts {
     /// The MCFG's ECAM window for PCI segment 0, if there is one (QEMU's
     /// q35 has it; the older `pc` machine has no MCFG).
     pub ecam: Option<acpi::McfgEntry>,
+    /// The DMAR (VT-d remapping units), when the machine has an IOMMU.
+    pub dmar: Option<vtd::Dmar>,
 }
 
 impl AcpiFacts {
     pub const fn none() -> AcpiFacts {
-        AcpiFacts { madt_found: false, apic_ids: [0; MAX_CPUS], cpus: 0, cpus_ignored: 0, ioapic: None, ecam: None }
+        AcpiFacts {
+            madt_found: false,
+            apic_ids: [0; MAX_CPUS],
+            cpus: 0,
+            cpus_ignored: 0,
+            ioapic: None,
+            ecam: None,
+            dmar: None,
+        }
     }
 
     /// Local APIC ids of the usable CPUs, in MADT order.
@@ -73,6 +84,7 @@ pub(crate) fn read_facts(source: RsdpSource<'_>, phys: PhysReader) -> AcpiFacts 
             .filter_map(|addr| table_at(addr, phys))
             .find(|t| acpi::parse_sdt_header(t).is_some_and(|h| h.signature == *sig))
     };
+    facts.dmar = find(b"DMAR").and_then(vtd::parse_dmar);
     facts.ecam = find(b"MCFG").and_then(|t| acpi::mcfg_entries(t).find(|e| e.segment == 0));
     let Some(madt_bytes) = find(b"APIC") else {
         return facts;

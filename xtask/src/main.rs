@@ -45,6 +45,7 @@ commands:
                             build and boot in QEMU (env: SMP, default 2;
                             MEM, default 512M or 2G with ROOT=debian;
                             ROOT=debian for the Debian root; QEMU_EXTRA, KVM=1;
+                            IOMMU=1: q35 with a VT-d IOMMU (DMA remapping);
                             NET=virtio|e1000|none, default virtio, on user
                             networking; HOSTFWD=\"tcp:127.0.0.1:8080-:80 ...\";
                             NET=socket NODE=n [SEGMENT=port]: machine n of the
@@ -336,6 +337,10 @@ fn run(args: &[String]) -> Result<ExitCode> {
     let disk = std::env::var("DISK").unwrap_or_default();
     if !disk.trim().is_empty() {
         extra.splice(0..0, qemu::disk_args(disk.trim(), std::env::var("DISK_BUS").unwrap_or_default().trim())?);
+    }
+    if qemu::iommu_from_env() {
+        // Before the devices: QEMU wants the IOMMU created first.
+        extra.splice(0..0, qemu::iommu_args());
     }
     let elf = build::kernel(build::Flavor::Normal)?;
     let extra_dir = std::env::var("EXTRA").ok().filter(|s| !s.trim().is_empty()).map(std::path::PathBuf::from);

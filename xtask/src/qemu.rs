@@ -34,6 +34,17 @@ pub fn env_extra() -> Vec<String> {
     std::env::var("QEMU_EXTRA").unwrap_or_default().split_whitespace().map(String::from).collect()
 }
 
+/// QEMU's VT-d IOMMU, on the q35 machine it needs (it has no `pc`
+/// model). Interrupt remapping stays off: Kiln drives DMA remapping only.
+pub fn iommu_args() -> Vec<String> {
+    ["-machine", "q35", "-device", "intel-iommu,intremap=off"].into_iter().map(String::from).collect()
+}
+
+/// `IOMMU=1`: boot with [`iommu_args`].
+pub fn iommu_from_env() -> bool {
+    std::env::var("IOMMU").is_ok_and(|v| v.trim() == "1")
+}
+
 /// The NIC a boot gets (`NET=`): none, virtio-net or e1000, each on QEMU
 /// user networking, or a virtio-net on a `NET=socket` segment
 /// ([`crate::nethub`]).

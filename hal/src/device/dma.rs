@@ -26,6 +26,7 @@ use alloc::vec::Vec;
 use core::marker::PhantomData;
 use core::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 
+use super::iommu::Domain;
 use crate::mm::{PhysAddr, PAGE_SIZE};
 use crate::sync::SpinLock;
 
@@ -223,11 +224,6 @@ pub fn pool_frames() -> u64 {
     POOL_FRAMES.load(Ordering::Relaxed)
 }
 
-fn free_pool_frames(frame: PhysAddr, pages: u64) {
-    crate::mm::free_contiguous(frame, pages);
-    POOL_FRAMES.fetch_sub(pages, Ordering::Relaxed);
-}
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DmaError {
     NoMemory,
@@ -247,15 +243,32 @@ pub struct DmaPool {
     /// Set once bus mastering is off for good: idle memory may go back.
     quiesced: AtomicBool,
     revoked: AtomicBool,
+    /// The device's IOMMU domain, when remapping is on: the pool's frames
+    /// are exactly what it maps.
+    domain: Option<Arc<Domain>>,
 }
 
 impl DmaPool {
-    pub(crate) fn new() -> Arc<DmaPool> {
+    pub(crate) fn new(domain: Option<Arc<Domain>>) -> Arc<DmaPool> {
         Arc::new(DmaPool {
             idle: SpinLock::new(Vec::new()),
             quiesced: AtomicBool::new(false),
             revoked: AtomicBool::new(false),
+            domain,
         })
+    }
+
+    /// Frames back to the kernel: first out of the device's IOMMU domain,
+    /// with an invalidation that completes before they are freed (if the
+    /// unit does not confirm it, they are leaked instead).
+    fn free_frames(&self, frame: PhysAddr, pages: u64) {
+        if let Some(domain) = &self.domain {
+            if !domain.unmap(frame, pages) {
+                return;
+            }
+        }
+        crate::mm::free_contiguous(frame, pages);
+        POOL_FRAMES.fetch_sub(pages, Ordering::Relaxed);
     }
 
     /// The device can no longer reach memory (bus mastering off): idle
@@ -267,7 +280,7 @@ impl DmaPool {
         }
         let idle = core::mem::take(&mut *self.idle.lock());
         for (frame, pages) in idle {
-            free_pool_frames(frame, pages);
+            self.free_frames(frame, pages);
         }
     }
 
@@ -286,7 +299,7 @@ impl DmaPool {
 
     fn give_back(&self, frame: PhysAddr, pages: u64) {
         if self.quiesced.load(Ordering::Acquire) {
-            free_pool_frames(frame, pages);
+            self.free_frames(frame, pages);
             return;
         }
         let mut idle = self.idle.lock();
@@ -312,8 +325,15 @@ impl DmaPool {
             Some(f) => f,
             None => {
                 let f = crate::mm::alloc_contiguous(pages, 1).ok_or(DmaError::NoMemory)?;
-                POOL_FRAMES.fetch_add(pages, Ordering::Relaxed);
                 crate::mm::zero_frames(f, pages);
+                if self.domain.as_ref().is_some_and(|d| !d.map(f, pages)) {
+                    // Partly mapped at most: unmapping clears what was.
+                    if self.domain.as_ref().is_some_and(|d| d.unmap(f, pages)) {
+                        crate::mm::free_contiguous(f, pages);
+                    }
+                    return Err(DmaError::NoMemory);
+                }
+                POOL_FRAMES.fetch_add(pages, Ordering::Relaxed);
                 f
             }
         };

@@ -6,6 +6,8 @@
 //! * [`mmio`]: typed, bounds-checked registers over claimed BARs;
 //! * [`dma`]: DMA buffers and typed rings whose bus addresses drivers
 //!   pass on but never see, freed only once the device cannot reach them;
+//! * [`iommu`]: VT-d DMA remapping, when the machine has it: each
+//!   device's pool is all its DMA can reach;
 //! * [`irq`]: MSI-X / MSI / INTx vectors with typed top halves and a
 //!   bottom half run by a kernel thread.
 //!
@@ -16,6 +18,7 @@
 
 pub mod config;
 pub mod dma;
+pub mod iommu;
 pub mod irq;
 pub mod mmio;
 pub mod pci;

@@ -66,6 +66,7 @@ pub fn init() {
         functions.extend(found.into_iter().map(|info| Entry { info, claimed: false }));
     }
     SCANNED.set(());
+    super::iommu::init();
 }
 
 fn scan_bus(bus: u8, found: &mut Vec<PciInfo>, depth: u32) {
@@ -198,7 +199,7 @@ pub fn claim(address: PciAddress) -> Result<PciDevice, ClaimError> {
         info,
         config,
         caps,
-        dma: DmaPool::new(),
+        dma: DmaPool::new(super::iommu::domain_for(address)),
         bars_claimed: AtomicU8::new(0),
         regions: SpinLock::new(Vec::new()),
         ports_revoked: Arc::new(AtomicBool::new(false)),

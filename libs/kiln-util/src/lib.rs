@@ -30,6 +30,7 @@ pub mod seccomp;
 pub mod shebang;
 pub mod vdso;
 pub mod virtq;
+pub mod vtd;
 
 pub(crate) mod bytes {
     //! Little-endian field readers shared by the parsers. Each returns
