@@ -224,7 +224,7 @@ pub struct FaultRecord {
 /// Decodes a fault record's low and high halves; None if its F bit is
 /// clear (no fault recorded there).
 pub fn fault_record(low: u64, high: u64) -> Option<FaultRecord> {
-    (high & (1 << 63) != 0).then(|| FaultRecord {
+    (high & (1 << 63) != 0).then_some(FaultRecord {
         addr: low & !0xFFF,
         source: high as u16,
         reason: (high >> 32) as u8,
