@@ -55,9 +55,8 @@ pub const ROWS: &[StorBench] = &[
     row("untar_sync", "busybox tar x of a 5,000-file tree (10 MB in 14 MB of tar) + sync (per tree)", false, 1.0),
 ];
 
-/// The disk models. NVMe waits for Kiln's driver (helper branch `nvme`):
-/// until it lands on main the column is skipped, unless
-/// `BENCH_STORAGE_BUS` names it.
+/// The disk models; both are measured unless `BENCH_STORAGE_BUS` names
+/// only one.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Bus {
     Virtio,
@@ -81,9 +80,6 @@ impl Bus {
     }
 }
 
-/// Why the NVMe column is empty by default.
-pub const NVME_SKIPPED: &str =
-    "skipped: Kiln's NVMe driver has not landed on main (BENCH_STORAGE_BUS=virtio,nvme tries it)";
 
 /// Linux's virtio_blk and the modules it needs, in load order (Debian's
 /// cloud kernel has ext4 and NVMe built in, virtio as modules).
@@ -293,17 +289,13 @@ fn env_num(name: &str, default: u64) -> Result<u64> {
 }
 
 /// The buses to measure: `BENCH_STORAGE_BUS` (comma-separated), or
-/// virtio alone; a bus not measured keeps its column with the reason.
+/// both; a bus not measured keeps its column with the reason.
 fn buses() -> Result<Vec<(Bus, Option<String>)>> {
-    let want = std::env::var("BENCH_STORAGE_BUS").unwrap_or_else(|_| "virtio".into());
+    let want = std::env::var("BENCH_STORAGE_BUS").unwrap_or_else(|_| "virtio,nvme".into());
     let mut out = Vec::new();
     for bus in [Bus::Virtio, Bus::Nvme] {
         let on = want.split(',').any(|w| w.trim() == bus.name());
-        let why = match bus {
-            _ if on => None,
-            Bus::Nvme => Some(NVME_SKIPPED.to_string()),
-            Bus::Virtio => Some("skipped: not in BENCH_STORAGE_BUS".to_string()),
-        };
+        let why = (!on).then(|| "skipped: not in BENCH_STORAGE_BUS".to_string());
         out.push((bus, why));
     }
     Ok(out)
