@@ -80,7 +80,6 @@ impl Bus {
     }
 }
 
-
 /// Linux's virtio_blk and the modules it needs, in load order (Debian's
 /// cloud kernel has ext4 and NVMe built in, virtio as modules).
 const LINUX_MODULES: &[&str] = &[
