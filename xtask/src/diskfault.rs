@@ -16,6 +16,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use crate::storagetest::Checks;
 use crate::{build, initramfs, qemu, usertest, Result};
 
 fn tool(args: &[&str]) -> Result<(bool, String)> {
@@ -72,6 +73,11 @@ const FAILING: &str = "mkdir -p /mnt && mount -t ext4 /dev/vda /mnt || exit 1\n\
     cmp -s /mnt/victim /tmp/expect && echo 'file still readable'\n\
     cd /; umount /mnt && echo '=== unmounted'\n";
 
+/// The image as the guest's virtio disk `d0`, with nothing injected.
+fn plain_drive(img: &str) -> String {
+    format!("file={img},if=none,id=d0,format=raw,cache=writeback")
+}
+
 /// musl's and glibc's words for EIO.
 fn eio(line: &str) -> bool {
     line.contains("I/O error") || line.contains("Input/output error")
@@ -107,30 +113,14 @@ pub fn run(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
     let src = work.join("src");
     std::fs::create_dir_all(&extra).map_err(|e| format!("{e}"))?;
     std::fs::create_dir_all(&src).map_err(|e| format!("{e}"))?;
-    let (mut passed, mut failed) = (0, 0);
-    let mut check = |ok: bool, what: &str, detail: &str| {
-        if ok {
-            passed += 1;
-            println!("  ok    {what}");
-        } else {
-            failed += 1;
-            println!("  FAIL  {what}\n{detail}");
-        }
-    };
+    let mut checks = Checks::default();
+    let mut check = |ok: bool, what: &str, detail: &str| checks.check(ok, what, detail);
 
     // A full disk.
     let img = work.join("full.img");
     let img_s = img.to_str().ok_or("non-UTF-8 path")?.to_string();
     mkfs(&img_s, "8M", None)?;
-    let out = boot(
-        root,
-        elf,
-        smp,
-        format!("file={img_s},if=none,id=d0,format=raw,cache=writeback"),
-        FULL,
-        &extra,
-        &work.join("full.log"),
-    )?;
+    let out = boot(root, elf, smp, plain_drive(&img_s), FULL, &extra, &work.join("full.log"))?;
     check(
         out.contains("big file: No space left on device") && out.contains("small files: No space left on device"),
         "a full ext4 volume: a large write and new files get ENOSPC",
@@ -153,15 +143,7 @@ pub fn run(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
 
     // remount,ro, then a power cut.
     mkfs(&img_s, "8M", None)?;
-    let out = boot(
-        root,
-        elf,
-        smp,
-        format!("file={img_s},if=none,id=d0,format=raw,cache=writeback"),
-        REMOUNT_CUT,
-        &extra,
-        &work.join("remount.log"),
-    )?;
+    let out = boot(root, elf, smp, plain_drive(&img_s), REMOUNT_CUT, &extra, &work.join("remount.log"))?;
     let (_, head) = tool(&["/sbin/dumpe2fs", "-h", &img_s])?;
     let features = head.lines().find(|l| l.starts_with("Filesystem features:")).unwrap_or("");
     let (clean, fsck) = tool(&["/sbin/e2fsck", "-fn", &img_s])?;
@@ -233,5 +215,5 @@ pub fn run(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
         &out,
     );
     let _ = std::fs::remove_dir_all(&work);
-    Ok((passed, failed))
+    Ok(checks.totals())
 }

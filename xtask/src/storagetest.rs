@@ -100,6 +100,32 @@ fn section<'a>(out: &'a str, name: &str) -> &'a str {
 /// RENAME_EXCHANGE).
 const FILE_TESTS: &[&str] = &["fs_basic", "fs_meta", "fs_fd", "fs_dir", "xattr", "pagecache"];
 
+/// A stage part's checks, each printed as `  ok` or `  FAIL` with its
+/// detail, counted for the stage's totals.
+#[derive(Default)]
+pub struct Checks {
+    passed: u64,
+    failed: u64,
+}
+
+impl Checks {
+    pub fn check(&mut self, ok: bool, what: &str, detail: &str) {
+        if ok {
+            self.passed += 1;
+            println!("  ok    {what}");
+        } else {
+            self.failed += 1;
+            println!("  FAIL  {what}\n{detail}");
+        }
+    }
+
+    /// (passed, failed).
+    pub fn totals(&self) -> (u64, u64) {
+        (self.passed, self.failed)
+    }
+}
+
+/// Boots Kiln with `script` and the disk `img` on `bus`, 512 MiB of RAM.
 #[allow(clippy::too_many_arguments)]
 fn boot(
     root: &Path,
@@ -110,6 +136,23 @@ fn boot(
     script: &str,
     work: &Path,
     name: &str,
+) -> Result<qemu::Captured> {
+    boot_sized(root, elf, smp, img, bus, script, work, name, "512M", Duration::from_secs(300))
+}
+
+/// [`boot`] with the guest's RAM and time limit given.
+#[allow(clippy::too_many_arguments)]
+fn boot_sized(
+    root: &Path,
+    elf: &Path,
+    smp: u32,
+    img: &str,
+    bus: Bus,
+    script: &str,
+    work: &Path,
+    name: &str,
+    mem: &str,
+    limit: Duration,
 ) -> Result<qemu::Captured> {
     let extra = work.join("extra");
     let _ = std::fs::remove_dir_all(&extra);
@@ -123,9 +166,9 @@ fn boot(
             initrd: Some(initrd),
         },
         smp,
-        extra: [vec!["-m".to_string(), "512M".to_string()], qemu::disk_args(img, bus.qemu)?].concat(),
+        extra: [vec!["-m".to_string(), mem.to_string()], qemu::disk_args(img, bus.qemu)?].concat(),
     };
-    qemu::run_captured(&boot, Duration::from_secs(300), &work.join(name))
+    qemu::run_captured(&boot, limit, &work.join(name))
 }
 
 fn mkfs(img: &str, src: Option<&Path>) -> Result<()> {
@@ -337,16 +380,8 @@ fn page_cache(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
     let work = build::out_dir().join("storage");
     let img = work.join("cache.img");
     let img_s = img.to_str().ok_or("non-UTF-8 path")?.to_string();
-    let (mut passed, mut failed) = (0, 0);
-    let mut check = |ok: bool, what: &str, detail: &str| {
-        if ok {
-            passed += 1;
-            println!("  ok    {what}");
-        } else {
-            failed += 1;
-            println!("  FAIL  {what}\n{detail}");
-        }
-    };
+    let mut checks = Checks::default();
+    let mut check = |ok: bool, what: &str, detail: &str| checks.check(ok, what, detail);
     mkfs(&img_s, None)?;
     let script = "mkdir -p /mnt && mount -t ext4 /dev/vda /tmp || exit 1\n/t/pagecache keep\n";
     let run = boot(root, elf, smp, &img_s, VIRTIO, script, &work, "kiln-kept.log")?;
@@ -393,21 +428,18 @@ fn page_cache(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
          cd /; umount /tmp && echo '=== unmounted'\n",
         PRESSURE_MIB << 20
     );
-    let extra = work.join("extra");
-    let _ = std::fs::remove_dir_all(&extra);
-    std::fs::create_dir_all(&extra).map_err(|e| format!("{e}"))?;
-    std::fs::write(extra.join("storage.sh"), &script).map_err(|e| format!("{e}"))?;
-    let initrd = initramfs::make(root, &build::out_dir(), Some(&extra))?;
-    let b = qemu::Boot {
-        image: qemu::Image::Kernel {
-            elf: elf.to_path_buf(),
-            cmdline: usertest::shell_cmdline_via("", None, "sh /storage.sh")?,
-            initrd: Some(initrd),
-        },
+    let run = boot_sized(
+        root,
+        elf,
         smp,
-        extra: [vec!["-m".to_string(), PRESSURE_RAM.to_string()], qemu::disk_args(&img_s, "virtio")?].concat(),
-    };
-    let run = qemu::run_captured(&b, Duration::from_secs(600), &work.join("kiln-pressure.log"))?;
+        &img_s,
+        VIRTIO,
+        &script,
+        &work,
+        "kiln-pressure.log",
+        PRESSURE_RAM,
+        Duration::from_secs(600),
+    )?;
     let out = run.output.replace('\r', "");
     let pattern = b"0123456789abcdef\n";
     let mut data = Vec::with_capacity((PRESSURE_MIB << 20) as usize);
@@ -431,5 +463,5 @@ fn page_cache(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
     let (clean, fsck) = tool(&["/sbin/e2fsck", "-fn", &img_s])?;
     check(host_md5 == want_md5 && clean, "the host reads the same bytes (debugfs) and e2fsck -fn is clean", &fsck);
     let _ = std::fs::remove_file(&img);
-    Ok((passed, failed))
+    Ok(checks.totals())
 }

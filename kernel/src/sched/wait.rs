@@ -29,6 +29,19 @@ impl WaitQueue {
         WaitQueue { waiters: SpinLock::new(VecDeque::new()), queued: AtomicUsize::new(0) }
     }
 
+    /// Queues `me` unless it is queued already (a waiter looping after a
+    /// wake-up stays in place); false when there is no memory to queue it.
+    fn enlist(&self, waiters: &mut VecDeque<Arc<Thread>>, me: &Arc<Thread>) -> bool {
+        if !waiters.iter().any(|t| Arc::ptr_eq(t, me)) {
+            if waiters.try_reserve(1).is_err() {
+                return false;
+            }
+            waiters.push_back(me.clone());
+            self.publish(waiters);
+        }
+        true
+    }
+
     /// Blocks until `condition` holds. The condition runs with the queue
     /// locked and interrupts off: keep it short and lock-free.
     pub fn wait_until(&self, mut condition: impl FnMut() -> bool) {
@@ -63,32 +76,33 @@ impl WaitQueue {
     /// false if the deadline passed first. The block layer's request
     /// timeout waits this way.
     pub fn wait_until_deadline(&self, deadline: u64, mut condition: impl FnMut() -> bool) -> bool {
+        // The sleeper list is global: touched only once this thread slept.
+        let mut slept = false;
         loop {
             let _irq = IrqGuard::new();
             let me = super::current();
             {
                 let mut waiters = self.waiters.lock();
-                if !waiters.iter().any(|t| Arc::ptr_eq(t, &me)) {
-                    if waiters.try_reserve(1).is_err() {
-                        drop(waiters);
-                        super::yield_now();
-                        continue;
-                    }
-                    waiters.push_back(me.clone());
-                    self.publish(&waiters);
+                if !self.enlist(&mut waiters, &me) {
+                    drop(waiters);
+                    super::yield_now();
+                    continue;
                 }
                 let held = condition();
                 if held || hal::time::monotonic_ns() >= deadline {
                     waiters.retain(|t| !Arc::ptr_eq(t, &me));
                     self.publish(&waiters);
                     drop(waiters);
-                    remove_sleeper(&me);
+                    if slept {
+                        remove_sleeper(&me);
+                    }
                     return held;
                 }
                 me.set_uninterruptible(true);
                 me.set_state(State::Blocked);
             }
             add_sleeper(deadline, me);
+            slept = true;
             super::schedule();
             super::current().set_uninterruptible(false);
         }
@@ -107,14 +121,10 @@ impl WaitQueue {
             let me = super::current();
             {
                 let mut waiters = self.waiters.lock();
-                if !waiters.iter().any(|t| Arc::ptr_eq(t, &me)) {
-                    if waiters.try_reserve(1).is_err() {
-                        drop(waiters);
-                        super::yield_now();
-                        continue;
-                    }
-                    waiters.push_back(me.clone());
-                    self.publish(&waiters);
+                if !self.enlist(&mut waiters, &me) {
+                    drop(waiters);
+                    super::yield_now();
+                    continue;
                 }
                 let outcome = if condition() {
                     Some(Ok(()))

@@ -307,8 +307,15 @@ fn sync_after_write(f: &OpenFile) -> Result<(), Errno> {
     if flags & c::O_DSYNC == 0 {
         return Ok(());
     }
+    sync_written(f, flags & c::__O_SYNC == 0)
+}
+
+/// Makes what was written to `f` durable: its data, and unless
+/// `data_only` its metadata too (fdatasync or fsync); for O_DSYNC/O_SYNC
+/// and pwritev2's RWF_DSYNC/RWF_SYNC.
+pub(super) fn sync_written(f: &OpenFile, data_only: bool) -> Result<(), Errno> {
     match f.ops.inode() {
-        Some(inode) => inode.sync(flags & c::__O_SYNC == 0),
+        Some(inode) => inode.sync(data_only),
         None => Ok(()),
     }
 }

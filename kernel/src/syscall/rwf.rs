@@ -1,7 +1,8 @@
 //! preadv2 and pwritev2: vector reads and writes at an offset, or at the
 //! file position when the offset is -1, with per-call RWF_* flags.
-//! RWF_HIPRI, RWF_DSYNC and RWF_SYNC change nothing for files in memory;
-//! RWF_APPEND writes at the end of the file; RWF_NOWAIT makes the call
+//! RWF_HIPRI changes nothing; RWF_DSYNC and RWF_SYNC make the written
+//! data (and with RWF_SYNC the metadata) durable before the call returns,
+//! as O_DSYNC and O_SYNC do for every write; RWF_APPEND writes at the end of the file; RWF_NOWAIT makes the call
 //! fail with EAGAIN instead of waiting, on the files Linux allows it on
 //! (pipes and the memory devices; tmpfs and /proc files answer
 //! EOPNOTSUPP, as Linux 6.18's do). Flags Linux 6.1 does not know are
@@ -11,7 +12,7 @@
 use linux_abi::errno::Errno;
 use linux_abi::fs as x;
 
-use super::fs_io::{file, fsize_limit, read_into_user, read_iovecs, write_from_user};
+use super::fs_io::{file, fsize_limit, read_into_user, read_iovecs, sync_written, write_from_user};
 use super::{SysResult, SyscallContext};
 use crate::fs::OpenFile;
 
@@ -144,6 +145,10 @@ fn rw2(ctx: &SyscallContext, a: &[u64; 6], write: bool) -> SysResult {
         if let Some(end) = size() {
             *f.offset.lock() = end;
         }
+    }
+    // Per call, as Linux's IOCB_DSYNC/IOCB_SYNC: its error is the call's.
+    if write && done > 0 && flags & (x::RWF_DSYNC | x::RWF_SYNC) != 0 {
+        sync_written(&f, flags & x::RWF_SYNC == 0)?;
     }
     Ok(done)
 }

@@ -180,15 +180,9 @@ impl<D: BlockDevice> Ext4<D> {
                     all.push((h, (e.ino, e.file_type, nm)));
                 }
             }
-            if all.len() < 2 {
+            let Some((mid, split_hash)) = split_point(&mut all) else {
                 return Ok(false);
-            }
-            all.sort_by_key(|x| x.0);
-            let mid = all.len() / 2;
-            let mut split_hash = all[mid].0;
-            if all[mid - 1].0 == split_hash {
-                split_hash |= 1;
-            }
+            };
             let upper: Vec<NewEntry> = all[mid..].iter().map(|x| x.1.clone()).collect();
             let lower: Vec<NewEntry> = all[..mid].iter().map(|x| x.1.clone()).collect();
             let nb = self.leaf_block(&upper);
@@ -240,16 +234,9 @@ impl<D: BlockDevice> Ext4<D> {
         }
         let h = dx_hash(name, hash_version, &seed).ok_or(Errno::EUCLEAN)?;
         all.push((h, (ino, ftype, name.to_vec())));
-        if all.len() < 2 {
+        let Some((mid, split_hash)) = split_point(&mut all) else {
             return Ok(false);
-        }
-        all.sort_by_key(|x| x.0);
-        let mid = all.len() / 2;
-        let mut split_hash = all[mid].0;
-        if all[mid - 1].0 == split_hash {
-            // The upper leaf continues a run of equal hashes.
-            split_hash |= 1;
-        }
+        };
         let lower: Vec<NewEntry> = all[..mid].iter().map(|x| x.1.clone()).collect();
         let upper: Vec<NewEntry> = all[mid..].iter().map(|x| x.1.clone()).collect();
         let fits = |v: &[NewEntry]| v.iter().map(|e| crate::dir::entry_size(e.2.len())).sum::<usize>() <= self.usable();
@@ -314,4 +301,21 @@ impl<D: BlockDevice> Ext4<D> {
         dir.set_flags(dir.flags() & !FL_INDEX);
         self.store_inode(dir)
     }
+}
+
+/// Sorts a full leaf's entries by hash and picks where to split them: the
+/// middle, and the hash the upper leaf starts at (made odd when the upper
+/// leaf continues a run of equal hashes, so a lookup knows to look in
+/// both); `None` with fewer than two entries.
+fn split_point(all: &mut [(u32, NewEntry)]) -> Option<(usize, u32)> {
+    if all.len() < 2 {
+        return None;
+    }
+    all.sort_by_key(|x| x.0);
+    let mid = all.len() / 2;
+    let mut split_hash = all[mid].0;
+    if all[mid - 1].0 == split_hash {
+        split_hash |= 1;
+    }
+    Some((mid, split_hash))
 }
