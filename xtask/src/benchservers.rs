@@ -191,7 +191,7 @@ pub fn main() -> Result<ExitCode> {
         })
         .collect();
     let mut md = format!(
-        "Application rows (issue 12), {}: Kiln against Linux {}, each booted by QEMU TCG `-cpu max -m 1G -smp 2` with a virtio-net NIC on user networking (slirp), clients on the host through hostfwd on 127.0.0.1, {SECONDS} s per timed client; one run each, wall clock. ratio = Kiln / Linux; above 1 = Kiln ahead (all rows are throughputs).\n\n| benchmark | unit | Kiln | Linux | ratio |\n|---|---|---:|---:|---:|\n",
+        "Application rows (issue 12), {}: Kiln against Linux {}, each booted by QEMU TCG `-cpu max,-erms,-fsrm -m 1G -smp 2` (Linux with `mitigations=off nokaslr norandmaps`) with a virtio-net NIC on user networking (slirp), clients on the host through hostfwd on 127.0.0.1, {SECONDS} s per timed client; one run each, wall clock. ratio = Kiln / Linux; above 1 = Kiln ahead (all rows are throughputs).\n\n| benchmark | unit | Kiln | Linux | ratio |\n|---|---|---:|---:|---:|\n",
         chrono_free_date(),
         crate::bench::guest::linux_version(&vmlinuz)
     );

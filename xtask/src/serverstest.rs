@@ -131,7 +131,10 @@ pub fn boot(repo: &Path, kernel: Kernel, bench: bool, limit: Duration) -> Result
                 let to = modules.join(from.file_name().unwrap_or_default());
                 std::fs::copy(&from, &to).map_err(|e| format!("copy {}: {e}", from.display()))?;
             }
-            (vmlinuz, "linux", "console=ttyS0 quiet panic=-1 rdinit=/bin/sh".to_string())
+            // Measured against Kiln, Linux runs as the benchmarks' fair
+            // machine boots it: no mitigations (Kiln has none), fixed layouts.
+            let fair = if bench { crate::bench::guest::FAIR.linux_cmdline } else { "" };
+            (vmlinuz, "linux", format!("console=ttyS0 quiet panic=-1 {fair} rdinit=/bin/sh"))
         }
     };
     let initrd = rootfs::initramfs_with(
@@ -150,6 +153,11 @@ pub fn boot(repo: &Path, kernel: Kernel, bench: bool, limit: Duration) -> Result
         rules.push_str(&format!(" tcp:127.0.0.1:{}-:11211 tcp:127.0.0.1:{}-:5201", ports.memcached, ports.iperf3));
     }
     let mut extra = vec!["-m".to_string(), SERVERS.memory.to_string()];
+    if bench {
+        // The fair CPU model (no ERMS/FSRM, so both kernels copy with
+        // `rep movsq`); QEMU takes the last -cpu given.
+        extra.extend(["-cpu".to_string(), crate::bench::guest::FAIR.cpu.to_string()]);
+    }
     extra.extend(qemu::net_args(qemu::Net::Virtio, &rules)?);
     let boot = qemu::Boot {
         image: qemu::Image::Kernel {
