@@ -75,6 +75,9 @@ fn build() -> Result<Vdso, &'static str> {
     data.atomic_u64(vvar::TSC_MULT).store(hal::time::tsc_mult(), Ordering::Relaxed);
     let coarse = 1_000_000_000 / u64::from(crate::clock::HZ);
     data.atomic_u64(vvar::COARSE_RES).store(coarse, Ordering::Relaxed);
+    // Always the TSC here. A mode without a user-mode clock would also
+    // have to leave the sequence count odd: the vDSO looks at the mode only
+    // when it sees the count odd (vvar.h).
     data.atomic_u32(vvar::CLOCK_MODE).store(vvar::CLOCK_TSC, Ordering::Release);
     let mut vvar_frames = alloc::vec::Vec::new();
     vvar_frames.try_reserve_exact(vvar::PAGES as usize).map_err(|_| "out of memory")?;

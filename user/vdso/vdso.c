@@ -75,12 +75,39 @@ static inline long syscall3(long nr, long a, long b, long c)
 #define READ_ONCE(x) (*(const volatile __typeof__(x) *)&(x))
 #define barrier() __asm__ volatile("" ::: "memory")
 
-/* The TSC, not read ahead of earlier loads (the seqlock's). */
-static inline unsigned long long rdtsc_ordered(void)
+/*
+ * TSC ticks since *epoch, the TSC not read ahead of earlier loads (the
+ * seqlock's). A TSC behind the epoch (another CPU's, not quite in step)
+ * counts 0, as Linux's vDSO clamps to its last cycle count. RDTSC clears
+ * the upper halves of RAX and RDX, so the halves combine in two
+ * instructions, and the epoch is subtracted straight from memory: the
+ * compiler would spend a load, a zeroed register and a cmov on this.
+ */
+static inline unsigned long long tsc_since(const uint64_t *epoch)
 {
-    unsigned int lo, hi;
-    __asm__ volatile("lfence; rdtsc" : "=a"(lo), "=d"(hi)::"memory");
-    return ((unsigned long long)hi << 32) | lo;
+    unsigned long long delta, hi;
+    __asm__ volatile("lfence\n\t"
+                     "rdtsc\n\t"
+                     "shl $32, %%rdx\n\t"
+                     "or %%rdx, %%rax\n\t"
+                     "sub %2, %%rax\n\t"
+                     "jae 1f\n\t"
+                     "xor %%eax, %%eax\n"
+                     "1:"
+                     : "=a"(delta), "=d"(hi)
+                     : "m"(*epoch)
+                     : "cc", "memory");
+    return delta;
+}
+
+/* (delta * *mult) >> KILN_TSC_SHIFT, the multiplier read from memory by
+ * the multiply itself (the compiler loads it into a register first). */
+static inline unsigned long long tsc_to_ns(unsigned long long delta, const uint64_t *mult)
+{
+    _Static_assert(KILN_TSC_SHIFT == 32, "the shift below is KILN_TSC_SHIFT");
+    unsigned long long ns, hi;
+    __asm__ volatile("mulq %2; shrd $32, %%rdx, %%rax" : "=a"(ns), "=d"(hi) : "m"(*mult), "a"(delta) : "cc");
+    return ns;
 }
 
 /*
@@ -96,18 +123,16 @@ static inline __attribute__((always_inline)) int read_clock_ns(int wall, unsigne
     unsigned long long ns;
     do {
         seq = READ_ONCE(v->seq);
+        /* Odd: an update is under way, or (for good) the data page has no
+         * clock, which only then is worth a look. */
         while (__builtin_expect(seq & 1, 0)) {
+            if (READ_ONCE(v->clock_mode) != KILN_CLOCK_TSC)
+                return 0;
             __asm__ volatile("pause");
             seq = READ_ONCE(v->seq);
         }
         barrier();
-        if (__builtin_expect(READ_ONCE(v->clock_mode) != KILN_CLOCK_TSC, 0))
-            return 0;
-        unsigned long long epoch = READ_ONCE(v->tsc_epoch);
-        unsigned long long delta;
-        if (__builtin_usubll_overflow(rdtsc_ordered(), epoch, &delta))
-            delta = 0;
-        ns = (unsigned long long)(((unsigned __int128)delta * READ_ONCE(v->tsc_mult)) >> KILN_TSC_SHIFT);
+        ns = tsc_to_ns(tsc_since(&v->tsc_epoch), &v->tsc_mult);
         if (wall)
             ns += READ_ONCE(v->realtime_base_ns);
         barrier();
@@ -116,15 +141,35 @@ static inline __attribute__((always_inline)) int read_clock_ns(int wall, unsigne
     return 1;
 }
 
+/* Fills *ts from nanoseconds. */
+static inline __attribute__((always_inline)) void to_timespec(unsigned long long ns, struct vdso_timespec *ts)
+{
+    ts->tv_sec = (long)(ns / NSEC_PER_SEC);
+    ts->tv_nsec = (long)(ns % NSEC_PER_SEC);
+}
+
 int __vdso_clock_gettime(int clock, struct vdso_timespec *ts)
 {
     unsigned long long ns;
-    unsigned int bit = 1u << (clock & 31);
-    if (__builtin_expect((unsigned int)clock < 32 && (bit & (WALL_CLOCKS | MONO_CLOCKS)), 1) &&
-        read_clock_ns((bit & WALL_CLOCKS) != 0, &ns)) {
-        ts->tv_sec = (long)(ns / NSEC_PER_SEC);
-        ts->tv_nsec = (long)(ns % NSEC_PER_SEC);
-        return 0;
+    /* The two clocks programs read most get a test of their own, ahead of
+     * the general one. */
+    if (__builtin_expect(clock == CLOCK_MONOTONIC, 1)) {
+        if (read_clock_ns(0, &ns)) {
+            to_timespec(ns, ts);
+            return 0;
+        }
+    } else if (clock == CLOCK_REALTIME) {
+        if (read_clock_ns(1, &ns)) {
+            to_timespec(ns, ts);
+            return 0;
+        }
+    } else {
+        unsigned int bit = 1u << (clock & 31);
+        if ((unsigned int)clock < 32 && (bit & (WALL_CLOCKS | MONO_CLOCKS)) &&
+            read_clock_ns((bit & WALL_CLOCKS) != 0, &ns)) {
+            to_timespec(ns, ts);
+            return 0;
+        }
     }
     return (int)syscall2(SYS_clock_gettime, clock, (long)ts);
 }
@@ -135,8 +180,11 @@ int __vdso_gettimeofday(struct vdso_timeval *tv, struct vdso_timezone *tz)
     if (tv) {
         if (!read_clock_ns(1, &ns))
             return (int)syscall2(SYS_gettimeofday, (long)tv, (long)tz);
-        tv->tv_sec = (long)(ns / NSEC_PER_SEC);
-        tv->tv_usec = (long)(ns % NSEC_PER_SEC / 1000);
+        unsigned long long secs = ns / NSEC_PER_SEC, rem = ns - secs * NSEC_PER_SEC;
+        tv->tv_sec = (long)secs;
+        /* rem / 1000 the way a compiler divides a 32-bit value (rem <
+         * 10^9): exact for every value below 2^32. */
+        tv->tv_usec = (long)((rem * 274877907ull) >> 38);
     }
     if (tz) {
         /* Kiln keeps no time zone: UTC, no DST, as its gettimeofday says. */
@@ -173,15 +221,17 @@ int __vdso_clock_getres(int clock, struct vdso_timespec *res)
 long __vdso_getcpu(unsigned int *cpu, unsigned int *node, void *unused)
 {
     unsigned int aux, mode = READ_ONCE(kiln_vvar.cpu_mode);
-    if (__builtin_expect(mode == KILN_CPU_SYSCALL, 0))
-        return syscall3(SYS_getcpu, (long)cpu, (long)node, (long)unused);
-    if (mode == KILN_CPU_RDPID) {
+    /* Each mode one compare: RDTSCP (QEMU's TCG CPUs, Intel before Ice
+     * Lake) first, then RDPID. */
+    if (__builtin_expect(mode == KILN_CPU_RDTSCP, 1)) {
+        unsigned int lo, hi;
+        __asm__ volatile("rdtscp" : "=a"(lo), "=d"(hi), "=c"(aux));
+    } else if (mode == KILN_CPU_RDPID) {
         unsigned long long id;
         __asm__ volatile("rdpid %0" : "=r"(id));
         aux = (unsigned int)id;
     } else {
-        unsigned int lo, hi;
-        __asm__ volatile("rdtscp" : "=a"(lo), "=d"(hi), "=c"(aux));
+        return syscall3(SYS_getcpu, (long)cpu, (long)node, (long)unused);
     }
     if (cpu)
         *cpu = aux & 0xfff;

@@ -5,7 +5,10 @@
  *
  * The kernel is the only writer. It bumps `seq` to an odd value, updates
  * the fields, and bumps it to the next even value; a reader retries while
- * `seq` is odd or changed under it. libs/kiln-util/src/vdso.rs mirrors
+ * `seq` is odd or changed under it. A kernel without a usable clock
+ * (clock_mode KILN_CLOCK_SYSCALL) leaves `seq` odd for good, so the
+ * vDSO's fast path tests one word and reads clock_mode only on the odd
+ * path. libs/kiln-util/src/vdso.rs mirrors
  * this layout for the kernel, and its tests check it against this file.
  */
 #ifndef KILN_VVAR_H
