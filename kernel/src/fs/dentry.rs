@@ -99,6 +99,9 @@ fn key(d: &Dentry) -> usize {
 
 impl MountNamespace {
     fn empty(inum: u64) -> MountNamespace {
+        if inum != INIT_MNT_INUM {
+            OTHER_NAMESPACES.fetch_add(1, Ordering::AcqRel);
+        }
         MountNamespace {
             inum,
             on: SpinLock::new(BTreeMap::new()),
@@ -121,12 +124,42 @@ impl MountNamespace {
         self.on.lock().get(&key(d)).cloned()
     }
 
+    /// The root of the topmost mount stacked on `d`, or `d` itself: one
+    /// visit to the table, and no look-up for a root that was never a
+    /// mountpoint (`attach` marks a dentry before it enters the table).
+    fn top_of(&self, d: &Arc<Dentry>) -> Arc<Dentry> {
+        let on = self.on.lock();
+        let Some(mut top) = on.get(&key(d)) else {
+            return d.clone();
+        };
+        while top.ever_mountpoint.load(Ordering::Acquire) {
+            match on.get(&key(top)) {
+                Some(next) => top = next,
+                None => break,
+            }
+        }
+        top.clone()
+    }
+
     fn covered_by(&self, root: &Dentry) -> Option<Arc<Dentry>> {
         self.under.lock().get(&key(root)).cloned()
     }
 }
 
+impl Drop for MountNamespace {
+    fn drop(&mut self) {
+        if self.inum != INIT_MNT_INUM {
+            OTHER_NAMESPACES.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
 static INIT_NS: Once<Arc<MountNamespace>> = Once::new();
+
+/// Mount namespaces in existence besides the initial one. While there are
+/// none, every process is in the initial one, and `current_namespace`
+/// need not look the caller up (a look-up in the task table).
+static OTHER_NAMESPACES: AtomicUsize = AtomicUsize::new(0);
 
 /// The calling process's mount namespace (installed by the process layer).
 static CURRENT_NS: Once<fn() -> Option<Arc<MountNamespace>>> = Once::new();
@@ -150,6 +183,9 @@ pub fn set_namespace_hook(current: fn() -> Option<Arc<MountNamespace>>) {
 
 /// The caller's mount namespace (the initial one in kernel threads).
 pub fn current_namespace() -> Arc<MountNamespace> {
+    if OTHER_NAMESPACES.load(Ordering::Acquire) == 0 {
+        return init_namespace();
+    }
     CURRENT_NS.get().and_then(|f| f()).unwrap_or_else(init_namespace)
 }
 
@@ -277,15 +313,10 @@ impl Dentry {
 
     /// Follows mounts stacked on this dentry.
     pub fn mounted_root(self: &Arc<Self>) -> Arc<Dentry> {
-        let mut d = self.clone();
-        if !d.ever_mountpoint.load(Ordering::Acquire) {
-            return d;
+        if !self.ever_mountpoint.load(Ordering::Acquire) {
+            return self.clone();
         }
-        let ns = current_namespace();
-        while let Some(m) = ns.mounted_on(&d) {
-            d = m;
-        }
-        d
+        current_namespace().top_of(self)
     }
 
     pub fn is_mount_root(&self) -> bool {
