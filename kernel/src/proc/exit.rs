@@ -96,26 +96,24 @@ fn exit_process(p: &Arc<Process>, how: ExitKind) {
         end_pid_namespace(p);
     }
     reparent_children(p);
-    let auto_reap = {
-        let parent = p.parent.lock().upgrade();
-        match parent {
-            Some(parent) => {
-                let a = parent.signals.action(linux_abi::signal::SIGCHLD);
-                a.handler == super::signal::SIG_IGN || a.flags & linux_abi::signal::SA_NOCLDWAIT != 0
-            }
-            None => true,
+    // Whether the parent reaps this child and whether it hears SIGCHLD are
+    // decided once, from one look at its SIGCHLD action, and an
+    // auto-reaped child leaves the parent's list before it is a zombie: a
+    // parent waiting on another CPU must never find it there to reap, nor
+    // get a SIGCHLD it has since stopped ignoring (Linux decides both in
+    // do_notify_parent under the parent's signal lock).
+    let parent = p.parent.lock().upgrade();
+    let (auto_reap, signal_parent) = match &parent {
+        Some(parent) if p.exit_signal == linux_abi::signal::SIGCHLD => {
+            let a = parent.signals.action(linux_abi::signal::SIGCHLD);
+            let ignored = a.handler == super::signal::SIG_IGN;
+            (ignored || a.flags & linux_abi::signal::SA_NOCLDWAIT != 0, !ignored)
         }
+        Some(_) => (false, true),
+        None => (true, false),
     };
-    {
-        let mut st = p.state.lock();
-        st.exit = Some(how);
-        st.zombie = true;
-    }
-    super::pidfd::notify_exit(p);
-    super::signal::notify_parent_exit(p, how);
     if auto_reap {
-        let parent = p.parent.lock().upgrade();
-        if let Some(parent) = parent {
+        if let Some(parent) = &parent {
             let removed: alloc::vec::Vec<_> = {
                 let mut children = parent.children.lock();
                 let (gone, kept) = core::mem::take(&mut *children).into_iter().partition(|c| Arc::ptr_eq(c, p));
@@ -124,6 +122,18 @@ fn exit_process(p: &Arc<Process>, how: ExitKind) {
             };
             drop(removed);
         }
+    }
+    drop(parent);
+    {
+        let mut st = p.state.lock();
+        st.exit = Some(how);
+        st.zombie = true;
+    }
+    super::pidfd::notify_exit(p);
+    if signal_parent {
+        super::signal::notify_parent_exit(p, how);
+    }
+    if auto_reap {
         super::unregister_process(p.pid);
     }
     p.notify_parent_waiters();

@@ -177,7 +177,12 @@ fn deliver_to_process(p: &Arc<Process>, info: Siginfo, force: bool) {
     if p.state.lock().zombie {
         return;
     }
-    if init_drops(p, &info, force) {
+    // A blocked signal stays pending even if ignored now: the handler may
+    // change before it is unblocked, and sigwait may take it (it is
+    // dropped at delivery otherwise; Linux's sig_ignored asks the mask
+    // first, for init too). Asked only of an ignored signal: most are not.
+    let blocked_everywhere = || p.tasks.lock().iter().all(|t| t.sigmask.lock().contains(signo));
+    if init_drops(p, &info, force) && !blocked_everywhere() {
         return;
     }
     if signo == sig::SIGKILL {
@@ -194,10 +199,6 @@ fn deliver_to_process(p: &Arc<Process>, info: Siginfo, force: bool) {
     } else if is_stop_signal(signo) {
         p.signals.shared_pending.lock().discard(sig::SIGCONT);
     }
-    // A blocked signal stays pending even if ignored now: the handler may
-    // change before it is unblocked (it is dropped at delivery otherwise).
-    // (Asked only of an ignored signal: most are not.)
-    let blocked_everywhere = || p.tasks.lock().iter().all(|t| t.sigmask.lock().contains(signo));
     if is_ignored(p, signo) && !blocked_everywhere() {
         return;
     }
@@ -228,10 +229,7 @@ fn deliver_to_task(t: &Arc<Task>, info: Siginfo, force: bool) {
         deliver_to_process(&t.process, info, force);
         return;
     }
-    if is_ignored(&t.process, signo) && !t.sigmask.lock().contains(signo) {
-        return;
-    }
-    if init_drops(&t.process, &info, force) {
+    if (is_ignored(&t.process, signo) || init_drops(&t.process, &info, force)) && !t.sigmask.lock().contains(signo) {
         return;
     }
     t.pending.lock().add(info);
