@@ -130,10 +130,13 @@ nethub:
 
 # Issue 12's application rows (nginx, redis, iperf3, memcached through a
 # virtio NIC, clients on the host), Kiln against Linux; apart from `make
-# bench`'s rows, in bench/results/servers.md.
+# bench`'s rows, in bench/results/servers.md. The NIC is on slirp; TAP=1
+# puts it on a tap device in a network namespace the run makes and
+# removes (root), TAP=both measures both.
+TAP ?=
 bench-servers:
 	@$(DEPS)
-	@$(XTASK) bench-servers
+	@$(XTASK) bench-servers $(if $(filter both,$(TAP)),both,$(if $(filter-out 0,$(TAP)),tap,slirp))
 
 # A Debian root from Debian's packages, cached under build/debian.
 rootfs:

@@ -25,6 +25,7 @@ mod recap;
 mod rootfs;
 mod serverstest;
 mod storagetest;
+mod tapnet;
 mod testrun;
 mod unsafe_check;
 mod usertest;
@@ -84,9 +85,11 @@ commands:
                             frames, 50,000 SYNs, 5,000 connections)
   bench [smoke]             Kiln against Linux under icount and wall clock
                             (env: BENCH_RUNS, BENCH_FILTER, BENCH_SCALE, BENCH_KERNEL)
-  bench-servers             issue 12's application rows (nginx, redis, iperf3,
-                            memcached, netecho) through a virtio NIC, Kiln
-                            against Linux, to bench/results/servers.md
+  bench-servers [slirp|tap|both]
+                            issue 12's application rows (nginx, redis, iperf3,
+                            memcached, netecho) through a virtio NIC on slirp
+                            (default) or on a tap in a network namespace,
+                            Kiln against Linux, to bench/results/servers.md
   fmt [--check]             rustfmt every crate
   clippy                    clippy on the host crates";
 
@@ -268,10 +271,7 @@ fn dispatch(args: &[String]) -> Result<ExitCode> {
             Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
         "bench" => bench::main(rest),
-        "bench-servers" => {
-            no_args(cmd, rest)?;
-            benchservers::main()
-        }
+        "bench-servers" => benchservers::main(rest),
         "fmt" => build::host_fmt(rest),
         "clippy" => {
             no_args(cmd, rest)?;
