@@ -110,8 +110,8 @@ pub enum Netdev<'a> {
 }
 
 impl Netdev<'_> {
-    /// The guest's address and prefix length.
-    fn guest_addr(self) -> (&'static str, &'static str, u8) {
+    /// The guest's address, its gateway and their prefix length.
+    pub fn guest_addr(self) -> (&'static str, &'static str, u8) {
         match self {
             Netdev::Slirp => ("10.0.2.15", "10.0.2.2", 24),
             Netdev::Tap(_) => (tapnet::GUEST_ADDR, tapnet::HOST_ADDR, tapnet::PREFIX_LEN),
@@ -119,7 +119,7 @@ impl Netdev<'_> {
     }
 
     /// The namespace QEMU and the clients run in, if any.
-    fn netns(self) -> Option<String> {
+    pub fn netns(self) -> Option<String> {
         match self {
             Netdev::Slirp => None,
             Netdev::Tap(net) => Some(net.name().to_string()),

@@ -52,17 +52,27 @@ fn owner_pid(name: &str) -> Option<u32> {
     name.strip_prefix(PREFIX)?.parse().ok()
 }
 
+/// The network namespaces `ip netns list` names.
+fn namespaces() -> Vec<String> {
+    let Ok(out) = Command::new("ip").args(["netns", "list"]).stdin(Stdio::null()).output() else {
+        return Vec::new();
+    };
+    // Each line is `name` or `name (id: N)`.
+    String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| l.split_whitespace().next()).map(String::from).collect()
+}
+
+/// Whether a namespace called `name` exists.
+pub fn listed(name: &str) -> bool {
+    namespaces().iter().any(|n| n == name)
+}
+
 /// Deletes the namespaces of ours left by runs that no longer exist.
 fn remove_stale() {
-    let Ok(out) = Command::new("ip").args(["netns", "list"]).stdin(Stdio::null()).output() else {
-        return;
-    };
-    // `ip netns list` prints `name` or `name (id: N)`.
-    for name in String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| l.split_whitespace().next()) {
-        if let Some(pid) = owner_pid(name) {
+    for name in namespaces() {
+        if let Some(pid) = owner_pid(&name) {
             if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
                 println!("tapnet: removing {name}, left by a run that is gone");
-                let _ = ip(&["netns", "del", name]);
+                let _ = ip(&["netns", "del", &name]);
             }
         }
     }
