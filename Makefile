@@ -50,7 +50,7 @@ DISK_FS ?= ext4
 export IOMMU SMP CMDLINE QEMU_EXTRA EXTRA CMD ROOT MEM ROOTFS_PACKAGES VIA_LDSO NET HOSTFWD DISK DISK_BUS
 
 .DEFAULT_GOAL := run
-.PHONY: run test test-smp test-kernel test-storage crashtest fuzz-ext4 nettest-long test-net fuzz-net nethub bench-servers iso build bench clean fmt clippy deps rootfs disk
+.PHONY: run test test-smp test-kernel test-storage crashtest fuzz-ext4 nettest-long test-net fuzz-net test-tap nethub bench-servers iso build bench clean fmt clippy deps rootfs disk
 
 deps:
 	@$(DEPS)
@@ -122,6 +122,13 @@ fuzz-net:
 	@$(DEPS)
 	@$(XTASK) fuzz-net
 
+# Netecho (4 MiB each way) through a virtio NIC on a tap device in a
+# network namespace made and removed for the run: the path of `make
+# bench-servers TAP=1` (needs root).
+test-tap:
+	@$(DEPS)
+	@$(XTASK) test-tap
+
 # The hub of a NET=socket segment on 127.0.0.1:SEGMENT (default 10400) for
 # `make run NET=socket NODE=n` machines (n from 0).
 SEGMENT ?= 10400
@@ -130,10 +137,13 @@ nethub:
 
 # Issue 12's application rows (nginx, redis, iperf3, memcached through a
 # virtio NIC, clients on the host), Kiln against Linux; apart from `make
-# bench`'s rows, in bench/results/servers.md.
+# bench`'s rows, in bench/results/servers.md. The NIC is on slirp; TAP=1
+# puts it on a tap device in a network namespace the run makes and
+# removes (root), TAP=both measures both.
+TAP ?=
 bench-servers:
 	@$(DEPS)
-	@$(XTASK) bench-servers
+	@$(XTASK) bench-servers $(if $(filter both,$(TAP)),both,$(if $(filter-out 0,$(TAP)),tap,slirp))
 
 # A Debian root from Debian's packages, cached under build/debian.
 rootfs:

@@ -1,28 +1,73 @@
 //! `make bench-servers`: issue 12's application rows, Kiln against
 //! Linux. Each kernel boots the servers root (`crate::serverstest`) with a
-//! virtio NIC on QEMU user networking, at `-smp 2` with 1 GiB, `nic.sh
-//! bench` starting nginx, redis, memcached, iperf3 and netecho; the
-//! clients run on the host through hostfwd: wrk (1 and 64 connections,
+//! virtio NIC at `-smp 2` with 1 GiB, `nic.sh bench` starting nginx,
+//! redis, memcached, iperf3 and netecho. The NIC is on QEMU user
+//! networking (slirp, clients through hostfwd on 127.0.0.1) or, with
+//! `tap` (`TAP=1`), on a tap device in a network namespace the run makes
+//! and removes ([`crate::tapnet`]; QEMU and the clients run inside it),
+//! which takes slirp out of the figures; `both` measures each, one table
+//! per backend in the results file. The clients: wrk (1 and 64 connections,
 //! 1 KiB and 64 KiB files), redis-benchmark (plain and `-P 16`), iperf3
 //! (each way), memcaslap (Debian's memaslap) and netecho. Linux is
 //! Debian's cloud kernel, whose virtio_net is a module (`nic.sh` loads
 //! it). Wall clock only: the clients run on the host in real time, so
 //! `-icount` would not measure the guest. The rows are kept apart from
-//! `make bench`'s (bench/results/servers.md); the figures include slirp,
-//! which both kernels share.
-//!
-//! Not finished: the first run (2026-11-24) exceeded 10 minutes; in Kiln
-//! redis-benchmark -c 50 met resets (more simultaneous SYNs than
-//! `net::inet::tcp::LISTEN_SLOTS`), and under Linux `insmod virtio_net`
-//! failed with an unknown symbol (a dependency besides failover and
-//! net_failover is missing; `modinfo -F depends` would say which).
+//! `make bench`'s (bench/results/servers.md); under slirp the figures
+//! include slirp's own cost, which both kernels share.
 
 use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Duration;
 
-use crate::serverstest::{self, Guest, Kernel};
+use crate::serverstest::{self, Guest, Kernel, Netdev, Reach};
+use crate::tapnet::{self, TapNet};
 use crate::{build, Result};
+
+/// The NIC backend a table is measured on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Backend {
+    /// QEMU user networking, clients through hostfwd.
+    Slirp,
+    /// A tap device in a network namespace of the run's own.
+    Tap,
+}
+
+impl Backend {
+    /// The results file's section heading for this backend's table.
+    fn heading(self) -> &'static str {
+        match self {
+            Backend::Slirp => "## NIC on QEMU user networking (slirp)",
+            Backend::Tap => "## NIC on a tap device in a network namespace",
+        }
+    }
+
+    /// How the clients reach the guest, for the table's method line.
+    fn method(self) -> String {
+        match self {
+            Backend::Slirp => "a virtio-net NIC on user networking (slirp), clients on the host through hostfwd on 127.0.0.1".into(),
+            Backend::Tap => format!(
+                "a virtio-net NIC on a tap device (`-netdev tap`, no vhost) in a network namespace the run creates and removes, guest {} and host end {}/{}, QEMU and the clients running inside the namespace",
+                tapnet::GUEST_ADDR,
+                tapnet::HOST_ADDR,
+                tapnet::PREFIX_LEN
+            ),
+        }
+    }
+}
+
+/// The backends `args` ask for: `slirp` (the default), `tap` or `both`.
+fn backends(args: &[String]) -> Result<Vec<Backend>> {
+    match args {
+        [] => Ok(vec![Backend::Slirp]),
+        [one] => match one.as_str() {
+            "slirp" => Ok(vec![Backend::Slirp]),
+            "tap" => Ok(vec![Backend::Tap]),
+            "both" => Ok(vec![Backend::Slirp, Backend::Tap]),
+            other => Err(format!("bench-servers {other}: expected slirp, tap or both")),
+        },
+        _ => Err(format!("bench-servers {}: one of slirp, tap or both", args.join(" "))),
+    }
+}
 
 /// How long each timed client runs.
 const SECONDS: &str = "5";
@@ -39,10 +84,11 @@ struct Row {
 /// costs its row, not the run.
 const CLIENT_LIMIT: &str = "60";
 
-/// Runs `program args` (under `timeout`) and returns its stdout (stderr
-/// appended), or None.
-fn output(program: &str, args: &[&str]) -> Option<String> {
-    let out = Command::new("timeout")
+/// Runs `program args` (under `timeout`, where `reach` says) and returns
+/// its stdout (stderr appended), or None.
+fn output(reach: &Reach, program: &str, args: &[&str]) -> Option<String> {
+    let out = reach
+        .command("timeout")
         .args(["-k", "5", CLIENT_LIMIT, program])
         .args(args)
         .stdin(Stdio::null())
@@ -78,36 +124,37 @@ fn redis_rate(out: &str, test: &str) -> Option<f64> {
 
 /// Every figure for one booted kernel, in `ROWS` order.
 fn measure(repo: &Path, guest: &Guest) -> Vec<Option<f64>> {
-    let p = &guest.ports;
-    let url = |f: &str| format!("http://127.0.0.1:{}/{f}", p.http);
+    let reach = &guest.reach;
+    let (p, addr) = (&reach.ports, reach.addr);
+    let url = |f: &str| format!("http://{addr}:{}/{f}", p.http);
     let wrk = |conns: &str, threads: &str, file: &str| {
-        output("wrk", &["-t", threads, "-c", conns, "-d", &format!("{SECONDS}s"), &url(file)])
+        output(reach, "wrk", &["-t", threads, "-c", conns, "-d", &format!("{SECONDS}s"), &url(file)])
             .and_then(|o| number_after(&o, "Requests/sec"))
     };
     let redis = p.redis.to_string();
     let rb = |extra: &[&str], test: &str| {
-        let mut args = vec!["-p", redis.as_str(), "-q", "-c", "50", "-t", test];
+        let mut args = vec!["-h", addr, "-p", redis.as_str(), "-q", "-c", "50", "-t", test];
         args.extend_from_slice(extra);
-        output("redis-benchmark", &args).and_then(|o| redis_rate(&o, test))
+        output(reach, "redis-benchmark", &args).and_then(|o| redis_rate(&o, test))
     };
     let iperf = p.iperf3.to_string();
     let iperf3 = |reverse: bool| {
-        let mut args = vec!["-c", "127.0.0.1", "-p", iperf.as_str(), "-t", SECONDS, "-J"];
+        let mut args = vec!["-c", addr, "-p", iperf.as_str(), "-t", SECONDS, "-J"];
         if reverse {
             args.push("-R");
         }
         // The receiver's rate, in Mbit/s.
-        output("iperf3", &args).and_then(|o| {
+        output(reach, "iperf3", &args).and_then(|o| {
             let end = &o[o.find("\"sum_received\"")?..];
             number_after(end, "\"bits_per_second\"").map(|b| b / 1e6)
         })
     };
-    let memcached = format!("127.0.0.1:{}", p.memcached);
-    let mcs = output("memcaslap", &["-s", &memcached, "-t", &format!("{SECONDS}s"), "-T", "2", "-c", "32"])
+    let memcached = format!("{addr}:{}", p.memcached);
+    let mcs = output(reach, "memcaslap", &["-s", &memcached, "-t", &format!("{SECONDS}s"), "-T", "2", "-c", "32"])
         .and_then(|o| number_after(&o, "TPS"));
     let netecho = repo.join("build/user/t/netecho");
     let n = (64u64 << 20).to_string();
-    let echo = output(netecho.to_str().unwrap_or("netecho"), &["send", "127.0.0.1", &p.echo.to_string(), &n, &n]);
+    let echo = output(reach, netecho.to_str().unwrap_or("netecho"), &["send", addr, &p.echo.to_string(), &n, &n]);
     let rate = |key: &str| echo.as_deref().and_then(|o| number_after(o, key));
     // A redis that does not finish the first run within the limit is
     // not asked three more times (each would cost the limit again).
@@ -146,11 +193,21 @@ const ROWS: &[(&str, &str)] = &[
     ("netecho 64 MiB guest -> host (checked)", "MB/s"),
 ];
 
-/// Boots one kernel, measures, stops it.
-fn run_kernel(repo: &Path, kernel: Kernel) -> Result<Vec<Option<f64>>> {
+/// Boots one kernel on `backend`, measures, stops it.
+fn run_kernel(repo: &Path, kernel: Kernel, backend: Backend) -> Result<Vec<Option<f64>>> {
+    // A fresh namespace per boot (no ARP or socket state carried from
+    // the other kernel's run); the guard outlives the guest.
+    let tap = match backend {
+        Backend::Slirp => None,
+        Backend::Tap => Some(TapNet::create()?),
+    };
+    let netdev = match &tap {
+        Some(net) => Netdev::Tap(net),
+        None => Netdev::Slirp,
+    };
     // Boot, readiness and the clients' limits with room to spare: a
     // guest that does not stop is killed rather than waited for.
-    let guest = serverstest::boot(repo, kernel, true, Duration::from_secs(480))?;
+    let guest = serverstest::boot(repo, kernel, true, netdev, Duration::from_secs(480))?;
     if !serverstest::wait_ready(&guest) {
         let _ = serverstest::stop(repo, guest);
         return Err("the servers never answered".into());
@@ -168,55 +225,118 @@ fn fmt(v: Option<f64>) -> String {
     }
 }
 
-pub fn main() -> Result<ExitCode> {
+pub fn main(args: &[String]) -> Result<ExitCode> {
+    let backends = backends(args)?;
     let repo = build::repo_root();
     let elf = build::kernel(build::Flavor::Normal)?;
     let vmlinuz = crate::bench::guest::linux_kernel()?;
-    let kiln = run_kernel(&repo, Kernel::Kiln(&elf)).unwrap_or_else(|e| {
-        eprintln!("bench-servers: Kiln: {e}");
-        vec![None; ROWS.len()]
-    });
-    let linux = run_kernel(&repo, Kernel::Linux(&vmlinuz)).unwrap_or_else(|e| {
-        eprintln!("bench-servers: Linux: {e}");
-        vec![None; ROWS.len()]
-    });
-    let rows: Vec<Row> = ROWS
-        .iter()
-        .enumerate()
-        .map(|(i, (name, unit))| Row {
-            name,
-            unit,
-            kiln: kiln.get(i).copied().flatten(),
-            linux: linux.get(i).copied().flatten(),
-        })
-        .collect();
-    let mut md = format!(
-        "Application rows (issue 12), {}: Kiln against Linux {}, each booted by QEMU TCG `-cpu max,-erms,-fsrm -m 1G -smp 2` (Linux with `mitigations=off nokaslr norandmaps`) with a virtio-net NIC on user networking (slirp), clients on the host through hostfwd on 127.0.0.1, {SECONDS} s per timed client; one run each, wall clock. ratio = Kiln / Linux; above 1 = Kiln ahead (all rows are throughputs).\n\n| benchmark | unit | Kiln | Linux | ratio |\n|---|---|---:|---:|---:|\n",
-        chrono_free_date(),
-        crate::bench::guest::linux_version(&vmlinuz)
-    );
-    for r in &rows {
-        let ratio = match (r.kiln, r.linux) {
-            (Some(k), Some(l)) if l > 0.0 => format!("{:.2}", k / l),
-            _ => "n/a".into(),
-        };
-        md.push_str(&format!("| {} | {} | {} | {} | {ratio} |\n", r.name, r.unit, fmt(r.kiln), fmt(r.linux)));
-    }
-    print!("{md}");
     let out = repo.join("bench/results/servers.md");
-    std::fs::write(&out, &md).map_err(|e| format!("write {}: {e}", out.display()))?;
-    println!("written to {}", out.display());
+    for backend in backends {
+        let started = std::time::Instant::now();
+        let load = host_load();
+        let measured = |name: &str, kernel: Kernel| {
+            run_kernel(&repo, kernel, backend).unwrap_or_else(|e| {
+                eprintln!("bench-servers: {name} on {backend:?}: {e}");
+                vec![None; ROWS.len()]
+            })
+        };
+        let kiln = measured("Kiln", Kernel::Kiln(&elf));
+        let linux = measured("Linux", Kernel::Linux(&vmlinuz));
+        let rows: Vec<Row> = ROWS
+            .iter()
+            .enumerate()
+            .map(|(i, (name, unit))| Row {
+                name,
+                unit,
+                kiln: kiln.get(i).copied().flatten(),
+                linux: linux.get(i).copied().flatten(),
+            })
+            .collect();
+        let mut md = format!(
+            "Application rows (issue 12), {}, kernel {}: Kiln against Linux {}, each booted by QEMU TCG `-cpu max,-erms,-fsrm -m 1G -smp 2` (Linux with `mitigations=off nokaslr norandmaps`) with {}, {SECONDS} s per timed client; one run each, wall clock; host load average {load} at the start, both kernels measured in {:.0} s. ratio = Kiln / Linux; above 1 = Kiln ahead (all rows are throughputs).\n\n| benchmark | unit | Kiln | Linux | ratio |\n|---|---|---:|---:|---:|\n",
+            chrono_free_date(),
+            commit(&repo),
+            crate::bench::guest::linux_version(&vmlinuz),
+            backend.method(),
+            started.elapsed().as_secs_f64()
+        );
+        for r in &rows {
+            let ratio = match (r.kiln, r.linux) {
+                (Some(k), Some(l)) if l > 0.0 => format!("{:.2}", k / l),
+                _ => "n/a".into(),
+            };
+            md.push_str(&format!("| {} | {} | {} | {} | {ratio} |\n", r.name, r.unit, fmt(r.kiln), fmt(r.linux)));
+        }
+        println!("{}\n\n{md}", backend.heading());
+        let old = std::fs::read_to_string(&out).unwrap_or_default();
+        let merged = with_section(&old, backend.heading(), &md);
+        std::fs::write(&out, merged).map_err(|e| format!("write {}: {e}", out.display()))?;
+        println!("written to {}", out.display());
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The results file's title line.
+const TITLE: &str = "# make bench-servers";
+
+/// `file` with the section under `heading` replaced by `body` (or added
+/// after the others), the other backend's table kept. A file without
+/// the title (the one-table format) is started afresh.
+fn with_section(file: &str, heading: &str, body: &str) -> String {
+    let mut sections: Vec<(String, String)> = Vec::new();
+    if file.starts_with(TITLE) {
+        for part in file.split("\n## ").skip(1) {
+            let (head, text) = part.split_once('\n').unwrap_or((part, ""));
+            sections.push((format!("## {head}"), text.trim().to_string()));
+        }
+    }
+    match sections.iter_mut().find(|(h, _)| h == heading) {
+        Some(s) => s.1 = body.trim().to_string(),
+        None => sections.push((heading.to_string(), body.trim().to_string())),
+    }
+    // slirp's table first, whichever was measured last.
+    sections.sort_by_key(|(h, _)| h != Backend::Slirp.heading());
+    let mut out = format!("{TITLE}\n");
+    for (head, text) in sections {
+        out.push_str(&format!("\n{head}\n\n{text}\n"));
+    }
+    out
+}
+
+/// The load average over the last minute, from /proc/loadavg.
+fn host_load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(String::from))
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// The commit measured (short hash, `+changes` when the tree differs).
+fn commit(repo: &Path) -> String {
+    let git = |args: &[&str]| Command::new("git").arg("-C").arg(repo).args(args).stdin(Stdio::null()).output().ok();
+    let hash = git(&["rev-parse", "--short", "HEAD"])
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|| "unknown".into());
+    let dirty = git(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|o| !o.stdout.is_empty());
+    if dirty {
+        format!("{hash}+changes")
+    } else {
+        hash
+    }
 }
 
 /// Today's date (UTC) from `date`, to stamp the table.
 fn chrono_free_date() -> String {
-    output("date", &["-u", "+%Y-%m-%d %H:%M UTC"]).map(|s| s.trim().to_string()).unwrap_or_default()
+    Command::new("date")
+        .args(["-u", "+%Y-%m-%d %H:%M UTC"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{number_after, redis_rate};
+    use super::{backends, number_after, redis_rate, with_section, Backend, TITLE};
 
     #[test]
     fn client_figures() {
@@ -225,5 +345,25 @@ mod tests {
         assert_eq!(number_after("Requests/sec:    360.12\n", "Requests/sec"), Some(360.12));
         let redis = "GET: rps=0.0 (overall: nan)\rGET: 1234.56 requests per second, p50=3.1 msec\n";
         assert_eq!(redis_rate(redis, "get"), Some(1234.56));
+    }
+
+    #[test]
+    fn one_table_per_backend() {
+        let slirp = Backend::Slirp.heading();
+        let tap = Backend::Tap.heading();
+        let first = with_section("old one-table file\n", slirp, "slirp v1\n");
+        assert_eq!(first, format!("{TITLE}\n\n{slirp}\n\nslirp v1\n"));
+        let tap_only = with_section("", tap, "tap v1\n");
+        let both = with_section(&tap_only, slirp, "slirp v1\n");
+        assert_eq!(both, format!("{TITLE}\n\n{slirp}\n\nslirp v1\n\n{tap}\n\ntap v1\n"));
+        let again = with_section(&both, slirp, "slirp v2\n");
+        assert_eq!(again, format!("{TITLE}\n\n{slirp}\n\nslirp v2\n\n{tap}\n\ntap v1\n"));
+    }
+
+    #[test]
+    fn backend_arguments() {
+        assert_eq!(backends(&[]), Ok(vec![Backend::Slirp]));
+        assert_eq!(backends(&["both".to_string()]), Ok(vec![Backend::Slirp, Backend::Tap]));
+        assert!(backends(&["wifi".to_string()]).is_err());
     }
 }

@@ -2,7 +2,9 @@
 //! one `NET=socket` segment talking TCP and UDP, a hostile member
 //! attacking one of them (malformed frames, a SYN flood, a connection
 //! flood), and a bulk transfer from the host through each NIC model
-//! (virtio-net and e1000) over QEMU user networking and `hostfwd`.
+//! (virtio-net and e1000) over QEMU user networking and `hostfwd`, and
+//! through a virtio-net on a tap device in a network namespace made for
+//! the run (`nic-tap`, [`crate::tapnet`]).
 //!
 //! The segment run: machine A (10.0.3.1) serves netecho (TCP 7000), UDP
 //! echoes (7001 for B and the probes, 7002 under attack) and a listener that accepts and keeps connections
@@ -17,6 +19,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::netflood::{Member, Report, Target};
+use crate::serverstest::Netdev;
+use crate::tapnet::TapNet;
 use crate::{build, nethub, qemu, Result};
 
 /// How hard the attack is.
@@ -278,16 +282,76 @@ pub fn nic_echo(repo: &Path, elf: &Path, net: qemu::Net, bytes: u64) -> Result<(
         qemu::Net::E1000 => "e1000",
         _ => "virtio",
     };
-    let label = format!("nic-{name}");
+    echo_through(repo, elf, net, Netdev::Slirp, &format!("nic-{name}"), bytes)
+}
+
+/// Bytes each way through the tap in `make test` (`nic-tap`): enough to
+/// show the path carries a checked stream, little enough to stay cheap.
+pub const TAP_BYTES: u64 = 4 << 20;
+
+/// As [`nic_echo`] with a virtio NIC on a tap device in a network
+/// namespace made for the run and removed after it ([`crate::tapnet`]):
+/// the path `make bench-servers TAP=1` measures.
+pub fn tap_echo(repo: &Path, elf: &Path, bytes: u64) -> Result<(u64, u64)> {
+    let start = Instant::now();
+    let tap = match TapNet::create() {
+        Ok(tap) => tap,
+        // Counted, not thrown: the stage's other checks still run.
+        Err(e) => return Ok(check("nic-tap", "namespace", Err(e))),
+    };
+    let name = tap.name().to_string();
+    let (p, f) = echo_through(repo, elf, qemu::Net::Virtio, Netdev::Tap(&tap), "nic-tap", bytes)?;
+    drop(tap);
+    let (p2, f2) = check(
+        "nic-tap",
+        "namespace-removed",
+        if crate::tapnet::listed(&name) {
+            Err(format!("{name} still listed by ip netns"))
+        } else {
+            Ok(format!("{name} gone; {:.0} s", start.elapsed().as_secs_f64()))
+        },
+    );
+    Ok((p + p2, f + f2))
+}
+
+/// One verdict as (passed, failed).
+fn check(label: &str, name: &str, r: std::result::Result<String, String>) -> (u64, u64) {
+    let (mut p, mut f) = (0, 0);
+    tally(label, name, r, &mut p, &mut f);
+    (p, f)
+}
+
+/// netecho in Kiln serving 7000 behind NIC `net` on `netdev`, the host's
+/// netecho moving `bytes` each way, checked.
+fn echo_through(
+    repo: &Path,
+    elf: &Path,
+    net: qemu::Net,
+    netdev: Netdev,
+    label: &str,
+    bytes: u64,
+) -> Result<(u64, u64)> {
     let initrd = crate::initramfs::make(repo, &build::out_dir(), None)?;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map_err(|e| format!("free port: {e}"))?
-        .port();
     let mut extra = vec!["-m".to_string(), "512M".to_string()];
-    extra.extend(qemu::net_args(net, &format!("tcp:127.0.0.1:{port}-:7000"))?);
+    let (addr, gateway, prefix_len) = netdev.guest_addr();
+    let (target, port) = match netdev {
+        Netdev::Slirp => {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .map_err(|e| format!("free port: {e}"))?
+                .port();
+            extra.extend(qemu::net_args(net, &format!("tcp:127.0.0.1:{port}-:7000"))?);
+            ("127.0.0.1", port)
+        }
+        Netdev::Tap(_) => {
+            let model = if net == qemu::Net::E1000 { "e1000" } else { "virtio-net-pci" };
+            extra.extend(TapNet::netdev_args(model));
+            (addr, 7000)
+        }
+    };
+    let mask = std::net::Ipv4Addr::from(u32::MAX << (32 - prefix_len));
     let cmdline = crate::usertest::shell_cmdline_via(
-        "ip=10.0.2.15::10.0.2.2:255.255.255.0::eth0:off",
+        &format!("ip={addr}::{gateway}:{mask}::eth0:off"),
         None,
         "/t/netecho serve 7000",
     )?;
@@ -297,22 +361,33 @@ pub fn nic_echo(repo: &Path, elf: &Path, net: qemu::Net, bytes: u64) -> Result<(
         extra,
     };
     let limit = Duration::from_secs(300 + bytes / 400_000);
-    let log = build::out_dir().join(format!("nic-{name}.log"));
-    let qemu_thread = std::thread::spawn(move || qemu::run_captured(&boot, limit, &log));
+    let log = build::out_dir().join(format!("{label}.log"));
+    let netns = netdev.netns();
+    let qemu_ns = netns.clone();
+    let qemu_thread = std::thread::spawn(move || qemu::run_captured_in(&boot, limit, &log, qemu_ns.as_deref()));
     let netecho = repo.join("build/user/t/netecho");
+    // Bounded: through a tap, a guest that died leaves a connection
+    // retransmitting rather than reset (slirp resets it).
+    let client_limit = (120 + bytes / 1_000_000).to_string();
     let run_netecho = |args: &[String]| {
-        std::process::Command::new(&netecho)
+        let mut c = match &netns {
+            Some(ns) => crate::tapnet::command_in(ns, "timeout"),
+            None => std::process::Command::new("timeout"),
+        };
+        c.args(["-k", "5", &client_limit])
+            .arg(&netecho)
             .args(args)
             .stdin(std::process::Stdio::null())
             .output()
             .map_err(|e| format!("netecho: {e}"))
     };
     let (mut passed, mut failed) = (0u64, 0u64);
-    // slirp accepts and drops connections until the guest listens.
+    // slirp accepts and drops connections until the guest listens; a tap
+    // guest answers nothing until its NIC is up.
     let ready_by = Instant::now() + Duration::from_secs(240);
     let mut ready = false;
     while Instant::now() < ready_by && !qemu_thread.is_finished() {
-        let probe = run_netecho(&["send", "127.0.0.1", &port.to_string(), "1", "1"].map(String::from));
+        let probe = run_netecho(&["send", target, &port.to_string(), "1", "1"].map(String::from));
         if probe.is_ok_and(|o| o.status.success()) {
             ready = true;
             break;
@@ -320,16 +395,16 @@ pub fn nic_echo(repo: &Path, elf: &Path, net: qemu::Net, bytes: u64) -> Result<(
         std::thread::sleep(Duration::from_millis(500));
     }
     tally(
-        &label,
+        label,
         "ready",
-        if ready { Ok(format!("port {port}")) } else { Err("netecho never answered".into()) },
+        if ready { Ok(format!("{target} port {port}")) } else { Err("netecho never answered".into()) },
         &mut passed,
         &mut failed,
     );
     if ready {
         let t = Instant::now();
         let n = bytes.to_string();
-        let out = run_netecho(&["send", "127.0.0.1", &port.to_string(), &n, &n].map(String::from));
+        let out = run_netecho(&["send", target, &port.to_string(), &n, &n].map(String::from));
         let secs = t.elapsed().as_secs_f64();
         let want = format!("up {n} bytes: ok\ndown {n} bytes: ok\nthen end of stream: yes\n");
         let r = match out {
@@ -341,11 +416,11 @@ pub fn nic_echo(repo: &Path, elf: &Path, net: qemu::Net, bytes: u64) -> Result<(
             Ok(o) => Err(String::from_utf8_lossy(&o.stdout).replace('\n', "; ")),
             Err(e) => Err(e),
         };
-        tally(&label, "netecho", r, &mut passed, &mut failed);
+        tally(label, "netecho", r, &mut passed, &mut failed);
     }
-    let _ = run_netecho(&["stop", "127.0.0.1", &port.to_string()].map(String::from));
+    let _ = run_netecho(&["stop", target, &port.to_string()].map(String::from));
     let run = qemu_thread.join().map_err(|_| "the QEMU thread panicked".to_string())??;
-    let (p, f) = crate::usertest::leak_verdict(&label, &run);
+    let (p, f) = crate::usertest::leak_verdict(label, &run);
     Ok((passed + p, failed + f))
 }
 
@@ -410,6 +485,9 @@ pub fn stage(repo: &Path, elf: &Path) -> Result<(u64, u64)> {
         totals = (totals.0 + p, totals.1 + f);
     }
     if !nics.is_empty() {
+        // A few seconds: the path `make bench-servers TAP=1` measures.
+        let (p, f) = tap_echo(repo, elf, TAP_BYTES)?;
+        totals = (totals.0 + p, totals.1 + f);
         let (p, f) = udhcpc_lease(repo, elf)?;
         totals = (totals.0 + p, totals.1 + f);
     }

@@ -202,6 +202,25 @@ pub fn run_captured(boot: &Boot, timeout: Duration, log: &std::path::Path) -> Re
     run_captured_with_monitor(boot, timeout, log, None)
 }
 
+/// As [`run_captured`], with QEMU started inside the network namespace
+/// `netns` (`ip netns exec`) when given, so a tap device made there is
+/// the one its `-netdev tap` opens ([`crate::tapnet`]).
+pub fn run_captured_in(boot: &Boot, timeout: Duration, log: &std::path::Path, netns: Option<&str>) -> Result<Captured> {
+    let cmd = match netns {
+        Some(ns) => in_netns(ns, &command(boot)),
+        None => command(boot),
+    };
+    run_command_captured(cmd, timeout, log, None)
+}
+
+/// `cmd` run by `ip netns exec ns` (which execs it: killing the child
+/// kills QEMU itself).
+pub fn in_netns(ns: &str, cmd: &Command) -> Command {
+    let mut wrapped = Command::new("ip");
+    wrapped.args(["netns", "exec", ns]).arg(cmd.get_program()).args(cmd.get_args());
+    wrapped
+}
+
 /// The marker a guest prints to ask for a monitor command (the test
 /// kernel's NIC fault tests): `qemu-monitor: set_link n1 off`.
 pub const MONITOR_MARKER: &str = "qemu-monitor: ";
@@ -260,8 +279,19 @@ pub fn run_captured_with_monitor(
     log: &std::path::Path,
     monitor: Option<std::path::PathBuf>,
 ) -> Result<Captured> {
+    run_command_captured(command(boot), timeout, log, monitor)
+}
+
+/// The body of [`run_captured_with_monitor`] for a QEMU command already
+/// built.
+fn run_command_captured(
+    mut cmd: Command,
+    timeout: Duration,
+    log: &std::path::Path,
+    monitor: Option<std::path::PathBuf>,
+) -> Result<Captured> {
     let mut log_file = std::fs::File::create(log).map_err(|e| format!("create {}: {e}", log.display()))?;
-    let mut child = command(boot)
+    let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .spawn()

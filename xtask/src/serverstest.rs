@@ -9,9 +9,11 @@
 //! servers write; each section's output must be identical.
 
 use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::appstest::{run_suite, Suite};
+use crate::tapnet::{self, TapNet};
 use crate::Result;
 
 /// The servers and their clients (busybox for `wget` and `nc`, procps
@@ -77,7 +79,8 @@ fn free_ports(n: usize) -> Result<Vec<u16>> {
     listeners.iter().map(|l| l.local_addr().map(|a| a.port()).map_err(|e| format!("local_addr: {e}"))).collect()
 }
 
-/// The host ports forwarded to the guest's servers.
+/// The ports the host's clients dial for the guest's servers: free
+/// 127.0.0.1 ports forwarded by slirp, or the servers' own under tap.
 pub struct Ports {
     pub http: u16,
     pub redis: u16,
@@ -94,23 +97,77 @@ pub enum Kernel<'a> {
     Linux(&'a Path),
 }
 
+/// How the guest's NIC meets the host's clients.
+#[derive(Clone, Copy)]
+pub enum Netdev<'a> {
+    /// QEMU user networking (slirp): hostfwd rules on free 127.0.0.1
+    /// ports, the guest at slirp's 10.0.2.15.
+    Slirp,
+    /// A tap device in a network namespace the caller made and keeps
+    /// until the guest has stopped: QEMU and the clients run inside it,
+    /// the guest at [`tapnet::GUEST_ADDR`], the servers on their own ports.
+    Tap(&'a TapNet),
+}
+
+impl Netdev<'_> {
+    /// The guest's address, its gateway and their prefix length.
+    pub fn guest_addr(self) -> (&'static str, &'static str, u8) {
+        match self {
+            Netdev::Slirp => ("10.0.2.15", "10.0.2.2", 24),
+            Netdev::Tap(_) => (tapnet::GUEST_ADDR, tapnet::HOST_ADDR, tapnet::PREFIX_LEN),
+        }
+    }
+
+    /// The namespace QEMU and the clients run in, if any.
+    pub fn netns(self) -> Option<String> {
+        match self {
+            Netdev::Slirp => None,
+            Netdev::Tap(net) => Some(net.name().to_string()),
+        }
+    }
+}
+
+/// Where the host's clients find the guest's servers.
+pub struct Reach {
+    /// The address they dial.
+    pub addr: &'static str,
+    pub ports: Ports,
+    /// The network namespace they run in (tap), or None (slirp).
+    pub netns: Option<String>,
+}
+
+impl Reach {
+    /// `program` as a host client: inside the namespace under tap.
+    pub fn command(&self, program: &str) -> Command {
+        match &self.netns {
+            Some(ns) => tapnet::command_in(ns, program),
+            None => Command::new(program),
+        }
+    }
+}
+
 /// A guest running `nic.sh` on its own thread.
 pub struct Guest {
-    pub ports: Ports,
+    pub reach: Reach,
     pub qemu: std::thread::JoinHandle<Result<crate::qemu::Captured>>,
 }
 
-/// Boots `kernel` with the servers root, a virtio NIC and hostfwd rules
-/// for the servers `nic.sh` starts (`bench`: memcached and iperf3 too).
-pub fn boot(repo: &Path, kernel: Kernel, bench: bool, limit: Duration) -> Result<Guest> {
+/// Boots `kernel` with the servers root and a virtio NIC on `netdev`
+/// (under slirp with hostfwd rules for the servers `nic.sh` starts;
+/// `bench`: memcached and iperf3 too).
+pub fn boot(repo: &Path, kernel: Kernel, bench: bool, netdev: Netdev, limit: Duration) -> Result<Guest> {
     use crate::{build, qemu, rootfs};
     let work = repo.join("build/debian-servers");
     let packages: Vec<String> = PACKAGES.iter().map(|s| s.to_string()).collect();
     let archive = rootfs::make_in(&work, &rootfs::dir(repo).join("debs"), &packages)?;
     let t = crate::initramfs::build_user_programs(repo)?;
     let staged = crate::appstest::stage_files(repo, &t, &SERVERS)?;
+    let (addr, gateway, prefix_len) = netdev.guest_addr();
     let (image, name, cmdline_head) = match kernel {
-        Kernel::Kiln(elf) => (elf, "kiln", "ip=10.0.2.15::10.0.2.2:255.255.255.0::eth0:off init=/bin/sh".to_string()),
+        Kernel::Kiln(elf) => {
+            let mask = std::net::Ipv4Addr::from(u32::MAX << (32 - prefix_len));
+            (elf, "kiln", format!("ip={addr}::{gateway}:{mask}::eth0:off init=/bin/sh"))
+        }
         Kernel::Linux(vmlinuz) => {
             let modules = staged.join("apps/modules");
             std::fs::create_dir_all(&modules).map_err(|e| format!("create {}: {e}", modules.display()))?;
@@ -143,48 +200,71 @@ pub fn boot(repo: &Path, kernel: Kernel, bench: bool, limit: Duration) -> Result
         &build::out_dir().join(format!("initramfs-debian-servers-{name}.img")),
         Some(&staged),
     )?;
-    let p = free_ports(5)?;
-    let ports = Ports { http: p[0], redis: p[1], echo: p[2], memcached: p[3], iperf3: p[4] };
-    let mut rules = format!(
-        "tcp:127.0.0.1:{}-:80 tcp:127.0.0.1:{}-:6379 tcp:127.0.0.1:{}-:7000",
-        ports.http, ports.redis, ports.echo
-    );
-    if bench {
-        rules.push_str(&format!(" tcp:127.0.0.1:{}-:11211 tcp:127.0.0.1:{}-:5201", ports.memcached, ports.iperf3));
-    }
+    let (reach, net_args) = match netdev {
+        Netdev::Slirp => {
+            let p = free_ports(5)?;
+            let ports = Ports { http: p[0], redis: p[1], echo: p[2], memcached: p[3], iperf3: p[4] };
+            let mut rules = format!(
+                "tcp:127.0.0.1:{}-:80 tcp:127.0.0.1:{}-:6379 tcp:127.0.0.1:{}-:7000",
+                ports.http, ports.redis, ports.echo
+            );
+            if bench {
+                rules.push_str(&format!(
+                    " tcp:127.0.0.1:{}-:11211 tcp:127.0.0.1:{}-:5201",
+                    ports.memcached, ports.iperf3
+                ));
+            }
+            (Reach { addr: "127.0.0.1", ports, netns: None }, qemu::net_args(qemu::Net::Virtio, &rules)?)
+        }
+        Netdev::Tap(_) => {
+            let ports = Ports { http: 80, redis: 6379, echo: 7000, memcached: 11211, iperf3: 5201 };
+            (Reach { addr, ports, netns: netdev.netns() }, TapNet::netdev_args("virtio-net-pci"))
+        }
+    };
     let mut extra = vec!["-m".to_string(), SERVERS.memory.to_string()];
     if bench {
         // The fair CPU model (no ERMS/FSRM, so both kernels copy with
         // `rep movsq`); QEMU takes the last -cpu given.
         extra.extend(["-cpu".to_string(), crate::bench::guest::FAIR.cpu.to_string()]);
     }
-    extra.extend(qemu::net_args(qemu::Net::Virtio, &rules)?);
+    extra.extend(net_args);
+    // nic.sh's arguments: the mode, and the address Linux's half gives
+    // eth0 (Kiln's comes from `ip=`).
+    let mode = if bench { "bench" } else { "test" };
     let boot = qemu::Boot {
         image: qemu::Image::Kernel {
             elf: image.to_path_buf(),
-            cmdline: format!("{cmdline_head} -- /apps/nic.sh{}", if bench { " bench" } else { "" }),
+            cmdline: format!("{cmdline_head} -- /apps/nic.sh {mode} {addr}/{prefix_len}"),
             initrd: Some(initrd),
         },
         smp: crate::appstest::CPUS,
         extra,
     };
     let log = build::out_dir().join(format!("debian-servers-nic-{name}.log"));
-    let qemu = std::thread::spawn(move || qemu::run_captured(&boot, limit, &log));
-    Ok(Guest { ports, qemu })
+    let netns = reach.netns.clone();
+    let qemu = std::thread::spawn(move || qemu::run_captured_in(&boot, limit, &log, netns.as_deref()));
+    Ok(Guest { reach, qemu })
 }
 
-/// Waits (at most 240 s) until nginx and redis answer through the
-/// forwards: slirp accepts and then drops connections until the guest
-/// listens.
+/// Waits (at most 240 s) until nginx and redis answer: slirp accepts
+/// and then drops connections until the guest listens, a tap guest is
+/// not there until its NIC is up.
 pub fn wait_ready(guest: &Guest) -> bool {
+    let reach = &guest.reach;
     let ready_by = std::time::Instant::now() + Duration::from_secs(240);
     while std::time::Instant::now() < ready_by && !guest.qemu.is_finished() {
-        let ok = std::process::Command::new("curl")
-            .args(["-sf", "-m", "5", "-o", "/dev/null", &format!("http://127.0.0.1:{}/1k.bin", guest.ports.http)])
+        let ok = reach
+            .command("curl")
+            .args(["-sf", "-m", "5", "-o", "/dev/null", &format!("http://{}:{}/1k.bin", reach.addr, reach.ports.http)])
+            .stdin(Stdio::null())
             .status()
             .is_ok_and(|s| s.success());
-        let pong = client("redis-cli", &["-p".into(), guest.ports.redis.to_string(), "ping".into()])
-            .is_ok_and(|o| o.trim() == "PONG");
+        let pong = client(
+            reach,
+            "timeout",
+            &["10", "redis-cli", "-h", reach.addr, "-p", &reach.ports.redis.to_string(), "ping"].map(String::from),
+        )
+        .is_ok_and(|o| o.trim() == "PONG");
         if ok && pong {
             return true;
         }
@@ -197,15 +277,17 @@ pub fn wait_ready(guest: &Guest) -> bool {
 pub fn stop(repo: &Path, guest: Guest) -> Result<crate::qemu::Captured> {
     let netecho = repo.join("build/user/t/netecho");
     let _ = client(
+        &guest.reach,
         netecho.to_str().unwrap_or("netecho"),
-        &["stop", "127.0.0.1", &guest.ports.echo.to_string()].map(String::from),
+        &["stop", guest.reach.addr, &guest.reach.ports.echo.to_string()].map(String::from),
     );
     guest.qemu.join().map_err(|_| "the QEMU thread panicked".to_string())?
 }
 
-/// Runs a host client; its stdout, or why it failed.
-fn client(program: &str, args: &[String]) -> std::result::Result<String, String> {
-    let out = std::process::Command::new(program)
+/// Runs a host client where `reach` says; its stdout, or why it failed.
+fn client(reach: &Reach, program: &str, args: &[String]) -> std::result::Result<String, String> {
+    let out = reach
+        .command(program)
         .args(args)
         .stdin(std::process::Stdio::null())
         .output()
@@ -246,8 +328,9 @@ pub fn nic(repo: &Path, elf: &Path, echo_bytes: u64) -> Result<(u64, u64)> {
     // Bytes each way at slirp's pace under TCG (a few MB/s at worst) plus
     // the boot.
     let limit = Duration::from_secs(300 + echo_bytes / 500_000);
-    let guest = boot(repo, Kernel::Kiln(elf), false, limit)?;
-    let (http, redis, echo) = (guest.ports.http, guest.ports.redis, guest.ports.echo);
+    let guest = boot(repo, Kernel::Kiln(elf), false, Netdev::Slirp, limit)?;
+    let reach = &guest.reach;
+    let (http, redis, echo) = (reach.ports.http, reach.ports.redis, reach.ports.echo);
     let (mut passed, mut failed) = (0u64, 0u64);
     let base = format!("http://127.0.0.1:{http}");
     let ready = wait_ready(&guest);
@@ -277,7 +360,7 @@ pub fn nic(repo: &Path, elf: &Path, echo_bytes: u64) -> Result<(u64, u64)> {
         let cli = |args: &[&str]| {
             let mut a = vec!["-p".to_string(), redis.to_string()];
             a.extend(args.iter().map(|s| s.to_string()));
-            client("redis-cli", &a).map(|o| o.trim().to_string())
+            client(reach, "redis-cli", &a).map(|o| o.trim().to_string())
         };
         let round_trip = cli(&["set", "greeting", "hello from the host"]).and_then(|set| {
             let get = cli(&["get", "greeting"])?;
@@ -290,6 +373,7 @@ pub fn nic(repo: &Path, elf: &Path, echo_bytes: u64) -> Result<(u64, u64)> {
         verdict("redis-set-get", round_trip, &mut passed, &mut failed);
         let bench_once = || {
             client(
+                reach,
                 "redis-benchmark",
                 &["-p", &redis.to_string(), "-n", "1000", "-c", "10", "-q", "-t", "set,get"].map(String::from),
             )
@@ -304,6 +388,7 @@ pub fn nic(repo: &Path, elf: &Path, echo_bytes: u64) -> Result<(u64, u64)> {
         let netecho = repo.join("build/user/t/netecho");
         let n = echo_bytes.to_string();
         let moved = client(
+            reach,
             netecho.to_str().unwrap_or("netecho"),
             &["send", "127.0.0.1", &echo.to_string(), &n, &n].map(String::from),
         )

@@ -13,7 +13,10 @@
 # unmounted, loads the virtio_net module (Debian's cloud kernel has
 # CONFIG_VIRTIO_NET=m, and virtio and virtio_pci are modules too; the
 # bench copies them to /apps/modules in load order)
-# and gives eth0 the address Kiln takes from `ip=`.
+# and gives eth0 the address Kiln takes from `ip=`: the second argument
+# (`nic.sh bench 10.77.0.2/24`), slirp's 10.0.2.15/24 by default. Under
+# `make bench-servers TAP=1` the NIC is a tap in a network namespace of
+# the host (xtask/src/tapnet.rs) and the clients dial that address.
 APPS=$(dirname "$0")
 export LC_ALL=C TZ=UTC HOME=/root
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -30,7 +33,7 @@ if [ -d "$APPS/modules" ]; then
     done
     busybox ip link set lo up
     busybox ip link set eth0 up
-    busybox ip addr add 10.0.2.15/24 dev eth0
+    busybox ip addr add "${2:-10.0.2.15/24}" dev eth0
 fi
 . "$APPS/common.sh"
 www=/var/www/kiln
