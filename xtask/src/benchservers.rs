@@ -133,7 +133,7 @@ fn measure(repo: &Path, guest: &Guest) -> Vec<Option<f64>> {
         &|| redis_rest(&["-n", "30000", "-P", "16"], "set"),
         &|| iperf3(false),
         &|| iperf3(true),
-        &|| mcs(),
+        &mcs,
         &|| rate("netecho: up"),
         &|| rate(", down"),
     ];
@@ -151,7 +151,10 @@ fn selected(name: &str) -> bool {
 
 /// `BENCH_SERVERS_KERNELS=kiln` (or `linux`) boots only that kernel.
 fn kernel_selected(kernel: &str) -> bool {
-    std::env::var("BENCH_SERVERS_KERNELS").map_or(true, |k| k.is_empty() || k.contains(kernel))
+    match std::env::var("BENCH_SERVERS_KERNELS") {
+        Ok(k) if !k.is_empty() => k.contains(kernel),
+        _ => true,
+    }
 }
 
 const ROWS: &[(&str, &str)] = &[
