@@ -150,31 +150,56 @@ fn measure(repo: &Path, guest: &Guest) -> Vec<Option<f64>> {
         })
     };
     let memcached = format!("{addr}:{}", p.memcached);
-    let mcs = output(reach, "memcaslap", &["-s", &memcached, "-t", &format!("{SECONDS}s"), "-T", "2", "-c", "32"])
-        .and_then(|o| number_after(&o, "TPS"));
+    let mcs = || {
+        output(reach, "memcaslap", &["-s", &memcached, "-t", &format!("{SECONDS}s"), "-T", "2", "-c", "32"])
+            .and_then(|o| number_after(&o, "TPS"))
+    };
     let netecho = repo.join("build/user/t/netecho");
     let n = (64u64 << 20).to_string();
-    let echo = output(reach, netecho.to_str().unwrap_or("netecho"), &["send", addr, &p.echo.to_string(), &n, &n]);
-    let rate = |key: &str| echo.as_deref().and_then(|o| number_after(o, key));
+    let echo = std::cell::OnceCell::new();
+    let rate = |key: &str| {
+        echo.get_or_init(|| output(reach, netecho.to_str().unwrap_or("netecho"), &["send", addr, &p.echo.to_string(), &n, &n]))
+            .as_deref()
+            .and_then(|o| number_after(o, key))
+    };
     // A redis that does not finish the first run within the limit is
     // not asked three more times (each would cost the limit again).
-    let get = rb(&["-n", "3000"], "get");
-    let redis_rest = |extra: &[&str], test: &str| if get.is_some() { rb(extra, test) } else { None };
-    vec![
-        wrk("1", "1", "1k.bin"),
-        wrk("64", "2", "1k.bin"),
-        wrk("1", "1", "64k.bin"),
-        wrk("64", "2", "64k.bin"),
-        get,
-        redis_rest(&["-n", "3000"], "set"),
-        redis_rest(&["-n", "30000", "-P", "16"], "get"),
-        redis_rest(&["-n", "30000", "-P", "16"], "set"),
-        iperf3(false),
-        iperf3(true),
-        mcs,
-        rate("netecho: up"),
-        rate(", down"),
-    ]
+    let get = std::cell::OnceCell::new();
+    let get_once = || *get.get_or_init(|| rb(&["-n", "3000"], "get"));
+    let redis_rest = |extra: &[&str], test: &str| if get_once().is_some() { rb(extra, test) } else { None };
+    let rows: [&dyn Fn() -> Option<f64>; 13] = [
+        &|| wrk("1", "1", "1k.bin"),
+        &|| wrk("64", "2", "1k.bin"),
+        &|| wrk("1", "1", "64k.bin"),
+        &|| wrk("64", "2", "64k.bin"),
+        &get_once,
+        &|| redis_rest(&["-n", "3000"], "set"),
+        &|| redis_rest(&["-n", "30000", "-P", "16"], "get"),
+        &|| redis_rest(&["-n", "30000", "-P", "16"], "set"),
+        &|| iperf3(false),
+        &|| iperf3(true),
+        &mcs,
+        &|| rate("netecho: up"),
+        &|| rate(", down"),
+    ];
+    rows.iter().zip(ROWS).map(|(f, (name, _))| if selected(name) { f() } else { None }).collect()
+}
+
+/// `BENCH_SERVERS_ROWS=a,b` runs only the rows whose names contain one
+/// of the words (a quicker loop than the whole run); unset, every row.
+fn selected(name: &str) -> bool {
+    match std::env::var("BENCH_SERVERS_ROWS") {
+        Ok(f) if !f.is_empty() => f.split(',').any(|w| name.contains(w.trim())),
+        _ => true,
+    }
+}
+
+/// `BENCH_SERVERS_KERNELS=kiln` (or `linux`) boots only that kernel.
+fn kernel_selected(kernel: &str) -> bool {
+    match std::env::var("BENCH_SERVERS_KERNELS") {
+        Ok(k) if !k.is_empty() => k.contains(kernel),
+        _ => true,
+    }
 }
 
 const ROWS: &[(&str, &str)] = &[
@@ -235,7 +260,12 @@ pub fn main(args: &[String]) -> Result<ExitCode> {
         let started = std::time::Instant::now();
         let load = host_load();
         let measured = |name: &str, kernel: Kernel| {
-            run_kernel(&repo, kernel, backend).unwrap_or_else(|e| {
+            let run = if kernel_selected(&name.to_lowercase()) {
+                run_kernel(&repo, kernel, backend)
+            } else {
+                Err("not selected".into())
+            };
+            run.unwrap_or_else(|e| {
                 eprintln!("bench-servers: {name} on {backend:?}: {e}");
                 vec![None; ROWS.len()]
             })
@@ -268,6 +298,10 @@ pub fn main(args: &[String]) -> Result<ExitCode> {
             md.push_str(&format!("| {} | {} | {} | {} | {ratio} |\n", r.name, r.unit, fmt(r.kiln), fmt(r.linux)));
         }
         println!("{}\n\n{md}", backend.heading());
+        if !selected("") || !kernel_selected("kiln") || !kernel_selected("linux") {
+            println!("(a subset: bench/results/servers.md left as it was)");
+            continue;
+        }
         let old = std::fs::read_to_string(&out).unwrap_or_default();
         let merged = with_section(&old, backend.heading(), &md);
         std::fs::write(&out, merged).map_err(|e| format!("write {}: {e}", out.display()))?;
