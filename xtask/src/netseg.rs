@@ -398,8 +398,81 @@ pub fn udhcpc_lease(repo: &Path, elf: &Path) -> Result<(u64, u64)> {
     Ok((passed + p, failed + f))
 }
 
-/// `make test`'s stage: both NICs from the host, udhcpc's lease, then
-/// the segment.
+/// A UDP socket that first sends to an on-link address nobody answers
+/// ARP for (10.0.2.77 on slirp's network) must still echo the host's
+/// datagrams once the neighbour has failed (about 3 s; before, the
+/// datagram stayed at the head of the socket's queue and the echoes
+/// behind it for good), and a socket connected to that address gets
+/// EHOSTUNREACH from its next send, as on Linux.
+pub fn udp_wedge(repo: &Path, elf: &Path) -> Result<(u64, u64)> {
+    let label = "nic-udp-wedge";
+    let initrd = crate::initramfs::make(repo, &build::out_dir(), None)?;
+    let port = free_udp_port()?;
+    let (echo_port, stop_port) = (port, port + 1);
+    let mut extra = vec!["-m".to_string(), "256M".to_string()];
+    let rules = format!("udp:127.0.0.1:{echo_port}-:7001 udp:127.0.0.1:{stop_port}-:7002");
+    extra.extend(qemu::net_args(qemu::Net::Virtio, &rules)?);
+    let cmdline = crate::usertest::shell_cmdline_via(
+        "ip=10.0.2.15::10.0.2.2:255.255.255.0::eth0:off",
+        None,
+        "/t/netpeer wedge 7001 10.0.2.77 & /t/netpeer wait 7002",
+    )?;
+    let boot = qemu::Boot {
+        image: qemu::Image::Kernel { elf: elf.to_path_buf(), cmdline, initrd: Some(initrd) },
+        smp: 1,
+        extra,
+    };
+    let log = build::out_dir().join("nic-udp-wedge.log");
+    let qemu_thread = std::thread::spawn(move || qemu::run_captured(&boot, Duration::from_secs(240), &log));
+    let sock = std::net::UdpSocket::bind("127.0.0.1:0").map_err(|e| format!("bind: {e}"))?;
+    sock.set_read_timeout(Some(Duration::from_millis(500))).map_err(|e| format!("{e}"))?;
+    let (mut passed, mut failed) = (0u64, 0u64);
+    let start = Instant::now();
+    let mut echoed = None;
+    let mut n = 0u32;
+    while echoed.is_none() && start.elapsed() < Duration::from_secs(180) && !qemu_thread.is_finished() {
+        n += 1;
+        let probe = format!("probe {n}");
+        let _ = sock.send_to(probe.as_bytes(), ("127.0.0.1", echo_port));
+        let mut buf = [0u8; 64];
+        if let Ok((len, _)) = sock.recv_from(&mut buf) {
+            if buf[..len].starts_with(b"probe ") {
+                echoed = Some(start.elapsed());
+            }
+        }
+    }
+    tally(
+        label,
+        "echo",
+        match echoed {
+            Some(t) => Ok(format!("the echo socket answers again ({n} probes, {:.1} s after boot began)", t.as_secs_f64())),
+            None => Err(format!("no echo in {n} probes: the socket is wedged")),
+        },
+        &mut passed,
+        &mut failed,
+    );
+    // The connected socket's second send comes 6 s after netpeer began.
+    std::thread::sleep(Duration::from_secs(if echoed.is_some() { 6 } else { 0 }));
+    for _ in 0..5 {
+        let _ = sock.send_to(b"stop", ("127.0.0.1", stop_port));
+        if qemu_thread.is_finished() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let run = qemu_thread.join().map_err(|_| "the QEMU thread panicked".to_string())??;
+    let r = if run.output.contains("netpeer: connected send after ARP failed: Host is unreachable") {
+        Ok("EHOSTUNREACH".to_string())
+    } else {
+        Err("the connected send did not get EHOSTUNREACH (see build/nic-udp-wedge.log)".to_string())
+    };
+    tally(label, "connected-error", r, &mut passed, &mut failed);
+    let (p, f) = crate::usertest::leak_verdict(label, &run);
+    Ok((passed + p, failed + f))
+}
+
+/// `make test`'s stage: both NICs from the host, udhcpc's lease, the
+/// UDP wedge, then the segment.
 pub fn stage(repo: &Path, elf: &Path) -> Result<(u64, u64)> {
     let mut totals = (0, 0);
     // NETSEG_ONLY=1: the segment run alone (work on the attack).
@@ -411,6 +484,8 @@ pub fn stage(repo: &Path, elf: &Path) -> Result<(u64, u64)> {
     }
     if !nics.is_empty() {
         let (p, f) = udhcpc_lease(repo, elf)?;
+        totals = (totals.0 + p, totals.1 + f);
+        let (p, f) = udp_wedge(repo, elf)?;
         totals = (totals.0 + p, totals.1 + f);
     }
     let (p, f) = segment(repo, elf, SHORT)?;

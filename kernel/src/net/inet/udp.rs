@@ -5,6 +5,16 @@
 //! datagrams only from its peer: the others are dropped when they
 //! arrive (at the refresh after the poll that brought them), so poll
 //! never reports a datagram recv would not return.
+//!
+//! A datagram to an on-link address that never answers ARP (or NDP)
+//! would stay at the head of smoltcp's send queue for good, and every
+//! later datagram of the socket behind it. Linux queues a few packets
+//! per unresolved neighbour and drops them when resolution fails (3
+//! probes a second apart), reporting EHOSTUNREACH to a connected
+//! socket. Here a send queue that has not moved for
+//! [`NEIGHBOUR_WAIT_NS`] is dropped the same way ([`UdpSocket::unwedge`]):
+//! smoltcp cannot drop a queued datagram, so the smoltcp socket is
+//! replaced by a fresh one on the same endpoint.
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -42,6 +52,11 @@ const TX_BYTES: usize = 128 * 1024;
 /// from user memory to smoltcp.
 const SMALL_DATAGRAM: usize = 256;
 
+/// How long a send queue may wait for a neighbour's link address
+/// before it is dropped (Linux: `mcast_solicit` 3 probes,
+/// `retrans_time` 1 s apart).
+const NEIGHBOUR_WAIT_NS: u64 = 3_000_000_000;
+
 const RCV: u8 = 1;
 const SEND: u8 = 2;
 
@@ -55,6 +70,9 @@ struct Inner {
     socks: Vec<SockRef>,
     shut: u8,
     rx_seen: usize,
+    /// Since when the send queues have not moved (monotonic ns), and
+    /// how many bytes they held then.
+    tx_stall: Option<(u64, usize)>,
     released: bool,
 }
 
@@ -75,6 +93,7 @@ pub fn open(family: u16) -> Result<Arc<dyn Protocol>, Errno> {
             socks: Vec::new(),
             shut: 0,
             rx_seen: 0,
+            tx_stall: None,
             released: false,
         }),
         me: hal::sync::Once::new(),
@@ -185,7 +204,54 @@ impl UdpSocket {
         queued
     }
 
+    /// Drops a send queue stuck behind a neighbour that never answered
+    /// (see the module header). A queue only drains from its head, so
+    /// any fall in the queued bytes is progress. A smoltcp socket holding
+    /// received datagrams is left until they are read (replacing it would
+    /// lose them).
+    fn unwedge(&self, st: &mut Stack, inner: &mut Inner) {
+        let queued: usize = inner.socks.iter().map(|r| st.udp(*r).send_queue()).sum();
+        if queued == 0 {
+            inner.tx_stall = None;
+            return;
+        }
+        let now = hal::time::monotonic_ns();
+        let since = match inner.tx_stall {
+            Some((_, before)) if queued < before => now,
+            Some((since, _)) => since,
+            None => now,
+        };
+        inner.tx_stall = Some((since, queued));
+        if now.saturating_sub(since) < NEIGHBOUR_WAIT_NS {
+            return;
+        }
+        let mut dropped = false;
+        for k in 0..inner.socks.len() {
+            let r = inner.socks[k];
+            let u = st.udp(r);
+            if u.send_queue() == 0 || u.recv_queue() > 0 {
+                continue;
+            }
+            let ep = u.endpoint();
+            let Ok(fresh) = self.new_smoltcp(st, r.iface, ep) else { continue };
+            st.remove(r);
+            inner.socks[k] = fresh;
+            dropped = true;
+        }
+        if dropped {
+            inner.tx_stall = None;
+            log::debug!("net: udp port {}: dropped datagrams for an unresolved neighbour", inner.local.port);
+            // Linux's locally made ICMP host unreachable reaches a
+            // connected socket only (udp_err).
+            if inner.remote.is_some() {
+                self.c.set_err(Errno::EHOSTUNREACH);
+                self.c.opts.async_io.error();
+            }
+        }
+    }
+
     fn refresh_locked(&self, st: &mut Stack, inner: &mut Inner) {
+        self.unwedge(st, inner);
         let mut ev = Events::OUT | Events::WRNORM | Events::WRBAND;
         if self.c.has_err() {
             ev |= Events::ERR;
@@ -239,6 +305,11 @@ impl UdpSocket {
         };
         if len + headers > st.ifaces[iface].info.mtu {
             return Err(Errno::EMSGSIZE);
+        }
+        // A pending error (a neighbour that never answered) is this
+        // send's, as sock_alloc_send_pskb reports it.
+        if let Some(e) = self.c.take_err() {
+            return Err(e);
         }
         let local_addr = inner.local.addr;
         let r = match inner.socks.iter().find(|r| r.iface == iface) {
