@@ -647,6 +647,7 @@ impl Protocol for TcpSocket {
                 return Err(Errno::EINVAL);
             }
         }
+        addr::check_scope(&sa, a)?;
         if let Some(a) = sa.addr {
             if st.iface_of_local(a).is_none() && !stack::is_loopback(a) {
                 return Err(Errno::EADDRNOTAVAIL);
@@ -674,6 +675,7 @@ impl Protocol for TcpSocket {
             }
         }
         let sa = addr::parse(self.c.family, a, false)?;
+        addr::check_scope(&sa, a)?;
         let remote = match sa.addr {
             Some(a) => a,
             // Linux connects the wildcard to the machine itself.
