@@ -541,7 +541,7 @@ pub fn udp_wedge(repo: &Path, elf: &Path) -> Result<(u64, u64)> {
 }
 
 /// `make test`'s stage: both NICs from the host, udhcpc's lease, the
-/// UDP wedge, then the segment.
+/// UDP wedge, IPv6 on both NICs (netv6.rs), then the segment.
 pub fn stage(repo: &Path, elf: &Path) -> Result<(u64, u64)> {
     let mut totals = (0, 0);
     // NETCHECK=wedge|ipv6: that check alone (work on it).
@@ -561,6 +561,8 @@ pub fn stage(repo: &Path, elf: &Path) -> Result<(u64, u64)> {
         let (p, f) = udhcpc_lease(repo, elf)?;
         totals = (totals.0 + p, totals.1 + f);
         let (p, f) = udp_wedge(repo, elf)?;
+        totals = (totals.0 + p, totals.1 + f);
+        let (p, f) = crate::netv6::stage(repo, elf)?;
         totals = (totals.0 + p, totals.1 + f);
     }
     let (p, f) = segment(repo, elf, SHORT)?;

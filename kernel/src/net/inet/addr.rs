@@ -123,7 +123,13 @@ pub fn check_scope(sa: &SockAddr, bytes: &[u8]) -> Result<Option<u32>, Errno> {
     if scope == 0 {
         return Err(Errno::EINVAL);
     }
-    crate::net::ifaces::link_by_index(scope).map_err(|_| Errno::ENODEV)?;
+    // The table's own list: a socket call may hold the stack's lock,
+    // which the stack-backed listing takes.
+    use crate::net::ifaces::Interfaces;
+    let links = crate::net::ifaces::builtin().links()?;
+    if !links.iter().any(|l| l.index == scope) {
+        return Err(Errno::ENODEV);
+    }
     Ok(Some(scope))
 }
 

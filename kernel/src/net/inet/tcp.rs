@@ -637,6 +637,9 @@ impl Protocol for TcpSocket {
 
     fn bind(&self, a: &[u8], _names: &NameCtx) -> Result<(), Errno> {
         let sa = addr::parse(self.c.family, a, true)?;
+        // Before the locks (see check_scope). Linux checks it after the
+        // v6-only rule, which only IPv4 addresses meet: same answers.
+        addr::check_scope(&sa, a)?;
         let mut st = stack::lock()?;
         let mut inner = self.inner.lock();
         if inner.local.port != 0 || !matches!(inner.phase, Phase::Closed) {
@@ -647,7 +650,6 @@ impl Protocol for TcpSocket {
                 return Err(Errno::EINVAL);
             }
         }
-        addr::check_scope(&sa, a)?;
         if let Some(a) = sa.addr {
             if st.iface_of_local(a).is_none() && !stack::is_loopback(a) {
                 return Err(Errno::EADDRNOTAVAIL);

@@ -554,6 +554,9 @@ impl Protocol for UdpSocket {
 
     fn bind(&self, a: &[u8], _names: &NameCtx) -> Result<(), Errno> {
         let sa = addr::parse(self.c.family, a, true)?;
+        // Before the locks (see check_scope). Linux checks it after the
+        // v6-only rule, which only IPv4 addresses meet: same answers.
+        addr::check_scope(&sa, a)?;
         let mut st = stack::lock()?;
         let mut inner = self.inner.lock();
         if inner.owns_port {
@@ -564,7 +567,6 @@ impl Protocol for UdpSocket {
                 return Err(Errno::EINVAL);
             }
         }
-        addr::check_scope(&sa, a)?;
         if let Some(a) = sa.addr {
             if st.iface_of_local(a).is_none() {
                 return Err(Errno::EADDRNOTAVAIL);
@@ -577,6 +579,10 @@ impl Protocol for UdpSocket {
     }
 
     fn connect(&self, a: &[u8], _names: &NameCtx, _nonblock: bool) -> Result<(), Errno> {
+        // Before the locks (see check_scope); AF_UNSPEC is not parsed.
+        if let Ok(sa) = addr::parse(self.c.family, a, false) {
+            addr::check_scope(&sa, a)?;
+        }
         let mut st = stack::lock()?;
         let mut inner = self.inner.lock();
         if a.len() >= 2 && u16::from_le_bytes([a[0], a[1]]) == s::AF_UNSPEC {
@@ -586,7 +592,6 @@ impl Protocol for UdpSocket {
             return Ok(());
         }
         let sa = addr::parse(self.c.family, a, false)?;
-        addr::check_scope(&sa, a)?;
         let remote = sa.addr.unwrap_or_else(|| self.wildcard_remote());
         self.family_ok(remote)?;
         let iface = st.route(remote)?;
