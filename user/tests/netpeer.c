@@ -12,6 +12,12 @@
  *   netpeer hold PORT               accept TCP connections (small
  *                                   buffers) and keep them open while
  *                                   descriptors last, forever
+ *   netpeer wedge PORT DEAD         send a datagram from PORT to DEAD
+ *                                   (on the link, never answering ARP),
+ *                                   then echo on PORT forever; a
+ *                                   socket connected to DEAD sends
+ *                                   again after 6 s and prints what
+ *                                   that send returned
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -24,6 +30,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 static int udp_bound(int port)
@@ -37,9 +44,8 @@ static int udp_bound(int port)
     return s;
 }
 
-static int udp_echo(int port)
+static int echo_on(int s)
 {
-    int s = udp_bound(port);
     static unsigned char buf[65536];
     for (;;) {
         struct sockaddr_in from;
@@ -47,6 +53,47 @@ static int udp_echo(int port)
         ssize_t n = recvfrom(s, buf, sizeof buf, 0, (struct sockaddr *)&from, &len);
         if (n >= 0)
             sendto(s, buf, (size_t)n, 0, (struct sockaddr *)&from, len);
+    }
+    return 0;
+}
+
+static int udp_echo(int port)
+{
+    return echo_on(udp_bound(port));
+}
+
+static int wedge(int port, const char *dead)
+{
+    int s = udp_bound(port);
+    struct sockaddr_in d = {.sin_family = AF_INET, .sin_port = htons(9)};
+    inet_pton(AF_INET, dead, &d.sin_addr);
+    if (sendto(s, "poison", 6, 0, (struct sockaddr *)&d, sizeof d) != 6)
+        perror("netpeer: sendto the dead address");
+    int c = socket(AF_INET, SOCK_DGRAM, 0);
+    if (c < 0 || connect(c, (struct sockaddr *)&d, sizeof d) != 0 || send(c, "x", 1, 0) != 1)
+        perror("netpeer: connected send");
+    /* One process (a forked sender would outlive the test's kill): echo,
+     * and 6 s in, well after ARP gave up, send on the connected socket. */
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int reported = 0;
+    static unsigned char buf[65536];
+    for (;;) {
+        struct pollfd p = {.fd = s, .events = POLLIN};
+        if (poll(&p, 1, 200) > 0) {
+            struct sockaddr_in from;
+            socklen_t len = sizeof from;
+            ssize_t n = recvfrom(s, buf, sizeof buf, 0, (struct sockaddr *)&from, &len);
+            if (n >= 0)
+                sendto(s, buf, (size_t)n, 0, (struct sockaddr *)&from, len);
+        }
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (!reported && now.tv_sec - t0.tv_sec >= 6) {
+            reported = 1;
+            ssize_t r = send(c, "y", 1, 0);
+            printf("netpeer: connected send after ARP failed: %s\n", r < 0 ? strerror(errno) : "sent");
+            fflush(stdout);
+        }
     }
     return 0;
 }
@@ -146,6 +193,8 @@ int main(int argc, char **argv)
         return wait_signal(atoi(argv[2]));
     if (argc == 3 && strcmp(argv[1], "hold") == 0)
         return hold(atoi(argv[2]));
-    fprintf(stderr, "usage: netpeer udp-echo PORT | udp-send HOST PORT N | wait PORT | hold PORT\n");
+    if (argc == 4 && strcmp(argv[1], "wedge") == 0)
+        return wedge(atoi(argv[2]), argv[3]);
+    fprintf(stderr, "usage: netpeer udp-echo PORT | udp-send HOST PORT N | wait PORT | hold PORT | wedge PORT DEAD\n");
     return 2;
 }

@@ -20,6 +20,7 @@ mod ksyms;
 mod netflood;
 mod nethub;
 mod netseg;
+mod netv6;
 mod qemu;
 mod recap;
 mod rootfs;

@@ -473,10 +473,158 @@ pub fn udhcpc_lease(repo: &Path, elf: &Path) -> Result<(u64, u64)> {
     Ok((passed + p, failed + f))
 }
 
-/// `make test`'s stage: both NICs from the host, udhcpc's lease, then
-/// the segment.
+/// What the wedge run's capture shows: when ARP asked for the dead
+/// address, and when the guest echoed a probe onto the wire.
+struct WedgeCapture {
+    dead_arps: Vec<f64>,
+    echoes: Vec<f64>,
+}
+
+/// Reads QEMU's filter-dump capture (pcap, Ethernet) of the wedge run.
+fn wedge_capture(pcap: &Path, dead: [u8; 4], echo_port: u16) -> Result<WedgeCapture> {
+    let d = std::fs::read(pcap).map_err(|e| format!("{}: {e}", pcap.display()))?;
+    let mut cap = WedgeCapture { dead_arps: Vec::new(), echoes: Vec::new() };
+    let u32le = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+    let mut off = 24;
+    while off + 16 <= d.len() {
+        let (sec, usec, len) = (u32le(&d[off..]), u32le(&d[off + 4..]), u32le(&d[off + 8..]) as usize);
+        let Some(f) = d.get(off + 16..off + 16 + len) else { break };
+        off += 16 + len;
+        let t = sec as f64 + usec as f64 / 1e6;
+        if f.len() < 42 {
+            continue;
+        }
+        let guest = f[6..12] == [0x52, 0x54, 0x00, 0x12, 0x34, 0x56];
+        match (f[12], f[13]) {
+            // An ARP request (opcode 1) from the guest for the dead address.
+            (0x08, 0x06) if guest && f[20..22] == [0, 1] && f[38..42] == dead => cap.dead_arps.push(t),
+            // IPv4 UDP from the guest's echo port, carrying a probe.
+            (0x08, 0x00) if guest && f[23] == 17 => {
+                let ihl = (f[14] & 0xf) as usize * 4;
+                let udp = 14 + ihl;
+                if f.len() >= udp + 8 + 6
+                    && u16::from_be_bytes([f[udp], f[udp + 1]]) == echo_port
+                    && f[udp + 8..].starts_with(b"probe ")
+                {
+                    cap.echoes.push(t);
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(cap)
+}
+
+/// A UDP socket whose first datagram goes to an on-link address nobody
+/// answers ARP for (10.0.2.77 on slirp's network) must go on echoing
+/// the host's probes to 10.0.2.2 while that neighbour is unresolved (its
+/// datagram used to stay at the head of the socket's queue, and the
+/// echoes behind it for good), and a socket connected to that address
+/// gets EHOSTUNREACH from its next send once ARP gave up, as on Linux.
+/// slirp's `restrict=on` drops the guest's UDP, echoes included, so the
+/// echoes are seen in QEMU's capture of the link (filter-dump), beside
+/// the guest's ARP requests for the dead address.
+pub fn udp_wedge(repo: &Path, elf: &Path) -> Result<(u64, u64)> {
+    let label = "nic-udp-wedge";
+    let initrd = crate::initramfs::make(repo, &build::out_dir(), None)?;
+    let port = free_udp_port()?;
+    let (echo_port, stop_port) = (port, port + 1);
+    let pcap = build::out_dir().join("nic-udp-wedge.pcap");
+    let _ = std::fs::remove_file(&pcap);
+    let mut extra = vec!["-m".to_string(), "256M".to_string()];
+    let rules = format!("udp:127.0.0.1:{echo_port}-:7001 udp:127.0.0.1:{stop_port}-:7002");
+    extra.extend(qemu::net_args(qemu::Net::Virtio, &rules)?);
+    extra.extend(["-object".to_string(), format!("filter-dump,id=wedgecap,netdev=n0,file={}", pcap.display())]);
+    let cmdline = crate::usertest::shell_cmdline_via(
+        "ip=10.0.2.15::10.0.2.2:255.255.255.0::eth0:off",
+        None,
+        "/t/netpeer wedge 7001 10.0.2.77 & p=$!; /t/netpeer wait 7002; kill $p; wait $p; true",
+    )?;
+    let boot = qemu::Boot {
+        image: qemu::Image::Kernel { elf: elf.to_path_buf(), cmdline, initrd: Some(initrd) },
+        smp: 1,
+        extra,
+    };
+    let log = build::out_dir().join("nic-udp-wedge.log");
+    let _ = std::fs::remove_file(&log);
+    let log_for_qemu = log.clone();
+    let qemu_thread = std::thread::spawn(move || qemu::run_captured(&boot, Duration::from_secs(240), &log_for_qemu));
+    let sock = std::net::UdpSocket::bind("127.0.0.1:0").map_err(|e| format!("bind: {e}"))?;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // Probes every 200 ms until the guest has reported (bounded by the
+    // wait below: at most 900).
+    let prober = {
+        let (sock, stop) = (sock.try_clone().map_err(|e| format!("{e}"))?, stop.clone());
+        std::thread::spawn(move || {
+            for n in 0..900u32 {
+                if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                let _ = sock.send_to(format!("probe {n}").as_bytes(), ("127.0.0.1", echo_port));
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        })
+    };
+    let reported = wait_for(
+        &log,
+        "netpeer: connected send after ARP failed: Host is unreachable",
+        Duration::from_secs(180),
+        || {},
+    );
+    // A second more of echoes after the drop.
+    std::thread::sleep(Duration::from_secs(1));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = prober.join();
+    for _ in 0..10 {
+        let _ = sock.send_to(b"stop", ("127.0.0.1", stop_port));
+        if qemu_thread.is_finished() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let run = qemu_thread.join().map_err(|_| "the QEMU thread panicked".to_string())??;
+    let (mut passed, mut failed) = (0u64, 0u64);
+    let r = match wedge_capture(&pcap, [10, 0, 2, 77], 7001) {
+        Ok(c) => match (c.dead_arps.first(), c.dead_arps.last()) {
+            (Some(&first), Some(&last)) => {
+                let during = c.echoes.iter().filter(|&&t| t > first && t < last).count();
+                let after = c.echoes.iter().filter(|&&t| t > last).count();
+                if during > 0 && after > 0 {
+                    Ok(format!(
+                        "{during} probes echoed while 10.0.2.77 went unanswered ({} ARP requests over {:.1} s), {after} after",
+                        c.dead_arps.len(),
+                        last - first
+                    ))
+                } else {
+                    Err(format!("echoes: {during} while ARP asked for 10.0.2.77, {after} after: the socket is wedged"))
+                }
+            }
+            _ => Err("no ARP request for 10.0.2.77 in the capture (see build/nic-udp-wedge.log)".to_string()),
+        },
+        Err(e) => Err(e),
+    };
+    tally(label, "echo", r, &mut passed, &mut failed);
+    let r = if reported {
+        Ok("EHOSTUNREACH".to_string())
+    } else {
+        Err("the connected send did not get EHOSTUNREACH (see target/kiln/nic-udp-wedge.log)".to_string())
+    };
+    tally(label, "connected-error", r, &mut passed, &mut failed);
+    let _ = std::fs::remove_file(&pcap);
+    let (p, f) = crate::usertest::leak_verdict(label, &run);
+    Ok((passed + p, failed + f))
+}
+
+/// `make test`'s stage: both NICs from the host, udhcpc's lease, the
+/// UDP wedge, IPv6 on both NICs (netv6.rs), then the segment.
 pub fn stage(repo: &Path, elf: &Path) -> Result<(u64, u64)> {
     let mut totals = (0, 0);
+    // NETCHECK=wedge|ipv6: that check alone (work on it).
+    match std::env::var("NETCHECK").as_deref() {
+        Ok("wedge") => return udp_wedge(repo, elf),
+        Ok("ipv6") => return crate::netv6::stage(repo, elf),
+        _ => {}
+    }
     // NETSEG_ONLY=1: the segment run alone (work on the attack).
     let nics: &[qemu::Net] =
         if std::env::var("NETSEG_ONLY").is_ok_and(|v| v == "1") { &[] } else { &[qemu::Net::Virtio, qemu::Net::E1000] };
@@ -489,6 +637,10 @@ pub fn stage(repo: &Path, elf: &Path) -> Result<(u64, u64)> {
         let (p, f) = tap_echo(repo, elf, TAP_BYTES)?;
         totals = (totals.0 + p, totals.1 + f);
         let (p, f) = udhcpc_lease(repo, elf)?;
+        totals = (totals.0 + p, totals.1 + f);
+        let (p, f) = udp_wedge(repo, elf)?;
+        totals = (totals.0 + p, totals.1 + f);
+        let (p, f) = crate::netv6::stage(repo, elf)?;
         totals = (totals.0 + p, totals.1 + f);
     }
     let (p, f) = segment(repo, elf, SHORT)?;

@@ -326,7 +326,7 @@ impl E1000 {
         r.tipg.write(regs::TIPG_COPPER);
         r.itr.write(ITR_INTERVAL);
         r.tctl.write(tctl::EN | tctl::PSP | tctl::CT | tctl::COLD);
-        r.rctl.write(rctl::EN | rctl::BAM | rctl::SECRC | rctl::BSIZE_2048 | rctl::RDMTS_HALF);
+        r.rctl.write(rctl::EN | rctl::MPE | rctl::BAM | rctl::SECRC | rctl::BSIZE_2048 | rctl::RDMTS_HALF);
         r.ims.write(int::USED);
         self.rx_next = 0;
         self.rx_tail = RING - 1;

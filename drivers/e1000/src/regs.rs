@@ -107,6 +107,10 @@ pub mod int {
 
 pub mod rctl {
     pub const EN: u32 = 1 << 1;
+    /// Accept every multicast frame (IPv6's neighbour discovery and
+    /// router advertisements come to multicast groups; the driver keeps
+    /// no multicast table).
+    pub const MPE: u32 = 1 << 4;
     /// Accept broadcast.
     pub const BAM: u32 = 1 << 15;
     /// Buffer size 2048 is BSIZE 00 with BSEX 0.

@@ -131,9 +131,12 @@ pub const RTPROT_UNSPEC: u8 = 0;
 pub const RTPROT_KERNEL: u8 = 2;
 pub const RTPROT_BOOT: u8 = 3;
 pub const RTPROT_STATIC: u8 = 4;
+/// Learned from a router advertisement.
+pub const RTPROT_RA: u8 = 9;
 
 // Scopes (`RT_SCOPE_*`).
 pub const RT_SCOPE_UNIVERSE: u8 = 0;
+pub const RT_SCOPE_SITE: u8 = 200;
 pub const RT_SCOPE_LINK: u8 = 253;
 pub const RT_SCOPE_HOST: u8 = 254;
 pub const RT_SCOPE_NOWHERE: u8 = 255;

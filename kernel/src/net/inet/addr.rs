@@ -106,6 +106,33 @@ pub fn encode(family: u16, a: SockAddr) -> AddrBuf {
     }
 }
 
+/// Linux's rule for a link-local IPv6 address in bind and connect
+/// (`__ipv6_addr_needs_scope_id`): `sin6_scope_id` must name the
+/// interface it is on. Without one EINVAL (Linux would take the socket's
+/// SO_BINDTODEVICE, which Kiln does not have); ENODEV for an index no
+/// interface has. Returns the interface index, if the address needs one.
+pub fn check_scope(sa: &SockAddr, bytes: &[u8]) -> Result<Option<u32>, Errno> {
+    let Some(IpAddress::Ipv6(a)) = sa.addr else { return Ok(None) };
+    if !a.is_unicast_link_local() {
+        return Ok(None);
+    }
+    let scope = match bytes.get(24..SIN6_LEN) {
+        Some(b) => u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+        None => 0,
+    };
+    if scope == 0 {
+        return Err(Errno::EINVAL);
+    }
+    // The table's own list: a socket call may hold the stack's lock,
+    // which the stack-backed listing takes.
+    use crate::net::ifaces::Interfaces;
+    let links = crate::net::ifaces::builtin().links()?;
+    if !links.iter().any(|l| l.index == scope) {
+        return Err(Errno::ENODEV);
+    }
+    Ok(Some(scope))
+}
+
 pub fn from_endpoint(e: IpEndpoint) -> SockAddr {
     SockAddr { addr: Some(e.addr), port: e.port }
 }

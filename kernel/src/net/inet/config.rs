@@ -51,8 +51,9 @@ pub fn register_device(mut dev: Box<dyn NetDevice>) -> Result<&'static str, Errn
     };
     let mut cfg = Config::new(HardwareAddress::Ethernet(EthernetAddress(mac)));
     cfg.random_seed = super::random_seed();
+    cfg.slaac = true;
     let iface = Interface::new(cfg, &mut device, stack::now());
-    let index = st.ifaces.len() as u32 + 1;
+    let index = index_of(&st);
     if let IfaceDevice::Nic(n) = &mut device {
         n.ifindex = index;
     }
@@ -65,7 +66,9 @@ pub fn register_device(mut dev: Box<dyn NetDevice>) -> Result<&'static str, Errn
         dev: device,
         sockets: SocketSet::new(alloc::vec::Vec::new()),
         dhcp: None,
+        slaac: Default::default(),
     };
+    super::addrconf::start(&mut f.iface, index, name, mac);
     let param = IP_PARAM.lock().clone();
     match param.as_deref().map(ipconfig::parse) {
         None => {}
@@ -110,6 +113,11 @@ pub fn register_device(mut dev: Box<dyn NetDevice>) -> Result<&'static str, Errn
     st.add_iface(f)?;
     st.poll();
     Ok(name)
+}
+
+/// The Linux index the next interface gets.
+fn index_of(st: &Stack) -> u32 {
+    st.ifaces.len() as u32 + 1
 }
 
 /// Applies what the DHCP client of interface `i` reported.

@@ -5,7 +5,8 @@
 //!   port tables), its lock, and the poll that moves packets.
 //! * [`iface`]: the loopback and the adapter from the drivers'
 //!   `netdev::NetDevice` to smoltcp's `phy::Device`; [`config`]: the
-//!   NIC interfaces' addresses (`ip=` on the command line, or DHCP).
+//!   NIC interfaces' addresses (`ip=` on the command line, or DHCP);
+//!   [`addrconf`]: their IPv6 addresses (link-local, SLAAC).
 //! * [`poller`]: the network thread (device wakeups and timers).
 //! * [`tcp`], [`udp`]: the sockets (with [`direct`], a loopback TCP
 //!   connection's bytes handed straight to the reader), with [`common`] what both carry,
@@ -16,6 +17,7 @@
 //! docs/networking.md tells how a packet travels through these.
 
 pub mod addr;
+pub mod addrconf;
 mod common;
 pub mod config;
 mod direct;
@@ -104,6 +106,7 @@ pub fn init(cmdline: &str) {
         dev,
         sockets: SocketSet::new(alloc::vec::Vec::new()),
         dhcp: None,
+        slaac: Default::default(),
     };
     *STACK.lock() = Some(Stack::new(lo));
     poller::start();

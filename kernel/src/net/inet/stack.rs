@@ -36,6 +36,8 @@ pub struct Iface {
     pub sockets: SocketSet<'static>,
     /// The interface's DHCP client, if `ip=` asked for one.
     pub dhcp: Option<SocketHandle>,
+    /// What the interface table shows of its SLAAC state.
+    pub slaac: super::addrconf::Slaac,
 }
 
 /// A smoltcp socket: which interface's set, which handle.
@@ -311,6 +313,7 @@ impl Stack {
         self.listens.promote(&mut self.ifaces);
         for i in 1..self.ifaces.len() {
             super::config::poll_dhcp(self, i);
+            super::addrconf::sync(self, i);
         }
         self.refresh_watchers();
         let mut next = u64::MAX;

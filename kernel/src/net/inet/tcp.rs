@@ -637,6 +637,9 @@ impl Protocol for TcpSocket {
 
     fn bind(&self, a: &[u8], _names: &NameCtx) -> Result<(), Errno> {
         let sa = addr::parse(self.c.family, a, true)?;
+        // Before the locks (see check_scope). Linux checks it after the
+        // v6-only rule, which only IPv4 addresses meet: same answers.
+        addr::check_scope(&sa, a)?;
         let mut st = stack::lock()?;
         let mut inner = self.inner.lock();
         if inner.local.port != 0 || !matches!(inner.phase, Phase::Closed) {
@@ -674,6 +677,7 @@ impl Protocol for TcpSocket {
             }
         }
         let sa = addr::parse(self.c.family, a, false)?;
+        addr::check_scope(&sa, a)?;
         let remote = match sa.addr {
             Some(a) => a,
             // Linux connects the wildcard to the machine itself.

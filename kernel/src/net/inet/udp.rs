@@ -5,6 +5,25 @@
 //! datagrams only from its peer: the others are dropped when they
 //! arrive (at the refresh after the poll that brought them), so poll
 //! never reports a datagram recv would not return.
+//!
+//! A datagram to an on-link address that does not answer ARP (or NDP)
+//! stays at the head of smoltcp's send queue, and every later datagram
+//! of that smoltcp socket behind it. Linux queues packets per unresolved
+//! neighbour and drops them when resolution fails (3 probes a second
+//! apart), reporting EHOSTUNREACH to a connected socket; datagrams to
+//! other neighbours go on meanwhile. Here a smoltcp socket whose queue a
+//! send's poll left non-empty (on a NIC nothing else keeps a datagram
+//! queued: a full ring drops it) is set aside as *held* for that
+//! destination, and a fresh smoltcp socket on the same endpoint takes
+//! the socket's later datagrams; later datagrams to the same destination
+//! join the held one, in order. A held socket that empties goes; one
+//! that has not moved for [`NEIGHBOUR_WAIT_NS`] goes with its datagrams
+//! ([`UdpSocket::unwedge`]; smoltcp cannot drop a queued datagram, only
+//! the whole socket). Both kinds still receive (smoltcp gives an arriving
+//! datagram to the first socket on the endpoint): recv reads them all,
+//! and a held socket with unread datagrams stays until they are read.
+//! smoltcp rate-limits ARP requests per interface, not per neighbour, so
+//! a neighbour never seen before may wait while a dead one is probed.
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -42,6 +61,30 @@ const TX_BYTES: usize = 128 * 1024;
 /// from user memory to smoltcp.
 const SMALL_DATAGRAM: usize = 256;
 
+/// How long a held send queue may wait for a neighbour's link address
+/// before it is dropped (Linux: `mcast_solicit` 3 probes,
+/// `retrans_time` 1 s apart).
+const NEIGHBOUR_WAIT_NS: u64 = 3_000_000_000;
+
+/// Held smoltcp sockets per socket, at most (each keeps its buffers);
+/// beyond them datagrams queue behind the stuck one until it is dropped.
+const MAX_HELD: usize = 4;
+
+/// A smoltcp socket set aside with datagrams waiting for a neighbour.
+#[derive(Clone, Copy)]
+struct Held {
+    r: SockRef,
+    /// The destination of the datagram that stuck.
+    dest: IpAddress,
+    /// Since when its queue has not moved (monotonic ns), and how many
+    /// bytes it held then.
+    since: u64,
+    queued: usize,
+    /// Its datagrams are given up (the socket waits for its unread
+    /// datagrams to be read before it goes).
+    dropped: bool,
+}
+
 const RCV: u8 = 1;
 const SEND: u8 = 2;
 
@@ -51,10 +94,15 @@ struct Inner {
     remote: Option<IpEndpoint>,
     /// The source address connect chose (what getsockname shows).
     conn_src: Option<IpAddress>,
-    /// One smoltcp socket per interface the socket receives on.
+    /// One smoltcp socket per interface the socket receives on, and the
+    /// held ones (see the module header).
     socks: Vec<SockRef>,
+    held: Vec<Held>,
     shut: u8,
     rx_seen: usize,
+    /// Since when the send queue of a socket in `socks` that could not
+    /// be held has not moved (monotonic ns), and how many bytes it held.
+    tx_stall: Option<(u64, usize)>,
     released: bool,
 }
 
@@ -73,8 +121,10 @@ pub fn open(family: u16) -> Result<Arc<dyn Protocol>, Errno> {
             remote: None,
             conn_src: None,
             socks: Vec::new(),
+            held: Vec::new(),
             shut: 0,
             rx_seen: 0,
+            tx_stall: None,
             released: false,
         }),
         me: hal::sync::Once::new(),
@@ -185,7 +235,103 @@ impl UdpSocket {
         queued
     }
 
+    /// Lets held sockets that emptied go, and drops those that have not
+    /// moved for [`NEIGHBOUR_WAIT_NS`], with the queue of a socket that
+    /// could not be held (see the module header). A queue only drains
+    /// from its head, so any fall in its bytes is progress.
+    fn unwedge(&self, st: &mut Stack, inner: &mut Inner) {
+        let now = hal::time::monotonic_ns();
+        let mut failed = false;
+        let mut k = 0;
+        while k < inner.held.len() {
+            let h = &mut inner.held[k];
+            let u = st.udp(h.r);
+            let (queued, unread) = (u.send_queue(), u.recv_queue());
+            if queued < h.queued {
+                h.since = now;
+            }
+            h.queued = queued;
+            if !h.dropped && queued > 0 && now.saturating_sub(h.since) >= NEIGHBOUR_WAIT_NS {
+                h.dropped = true;
+                failed = true;
+                log::debug!("net: udp port {}: dropped datagrams for unresolved {}", inner.local.port, h.dest);
+            }
+            if (queued == 0 || h.dropped) && unread == 0 {
+                let r = h.r;
+                inner.held.swap_remove(k);
+                inner.socks.retain(|x| *x != r);
+                st.remove(r);
+            } else {
+                k += 1;
+            }
+        }
+        let stuck: usize = inner.socks.iter().filter(|r| !is_held(inner, **r)).map(|r| st.udp(*r).send_queue()).sum();
+        if stuck == 0 {
+            inner.tx_stall = None;
+        } else {
+            let since = match inner.tx_stall {
+                Some((_, before)) if stuck < before => now,
+                Some((since, _)) => since,
+                None => now,
+            };
+            inner.tx_stall = Some((since, stuck));
+            if now.saturating_sub(since) >= NEIGHBOUR_WAIT_NS {
+                for k in 0..inner.socks.len() {
+                    let r = inner.socks[k];
+                    if is_held(inner, r) {
+                        continue;
+                    }
+                    let u = st.udp(r);
+                    if u.send_queue() == 0 || u.recv_queue() > 0 {
+                        continue;
+                    }
+                    let ep = u.endpoint();
+                    let Ok(fresh) = self.new_smoltcp(st, r.iface, ep) else { continue };
+                    st.remove(r);
+                    inner.socks[k] = fresh;
+                    failed = true;
+                }
+                if failed {
+                    inner.tx_stall = None;
+                }
+            }
+        }
+        // Linux's locally made ICMP host unreachable reaches a connected
+        // socket only (udp_err).
+        if failed && inner.remote.is_some() {
+            self.c.set_err(Errno::EHOSTUNREACH);
+            self.c.opts.async_io.error();
+        }
+    }
+
+    /// After a send's poll: if the smoltcp socket `r` kept a datagram
+    /// (its neighbour is unresolved), sets it aside for `dest` and gives
+    /// the socket a fresh one for its other traffic.
+    fn hold_if_stuck(&self, st: &mut Stack, inner: &mut Inner, r: SockRef, dest: IpAddress) {
+        if st.ifaces[r.iface].info.loopback || is_held(inner, r) || inner.held.len() >= MAX_HELD {
+            return;
+        }
+        let u = st.udp(r);
+        let queued = u.send_queue();
+        if queued == 0 {
+            return;
+        }
+        let ep = u.endpoint();
+        let Some(k) = inner.socks.iter().position(|x| *x == r) else { return };
+        if inner.held.try_reserve(1).is_err() || inner.socks.try_reserve(1).is_err() {
+            return;
+        }
+        let Ok(fresh) = self.new_smoltcp(st, r.iface, ep) else { return };
+        // The fresh one takes the held one's place, so it is the one
+        // sends find first.
+        inner.socks[k] = fresh;
+        inner.socks.push(r);
+        let now = hal::time::monotonic_ns();
+        inner.held.push(Held { r, dest, since: now, queued, dropped: false });
+    }
+
     fn refresh_locked(&self, st: &mut Stack, inner: &mut Inner) {
+        self.unwedge(st, inner);
         let mut ev = Events::OUT | Events::WRNORM | Events::WRBAND;
         if self.c.has_err() {
             ev |= Events::ERR;
@@ -240,10 +386,18 @@ impl UdpSocket {
         if len + headers > st.ifaces[iface].info.mtu {
             return Err(Errno::EMSGSIZE);
         }
+        // A pending error (a neighbour that never answered) is this
+        // send's, as sock_alloc_send_pskb reports it.
+        if let Some(e) = self.c.take_err() {
+            return Err(e);
+        }
         let local_addr = inner.local.addr;
-        let r = match inner.socks.iter().find(|r| r.iface == iface) {
-            Some(r) => *r,
-            None => {
+        let held = inner.held.iter().find(|h| h.dest == remote.addr && h.r.iface == iface && !h.dropped);
+        let r = match (held, inner.socks.iter().find(|r| r.iface == iface && !is_held(&inner, **r))) {
+            // Behind the datagrams already waiting for this neighbour.
+            (Some(h), _) => h.r,
+            (None, Some(r)) => *r,
+            (None, None) => {
                 // Bound to one interface's address, sending out of
                 // another: the source address decides (Linux routes by
                 // it); smoltcp sockets live per interface, so the first.
@@ -265,6 +419,8 @@ impl UdpSocket {
             Err(udp::SendError::Unaddressable) => return Err(Errno::EINVAL),
         }
         st.poll();
+        let mut inner = self.inner.lock();
+        self.hold_if_stuck(&mut st, &mut inner, r, remote.addr);
         Ok(len)
     }
 
@@ -323,10 +479,15 @@ impl UdpSocket {
         for r in core::mem::take(&mut inner.socks) {
             st.remove(r);
         }
+        inner.held.clear();
         if inner.owns_port {
             st.ports.release(Transport::Udp, inner.local.port, self.c.id);
         }
     }
+}
+
+fn is_held(inner: &Inner, r: SockRef) -> bool {
+    inner.held.iter().any(|h| h.r == r)
 }
 
 fn meta_vec(n: usize) -> Result<Vec<udp::PacketMetadata>, Errno> {
@@ -393,6 +554,9 @@ impl Protocol for UdpSocket {
 
     fn bind(&self, a: &[u8], _names: &NameCtx) -> Result<(), Errno> {
         let sa = addr::parse(self.c.family, a, true)?;
+        // Before the locks (see check_scope). Linux checks it after the
+        // v6-only rule, which only IPv4 addresses meet: same answers.
+        addr::check_scope(&sa, a)?;
         let mut st = stack::lock()?;
         let mut inner = self.inner.lock();
         if inner.owns_port {
@@ -415,6 +579,10 @@ impl Protocol for UdpSocket {
     }
 
     fn connect(&self, a: &[u8], _names: &NameCtx, _nonblock: bool) -> Result<(), Errno> {
+        // Before the locks (see check_scope); AF_UNSPEC is not parsed.
+        if let Ok(sa) = addr::parse(self.c.family, a, false) {
+            addr::check_scope(&sa, a)?;
+        }
         let mut st = stack::lock()?;
         let mut inner = self.inner.lock();
         if a.len() >= 2 && u16::from_le_bytes([a[0], a[1]]) == s::AF_UNSPEC {
