@@ -117,6 +117,17 @@ pub struct DirEntry {
     pub kind: FileType,
 }
 
+/// The rules of O_DIRECT on a file ([`Inode::direct_align`]).
+#[derive(Clone, Copy, Debug)]
+pub struct DirectIo {
+    /// The disk's logical block size: a transfer's offset, length and
+    /// buffer address must be multiples of it.
+    pub align: u64,
+    /// The file system's block size: a read running past the end is
+    /// checked only up to the end rounded up to it.
+    pub block: u64,
+}
+
 pub trait Inode: Send + Sync {
     fn metadata(&self) -> Metadata;
 
@@ -154,13 +165,10 @@ pub trait Inode: Send + Sync {
         Err(if self.file_type() == FileType::Directory { Errno::EISDIR } else { Errno::EINVAL })
     }
 
-    /// O_DIRECT: when this file's I/O can bypass the page cache, the
-    /// alignment (the disk's logical block size) a direct transfer's
-    /// offset, length and buffer need, and the file system's block size
-    /// (a read running past the end is checked up to the end rounded up to
-    /// it); `None` when O_DIRECT is served like any I/O (tmpfs, as Linux
+    /// O_DIRECT: how a direct transfer must be aligned when this file's
+    /// I/O can bypass the page cache; `None` when O_DIRECT is served like any I/O (tmpfs, as Linux
     /// 6.6+ does, and files with no disk behind them).
-    fn direct_align(&self) -> Option<(u64, u64)> {
+    fn direct_align(&self) -> Option<DirectIo> {
         None
     }
 

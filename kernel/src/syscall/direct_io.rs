@@ -25,14 +25,14 @@ use linux_abi::layout::Iovec;
 use super::fs_io::bounce;
 use super::{SysResult, SyscallContext};
 use crate::fs::file::OpenFile;
+use crate::fs::inode::DirectIo;
 use crate::fs::Inode;
 
 /// Bytes moved per call of the file system (one kernel buffer).
 const DIRECT_CHUNK: usize = 512 * 1024;
 
-/// The inode of a transfer on `f` when it is direct, with the alignment
-/// and the file system's block size (`Inode::direct_align`).
-pub(super) fn direct(f: &OpenFile) -> Option<(&Arc<dyn Inode>, (u64, u64))> {
+/// The inode of a transfer on `f` when it is direct, with its rules.
+pub(super) fn direct(f: &OpenFile) -> Option<(&Arc<dyn Inode>, DirectIo)> {
     if f.flags() & c::O_DIRECT == 0 {
         return None;
     }
@@ -51,7 +51,7 @@ fn aligned(align: u64, values: &[u64]) -> bool {
 /// the end rounded up to a block, as for one buffer. `at` is the offset
 /// of a positioned call.
 pub(super) fn check_vector(f: &OpenFile, iovs: &[Iovec], at: Option<u64>, write: bool) -> Result<(), Errno> {
-    let Some((inode, (align, block))) = direct(f) else { return Ok(()) };
+    let Some((inode, DirectIo { align, block })) = direct(f) else { return Ok(()) };
     let limit = if write {
         u64::MAX
     } else {
@@ -75,7 +75,7 @@ pub(super) fn read(
     ctx: &SyscallContext,
     f: &OpenFile,
     inode: &Arc<dyn Inode>,
-    (align, block): (u64, u64),
+    DirectIo { align, block }: DirectIo,
     buf: u64,
     len: usize,
     at: Option<u64>,
@@ -122,7 +122,7 @@ pub(super) fn write(
     ctx: &SyscallContext,
     f: &OpenFile,
     inode: &Arc<dyn Inode>,
-    (align, _): (u64, u64),
+    DirectIo { align, .. }: DirectIo,
     buf: u64,
     len: usize,
     at: Option<u64>,

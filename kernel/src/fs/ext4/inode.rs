@@ -21,7 +21,9 @@ use linux_abi::errno::Errno;
 
 use super::{now, Ext4Volume, EXT4_SUPER_MAGIC};
 use crate::fs::file::FileOps;
-use crate::fs::inode::{DirEntry, DiskXattrs, FileType, FsStats, Inode, Metadata, Owner, S_IFDIR, S_IFLNK, S_IFMT};
+use crate::fs::inode::{
+    DirEntry, DirectIo, DiskXattrs, FileType, FsStats, Inode, Metadata, Owner, S_IFDIR, S_IFLNK, S_IFMT,
+};
 use crate::fs::pagecache::{Backend, CachedFile, PageCache};
 use crate::mm::PAGE_SIZE;
 
@@ -243,8 +245,8 @@ impl Inode for Ext4Inode {
         Ok(n)
     }
 
-    fn direct_align(&self) -> Option<(u64, u64)> {
-        self.is_regular().then_some((self.vol.logical_block, self.vol.block_size))
+    fn direct_align(&self) -> Option<DirectIo> {
+        self.is_regular().then_some(DirectIo { align: self.vol.logical_block, block: self.vol.block_size })
     }
 
     fn read_direct(&self, offset: u64, buf: &mut [u8]) -> Result<usize, Errno> {
