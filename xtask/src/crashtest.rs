@@ -109,7 +109,11 @@ fn drive_args(images: &[&Path]) -> Vec<String> {
 /// long after the workload started, `Ok((n, ms))` that long after the
 /// `n`th `sync` began. Returns the serial output and whether QEMU had to
 /// be killed (it must: the workload does not end).
-fn run_and_cut(boot: &qemu::Boot, aim: std::result::Result<(u32, u64), u64>, log: &Path) -> Result<(String, bool)> {
+pub(crate) fn run_and_cut(
+    boot: &qemu::Boot,
+    aim: std::result::Result<(u32, u64), u64>,
+    log: &Path,
+) -> Result<(String, bool)> {
     let mut child = qemu::command(boot)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -117,6 +117,17 @@ pub struct DirEntry {
     pub kind: FileType,
 }
 
+/// The rules of O_DIRECT on a file ([`Inode::direct_align`]).
+#[derive(Clone, Copy, Debug)]
+pub struct DirectIo {
+    /// The disk's logical block size: a transfer's offset, length and
+    /// buffer address must be multiples of it.
+    pub align: u64,
+    /// The file system's block size: a read running past the end is
+    /// checked only up to the end rounded up to it.
+    pub block: u64,
+}
+
 pub trait Inode: Send + Sync {
     fn metadata(&self) -> Metadata;
 
@@ -152,6 +163,25 @@ pub trait Inode: Send + Sync {
 
     fn write_at(&self, _offset: u64, _buf: &[u8]) -> Result<usize, Errno> {
         Err(if self.file_type() == FileType::Directory { Errno::EISDIR } else { Errno::EINVAL })
+    }
+
+    /// O_DIRECT: how a direct transfer must be aligned when this file's
+    /// I/O can bypass the page cache; `None` when O_DIRECT is served like any I/O (tmpfs, as Linux
+    /// 6.6+ does, and files with no disk behind them).
+    fn direct_align(&self) -> Option<DirectIo> {
+        None
+    }
+
+    /// An O_DIRECT read (aligned as [`Inode::direct_align`] says): from
+    /// the disk, after the cached dirty pages of the range were written.
+    fn read_direct(&self, offset: u64, buf: &mut [u8]) -> Result<usize, Errno> {
+        self.read_at(offset, buf)
+    }
+
+    /// An O_DIRECT write: to the disk, the cached pages of the range
+    /// written back and dropped first.
+    fn write_direct(&self, offset: u64, buf: &[u8]) -> Result<usize, Errno> {
+        self.write_at(offset, buf)
     }
 
     fn truncate(&self, _size: u64) -> Result<(), Errno> {
@@ -207,8 +237,12 @@ pub trait Inode: Send + Sync {
     }
 
     /// A shared mapping is about to make page `index` writable (Linux's
-    /// `page_mkwrite`): the page is dirty from now on.
-    fn page_mkwrite(&self, _index: u64) {}
+    /// `page_mkwrite`): the page is dirty from now on, and the file system
+    /// has promised the blocks its writeback needs (ENOSPC: the store gets
+    /// SIGBUS, as on Linux, rather than a writeback that fails later).
+    fn page_mkwrite(&self, _index: u64) -> Result<(), Errno> {
+        Ok(())
+    }
 
     /// sync_file_range and msync: writes the dirty pages of bytes
     /// [offset, end) back, and with `wait` waits until the device has them.

@@ -451,6 +451,18 @@ impl PageCache {
     pub fn writeback(&self, be: &dyn Backend, first: u64, end: u64, older_than: u64) -> Result<u64, Errno> {
         let mut st = self.state.lock();
         let Some(store) = st.store.as_mut() else { return Ok(0) };
+        self.write_dirty(store, be, first, end, older_than)
+    }
+
+    /// [`PageCache::writeback`] with the store locked.
+    fn write_dirty(
+        &self,
+        store: &mut PageStore,
+        be: &dyn Backend,
+        first: u64,
+        end: u64,
+        older_than: u64,
+    ) -> Result<u64, Errno> {
         let dirty = store.dirty_in(first, end, older_than);
         if dirty.is_empty() {
             return Ok(0);
@@ -493,6 +505,65 @@ impl PageCache {
         Ok(written)
     }
 
+    /// An O_DIRECT read of up to `buf.len()` bytes at `offset`, from the
+    /// disk: the range's dirty pages are written back first (so the disk
+    /// holds what a buffered read would see), and the read stops at the
+    /// file's end. The bytes go from the device into `buf` (the block
+    /// layer's own DMA buffers between), never into the cache.
+    pub fn read_direct(&self, be: &dyn Backend, offset: u64, buf: &mut [u8]) -> Result<usize, Errno> {
+        let mut st = self.state.lock();
+        let store = loaded(&mut st, be)?;
+        let size = store.size();
+        if offset >= size || buf.is_empty() {
+            return Ok(0);
+        }
+        let end = offset.saturating_add(buf.len() as u64).min(size);
+        self.write_dirty(store, be, offset / PAGE_SIZE, end.div_ceil(PAGE_SIZE), u64::MAX)?;
+        let n = (end - offset) as usize;
+        // Pages between the disk's end and the cache's that are not dirty
+        // were never written: zeros, which the backend leaves there.
+        buf[..n].fill(0);
+        be.read_pages(offset, &mut buf[..n])?;
+        Ok(n)
+    }
+
+    /// An O_DIRECT write of `data` at `offset` to the disk. The range's
+    /// dirty pages are written back and its clean ones dropped first, so
+    /// no cached copy goes stale; blocks over holes are reserved as a
+    /// buffered write reserves them (ENOSPC when the disk cannot promise
+    /// them). `None` when a page of the range is still mapped (a mapping
+    /// holds its frame, which cannot be dropped): the caller writes
+    /// through the cache instead, as Linux falls back to a buffered write
+    /// when it cannot invalidate the range.
+    pub fn write_direct(&self, be: &dyn Backend, offset: u64, data: &[u8]) -> Result<Option<usize>, Errno> {
+        if data.is_empty() {
+            return Ok(Some(0));
+        }
+        let end = offset.checked_add(data.len() as u64).ok_or(Errno::EFBIG)?;
+        let mut st = self.state.lock();
+        let store = loaded(&mut st, be)?;
+        let (first, last) = (offset / PAGE_SIZE, end.div_ceil(PAGE_SIZE));
+        self.write_dirty(store, be, first, last, u64::MAX)?;
+        store.drop_clean(first, last, u64::MAX);
+        if store.any_in(first, last) {
+            return Ok(None);
+        }
+        let bs = be.block_size().clamp(512, PAGE_SIZE);
+        let holes = be.holes(offset / bs, end.div_ceil(bs))?;
+        let reserved: u64 = holes.iter().map(|&(a, b)| b - a).sum();
+        if reserved > 0 {
+            be.reserve(reserved)?;
+        }
+        if let Err(e) = be.write_pages(offset, data, reserved) {
+            be.release(reserved);
+            return Err(e);
+        }
+        if end > store.size() {
+            store.set_size(end);
+        }
+        Ok(Some(data.len()))
+    }
+
     /// The frame of page `index` for a mapping (read from the disk if
     /// needed); see `PageStore::frame_to_map`.
     pub fn frame_to_map(&self, be: &dyn Backend, index: u64, partial: bool) -> Result<Option<UserFrame>, Errno> {
@@ -529,11 +600,26 @@ impl PageCache {
         self.state.lock().store.as_ref().is_some_and(|s| s.is_loaded(index))
     }
 
-    /// A shared mapping makes page `index` writable.
-    pub fn page_mkwrite(&self, index: u64) {
-        if let Some(s) = self.state.lock().store.as_mut() {
-            s.page_mkwrite(index);
+    /// A shared mapping makes page `index` writable: the blocks of the
+    /// page the file has none for on the disk are reserved first (Linux's
+    /// `ext4_page_mkwrite` delalloc reservation), so its writeback cannot
+    /// meet a full disk; ENOSPC when the disk cannot promise them, and the
+    /// page is left as it was.
+    pub fn page_mkwrite(&self, be: &dyn Backend, index: u64) -> Result<(), Errno> {
+        let mut st = self.state.lock();
+        let store = loaded(&mut st, be)?;
+        let start = index.saturating_mul(PAGE_SIZE);
+        let end = start.saturating_add(PAGE_SIZE).min(store.size());
+        if start < end {
+            let deltas = reserve_for(store, be, start, end)?;
+            let d = deltas.first().copied().unwrap_or(0);
+            if d > 0 && !store.add_reserved(index, d) {
+                be.release(d);
+            }
+            self.note_reserved(store);
         }
+        store.page_mkwrite(index);
+        Ok(())
     }
 
     /// Reads [first, end) into the cache now (WILLNEED, readahead(2)).

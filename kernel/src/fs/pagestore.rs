@@ -373,6 +373,11 @@ impl PageStore {
         self.pages.contains_key(&index)
     }
 
+    /// Whether any page of [first, end) is in memory.
+    pub fn any_in(&self, first: u64, end: u64) -> bool {
+        self.pages.range(first..end).next().is_some()
+    }
+
     /// The first page of [first, end) not in memory.
     pub fn first_missing(&self, first: u64, end: u64) -> Option<u64> {
         let mut want = first;

@@ -58,6 +58,17 @@ pub enum FaultError {
     BusError,
 }
 
+/// A shared file page the file system could not make writable: out of
+/// memory, or (ENOSPC, EIO, a read-only volume) SIGBUS, as Linux's
+/// `page_mkwrite` errors are.
+fn mkwrite_error(e: Errno) -> FaultError {
+    if e == Errno::ENOMEM {
+        FaultError::OutOfMemory
+    } else {
+        FaultError::BusError
+    }
+}
+
 pub struct AddressSpace {
     pub(super) page_table: Arc<PageTable>,
     pub(super) vmas: BTreeMap<u64, Vma>,
@@ -230,8 +241,9 @@ impl AddressSpace {
                 return Ok(());
             }
             if let Some((source, index)) = Self::tracked_shared(vma, va) {
-                // The first store to a clean page of a file: it is dirty.
-                source.page_mkwrite(index);
+                // The first store to a clean page of a file: it is dirty
+                // (and its blocks promised, or the store gets SIGBUS).
+                source.page_mkwrite(index).map_err(mkwrite_error)?;
                 self.page_table.protect(va, Self::page_flags(vma, false));
                 return Ok(());
             }
@@ -241,7 +253,7 @@ impl AddressSpace {
         let mut flags = Self::page_flags(vma, exclusive);
         if let Some((source, index)) = Self::tracked_shared(vma, va) {
             if access == FaultAccess::Write {
-                source.page_mkwrite(index);
+                source.page_mkwrite(index).map_err(mkwrite_error)?;
             } else {
                 flags.writable = false;
             }
@@ -716,19 +728,25 @@ impl AddressSpace {
             let vma = self.vmas.get_mut(&k).expect("vma present");
             vma.prot = prot;
             let (start, end, flags) = (vma.start, vma.end, Self::page_flags(vma, false));
+            // Pages of a file made writable in place are dirty now; one
+            // whose blocks the disk cannot promise stays read-only, so a
+            // store to it faults (and gets SIGBUS there, as on Linux).
+            let mut refused = Vec::new();
             if prot.write {
-                // Pages of a file made writable in place are dirty now.
                 for (va, _) in self.page_table.mapped_pages(start, end) {
                     if let Some((source, index)) = Self::tracked_shared(vma, va) {
-                        source.page_mkwrite(index);
+                        if source.page_mkwrite(index).is_err() && refused.try_reserve(1).is_ok() {
+                            refused.push(va);
+                        }
                     }
                 }
             }
+            let read_only = PteFlags { writable: false, ..flags };
             let mut batch = self.page_table.batch();
             for (va, _) in self.page_table.mapped_pages(start, end) {
                 // Private pages get write access back through a fault, which
                 // checks whether they are still shared.
-                batch.protect(va, flags);
+                batch.protect(va, if refused.contains(&va) { read_only } else { flags });
             }
         }
         Ok(())

@@ -70,7 +70,7 @@ impl Staging {
     }
 }
 
-fn bounce(len: usize) -> Result<Vec<u8>, Errno> {
+pub(super) fn bounce(len: usize) -> Result<Vec<u8>, Errno> {
     let mut v = Vec::new();
     v.try_reserve_exact(len).map_err(|_| Errno::ENOMEM)?;
     v.resize(len, 0);
@@ -114,6 +114,13 @@ pub(super) fn read_into_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: 
     }
     check_extent(f, len, at)?;
     update_atime(f);
+    if let Some((inode, align)) = super::direct_io::direct(f) {
+        let n = super::direct_io::read(ctx, f, inode, align, buf, len, at)?;
+        if n > 0 {
+            crate::fs::notify::accessed(f);
+        }
+        return Ok(n);
+    }
     if f.io.user_direct && at.is_none() {
         let n = f.ops.read_user(&|| ctx.vm(), buf, len, f.nonblocking())?;
         if n > 0 {
@@ -257,6 +264,14 @@ pub(super) fn write_from_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len:
     if let Some(inode) = f.ops.inode() {
         perm::clear_setid_on_write(inode.as_ref(), || ctx.cred())?;
     }
+    if let Some((inode, align)) = super::direct_io::direct(f) {
+        let n = super::direct_io::write(ctx, f, inode, align, buf, len, at)?;
+        if n > 0 {
+            crate::fs::notify::modified(f);
+            sync_after_write(f)?;
+        }
+        return Ok(n);
+    }
     if f.io.user_direct && at.is_none() {
         let n = f.ops.write_user(&|| ctx.vm(), buf, len, f.nonblocking())?;
         if n > 0 {
@@ -384,6 +399,7 @@ fn vector_io(ctx: &SyscallContext, a: &[u64; 6], write: bool, at: Option<u64>) -
     if at.is_none() && crate::net::Socket::of(&f).is_some() {
         return super::socket_msg::vector(ctx, &f, &iovs, write);
     }
+    super::direct_io::check_vector(&f, &iovs, at, write)?;
     // RLIMIT_FSIZE counts the whole vector once, so a vector that reaches
     // the limit part way is a short write, not a signal.
     let mut budget = u64::MAX;

@@ -6,6 +6,7 @@
 mod acct;
 mod adjtimex;
 mod cred;
+mod direct_io;
 mod epoll;
 mod eventfd;
 mod exec;

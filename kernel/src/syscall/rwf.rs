@@ -75,6 +75,7 @@ fn rw2(ctx: &SyscallContext, a: &[u64; 6], write: bool) -> SysResult {
     if flags & !x::RWF_SUPPORTED != 0 {
         return Err(Errno::EOPNOTSUPP);
     }
+    super::direct_io::check_vector(&f, &iovs, (!at_position).then_some(pos as u64), write)?;
     // Directories have no iterating read method: only RWF_HIPRI passes.
     if f.is_dir() && flags & !x::RWF_HIPRI != 0 {
         return Err(Errno::EOPNOTSUPP);

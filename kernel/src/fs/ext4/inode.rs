@@ -21,7 +21,9 @@ use linux_abi::errno::Errno;
 
 use super::{now, Ext4Volume, EXT4_SUPER_MAGIC};
 use crate::fs::file::FileOps;
-use crate::fs::inode::{DirEntry, DiskXattrs, FileType, FsStats, Inode, Metadata, Owner, S_IFDIR, S_IFLNK, S_IFMT};
+use crate::fs::inode::{
+    DirEntry, DirectIo, DiskXattrs, FileType, FsStats, Inode, Metadata, Owner, S_IFDIR, S_IFLNK, S_IFMT,
+};
 use crate::fs::pagecache::{Backend, CachedFile, PageCache};
 use crate::mm::PAGE_SIZE;
 
@@ -243,6 +245,41 @@ impl Inode for Ext4Inode {
         Ok(n)
     }
 
+    fn direct_align(&self) -> Option<DirectIo> {
+        self.is_regular().then_some(DirectIo { align: self.vol.logical_block, block: self.vol.block_size })
+    }
+
+    fn read_direct(&self, offset: u64, buf: &mut [u8]) -> Result<usize, Errno> {
+        if !self.is_regular() {
+            return self.read_at(offset, buf);
+        }
+        self.cache.read_direct(self, offset, buf)
+    }
+
+    fn write_direct(&self, offset: u64, buf: &[u8]) -> Result<usize, Errno> {
+        if !self.is_regular() {
+            return Err(self.not_regular());
+        }
+        self.vol.with(|fs| if fs.is_read_only() { Err(Errno::EROFS) } else { Ok(()) })?;
+        let Some(n) = self.cache.write_direct(self, offset, buf)? else {
+            // A page of the range is mapped: through the cache, then down
+            // to the device as a direct write would be.
+            let n = self.write_at(offset, buf)?;
+            self.write_dirty(offset / PAGE_SIZE, (offset + n as u64).div_ceil(PAGE_SIZE))?;
+            return Ok(n);
+        };
+        let t = now();
+        self.vol.with(|fs| {
+            // The data goes to the device before the call returns, as
+            // Linux waits for a direct write's bios (durable only after a
+            // flush: fsync, O_DSYNC).
+            fs.device_mut().unplug()?;
+            fs.set_attr(self.ino, SetAttr { mode: None, uid: None, gid: None, atime: None, mtime: Some(t), ctime: t })
+        })?;
+        self.vol.changed()?;
+        Ok(n)
+    }
+
     fn truncate(&self, size: u64) -> Result<(), Errno> {
         if !self.is_regular() {
             return Err(self.not_regular());
@@ -293,8 +330,8 @@ impl Inode for Ext4Inode {
         self.cache.has_page(index)
     }
 
-    fn page_mkwrite(&self, index: u64) {
-        self.cache.page_mkwrite(index);
+    fn page_mkwrite(&self, index: u64) -> Result<(), Errno> {
+        self.cache.page_mkwrite(self, index)
     }
 
     fn sync_range(&self, offset: u64, end: u64, wait: bool) -> Result<(), Errno> {

@@ -43,6 +43,10 @@ pub struct Ext4Volume {
     fs: Mutex<Option<Ext4<Disk>>>,
     /// The device's number: st_dev of every file.
     pub dev: u64,
+    /// The device's logical block size: what O_DIRECT transfers align to.
+    pub logical_block: u64,
+    /// The file system's block size.
+    pub block_size: u64,
     inodes: SpinLock<BTreeMap<u32, Weak<Ext4Inode>>>,
     /// Inodes whose last in-memory reference went. Each live
     /// [`Ext4Inode`] holds one pin in the library (so an unlinked file
@@ -240,16 +244,20 @@ impl Ext4Volume {
 pub fn mount(queue: Arc<BlockQueue>, read_only: bool, synchronous: bool) -> Result<Arc<dyn Inode>, Errno> {
     let dev = queue.rdev;
     let name = queue.name.clone();
+    let logical_block = u64::from(queue.info.logical_block_size).max(512);
     let fs = Ext4::mount(Disk::new(queue, read_only), MountOptions { read_only, now: now() })?;
     let (txs, blocks) = fs.replayed;
     if txs > 0 {
         log::info!("ext4 {name}: journal replayed: {txs} transactions, {blocks} blocks");
     }
     let read_only = fs.is_read_only();
+    let block_size = fs.block_size() as u64;
     let vol = Arc::try_new(Ext4Volume {
         name,
         fs: Mutex::new(Some(fs)),
         dev,
+        logical_block,
+        block_size,
         inodes: SpinLock::new(BTreeMap::new()),
         unpins: SpinLock::new(Vec::new()),
         unreserve: AtomicU64::new(0),
