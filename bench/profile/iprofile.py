@@ -21,7 +21,13 @@ Environment: KELF (default target/kiln/kiln.elf), INITRD (default
 target/kiln/bench-initramfs.cpio.gz, which `make bench` builds), LINUX (a
 vmlinuz: profile Linux instead; its symbols are not resolved), IPROFILE_DELAY
 (seconds from kbench's start to the recording, default 0.3; less for a
-benchmark that ends sooner at full speed, such as epoll_wait)."""
+benchmark that ends sooner at full speed, such as epoll_wait).
+
+Storage rows (`bench storage`, kstor): STORAGE=virtio or nvme boots the storage
+initramfs (INITRD default target/kiln/bench-storage-initramfs.cpio.gz, which
+`cargo run -p xtask -- bench storage` builds) with a fresh image made as that
+bench makes it (OUT.img, deleted afterwards) and runs `kstor DEV 100`; NAME is the
+row to profile, and the recording starts when kstor reports the row before it."""
 import bisect
 import os
 import re
@@ -44,8 +50,33 @@ def counter():
     return exe
 
 
+KSTOR_ROWS = ["seq_write", "seq_read", "rand_read_cold", "rand_read_warm", "fsync_4k", "create_4k", "unlink",
+              "untar_sync"]
+
+
+def storage_image(out, bus):
+    """A fresh image as xtask/src/bench/storage.rs makes it, and its QEMU arguments."""
+    img = f"{out}.img"
+    uuid = "6b696c6e-7374-6f72-6167-650000000001"
+    subprocess.run(["truncate", "-s", "0", img], check=True)
+    subprocess.run(["truncate", "-s", "512M", img], check=True)
+    subprocess.run(["/sbin/mkfs.ext4", "-q", "-F", "-U", uuid, "-E",
+                    f"lazy_itable_init=0,lazy_journal_init=0,hash_seed={uuid}", img],
+                   check=True, env=dict(os.environ, E2FSPROGS_FAKE_TIME="1767225600"))
+    device = "virtio-blk-pci,drive=d0" if bus == "virtio" else "nvme,drive=d0,serial=kiln0"
+    return img, ["-drive", f"file={img},if=none,id=d0,format=raw,cache=writeback,discard=unmap",
+                 "-device", device]
+
+
 def record(out, name, seconds):
     mon, fifo = f"{out}.mon", f"{out}.fifo"
+    bus = os.environ.get("STORAGE")
+    initrd, disk, start = INITRD, [], b"kbench start"
+    if bus:
+        initrd = os.environ.get("INITRD", os.path.join(ROOT, "target/kiln/bench-storage-initramfs.cpio.gz"))
+        img, disk = storage_image(out, bus)
+        before = KSTOR_ROWS.index(name)
+        start = f"bench {KSTOR_ROWS[before - 1]} ".encode() if before else b"kstor start"
     for p in (mon, fifo):
         if os.path.exists(p):
             os.unlink(p)
@@ -57,17 +88,22 @@ def record(out, name, seconds):
         append = f"console=ttyS0 quiet panic=-1 rdinit=/init mitigations=off nokaslr norandmaps -- all 100 {name}"
     else:
         kernel, append = KELF, f"init=/init -- all 100 {name}"
+    if bus:
+        dev = "/dev/vda" if bus == "virtio" else "/dev/nvme0n1"
+        append = append.split(" -- ")[0] + f" -- /b/kstor {dev} 100"
     qemu = subprocess.Popen(
         ["qemu-system-x86_64", "-accel", "tcg", "-cpu", "max,-erms,-fsrm", "-m", "512M", "-smp", "1",
          "-display", "none", "-no-reboot", "-nic", "none", "-serial", "stdio",
          "-monitor", f"unix:{mon},server=on,wait=off", "-device", "isa-debug-exit,iobase=0xf4,iosize=4",
-         "-kernel", kernel, "-initrd", INITRD, "-append", append, "-D", fifo,
-         "-icount", "shift=0,align=off,sleep=off"],
+         "-kernel", kernel, "-initrd", initrd, "-append", append, "-D", fifo,
+         # The storage rows wait for a real disk: with sleep=off an idle
+         # guest's clock races ahead and its request timeouts fire.
+         "-icount", f"shift=0,align=off,sleep={'on' if bus else 'off'}"] + disk,
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     with open(out + ".log", "wb") as log:
         for line in qemu.stdout:
             log.write(line)
-            if b"kbench start" in line:
+            if start in line:
                 break
         # Past the first few operations (kbench's untimed warm-up runs
         # at full speed until logging slows the guest down).
@@ -87,7 +123,7 @@ def record(out, name, seconds):
         log.write(qemu.stdout.read())
     qemu.wait()
     count.wait()
-    for p in (mon, fifo):
+    for p in (mon, fifo) + ((img,) if bus else ()):
         if os.path.exists(p):
             os.unlink(p)
     print(open(out + ".total").read().strip())

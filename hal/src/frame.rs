@@ -57,9 +57,31 @@ impl UserFrame {
         Ok(UserFrame { paddr })
     }
 
+    /// A fresh frame holding `data` followed by zeros, with one
+    /// reference: the page cache fills frames from disk reads this way,
+    /// without first zeroing what it then overwrites (one pass over every
+    /// page read).
+    pub fn alloc_copy(data: &[u8]) -> Result<UserFrame, OutOfMemory> {
+        let len = data.len().min(PAGE_SIZE as usize);
+        let paddr = mm::alloc_user_frame_dirty().ok_or(OutOfMemory)?;
+        count_of(paddr).store(1, Ordering::Release);
+        LIVE.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the frame was just taken from the allocator, so this is
+        // the only reference to it; the direct map covers it, `len` is at
+        // most a page, and `data` is a Rust slice, not the frame. The
+        // bytes past `len` are zeroed below, so no stale data of an
+        // earlier owner stays readable.
+        unsafe {
+            let dst = paddr.to_virt() as *mut u8;
+            core::ptr::copy_nonoverlapping(data.as_ptr(), dst, len);
+            core::ptr::write_bytes(dst.add(len), 0, PAGE_SIZE as usize - len);
+        }
+        Ok(UserFrame { paddr })
+    }
+
     /// A fresh frame holding a copy of `self`.
     pub fn duplicate(&self) -> Result<UserFrame, OutOfMemory> {
-        let paddr = mm::alloc_user_frame_zeroed().ok_or(OutOfMemory)?;
+        let paddr = mm::alloc_user_frame_dirty().ok_or(OutOfMemory)?;
         count_of(paddr).store(1, Ordering::Release);
         LIVE.fetch_add(1, Ordering::Relaxed);
         // SAFETY: both frames are user-data frames owned through handles

@@ -145,6 +145,14 @@ pub fn set_reclaimer(f: fn(u64) -> u64) {
 /// A zero-filled frame for user memory, or `None` when taking it would
 /// dip into [`kernel_reserve_frames`] and reclaim found nothing to free.
 pub fn alloc_user_frame_zeroed() -> Option<PhysAddr> {
+    let frame = alloc_user_frame_dirty()?;
+    zero_frames(frame, 1);
+    Some(frame)
+}
+
+/// As [`alloc_user_frame_zeroed`], but the frame keeps whatever it held:
+/// for callers that overwrite all of it at once (`UserFrame::alloc_copy`).
+pub(crate) fn alloc_user_frame_dirty() -> Option<PhysAddr> {
     if let Some(frame) = try_alloc_user_frame() {
         return Some(frame);
     }
@@ -170,7 +178,6 @@ fn try_alloc_user_frame() -> Option<PhysAddr> {
         }
         frames.alloc().map(PhysAddr)?
     };
-    zero_frames(frame, 1);
     Some(frame)
 }
 

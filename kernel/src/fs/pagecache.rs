@@ -43,9 +43,11 @@ use crate::sync::Mutex;
 const PAGE: usize = PAGE_SIZE as usize;
 /// Pages read at once on a miss of a non-sequential read.
 const READAHEAD_MIN: u64 = 8;
-/// The largest readahead window (Linux's default read_ahead_kb is 128;
-/// a larger one pays under TCG, where each request costs a VM exit).
-const READAHEAD_MAX: u64 = 128;
+/// The largest readahead window, 1 MiB (Linux's default read_ahead_kb is
+/// 128, but Linux reads ahead asynchronously and Kiln waits for each fill:
+/// a 1 MiB sequential read waits once instead of twice; under TCG each
+/// request costs a VM exit too).
+const READAHEAD_MAX: u64 = 256;
 /// Pages written back in one call of the file system (its buffer is one
 /// heap object of whole frames, which must be found even when memory is
 /// short and fragmented).

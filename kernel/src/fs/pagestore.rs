@@ -344,10 +344,16 @@ impl PageStore {
     }
 
     fn new_page(&mut self) -> Result<UserFrame, Errno> {
+        self.new_page_with(&[])
+    }
+
+    /// A new page holding `data` (zeros after it).
+    fn new_page_with(&mut self, data: &[u8]) -> Result<UserFrame, Errno> {
         if !self.budget.take() {
             return Err(Errno::ENOSPC);
         }
-        let Ok(frame) = UserFrame::alloc_zeroed() else {
+        let frame = if data.is_empty() { UserFrame::alloc_zeroed() } else { UserFrame::alloc_copy(data) };
+        let Ok(frame) = frame else {
             self.budget.give_back(1);
             return Err(if self.backed { Errno::ENOMEM } else { Errno::ENOSPC });
         };
@@ -396,8 +402,7 @@ impl PageStore {
         if self.pages.contains_key(&index) {
             return Ok(());
         }
-        let frame = self.new_page()?;
-        frame.write(0, &data[..data.len().min(PAGE)]);
+        let frame = self.new_page_with(&data[..data.len().min(PAGE)])?;
         self.pages.insert(index, Page::new(frame));
         Ok(())
     }

@@ -66,7 +66,11 @@ impl<D: BlockDevice> Ext4<D> {
             }
         }
         let typed = self.sb.has_incompat(INCOMPAT_FILETYPE);
+        let inodes = self.sb.inodes_count();
         let mut out = Vec::new();
+        // A leaf of short names holds a few hundred entries: one
+        // allocation instead of a growth per doubling.
+        out.try_reserve(limit / 32).map_err(|_| Errno::ENOMEM)?;
         let mut off = 0;
         while off < limit {
             let rec_len = le16(b, off + 4) as usize;
@@ -80,7 +84,7 @@ impl<D: BlockDevice> Ext4<D> {
                 }
             }
             let ino = le32(b, off);
-            if ino > self.sb.inodes_count() || (!typed && u8_at(b, off + 7) != 0) {
+            if ino > inodes || (!typed && u8_at(b, off + 7) != 0) {
                 return Err(Errno::EUCLEAN);
             }
             let file_type = if typed { u8_at(b, off + 7) } else { 0 };

@@ -71,6 +71,9 @@ pub struct Ext4<D: BlockDevice> {
     /// computed): dropped when the copy changes or leaves the cache.
     pub(crate) verified: BTreeSet<u64>,
     pub(crate) dirty_groups: BTreeSet<u32>,
+    /// Bitmaps changed since the last commit, (group, inode bitmap): their
+    /// checksums are computed once, at the commit.
+    pub(crate) bitmap_csum_pending: BTreeSet<(u32, bool)>,
     pub(crate) sb_dirty: bool,
     /// Blocks freed since the last commit: not reused until it is durable,
     /// so a crash cannot leave an old file pointing at new data.
@@ -131,6 +134,7 @@ impl<D: BlockDevice> Ext4<D> {
             dirty: BTreeSet::new(),
             verified: BTreeSet::new(),
             dirty_groups: BTreeSet::new(),
+            bitmap_csum_pending: BTreeSet::new(),
             sb_dirty: false,
             freed: BTreeSet::new(),
             journal: None,
@@ -321,6 +325,24 @@ impl<D: BlockDevice> Ext4<D> {
         Ok(())
     }
 
+    /// Changes a metadata block in place (as `put_meta` with a changed
+    /// copy, without copying the block out and back).
+    pub(crate) fn modify_meta(&mut self, blk: u64, f: impl FnOnce(&mut [u8])) -> Result<()> {
+        if self.read_only {
+            return Err(Errno::EROFS);
+        }
+        if blk >= self.sb.blocks_count() {
+            return Err(Errno::EUCLEAN);
+        }
+        self.meta_ref(blk)?;
+        self.undo_block(blk);
+        self.verified.remove(&blk);
+        let b = self.cache.get_mut(&blk).ok_or(Errno::EUCLEAN)?;
+        f(b);
+        self.dirty.insert(blk);
+        Ok(())
+    }
+
     /// Drops a block that stopped being metadata (it was freed): a later
     /// data write to it must not be overwritten by a stale copy.
     pub(crate) fn forget_meta(&mut self, blk: u64) {
@@ -346,20 +368,36 @@ impl<D: BlockDevice> Ext4<D> {
     }
 
     /// Loads inode `ino`, checking its checksum and internal sizes.
+    ///
+    /// Checksums are checked per cached table block: the first load from
+    /// a block checks all its inodes and, when all are good, `verified`
+    /// remembers the block until its copy changes other than by
+    /// `store_inode` (which keeps it: the inode it writes gets a fresh
+    /// checksum). A create or stat checked an inode checksum dozens of
+    /// times per call before.
     pub(crate) fn load_inode(&mut self, ino: u32) -> Result<Inode> {
         let (blk, off) = self.inode_location(ino)?;
         let isz = self.sb.inode_size();
-        let raw = slice(self.meta_ref(blk)?, off, isz).to_vec();
-        let inode = Inode { ino, raw };
+        let (seed, bs) = (self.csum_seed, self.bs);
+        let check = self.sb.metadata_csum() && !self.verified.contains(&blk);
+        let table = self.meta_ref(blk)?;
+        let raw = slice(table, off, isz);
+        let mut whole_block_good = false;
+        if check {
+            if !inode_checksum_ok(raw, ino, seed) {
+                return Err(Errno::EUCLEAN);
+            }
+            let first = ino - (off / isz) as u32;
+            whole_block_good = table.len() == bs
+                && (0..bs / isz).all(|k| inode_checksum_ok(slice(table, k * isz, isz), first + k as u32, seed));
+        }
+        let inode = Inode { ino, raw: raw.to_vec() };
+        if whole_block_good {
+            self.verified.insert(blk);
+        }
         if isz > 128 {
             let extra = inode.extra_isize();
             if !extra.is_multiple_of(4) || 128 + extra > isz {
-                return Err(Errno::EUCLEAN);
-            }
-        }
-        if self.sb.metadata_csum() && inode.compute_checksum(self.csum_seed) != inode.stored_checksum() {
-            // An all-zero inode was never written: its checksum is not set.
-            if inode.raw.iter().any(|&b| b != 0) {
                 return Err(Errno::EUCLEAN);
             }
         }
@@ -380,9 +418,14 @@ impl<D: BlockDevice> Ext4<D> {
             inode.update_checksum(self.csum_seed);
         }
         let (blk, off) = self.inode_location(inode.ino)?;
-        let mut b = self.meta(blk)?;
-        put(&mut b, off, &inode.raw);
-        self.put_meta(blk, b)
+        // Every other inode of a checked block is unchanged, and this one
+        // carries its new checksum: the block stays checked.
+        let checked = self.verified.contains(&blk);
+        self.modify_meta(blk, |b| put(b, off, &inode.raw))?;
+        if checked {
+            self.verified.insert(blk);
+        }
+        Ok(())
     }
 
     /// `stat` of inode `ino`.
@@ -443,6 +486,7 @@ impl<D: BlockDevice> Ext4<D> {
     /// Serialises the dirty descriptors and the superblock into their
     /// (cached, dirty) blocks so that the commit journals them.
     pub(crate) fn flush_fs_metadata(&mut self) -> Result<()> {
+        self.update_bitmap_checksums()?;
         let ds = self.sb.desc_size();
         let per_block = self.bs / ds;
         let groups: Vec<u32> = self.dirty_groups.iter().copied().collect();
@@ -575,4 +619,15 @@ impl<D: BlockDevice> Ext4<D> {
             Ok(())
         }
     }
+}
+
+/// Whether raw inode `raw` (numbered `ino`) carries a good checksum; an
+/// all-zero inode was never written and has none.
+fn inode_checksum_ok(raw: &[u8], ino: u32, seed: u32) -> bool {
+    let extra = if raw.len() > 128 { le16(raw, 0x80) as usize } else { 0 };
+    let mut stored = le16(raw, 0x7C) as u32;
+    if 128 + extra >= 0x84 && raw.len() >= 0x84 {
+        stored |= (le16(raw, 0x82) as u32) << 16;
+    }
+    crate::inode::raw_checksum(raw, ino, seed) == stored || raw.iter().all(|&b| b == 0)
 }

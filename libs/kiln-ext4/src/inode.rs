@@ -204,26 +204,7 @@ impl Inode {
         self.checksum_seed(fs_seed)
     }
     pub fn compute_checksum(&self, fs_seed: u32) -> u32 {
-        let mut tmp = self.raw.clone();
-        set_le16(&mut tmp, 0x7C, 0);
-        let has_hi = self.has_extra_field(0x84);
-        if has_hi {
-            set_le16(&mut tmp, 0x82, 0);
-        }
-        let c = crc32c(self.checksum_seed(fs_seed), &tmp);
-        if has_hi {
-            c
-        } else {
-            c & 0xFFFF
-        }
-    }
-    pub fn stored_checksum(&self) -> u32 {
-        let lo = le16(&self.raw, 0x7C) as u32;
-        if self.has_extra_field(0x84) {
-            lo | (le16(&self.raw, 0x82) as u32) << 16
-        } else {
-            lo
-        }
+        raw_checksum(&self.raw, self.ino, fs_seed)
     }
     pub fn update_checksum(&mut self, fs_seed: u32) {
         let c = self.compute_checksum(fs_seed);
@@ -246,4 +227,22 @@ pub fn dirent_type(mode: u16) -> u8 {
         S_IFLNK => 7,
         _ => 0,
     }
+}
+
+/// The metadata_csum checksum of raw inode `raw` (numbered `ino`): the
+/// crc32c of the inode with its checksum fields taken as zero, chained
+/// from the inode's seed. Computed in pieces around those fields, so no
+/// copy of the inode is made (every inode load checks one).
+pub(crate) fn raw_checksum(raw: &[u8], ino: u32, fs_seed: u32) -> u32 {
+    let seed = crc32c(crc32c(fs_seed, &ino.to_le_bytes()), &le32(raw, 0x64).to_le_bytes());
+    let extra = if raw.len() > 128 { le16(raw, 0x80) as usize } else { 0 };
+    let has_hi = 128 + extra >= 0x84 && raw.len() >= 0x84;
+    let mut c = crc32c(seed, slice(raw, 0, 0x7C));
+    c = crc32c(c, &[0, 0]);
+    if !has_hi {
+        return crc32c(c, raw.get(0x7E..).unwrap_or(&[])) & 0xFFFF;
+    }
+    c = crc32c(c, slice(raw, 0x7E, 0x82 - 0x7E));
+    c = crc32c(c, &[0, 0]);
+    crc32c(c, raw.get(0x84..).unwrap_or(&[]))
 }

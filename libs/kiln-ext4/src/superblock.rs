@@ -65,6 +65,7 @@ pub struct Superblock {
 
 macro_rules! field {
     ($get:ident, $set:ident, $ty:ty, $rd:ident, $wr:ident, $off:expr) => {
+        #[inline]
         pub fn $get(&self) -> $ty {
             $rd(&self.raw, $off)
         }

@@ -13,7 +13,7 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::any::Any;
-use core::sync::atomic::{AtomicU8, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 
 use kiln_ext4::{NewInode, SetAttr, Timestamp, XattrFlags};
 use linux_abi::consts as c;
@@ -38,6 +38,10 @@ pub struct Ext4Inode {
     /// 0 not known yet, 1 a regular file, 2 anything else (an inode's
     /// type never changes, and reads should not ask the library).
     regular: AtomicU8,
+    /// The type bits of the mode (`S_IFMT`), 0 until known: the VFS asks
+    /// for the type many times per path call, and each ask was a locked
+    /// inode load and checksum in the library.
+    kind: AtomicU32,
 }
 
 fn ns(t: Timestamp) -> u64 {
@@ -54,7 +58,7 @@ fn name_bytes(name: &str) -> &[u8] {
 
 impl Ext4Inode {
     pub(super) fn new(vol: Arc<Ext4Volume>, ino: u32) -> Ext4Inode {
-        Ext4Inode { vol, ino, cache: PageCache::new(), regular: AtomicU8::new(0) }
+        Ext4Inode { vol, ino, cache: PageCache::new(), regular: AtomicU8::new(0), kind: AtomicU32::new(0) }
     }
 
     fn is_regular(&self) -> bool {
@@ -171,6 +175,7 @@ impl Inode for Ext4Inode {
         let mut m = self.disk_metadata();
         if m.mode & S_IFMT != 0 {
             self.regular.store(if m.mode & S_IFMT == crate::fs::inode::S_IFREG { 1 } else { 2 }, Ordering::Relaxed);
+            self.kind.store(m.mode & S_IFMT, Ordering::Relaxed);
         }
         if let Some(size) = cached {
             let on_disk = m.size.div_ceil(PAGE_SIZE);
@@ -178,6 +183,13 @@ impl Inode for Ext4Inode {
             m.size = size;
         }
         m
+    }
+
+    fn file_type(&self) -> FileType {
+        match self.kind.load(Ordering::Relaxed) {
+            0 => self.metadata().file_type(),
+            kind => FileType::from_mode(kind).unwrap_or(FileType::Regular),
+        }
     }
 
     fn fs_stats(&self) -> FsStats {
