@@ -285,6 +285,9 @@ pub fn nic_echo(repo: &Path, elf: &Path, net: qemu::Net, bytes: u64) -> Result<(
         .map_err(|e| format!("free port: {e}"))?
         .port();
     let mut extra = vec!["-m".to_string(), "512M".to_string()];
+    if qemu::iommu_from_env() {
+        extra.extend(qemu::iommu_args());
+    }
     extra.extend(qemu::net_args(net, &format!("tcp:127.0.0.1:{port}-:7000"))?);
     let cmdline = crate::usertest::shell_cmdline_via(
         "ip=10.0.2.15::10.0.2.2:255.255.255.0::eth0:off",
