@@ -333,6 +333,9 @@ fn echo_through(
 ) -> Result<(u64, u64)> {
     let initrd = crate::initramfs::make(repo, &build::out_dir(), None)?;
     let mut extra = vec!["-m".to_string(), "512M".to_string()];
+    if qemu::iommu_from_env() {
+        extra.extend(qemu::iommu_args());
+    }
     let (addr, gateway, prefix_len) = netdev.guest_addr();
     let (target, port) = match netdev {
         Netdev::Slirp => {

@@ -158,8 +158,27 @@ pub fn command_on(boot: &Boot, cpu: &str) -> Command {
             c.arg("-cdrom").arg(iso).args(["-boot", "d"]);
         }
     }
-    c.args(&boot.extra);
+    c.args(behind_iommu(&boot.extra));
     c
+}
+
+/// `extra` with every virtio device put behind the IOMMU when the boot
+/// has one: QEMU's virtio devices bypass it unless `iommu_platform=on`
+/// (then they offer VIRTIO_F_ACCESS_PLATFORM, which Kiln's drivers
+/// accept; QEMU allows it only on a modern-only device, hence
+/// `disable-legacy=on`). The e1000 and NVMe models always go through it.
+pub fn behind_iommu(extra: &[String]) -> Vec<String> {
+    let has_iommu = extra.iter().any(|a| a.starts_with("intel-iommu"));
+    extra
+        .iter()
+        .map(|a| {
+            if has_iommu && a.starts_with("virtio-") && a.contains("-pci") && !a.contains("iommu_platform") {
+                format!("{a},disable-legacy=on,iommu_platform=on")
+            } else {
+                a.clone()
+            }
+        })
+        .collect()
 }
 
 /// Maps QEMU's status to ours: the kernel's verdict becomes 0 or 1, and
@@ -450,6 +469,19 @@ mod tests {
         assert_eq!(exit_code(Some(35)), 1);
         assert_eq!(exit_code(Some(2)), 2);
         assert_eq!(exit_code(None), 1);
+    }
+
+    #[test]
+    fn virtio_goes_behind_the_iommu() {
+        let args: Vec<String> = ["-device", "virtio-net-pci,netdev=n0", "-device", "e1000,netdev=n1"]
+            .into_iter()
+            .map(String::from)
+            .collect();
+        assert_eq!(behind_iommu(&args), args);
+        let with: Vec<String> = iommu_args().into_iter().chain(args.iter().cloned()).collect();
+        let out = behind_iommu(&with);
+        assert!(out.contains(&"virtio-net-pci,netdev=n0,disable-legacy=on,iommu_platform=on".to_string()));
+        assert!(out.contains(&"e1000,netdev=n1".to_string()));
     }
 
     #[test]

@@ -183,7 +183,12 @@ fn boot_config(
             initrd: Some(initrd),
         },
         smp,
-        extra: [vec!["-m".to_string(), mem.to_string()], qemu::disk_args(img, bus.qemu)?].concat(),
+        extra: [
+            vec!["-m".to_string(), mem.to_string()],
+            if qemu::iommu_from_env() { qemu::iommu_args() } else { Vec::new() },
+            qemu::disk_args(img, bus.qemu)?,
+        ]
+        .concat(),
     })
 }
 

@@ -78,11 +78,14 @@ pub fn all(cpus: &Cpus) -> Result<ExitCode> {
 
     header(3, "in-kernel tests (QEMU, -kernel)");
     let elf = build::kernel(Flavor::Test);
-    totals.add(report("in-kernel tests", elf.clone().and_then(|elf| ktests(&elf, n))));
+    totals.add(report("in-kernel tests", elf.clone().and_then(|elf| ktests(&elf, n, false))));
     // The SMP suite only has something to test with several CPUs.
     if n == 1 {
-        totals.add(report("in-kernel tests at -smp 4", elf.clone().and_then(|elf| ktests(&elf, 4))));
+        totals.add(report("in-kernel tests at -smp 4", elf.clone().and_then(|elf| ktests(&elf, 4, false))));
     }
+    // The drivers again with DMA remapping on (q35, QEMU's VT-d IOMMU):
+    // every device confined to its own buffers, and the confinement test.
+    totals.add(report("in-kernel tests under the IOMMU", elf.clone().and_then(|elf| ktests(&elf, n, true))));
 
     header(4, "fatal exception reports (ktest.crash=...)");
     totals.add(report("crash reports", elf.clone().and_then(|elf| crash_reports(&elf, n))));
@@ -345,10 +348,11 @@ fn parse_summary(line: &str) -> Option<Totals> {
 /// Stage 3: boot the test kernel, count its tests. Anything but a clean
 /// exit with a complete, failure-free summary adds one failure, so a
 /// crash after the last test line still fails the run.
-fn ktests(elf: &std::path::Path, smp: u32) -> Result<Totals> {
-    let monitor = build::out_dir().join(format!("ktest-smp{smp}.monitor"));
+fn ktests(elf: &std::path::Path, smp: u32, iommu: bool) -> Result<Totals> {
+    let tag = if iommu { "-iommu" } else { "" };
+    let monitor = build::out_dir().join(format!("ktest-smp{smp}{tag}.monitor"));
     // A scratch NVMe disk for the NVMe driver's tests (no file system).
-    let nvme_img = build::out_dir().join(format!("ktest-nvme-smp{smp}.img"));
+    let nvme_img = build::out_dir().join(format!("ktest-nvme-smp{smp}{tag}.img"));
     std::fs::File::create(&nvme_img)
         .and_then(|f| f.set_len(KTEST_NVME_BYTES))
         .map_err(|e| format!("{}: {e}", nvme_img.display()))?;
@@ -360,9 +364,14 @@ fn ktests(elf: &std::path::Path, smp: u32) -> Result<Totals> {
         // own user network, and ARP slirp's gateway; the e1000 fault tests
         // take its link down and up through the monitor. The NVMe tests
         // use the scratch disk.
-        extra: [ktest_nics(&monitor), qemu::disk_args(&nvme_img.to_string_lossy(), "nvme")?].concat(),
+        extra: [
+            if iommu { qemu::iommu_args() } else { Vec::new() },
+            ktest_nics(&monitor),
+            qemu::disk_args(&nvme_img.to_string_lossy(), "nvme")?,
+        ]
+        .concat(),
     };
-    let log = build::out_dir().join(ktest_log_name(smp));
+    let log = build::out_dir().join(ktest_log_name(smp, iommu));
     let _ = std::fs::remove_file(&monitor);
     let run = qemu::run_captured_with_monitor(&boot, KTEST_TIMEOUT, &log, Some(monitor.clone()));
     let _ = std::fs::remove_file(&monitor);
@@ -370,7 +379,7 @@ fn ktests(elf: &std::path::Path, smp: u32) -> Result<Totals> {
     let run = run?;
     let k = parse_ktest(&run.output);
     let totals = ktest_verdict(&k, run.status, run.timed_out);
-    let label = format!("in-kernel tests at -smp {smp}");
+    let label = format!("in-kernel tests at -smp {smp}{}", if iommu { " under the IOMMU" } else { "" });
     for line in failure_details(&run.output) {
         crate::recap::failure(format!("{label}: {line}"));
     }
@@ -388,7 +397,7 @@ pub fn kernel_stage(smp: u32, runs: u32) -> Result<ExitCode> {
     let start = std::time::Instant::now();
     for run in 1..=runs {
         let t0 = std::time::Instant::now();
-        let t = ktests(&elf, smp)?;
+        let t = ktests(&elf, smp, qemu::iommu_from_env())?;
         println!(
             "run {run}/{runs} at -smp {smp}: {} passed, {} failed ({:.1} s)",
             t.passed,
@@ -398,7 +407,7 @@ pub fn kernel_stage(smp: u32, runs: u32) -> Result<ExitCode> {
         if t.failed != 0 {
             println!(
                 "failed at run {run} of {runs}; the log is {}",
-                build::out_dir().join(ktest_log_name(smp)).display()
+                build::out_dir().join(ktest_log_name(smp, qemu::iommu_from_env())).display()
             );
             return Ok(ExitCode::FAILURE);
         }
@@ -407,11 +416,12 @@ pub fn kernel_stage(smp: u32, runs: u32) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn ktest_log_name(smp: u32) -> String {
+fn ktest_log_name(smp: u32, iommu: bool) -> String {
+    let tag = if iommu { "-iommu" } else { "" };
     if smp == 1 {
-        "ktest.log".to_string()
+        format!("ktest{tag}.log")
     } else {
-        format!("ktest-smp{smp}.log")
+        format!("ktest-smp{smp}{tag}.log")
     }
 }
 

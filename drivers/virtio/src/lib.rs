@@ -27,4 +27,9 @@ pub mod feature {
     /// The device is virtio 1.x (modern), not legacy.
     pub const VERSION_1: u64 = 1 << 32;
     pub const RING_EVENT_IDX: u64 = 1 << 29;
+    /// The device's DMA goes through the platform's IOMMU (QEMU's
+    /// `iommu_platform=on`). Every driver accepts it: the addresses it
+    /// hands the device are the hal's `DeviceAddr`s, which are what the
+    /// IOMMU maps; without it QEMU's virtio devices bypass the IOMMU.
+    pub const ACCESS_PLATFORM: u64 = 1 << 33;
 }

@@ -193,14 +193,15 @@ impl Transport {
     }
 
     /// Reset, ACKNOWLEDGE, DRIVER, then features: takes the device's
-    /// offer intersected with `wanted`, which must include everything in
+    /// offer intersected with `wanted` (and ACCESS_PLATFORM, always
+    /// accepted), which must include everything in
     /// `required`. Returns what was agreed.
     pub fn begin_init(&mut self, wanted: u64, required: u64) -> Result<u64, TransportError> {
         self.reset()?;
         self.add_status(status::ACKNOWLEDGE);
         self.add_status(status::DRIVER);
         let offered = self.device_features();
-        let agreed = offered & wanted;
+        let agreed = offered & (wanted | crate::feature::ACCESS_PLATFORM);
         if agreed & required != required {
             self.add_status(status::FAILED);
             return Err(TransportError::FeaturesRefused);

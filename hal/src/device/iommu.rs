@@ -22,13 +22,14 @@
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use kiln_util::vtd::{self, gcmd, reg, Caps, FaultRecord};
 
 use super::config::PciAddress;
 use super::dma::{DmaBuffer, DmaPool};
-use super::mmio::{MmioRegion, RegionCore};
+use super::irq::{IrqHandler, IrqReturn, IrqVector, Route};
+use super::mmio::{MmioRegion, ReadWrite, RegionCore};
 use super::window::Window;
 use crate::mm::{PhysAddr, PAGE_SIZE};
 use crate::sync::SpinLock;
@@ -43,6 +44,8 @@ const SPIN_LIMIT: u32 = 10_000_000;
 
 /// The remapping unit: its registers and the root of its tables.
 struct Unit {
+    /// What the DMAR said: where the registers are, which devices it covers.
+    described: vtd::DmarUnit,
     regs: MmioRegion,
     caps: Caps,
     levels: u8,
@@ -74,6 +77,26 @@ pub fn enabled() -> bool {
     ENABLED.load(Ordering::Acquire)
 }
 
+/// Whether the firmware's DMAR describes a remapping unit Kiln drives
+/// (one unit, segment 0, no RMRRs): then [`enabled`] should be true.
+pub fn described() -> bool {
+    crate::bootinfo::get().acpi.dmar.is_some_and(|d| d.unit.is_some() && d.other_units == 0 && d.rmrrs == 0)
+}
+
+/// Frames the unit's tables hold (root, context and I/O page tables):
+/// they grow as domains map new memory and are never given back.
+pub fn table_frames() -> u64 {
+    let unit = UNIT.lock();
+    let Some(unit) = unit.as_ref() else { return 0 };
+    let lower: usize = unit.domains.iter().map(|d| d.tables.lock().lower.len()).sum();
+    (1 + unit.context.len() + unit.domains.len() + lower) as u64
+}
+
+/// How many devices have a translation domain.
+pub fn domains() -> usize {
+    UNIT.lock().as_ref().map_or(0, |u| u.domains.len())
+}
+
 /// Turns remapping on if the firmware described a unit Kiln can drive.
 /// Runs once, from PCI enumeration, before any device is claimed (so
 /// before any driver enables bus mastering).
@@ -84,31 +107,37 @@ pub(crate) fn init() {
     }
     let Some(dmar) = crate::bootinfo::get().acpi.dmar else { return };
     let Some(unit) = dmar.unit else {
-        log::warn!("iommu: the DMAR lists no unit for all of segment 0; DMA is not remapped");
+        log::warn!("iommu: the DMAR lists no unit for segment 0; DMA is not remapped");
         return;
     };
     if dmar.other_units != 0 || dmar.rmrrs != 0 {
         log::warn!("iommu: {} more unit(s), {} RMRR(s): not enabling remapping", dmar.other_units, dmar.rmrrs);
         return;
     }
-    match Unit::start(unit.register_base) {
+    if unit.scopes_dropped != 0 {
+        log::warn!("iommu: {} device scope entries not read; their devices stay untranslated", unit.scopes_dropped);
+    }
+    match Unit::start(unit) {
         Ok(u) => {
             log::info!(
-                "iommu: VT-d at {:#x}: {}-level tables, {} fault record(s), translation on",
+                "iommu: VT-d at {:#x}: {}-level tables, {} fault record(s), {}, translation on",
                 unit.register_base,
                 u.levels,
-                u.caps.fault_records()
+                u.caps.fault_records(),
+                if unit.include_pci_all { "all devices" } else { "devices in its scope" }
             );
+            let regs = u.regs.clone();
             *UNIT.lock() = Some(u);
             ENABLED.store(true, Ordering::Release);
+            install_fault_interrupt(&regs);
         }
         Err(why) => log::warn!("iommu: VT-d at {:#x} not enabled: {why}", unit.register_base),
     }
 }
 
 impl Unit {
-    fn start(base: u64) -> Result<Unit, &'static str> {
-        let window = Window::map(base, PAGE_SIZE).map_err(|_| "cannot map registers")?;
+    fn start(described: vtd::DmarUnit) -> Result<Unit, &'static str> {
+        let window = Window::map(described.register_base, PAGE_SIZE).map_err(|_| "cannot map registers")?;
         let regs = MmioRegion::new(RegionCore::new(window));
         let caps = Caps { cap: regs.read(reg::CAP).unwrap_or(0), ecap: regs.read(reg::ECAP).unwrap_or(0) };
         let levels = caps.levels().ok_or("no 3- or 4-level second-level tables")?;
@@ -120,8 +149,9 @@ impl Unit {
         }
         let tables = DmaPool::new(None);
         let root = tables.alloc(PAGE_SIZE as usize).map_err(|_| "no memory for the root table")?;
-        let unit = Unit { regs, caps, levels, tables, root, context: Vec::new(), domains: Vec::new() };
-        unit.regs.write(reg::FECTL, 1u32 << 31).ok(); // masked: faults are polled
+        let unit = Unit { described, regs, caps, levels, tables, root, context: Vec::new(), domains: Vec::new() };
+        // Masked until the fault interrupt is routed.
+        unit.regs.write(reg::FECTL, 1u32 << 31).ok();
         unit.regs.write(reg::RTADDR, unit.root.device_addr().bits()).map_err(|_| "RTADDR")?;
         unit.command(gcmd::SRTP)?;
         unit.invalidate_context()?;
@@ -206,7 +236,28 @@ pub(crate) fn domain_for(source: PciAddress) -> Option<Arc<Domain>> {
     if !enabled() {
         return None;
     }
-    UNIT.lock().as_mut()?.domain(source)
+    let mut unit = UNIT.lock();
+    let unit = unit.as_mut()?;
+    if !unit.described.covers(source.bus, source.device, source.function, &bridge_buses) {
+        // Not behind the unit: its DMA is not translated (and not
+        // confined); the pool ownership rules are what holds for it.
+        log::warn!("iommu: {source} is outside the unit's device scope; its DMA is not remapped");
+        return None;
+    }
+    unit.domain(source)
+}
+
+/// A PCI bridge's secondary and subordinate bus numbers, for following
+/// DMAR device scope paths.
+fn bridge_buses(bus: u8, device: u8, function: u8) -> Option<(u8, u8)> {
+    let config = super::config::Config::new(PciAddress { bus, device, function });
+    if config.read16(kiln_util::pci::reg::VENDOR_ID) == 0xFFFF
+        || config.read8(kiln_util::pci::reg::HEADER_TYPE) & 0x7F != 1
+    {
+        return None;
+    }
+    let secondary = kiln_util::pci::reg::SECONDARY_BUS;
+    Some((config.read8(secondary), config.read8(secondary + 1)))
 }
 
 impl Domain {
@@ -312,13 +363,55 @@ pub struct DmaFault {
     pub reason: u8,
 }
 
-/// Reads, logs and clears every recorded DMA fault. Faults are polled
-/// (the fault interrupt stays masked): the tests call this, and so can
-/// anything that wants to report them.
-pub fn take_faults() -> Vec<DmaFault> {
-    let mut found = Vec::new();
+/// Faults read from the unit and not yet taken, oldest first (bounded:
+/// past `KEPT_FAULTS` only the count grows).
+static RECORDED: SpinLock<Vec<DmaFault>> = SpinLock::new(Vec::new());
+const KEPT_FAULTS: usize = 64;
+/// Every DMA fault the unit recorded since boot.
+static FAULT_COUNT: AtomicU64 = AtomicU64::new(0);
+/// The unit's fault event vector (kept for the life of the kernel).
+static FAULT_VECTOR: SpinLock<Option<IrqVector>> = SpinLock::new(None);
+
+/// DMA faults recorded since boot.
+pub fn fault_count() -> u64 {
+    FAULT_COUNT.load(Ordering::Relaxed)
+}
+
+/// The unit's fault event: the top half only defers (the records are
+/// read under the unit's lock), the bottom half reads and logs them.
+struct FaultEvent;
+
+impl IrqHandler for FaultEvent {
+    fn top_half(&self) -> IrqReturn {
+        IrqReturn::WakeBottomHalf
+    }
+
+    fn bottom_half(&self) {
+        read_faults();
+    }
+}
+
+/// Routes the unit's fault event to a vector on this CPU, so faults are
+/// logged when they happen; without it they wait for [`take_faults`].
+fn install_fault_interrupt(regs: &MmioRegion) {
+    let reg = |off| regs.register::<u32, ReadWrite>(off);
+    let (Ok(control), Ok(data), Ok(addr), Ok(upper)) =
+        (reg(reg::FECTL), reg(reg::FEDATA), reg(reg::FEADDR), reg(reg::FEUADDR))
+    else {
+        return;
+    };
+    let Ok(handler) = Arc::try_new(FaultEvent) else { return };
+    match IrqVector::new_remapper(handler, Route::Remapper { control, data, addr, upper }) {
+        Ok(v) => *FAULT_VECTOR.lock() = Some(v),
+        Err(e) => log::warn!("iommu: no fault interrupt ({e:?}); faults are read only when polled"),
+    }
+}
+
+/// Reads, logs and clears the unit's fault recording registers into
+/// `RECORDED`.
+fn read_faults() {
     let unit = UNIT.lock();
-    let Some(unit) = unit.as_ref() else { return found };
+    let Some(unit) = unit.as_ref() else { return };
     let base = unit.caps.fault_record_offset();
     for i in 0..unit.caps.fault_records() {
         let at = base + i * 16;
@@ -331,15 +424,25 @@ pub fn take_faults() -> Vec<DmaFault> {
             "iommu: DMA fault: {device} {} {addr:#x} (reason {reason:#x})",
             if write { "write to" } else { "read of" }
         );
-        if found.try_reserve(1).is_ok() {
-            found.push(DmaFault { device, addr, write, reason });
+        FAULT_COUNT.fetch_add(1, Ordering::Relaxed);
+        let mut recorded = RECORDED.lock();
+        if recorded.len() < KEPT_FAULTS && recorded.try_reserve(1).is_ok() {
+            recorded.push(DmaFault { device, addr, write, reason });
         }
     }
     let status: u32 = unit.regs.read(reg::FSTS).unwrap_or(0);
     if status & vtd::FSTS_PFO != 0 {
         log::warn!("iommu: fault records overflowed; some faults were not recorded");
     }
-    // Both are write-1-to-clear.
+    // Both are write-1-to-clear; clearing PPF lets the next fault raise
+    // the interrupt again.
     unit.regs.write(reg::FSTS, status & (vtd::FSTS_PFO | vtd::FSTS_PPF)).ok();
-    found
+}
+
+/// Every DMA fault recorded since the last call (each was logged when
+/// read), oldest first. Reads the unit first, so a fault whose interrupt
+/// has not been handled yet is included.
+pub fn take_faults() -> Vec<DmaFault> {
+    read_faults();
+    core::mem::take(&mut *RECORDED.lock())
 }

@@ -69,6 +69,9 @@ pub enum IrqError {
     Revoked,
 }
 
+/// FECTL's interrupt mask bit.
+const REMAPPER_MASKED: u32 = 1 << 31;
+
 const FIRST_VECTOR: u8 = 0x40;
 const LAST_VECTOR: u8 = 0xDF;
 
@@ -240,6 +243,14 @@ pub(crate) enum Route {
     Intx {
         pin: u8,
     },
+    /// A VT-d remapping unit's fault event registers (FECTL, FEDATA,
+    /// FEADDR, FEUADDR): an MSI the unit itself sends.
+    Remapper {
+        control: Register<u32, ReadWrite>,
+        data: Register<u32, ReadWrite>,
+        addr: Register<u32, ReadWrite>,
+        upper: Register<u32, ReadWrite>,
+    },
 }
 
 /// A vector's number and route, shared by its owner's [`IrqVector`] and
@@ -278,6 +289,13 @@ impl VectorCore {
                 config.write16(cap + msi::data_offset(ctl), data as u16);
             }
             Route::Intx { pin } => crate::apic::route_level_irq(*pin, self.vector, u32::from(apic_id), false),
+            Route::Remapper { control, data: d, addr: a, upper } => {
+                control.write(REMAPPER_MASKED);
+                d.write(data);
+                a.write(addr as u32);
+                upper.write((addr >> 32) as u32);
+                control.write(0);
+            }
         }
         Ok(())
     }
@@ -321,6 +339,13 @@ impl IrqVector {
         IrqVector::install(owner, vector, route, true)
     }
 
+    /// The fault event vector of the hal's own IOMMU (owner 0: no PCI
+    /// device has that owner number).
+    pub(crate) fn new_remapper(handler: Arc<dyn IrqHandler>, route: Route) -> Result<IrqVector, IrqError> {
+        let vector = alloc_vector(0, handler)?;
+        IrqVector::install(0, vector, route, true)
+    }
+
     pub(crate) fn new_intx(owner: usize, pin: u8, handlers: &[Arc<dyn IrqHandler>]) -> Result<IrqVector, IrqError> {
         let mut vector = 0;
         for h in handlers {
@@ -336,7 +361,7 @@ impl IrqVector {
     pub fn kind(&self) -> IrqKind {
         match self.core.route {
             Route::MsiX { .. } => IrqKind::MsiX,
-            Route::Msi { .. } => IrqKind::Msi,
+            Route::Msi { .. } | Route::Remapper { .. } => IrqKind::Msi,
             Route::Intx { .. } => IrqKind::Intx,
         }
     }
@@ -366,13 +391,14 @@ impl IrqVector {
         match &self.core.route {
             Route::MsiX { control, .. } => control.write(msix::ENTRY_MASKED),
             Route::Intx { pin } => crate::apic::set_pin_masked(*pin, true),
+            Route::Remapper { control, .. } => control.write(REMAPPER_MASKED),
             Route::Msi { .. } => {}
         }
     }
 
     pub fn unmask(&self) {
         match &self.core.route {
-            Route::MsiX { control, .. } => control.write(0),
+            Route::MsiX { control, .. } | Route::Remapper { control, .. } => control.write(0),
             Route::Intx { pin } => crate::apic::set_pin_masked(*pin, false),
             Route::Msi { .. } => {}
         }
@@ -381,8 +407,10 @@ impl IrqVector {
 
 impl Drop for IrqVector {
     fn drop(&mut self) {
-        if let Route::MsiX { control, .. } = &self.core.route {
-            control.write(msix::ENTRY_MASKED);
+        match &self.core.route {
+            Route::MsiX { control, .. } => control.write(msix::ENTRY_MASKED),
+            Route::Remapper { control, .. } => control.write(REMAPPER_MASKED),
+            _ => {}
         }
         release(self.core.owner, self.core.vector);
     }

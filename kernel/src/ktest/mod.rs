@@ -13,6 +13,7 @@ mod dev_tests;
 mod device_tests;
 mod e1000_tests;
 mod event_tests;
+mod iommu_tests;
 mod limit_tests;
 mod mm_tests;
 mod nvme_tests;
@@ -58,6 +59,7 @@ const SUITES: &[&[KTest]] = &[
     dev_tests::TESTS,
     device_tests::TESTS,
     e1000_tests::TESTS,
+    iommu_tests::TESTS,
     nvme_tests::TESTS,
     block_tests::TESTS,
     event_tests::TESTS,

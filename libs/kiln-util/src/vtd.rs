@@ -15,14 +15,23 @@ const DMAR_TYPE_RMRR: u16 = 1;
 /// DRHD flags bit 0: the unit covers every PCI device of its segment not
 /// listed under another unit.
 const DRHD_INCLUDE_PCI_ALL: u8 = 1;
+/// Where a DRHD's device scope entries start.
+const DRHD_SCOPES_OFFSET: usize = 16;
+const SCOPE_PCI_ENDPOINT: u8 = 1;
+const SCOPE_PCI_SUB_HIERARCHY: u8 = 2;
+/// The most device scope entries of one unit kept; more are counted.
+pub const MAX_SCOPES: usize = 32;
+/// The most path hops (bridges, then the device) of a scope entry kept.
+pub const MAX_PATH: usize = 4;
 
 /// What the DMAR says.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Dmar {
     /// The widest DMA address the platform produces, in bits.
     pub host_address_width: u8,
-    /// The first DMA-remapping hardware unit (DRHD) of segment 0 that
-    /// covers all its devices: the only shape Kiln drives (QEMU's).
+    /// The first DMA-remapping hardware unit (DRHD) of segment 0: the only
+    /// one Kiln drives. QEMU 7.2 has exactly one, without INCLUDE_PCI_ALL,
+    /// listing each device of bus 0 as a scope entry.
     pub unit: Option<DmarUnit>,
     /// DRHDs past the one kept (not driven: their devices would stay
     /// untranslated, so the hal refuses to turn remapping on).
@@ -38,7 +47,94 @@ pub struct DmarUnit {
     /// Physical address of its 4 KiB register set.
     pub register_base: u64,
     pub segment: u16,
+    /// It covers every device of its segment (then `scopes` only lists
+    /// IO APICs and the like, and is not consulted).
     pub include_pci_all: bool,
+    /// Its PCI device scope entries, in table order.
+    pub scopes: [Option<DeviceScope>; MAX_SCOPES],
+    /// PCI scope entries not kept (past `MAX_SCOPES`, or a path longer
+    /// than `MAX_PATH`): the devices they name count as not covered.
+    pub scopes_dropped: usize,
+}
+
+/// A PCI device scope entry: the function at the end of `path`, walked
+/// from `start_bus` through bridges, and for a sub-hierarchy everything
+/// behind that bridge.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceScope {
+    /// A bridge whose whole sub-hierarchy is covered (else an endpoint).
+    pub sub_hierarchy: bool,
+    pub start_bus: u8,
+    /// (device, function) hops; the first `hops` are used.
+    pub path: [(u8, u8); MAX_PATH],
+    pub hops: u8,
+}
+
+/// A bridge's secondary and subordinate bus numbers, read from its
+/// configuration space by the caller (None: not a bridge).
+pub type BridgeBuses<'a> = &'a dyn Fn(u8, u8, u8) -> Option<(u8, u8)>;
+
+impl DeviceScope {
+    /// The (bus, device, function) the path ends at, following bridges'
+    /// secondary bus numbers; None if a hop is not a bridge.
+    fn target(&self, bridge: BridgeBuses<'_>) -> Option<(u8, u8, u8)> {
+        let hops = self.path.get(..usize::from(self.hops))?;
+        let (&(device, function), before) = hops.split_last()?;
+        let mut bus = self.start_bus;
+        for &(d, f) in before {
+            bus = bridge(bus, d, f)?.0;
+        }
+        Some((bus, device, function))
+    }
+
+    /// Whether this entry names the function at `bus:device.function`.
+    pub fn covers(&self, bus: u8, device: u8, function: u8, bridge: BridgeBuses<'_>) -> bool {
+        let Some(target) = self.target(bridge) else { return false };
+        if target == (bus, device, function) {
+            return true;
+        }
+        self.sub_hierarchy
+            && bridge(target.0, target.1, target.2)
+                .is_some_and(|(secondary, subordinate)| (secondary..=subordinate).contains(&bus))
+    }
+}
+
+impl DmarUnit {
+    /// Whether DMA of the function at `bus:device.function` (segment 0)
+    /// goes through this unit.
+    pub fn covers(&self, bus: u8, device: u8, function: u8, bridge: BridgeBuses<'_>) -> bool {
+        self.include_pci_all || self.scopes.iter().flatten().any(|s| s.covers(bus, device, function, bridge))
+    }
+}
+
+/// The PCI scope entries of a DRHD's body (after its 16-byte header).
+fn read_scopes(s: &[u8], unit: &mut DmarUnit) {
+    let mut at = DRHD_SCOPES_OFFSET;
+    let mut kept = 0;
+    while let (Some(&kind), Some(&len)) = (s.get(at), s.get(at + 1)) {
+        let len = usize::from(len);
+        let Some(entry) = s.get(at..at + len).filter(|_| len >= 6) else { break };
+        at += len;
+        if kind != SCOPE_PCI_ENDPOINT && kind != SCOPE_PCI_SUB_HIERARCHY {
+            continue; // IO APIC, HPET, ACPI namespace device
+        }
+        let hops = (len - 6) / 2;
+        if hops == 0 || hops > MAX_PATH || kept == MAX_SCOPES {
+            unit.scopes_dropped += 1;
+            continue;
+        }
+        let mut path = [(0, 0); MAX_PATH];
+        for (i, hop) in path.iter_mut().take(hops).enumerate() {
+            *hop = (entry[6 + 2 * i], entry[7 + 2 * i]);
+        }
+        unit.scopes[kept] = Some(DeviceScope {
+            sub_hierarchy: kind == SCOPE_PCI_SUB_HIERARCHY,
+            start_bus: entry[5],
+            path,
+            hops: hops as u8,
+        });
+        kept += 1;
+    }
 }
 
 /// Decodes a DMAR table (signature "DMAR"); None for another table or a
@@ -55,13 +151,16 @@ pub fn parse_dmar(table_bytes: &[u8]) -> Option<Dmar> {
         let len = usize::from(len);
         let Some(s) = table.get(at..at + len).filter(|_| len >= 4) else { break };
         match kind {
-            DMAR_TYPE_DRHD if len >= 16 => {
-                let unit = DmarUnit {
+            DMAR_TYPE_DRHD if len >= DRHD_SCOPES_OFFSET => {
+                let mut unit = DmarUnit {
                     register_base: u64_at(s, 8)?,
                     segment: u16_at(s, 6)?,
                     include_pci_all: s[4] & DRHD_INCLUDE_PCI_ALL != 0,
+                    scopes: [None; MAX_SCOPES],
+                    scopes_dropped: 0,
                 };
-                if dmar.unit.is_none() && unit.segment == 0 && unit.include_pci_all && unit.register_base != 0 {
+                if dmar.unit.is_none() && unit.segment == 0 && unit.register_base != 0 {
+                    read_scopes(s, &mut unit);
                     dmar.unit = Some(unit);
                 } else {
                     dmar.other_units += 1;
@@ -88,6 +187,10 @@ pub mod reg {
     pub const FSTS: u64 = 0x34;
     /// Fault event control: bit 31 masks the fault interrupt.
     pub const FECTL: u64 = 0x38;
+    /// Fault event MSI: data, address, upper address.
+    pub const FEDATA: u64 = 0x3C;
+    pub const FEADDR: u64 = 0x40;
+    pub const FEUADDR: u64 = 0x44;
 }
 
 /// Global command and status bits (the same position in both).
@@ -270,8 +373,88 @@ mod tests {
         assert!(crate::acpi::table_is_valid(&t));
         let d = parse_dmar(&t).unwrap();
         assert_eq!(d.host_address_width, 39);
-        assert_eq!(d.unit, Some(DmarUnit { register_base: 0xFED9_0000, segment: 0, include_pci_all: true }));
+        let unit = d.unit.unwrap();
+        assert_eq!((unit.register_base, unit.segment, unit.include_pci_all), (0xFED9_0000, 0, true));
+        assert!(unit.covers(3, 0, 0, &|_, _, _| None));
         assert_eq!((d.other_units, d.rmrrs), (0, 0));
+    }
+
+    fn scope(kind: u8, start_bus: u8, path: &[(u8, u8)]) -> std::vec::Vec<u8> {
+        let mut e = std::vec![kind, (6 + 2 * path.len()) as u8, 0, 0, 0, start_bus];
+        for &(d, f) in path {
+            e.extend_from_slice(&[d, f]);
+        }
+        e
+    }
+
+    fn scoped_drhd(base: u64, scopes: &[std::vec::Vec<u8>]) -> std::vec::Vec<u8> {
+        let mut s = drhd(0, 0, base);
+        for e in scopes {
+            s.extend_from_slice(e);
+        }
+        let len = s.len() as u16;
+        s[2..4].copy_from_slice(&len.to_le_bytes());
+        s
+    }
+
+    #[test]
+    fn qemu_7_2_scoped_drhd_decodes() {
+        // QEMU 7.2's q35 DMAR (Linux: "DRHD base: 0xfed90000 flags: 0x0"):
+        // no INCLUDE_PCI_ALL, one endpoint scope per function of bus 0,
+        // and (with interrupt remapping) an IO APIC scope.
+        let scopes = [
+            scope(1, 0, &[(0, 0)]),
+            scope(1, 0, &[(1, 0)]),
+            scope(1, 0, &[(2, 0)]),
+            scope(3, 0xFF, &[(0, 0)]),
+            scope(1, 0, &[(0x1F, 2)]),
+        ];
+        let t = dmar(&[&scoped_drhd(0xFED9_0000, &scopes)]);
+        let unit = parse_dmar(&t).unwrap().unit.unwrap();
+        assert!(!unit.include_pci_all);
+        assert_eq!(unit.scopes.iter().flatten().count(), 4);
+        assert_eq!(unit.scopes_dropped, 0);
+        let no_bridges = |_, _, _| None;
+        assert!(unit.covers(0, 2, 0, &no_bridges));
+        assert!(unit.covers(0, 0x1F, 2, &no_bridges));
+        assert!(!unit.covers(0, 3, 0, &no_bridges));
+        assert!(!unit.covers(0, 0x1F, 3, &no_bridges));
+        assert!(!unit.covers(1, 2, 0, &no_bridges));
+    }
+
+    #[test]
+    fn scopes_follow_bridges() {
+        // A bridge at 0:1c.0 with buses 2..=4 behind it; an endpoint at
+        // 2:00.0 named through it, and a sub-hierarchy at 0:1d.0 (5..=6).
+        let bridge = |bus, dev, func| match (bus, dev, func) {
+            (0, 0x1C, 0) => Some((2, 4)),
+            (0, 0x1D, 0) => Some((5, 6)),
+            _ => None,
+        };
+        let scopes = [scope(1, 0, &[(0x1C, 0), (0, 0)]), scope(2, 0, &[(0x1D, 0)])];
+        let unit = parse_dmar(&dmar(&[&scoped_drhd(0xFED9_0000, &scopes)])).unwrap().unit.unwrap();
+        assert!(unit.covers(2, 0, 0, &bridge));
+        assert!(!unit.covers(3, 0, 0, &bridge));
+        assert!(unit.covers(0, 0x1D, 0, &bridge));
+        assert!(unit.covers(5, 1, 0, &bridge) && unit.covers(6, 0, 0, &bridge));
+        assert!(!unit.covers(7, 0, 0, &bridge));
+        // A path through something that is not a bridge names nothing.
+        assert!(!unit.covers(0, 0, 0, &|_, _, _| None));
+    }
+
+    #[test]
+    fn scope_overflow_is_counted() {
+        let many: std::vec::Vec<_> = (0..MAX_SCOPES as u8 + 2).map(|d| scope(1, 0, &[(d, 0)])).collect();
+        let long = scope(1, 0, &[(1, 0), (2, 0), (3, 0), (4, 0), (5, 0)]);
+        let all: std::vec::Vec<_> = many.into_iter().chain([long]).collect();
+        let unit = parse_dmar(&dmar(&[&scoped_drhd(0xFED9_0000, &all)])).unwrap().unit.unwrap();
+        assert_eq!(unit.scopes.iter().flatten().count(), MAX_SCOPES);
+        assert_eq!(unit.scopes_dropped, 3);
+        // A scope entry shorter than its header ends the walk.
+        let mut bad = scoped_drhd(0xFED9_0000, &[scope(1, 0, &[(2, 0)])]);
+        bad[17] = 2;
+        let unit = parse_dmar(&dmar(&[&bad])).unwrap().unit.unwrap();
+        assert_eq!(unit.scopes.iter().flatten().count(), 0);
     }
 
     #[test]
@@ -279,10 +462,9 @@ mod tests {
         let mut rmrr = std::vec![0u8; 24];
         rmrr[0] = 1;
         rmrr[2] = 24;
-        let scoped = drhd(0, 0, 0xFED9_1000);
-        let t = dmar(&[&scoped, &drhd(1, 0, 0xFED9_0000), &rmrr, &drhd(1, 1, 0xFED9_2000)]);
+        let t = dmar(&[&drhd(1, 1, 0xFED9_2000), &drhd(0, 0, 0xFED9_1000), &rmrr, &drhd(1, 0, 0xFED9_0000)]);
         let d = parse_dmar(&t).unwrap();
-        assert_eq!(d.unit.unwrap().register_base, 0xFED9_0000);
+        assert_eq!(d.unit.unwrap().register_base, 0xFED9_1000);
         assert_eq!((d.other_units, d.rmrrs), (2, 1));
     }
 
@@ -316,6 +498,11 @@ mod tests {
         assert_eq!(caps.iotlb_offset(), 0xF0);
         assert!(!caps.caching_mode());
         assert_eq!(Caps { cap: 0b110 << 8, ecap: 0 }.levels(), Some(4));
+        // QEMU 7.2's own registers (Linux: "cap d2008c22260206 ecap f42").
+        let qemu = Caps { cap: 0x00D2_008C_2226_0206, ecap: 0xF42 };
+        assert_eq!(qemu.levels(), Some(3));
+        assert_eq!((qemu.fault_record_offset(), qemu.fault_records(), qemu.iotlb_offset()), (0x220, 1, 0xF0));
+        assert!(!qemu.caching_mode() && !qemu.coherent());
         assert_eq!(Caps { cap: 0b001 << 8, ecap: 0 }.levels(), None);
     }
 
