@@ -158,9 +158,11 @@ fn measure(repo: &Path, guest: &Guest) -> Vec<Option<f64>> {
     let n = (64u64 << 20).to_string();
     let echo = std::cell::OnceCell::new();
     let rate = |key: &str| {
-        echo.get_or_init(|| output(reach, netecho.to_str().unwrap_or("netecho"), &["send", addr, &p.echo.to_string(), &n, &n]))
-            .as_deref()
-            .and_then(|o| number_after(o, key))
+        echo.get_or_init(|| {
+            output(reach, netecho.to_str().unwrap_or("netecho"), &["send", addr, &p.echo.to_string(), &n, &n])
+        })
+        .as_deref()
+        .and_then(|o| number_after(o, key))
     };
     // A redis that does not finish the first run within the limit is
     // not asked three more times (each would cost the limit again).
