@@ -67,6 +67,20 @@ static int wedge(int port, const char *dead)
     int s = udp_bound(port);
     struct sockaddr_in d = {.sin_family = AF_INET, .sin_port = htons(9)};
     inet_pton(AF_INET, dead, &d.sin_addr);
+    static unsigned char buf[65536];
+    /* The first probe is echoed before the poison, so the host's address
+     * is resolved: the check is that a resolved neighbour is not held up
+     * behind a dead one (a neighbour first asked for while the dead one
+     * is probed waits behind it: smoltcp rate-limits requests per
+     * interface; docs/networking.md). */
+    struct pollfd first = {.fd = s, .events = POLLIN};
+    if (poll(&first, 1, 10000) > 0) {
+        struct sockaddr_in from;
+        socklen_t len = sizeof from;
+        ssize_t n = recvfrom(s, buf, sizeof buf, 0, (struct sockaddr *)&from, &len);
+        if (n >= 0)
+            sendto(s, buf, (size_t)n, 0, (struct sockaddr *)&from, len);
+    }
     if (sendto(s, "poison", 6, 0, (struct sockaddr *)&d, sizeof d) != 6)
         perror("netpeer: sendto the dead address");
     int c = socket(AF_INET, SOCK_DGRAM, 0);
@@ -77,7 +91,6 @@ static int wedge(int port, const char *dead)
     struct timespec t0, now;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int reported = 0;
-    static unsigned char buf[65536];
     for (;;) {
         struct pollfd p = {.fd = s, .events = POLLIN};
         if (poll(&p, 1, 200) > 0) {
