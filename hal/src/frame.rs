@@ -66,17 +66,12 @@ impl UserFrame {
         let paddr = mm::alloc_user_frame_dirty().ok_or(OutOfMemory)?;
         count_of(paddr).store(1, Ordering::Release);
         LIVE.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: the frame was just taken from the allocator, so this is
-        // the only reference to it; the direct map covers it, `len` is at
-        // most a page, and `data` is a Rust slice, not the frame. The
-        // bytes past `len` are zeroed below, so no stale data of an
-        // earlier owner stays readable.
-        unsafe {
-            let dst = paddr.to_virt() as *mut u8;
-            core::ptr::copy_nonoverlapping(data.as_ptr(), dst, len);
-            core::ptr::write_bytes(dst.add(len), 0, PAGE_SIZE as usize - len);
-        }
-        Ok(UserFrame { paddr })
+        let frame = UserFrame { paddr };
+        // The bytes past `len` are zeroed: no stale data of an earlier
+        // owner stays readable.
+        frame.write(0, &data[..len]);
+        frame.zero(len, PAGE_SIZE as usize - len);
+        Ok(frame)
     }
 
     /// A fresh frame holding a copy of `self`.
