@@ -17,6 +17,7 @@
  */
 #include "common.h"
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -26,6 +27,10 @@
 #define DIR_ "/tmp/direct"
 #define EXT4_MAGIC 0xEF53
 #define PG 4096
+
+/* <linux/fs.h>'s, which musl's headers lack. */
+#define BLKSSZGET 0x1268
+#define BLKGETSIZE64 0x80081272
 
 #ifndef RWF_DSYNC
 #define RWF_DSYNC 0x02
@@ -87,6 +92,74 @@ static int align_mode(void)
     printf("align: read into buffer+512: %ld\n", r);
     close(fd);
     unlink("/tmp/direct-align");
+    return 0;
+}
+
+/* Prints what a call gave: the count, or -1 and the errno's name. */
+static void said(const char *what, long r)
+{
+    int e = errno;
+    printf("blockdev: %s: %ld%s%s\n", what, r, r < 0 ? " " : "", r < 0 ? errname(e) : "");
+    errno = 0;
+}
+
+/* "direct blockdev DEV": O_DIRECT on a block device node (Linux's
+ * blkdev_direct_IO rule: buffer address, offset and length multiples of
+ * the logical block size, else EINVAL; a read at the end gives 0, one
+ * running past it is cut short; a write at the end ENOSPC). Reads, and
+ * writes back the device's last 4 KiB unchanged, so a mounted volume
+ * on it is not disturbed. The host runs it on a loop device. */
+static int blockdev_mode(const char *dev)
+{
+    int fd = open(dev, O_RDWR | O_DIRECT);
+    int bfd = open(dev, O_RDWR);
+    unsigned long long size = 0;
+    int lbs = 0;
+    if (fd < 0 || bfd < 0 || ioctl(fd, BLKGETSIZE64, &size) != 0 || ioctl(fd, BLKSSZGET, &lbs) != 0)
+        return 1;
+    long end = (long)size;
+    printf("blockdev: logical block size %d, size a multiple of 4096: %d\n", lbs, size % PG == 0);
+    errno = 0;
+    said("pread 4096 at 0", pread(fd, buf, PG, 0));
+    said("pread into buffer+1", pread(fd, buf + 1, 512, 0));
+    said("pread into buffer+256", pread(fd, buf + 256, 512, 0));
+    said("pread into buffer+512", pread(fd, buf + 512, 512, 0));
+    said("pread length 100", pread(fd, buf, 100, 0));
+    said("pread length 1024", pread(fd, buf, 1024, 0));
+    said("pread at offset 100", pread(fd, buf, 512, 100));
+    said("pread at offset 512", pread(fd, buf, 512, 512));
+    said("pread at the end", pread(fd, buf, PG, end));
+    said("pread at end+1", pread(fd, buf, PG, end + 1));
+    said("pread 4096 at end-512", pread(fd, buf, PG, end - 512));
+    said("pread 0 bytes into buffer+1", pread(fd, buf + 1, 0, 0));
+    struct iovec v[2] = {{buf, 512}, {buf + PG + 100, 512}};
+    said("preadv, second segment at +100", preadv(fd, v, 2, 0));
+    v[1].iov_base = buf + PG;
+    said("preadv, both aligned", preadv(fd, v, 2, 0));
+    v[1].iov_len = 300;
+    said("preadv, second segment 300 bytes", preadv(fd, v, 2, 0));
+    said("buffered pread 100 at offset 100", pread(bfd, back, 100, 100));
+
+    /* The last 4 KiB, written back as they are. */
+    if (pread(fd, buf, PG, end - PG) != PG)
+        return 1;
+    memcpy(back, buf, PG);
+    memcpy(buf + PG, buf, PG);
+    said("pwrite from buffer+256", pwrite(fd, buf + 256, 512, end - PG));
+    said("pwrite length 700", pwrite(fd, buf, 700, end - PG));
+    said("pwrite at offset end-4000", pwrite(fd, buf, 512, end - 4000));
+    said("pwrite 4096 at end-4096", pwrite(fd, buf, PG, end - PG));
+    said("pwrite 4096 at end-512", pwrite(fd, buf + PG - 512, PG, end - 512));
+    said("pwrite at the end", pwrite(fd, buf, 512, end));
+    said("fsync", fsync(fd));
+    said("read back 4096 at end-4096", pread(fd, buf, PG, end - PG));
+    printf("blockdev: last 4 KiB unchanged: %d\n", memcmp(buf, back, PG) == 0);
+    said("F_SETFL without O_DIRECT", fcntl(fd, F_SETFL, 0));
+    said("then pread 100 at offset 100", pread(fd, buf + 1, 100, 100));
+    said("F_SETFL O_DIRECT", fcntl(fd, F_SETFL, O_DIRECT));
+    said("then pread 100 at offset 100", pread(fd, buf + 1, 100, 100));
+    close(fd);
+    close(bfd);
     return 0;
 }
 
@@ -184,6 +257,8 @@ int main(int argc, char **argv)
         return cut_mode();
     if (argc > 1 && !strcmp(argv[1], "full"))
         return full_mode();
+    if (argc > 2 && !strcmp(argv[1], "blockdev"))
+        return blockdev_mode(argv[2]);
     t_init("direct");
     mkdir(DIR_, 0755);
     struct statfs sfs;

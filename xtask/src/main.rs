@@ -12,6 +12,7 @@ mod build;
 mod crashtest;
 mod debiantest;
 mod diskfault;
+mod diskstall;
 mod hostile;
 mod hostlibs;
 mod initramfs;

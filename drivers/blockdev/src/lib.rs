@@ -131,12 +131,34 @@ pub trait BlockDriver: Send {
     /// Requests have been in flight past the block layer's timeout, and
     /// [`complete`](BlockDriver::complete) found no completion for them:
     /// the device lost them (or their interrupt and completion both).
-    /// The driver recovers if it can, e.g. resets the controller and sends
-    /// every request in flight again (Linux's NVMe timeout handler), and
-    /// says whether it did; the block layer then waits another timeout
-    /// before it tries again or gives up on the requests with EIO. The
-    /// default cannot recover.
-    fn recover(&mut self) -> bool {
-        false
+    /// `expired` names them, each with the recoveries already tried for
+    /// it. The driver recovers if it can and says how: NVMe first asks
+    /// the controller to abort a request that timed out once (Linux's
+    /// nvme_timeout), and resets the controller, sending every request in
+    /// flight again, when that fails or the request times out again. The
+    /// block layer then waits another timeout before it tries again or
+    /// gives up on the requests with EIO. The default cannot recover.
+    fn recover(&mut self, _expired: &[Expired]) -> Recovery {
+        Recovery::Failed
     }
+}
+
+/// A request that passed its timeout, for [`BlockDriver::recover`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Expired {
+    pub tag: Tag,
+    /// Recoveries already tried for it.
+    pub recoveries: u32,
+}
+
+/// What [`BlockDriver::recover`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Recovery {
+    /// The device accepted an abort of the requests: each completes, with
+    /// an error if the device did abort it.
+    Aborted,
+    /// The device was reset and the requests sent again.
+    Reset,
+    /// Nothing could be done: the block layer fails the requests.
+    Failed,
 }

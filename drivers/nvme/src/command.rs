@@ -53,6 +53,7 @@ pub mod admin {
     pub const DELETE_CQ: u8 = 0x04;
     pub const CREATE_CQ: u8 = 0x05;
     pub const IDENTIFY: u8 = 0x06;
+    pub const ABORT: u8 = 0x08;
     pub const SET_FEATURES: u8 = 0x09;
 }
 
@@ -105,6 +106,14 @@ pub fn delete_queue(cid: u16, opcode: u8, qid: u16) -> Sqe {
     Sqe { cdw10: u32::from(qid), ..Sqe::new(opcode, cid) }
 }
 
+/// Abort command `target` of submission queue `sqid` (base
+/// specification 2.0, 5.1). Completion dword 0 bit 0 set means the
+/// command was not aborted; an aborted one completes with
+/// [`Status::is_abort_requested`].
+pub fn abort(cid: u16, sqid: u16, target: u16) -> Sqe {
+    Sqe { cdw10: u32::from(sqid) | u32::from(target) << 16, ..Sqe::new(admin::ABORT, cid) }
+}
+
 pub fn identify(cid: u16, cns: u32, nsid: u32, page: DeviceAddr) -> Sqe {
     Sqe { nsid, prp1: page, cdw10: cns, ..Sqe::new(admin::IDENTIFY, cid) }
 }
@@ -137,6 +146,11 @@ impl Status {
     /// Status Code Type (0: generic, 1: command specific, 2: media).
     pub fn code_type(self) -> u8 {
         ((self.0 >> 8) & 0x7) as u8
+    }
+
+    /// Generic "Command Abort Requested": an Abort command ended it.
+    pub fn is_abort_requested(self) -> bool {
+        self.code_type() == 0 && self.code() == 0x07
     }
 
     /// Generic "Invalid Command Opcode": the device lacks the command.

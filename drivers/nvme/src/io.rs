@@ -12,7 +12,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
 
-use blockdev::{BlockDriver, DeviceInfo, IoError, Request, SubmitError, Tag, Waker, SECTOR};
+use blockdev::{BlockDriver, DeviceInfo, Expired, IoError, Recovery, Request, SubmitError, Tag, Waker, SECTOR};
 use hal::device::{DeviceAddr, DmaBuffer, DmaPool};
 
 use crate::command::{io, Sqe, Status};
@@ -36,6 +36,13 @@ pub(crate) struct Slot {
     pub(crate) state: SlotState,
     pub(crate) sqe: Sqe,
     req: Option<Request>,
+}
+
+impl Slot {
+    /// The request the slot carries, if any.
+    pub(crate) fn request(&self) -> Option<Request> {
+        self.req
+    }
 }
 
 pub(crate) struct IoQueue {
@@ -238,7 +245,9 @@ impl BlockDriver for NvmeQueue {
             slot.state = SlotState::Done;
             slot.data.sync_for_cpu();
             let result = io_result(c.status);
-            if result.is_err() {
+            if c.status.is_abort_requested() {
+                log::warn!("nvme: queue {qid} command {:?} aborted after its timeout; EIO", slot.req);
+            } else if result.is_err() {
                 log::warn!("nvme: queue {qid} command {:?}: status {:?}", slot.req, c.status);
             }
             sink(c.cid, result);
@@ -276,15 +285,30 @@ impl BlockDriver for NvmeQueue {
         self.ctrl.irqs.get(self.index).map_or(0, |i| i.interrupts.load(Ordering::Relaxed))
     }
 
-    /// A request timed out: reset the controller, which sends every
-    /// command in flight on every queue again (Linux's nvme_timeout ends
-    /// in a reset too, after an Abort this driver does not send).
-    fn recover(&mut self) -> bool {
+    /// Requests timed out. One that timed out for the first time is
+    /// aborted (Linux's nvme_timeout): the controller ends it with an
+    /// error, or says it could not and the block layer waits another
+    /// timeout. One that times out again, or an Abort that fails, resets
+    /// the controller, which sends every command in flight on every
+    /// queue again.
+    fn recover(&mut self, expired: &[Expired]) -> Recovery {
+        let mut first = Vec::new();
+        if first.try_reserve(expired.len()).is_ok() {
+            first.extend(expired.iter().filter(|e| e.recoveries == 0).map(|e| e.tag));
+        }
+        if !first.is_empty() {
+            match self.ctrl.abort(self.index, &first) {
+                Ok(_) => return Recovery::Aborted,
+                Err(e) => {
+                    log::warn!("nvme {}: abort failed ({e:?}); resetting the controller", self.ctrl.pci.address())
+                }
+            }
+        }
         match self.ctrl.reset() {
-            Ok(_) => true,
+            Ok(_) => Recovery::Reset,
             Err(e) => {
                 log::error!("nvme {}: reset after a timeout failed: {e:?}", self.ctrl.pci.address());
-                false
+                Recovery::Failed
             }
         }
     }

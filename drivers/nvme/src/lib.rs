@@ -16,9 +16,12 @@
 //! phase tag; any error status becomes `IoError::Device` (EIO), an
 //! unknown opcode `IoError::Unsupported`.
 //!
-//! [`Nvme::reset`] resets the controller under load: the queues are
-//! created again and every command still in flight is sent again from
-//! the copy its slot keeps, so callers see no error.
+//! A command that times out is first aborted ([`Nvme::abort`], the
+//! Abort admin command, waited for at most a second); only when the
+//! abort fails, or the command times out again, does [`Nvme::reset`]
+//! reset the controller under load: the queues are created again and
+//! every command still in flight is sent again from the copy its slot
+//! keeps, so callers see no error.
 //!
 //! The driver holds no addresses: BAR 0 is typed registers, and every
 //! ring, PRP and data area is the hal's DMA memory named by `DeviceAddr`.
@@ -65,6 +68,8 @@ pub const MAX_TRANSFER: usize = 128 * 1024;
 const MAX_DISCARD_SECTORS: u32 = 1 << 21;
 /// An admin command that takes longer has failed.
 const ADMIN_TIMEOUT_NS: u64 = 5_000_000_000;
+/// How long an Abort may take before the controller is reset instead.
+const ABORT_TIMEOUT_NS: u64 = 1_000_000_000;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Error {
@@ -312,6 +317,45 @@ impl Nvme {
         1 << (self.lba_shift - 9)
     }
 
+    /// Asks the controller to abort commands `tags` of I/O queue `index`
+    /// (they timed out). Each Abort is waited for at most
+    /// [`ABORT_TIMEOUT_NS`]; an error means one was not answered or
+    /// failed, and the caller resets the controller instead. Returns how
+    /// many the controller says it aborted (those complete with "Command
+    /// Abort Requested", EIO to their callers); the others may still
+    /// complete by themselves. QEMU 7.2's model answers every Abort with
+    /// "not aborted".
+    pub fn abort(&self, index: usize, tags: &[u16]) -> Result<usize, Error> {
+        if self.pci.is_revoked() {
+            return Err(Error::Gone);
+        }
+        let queue = self.io.get(index).ok_or(Error::Unsupported("no such queue"))?;
+        let mut aborted = 0;
+        for &tag in tags {
+            let (qid, req) = {
+                let q = queue.lock();
+                let slot = q.slots.get(usize::from(tag));
+                (q.pair.qid, slot.filter(|s| s.state == io::SlotState::InFlight).and_then(|s| s.request()))
+            };
+            let Some(req) = req else { continue };
+            let dw0 = {
+                let mut admin = self.admin.lock();
+                admin_command_within(&self.regs, &mut admin, ABORT_TIMEOUT_NS, |cid| command::abort(cid, qid, tag))
+            };
+            let dw0 = dw0.inspect_err(|e| {
+                log::warn!("nvme {}: Abort of queue {qid} command {tag} failed: {e:?}", self.pci.address());
+            })?;
+            let done = dw0 & 1 == 0;
+            aborted += usize::from(done);
+            log::warn!(
+                "nvme {}: I/O timeout: queue {qid} command {tag} ({req:?}): abort sent; {}",
+                self.pci.address(),
+                if done { "aborted" } else { "not aborted by the controller; waiting for it" }
+            );
+        }
+        Ok(aborted)
+    }
+
     /// Resets the controller with I/O in flight: disables it (which drops
     /// every queue and command), enables it again, creates the I/O queues
     /// anew and sends every command that had not completed again. Returns
@@ -452,6 +496,16 @@ fn enable(regs: &Regs, cap: &Capabilities, admin: &mut QueuePair) -> Result<(), 
 /// Sends one admin command and polls for its completion; returns its
 /// dword 0.
 fn admin_command(regs: &Regs, admin: &mut Admin, build: impl FnOnce(u16) -> Sqe) -> Result<u32, Error> {
+    admin_command_within(regs, admin, ADMIN_TIMEOUT_NS, build)
+}
+
+/// [`admin_command`], failing after `timeout_ns`.
+fn admin_command_within(
+    regs: &Regs,
+    admin: &mut Admin,
+    timeout_ns: u64,
+    build: impl FnOnce(u16) -> Sqe,
+) -> Result<u32, Error> {
     let cid = admin.next_cid;
     admin.next_cid = admin.next_cid.wrapping_add(1);
     let sqe = build(cid);
@@ -460,7 +514,7 @@ fn admin_command(regs: &Regs, admin: &mut Admin, build: impl FnOnce(u16) -> Sqe)
         return Err(Error::Timeout("admin queue full"));
     }
     admin.pair.ring();
-    let deadline = hal::time::monotonic_ns() + ADMIN_TIMEOUT_NS;
+    let deadline = hal::time::monotonic_ns() + timeout_ns;
     loop {
         if let Some(c) = admin.pair.pop() {
             admin.pair.release_completions();

@@ -3,7 +3,8 @@
 //! and written back), fsync as a device flush, and the ioctls tools ask
 //! a disk (BLKGETSIZE64, BLKGETSIZE, BLKSSZGET, BLKPBSZGET, BLKROGET,
 //! BLKFLSBUF, BLKDISCARD). There is no buffer cache under the node: every
-//! call reaches the device, as O_DIRECT would on Linux.
+//! call reaches the device, as O_DIRECT would on Linux. With O_DIRECT the
+//! call must also be aligned as Linux's is (`syscall/direct_io.rs`).
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -86,6 +87,10 @@ impl FileOps for BlockFile {
 
     fn mode(&self) -> u32 {
         crate::fs::inode::S_IFBLK
+    }
+
+    fn device_block_size(&self) -> Option<u64> {
+        Some(u64::from(self.queue.info.logical_block_size.max(SECTOR as u32)))
     }
 
     fn fsync(&self) -> Result<(), Errno> {

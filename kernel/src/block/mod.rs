@@ -18,6 +18,7 @@
 pub mod dev;
 pub mod plug;
 pub mod queue;
+pub mod sysfs;
 
 use alloc::string::String;
 use alloc::sync::Arc;

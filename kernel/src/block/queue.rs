@@ -20,7 +20,8 @@
 //! [`BlockQueue::set_timeout_ns`]). When one passes, the caller first
 //! polls the device (a completion whose interrupt was lost is found
 //! there), then asks the driver to recover ([`BlockDriver::recover`]:
-//! NVMe resets the controller and sends its requests again) and waits
+//! NVMe aborts the request, and resets the controller and sends its
+//! requests again if it times out once more) and waits
 //! another timeout, up to [`RETRIES`] times; after that the request fails
 //! with EIO. Its tag is abandoned, not reused: if the device completes it
 //! after all, the completion is collected and the slot released then.
@@ -32,7 +33,7 @@ use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use blockdev::{BlockDriver, DeviceInfo, IoError, Request, SubmitError, Tag, SECTOR};
+use blockdev::{BlockDriver, DeviceInfo, Expired, IoError, Recovery, Request, SubmitError, Tag, SECTOR};
 use hal::sync::SpinLock;
 use linux_abi::errno::Errno;
 
@@ -226,8 +227,8 @@ impl BlockQueue {
         self.install(drivers).map(drop)
     }
 
-    /// Sets the request timeout (Linux's io_timeout), at least 1 ms.
-    #[allow(dead_code)] // the test kernel; /sys/block/*/queue/io_timeout later
+    /// Sets the request timeout (/sys/block/*/queue/io_timeout), at
+    /// least 1 ms.
     pub fn set_timeout_ns(&self, ns: u64) {
         self.timeout_ns.store(ns.max(1_000_000), Ordering::Relaxed);
     }
@@ -465,13 +466,29 @@ impl BlockQueue {
         let retry = ops.iter().filter(|op| expired(op)).all(|op| op.retries < RETRIES);
         if retry {
             log::warn!(
-                "{}: {count} request(s) in flight for {} ms with no completion; {} asks its driver to recover",
+                "{}: {count} request(s) in flight for {} ms with no completion; asking the {} driver to recover",
                 self.name,
                 timeout / 1_000_000,
-                self.name
+                driver.driver_name()
             );
             self.stats.recoveries.fetch_add(1, Ordering::Relaxed);
-            if driver.recover() {
+            // Without memory for the list the driver sees none, and
+            // resets rather than aborts (NVMe).
+            let mut list = Vec::new();
+            if list.try_reserve(count).is_ok() {
+                list.extend(
+                    ops.iter()
+                        .filter(|op| expired(op))
+                        .filter_map(|op| Some(Expired { tag: op.tag?, recoveries: op.retries })),
+                );
+            }
+            let how = driver.recover(&list);
+            if how != Recovery::Failed {
+                log::info!(
+                    "{}: driver recovery: {how:?}; the request(s) get another {} ms",
+                    self.name,
+                    timeout / 1_000_000
+                );
                 for op in ops.iter_mut().filter(|op| expired(op)) {
                     op.retries += 1;
                     op.deadline = hal::time::monotonic_ns().saturating_add(timeout);

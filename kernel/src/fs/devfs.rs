@@ -17,6 +17,16 @@ pub const fn makedev(major: u64, minor: u64) -> u64 {
     ((major & 0xfff) << 8) | (minor & 0xff) | ((minor & !0xff) << 12) | ((major & !0xfff) << 32)
 }
 
+/// The major number of a device number `makedev` built.
+pub const fn major(dev: u64) -> u64 {
+    ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff)
+}
+
+/// The minor number of a device number `makedev` built.
+pub const fn minor(dev: u64) -> u64 {
+    (dev & 0xff) | ((dev >> 12) & !0xff)
+}
+
 pub const NULL: u64 = makedev(1, 3);
 pub const ZERO: u64 = makedev(1, 5);
 pub const FULL: u64 = makedev(1, 7);

@@ -57,6 +57,11 @@ pub trait FileOps: Send + Sync {
     fn inode(&self) -> Option<&Arc<dyn Inode>> {
         None
     }
+    /// A block device node: its logical block size, to which an O_DIRECT
+    /// transfer's buffer, offset and length must be aligned.
+    fn device_block_size(&self) -> Option<u64> {
+        None
+    }
     fn ioctl(&self, _cmd: u32, _arg: u64, _vm: &Vm) -> Result<u64, Errno> {
         Err(Errno::ENOTTY)
     }

@@ -288,7 +288,10 @@ fn new_fs_plain(fstype: &str, data: Option<&str>) -> Result<Arc<dyn Inode>, Errn
         "sysfs" => {
             let sys: Arc<dyn Inode> = tmpfs::Tmpfs::new_root_with(0o555, xattr::XattrKinds::KERNFS);
             for d in ["block", "bus", "class", "dev", "devices", "firmware", "fs", "kernel", "module", "power"] {
-                sys.create(d, inode::S_IFDIR | 0o755, 0, inode::Owner::ROOT)?;
+                let dir = sys.create(d, inode::S_IFDIR | 0o755, 0, inode::Owner::ROOT)?;
+                if d == "block" {
+                    crate::block::sysfs::populate(&dir)?;
+                }
             }
             populate_sys_cpus(&sys)?;
             sys

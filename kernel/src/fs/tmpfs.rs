@@ -57,6 +57,20 @@ enum Node {
     Special {
         fifo: Once<Arc<super::pipe::Pipe>>,
     },
+    /// A sysfs attribute: a regular file a kernel object shows and stores.
+    Attr(Arc<dyn Attribute>),
+}
+
+/// What a sysfs attribute file reads and writes (Linux's `show` and
+/// `store`): each read shows the current value, a write at offset 0
+/// stores what it carries, truncation is ignored (`echo 100 >` opens
+/// with O_TRUNC), and the file's mode decides who may open it.
+pub trait Attribute: Send + Sync {
+    fn show(&self) -> Result<String, Errno>;
+    /// A read-only attribute refuses with EACCES (Linux refuses the open).
+    fn store(&self, _value: &[u8]) -> Result<(), Errno> {
+        Err(Errno::EACCES)
+    }
 }
 
 struct Meta {
@@ -329,6 +343,15 @@ impl TmpInode {
         Ok(())
     }
 
+    /// Adds the sysfs attribute file `name` (regular, permission bits
+    /// `perm`, owned by root) to this directory.
+    pub fn create_attribute(&self, name: &str, perm: u32, attr: Arc<dyn Attribute>) -> Result<Arc<dyn Inode>, Errno> {
+        self.dir()?;
+        let mode = super::inode::S_IFREG | (perm & 0o777);
+        let child = TmpInode::new(&self.fs, mode, 0, Owner::ROOT, Node::Attr(attr));
+        self.add_child(name, child)
+    }
+
     fn add_child(&self, name: &str, child: Arc<TmpInode>) -> Result<Arc<dyn Inode>, Errno> {
         Self::check_name(name)?;
         if self.meta.lock().nlink == 0 {
@@ -386,6 +409,8 @@ impl Inode for TmpInode {
             Node::Symlink(t) => t.len() as u64,
             Node::Dir(_) => 4096,
             Node::Special { .. } => 0,
+            // sysfs shows every attribute as one page.
+            Node::Attr(_) => 4096,
         };
         Metadata {
             dev: self.fs.dev,
@@ -473,11 +498,26 @@ impl Inode for TmpInode {
         match &self.node {
             Node::File(data) => Ok(data.lock().read(offset, buf)),
             Node::Dir(_) => Err(Errno::EISDIR),
+            Node::Attr(attr) => {
+                let text = attr.show()?;
+                let start = usize::try_from(offset).unwrap_or(usize::MAX).min(text.len());
+                let n = buf.len().min(text.len() - start);
+                buf[..n].copy_from_slice(&text.as_bytes()[start..start + n]);
+                Ok(n)
+            }
             _ => Err(Errno::EINVAL),
         }
     }
 
     fn write_at(&self, offset: u64, buf: &[u8]) -> Result<usize, Errno> {
+        if let Node::Attr(attr) = &self.node {
+            // Only a write at the start stores (Linux's sysfs writes the
+            // whole buffer to `store` and then ignores later writes).
+            if offset == 0 {
+                attr.store(buf)?;
+            }
+            return Ok(buf.len());
+        }
         let Node::File(data) = &self.node else {
             return Err(if self.node_is_dir() { Errno::EISDIR } else { Errno::EINVAL });
         };
@@ -499,6 +539,9 @@ impl Inode for TmpInode {
     }
 
     fn truncate(&self, size: u64) -> Result<(), Errno> {
+        if let Node::Attr(_) = &self.node {
+            return Ok(());
+        }
         let Node::File(data) = &self.node else {
             return Err(if self.node_is_dir() { Errno::EISDIR } else { Errno::EINVAL });
         };

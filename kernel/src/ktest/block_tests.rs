@@ -11,7 +11,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
 
-use blockdev::{BlockDriver, DeviceInfo, IoError, Request, SubmitError, Tag, Waker};
+use blockdev::{BlockDriver, DeviceInfo, Expired, IoError, Recovery, Request, SubmitError, Tag, Waker};
 use hal::sync::SpinLock;
 use linux_abi::errno::Errno;
 
@@ -47,6 +47,8 @@ struct State {
     /// Handed over, not yet released.
     unreleased: Vec<Tag>,
     recoveries: u32,
+    /// The most recoveries any request named in the last `recover` had.
+    last_expired_recoveries: u32,
     released: u32,
     next_tag: Tag,
 }
@@ -111,18 +113,24 @@ impl BlockDriver for LossyDriver {
         s.in_flight.len() + s.finished.len() + s.unreleased.len()
     }
 
-    fn recover(&mut self) -> bool {
+    fn recover(&mut self, expired: &[Expired]) -> Recovery {
         let mut s = self.state.lock();
         s.recoveries += 1;
+        // The block layer names the requests that timed out, with the
+        // recoveries they had: the first time, none.
+        if expired.is_empty() || expired.iter().any(|e| !s.in_flight.contains(&e.tag)) {
+            return Recovery::Failed;
+        }
         if self.fault == Fault::DropUntilRecovered {
             let sent_again = core::mem::take(&mut s.in_flight);
             if s.finished.try_reserve(sent_again.len()).is_err() {
                 s.in_flight = sent_again;
-                return false;
+                return Recovery::Failed;
             }
             s.finished.extend(sent_again);
         }
-        true
+        s.last_expired_recoveries = expired.iter().map(|e| e.recoveries).max().unwrap_or(0);
+        Recovery::Reset
     }
 }
 
@@ -174,8 +182,12 @@ fn lost_request_fails_with_eio() -> TestResult {
     ensure!(r == Err(Errno::EIO), "a request that never completes: {r:?}");
     ensure!(ns >= (u64::from(RETRIES) + 1) * TIMEOUT_NS, "EIO after {ns} ns, before every retry's timeout");
     ensure!(ns < 2_000_000_000, "EIO only after {} ms", ns / 1_000_000);
-    let recoveries = state.lock().recoveries;
+    let (recoveries, last) = {
+        let s = state.lock();
+        (s.recoveries, s.last_expired_recoveries)
+    };
     ensure!(recoveries == RETRIES, "{recoveries} recoveries, not {RETRIES}");
+    ensure!(last == RETRIES - 1, "the last recovery named a request with {last} recoveries before it");
     ensure!(q.stats.abandoned.load(Ordering::Relaxed) == 1);
     // The slot stays the device's until it completes; then the next call
     // frees it.

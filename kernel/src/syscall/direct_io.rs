@@ -41,6 +41,34 @@ pub(super) fn direct(f: &OpenFile) -> Option<(&Arc<dyn Inode>, DirectIo)> {
     Some((inode, align))
 }
 
+/// O_DIRECT on a block device node ([`FileOps::device_block_size`]): the
+/// buffer's address, the offset and the length must be multiples of the
+/// device's logical block size, or the call fails with EINVAL before any
+/// byte moves (Linux's blkdev_dio_unaligned). An empty call, and a read
+/// at or past the end (which returns 0), are not checked; a read running
+/// past the end is cut there first (Linux's blkdev_read_iter), and a
+/// write at or past the end stays ENOSPC. The node has no cache, so an
+/// aligned call is served as any other.
+///
+/// [`FileOps::device_block_size`]: crate::fs::file::FileOps::device_block_size
+pub(super) fn check_device(f: &OpenFile, buf: u64, len: u64, at: Option<u64>, write: bool) -> Result<(), Errno> {
+    if f.flags() & c::O_DIRECT == 0 || len == 0 {
+        return Ok(());
+    }
+    let Some(block) = f.ops.device_block_size() else { return Ok(()) };
+    let pos = at.unwrap_or_else(|| *f.offset.lock());
+    let size = f.ops.size().unwrap_or(u64::MAX);
+    if pos >= size {
+        return Ok(());
+    }
+    let len = if write { len } else { len.min(size - pos) };
+    if aligned(block, &[buf, pos, len]) {
+        Ok(())
+    } else {
+        Err(Errno::EINVAL)
+    }
+}
+
 fn aligned(align: u64, values: &[u64]) -> bool {
     values.iter().all(|v| v % align == 0)
 }
@@ -51,6 +79,20 @@ fn aligned(align: u64, values: &[u64]) -> bool {
 /// the end rounded up to a block, as for one buffer. `at` is the offset
 /// of a positioned call.
 pub(super) fn check_vector(f: &OpenFile, iovs: &[Iovec], at: Option<u64>, write: bool) -> Result<(), Errno> {
+    if let Some(block) = f.ops.device_block_size().filter(|_| f.flags() & c::O_DIRECT != 0) {
+        // Each segment as one buffer, the offset once.
+        let total: u64 = iovs.iter().map(|v| v.iov_len).fold(0, u64::saturating_add);
+        check_device(f, 0, total, at, write)?;
+        let pos = at.unwrap_or_else(|| *f.offset.lock());
+        let past_end = !write && pos >= f.ops.size().unwrap_or(u64::MAX);
+        if total > 0
+            && !past_end
+            && iovs.iter().filter(|v| v.iov_len > 0).any(|v| !aligned(block, &[v.iov_base, v.iov_len]))
+        {
+            return Err(Errno::EINVAL);
+        }
+        return Ok(());
+    }
     let Some((inode, DirectIo { align, block })) = direct(f) else { return Ok(()) };
     let limit = if write {
         u64::MAX

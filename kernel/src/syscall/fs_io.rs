@@ -113,6 +113,7 @@ pub(super) fn read_into_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len: 
         return read_sink(ctx, sink, buf, len);
     }
     check_extent(f, len, at)?;
+    super::direct_io::check_device(f, buf, len as u64, at, false)?;
     update_atime(f);
     if let Some((inode, align)) = super::direct_io::direct(f) {
         let n = super::direct_io::read(ctx, f, inode, align, buf, len, at)?;
@@ -264,6 +265,7 @@ pub(super) fn write_from_user(ctx: &SyscallContext, f: &OpenFile, buf: u64, len:
     if let Some(inode) = f.ops.inode() {
         perm::clear_setid_on_write(inode.as_ref(), || ctx.cred())?;
     }
+    super::direct_io::check_device(f, buf, len as u64, at, true)?;
     if let Some((inode, align)) = super::direct_io::direct(f) {
         let n = super::direct_io::write(ctx, f, inode, align, buf, len, at)?;
         if n > 0 {
