@@ -30,6 +30,7 @@
 
 /* <linux/fs.h>'s, which musl's headers lack. */
 #define BLKSSZGET 0x1268
+#define BLKDISCARD 0x1277
 #define BLKGETSIZE64 0x80081272
 
 #ifndef RWF_DSYNC
@@ -151,6 +152,13 @@ static int blockdev_mode(const char *dev)
     said("pwrite 4096 at end-4096", pwrite(fd, buf, PG, end - PG));
     said("pwrite 4096 at end-512", pwrite(fd, buf + PG - 512, PG, end - 512));
     said("pwrite at the end", pwrite(fd, buf, 512, end));
+    unsigned long long range[2] = {(unsigned long long)end - PG, PG};
+    said("BLKDISCARD of the last 4 KiB", ioctl(fd, BLKDISCARD, range));
+    range[0] = (unsigned long long)end - PG + 100;
+    said("BLKDISCARD at a misaligned start", ioctl(fd, BLKDISCARD, range));
+    range[0] = (unsigned long long)end;
+    said("BLKDISCARD past the end", ioctl(fd, BLKDISCARD, range));
+    said("pwrite the last 4 KiB back", pwrite(fd, back, PG, end - PG));
     said("fsync", fsync(fd));
     said("read back 4096 at end-4096", pread(fd, buf, PG, end - PG));
     printf("blockdev: last 4 KiB unchanged: %d\n", memcmp(buf, back, PG) == 0);

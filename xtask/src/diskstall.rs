@@ -199,7 +199,11 @@ pub fn root_disk(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
         src.join("check.sh"),
         "grep ' / ' /proc/mounts | head -1 | sed 's/^/root mount: /'\n\
          echo \"marker: $(cat /marker)\"\n\
-         echo 'written in Kiln' > /from-kiln && sync && echo '=== synced'\n",
+         echo 'written in Kiln' > /from-kiln && sync && echo '=== synced'\n\
+         dd if=/marker of=/dev/null 2>/dev/null; set -- $(cat /sys/block/vda/stat)\n\
+         echo \"stat fields $#: reads $1 writes $5 merges $6 flushes ${16}\"\n\
+         dd if=/dev/zero of=/merged bs=64k count=16 conv=fsync 2>/dev/null; set -- $(cat /sys/block/vda/stat)\n\
+         echo \"after 1 MiB + fsync: merges $6\"\n",
     )
     .map_err(|e| format!("{e}"))?;
     let img = work.join("root.img");
@@ -228,6 +232,19 @@ pub fn root_disk(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
         out.contains("root mount: /dev/vda / ext4 rw") && out.contains("marker: written by the host"),
         "root=/dev/vda: the disk's ext4 is / (/proc/mounts), the host's files are there",
         &out,
+    );
+    let merges = out
+        .lines()
+        .find_map(|l| l.strip_prefix("after 1 MiB + fsync: merges "))
+        .and_then(|n| n.trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    check(
+        out.lines().any(|l| l.starts_with("stat fields 17: reads ") && !l.contains("reads 0 ")) && merges > 0,
+        "/sys/block/vda/stat has Linux's 17 fields; writing 1 MiB in 64 KiB pieces merges requests (write merges > 0)",
+        &out.lines()
+            .filter(|l| l.starts_with("stat fields") || l.starts_with("after 1 MiB"))
+            .collect::<Vec<_>>()
+            .join("\n"),
     );
     let preen = Command::new("/sbin/e2fsck").args(["-fp", &img_s]).output().map_err(|e| format!("e2fsck: {e}"))?;
     let code = preen.status.code().unwrap_or(8);

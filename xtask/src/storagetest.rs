@@ -532,6 +532,10 @@ const BLOCKDEV_DIRECT: &str = "logical block size 512, size a multiple of 4096: 
     pwrite 4096 at end-4096: 4096
     pwrite 4096 at end-512: 512
     pwrite at the end: -1 ENOSPC
+    BLKDISCARD of the last 4 KiB: 0
+    BLKDISCARD at a misaligned start: -1 EINVAL
+    BLKDISCARD past the end: -1 EINVAL
+    pwrite the last 4 KiB back: 4096
     fsync: 0
     read back 4096 at end-4096: 4096
     last 4 KiB unchanged: 1

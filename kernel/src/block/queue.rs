@@ -62,6 +62,9 @@ pub struct Stats {
     pub sectors_read: AtomicU64,
     pub sectors_written: AtomicU64,
     pub flushes: AtomicU64,
+    /// Flush and discard requests sent.
+    pub flush_requests: AtomicU64,
+    pub discards: AtomicU64,
     /// Writes that joined an adjacent one instead of becoming a request.
     pub merged: AtomicU64,
     /// Requests that passed their timeout, driver recoveries asked for,
@@ -403,7 +406,9 @@ impl BlockQueue {
                             next += 1;
                             match op.req {
                                 Request::Read { .. } => &self.stats.read_requests,
-                                _ => &self.stats.write_requests,
+                                Request::Write { .. } => &self.stats.write_requests,
+                                Request::Discard { .. } => &self.stats.discards,
+                                Request::Flush => &self.stats.flush_requests,
                             }
                             .fetch_add(1, Ordering::Relaxed);
                         }

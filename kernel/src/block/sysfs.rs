@@ -1,7 +1,7 @@
 //! /sys/block/<dev>: each registered disk's directory, as Linux lays it
 //! out for the files tools read (`dev`, `size`, `ro`,
 //! `queue/logical_block_size`, `queue/physical_block_size`,
-//! `queue/hw_sector_size`, `queue/max_hw_sectors_kb`) and the one a
+//! `queue/hw_sector_size`, `queue/max_hw_sectors_kb`, `stat`) and the one a
 //! root user tunes here, `queue/io_timeout`: the request timeout in
 //! milliseconds that both drivers' recovery starts from (Linux's
 //! `queue_io_timeout_show`/`_store`).
@@ -29,7 +29,7 @@ pub fn populate(block: &Arc<dyn Inode>) -> Result<(), Errno> {
         let dir = dir.as_any().downcast_ref::<TmpInode>().ok_or(Errno::EINVAL)?;
         let queue = dir.create("queue", S_IFDIR | 0o755, 0, Owner::ROOT)?;
         let queue = queue.as_any().downcast_ref::<TmpInode>().ok_or(Errno::EINVAL)?;
-        for (name, what) in [("dev", What::Dev), ("size", What::Size), ("ro", What::ReadOnly)] {
+        for (name, what) in [("dev", What::Dev), ("size", What::Size), ("ro", What::ReadOnly), ("stat", What::Stat)] {
             dir.create_attribute(name, 0o444, attr(&q, what)?)?;
         }
         for (name, what) in [
@@ -57,6 +57,7 @@ enum What {
     LogicalBlockSize,
     MaxHwSectorsKb,
     IoTimeout,
+    Stat,
 }
 
 struct QueueAttr {
@@ -74,6 +75,7 @@ impl Attribute for QueueAttr {
             What::LogicalBlockSize => format!("{}\n", q.info.logical_block_size),
             What::MaxHwSectorsKb => format!("{}\n", u64::from(q.info.max_sectors) / 2),
             What::IoTimeout => format!("{}\n", q.timeout_ns() / 1_000_000),
+            What::Stat => stat_line(&q.stats),
         };
         Ok(text)
     }
@@ -85,6 +87,40 @@ impl Attribute for QueueAttr {
         self.queue.set_timeout_ns(ms * 1_000_000);
         Ok(())
     }
+}
+
+/// Linux's /sys/block/<dev>/stat (Documentation/block/stat.rst): 17
+/// fields, each `%8u`, separated by a space; reads, writes, discards and
+/// flushes with the counts Kiln keeps (times and in-flight are 0; merges
+/// are writes the plug joined to an adjacent one).
+fn stat_line(s: &super::queue::Stats) -> String {
+    let get = |c: &core::sync::atomic::AtomicU64| c.load(core::sync::atomic::Ordering::Relaxed);
+    let fields = [
+        get(&s.read_requests),
+        0,
+        get(&s.sectors_read),
+        0,
+        get(&s.write_requests),
+        get(&s.merged),
+        get(&s.sectors_written),
+        0,
+        0,
+        0,
+        0,
+        get(&s.discards),
+        0,
+        0,
+        0,
+        get(&s.flush_requests),
+        0,
+    ];
+    let mut line = String::new();
+    for (i, f) in fields.into_iter().enumerate() {
+        let sep = if i == 0 { "" } else { " " };
+        line.push_str(&format!("{sep}{f:>8}"));
+    }
+    line.push('\n');
+    line
 }
 
 /// Linux's kstrtou32(.., 10, ..): an optional `+`, decimal digits, one
