@@ -80,7 +80,8 @@ impl PendingSignals {
 
     fn take(&mut self, signo: u32) -> Option<Siginfo> {
         let pos = self.queue.iter().position(|i| i.si_signo as u32 == signo)?;
-        let info = self.queue.remove(pos);
+        // Mostly the only one queued: popping it moves nothing else.
+        let info = if pos == 0 { self.queue.pop_front() } else { self.queue.remove(pos) };
         if !self.queue.iter().any(|i| i.si_signo as u32 == signo) {
             self.set.remove(signo);
         }
@@ -139,16 +140,16 @@ fn init_drops(p: &Process, info: &Siginfo, force: bool) -> bool {
 /// A user-sent signal from `sender` to a process of pid namespace
 /// `target_ns`: a sender the target cannot see (one in an ancestor
 /// namespace) shows as pid 0 and forces SIGKILL and SIGSTOP through to a
-/// namespace's init, as Linux's send_signal_locked does. Returns the
-/// signal as the target gets it and whether it is forced.
-fn from_sender(info: Siginfo, sender: &Process, target_ns: &super::pidns::PidNs) -> (Siginfo, bool) {
+/// namespace's init, as Linux's send_signal_locked does. Rewrites `info`
+/// as the target gets it (in place: it is 128 bytes) and returns whether
+/// it is forced.
+fn from_sender(info: &mut Siginfo, sender: &Process, target_ns: &super::pidns::PidNs) -> bool {
     if info.si_code > 0 || target_ns.local(sender.pid).is_some() {
-        return (info, false);
+        return false;
     }
-    let mut info = info;
     // si_pid: the union's first four bytes.
     info.fields[0..4].copy_from_slice(&0i32.to_le_bytes());
-    (info, true)
+    true
 }
 
 /// Sends a signal to a process (kill).
@@ -157,15 +158,15 @@ pub fn send_to_process(p: &Arc<Process>, info: Siginfo) {
 }
 
 /// Sends a user's signal (kill, sigqueue) from `sender` to a process.
-pub fn send_from(sender: &Process, p: &Arc<Process>, info: Siginfo) {
-    let (info, force) = from_sender(info, sender, &p.pid_ns);
+pub fn send_from(sender: &Process, p: &Arc<Process>, mut info: Siginfo) {
+    let force = from_sender(&mut info, sender, &p.pid_ns);
     deliver_to_process(p, info, force);
 }
 
 /// Sends a user's signal (tkill, tgkill, rt_tgsigqueueinfo) from
 /// `sender` to one thread.
-pub fn send_to_task_from(sender: &Process, t: &Arc<Task>, info: Siginfo) {
-    let (info, force) = from_sender(info, sender, &t.process.pid_ns);
+pub fn send_to_task_from(sender: &Process, t: &Arc<Task>, mut info: Siginfo) {
+    let force = from_sender(&mut info, sender, &t.process.pid_ns);
     deliver_to_task(t, info, force);
 }
 
@@ -449,7 +450,7 @@ fn handle_attention(t: &Arc<Task>, ctx: &mut UserContext) -> Flow {
                 }
             }
         };
-        let Some(info) = taken else {
+        let Some(mut info) = taken else {
             if let Some(kt) = t.kthread.get() {
                 kt.set_interrupt(false);
             }
@@ -464,15 +465,14 @@ fn handle_attention(t: &Arc<Task>, ctx: &mut UserContext) -> Flow {
             finish_restart(t, ctx, None);
             return Flow::Continue;
         };
-        // Signal-delivery-stop: the tracer decides what is delivered.
-        let info = if traced {
+        // Signal-delivery-stop: the tracer decides what is delivered (an
+        // untraced thread's siginfo is not moved again: 128 bytes).
+        if traced {
             match super::ptrace::signal_stop(t, ctx, info) {
-                Some(info) => info,
+                Some(changed) => info = changed,
                 None => continue,
             }
-        } else {
-            info
-        };
+        }
         let signo = info.si_signo as u32;
         let action = t.process.signals.action(signo);
         if action.handler == SIG_IGN {

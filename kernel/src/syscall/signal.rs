@@ -164,10 +164,14 @@ pub fn sys_kill(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         // Any thread id names its whole process, as on Linux; the
         // permission check asks the named thread's credentials.
         let me = ctx.process();
-        // kill(getpid(), ...) needs no look-up in the process table.
-        let found =
-            if me.pid_ns.global(pid) == Some(me.pid) { Some(me.clone()) } else { proc::find_process_seen_by(me, pid) };
-        let (p, tcred) = match found {
+        // kill(getpid(), ...) needs no look-up in the process table, and
+        // a signal within the process no permission check (so neither a
+        // reference to the process nor its credentials).
+        if me.pid_ns.global(pid) == Some(me.pid) {
+            psig::send_from(me, me, info);
+            return Ok(0);
+        }
+        let (p, tcred) = match proc::find_process_seen_by(me, pid) {
             Some(p) => {
                 let cred = p.cred();
                 (p, cred)
