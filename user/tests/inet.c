@@ -553,6 +553,42 @@ static void udp(int family, const char *addr)
     close(c);
 }
 
+/* accept4's flags, FIONBIO and SO_SNDTIMEO on an Internet socket (the
+ * AF_UNIX tests have their own). */
+static void flags_and_ioctls(int family, const char *addr)
+{
+    printf("-- accept4, FIONBIO, SO_SNDTIMEO on %s\n", addr);
+    int port;
+    int l = listener(family, addr, &port);
+    int c = connect_to(family, addr, port);
+    if (c < 0)
+        return;
+    int s = accept4(l, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (!check(s >= 0, "accept4(SOCK_NONBLOCK | SOCK_CLOEXEC)"))
+        return;
+    printf("accepted O_NONBLOCK %d FD_CLOEXEC %d\n", !!(fcntl(s, F_GETFL) & O_NONBLOCK),
+           !!(fcntl(s, F_GETFD) & FD_CLOEXEC));
+    char b[8];
+    EXPECT_ERR(EAGAIN, "recv on the non-blocking accepted socket", recv(s, b, sizeof b, 0));
+    int on = 1, off = 0;
+    EXPECT_OK("ioctl(FIONBIO, 1)", ioctl(c, FIONBIO, &on));
+    printf("after FIONBIO 1: O_NONBLOCK %d\n", !!(fcntl(c, F_GETFL) & O_NONBLOCK));
+    EXPECT_ERR(EAGAIN, "recv after FIONBIO 1", recv(c, b, sizeof b, 0));
+    EXPECT_OK("ioctl(FIONBIO, 0)", ioctl(c, FIONBIO, &off));
+    printf("after FIONBIO 0: O_NONBLOCK %d\n", !!(fcntl(c, F_GETFL) & O_NONBLOCK));
+    struct timeval tv = {1, 500000}, got = {0, 0};
+    socklen_t len = sizeof got;
+    EXPECT_OK("setsockopt(SO_SNDTIMEO 1.5 s)", setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv));
+    EXPECT_OK("getsockopt(SO_SNDTIMEO)", getsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &got, &len));
+    printf("SO_SNDTIMEO %ld.%06ld len %u\n", (long)got.tv_sec, (long)got.tv_usec, (unsigned)len);
+    tv.tv_usec = 1000000;
+    EXPECT_ERR(EDOM, "setsockopt(SO_SNDTIMEO usec 1000000)", setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv));
+    check(send(c, "x", 1, 0) == 1, "send with a send timeout");
+    close(s);
+    close(c);
+    close(l);
+}
+
 int main(void)
 {
     t_init("inet");
@@ -562,6 +598,8 @@ int main(void)
     tcp_pair(AF_INET6, "::1", "::1", AF_INET6);
     tcp_pair(AF_INET6, "::", "127.0.0.1", AF_INET);
     errors();
+    flags_and_ioctls(AF_INET, "127.0.0.1");
+    flags_and_ioctls(AF_INET6, "::1");
     udp(AF_INET, "127.0.0.1");
     udp(AF_INET6, "::1");
     return t_done();

@@ -144,14 +144,17 @@ static uint64_t expected_digest(uint64_t seed, uint64_t len)
     return h;
 }
 
-static int serve(int port)
+static int serve(int port, int family)
 {
     signal(SIGPIPE, SIG_IGN);
-    int ls = socket(AF_INET, SOCK_STREAM, 0);
+    int ls = socket(family, SOCK_STREAM, 0);
     int one = 1;
     setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof a) < 0 || listen(ls, 8) < 0) {
+    struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port)};
+    struct sockaddr *sa = family == AF_INET6 ? (struct sockaddr *)&a6 : (struct sockaddr *)&a;
+    socklen_t len = family == AF_INET6 ? sizeof a6 : sizeof a;
+    if (ls < 0 || bind(ls, sa, len) < 0 || listen(ls, 8) < 0) {
         perror("netecho: listen");
         return 1;
     }
@@ -189,7 +192,10 @@ static int serve(int port)
 
 static int dial(const char *host, const char *port)
 {
-    struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res;
+    /* An IPv6 literal (fe80::1%eth0 names its interface) or IPv4. */
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST}, *res;
+    if (!strchr(host, ':'))
+        hints.ai_flags = 0, hints.ai_family = AF_INET;
     if (getaddrinfo(host, port, &hints, &res) != 0) {
         fprintf(stderr, "netecho: cannot resolve %s\n", host);
         return -1;
@@ -248,7 +254,9 @@ static int send_cmd(const char *host, const char *port, uint64_t up, uint64_t do
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "serve") == 0)
-        return serve(atoi(argv[2]));
+        return serve(atoi(argv[2]), AF_INET);
+    if (argc == 3 && strcmp(argv[1], "serve6") == 0)
+        return serve(atoi(argv[2]), AF_INET6);
     if (argc == 6 && strcmp(argv[1], "send") == 0)
         return send_cmd(argv[2], argv[3], strtoull(argv[4], NULL, 0), strtoull(argv[5], NULL, 0));
     if (argc == 4 && strcmp(argv[1], "stop") == 0) {
@@ -256,6 +264,6 @@ int main(int argc, char **argv)
         uint64_t hdr[3] = {0, 0, 0};
         return fd < 0 || write_all(fd, hdr, sizeof hdr) < 0;
     }
-    fprintf(stderr, "usage: netecho serve PORT | send HOST PORT UP DOWN | stop HOST PORT\n");
+    fprintf(stderr, "usage: netecho serve|serve6 PORT | send HOST PORT UP DOWN | stop HOST PORT\n");
     return 2;
 }

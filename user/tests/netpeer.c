@@ -4,6 +4,7 @@
  * program among them). Not a test of its own (in TOOLS).
  *
  *   netpeer udp-echo PORT           echo every UDP datagram back, forever
+ *   netpeer udp6-echo PORT          the same on an IPv6 socket
  *   netpeer udp-send HOST PORT N    send N numbered datagrams of varying
  *                                   sizes, check each echo (retrying a
  *                                   lost one), print the verdict
@@ -22,6 +23,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdint.h>
@@ -44,11 +46,22 @@ static int udp_bound(int port)
     return s;
 }
 
+static int udp6_bound(int port)
+{
+    int s = socket(AF_INET6, SOCK_DGRAM, 0);
+    struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port)};
+    if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) < 0) {
+        perror("netpeer: bind");
+        exit(1);
+    }
+    return s;
+}
+
 static int echo_on(int s)
 {
     static unsigned char buf[65536];
     for (;;) {
-        struct sockaddr_in from;
+        struct sockaddr_in6 from;
         socklen_t len = sizeof from;
         ssize_t n = recvfrom(s, buf, sizeof buf, 0, (struct sockaddr *)&from, &len);
         if (n >= 0)
@@ -125,13 +138,20 @@ static void fill(unsigned char *p, size_t n, uint32_t seq)
 
 static int udp_send(const char *host, int port, int count)
 {
-    int s = socket(AF_INET, SOCK_DGRAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    inet_pton(AF_INET, host, &a.sin_addr);
-    if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof a) < 0) {
+    /* An IPv6 literal (fe80::1%eth0 names its interface) or IPv4. */
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_DGRAM, .ai_flags = AI_NUMERICHOST}, *res;
+    char service[16];
+    snprintf(service, sizeof service, "%d", port);
+    if (getaddrinfo(host, service, &hints, &res) != 0) {
+        fprintf(stderr, "netpeer: bad address %s\n", host);
+        return 1;
+    }
+    int s = socket(res->ai_family, SOCK_DGRAM, 0);
+    if (s < 0 || connect(s, res->ai_addr, res->ai_addrlen) < 0) {
         perror("netpeer: connect");
         return 1;
     }
+    freeaddrinfo(res);
     static unsigned char out[1500], in[2000];
     int good = 0, lost = 0;
     for (int i = 0; i < count; i++) {
@@ -143,6 +163,10 @@ static int udp_send(const char *host, int port, int count)
             struct pollfd p = {s, POLLIN, 0};
             while (poll(&p, 1, 1000) == 1) {
                 ssize_t r = recv(s, in, sizeof in, 0);
+                /* An error (EHOSTUNREACH: the neighbour never answered)
+                 * ends this try. */
+                if (r < 0 && errno != EAGAIN)
+                    break;
                 if (r == (ssize_t)n && memcmp(in, out, n) == 0) {
                     ok = 1;
                     break;
@@ -200,6 +224,8 @@ int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "udp-echo") == 0)
         return udp_echo(atoi(argv[2]));
+    if (argc == 3 && strcmp(argv[1], "udp6-echo") == 0)
+        return echo_on(udp6_bound(atoi(argv[2])));
     if (argc == 5 && strcmp(argv[1], "udp-send") == 0)
         return udp_send(argv[2], atoi(argv[3]), atoi(argv[4]));
     if (argc == 3 && strcmp(argv[1], "wait") == 0)

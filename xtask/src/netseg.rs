@@ -57,7 +57,7 @@ fn tally(label: &str, name: &str, r: std::result::Result<String, String>, passed
 
 /// Waits until `log` holds `marker` (or `limit` passes, or QEMU ends),
 /// calling `poke` every second meanwhile.
-fn wait_for(log: &Path, marker: &str, limit: Duration, mut poke: impl FnMut()) -> bool {
+pub fn wait_for(log: &Path, marker: &str, limit: Duration, mut poke: impl FnMut()) -> bool {
     let end = Instant::now() + limit;
     while Instant::now() < end {
         let text = std::fs::read_to_string(log).unwrap_or_default();
@@ -73,7 +73,7 @@ fn wait_for(log: &Path, marker: &str, limit: Duration, mut poke: impl FnMut()) -
     false
 }
 
-fn free_udp_port() -> Result<u16> {
+pub fn free_udp_port() -> Result<u16> {
     // Three consecutive ports: the hub and two machines.
     for _ in 0..50 {
         let s = std::net::UdpSocket::bind("127.0.0.1:0").map_err(|e| format!("bind: {e}"))?;
@@ -622,10 +622,11 @@ pub fn udp_wedge(repo: &Path, elf: &Path) -> Result<(u64, u64)> {
 /// UDP wedge, IPv6 on both NICs (netv6.rs), then the segment.
 pub fn stage(repo: &Path, elf: &Path) -> Result<(u64, u64)> {
     let mut totals = (0, 0);
-    // NETCHECK=wedge|ipv6: that check alone (work on it).
+    // NETCHECK=wedge|ipv6|ipv6seg: that check alone (work on it).
     match std::env::var("NETCHECK").as_deref() {
         Ok("wedge") => return udp_wedge(repo, elf),
         Ok("ipv6") => return crate::netv6::stage(repo, elf),
+        Ok("ipv6seg") => return crate::netv6::segment(repo, elf),
         _ => {}
     }
     // NETSEG_ONLY=1: the segment run alone (work on the attack).

@@ -133,6 +133,17 @@ pub fn check_scope(sa: &SockAddr, bytes: &[u8]) -> Result<Option<u32>, Errno> {
     Ok(Some(scope))
 }
 
+/// The interface a link-local destination of sendto names
+/// (`sin6_scope_id`, when not 0); other addresses have none. Linux's
+/// udpv6_sendmsg takes it as the flow's output interface without the
+/// checks of bind and connect.
+pub fn send_scope(sa: &SockAddr, bytes: &[u8]) -> Option<u32> {
+    let Some(IpAddress::Ipv6(a)) = sa.addr else { return None };
+    let b = bytes.get(24..SIN6_LEN)?;
+    let scope = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+    (a.is_unicast_link_local() && scope != 0).then_some(scope)
+}
+
 pub fn from_endpoint(e: IpEndpoint) -> SockAddr {
     SockAddr { addr: Some(e.addr), port: e.port }
 }

@@ -110,6 +110,32 @@ pub fn sync(st: &mut Stack, i: usize) {
             }
         }
     }
+    // Addresses put on the link by hand (permanent) stay in the stack
+    // whatever SLAAC did: smoltcp drops an expired prefix's address even
+    // when the user had added that very address, which Linux keeps (only
+    // addresses without IFA_F_PERMANENT follow the prefix's lifetimes).
+    let up = table.links().ok().and_then(|l| l.into_iter().find(|l| l.index == index)).is_some_and(|l| l.is_up());
+    let lost = listed.iter().filter(|a| {
+        a.index == index
+            && a.flags & r::IFA_F_PERMANENT != 0
+            && matches!(a.addr, IpAddr::V6(o) if !ours(&Ipv6Address::from(o)))
+    });
+    // At most the interface's few addresses: a fixed array holds them.
+    let mut restore = [None; 4];
+    for (slot, a) in restore.iter_mut().zip(lost.filter(|_| up)) {
+        if let IpAddr::V6(o) = a.addr {
+            *slot = Some(IpCidr::new(IpAddress::Ipv6(Ipv6Address::from(o)), a.prefix));
+        }
+    }
+    for c in restore.iter().flatten() {
+        let mut pushed = false;
+        f.iface.update_ip_addrs(|v| pushed = v.push(*c).is_ok());
+        if pushed {
+            log::info!("net: {name}: {} kept (added by hand; its prefix expired)", c.address());
+        } else {
+            log::warn!("net: {name}: no room to keep {}", c.address());
+        }
+    }
     for c in f.iface.ip_addrs() {
         let IpCidr::Ipv6(c) = c else { continue };
         let a = c.address();

@@ -255,6 +255,19 @@ impl Stack {
     /// the address (so traffic to the machine itself loops back), else
     /// the one with a route to it. ENETUNREACH without one.
     pub fn route(&mut self, remote: IpAddress) -> Result<usize, Errno> {
+        self.route_scoped(remote, None)
+    }
+
+    /// As [`Stack::route`], for a destination whose scope id (Linux's
+    /// `flowi6_oif` from `sin6_scope_id`) names the interface: a
+    /// link-local address is on every link, so the scope picks the one
+    /// (ENODEV for an index no interface has).
+    pub fn route_scoped(&mut self, remote: IpAddress, scope: Option<u32>) -> Result<usize, Errno> {
+        if let Some(index) = scope {
+            let i = self.ifaces.iter().position(|f| f.info.index == index).ok_or(Errno::ENODEV)?;
+            // The machine's own address on that link still loops back.
+            return Ok(if self.ifaces[i].iface.has_ip_addr(remote) { 0 } else { i });
+        }
         if is_loopback(remote) {
             return Ok(0);
         }

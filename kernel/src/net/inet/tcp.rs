@@ -677,7 +677,7 @@ impl Protocol for TcpSocket {
             }
         }
         let sa = addr::parse(self.c.family, a, false)?;
-        addr::check_scope(&sa, a)?;
+        let scope = addr::check_scope(&sa, a)?;
         let remote = match sa.addr {
             Some(a) => a,
             // Linux connects the wildcard to the machine itself.
@@ -719,7 +719,7 @@ impl Protocol for TcpSocket {
                     return Err(Errno::EINVAL);
                 }
             }
-            let iface = st.route(remote)?;
+            let iface = st.route_scoped(remote, scope)?;
             self.autobind(&mut st, &mut inner)?;
             let (rx, tx) = Self::buffer_sizes(&self.c.opts);
             let mut t = st.new_tcp(rx, tx)?;

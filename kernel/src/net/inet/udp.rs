@@ -92,6 +92,8 @@ struct Inner {
     local: SockAddr,
     owns_port: bool,
     remote: Option<IpEndpoint>,
+    /// The interface a link-local `remote` is on (its scope id).
+    remote_scope: Option<u32>,
     /// The source address connect chose (what getsockname shows).
     conn_src: Option<IpAddress>,
     /// One smoltcp socket per interface the socket receives on, and the
@@ -119,6 +121,7 @@ pub fn open(family: u16) -> Result<Arc<dyn Protocol>, Errno> {
             local: SockAddr::ANY,
             owns_port: false,
             remote: None,
+            remote_scope: None,
             conn_src: None,
             socks: Vec::new(),
             held: Vec::new(),
@@ -311,13 +314,16 @@ impl UdpSocket {
         if st.ifaces[r.iface].info.loopback || is_held(inner, r) || inner.held.len() >= MAX_HELD {
             return;
         }
+        // The poll after the send may have refreshed this socket, and its
+        // unwedge removed `r` from the stack (a held socket given up):
+        // only a smoltcp socket still the socket's may be looked at.
+        let Some(k) = inner.socks.iter().position(|x| *x == r) else { return };
         let u = st.udp(r);
         let queued = u.send_queue();
         if queued == 0 {
             return;
         }
         let ep = u.endpoint();
-        let Some(k) = inner.socks.iter().position(|x| *x == r) else { return };
         if inner.held.try_reserve(1).is_err() || inner.socks.try_reserve(1).is_err() {
             return;
         }
@@ -346,7 +352,7 @@ impl UdpSocket {
         self.c.publish_queued(ev, queued, &mut inner.rx_seen);
     }
 
-    fn send_one(&self, buf: &[u8], dest: Option<SockAddr>) -> Result<usize, Errno> {
+    fn send_one(&self, buf: &[u8], dest: Option<(SockAddr, Option<u32>)>) -> Result<usize, Errno> {
         let len = buf.len();
         let mut st = stack::lock()?;
         let mut inner = self.inner.lock();
@@ -356,9 +362,9 @@ impl UdpSocket {
         if inner.shut & SEND != 0 {
             return Err(Errno::EPIPE);
         }
-        let remote = match dest {
-            Some(d) => IpEndpoint::new(d.addr.unwrap_or_else(|| self.wildcard_remote()), d.port),
-            None => inner.remote.ok_or(Errno::EDESTADDRREQ)?,
+        let (remote, scope) = match dest {
+            Some((d, scope)) => (IpEndpoint::new(d.addr.unwrap_or_else(|| self.wildcard_remote()), d.port), scope),
+            None => (inner.remote.ok_or(Errno::EDESTADDRREQ)?, inner.remote_scope),
         };
         self.family_ok(remote.addr)?;
         if remote.port == 0 {
@@ -376,7 +382,7 @@ impl UdpSocket {
                 return Err(Errno::EINVAL);
             }
         }
-        let iface = st.route(remote.addr)?;
+        let iface = st.route_scoped(remote.addr, scope)?;
         // No IP fragmentation: a datagram must fit the interface's MTU
         // (where Linux would fragment it, this is EMSGSIZE).
         let headers = match remote.addr {
@@ -580,13 +586,15 @@ impl Protocol for UdpSocket {
 
     fn connect(&self, a: &[u8], _names: &NameCtx, _nonblock: bool) -> Result<(), Errno> {
         // Before the locks (see check_scope); AF_UNSPEC is not parsed.
-        if let Ok(sa) = addr::parse(self.c.family, a, false) {
-            addr::check_scope(&sa, a)?;
-        }
+        let scope = match addr::parse(self.c.family, a, false) {
+            Ok(sa) => addr::check_scope(&sa, a)?,
+            Err(_) => None,
+        };
         let mut st = stack::lock()?;
         let mut inner = self.inner.lock();
         if a.len() >= 2 && u16::from_le_bytes([a[0], a[1]]) == s::AF_UNSPEC {
             inner.remote = None;
+            inner.remote_scope = None;
             inner.conn_src = None;
             self.refresh_locked(&mut st, &mut inner);
             return Ok(());
@@ -594,13 +602,14 @@ impl Protocol for UdpSocket {
         let sa = addr::parse(self.c.family, a, false)?;
         let remote = sa.addr.unwrap_or_else(|| self.wildcard_remote());
         self.family_ok(remote)?;
-        let iface = st.route(remote)?;
+        let iface = st.route_scoped(remote, scope)?;
         self.autobind(&mut st, &mut inner)?;
         let src = match inner.local.addr {
             Some(a) => Some(a),
             None => st.ifaces[iface].iface.get_source_address(&remote),
         };
         inner.remote = Some(IpEndpoint::new(remote, sa.port));
+        inner.remote_scope = scope;
         inner.conn_src = src;
         self.refresh_locked(&mut st, &mut inner);
         Ok(())
@@ -637,7 +646,10 @@ impl Protocol for UdpSocket {
             return Err(Errno::EOPNOTSUPP);
         }
         let dest = match args.addr {
-            Some(a) if !a.is_empty() => Some(addr::parse(self.c.family, a, false)?),
+            Some(a) if !a.is_empty() => {
+                let sa = addr::parse(self.c.family, a, false)?;
+                Some((sa, addr::send_scope(&sa, a)))
+            }
             _ => None,
         };
         let wait = self.c.send_wait(args.nonblock, args.flags);
