@@ -228,6 +228,9 @@ pub fn boot(repo: &Path, kernel: Kernel, bench: bool, netdev: Netdev, limit: Dur
         extra.extend(["-cpu".to_string(), crate::bench::guest::FAIR.cpu.to_string()]);
     }
     extra.extend(net_args);
+    // QEMU_EXTRA: e.g. a monitor socket and `-D` for an instruction
+    // profile of a row (docs/networking.md, Profiling the servers).
+    extra.extend(qemu::env_extra());
     // nic.sh's arguments: the mode, and the address Linux's half gives
     // eth0 (Kiln's comes from `ip=`).
     let mode = if bench { "bench" } else { "test" };

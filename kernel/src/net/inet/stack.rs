@@ -17,7 +17,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use linux_abi::errno::Errno;
-use smoltcp::iface::{Interface, PollResult, SocketHandle, SocketSet};
+use smoltcp::iface::{Interface, SocketHandle, SocketSet};
 use smoltcp::socket::{raw, tcp, udp};
 use smoltcp::time::Instant;
 use smoltcp::wire::IpAddress;
@@ -352,7 +352,6 @@ impl Stack {
 
     fn poll_ifaces(&mut self, now: Instant) {
         for (i, f) in self.ifaces.iter_mut().enumerate() {
-            let loopback = matches!(f.dev, IfaceDevice::Loopback(_));
             // A loopback frame sent in one round is received in the next,
             // and a SYN held at the gate in the round after its socket
             // is made; the bound keeps one busy socket (or a burst of
@@ -360,12 +359,21 @@ impl Stack {
             let mut done = false;
             for _ in 0..256 {
                 let mut dev = Gated { dev: &mut f.dev, listens: &mut self.listens, iface: i };
-                let r = f.iface.poll(now, &mut dev, &mut f.sockets);
+                f.iface.poll(now, &mut dev, &mut f.sockets);
+                // What an ingress taught SLAAC (a router advertisement's
+                // address) is applied at the start of a poll; without the
+                // extra round below, apply it now (no socket walk).
+                f.iface.poll_maintenance(now);
                 let again = self.listens.after_round(i, &mut f.sockets);
-                // smoltcp's poll sends until no socket has more to send, so
-                // on the loopback, where everything sent is already queued,
-                // an empty queue means nothing more can move.
-                if (r == PollResult::None || loopback) && !f.dev.rx_pending() && !again {
+                // smoltcp's poll takes every frame the device holds and
+                // then sends until no socket has more to send (its last
+                // walk over the sockets found nothing), so with no frame
+                // pending nothing more can move: another round would only
+                // walk every socket again for nothing (docs/networking.md:
+                // those walks are what many connections cost). On the
+                // loopback a frame sent in this round is pending for the
+                // next.
+                if !f.dev.rx_pending() && !again {
                     done = true;
                     break;
                 }
