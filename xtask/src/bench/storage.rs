@@ -278,8 +278,8 @@ pub struct Report {
     pub unclean: Vec<String>,
     pub wall_runs: usize,
     pub pct: u32,
-    /// Only some rows ran (`STORAGE_ROWS`): not kept in the history or
-    /// the docs.
+    /// Only some rows ran (`STORAGE_ROWS`): printed, not kept in
+    /// bench/results or the docs.
     pub partial: bool,
 }
 
@@ -557,12 +557,16 @@ const DOC_END: &str = "<!-- storage-table:end -->";
 pub fn write(root: &Path, report: &Report, header: &str, stamp: &str, commit: &str) -> Result<()> {
     let table = markdown(report, header);
     println!("\n{table}");
+    if report.partial {
+        println!("bench storage: only STORAGE_ROWS ran; bench/results and docs left as they were");
+        return Ok(());
+    }
     let results = root.join("bench/results");
     fs::create_dir_all(&results).map_err(|e| format!("create {}: {e}", results.display()))?;
     fs::write(results.join("storage.md"), &table).map_err(|e| format!("write storage.md: {e}"))?;
     let json = format!("{{\n  \"header\": {:?},\n  \"storage\": {}\n}}\n", header, json(report));
     fs::write(results.join("storage.json"), &json).map_err(|e| format!("write storage.json: {e}"))?;
-    if report.pct == 100 && !report.partial {
+    if report.pct == 100 {
         // Every full-size run is kept, as the main rows' are (in a folder
         // of its own: history.png charts the main rows' icount ratios).
         let dir = results.join("history/storage");
