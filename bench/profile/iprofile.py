@@ -26,8 +26,8 @@ benchmark that ends sooner at full speed, such as epoll_wait).
 Storage rows (`bench storage`, kstor): STORAGE=virtio or nvme boots the storage
 initramfs (INITRD default target/kiln/bench-storage-initramfs.cpio.gz, which
 `cargo run -p xtask -- bench storage` builds) with a fresh image made as that
-bench makes it (OUT.img, deleted afterwards) and runs `kstor DEV 100`; NAME is the
-row to profile, and the recording starts when kstor reports the row before it."""
+bench makes it (OUT.img, deleted afterwards) and runs `kstor DEV 100 NAME` (that row
+and the rows it needs only); the recording starts when kstor reports the row before it."""
 import bisect
 import os
 import re
@@ -90,7 +90,8 @@ def record(out, name, seconds):
         kernel, append = KELF, f"init=/init -- all 100 {name}"
     if bus:
         dev = "/dev/vda" if bus == "virtio" else "/dev/nvme0n1"
-        append = append.split(" -- ")[0] + f" -- /b/kstor {dev} 100"
+        # Only the row profiled (and the rows it needs): kstor skips the rest.
+        append = append.split(" -- ")[0] + f" -- /b/kstor {dev} 100 {name}"
     qemu = subprocess.Popen(
         ["qemu-system-x86_64", "-accel", "tcg", "-cpu", "max,-erms,-fsrm", "-m", "512M", "-smp", "1",
          "-display", "none", "-no-reboot", "-nic", "none", "-serial", "stdio",

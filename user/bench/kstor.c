@@ -389,26 +389,56 @@ static int b_untar_sync(uint64_t *ns, uint64_t *ops)
 static const struct {
     const char *name;
     int (*fn)(uint64_t *ns, uint64_t *ops);
+    /* The row whose files this one uses (run too when this one is). */
+    const char *needs;
 } rows[] = {
-    {"seq_write", b_seq_write},
-    {"seq_read", b_seq_read},
-    {"rand_read_cold", b_rand_read_cold},
-    {"rand_read_warm", b_rand_read_warm},
-    {"fsync_4k", b_fsync_4k},
-    {"create_4k", b_create_4k},
-    {"unlink", b_unlink},
-    {"untar_sync", b_untar_sync},
+    {"seq_write", b_seq_write, NULL},
+    {"seq_read", b_seq_read, "seq_write"},
+    {"rand_read_cold", b_rand_read_cold, "seq_write"},
+    {"rand_read_warm", b_rand_read_warm, "rand_read_cold"},
+    {"fsync_4k", b_fsync_4k, NULL},
+    {"create_4k", b_create_4k, NULL},
+    {"unlink", b_unlink, "create_4k"},
+    {"untar_sync", b_untar_sync, NULL},
 };
+
+/* Whether NAME is in the comma-separated LIST. */
+static int listed(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && memcmp(p, name, n) == 0)
+            return 1;
+        p += len + (end != NULL);
+    }
+    return 0;
+}
+
+/* Row I runs when no list was given, when it is listed, or when a row
+ * that runs needs its files. */
+static int wanted(const char *list, unsigned i)
+{
+    if (!list || listed(list, rows[i].name))
+        return 1;
+    for (unsigned j = i + 1; j < sizeof rows / sizeof rows[0]; j++)
+        if (rows[j].needs && strcmp(rows[j].needs, rows[i].name) == 0 && wanted(list, j))
+            return 1;
+    return 0;
+}
 
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        say("usage: kstor DEV [PCT]\n");
+        say("usage: kstor DEV [PCT [ROW,ROW...]]\n");
         return 2;
     }
     dev = argv[1];
     if (argc > 2)
         pct = atol(argv[2]);
+    /* Only these rows (and the rows they need): STORAGE_ROWS in xtask. */
+    const char *only = argc > 3 ? argv[3] : NULL;
     say("kstor start %s %ld\n", dev, pct);
     buf = aligned_alloc(PAGE, MIB);
     if (!buf)
@@ -424,6 +454,10 @@ int main(int argc, char **argv)
         broken = err;
     static char first_err[200];
     for (unsigned i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        if (!wanted(only, i)) {
+            say("bench %s n/a not run: not in STORAGE_ROWS\n", rows[i].name);
+            continue;
+        }
         if (broken) {
             say("bench %s n/a not run: %s\n", rows[i].name, broken);
             continue;

@@ -28,6 +28,16 @@ pub struct DirEntry {
 /// An entry to lay out: (inode, file type, name).
 pub(crate) type NewEntry = (u32, u8, Vec<u8>);
 
+/// The last lookup's answer (`Ext4::lookup_memo`), valid while
+/// `Ext4::meta_gen` is still `gen`.
+pub(crate) struct LookupMemo {
+    pub dir: u32,
+    pub name: Vec<u8>,
+    pub gen: u64,
+    /// (inode, logical block holding the entry), or `None`: absent.
+    pub found: Option<(u32, u32)>,
+}
+
 /// A parsed entry with its place in the block.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct RawEntry {
@@ -56,6 +66,18 @@ impl<D: BlockDevice> Ext4<D> {
     /// htree block that carries no leaf tail.
     pub(crate) fn parse_dir_block(&self, dir: &Inode, b: &[u8], allow_no_tail: bool) -> Result<Vec<RawEntry>> {
         let _ = dir;
+        let mut out = Vec::new();
+        // A leaf of short names holds a few hundred entries: one
+        // allocation instead of a growth per doubling.
+        out.try_reserve(self.bs / 32).map_err(|_| Errno::ENOMEM)?;
+        self.walk_dir_block(b, allow_no_tail, |e| out.push(e))?;
+        Ok(out)
+    }
+
+    /// Calls `f` with every entry of a directory block in order, after
+    /// checking it (a corrupt entry anywhere fails the whole block, as
+    /// `parse_dir_block`), without collecting them.
+    pub(crate) fn walk_dir_block(&self, b: &[u8], allow_no_tail: bool, mut f: impl FnMut(RawEntry)) -> Result<()> {
         let mut limit = self.bs;
         if self.sb.metadata_csum() {
             if self.has_tail(b) {
@@ -67,10 +89,6 @@ impl<D: BlockDevice> Ext4<D> {
         }
         let typed = self.sb.has_incompat(INCOMPAT_FILETYPE);
         let inodes = self.sb.inodes_count();
-        let mut out = Vec::new();
-        // A leaf of short names holds a few hundred entries: one
-        // allocation instead of a growth per doubling.
-        out.try_reserve(limit / 32).map_err(|_| Errno::ENOMEM)?;
         let mut off = 0;
         while off < limit {
             let rec_len = le16(b, off + 4) as usize;
@@ -88,10 +106,10 @@ impl<D: BlockDevice> Ext4<D> {
                 return Err(Errno::EUCLEAN);
             }
             let file_type = if typed { u8_at(b, off + 7) } else { 0 };
-            out.push(RawEntry { off, ino, rec_len, name_len, file_type });
+            f(RawEntry { off, ino, rec_len, name_len, file_type });
             off += rec_len;
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Reads a whole directory block of `dir` by logical number. A leaf's
@@ -99,19 +117,30 @@ impl<D: BlockDevice> Ext4<D> {
     /// (`verified` remembers it until the copy changes or leaves the
     /// cache), not on every access.
     pub(crate) fn dir_block(&mut self, dir: &Inode, extents: &[Extent], lblk: u32) -> Result<(u64, Vec<u8>)> {
+        let phys = self.dir_block_ref(dir, extents, lblk)?;
+        Ok((phys, self.cached(phys)?.to_vec()))
+    }
+
+    /// As [`dir_block`](Self::dir_block), for readers: the block is left
+    /// in the cache (read it with [`cached`](Self::cached)) instead of
+    /// copied out.
+    pub(crate) fn dir_block_ref(&mut self, dir: &Inode, extents: &[Extent], lblk: u32) -> Result<u64> {
         let e = crate::extent::find(extents, lblk).ok_or(Errno::EUCLEAN)?;
         if e.uninit {
             return Err(Errno::EUCLEAN);
         }
         let phys = e.phys + (lblk - e.logical) as u64;
-        let b = self.meta(phys)?;
-        if self.sb.metadata_csum() && !self.verified.contains(&phys) && self.has_tail(&b) {
-            if self.leaf_csum(dir, &b) != le32(&b, self.bs - 4) {
-                return Err(Errno::EUCLEAN);
+        self.meta_ref(phys)?;
+        if self.sb.metadata_csum() && !self.verified.contains(&phys) {
+            let b = self.cached(phys)?;
+            if self.has_tail(b) {
+                if self.leaf_csum(dir, b) != le32(b, self.bs - 4) {
+                    return Err(Errno::EUCLEAN);
+                }
+                self.verified.insert(phys);
             }
-            self.verified.insert(phys);
         }
-        Ok((phys, b))
+        Ok(phys)
     }
 
     pub(crate) fn dir_inode(&mut self, ino: u32) -> Result<Inode> {
@@ -170,18 +199,52 @@ impl<D: BlockDevice> Ext4<D> {
     /// Looks `name` up in directory `dir_ino`: through the htree index
     /// when there is one, else by a linear scan.
     pub fn lookup(&mut self, dir_ino: u32, name: &[u8]) -> Result<u32> {
+        match self.find_name(dir_ino, name)? {
+            Some((ino, _)) => Ok(ino),
+            None => Err(Errno::ENOENT),
+        }
+    }
+
+    /// `lookup`, with the logical block holding the name: `None` when the
+    /// name is absent. The answer is remembered until any metadata block
+    /// changes (`lookup_memo`).
+    pub(crate) fn find_name(&mut self, dir_ino: u32, name: &[u8]) -> Result<Option<(u32, u32)>> {
         if name.is_empty() || name.len() > 255 {
             return Err(if name.is_empty() { Errno::ENOENT } else { Errno::ENAMETOOLONG });
         }
-        let dir = self.dir_inode(dir_ino)?;
-        let (extents, n) = self.dir_blocks(&dir)?;
-        if self.is_indexed(&dir) && name != b"." && name != b".." {
-            if let Some(r) = self.htree_lookup(&dir, &extents, name)? {
-                return Ok(r.0);
-            }
-            return Err(Errno::ENOENT);
+        if let Some(found) = self.memo_of(dir_ino, name) {
+            return Ok(found);
         }
-        self.linear_find(&dir, &extents, n, name).map(|f| f.0)
+        let dir = self.dir_inode(dir_ino)?;
+        self.find_in_dir(&dir, name)
+    }
+
+    fn memo_of(&self, dir: u32, name: &[u8]) -> Option<Option<(u32, u32)>> {
+        let m = self.lookup_memo.as_ref()?;
+        (m.dir == dir && m.gen == self.meta_gen && m.name == name).then_some(m.found)
+    }
+
+    /// [`find_name`](Self::find_name) in the loaded directory `dir`.
+    fn find_in_dir(&mut self, dir: &Inode, name: &[u8]) -> Result<Option<(u32, u32)>> {
+        if let Some(found) = self.memo_of(dir.ino, name) {
+            return Ok(found);
+        }
+        let (extents, n) = self.dir_blocks(dir)?;
+        let found = if self.is_indexed(dir) && name != b"." && name != b".." {
+            self.htree_lookup(dir, &extents, name)?
+        } else {
+            match self.linear_find(dir, &extents, n, name) {
+                Ok((ino, l, _)) => Some((ino, l)),
+                Err(Errno::ENOENT) => None,
+                Err(e) => return Err(e),
+            }
+        };
+        let mut memo_name = Vec::new();
+        if memo_name.try_reserve(name.len()).is_ok() {
+            memo_name.extend_from_slice(name);
+            self.lookup_memo = Some(LookupMemo { dir: dir.ino, name: memo_name, gen: self.meta_gen, found });
+        }
+        Ok(found)
     }
 
     /// (inode, logical block, entry offset) of `name`, scanning every block.
@@ -212,13 +275,15 @@ impl<D: BlockDevice> Ext4<D> {
         name: &[u8],
         allow_no_tail: bool,
     ) -> Result<Option<(u32, usize)>> {
-        let (_, b) = self.dir_block(dir, extents, l)?;
-        for e in self.parse_dir_block(dir, &b, allow_no_tail)? {
-            if e.ino != 0 && e.name_len == name.len() && slice(&b, e.off + 8, e.name_len) == name {
-                return Ok(Some((e.ino, e.off)));
+        let phys = self.dir_block_ref(dir, extents, l)?;
+        let b = self.cached(phys)?;
+        let mut found = None;
+        self.walk_dir_block(b, allow_no_tail, |e| {
+            if found.is_none() && e.ino != 0 && e.name_len == name.len() && slice(b, e.off + 8, e.name_len) == name {
+                found = Some((e.ino, e.off));
             }
-        }
-        Ok(None)
+        })?;
+        Ok(found)
     }
 
     /// Writes a directory leaf block back with its tail checksum.
@@ -307,12 +372,16 @@ impl<D: BlockDevice> Ext4<D> {
         ino: u32,
         ftype: u8,
     ) -> Result<bool> {
+        let _ = dir;
         let need = entry_size(name.len());
-        for e in self.parse_dir_block(dir, b, false)? {
+        let mut slot = None;
+        self.walk_dir_block(b, false, |e| {
             let used = if e.ino == 0 { 0 } else { entry_size(e.name_len) };
-            if e.rec_len - used < need {
-                continue;
+            if slot.is_none() && e.rec_len - used >= need {
+                slot = Some((e, used));
             }
+        })?;
+        if let Some((e, used)) = slot {
             if e.ino == 0 {
                 self.write_entry(b, e.off, ino, e.rec_len, name, ftype);
             } else {
@@ -358,27 +427,23 @@ impl<D: BlockDevice> Ext4<D> {
 
     /// Removes `name` from `dir`; returns the inode it named.
     pub(crate) fn remove_entry(&mut self, dir: &Inode, name: &[u8]) -> Result<u32> {
-        let (extents, n) = self.dir_blocks(dir)?;
-        let (ino, l, off) = if self.is_indexed(dir) {
-            let (ino, l) = self.htree_lookup(dir, &extents, name)?.ok_or(Errno::ENOENT)?;
-            let (_, b) = self.dir_block(dir, &extents, l)?;
-            let e = self
-                .parse_dir_block(dir, &b, false)?
-                .into_iter()
-                .find(|e| e.ino == ino && slice(&b, e.off + 8, e.name_len) == name)
-                .ok_or(Errno::EUCLEAN)?;
-            (ino, l, e.off)
-        } else {
-            self.linear_find(dir, &extents, n, name)?
-        };
+        let (ino, l) = self.find_in_dir(dir, name)?.ok_or(Errno::ENOENT)?;
+        let (extents, _) = self.dir_blocks(dir)?;
         let (phys, mut b) = self.dir_block(dir, &extents, l)?;
-        let entries = self.parse_dir_block(dir, &b, false)?;
-        let idx = entries.iter().position(|e| e.off == off).ok_or(Errno::EUCLEAN)?;
-        if idx == 0 {
-            set_le32(&mut b, off, 0);
-        } else {
-            let prev = entries[idx - 1];
-            set_le16(&mut b, prev.off + 4, (prev.rec_len + entries[idx].rec_len) as u16);
+        // The entry and the one before it, which absorbs its space.
+        let (mut prev, mut hit) = (None::<RawEntry>, None::<(Option<RawEntry>, RawEntry)>);
+        self.walk_dir_block(&b, false, |e| {
+            if hit.is_none() {
+                if e.ino == ino && e.name_len == name.len() && slice(&b, e.off + 8, e.name_len) == name {
+                    hit = Some((prev, e));
+                }
+                prev = Some(e);
+            }
+        })?;
+        let (before, e) = hit.ok_or(Errno::EUCLEAN)?;
+        match before {
+            None => set_le32(&mut b, e.off, 0),
+            Some(p) => set_le16(&mut b, p.off + 4, (p.rec_len + e.rec_len) as u16),
         }
         self.put_dir_block(dir, phys, b)?;
         Ok(ino)

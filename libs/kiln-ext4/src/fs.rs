@@ -92,7 +92,22 @@ pub struct Ext4<D: BlockDevice> {
     pub(crate) delalloc: u64,
     /// A writeback is allocating: it may use the metadata pool.
     pub(crate) writing_back: bool,
+    /// Bumped by every change of a cached metadata block (and a rollback
+    /// or replay): what was read at one value still holds at the same.
+    pub(crate) meta_gen: u64,
+    /// The last name looked up: (directory, name, `meta_gen` then, the
+    /// inode and its leaf block, or `None` for absent). A create looks the
+    /// name up after the VFS did, an unlink four times; nothing changed in
+    /// between, so the walk is done once.
+    pub(crate) lookup_memo: Option<crate::dir::LookupMemo>,
+    /// The last few `stat` answers, each with the `meta_gen` it holds for.
+    pub(crate) stat_memo: [Option<(u64, Stat)>; STAT_MEMO],
+    pub(crate) stat_memo_next: usize,
 }
+
+/// How many `stat` answers are kept: a path walk asks about the few
+/// inodes it passes, over and over.
+const STAT_MEMO: usize = 4;
 
 impl<D: BlockDevice> Ext4<D> {
     /// Mounts the volume on `dev`: validates the superblock and group
@@ -145,6 +160,10 @@ impl<D: BlockDevice> Ext4<D> {
             undo: Default::default(),
             delalloc: 0,
             writing_back: false,
+            meta_gen: 0,
+            lookup_memo: None,
+            stat_memo: [None; STAT_MEMO],
+            stat_memo_next: 0,
         };
         fs.load_groups()?;
         if fs.sb.has_compat(COMPAT_HAS_JOURNAL) {
@@ -310,6 +329,12 @@ impl<D: BlockDevice> Ext4<D> {
         self.cache.get(&blk).map(|b| b.as_slice()).ok_or(Errno::EUCLEAN)
     }
 
+    /// A block [`meta_ref`](Self::meta_ref) loaded, read again without
+    /// the mutable borrow.
+    pub(crate) fn cached(&self, blk: u64) -> Result<&[u8]> {
+        self.cache.get(&blk).map(|b| b.as_slice()).ok_or(Errno::EUCLEAN)
+    }
+
     /// Replaces a metadata block; it reaches the disk at the next commit.
     pub(crate) fn put_meta(&mut self, blk: u64, data: Vec<u8>) -> Result<()> {
         if self.read_only {
@@ -322,6 +347,7 @@ impl<D: BlockDevice> Ext4<D> {
         self.verified.remove(&blk);
         self.cache.insert(blk, data);
         self.dirty.insert(blk);
+        self.meta_gen += 1;
         Ok(())
     }
 
@@ -340,12 +366,14 @@ impl<D: BlockDevice> Ext4<D> {
         let b = self.cache.get_mut(&blk).ok_or(Errno::EUCLEAN)?;
         f(b);
         self.dirty.insert(blk);
+        self.meta_gen += 1;
         Ok(())
     }
 
     /// Drops a block that stopped being metadata (it was freed): a later
     /// data write to it must not be overwritten by a stale copy.
     pub(crate) fn forget_meta(&mut self, blk: u64) {
+        self.meta_gen += 1;
         self.undo_block(blk);
         self.verified.remove(&blk);
         self.cache.remove(&blk);
@@ -428,8 +456,21 @@ impl<D: BlockDevice> Ext4<D> {
         Ok(())
     }
 
-    /// `stat` of inode `ino`.
+    /// `stat` of inode `ino`. The VFS asks many times per call (each
+    /// path step, permission and size check): the last few answers are
+    /// kept (`stat_memo`) while no metadata block changes.
     pub fn stat(&mut self, ino: u32) -> Result<Stat> {
+        if let Some(s) = self.stat_memo.iter().flatten().find(|m| m.0 == self.meta_gen && m.1.ino == ino) {
+            return Ok(s.1);
+        }
+        let s = self.stat_uncached(ino)?;
+        let slot = self.stat_memo_next % STAT_MEMO;
+        self.stat_memo[slot] = Some((self.meta_gen, s));
+        self.stat_memo_next = self.stat_memo_next.wrapping_add(1);
+        Ok(s)
+    }
+
+    fn stat_uncached(&mut self, ino: u32) -> Result<Stat> {
         let i = self.live_inode(ino)?;
         let rdev = if matches!(i.file_type(), crate::inode::S_IFCHR | crate::inode::S_IFBLK) {
             let a = i.block_area();
@@ -537,6 +578,7 @@ impl<D: BlockDevice> Ext4<D> {
         // Keep a cached copy of the block coherent.
         if let Some(b) = self.cache.get_mut(&blk) {
             put(b, off, &self.sb.raw);
+            self.meta_gen += 1;
         }
         self.verified.remove(&blk);
         let raw = self.sb.raw.clone();

@@ -54,13 +54,14 @@ impl<D: BlockDevice> Ext4<D> {
 
     /// The root's hash version (signedness applied) and depth.
     fn dx_root(&mut self, dir: &Inode, extents: &[Extent]) -> Result<(u8, usize, DxLevel)> {
-        let (_, b) = self.dir_block(dir, extents, 0)?;
+        let phys = self.dir_block_ref(dir, extents, 0)?;
+        let b = self.cached(phys)?;
         let info = 0x18;
-        if le32(&b, info) != 0 || u8_at(&b, info + 5) != 8 {
+        if le32(b, info) != 0 || u8_at(b, info + 5) != 8 {
             return Err(Errno::EUCLEAN);
         }
-        let mut version = u8_at(&b, info + 4);
-        let levels = u8_at(&b, info + 6) as usize;
+        let mut version = u8_at(b, info + 4);
+        let levels = u8_at(b, info + 6) as usize;
         let max_levels = if self.sb.has_incompat(INCOMPAT_LARGEDIR) { 3 } else { 2 };
         if levels >= max_levels || version > 2 {
             return Err(Errno::EUCLEAN);
@@ -68,7 +69,7 @@ impl<D: BlockDevice> Ext4<D> {
         if self.sb.unsigned_hash() {
             version += HASH_UNSIGNED_DELTA;
         }
-        let level = self.dx_entries(dir, &b, ROOT_ENTRIES)?;
+        let level = self.dx_entries(dir, b, ROOT_ENTRIES)?;
         Ok((version, levels, level))
     }
 
@@ -84,11 +85,12 @@ impl<D: BlockDevice> Ext4<D> {
                 return Err(Errno::EUCLEAN);
             }
             if depth < levels {
-                let (_, b) = self.dir_block(dir, extents, blk)?;
-                if le32(&b, 0) != 0 || le16(&b, 4) as usize != self.bs {
+                let phys = self.dir_block_ref(dir, extents, blk)?;
+                let b = self.cached(phys)?;
+                if le32(b, 0) != 0 || le16(b, 4) as usize != self.bs {
                     return Err(Errno::EUCLEAN);
                 }
-                level = self.dx_entries(dir, &b, NODE_ENTRIES)?;
+                level = self.dx_entries(dir, b, NODE_ENTRIES)?;
                 continue;
             }
             // Leaf: search it, then the following leaves whose first hash

@@ -265,6 +265,7 @@ impl<D: BlockDevice> Ext4<D> {
         self.cache.clear();
         self.verified.clear();
         self.dirty.clear();
+        self.meta_gen += 1;
         let dev_bytes = self.dev.sector_count() * SECTOR_SIZE as u64;
         let mut raw = vec![0u8; SUPERBLOCK_SIZE];
         self.dev.read(SUPERBLOCK_OFFSET / SECTOR_SIZE as u64, &mut raw)?;

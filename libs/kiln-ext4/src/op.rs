@@ -71,6 +71,7 @@ impl<D: BlockDevice> Ext4<D> {
         let r = f(self);
         let log = core::mem::take(&mut self.undo);
         if r.is_err() {
+            self.meta_gen += 1;
             for (blk, (data, was_dirty)) in log.blocks {
                 self.verified.remove(&blk);
                 match data {

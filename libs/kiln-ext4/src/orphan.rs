@@ -28,13 +28,17 @@ impl<D: BlockDevice> Ext4<D> {
             return Ok(());
         }
         self.pins.remove(&ino);
+        // An inode with no link is `stat`-able only while pinned: what
+        // was read about it (`stat_memo`) no longer holds.
         if self.read_only {
+            self.meta_gen += 1;
             return Ok(());
         }
         let i = self.load_inode(ino)?;
         if i.links() != 0 || i.mode() == 0 {
             return Ok(());
         }
+        self.meta_gen += 1;
         self.atomic(|fs| {
             let i = fs.load_inode(ino)?;
             fs.orphan_remove(&i)?;

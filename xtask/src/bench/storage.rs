@@ -216,6 +216,9 @@ pub struct Setup<'a> {
     pub pristine: &'a Path,
     pub work: &'a Path,
     pub pct: u32,
+    /// `STORAGE_ROWS`: only these kstor rows (comma-separated; the rows
+    /// they need run too), for a quick loop on a few rows.
+    pub rows: Option<String>,
     pub timeout: Duration,
 }
 
@@ -228,7 +231,11 @@ pub struct Boot {
 
 impl Setup<'_> {
     pub fn boot(&self, kernel: Kernel, clock: Clock, bus: Bus, tag: &str, log: &Path) -> Result<Boot> {
-        let args = format!("/b/kstor {} {}", bus.device(), self.pct);
+        let mut args = format!("/b/kstor {} {}", bus.device(), self.pct);
+        if let Some(rows) = &self.rows {
+            args.push(' ');
+            args.push_str(rows);
+        }
         let (elf, cmdline) = match kernel {
             Kernel::Kiln => (self.kiln_elf, crate::usertest::init_cmdline("", &format!("/init {args}"))),
             Kernel::Linux => (
@@ -271,6 +278,9 @@ pub struct Report {
     pub unclean: Vec<String>,
     pub wall_runs: usize,
     pub pct: u32,
+    /// Only some rows ran (`STORAGE_ROWS`): printed, not kept in
+    /// bench/results or the docs.
+    pub partial: bool,
 }
 
 fn ratio(c: &[Cell; 2]) -> Option<f64> {
@@ -317,6 +327,7 @@ pub fn measure(root: &Path, kiln_elf: &Path, linux: &Path, pct: u32) -> Result<R
         pristine: &pristine,
         work: &work,
         pct,
+        rows: std::env::var("STORAGE_ROWS").ok().filter(|r| !r.trim().is_empty()),
         timeout: Duration::from_secs(env_num("BENCH_TIMEOUT", 900)?),
     };
     let wall_runs = env_num("BENCH_STORAGE_RUNS", 3)? as usize;
@@ -378,7 +389,8 @@ pub fn measure(root: &Path, kiln_elf: &Path, linux: &Path, pct: u32) -> Result<R
     let _ = fs::remove_file(&pristine);
     let _ = fs::remove_file(&tar);
     result?;
-    Ok(Report { buses, rows, unclean, wall_runs, pct })
+    let partial = setup.rows.is_some();
+    Ok(Report { buses, rows, unclean, wall_runs, pct, partial })
 }
 
 /// [`human`], with seconds for the whole-tree row.
@@ -545,6 +557,10 @@ const DOC_END: &str = "<!-- storage-table:end -->";
 pub fn write(root: &Path, report: &Report, header: &str, stamp: &str, commit: &str) -> Result<()> {
     let table = markdown(report, header);
     println!("\n{table}");
+    if report.partial {
+        println!("bench storage: only STORAGE_ROWS ran; bench/results and docs left as they were");
+        return Ok(());
+    }
     let results = root.join("bench/results");
     fs::create_dir_all(&results).map_err(|e| format!("create {}: {e}", results.display()))?;
     fs::write(results.join("storage.md"), &table).map_err(|e| format!("write storage.md: {e}"))?;
@@ -590,6 +606,7 @@ pub fn smoke(root: &Path, kiln_elf: &Path) -> Result<(u64, u64)> {
         pristine: &pristine,
         work: &work,
         pct: 0,
+        rows: None,
         timeout: Duration::from_secs(env_num("BENCH_TIMEOUT", 600)?),
     };
     let log = out_dir.join("bench-storage-smoke.log");
