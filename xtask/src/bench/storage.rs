@@ -13,7 +13,9 @@
 //! initramfs (`/m`), where Kiln has its drivers built in.
 //!
 //! Boots: per disk bus and kernel, one under `-icount` and
-//! `BENCH_STORAGE_RUNS` (default 3) under wall-clock TCG. The report is
+//! `BENCH_STORAGE_RUNS` (default 3) under wall-clock TCG.
+//! `STORAGE_ROWS=seq_read,rand_read_warm` runs only the rows named (and
+//! those they need first, see kstor.c), for a quick loop. The report is
 //! its own table (bench/results/storage.md and .json, and in
 //! docs/performance.md between the storage markers); a full `make bench`
 //! also puts the rows into the run's JSON under `"storage"`.
@@ -228,7 +230,13 @@ pub struct Boot {
 
 impl Setup<'_> {
     pub fn boot(&self, kernel: Kernel, clock: Clock, bus: Bus, tag: &str, log: &Path) -> Result<Boot> {
-        let args = format!("/b/kstor {} {}", bus.device(), self.pct);
+        let mut args = format!("/b/kstor {} {}", bus.device(), self.pct);
+        if let Ok(rows) = std::env::var("STORAGE_ROWS") {
+            if !rows.trim().is_empty() {
+                args.push(' ');
+                args.push_str(rows.trim());
+            }
+        }
         let (elf, cmdline) = match kernel {
             Kernel::Kiln => (self.kiln_elf, crate::usertest::init_cmdline("", &format!("/init {args}"))),
             Kernel::Linux => (
@@ -545,6 +553,10 @@ const DOC_END: &str = "<!-- storage-table:end -->";
 pub fn write(root: &Path, report: &Report, header: &str, stamp: &str, commit: &str) -> Result<()> {
     let table = markdown(report, header);
     println!("\n{table}");
+    if std::env::var("STORAGE_ROWS").is_ok_and(|r| !r.trim().is_empty()) {
+        println!("bench storage: STORAGE_ROWS names a subset; nothing written to bench/results or docs");
+        return Ok(());
+    }
     let results = root.join("bench/results");
     fs::create_dir_all(&results).map_err(|e| format!("create {}: {e}", results.display()))?;
     fs::write(results.join("storage.md"), &table).map_err(|e| format!("write storage.md: {e}"))?;
