@@ -164,6 +164,41 @@ impl UserFrame {
     }
 }
 
+/// A user-data frame just allocated and not yet shared: the only handle
+/// to it, so its bytes may be lent out as a Rust slice (a disk read lands
+/// in the page cache's frame directly, with no buffer between). It holds
+/// whatever its last owner left until written: the caller fills it whole
+/// (zeroing what it has no data for) before [`FreshFrame::into_frame`]
+/// shares it.
+#[derive(Debug)]
+pub struct FreshFrame {
+    frame: UserFrame,
+}
+
+impl FreshFrame {
+    pub fn alloc() -> Result<FreshFrame, OutOfMemory> {
+        let paddr = mm::alloc_user_frame_dirty().ok_or(OutOfMemory)?;
+        count_of(paddr).store(1, Ordering::Release);
+        LIVE.fetch_add(1, Ordering::Relaxed);
+        Ok(FreshFrame { frame: UserFrame { paddr } })
+    }
+
+    /// The frame's bytes.
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: the frame is a live user-data frame (this handle holds
+        // its one reference) reached through the direct map; no other
+        // handle, page-table entry or slice of it exists (a FreshFrame is
+        // never cloned and hands its frame out only by value in
+        // `into_frame`), and `&mut self` makes this borrow the only one.
+        unsafe { core::slice::from_raw_parts_mut(self.frame.paddr.to_virt() as *mut u8, PAGE_SIZE as usize) }
+    }
+
+    /// The frame, now shareable.
+    pub fn into_frame(self) -> UserFrame {
+        self.frame
+    }
+}
+
 impl Clone for UserFrame {
     fn clone(&self) -> UserFrame {
         count_of(self.paddr).fetch_add(1, Ordering::AcqRel);

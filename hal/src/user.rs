@@ -706,6 +706,39 @@ pub fn copy_from_user(dst: &mut [u8], src: u64) -> Result<(), UserFault> {
     }
 }
 
+/// Copies `len` bytes of `frame` from `offset` to user address `dst`,
+/// with no kernel buffer between (the page cache's read(2)). A fault is
+/// reported where it stopped, not resolved: bytes before it were copied.
+pub fn copy_frame_to_user(
+    dst: u64,
+    frame: &crate::frame::UserFrame,
+    offset: usize,
+    len: usize,
+) -> Result<(), UserFault> {
+    assert!(offset + len <= crate::mm::PAGE_SIZE as usize, "copy past the end of a frame");
+    if len == 0 {
+        return Ok(());
+    }
+    if !user_range_ok(dst, len) {
+        return Err(UserFault { addr: dst });
+    }
+    let smap = u8::from(SMAP.load(Ordering::Relaxed));
+    let src = (frame.paddr().to_virt() as *const u8).wrapping_add(offset);
+    // SAFETY: the destination range is entirely in the user half
+    // (checked), which holds no Rust objects; the source lies inside a
+    // user-data frame that `frame` keeps alive for the call (checked
+    // above), reached through the direct map, and user frames are never
+    // Rust objects, so a user store racing with the copy (a shared
+    // mapping of the same page, even as the destination) is data, not an
+    // aliasing violation; faults resume at the fixup.
+    let left = unsafe { hal_user_copy(dst as *mut u8, src, len, smap, smap) };
+    if left == 0 {
+        Ok(())
+    } else {
+        Err(UserFault { addr: dst + (len - left) as u64 })
+    }
+}
+
 /// Copies `src` to user address `dst`.
 pub fn copy_to_user(dst: u64, src: &[u8]) -> Result<(), UserFault> {
     if src.is_empty() {

@@ -3,8 +3,13 @@
  * static musl program that Kiln and Debian's Linux both run, in the same
  * QEMU machine, on the same ext4 image made by the host's mkfs.ext4.
  *
- *   kstor DEV PCT     mount DEV (ext4) on /mnt and run every row at PCT %
- *                     of its default size (0 or 1: the smoke run's minimum)
+ *   kstor DEV PCT [ROWS]
+ *                     mount DEV (ext4) on /mnt and run every row at PCT %
+ *                     of its default size (0 or 1: the smoke run's minimum);
+ *                     ROWS (comma-separated names) runs only those rows and
+ *                     the rows they need first (the read rows need
+ *                     seq_write's file, rand_read_warm its cold pass,
+ *                     unlink create_4k's files), which report too
  *
  * Before mounting, the modules under /m (sorted by name; the Linux guest
  * needs virtio_blk and what it depends on) are loaded with finit_module;

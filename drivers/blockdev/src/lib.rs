@@ -120,6 +120,25 @@ pub trait BlockDriver: Send {
     /// into `read_into` (the request's length at most).
     fn release(&mut self, tag: Tag, read_into: Option<&mut [u8]>);
 
+    /// [`release`](BlockDriver::release) for a read whose data goes to
+    /// several buffers laid end to end (a page cache's frames), copied
+    /// from the slot into each. The default goes through one buffer; the
+    /// drivers copy straight.
+    fn release_scatter(&mut self, tag: Tag, read_into: &mut [&mut [u8]]) {
+        let len: usize = read_into.iter().map(|b| b.len()).sum();
+        let mut tmp = alloc::vec::Vec::new();
+        if tmp.try_reserve_exact(len).is_err() {
+            // No memory for the copy: the slot is freed, the data lost;
+            // the caller's buffers keep what they held (the caller zeroes
+            // or discards them on a short read, never trusts them).
+            self.release(tag, None);
+            return;
+        }
+        tmp.resize(len, 0);
+        self.release(tag, Some(&mut tmp));
+        scatter(&tmp, read_into);
+    }
+
     /// Requests in flight.
     fn in_flight(&self) -> usize;
 
@@ -161,4 +180,17 @@ pub enum Recovery {
     Reset,
     /// Nothing could be done: the block layer fails the requests.
     Failed,
+}
+
+/// Copies `data` into `bufs` laid end to end, as far as both reach.
+pub fn scatter(data: &[u8], bufs: &mut [&mut [u8]]) {
+    let mut at = 0;
+    for b in bufs.iter_mut() {
+        if at >= data.len() {
+            break;
+        }
+        let n = b.len().min(data.len() - at);
+        b[..n].copy_from_slice(&data[at..at + n]);
+        at += n;
+    }
 }

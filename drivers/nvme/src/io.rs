@@ -277,6 +277,23 @@ impl BlockDriver for NvmeQueue {
         q.free.push(tag);
     }
 
+    fn release_scatter(&mut self, tag: Tag, read_into: &mut [&mut [u8]]) {
+        let mut queue = self.ctrl.io[self.index].lock();
+        let q = &mut *queue;
+        let Some(slot) = q.slots.get_mut(usize::from(tag)) else { return };
+        // As in `release`: only a completed command's slot.
+        if slot.state != SlotState::Done {
+            return;
+        }
+        if let Some(Request::Read { sectors, .. }) = slot.req {
+            let len = sectors as usize * SECTOR;
+            blockdev::scatter(&slot.data.as_slice()[..len], read_into);
+        }
+        slot.state = SlotState::Free;
+        slot.req = None;
+        q.free.push(tag);
+    }
+
     fn in_flight(&self) -> usize {
         self.ctrl.io[self.index].lock().slots.iter().filter(|s| s.state != SlotState::Free).count()
     }

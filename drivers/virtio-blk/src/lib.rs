@@ -294,6 +294,15 @@ impl BlockDriver for VirtioBlk {
         self.free_slots.push(tag);
     }
 
+    fn release_scatter(&mut self, tag: Tag, read_into: &mut [&mut [u8]]) {
+        let Some(req) = self.in_slot.get_mut(usize::from(tag)).and_then(Option::take) else { return };
+        if let Request::Read { sectors, .. } = req {
+            let len = sectors as usize * SECTOR;
+            blockdev::scatter(&self.slots[usize::from(tag)].as_slice()[DATA_OFFSET..DATA_OFFSET + len], read_into);
+        }
+        self.free_slots.push(tag);
+    }
+
     fn in_flight(&self) -> usize {
         self.in_slot.iter().filter(|r| r.is_some()).count()
     }

@@ -99,6 +99,8 @@ pub(crate) struct Op<'a> {
     /// A write's data: pieces laid end to end (merged writes).
     pub write: Vec<&'a [u8]>,
     pub read: Option<&'a mut [u8]>,
+    /// A scattered read's buffers, laid end to end (then `read` is None).
+    read_parts: Vec<&'a mut [u8]>,
     tag: Option<Tag>,
     /// When the request in flight times out (monotonic ns).
     deadline: u64,
@@ -108,7 +110,7 @@ pub(crate) struct Op<'a> {
 
 impl<'a> Op<'a> {
     pub(crate) fn new(req: Request) -> Op<'a> {
-        Op { req, write: Vec::new(), read: None, tag: None, deadline: 0, retries: 0 }
+        Op { req, write: Vec::new(), read: None, read_parts: Vec::new(), tag: None, deadline: 0, retries: 0 }
     }
 }
 
@@ -276,6 +278,42 @@ impl BlockQueue {
         self.run(&mut ops)
     }
 
+    /// Reads consecutive sectors from `sector` into `bufs` laid end to end
+    /// (each whole sectors): the page cache's frames, filled by the driver
+    /// straight from its DMA slots. Requests are as large as the driver
+    /// takes, whatever the buffers' sizes, and all go down at once.
+    pub fn read_scatter(&self, sector: u64, bufs: &mut [&mut [u8]]) -> Result<(), Errno> {
+        if bufs.iter().any(|b| !b.len().is_multiple_of(SECTOR)) {
+            return Err(Errno::EINVAL);
+        }
+        let max = self.info.max_sectors.max(1) as usize * SECTOR;
+        let total: usize = bufs.iter().map(|b| b.len()).sum();
+        let mut ops = Vec::new();
+        ops.try_reserve(total.div_ceil(max)).map_err(|_| Errno::ENOMEM)?;
+        let mut at = sector;
+        let mut parts: Vec<&mut [u8]> = Vec::new();
+        let mut len = 0;
+        for b in bufs.iter_mut() {
+            let mut rest: &mut [u8] = b;
+            while !rest.is_empty() {
+                let take = (max - len).min(rest.len());
+                let (head, tail) = core::mem::take(&mut rest).split_at_mut(take);
+                parts.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+                parts.push(head);
+                len += take;
+                rest = tail;
+                if len == max {
+                    push_read(&mut at, &mut parts, &mut len, &mut ops);
+                }
+            }
+        }
+        if len > 0 {
+            push_read(&mut at, &mut parts, &mut len, &mut ops);
+        }
+        self.stats.sectors_read.fetch_add((buf_len_sectors(&ops)) as u64, Ordering::Relaxed);
+        self.run(&mut ops)
+    }
+
     /// Writes whole sectors from `sector` on; with `fua`, returns only once
     /// they are durable.
     pub fn write(&self, sector: u64, buf: &[u8], fua: bool) -> Result<(), Errno> {
@@ -371,7 +409,11 @@ impl BlockQueue {
                             op.req
                         );
                     }
-                    driver.release(tag, op.read.as_deref_mut());
+                    if op.read_parts.is_empty() {
+                        driver.release(tag, op.read.as_deref_mut());
+                    } else {
+                        driver.release_scatter(tag, &mut op.read_parts);
+                    }
                     op.tag = None;
                     outstanding -= 1;
                     if let Err(e) = r {
@@ -543,6 +585,16 @@ fn release_abandoned(
             true
         }
     });
+}
+
+/// Ends a scattered read's request: the `len` bytes of `parts` from `at`.
+fn push_read<'a>(at: &mut u64, parts: &mut Vec<&'a mut [u8]>, len: &mut usize, ops: &mut Vec<Op<'a>>) {
+    let sectors = (*len / SECTOR) as u32;
+    let mut op = Op::new(Request::Read { sector: *at, sectors });
+    op.read_parts = core::mem::take(parts);
+    ops.push(op);
+    *at += u64::from(sectors);
+    *len = 0;
 }
 
 fn buf_len_sectors(ops: &[Op<'_>]) -> u32 {

@@ -200,6 +200,9 @@ pub struct IoTraits {
     pub is_dir: bool,
     /// `FileOps::user_direct`.
     pub user_direct: bool,
+    /// The inode's `reads_to_user`: read(2) copies from its cached frames
+    /// straight to user memory.
+    pub reads_to_user: bool,
 }
 
 impl IoTraits {
@@ -211,6 +214,7 @@ impl IoTraits {
             sink: ops.sink(),
             is_dir: ops.inode().is_some_and(|i| i.file_type() == FileType::Directory),
             user_direct: ops.user_direct(),
+            reads_to_user: ops.inode().is_some_and(|i| i.reads_to_user()),
         }
     }
 }

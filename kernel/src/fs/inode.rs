@@ -165,6 +165,26 @@ pub trait Inode: Send + Sync {
         Err(if self.file_type() == FileType::Directory { Errno::EISDIR } else { Errno::EINVAL })
     }
 
+    /// Whether read(2) may use [`Inode::read_user_at`] (asked once at
+    /// open, `IoTraits::reads_to_user`).
+    fn reads_to_user(&self) -> bool {
+        false
+    }
+
+    /// Reads up to `len` bytes at `offset` straight into user memory at
+    /// `addr` (files whose data sits in frames: the page cache copies once,
+    /// frame to user page); `vm` gives the caller's address space when a
+    /// fault must be resolved. Only called when `reads_to_user` said so.
+    fn read_user_at(
+        &self,
+        _offset: u64,
+        _addr: u64,
+        _len: usize,
+        _vm: &dyn Fn() -> Result<crate::mm::Vm, Errno>,
+    ) -> Result<usize, Errno> {
+        Err(Errno::EINVAL)
+    }
+
     /// O_DIRECT: how a direct transfer must be aligned when this file's
     /// I/O can bypass the page cache; `None` when O_DIRECT is served like any I/O (tmpfs, as Linux
     /// 6.6+ does, and files with no disk behind them).

@@ -32,7 +32,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use hal::frame::UserFrame;
+use hal::frame::{FreshFrame, UserFrame};
 use hal::sync::SpinLock;
 use linux_abi::errno::Errno;
 
@@ -41,7 +41,8 @@ use crate::mm::PAGE_SIZE;
 use crate::sync::Mutex;
 
 const PAGE: usize = PAGE_SIZE as usize;
-/// Pages read at once on a miss of a non-sequential read.
+/// The first readahead window of a sequential reader (a read at the
+/// file's start, or one after a random read that the next continues).
 const READAHEAD_MIN: u64 = 8;
 /// The largest readahead window, 1 MiB (Linux's default read_ahead_kb is
 /// 128, but Linux reads ahead asynchronously and Kiln waits for each fill:
@@ -64,6 +65,11 @@ pub trait Backend {
     /// Reads bytes at `offset` into `buf`; bytes past the file's end on
     /// the disk are left zero.
     fn read_pages(&self, offset: u64, buf: &mut [u8]) -> Result<(), Errno>;
+    /// Reads bytes at `offset` into `pages` laid end to end (fresh
+    /// frames of the cache: the disk's data lands in them directly).
+    /// Returns how many bytes it wrote from the start: the rest (past the
+    /// file's end on the disk) the caller zeroes.
+    fn read_into_pages(&self, offset: u64, pages: &mut [&mut [u8]]) -> Result<usize, Errno>;
     /// Writes cached bytes back at `offset`, growing the file on the disk
     /// to the end of `data` (the cache's size), leaving the times alone;
     /// `reserved` blocks reserved for these pages are used by it.
@@ -178,7 +184,9 @@ fn make_room(store: &mut PageStore, first: u64, end: u64, want: u64) {
     }
 }
 
-/// Reads the missing pages of [first, end) from the disk, a run at a time.
+/// Reads the missing pages of [first, end) from the disk, a run at a time,
+/// straight into fresh frames (the driver copies from its DMA slot into
+/// each; no buffer between, nothing zeroed that the disk then fills).
 fn fill(store: &mut PageStore, be: &dyn Backend, first: u64, end: u64) -> Result<(), Errno> {
     make_room(store, first, end, (end - first).min(READAHEAD_MAX));
     let mut from = first;
@@ -187,11 +195,34 @@ fn fill(store: &mut PageStore, be: &dyn Backend, first: u64, end: u64) -> Result
         while stop < end && stop - start < READAHEAD_MAX && !store.is_loaded(stop) {
             stop += 1;
         }
-        let (mut buf, pages) = buffer((stop - start) as usize, false)?;
-        let stop = start + pages as u64;
-        be.read_pages(start * PAGE_SIZE, &mut buf)?;
-        for (i, chunk) in buf.chunks(PAGE).enumerate() {
-            if let Err(e) = store.insert_clean(start + i as u64, chunk) {
+        let mut frames = Vec::new();
+        frames.try_reserve_exact((stop - start) as usize).map_err(|_| Errno::ENOMEM)?;
+        while frames.len() < (stop - start) as usize {
+            match FreshFrame::alloc() {
+                Ok(f) => frames.push(f),
+                // Memory is short: a shorter run (at least one page).
+                Err(_) if !frames.is_empty() => break,
+                Err(_) => {
+                    reclaim_clean(64);
+                    frames.push(FreshFrame::alloc().map_err(|_| Errno::ENOMEM)?);
+                }
+            }
+        }
+        let stop = start + frames.len() as u64;
+        let got = {
+            let mut pages = Vec::new();
+            pages.try_reserve_exact(frames.len()).map_err(|_| Errno::ENOMEM)?;
+            pages.extend(frames.iter_mut().map(FreshFrame::bytes_mut));
+            be.read_into_pages(start * PAGE_SIZE, &mut pages)?
+        };
+        for (i, mut frame) in frames.into_iter().enumerate() {
+            // Past what the disk gave (the file's end there): zeros, and
+            // nothing of the frame's last owner.
+            let filled = got.saturating_sub(i * PAGE).min(PAGE);
+            if filled < PAGE {
+                frame.bytes_mut()[filled..].fill(0);
+            }
+            if let Err(e) = store.insert_fresh(start + i as u64, frame) {
                 // Memory is short: what was read so far stays.
                 if i == 0 {
                     return Err(e);
@@ -318,32 +349,91 @@ impl PageCache {
 
     pub fn read(&self, be: &dyn Backend, offset: u64, buf: &mut [u8]) -> Result<usize, Errno> {
         let mut st = self.state.lock();
-        let (ra_next, ra_pages) = (st.ra_next, st.ra_pages);
-        let store = loaded(&mut st, be)?;
-        let size = store.size();
-        if offset >= size || buf.is_empty() {
-            return Ok(0);
-        }
-        let end = offset.saturating_add(buf.len() as u64).min(size);
-        let (first, last) = (offset / PAGE_SIZE, end.div_ceil(PAGE_SIZE));
-        let mut window = ra_pages;
-        if store.first_missing(first, last).is_some() {
-            // Sequential reads double the window; others start over.
-            window = if first == ra_next || first == ra_next.wrapping_sub(1) {
-                (ra_pages * 2).min(READAHEAD_MAX)
-            } else {
-                READAHEAD_MIN
-            };
-            let ra_end = last.max(first + window).min(size.div_ceil(PAGE_SIZE));
-            fill(store, be, first, ra_end)?;
-        }
-        let n = store.read(offset, buf);
-        st.ra_next = last;
-        st.ra_pages = window;
+        let Some(end) = self.load_for_read(&mut st, be, offset, buf.len())? else { return Ok(0) };
+        let n = st.store.as_ref().map_or(0, |s| s.read(offset, &mut buf[..(end - offset) as usize]));
         let claimed = self.claim(&st);
         drop(st);
         self.join(claimed);
         Ok(n)
+    }
+
+    /// Makes the pages of a read of `len` bytes at `offset` present
+    /// (with readahead on a miss) and notes where it ends for the next
+    /// one's readahead. Returns the read's end (clipped to the size), or
+    /// `None` when nothing is to be read.
+    fn load_for_read(&self, st: &mut State, be: &dyn Backend, offset: u64, len: usize) -> Result<Option<u64>, Errno> {
+        let (ra_next, ra_pages) = (st.ra_next, st.ra_pages);
+        let store = loaded(st, be)?;
+        let size = store.size();
+        if offset >= size || len == 0 {
+            return Ok(None);
+        }
+        let end = offset.saturating_add(len as u64).min(size);
+        let (first, last) = (offset / PAGE_SIZE, end.div_ceil(PAGE_SIZE));
+        let mut window = ra_pages;
+        if store.first_missing(first, last).is_some() {
+            // Sequential reads double the window; others start over. A
+            // read elsewhere than where the last ended or the file's start
+            // reads only its own pages (Linux's "standalone, small random
+            // read"): a random reader would pay for pages it never reads.
+            let sequential = first == ra_next || first == ra_next.wrapping_sub(1);
+            window = if sequential { (ra_pages * 2).min(READAHEAD_MAX) } else { READAHEAD_MIN };
+            let ahead = if sequential || first == 0 { window } else { 1 };
+            let ra_end = last.max(first + ahead).min(size.div_ceil(PAGE_SIZE));
+            fill(store, be, first, ra_end)?;
+        }
+        st.ra_next = last;
+        st.ra_pages = window;
+        Ok(Some(end))
+    }
+
+    /// read(2) of up to `len` bytes at `offset` straight into user memory
+    /// at `addr`: one copy, cached frame to user page, with no kernel
+    /// buffer between. The copy runs under the cache lock without
+    /// resolving faults (a fault on a mapping of this very file would take
+    /// the lock again); at a fault the lock is let go, the page faulted in
+    /// through `vm`, and the read goes on. A fault that cannot be resolved
+    /// ends it: EFAULT, or the bytes copied before it.
+    pub fn read_user(
+        &self,
+        be: &dyn Backend,
+        offset: u64,
+        addr: u64,
+        len: usize,
+        vm: &dyn Fn() -> Result<crate::mm::Vm, Errno>,
+    ) -> Result<usize, Errno> {
+        if !crate::mm::uaccess::access_ok(addr, len) {
+            return Err(Errno::EFAULT);
+        }
+        let mut done = 0usize;
+        while done < len {
+            // A window at a time, so a huge read does not load the whole
+            // range before it copies (or hold the lock meanwhile).
+            let want = (len - done).min(READAHEAD_MAX as usize * PAGE);
+            let mut st = self.state.lock();
+            let pos = offset + done as u64;
+            let Some(end) = self.load_for_read(&mut st, be, pos, want)? else { break };
+            let store = st.store.as_ref().ok_or(Errno::EIO)?;
+            let (copied, fault) = store.copy_to_user(pos, end, addr + done as u64);
+            done += copied;
+            let claimed = self.claim(&st);
+            drop(st);
+            self.join(claimed);
+            let Some(at) = fault else {
+                if copied < want {
+                    break; // the end of the file
+                }
+                continue;
+            };
+            if at == u64::MAX {
+                // A page memory pressure kept out of the cache: short.
+                return Ok(done);
+            }
+            if crate::mm::uaccess::fault_in(vm, at, true).is_err() {
+                return if done > 0 { Ok(done) } else { Err(Errno::EFAULT) };
+            }
+        }
+        Ok(done)
     }
 
     /// Writes `data` at `offset` into the cache (pages dirty); partial

@@ -168,6 +168,33 @@ impl PageStore {
         end.saturating_sub(offset) as usize
     }
 
+    /// Copies the bytes of [offset, end) (inside the size) to user memory
+    /// at `addr`, frame by frame, without resolving faults (the caller
+    /// holds the lock a fault on a mapping of this file would take).
+    /// Returns the bytes copied and, when it stopped short, the user
+    /// address that faulted (`u64::MAX`: a page of a backed store that is
+    /// not loaded). Holes of an unbacked store copy zeros.
+    pub fn copy_to_user(&self, offset: u64, end: u64, addr: u64) -> (usize, Option<u64>) {
+        static ZEROS: [u8; PAGE] = [0; PAGE];
+        let end = end.min(self.size);
+        let mut pos = offset;
+        while pos < end {
+            let in_page = (pos % PAGE_SIZE) as usize;
+            let n = (PAGE - in_page).min((end - pos) as usize);
+            let to = addr + (pos - offset);
+            let r = match self.pages.get(&(pos / PAGE_SIZE)) {
+                Some(page) => hal::user::copy_frame_to_user(to, &page.frame, in_page, n),
+                None if self.backed => return ((pos - offset) as usize, Some(u64::MAX)),
+                None => hal::user::copy_to_user(to, &ZEROS[..n]),
+            };
+            if let Err(f) = r {
+                return ((f.addr - addr) as usize, Some(f.addr));
+            }
+            pos += n as u64;
+        }
+        ((pos - offset) as usize, None)
+    }
+
     /// Writes `data` at `offset`, growing the file as needed. A write that
     /// runs out of memory part-way keeps what it wrote and reports that
     /// count; one that wrote nothing fails with ENOSPC, as tmpfs does.
@@ -396,14 +423,20 @@ impl PageStore {
         (want < end).then_some(want)
     }
 
-    /// Adds page `index` read from the disk (`data`, zero-filled past it),
-    /// clean. A page already there is kept (it may be newer).
-    pub fn insert_clean(&mut self, index: u64, data: &[u8]) -> Result<(), Errno> {
+    /// Puts a frame the caller filled (from the disk) in as clean page
+    /// `index`; a page already there stays, and the frame goes.
+    pub fn insert_fresh(&mut self, index: u64, frame: hal::frame::FreshFrame) -> Result<(), Errno> {
         if self.pages.contains_key(&index) {
             return Ok(());
         }
-        let frame = self.new_page_with(&data[..data.len().min(PAGE)])?;
-        self.pages.insert(index, Page::new(frame));
+        if !self.budget.take() {
+            return Err(Errno::ENOSPC);
+        }
+        FILE_FRAMES.fetch_add(1, Ordering::Relaxed);
+        if self.backed {
+            CACHE_FRAMES.fetch_add(1, Ordering::Relaxed);
+        }
+        self.pages.insert(index, Page::new(frame.into_frame()));
         Ok(())
     }
 

@@ -112,6 +112,62 @@ impl<D: BlockDevice> Ext4<D> {
         Ok(n)
     }
 
+    /// [`Ext4::read`] into `bufs` laid end to end (a page cache's frames,
+    /// each a whole number of 512-byte sectors): runs of whole blocks go
+    /// from the device into the buffers in one scattered read each.
+    /// Returns the bytes read (short at the end of the file); bytes past
+    /// them are left as they were.
+    pub fn read_scatter(&mut self, ino: u32, offset: u64, bufs: &mut [&mut [u8]]) -> Result<usize> {
+        let inode = self.live_inode(ino)?;
+        if inode.is_dir() {
+            return Err(Errno::EISDIR);
+        }
+        let map = self.file_map(&inode)?;
+        let size = inode.size();
+        if offset >= size {
+            return Ok(0);
+        }
+        let total: usize = bufs.iter().map(|b| b.len()).sum();
+        let n = (total as u64).min(size - offset) as usize;
+        let bs = self.bs as u64;
+        let mut done = 0usize;
+        let mut block = Vec::new();
+        while done < n {
+            let pos = offset + done as u64;
+            let lblk = pos / bs;
+            let in_block = (pos % bs) as usize;
+            let lblk32 = u32::try_from(lblk).map_err(|_| Errno::EFBIG)?;
+            let take = (self.bs - in_block).min(n - done);
+            match find(&map.extents, lblk32) {
+                Some(e) if !e.uninit => {
+                    let phys = e.phys + (lblk - e.logical as u64);
+                    let run = (e.end() - lblk) as usize;
+                    let whole = ((n - done) / self.bs).min(run);
+                    let count = whole as u64;
+                    let uncached = self.cache.range(phys..phys + count).next().is_none();
+                    if in_block == 0 && whole > 0 && uncached {
+                        if phys.checked_add(count).is_none_or(|e| e > self.sb.blocks_count()) {
+                            return Err(Errno::EUCLEAN);
+                        }
+                        let mut parts = pieces(bufs, done, whole * self.bs)?;
+                        self.dev.read_scatter(phys * (bs / 512), &mut parts)?;
+                        done += whole * self.bs;
+                        continue;
+                    }
+                    if block.is_empty() {
+                        block.try_reserve_exact(self.bs).map_err(|_| Errno::ENOMEM)?;
+                        block.resize(self.bs, 0);
+                    }
+                    self.read_data_into(phys, &mut block)?;
+                    scatter_copy(bufs, done, &block[in_block..in_block + take]);
+                }
+                _ => scatter_zero(bufs, done, take),
+            }
+            done += take;
+        }
+        Ok(n)
+    }
+
     fn read_run(&mut self, phys: u64, dst: &mut [u8]) -> Result<()> {
         // Metadata blocks in the cache never back file data, but a
         // directory read through here might: keep it simple and per block
@@ -406,5 +462,51 @@ impl<D: BlockDevice> Ext4<D> {
         }
         self.store_inode(&mut inode)?;
         self.maybe_commit()
+    }
+}
+
+/// The parts of `bufs` (laid end to end) that [at, at + len) covers.
+fn pieces<'a>(bufs: &'a mut [&mut [u8]], at: usize, len: usize) -> Result<Vec<&'a mut [u8]>> {
+    let mut out = Vec::new();
+    let end = at + len;
+    let mut base = 0;
+    for b in bufs.iter_mut() {
+        let blen = b.len();
+        let (s, e) = (at.max(base), end.min(base + blen));
+        if s < e {
+            out.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
+            out.push(&mut b[s - base..e - base]);
+        }
+        base += blen;
+        if base >= end {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// Copies `data` into `bufs` (laid end to end) at `at`.
+fn scatter_copy(bufs: &mut [&mut [u8]], at: usize, data: &[u8]) {
+    let mut base = 0;
+    for b in bufs.iter_mut() {
+        let blen = b.len();
+        let (s, e) = (at.max(base), (at + data.len()).min(base + blen));
+        if s < e {
+            b[s - base..e - base].copy_from_slice(&data[s - at..e - at]);
+        }
+        base += blen;
+    }
+}
+
+/// Zeroes `len` bytes of `bufs` (laid end to end) at `at`.
+fn scatter_zero(bufs: &mut [&mut [u8]], at: usize, len: usize) {
+    let mut base = 0;
+    for b in bufs.iter_mut() {
+        let blen = b.len();
+        let (s, e) = (at.max(base), (at + len).min(base + blen));
+        if s < e {
+            b[s - base..e - base].fill(0);
+        }
+        base += blen;
     }
 }

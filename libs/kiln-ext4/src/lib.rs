@@ -65,6 +65,18 @@ pub trait BlockDevice {
     fn sector_count(&self) -> u64;
     /// Reads `buf.len() / 512` sectors starting at `sector`.
     fn read(&mut self, sector: u64, buf: &mut [u8]) -> Result<()>;
+    /// Reads consecutive sectors from `sector` into `bufs` laid end to
+    /// end (each a whole number of sectors): a page cache's frames filled
+    /// straight from the device. The default reads piece by piece; a
+    /// device that scatters one request does better.
+    fn read_scatter(&mut self, sector: u64, bufs: &mut [&mut [u8]]) -> Result<()> {
+        let mut at = sector;
+        for b in bufs.iter_mut() {
+            self.read(at, b)?;
+            at += (b.len() / 512) as u64;
+        }
+        Ok(())
+    }
     /// Writes sectors; they may sit in a volatile cache until [`flush`].
     ///
     /// [`flush`]: BlockDevice::flush

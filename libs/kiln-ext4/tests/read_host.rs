@@ -67,6 +67,16 @@ fn compare_tree<D: kiln_ext4::BlockDevice>(fs: &mut Ext4<D>, dir_ino: u32, host:
             let n = fs.read(ino, 0, &mut got).unwrap();
             assert_eq!(n, want.len());
             assert!(got[..n] == want[..], "contents of {hp:?}");
+            // The page cache's scattered read: 4 KiB pages from page 1
+            // (or 0) on, bytes past the end left as they were.
+            let from = if want.len() > 4096 { 4096 } else { 0 };
+            let mut pages = vec![[0xa5u8; 4096]; (want.len() - from).div_ceil(4096).clamp(1, 5)];
+            let mut parts: Vec<&mut [u8]> = pages.iter_mut().map(|p| &mut p[..]).collect();
+            let n = fs.read_scatter(ino, from as u64, &mut parts).unwrap();
+            let flat = pages.concat();
+            assert_eq!(n, (want.len() - from).min(flat.len()), "scattered read of {hp:?}");
+            assert!(flat[..n] == want[from..from + n], "scattered contents of {hp:?}");
+            assert!(flat[n..].iter().all(|&b| b == 0xa5), "scattered read past the end of {hp:?}");
         }
     }
 }
@@ -105,6 +115,10 @@ fn debian_default_ext4_reads_back_identically() {
         let mut b = vec![1u8; 4096];
         fs.read(sp, 20 << 20, &mut b).unwrap();
         assert!(b.iter().all(|&x| x == 0));
+        let mut pages = vec![[1u8; 4096]; 3];
+        let mut parts: Vec<&mut [u8]> = pages.iter_mut().map(|p| &mut p[..]).collect();
+        fs.read_scatter(sp, 20 << 20, &mut parts).unwrap();
+        assert!(pages.iter().all(|p| p.iter().all(|&x| x == 0)), "scattered read of a hole");
         // Extended attributes, in the inode and in a block.
         let small = fs.lookup(ROOT_INO, b"small.txt").unwrap();
         if let Ok(v) = fs.get_xattr(small, b"user.color") {

@@ -13,7 +13,9 @@
 //! initramfs (`/m`), where Kiln has its drivers built in.
 //!
 //! Boots: per disk bus and kernel, one under `-icount` and
-//! `BENCH_STORAGE_RUNS` (default 3) under wall-clock TCG. The report is
+//! `BENCH_STORAGE_RUNS` (default 3) under wall-clock TCG.
+//! `STORAGE_ROWS=seq_read,rand_read_warm` runs only the rows named (and
+//! those they need first, see kstor.c), for a quick loop. The report is
 //! its own table (bench/results/storage.md and .json, and in
 //! docs/performance.md between the storage markers); a full `make bench`
 //! also puts the rows into the run's JSON under `"storage"`.

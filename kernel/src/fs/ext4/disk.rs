@@ -99,6 +99,14 @@ impl BlockDevice for Disk {
         self.queue.read(sector, buf)
     }
 
+    fn read_scatter(&mut self, sector: u64, bufs: &mut [&mut [u8]]) -> kiln_ext4::Result<()> {
+        let len: usize = bufs.iter().map(|b| b.len()).sum();
+        if self.overlaps_pending(sector, (len / 512) as u64) {
+            self.unplug()?;
+        }
+        self.queue.read_scatter(sector, bufs)
+    }
+
     fn write(&mut self, sector: u64, buf: &[u8]) -> kiln_ext4::Result<()> {
         if self.read_only {
             return Err(Errno::EROFS);

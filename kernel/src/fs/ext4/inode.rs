@@ -240,6 +240,20 @@ impl Inode for Ext4Inode {
         self.cache.read(self, offset, buf)
     }
 
+    fn reads_to_user(&self) -> bool {
+        self.is_regular()
+    }
+
+    fn read_user_at(
+        &self,
+        offset: u64,
+        addr: u64,
+        len: usize,
+        vm: &dyn Fn() -> Result<crate::mm::Vm, Errno>,
+    ) -> Result<usize, Errno> {
+        self.cache.read_user(self, offset, addr, len, vm)
+    }
+
     fn write_at(&self, offset: u64, buf: &[u8]) -> Result<usize, Errno> {
         if !self.is_regular() {
             return Err(self.not_regular());
@@ -537,6 +551,10 @@ impl Backend for Ext4Inode {
 
     fn read_pages(&self, offset: u64, buf: &mut [u8]) -> Result<(), Errno> {
         self.vol.with(|fs| fs.read(self.ino, offset, buf)).map(|_| ())
+    }
+
+    fn read_into_pages(&self, offset: u64, pages: &mut [&mut [u8]]) -> Result<usize, Errno> {
+        self.vol.with(|fs| fs.read_scatter(self.ino, offset, pages))
     }
 
     fn write_pages(&self, offset: u64, data: &[u8], reserved: u64) -> Result<(), Errno> {
