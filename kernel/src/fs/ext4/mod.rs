@@ -311,6 +311,11 @@ pub fn volume_of(inode: &dyn Inode) -> Option<Arc<Ext4Volume>> {
 fn commit_all() {
     let all: Vec<Arc<Ext4Volume>> = VOLUMES.lock().iter().filter_map(Weak::upgrade).collect();
     for v in all {
+        // A volume unmounted since the list was read has nothing to
+        // commit (its `with` answers EIO, meant for the files still open).
+        if v.fs.lock().is_none() {
+            continue;
+        }
         if let Err(e) = v.commit() {
             log::warn!("ext4: commit failed: {}", e.name());
         }
