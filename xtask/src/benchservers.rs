@@ -145,8 +145,13 @@ fn measure(repo: &Path, guest: &Guest) -> Vec<Option<f64>> {
         }
         // The receiver's rate, in Mbit/s.
         output(reach, "iperf3", &args).and_then(|o| {
-            let end = &o[o.find("\"sum_received\"")?..];
-            number_after(end, "\"bits_per_second\"").map(|b| b / 1e6)
+            let rate = o.find("\"sum_received\"").and_then(|at| number_after(&o[at..], "\"bits_per_second\""));
+            if rate.is_none() {
+                // A run that ended early says why in its JSON ("error").
+                let why = o.find("\"error\"").map_or("no sum_received", |at| &o[at..(at + 200).min(o.len())]);
+                eprintln!("bench-servers: iperf3 {}: {why}", args.join(" "));
+            }
+            rate.map(|b| b / 1e6)
         })
     };
     let memcached = format!("{addr}:{}", p.memcached);

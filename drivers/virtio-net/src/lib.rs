@@ -8,6 +8,14 @@
 //! vector serves both queues and configuration changes: its top half
 //! only acknowledges (the ISR register on a shared INTx line) and asks
 //! for the bottom half, which calls the stack's waker.
+//!
+//! Offloads, when the device offers them (QEMU does on a tap, not on
+//! user networking): received frames may carry checksums the device
+//! vouches for (`GUEST_CSUM`, reported in [`RxMeta::checksum_ok`]), and
+//! with mergeable receive buffers (`MRG_RXBUF`) the host may hand over
+//! TCP segments of up to 64 KiB (`GUEST_TSO4/6`) spread over several
+//! slots, which the driver joins into one frame. Transmit offloads are
+//! not asked for: smoltcp builds every segment and its checksum.
 
 #![no_std]
 #![forbid(unsafe_code)]
@@ -29,7 +37,26 @@ pub mod features {
     pub const MAC: u64 = 1 << 5;
     /// The configuration has a link status field.
     pub const STATUS: u64 = 1 << 16;
+    /// The device may leave received checksums to be trusted (partial or
+    /// already checked) and says so in the header's flags.
+    pub const GUEST_CSUM: u64 = 1 << 1;
+    /// The device may hand over TCP segments larger than the MTU.
+    pub const GUEST_TSO4: u64 = 1 << 7;
+    pub const GUEST_TSO6: u64 = 1 << 8;
+    /// A received frame may span several receive buffers
+    /// (`num_buffers` in the first one's header).
+    pub const MRG_RXBUF: u64 = 1 << 15;
 }
+
+/// `virtio_net_hdr.flags`: the checksum is partial (the host's own
+/// packet, nothing on the wire), or the device checked it.
+const HDR_F_NEEDS_CSUM: u8 = 1;
+const HDR_F_DATA_VALID: u8 = 2;
+/// Offset of `num_buffers` in the header.
+const HDR_NUM_BUFFERS: usize = 10;
+/// The longest frame a merged receive may build: a 64 KiB IP packet
+/// behind an Ethernet header (and a VLAN tag).
+const MAX_MERGED: usize = 65535 + 18;
 
 /// `virtio_net_hdr` with VERSION_1: flags, gso_type, hdr_len, gso_size,
 /// csum_start, csum_offset, num_buffers.
@@ -42,8 +69,27 @@ const RX: u16 = 0;
 const TX: u16 = 1;
 /// Configuration: mac[6], then status (bit 0: link up).
 const CFG_STATUS: u64 = 6;
-/// What the driver asks for; only VERSION_1 is required.
-const WANTED: u64 = feature::VERSION_1 | features::MAC | features::STATUS;
+/// What the driver asks for; only VERSION_1 is required. The large
+/// receives need merged buffers (a frame never fits one slot
+/// otherwise), so they are dropped when the device lacks `MRG_RXBUF`.
+const WANTED: u64 = feature::VERSION_1
+    | features::MAC
+    | features::STATUS
+    | features::GUEST_CSUM
+    | features::GUEST_TSO4
+    | features::GUEST_TSO6
+    | features::MRG_RXBUF;
+
+/// Agrees on features with the device: [`WANTED`], less the large
+/// receives if buffers cannot be merged.
+fn negotiate(t: &mut Transport) -> Result<u64, Error> {
+    let agreed = t.begin_init(WANTED, feature::VERSION_1).map_err(Error::Transport)?;
+    let large = features::GUEST_TSO4 | features::GUEST_TSO6;
+    if agreed & large != 0 && agreed & features::MRG_RXBUF == 0 {
+        return t.begin_init(WANTED & !large, feature::VERSION_1).map_err(Error::Transport);
+    }
+    Ok(agreed)
+}
 
 /// The receive and transmit queues, on the device's one vector (and
 /// configuration changes on it too).
@@ -70,6 +116,9 @@ pub struct VirtioNet {
     tx_buf: DmaBuffer,
     /// Which TX slots the device holds.
     tx_busy: Vec<bool>,
+    /// Where a frame spread over several receive buffers is joined
+    /// (empty until the first one comes).
+    merged: Vec<u8>,
     mac: MacAddress,
     link: LinkState,
     stats: Stats,
@@ -82,7 +131,7 @@ impl VirtioNet {
     /// Brings the device up: features, queues, receive buffers, interrupt.
     pub fn new(pci: PciDevice) -> Result<VirtioNet, Error> {
         let mut transport = Transport::new(pci).map_err(Error::Transport)?;
-        transport.begin_init(WANTED, feature::VERSION_1).map_err(Error::Transport)?;
+        negotiate(&mut transport)?;
         let shared = Arc::new(IrqShared::new(transport.isr()));
         let handler: Arc<dyn IrqHandler> = shared.clone();
         let vectors = transport.pci().request_irqs(&[handler]).map_err(|_| Error::NoInterrupt)?;
@@ -104,6 +153,7 @@ impl VirtioNet {
             rx_buf,
             tx_buf,
             tx_busy,
+            merged: Vec::new(),
             stats: Stats::default(),
             shared,
             vectors,
@@ -119,7 +169,7 @@ impl VirtioNet {
     /// reset makes the device forget every ring and buffer address, so
     /// the old rings' memory may go back to the kernel.
     fn restart(&mut self) -> Result<(), Error> {
-        self.transport.begin_init(WANTED, feature::VERSION_1).map_err(Error::Transport)?;
+        negotiate(&mut self.transport)?;
         let (rx, tx) = setup_queues(&self.transport, self.vectors.first())?;
         self.rx = rx;
         self.tx = tx;
@@ -161,7 +211,7 @@ impl VirtioNet {
             posted = true;
         }
         if posted {
-            self.rx.notify();
+            self.rx.notify_if_needed();
         }
         Ok(())
     }
@@ -190,6 +240,51 @@ impl VirtioNet {
             }
         }
         any
+    }
+
+    /// The next receive buffer the device filled: its descriptor and
+    /// the bytes written (header included for a frame's first buffer).
+    fn pop_rx(&mut self) -> Option<(u16, usize)> {
+        loop {
+            match self.rx.pop_used()? {
+                Ok((head, written)) => {
+                    self.rx_buf.sync_for_cpu();
+                    return Some((head, written as usize));
+                }
+                Err(_) => self.stats.rx_errors += 1,
+            }
+        }
+    }
+
+    /// Gives the device a receive buffer back for the one just consumed.
+    fn repost_rx(&mut self) {
+        if self.push_rx_slot().is_err() {
+            self.stats.rx_dropped += 1;
+        }
+    }
+
+    /// Joins a frame of `parts` buffers into `merged`: the first one's
+    /// bytes (`first`, in the receive buffer) and the next `parts - 1`
+    /// the device used. Every buffer is reposted once copied. None, with
+    /// the frame dropped, if the buffers are not all there or the frame
+    /// is longer than any the device may send.
+    fn merge(&mut self, first: core::ops::Range<usize>, parts: u16) -> Option<()> {
+        self.merged.clear();
+        let mut ok = self.merged.try_reserve(MAX_MERGED).is_ok();
+        if ok {
+            self.merged.extend_from_slice(&self.rx_buf.as_slice()[first]);
+        }
+        self.repost_rx();
+        for _ in 1..parts {
+            let (head, written) = self.pop_rx()?;
+            let start = usize::from(head) * SLOT;
+            ok &= written <= SLOT && self.merged.len() + written <= MAX_MERGED;
+            if ok {
+                self.merged.extend_from_slice(&self.rx_buf.as_slice()[start..start + written]);
+            }
+            self.repost_rx();
+        }
+        ok.then_some(())
     }
 }
 
@@ -220,7 +315,8 @@ impl NetDevice for VirtioNet {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities { mtu: 1500, ..Capabilities::default() }
+        let rx_checksum = self.transport.features() & features::GUEST_CSUM != 0;
+        Capabilities { mtu: 1500, rx_checksum, ..Capabilities::default() }
     }
 
     fn link(&self) -> LinkState {
@@ -259,40 +355,48 @@ impl NetDevice for VirtioNet {
             .map_err(|_| TxError::Busy)?;
         debug_assert_eq!(head, slot);
         self.tx_busy[usize::from(head)] = true;
-        self.tx.notify();
+        self.tx.notify_if_needed();
         self.stats.tx_packets += 1;
         self.stats.tx_bytes += len as u64;
         Ok(())
     }
 
     fn receive(&mut self, budget: usize, sink: &mut dyn FnMut(&[u8], RxMeta)) -> usize {
+        let merging = self.transport.features() & features::MRG_RXBUF != 0;
         let mut handed = 0;
         while handed < budget {
-            let Some(done) = self.rx.pop_used() else { break };
-            let (head, written) = match done {
-                Ok(d) => d,
-                Err(_) => {
-                    self.stats.rx_errors += 1;
-                    continue;
+            let Some((head, written)) = self.pop_rx() else { break };
+            if !(HDR_LEN..=SLOT).contains(&written) {
+                self.stats.rx_errors += 1;
+                self.repost_rx();
+                continue;
+            }
+            let start = usize::from(head) * SLOT;
+            let hdr = &self.rx_buf.as_slice()[start..start + HDR_LEN];
+            let meta = RxMeta { checksum_ok: hdr[0] & (HDR_F_NEEDS_CSUM | HDR_F_DATA_VALID) != 0 };
+            let parts = if merging { u16::from_le_bytes([hdr[HDR_NUM_BUFFERS], hdr[HDR_NUM_BUFFERS + 1]]) } else { 1 };
+            let len = if parts <= 1 {
+                sink(&self.rx_buf.as_slice()[start + HDR_LEN..start + written], meta);
+                self.repost_rx();
+                written - HDR_LEN
+            } else {
+                match self.merge(start + HDR_LEN..start + written, parts) {
+                    Some(()) => {
+                        sink(&self.merged, meta);
+                        self.merged.len()
+                    }
+                    None => {
+                        self.stats.rx_errors += 1;
+                        continue;
+                    }
                 }
             };
-            let written = written as usize;
-            self.rx_buf.sync_for_cpu();
-            if (HDR_LEN..=SLOT).contains(&written) {
-                let start = usize::from(head) * SLOT;
-                sink(&self.rx_buf.as_slice()[start + HDR_LEN..start + written], RxMeta::default());
-                self.stats.rx_packets += 1;
-                self.stats.rx_bytes += (written - HDR_LEN) as u64;
-                handed += 1;
-            } else {
-                self.stats.rx_errors += 1;
-            }
-            if self.push_rx_slot().is_err() {
-                self.stats.rx_dropped += 1;
-            }
+            self.stats.rx_packets += 1;
+            self.stats.rx_bytes += len as u64;
+            handed += 1;
         }
         if handed > 0 {
-            self.rx.notify();
+            self.rx.notify_if_needed();
         }
         handed
     }

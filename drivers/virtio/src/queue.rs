@@ -14,6 +14,10 @@ use hal::device::{DeviceAddr, DmaBuffer, DmaError, DmaRing, IrqVector, Register,
 
 use crate::transport::{Transport, TransportError};
 
+/// The used ring's flags field and its one flag.
+const USED_FLAGS: usize = 0;
+const USED_F_NO_NOTIFY: u16 = 1;
+
 hal::dma_struct! {
     /// One descriptor: a buffer the device reads or writes.
     pub struct Desc {
@@ -142,6 +146,21 @@ impl VirtQueue {
     /// Tells the device there is new work in this queue.
     pub fn notify(&self) {
         self.notify.write(self.index);
+    }
+
+    /// Tells the device there is new work unless it asked not to be told
+    /// (`VIRTQ_USED_F_NO_NOTIFY`: it is working through the queue, or has
+    /// buffers enough). Each notification is a trap to the hypervisor,
+    /// so a busy network queue skips most of them.
+    pub fn notify_if_needed(&self) {
+        // The published index must be visible to the device before its
+        // flags are read (virtio 1.2, 2.7.13.3): a store-load barrier.
+        core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
+        self.used.sync_for_cpu();
+        let flags: u16 = self.used.read(USED_FLAGS).unwrap_or(0);
+        if flags & USED_F_NO_NOTIFY == 0 {
+            self.notify();
+        }
     }
 
     /// Whether the device has used entries the driver has not popped.

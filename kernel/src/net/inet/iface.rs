@@ -128,6 +128,9 @@ pub struct NicDevice {
     /// frame is dropped, as a full ring drops it, without allocating).
     scratch: Vec<u8>,
     pub counters: Counters,
+    /// The device vouches for the TCP/UDP checksums of some received
+    /// frames (`RxMeta::checksum_ok`); the others are checked here.
+    pub rx_checksum: bool,
 }
 
 impl NicDevice {
@@ -135,7 +138,8 @@ impl NicDevice {
         let mtu = dev.capabilities().mtu.max(576);
         let scratch = super::stack::zeroed(mtu + 14)?;
         let mac = dev.mac().0;
-        Ok(NicDevice { dev, ifindex: 0, mac, scratch, counters: Counters::default() })
+        let rx_checksum = dev.capabilities().rx_checksum;
+        Ok(NicDevice { dev, ifindex: 0, mac, scratch, counters: Counters::default(), rx_checksum })
     }
 
     pub fn inner(&mut self) -> &mut dyn NetDevice {
@@ -161,6 +165,15 @@ impl IfaceDevice {
             IfaceDevice::Loopback(l) => !l.queue.is_empty(),
             IfaceDevice::Nic(_) => false,
         }
+    }
+
+    /// Whether smoltcp checks every received TCP/UDP checksum itself
+    /// (what the SYN gate must then do too): on a NIC without receive
+    /// offload. With it, `receive` checks the frames the device did not
+    /// vouch for, and the others must not be: a partial checksum (the
+    /// host's own packet) is only the pseudo-header's sum.
+    pub fn checks_transport_checksums(&self) -> bool {
+        matches!(self, IfaceDevice::Nic(n) if !n.rx_checksum)
     }
 
     pub fn counters(&self) -> Counters {
@@ -287,7 +300,16 @@ impl phy::Device for IfaceDevice {
             IfaceDevice::Nic(n) => {
                 let mut frame = None;
                 let mut dropped = false;
-                n.dev.receive(1, &mut |data: &[u8], _meta: RxMeta| {
+                let offloaded = n.rx_checksum;
+                n.dev.receive(1, &mut |data: &[u8], meta: RxMeta| {
+                    // smoltcp checks no TCP/UDP checksum on a device
+                    // that vouches for them; the frames it did not vouch
+                    // for are checked here (a wrong one is dropped, as
+                    // smoltcp would).
+                    if offloaded && !meta.checksum_ok && !transport_checksum_ok(data) {
+                        dropped = true;
+                        return;
+                    }
                     let mut v = Vec::new();
                     if v.try_reserve_exact(data.len()).is_ok() {
                         v.extend_from_slice(data);
@@ -299,7 +321,13 @@ impl phy::Device for IfaceDevice {
                 if dropped {
                     n.counters.rx_dropped += 1;
                 }
-                let frame = frame?;
+                let frame = frame.unwrap_or_default();
+                if frame.is_empty() {
+                    // Nothing came, or it was dropped: smoltcp passes
+                    // over an empty frame, and a dropped one must not
+                    // end the round.
+                    return dropped.then(|| (RxToken::new(frame), TxToken::Nic(n)));
+                }
                 if crate::net::packet::listening() {
                     crate::net::packet::deliver(n.ifindex, &n.mac, &frame, false);
                 }
@@ -338,8 +366,46 @@ impl phy::Device for IfaceDevice {
                 let c = n.dev.capabilities();
                 caps.medium = Medium::Ethernet;
                 caps.max_transmission_unit = c.mtu.max(576) + 14;
+                if c.rx_checksum {
+                    // Checked in `receive` when the device did not.
+                    caps.checksum.tcp = Checksum::Tx;
+                    caps.checksum.udp = Checksum::Tx;
+                }
             }
         }
         caps
+    }
+}
+
+/// Whether an Ethernet frame's TCP or UDP checksum is right (true for
+/// anything else, and for what smoltcp drops anyway: fragments,
+/// malformed packets).
+fn transport_checksum_ok(frame: &[u8]) -> bool {
+    use smoltcp::wire::{
+        EthernetFrame, EthernetProtocol, IpAddress, IpProtocol, Ipv4Packet, Ipv6Packet, TcpPacket, UdpPacket,
+    };
+    let Ok(eth) = EthernetFrame::new_checked(frame) else { return true };
+    let ip = eth.payload();
+    let (src, dst, proto, payload) = match eth.ethertype() {
+        EthernetProtocol::Ipv4 => {
+            let Ok(p) = Ipv4Packet::new_checked(ip) else { return true };
+            if p.more_frags() || p.frag_offset() != 0 {
+                return true;
+            }
+            let (h, t) = (p.header_len() as usize, p.total_len() as usize);
+            let Some(payload) = ip.get(h..t) else { return true };
+            (IpAddress::Ipv4(p.src_addr()), IpAddress::Ipv4(p.dst_addr()), p.next_header(), payload)
+        }
+        EthernetProtocol::Ipv6 => {
+            let Ok(p) = Ipv6Packet::new_checked(ip) else { return true };
+            let Some(payload) = ip.get(40..40 + p.payload_len() as usize) else { return true };
+            (IpAddress::Ipv6(p.src_addr()), IpAddress::Ipv6(p.dst_addr()), p.next_header(), payload)
+        }
+        _ => return true,
+    };
+    match proto {
+        IpProtocol::Tcp => TcpPacket::new_checked(payload).map_or(true, |t| t.verify_checksum(&src, &dst)),
+        IpProtocol::Udp => UdpPacket::new_checked(payload).map_or(true, |u| u.verify_checksum(&src, &dst)),
+        _ => true,
     }
 }

@@ -69,6 +69,9 @@ struct Orphan {
     port: Option<(Transport, u16, u64)>,
 }
 
+/// The loopback's index in [`Stack::ifaces`] (it is made first).
+pub const LOOPBACK: usize = 0;
+
 /// Spent TCP sockets kept for reuse, at most (each holds its buffers,
 /// 128 KiB at the default sizes).
 const SPARE_TCP: usize = 8;

@@ -51,6 +51,20 @@ pub const TCP_KEEPCNT: i32 = 6;
 const TCP_RMEM_DEFAULT: u32 = 131_072;
 const TCP_WMEM_DEFAULT: u32 = 16_384;
 
+/// The smoltcp receive ring of a connection through a NIC when SO_RCVBUF
+/// is left at its default. Linux grows a connection's
+/// buffers as it proves it needs them (`tcp_rcv_space_adjust`; a bulk
+/// receiver through the tap reached a ~930 KiB window); smoltcp fixes a
+/// ring's size, and the window scale with it, when the socket is made,
+/// so a NIC connection gets the larger rings at once. The loopback keeps
+/// the smaller defaults: its segments are 64 KiB and its round trip a
+/// poll, and a connect there pays for clearing every byte.
+/// The send ring stays at its default: with a 256 KiB send ring the
+/// two-machine segment check (a lossy hub) saw a sender's FIN never arrive
+/// after 4 MiB each way, a defect not yet found, so only the receive side
+/// (where the host's large segments land) grows.
+const NIC_RX_RING: usize = 512 << 10;
+
 /// shutdown bits.
 const RCV: u8 = 1;
 const SEND: u8 = 2;
@@ -132,6 +146,19 @@ impl TcpSocket {
     fn buffer_sizes(opts: &SockOptions) -> (usize, usize) {
         let rx = (opts.rcvbuf.load(Ordering::Relaxed) as usize / 2).clamp(4096, 4 << 20);
         let tx = (opts.sndbuf.load(Ordering::Relaxed) as usize * 4).clamp(4096, 4 << 20);
+        (rx, tx)
+    }
+
+    /// The ring sizes for a connection on interface `iface`, from
+    /// [`TcpSocket::buffer_sizes`]: those of default-sized sockets grow
+    /// to the NIC's (a socket whose size was set to exactly the default
+    /// grows too: the option's value is all Kiln keeps).
+    pub(super) fn sizes_on(sizes: (usize, usize), iface: usize) -> (usize, usize) {
+        if iface == stack::LOOPBACK {
+            return sizes;
+        }
+        let (rx, tx) = sizes;
+        let rx = if rx == TCP_RMEM_DEFAULT as usize / 2 { rx.max(NIC_RX_RING) } else { rx };
         (rx, tx)
     }
 
@@ -721,7 +748,7 @@ impl Protocol for TcpSocket {
             }
             let iface = st.route_scoped(remote, scope)?;
             self.autobind(&mut st, &mut inner)?;
-            let (rx, tx) = Self::buffer_sizes(&self.c.opts);
+            let (rx, tx) = Self::sizes_on(Self::buffer_sizes(&self.c.opts), iface);
             let mut t = st.new_tcp(rx, tx)?;
             self.configure(&inner, &mut t);
             let local = IpListenEndpoint { addr: inner.local.addr, port: inner.local.port };

@@ -266,7 +266,8 @@ impl Listens {
         }
         let made = (|| {
             q.embryos.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
-            let mut t = super::stack::new_tcp(q.sizes.0, q.sizes.1)?;
+            let (rx, tx) = super::tcp::TcpSocket::sizes_on(q.sizes, iface);
+            let mut t = super::stack::new_tcp(rx, tx)?;
             t.listen(IpListenEndpoint { addr: Some(dst), port: q.endpoint.port }).map_err(|_| Errno::EINVAL)?;
             t.set_timeout(Some(EMBRYO_TIMEOUT));
             Ok::<_, Errno>(t)
@@ -356,8 +357,9 @@ impl phy::Device for Gated<'_> {
             return Some((RxToken::new(h.frame), tx));
         }
         let ethernet = matches!(self.dev, IfaceDevice::Nic(_));
+        let check = self.dev.checks_transport_checksums();
         let (rx, tx) = self.dev.receive(now)?;
-        match self.listens.admit(rx.frame(), ethernet, ethernet) {
+        match self.listens.admit(rx.frame(), ethernet, check) {
             Verdict::Pass => Some((rx, tx)),
             // smoltcp passes over an empty frame.
             Verdict::Drop => Some((RxToken::new(Vec::new()), tx)),
