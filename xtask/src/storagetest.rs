@@ -15,7 +15,27 @@ use crate::{build, initramfs, qemu, usertest, Result};
 
 /// Files Kiln writes in the `kw` folder.
 const KILN_FILES: u32 = 300;
+/// The deep tree Kiln writes in `kw/t`: `DEEP_A` x `DEEP_B` leaf folders,
+/// each five levels down, with `DEEP_FILES` small files, one larger file
+/// (copied from the host's `big`), a hard link and a symlink; one file of
+/// each leaf is chmod 600, one is renamed into the next leaf's parent.
+const DEEP_A: u32 = 10;
+const DEEP_B: u32 = 6;
+const DEEP_FILES: u32 = 50;
+/// Folders in the one chain of nested folders under `kw/t/deep`.
+const DEEP_CHAIN: u32 = 100;
 const SPARSE_SIZE: u64 = 5_000_000_001;
+
+/// The listing of Kiln's deep tree, made by the same commands in Kiln (on
+/// the mount) and on the host (in the folder `debugfs rdump` made, which
+/// keeps modes, owners and mtimes): md5 of every file, then mode, owner,
+/// size and mtime of every file and folder (a folder's size is the file
+/// system's own, so not compared), then symlink targets.
+const TREE_LISTING: &str = "export LC_ALL=C; \
+     find . -type f | sort | xargs md5sum; \
+     find . -type f | sort | xargs stat -c '%a %u %g %s %Y %n'; \
+     find . -type d | sort | xargs stat -c '%a %u %g %Y %n'; \
+     find . -type l | sort | while read l; do echo \"$l -> $(readlink $l)\"; done";
 
 /// The same listing, made by the same commands, on the host (in the source
 /// folder) and in Kiln (on the mount): md5 of every file, symlink targets.
@@ -72,10 +92,22 @@ fn kiln_script(bus: Bus) -> String {
          cd /mnt\n\
          echo '=== read'\n\
          {LISTING}\n\
-         echo '=== write'\n\
          mkdir -p kw/a/b/c/d/e/f/g/h\n\
          i=0; while [ $i -lt {KILN_FILES} ]; do echo \"kiln file $i\" > kw/f$i; i=$((i+1)); done\n\
          ln -s f1 kw/s1; ln -s ../big kw/s2\n\
+         mkdir -p kw/t && cd kw/t\n\
+         a=0; while [ $a -lt {DEEP_A} ]; do b=0; while [ $b -lt {DEEP_B} ]; do\n\
+           d=a$a/b$b/c/d/e; mkdir -p $d; i=0\n\
+           while [ $i -lt {DEEP_FILES} ]; do echo \"tree $a $b $i\" > $d/f$i; i=$((i+1)); done\n\
+           dd if=/mnt/big of=$d/big bs=1k count=$((a*16+b*3+1)) 2>/dev/null\n\
+           chmod 600 $d/f0; ln $d/f2 $d/hard; ln -s f1 $d/link; mv $d/f3 a$a/b$b/c/d/moved\n\
+           b=$((b+1)); done; chmod 700 a$a/b0; a=$((a+1)); done\n\
+         rm a0/b0/c/d/e/f4; mkdir a9/b5/c/gone a9/b5/c/d/empty; rmdir a9/b5/c/gone\n\
+         p=deep; j=0; while [ $j -lt {DEEP_CHAIN} ]; do p=$p/l$j; j=$((j+1)); done; mkdir -p $p; echo bottom > $p/file\n\
+         echo '=== deep'\n\
+         {TREE_LISTING}\n\
+         echo '=== write'\n\
+         cd /mnt\n\
          dd if=/dev/urandom of=kw/a/b/c/d/e/f/g/h/rand bs=4k count=100 2>/dev/null\n\
          dd if=/dev/zero of=kw/sparse bs=1 count=1 seek={} 2>/dev/null\n\
          mv kw/f5 kw/a/moved; rm kw/f6; mv kw/f7 kw/f8\n\
@@ -372,6 +404,29 @@ fn tree(root: &Path, elf: &Path, smp: u32, bus: Bus) -> Result<(u64, u64)> {
         }
     }
     check(all_files, &format!("debugfs reads back Kiln's {} small files", KILN_FILES - 3), &first_bad);
+    let dump = work.join("kwdump");
+    let _ = std::fs::remove_dir_all(&dump);
+    std::fs::create_dir_all(&dump).map_err(|e| format!("{}: {e}", dump.display()))?;
+    let (_, rdump) = tool(&["/sbin/debugfs", "-R", &format!("rdump /kw/t {}", dump.display()), &img_s])?;
+    let host_tree = sh(&dump.join("t"), TREE_LISTING)?;
+    let _ = std::fs::remove_dir_all(&dump);
+    let kiln_tree = section(&out, "deep");
+    let files = host_tree.lines().filter(|l| l.len() > 32 && l.as_bytes()[32] == b' ').count();
+    check(
+        files >= 3000 && kiln_tree == host_tree,
+        &format!(
+            "debugfs rdump of Kiln's {files}-file tree ({} folders {} deep, a {}-folder chain) matches Kiln's own listing: \
+             md5 of every file, mode, owner, size and mtime of every file and folder, symlinks",
+            DEEP_A * DEEP_B,
+            5,
+            DEEP_CHAIN
+        ),
+        &format!("rdump: {rdump}\nhost {} lines, Kiln {} lines; first difference:\n{}", host_tree.lines().count(),
+            kiln_tree.lines().count(),
+            host_tree.lines().zip(kiln_tree.lines()).find(|(h, k)| h != k).map(|(h, k)| format!("host {h}\nkiln {k}")).unwrap_or_default()),
+    );
+    let (_, hard) = tool(&["/sbin/debugfs", "-R", "stat /kw/t/a4/b2/c/d/e/hard", &img_s])?;
+    check(hard.contains("Links: 2"), "debugfs: Kiln's hard link (2 links)", &hard);
     let moved = cat("/kw/a/moved")?;
     check(moved.ends_with("kiln file 5\n"), "debugfs: the file renamed across directories", &moved);
     let (_, gone) = tool(&["/sbin/debugfs", "-R", "stat /kw/f6", &img_s])?;
