@@ -193,7 +193,7 @@ fn boot_sized(
 /// The machine [`boot_sized`] starts: Kiln running `script` from its
 /// initramfs, with the disk `img` on `bus` and `mem` of RAM.
 #[allow(clippy::too_many_arguments)]
-fn boot_config(
+pub(crate) fn boot_config(
     root: &Path,
     elf: &Path,
     smp: u32,
@@ -224,7 +224,7 @@ fn boot_config(
     })
 }
 
-fn mkfs(img: &str, src: Option<&Path>) -> Result<()> {
+pub(crate) fn mkfs(img: &str, src: Option<&Path>) -> Result<()> {
     mkfs_sized(img, src, "64M")
 }
 
@@ -246,7 +246,7 @@ fn mkfs_sized(img: &str, src: Option<&Path>, size: &str) -> Result<()> {
     Ok(())
 }
 
-/// The stage's parts; `STORAGE_ONLY=tree,files,cuts,nvme,hostile,fault,stall,rootdisk,pagecache,direct` runs
+/// The stage's parts; `STORAGE_ONLY=tree,files,cuts,nvme,hostile,fault,stall,rootdisk,pagecache,direct,options` runs
 /// only those named.
 pub fn run(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
     let only = std::env::var("STORAGE_ONLY").unwrap_or_default();
@@ -288,6 +288,9 @@ pub fn run(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
     }
     if want("direct") {
         add(direct(root, elf, smp)?);
+    }
+    if want("options") {
+        add(crate::mountopts::run(root, elf, smp)?);
     }
     Ok((passed, failed))
 }
@@ -552,7 +555,7 @@ fn page_cache(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
 }
 
 /// `debugfs -R "cat path"` of `img`: the file's bytes.
-fn debugfs_cat(img: &str, path: &str) -> Result<Vec<u8>> {
+pub(crate) fn debugfs_cat(img: &str, path: &str) -> Result<Vec<u8>> {
     Ok(Command::new("/sbin/debugfs")
         .args(["-R", &format!("cat {path}"), img])
         .output()
