@@ -246,7 +246,7 @@ fn mkfs_sized(img: &str, src: Option<&Path>, size: &str) -> Result<()> {
     Ok(())
 }
 
-/// The stage's parts; `STORAGE_ONLY=tree,files,cuts,nvme,hostile,fault,stall,rootdisk,pagecache,direct,options` runs
+/// The stage's parts; `STORAGE_ONLY=tree,files,cuts,nvme,hostile,fault,stall,rootdisk,pagecache,direct,ext2,options` runs
 /// only those named.
 pub fn run(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
     let only = std::env::var("STORAGE_ONLY").unwrap_or_default();
@@ -288,6 +288,9 @@ pub fn run(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
     }
     if want("direct") {
         add(direct(root, elf, smp)?);
+    }
+    if want("ext2") {
+        add(ext2(root, elf, smp)?);
     }
     if want("options") {
         add(crate::mountopts::run(root, elf, smp)?);
@@ -452,6 +455,96 @@ fn tree(root: &Path, elf: &Path, smp: u32, bus: Bus) -> Result<(u64, u64)> {
         &format!("host {host_md5}\nKiln {written}"),
     );
     Ok((passed, failed))
+}
+
+/// What Kiln writes on the ext2 volume: 300 KiB in a new folder (past the
+/// 12 direct and 256 single-indirect blocks of a 1 KiB-block file: a
+/// double-indirect map), a line, a rename across folders and an unlink.
+const EXT2_SCRIPT: &str = "mkdir -p /mnt && mount -t ext2 /dev/vda /mnt || exit 1\n\
+     grep ' /mnt ' /proc/mounts | sed 's/^/mounts: /'\n\
+     cd /mnt\n\
+     echo '=== read'\n\
+     LISTING\n\
+     echo '=== write'\n\
+     mkdir kdir && echo 'written by kiln' > kiln-file\n\
+     dd if=/dev/urandom of=kdir/big bs=1k count=300 2>/dev/null\n\
+     mv d1/f2 kdir/f2; rm d0/f3\n\
+     echo \"big $(md5sum < kdir/big)\"\n\
+     cd /; umount /mnt && echo '=== unmounted'\n";
+
+/// A clean ext2 volume made by the host's `mkfs.ext2 -d` from the source
+/// tree: Kiln mounts it read-write (`mount -t ext2`; /proc/mounts says
+/// so), reads the tree back identically, writes on it, and the host's
+/// e2fsck finds it clean, still ext2 (no journal or extents added), with
+/// Kiln's files in it (debugfs).
+fn ext2(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
+    let work = build::out_dir().join("storage");
+    let src = work.join("src");
+    make_source(&src)?;
+    let img = work.join("ext2.img");
+    let img_s = img.to_str().ok_or("non-UTF-8 path")?.to_string();
+    let _ = std::fs::remove_file(&img);
+    let (ok, text) = tool(&["truncate", "-s", "64M", &img_s])?;
+    let (ok2, text2) = tool(&["/sbin/mkfs.ext2", "-q", "-F", "-d", src.to_str().unwrap_or("."), &img_s])?;
+    if !ok || !ok2 {
+        return Err(format!("mkfs.ext2: {text}{text2}"));
+    }
+    let mut checks = Checks::default();
+    let mut check = |ok: bool, what: &str, detail: &str| checks.check(ok, what, detail);
+    let script = EXT2_SCRIPT.replace("LISTING", LISTING);
+    let run = boot(root, elf, smp, &img_s, VIRTIO, &script, &work, "kiln-ext2.log")?;
+    let out = run.output.replace('\r', "");
+    check(
+        out.lines().any(|l| l.trim() == "mounts: /dev/vda /mnt ext2 rw,relatime 0 0"),
+        "mount -t ext2: read-write, /proc/mounts 'ext2 rw,relatime' as Linux",
+        &out.lines().filter(|l| l.starts_with("mounts:")).collect::<Vec<_>>().join("\n"),
+    );
+    let expected = sh(&src, LISTING)?;
+    let got = section(&out, "read");
+    check(
+        !expected.is_empty() && got == expected,
+        "the tree mkfs.ext2 -d wrote reads back identically in Kiln (md5 of every file, symlinks)",
+        &format!("expected:\n{expected}\ngot:\n{got}"),
+    );
+    check(out.contains("=== unmounted"), "Kiln wrote on the ext2 volume and unmounted", "kiln-ext2.log");
+    let (clean, fsck) = tool(&["/sbin/e2fsck", "-fn", &img_s])?;
+    check(clean, "host e2fsck -fn finds the ext2 volume Kiln wrote clean", &fsck);
+    let (_, head) = tool(&["/sbin/dumpe2fs", "-h", &img_s])?;
+    let features = head.lines().find(|l| l.starts_with("Filesystem features:")).unwrap_or("").to_string();
+    check(
+        !features.is_empty() && !features.contains("has_journal") && !features.contains("extent"),
+        "still ext2 after Kiln's writes: no journal or extents added (dumpe2fs)",
+        &features,
+    );
+    let line = debugfs_cat(&img_s, "/kiln-file")?;
+    let moved = debugfs_cat(&img_s, "/kdir/f2")?;
+    let source = std::fs::read(src.join("d1/f2")).map_err(|e| format!("{e}"))?;
+    let (_, gone) = tool(&["/sbin/debugfs", "-R", "stat /d0/f3", &img_s])?;
+    check(
+        line == b"written by kiln\n" && moved == source && gone.contains("not found"),
+        "debugfs: Kiln's new file, the file it moved across folders, the one it removed gone",
+        &format!(
+            "kiln-file {:?}, moved {} bytes of {}, f3: {gone}",
+            String::from_utf8_lossy(&line),
+            moved.len(),
+            source.len()
+        ),
+    );
+    let big = debugfs_cat(&img_s, "/kdir/big")?;
+    let dump = work.join("ext2-big");
+    std::fs::write(&dump, &big).map_err(|e| format!("{e}"))?;
+    let host_md5 = sh(&work, "md5sum < ext2-big")?;
+    let _ = std::fs::remove_file(&dump);
+    let (_, blocks) = tool(&["/sbin/debugfs", "-R", "stat /kdir/big", &img_s])?;
+    check(
+        big.len() == 300 * 1024
+            && section(&out, "write").contains(&format!("big {host_md5}"))
+            && blocks.contains("(DIND)"),
+        "300 KiB through a double-indirect map: same md5 in Kiln and from debugfs",
+        &format!("{} bytes, host md5 {host_md5}\n{blocks}", big.len()),
+    );
+    let _ = std::fs::remove_file(&img);
+    Ok(checks.totals())
 }
 
 /// Bytes the memory-pressure run writes: three times the guest's RAM.
