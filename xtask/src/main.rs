@@ -18,6 +18,7 @@ mod hostlibs;
 mod initramfs;
 mod iso;
 mod ksyms;
+mod mountopts;
 mod netflood;
 mod nethub;
 mod netseg;

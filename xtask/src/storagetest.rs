@@ -15,7 +15,27 @@ use crate::{build, initramfs, qemu, usertest, Result};
 
 /// Files Kiln writes in the `kw` folder.
 const KILN_FILES: u32 = 300;
+/// The deep tree Kiln writes in `kw/t`: `DEEP_A` x `DEEP_B` leaf folders,
+/// each five levels down, with `DEEP_FILES` small files, one larger file
+/// (copied from the host's `big`), a hard link and a symlink; one file of
+/// each leaf is chmod 600, one is renamed into the next leaf's parent.
+const DEEP_A: u32 = 10;
+const DEEP_B: u32 = 6;
+const DEEP_FILES: u32 = 50;
+/// Folders in the one chain of nested folders under `kw/t/deep`.
+const DEEP_CHAIN: u32 = 100;
 const SPARSE_SIZE: u64 = 5_000_000_001;
+
+/// The listing of Kiln's deep tree, made by the same commands in Kiln (on
+/// the mount) and on the host (in the folder `debugfs rdump` made, which
+/// keeps modes, owners and mtimes): md5 of every file, then mode, owner,
+/// size and mtime of every file and folder (a folder's size is the file
+/// system's own, so not compared), then symlink targets.
+const TREE_LISTING: &str = "export LC_ALL=C; \
+     find . -type f | sort | xargs md5sum; \
+     find . -type f | sort | xargs stat -c '%a %u %g %s %Y %n'; \
+     find . -type d | sort | xargs stat -c '%a %u %g %Y %n'; \
+     find . -type l | sort | while read l; do echo \"$l -> $(readlink $l)\"; done";
 
 /// The same listing, made by the same commands, on the host (in the source
 /// folder) and in Kiln (on the mount): md5 of every file, symlink targets.
@@ -72,10 +92,22 @@ fn kiln_script(bus: Bus) -> String {
          cd /mnt\n\
          echo '=== read'\n\
          {LISTING}\n\
-         echo '=== write'\n\
          mkdir -p kw/a/b/c/d/e/f/g/h\n\
          i=0; while [ $i -lt {KILN_FILES} ]; do echo \"kiln file $i\" > kw/f$i; i=$((i+1)); done\n\
          ln -s f1 kw/s1; ln -s ../big kw/s2\n\
+         mkdir -p kw/t && cd kw/t\n\
+         a=0; while [ $a -lt {DEEP_A} ]; do b=0; while [ $b -lt {DEEP_B} ]; do\n\
+           d=a$a/b$b/c/d/e; mkdir -p $d; i=0\n\
+           while [ $i -lt {DEEP_FILES} ]; do echo \"tree $a $b $i\" > $d/f$i; i=$((i+1)); done\n\
+           dd if=/mnt/big of=$d/big bs=1k count=$((a*16+b*3+1)) 2>/dev/null\n\
+           chmod 600 $d/f0; ln $d/f2 $d/hard; ln -s f1 $d/link; mv $d/f3 a$a/b$b/c/d/moved\n\
+           b=$((b+1)); done; chmod 700 a$a/b0; a=$((a+1)); done\n\
+         rm a0/b0/c/d/e/f4; mkdir a9/b5/c/gone a9/b5/c/d/empty; rmdir a9/b5/c/gone\n\
+         p=deep; j=0; while [ $j -lt {DEEP_CHAIN} ]; do p=$p/l$j; j=$((j+1)); done; mkdir -p $p; echo bottom > $p/file\n\
+         echo '=== deep'\n\
+         {TREE_LISTING}\n\
+         echo '=== write'\n\
+         cd /mnt\n\
          dd if=/dev/urandom of=kw/a/b/c/d/e/f/g/h/rand bs=4k count=100 2>/dev/null\n\
          dd if=/dev/zero of=kw/sparse bs=1 count=1 seek={} 2>/dev/null\n\
          mv kw/f5 kw/a/moved; rm kw/f6; mv kw/f7 kw/f8\n\
@@ -161,7 +193,7 @@ fn boot_sized(
 /// The machine [`boot_sized`] starts: Kiln running `script` from its
 /// initramfs, with the disk `img` on `bus` and `mem` of RAM.
 #[allow(clippy::too_many_arguments)]
-fn boot_config(
+pub(crate) fn boot_config(
     root: &Path,
     elf: &Path,
     smp: u32,
@@ -192,7 +224,7 @@ fn boot_config(
     })
 }
 
-fn mkfs(img: &str, src: Option<&Path>) -> Result<()> {
+pub(crate) fn mkfs(img: &str, src: Option<&Path>) -> Result<()> {
     mkfs_sized(img, src, "64M")
 }
 
@@ -214,7 +246,7 @@ fn mkfs_sized(img: &str, src: Option<&Path>, size: &str) -> Result<()> {
     Ok(())
 }
 
-/// The stage's parts; `STORAGE_ONLY=tree,files,cuts,nvme,hostile,fault,stall,rootdisk,pagecache,direct` runs
+/// The stage's parts; `STORAGE_ONLY=tree,files,cuts,nvme,hostile,fault,stall,rootdisk,pagecache,direct,ext2,options` runs
 /// only those named.
 pub fn run(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
     let only = std::env::var("STORAGE_ONLY").unwrap_or_default();
@@ -256,6 +288,12 @@ pub fn run(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
     }
     if want("direct") {
         add(direct(root, elf, smp)?);
+    }
+    if want("ext2") {
+        add(ext2(root, elf, smp)?);
+    }
+    if want("options") {
+        add(crate::mountopts::run(root, elf, smp)?);
     }
     Ok((passed, failed))
 }
@@ -372,6 +410,29 @@ fn tree(root: &Path, elf: &Path, smp: u32, bus: Bus) -> Result<(u64, u64)> {
         }
     }
     check(all_files, &format!("debugfs reads back Kiln's {} small files", KILN_FILES - 3), &first_bad);
+    let dump = work.join("kwdump");
+    let _ = std::fs::remove_dir_all(&dump);
+    std::fs::create_dir_all(&dump).map_err(|e| format!("{}: {e}", dump.display()))?;
+    let (_, rdump) = tool(&["/sbin/debugfs", "-R", &format!("rdump /kw/t {}", dump.display()), &img_s])?;
+    let host_tree = sh(&dump.join("t"), TREE_LISTING)?;
+    let _ = std::fs::remove_dir_all(&dump);
+    let kiln_tree = section(&out, "deep");
+    let files = host_tree.lines().filter(|l| l.len() > 32 && l.as_bytes()[32] == b' ').count();
+    check(
+        files >= 3000 && kiln_tree == host_tree,
+        &format!(
+            "debugfs rdump of Kiln's {files}-file tree ({} folders {} deep, a {}-folder chain) matches Kiln's own listing: \
+             md5 of every file, mode, owner, size and mtime of every file and folder, symlinks",
+            DEEP_A * DEEP_B,
+            5,
+            DEEP_CHAIN
+        ),
+        &format!("rdump: {rdump}\nhost {} lines, Kiln {} lines; first difference:\n{}", host_tree.lines().count(),
+            kiln_tree.lines().count(),
+            host_tree.lines().zip(kiln_tree.lines()).find(|(h, k)| h != k).map(|(h, k)| format!("host {h}\nkiln {k}")).unwrap_or_default()),
+    );
+    let (_, hard) = tool(&["/sbin/debugfs", "-R", "stat /kw/t/a4/b2/c/d/e/hard", &img_s])?;
+    check(hard.contains("Links: 2"), "debugfs: Kiln's hard link (2 links)", &hard);
     let moved = cat("/kw/a/moved")?;
     check(moved.ends_with("kiln file 5\n"), "debugfs: the file renamed across directories", &moved);
     let (_, gone) = tool(&["/sbin/debugfs", "-R", "stat /kw/f6", &img_s])?;
@@ -394,6 +455,96 @@ fn tree(root: &Path, elf: &Path, smp: u32, bus: Bus) -> Result<(u64, u64)> {
         &format!("host {host_md5}\nKiln {written}"),
     );
     Ok((passed, failed))
+}
+
+/// What Kiln writes on the ext2 volume: 300 KiB in a new folder (past the
+/// 12 direct and 256 single-indirect blocks of a 1 KiB-block file: a
+/// double-indirect map), a line, a rename across folders and an unlink.
+const EXT2_SCRIPT: &str = "mkdir -p /mnt && mount -t ext2 /dev/vda /mnt || exit 1\n\
+     grep ' /mnt ' /proc/mounts | sed 's/^/mounts: /'\n\
+     cd /mnt\n\
+     echo '=== read'\n\
+     LISTING\n\
+     echo '=== write'\n\
+     mkdir kdir && echo 'written by kiln' > kiln-file\n\
+     dd if=/dev/urandom of=kdir/big bs=1k count=300 2>/dev/null\n\
+     mv d1/f2 kdir/f2; rm d0/f3\n\
+     echo \"big $(md5sum < kdir/big)\"\n\
+     cd /; umount /mnt && echo '=== unmounted'\n";
+
+/// A clean ext2 volume made by the host's `mkfs.ext2 -d` from the source
+/// tree: Kiln mounts it read-write (`mount -t ext2`; /proc/mounts says
+/// so), reads the tree back identically, writes on it, and the host's
+/// e2fsck finds it clean, still ext2 (no journal or extents added), with
+/// Kiln's files in it (debugfs).
+fn ext2(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
+    let work = build::out_dir().join("storage");
+    let src = work.join("src");
+    make_source(&src)?;
+    let img = work.join("ext2.img");
+    let img_s = img.to_str().ok_or("non-UTF-8 path")?.to_string();
+    let _ = std::fs::remove_file(&img);
+    let (ok, text) = tool(&["truncate", "-s", "64M", &img_s])?;
+    let (ok2, text2) = tool(&["/sbin/mkfs.ext2", "-q", "-F", "-d", src.to_str().unwrap_or("."), &img_s])?;
+    if !ok || !ok2 {
+        return Err(format!("mkfs.ext2: {text}{text2}"));
+    }
+    let mut checks = Checks::default();
+    let mut check = |ok: bool, what: &str, detail: &str| checks.check(ok, what, detail);
+    let script = EXT2_SCRIPT.replace("LISTING", LISTING);
+    let run = boot(root, elf, smp, &img_s, VIRTIO, &script, &work, "kiln-ext2.log")?;
+    let out = run.output.replace('\r', "");
+    check(
+        out.lines().any(|l| l.trim() == "mounts: /dev/vda /mnt ext2 rw,relatime 0 0"),
+        "mount -t ext2: read-write, /proc/mounts 'ext2 rw,relatime' as Linux",
+        &out.lines().filter(|l| l.starts_with("mounts:")).collect::<Vec<_>>().join("\n"),
+    );
+    let expected = sh(&src, LISTING)?;
+    let got = section(&out, "read");
+    check(
+        !expected.is_empty() && got == expected,
+        "the tree mkfs.ext2 -d wrote reads back identically in Kiln (md5 of every file, symlinks)",
+        &format!("expected:\n{expected}\ngot:\n{got}"),
+    );
+    check(out.contains("=== unmounted"), "Kiln wrote on the ext2 volume and unmounted", "kiln-ext2.log");
+    let (clean, fsck) = tool(&["/sbin/e2fsck", "-fn", &img_s])?;
+    check(clean, "host e2fsck -fn finds the ext2 volume Kiln wrote clean", &fsck);
+    let (_, head) = tool(&["/sbin/dumpe2fs", "-h", &img_s])?;
+    let features = head.lines().find(|l| l.starts_with("Filesystem features:")).unwrap_or("").to_string();
+    check(
+        !features.is_empty() && !features.contains("has_journal") && !features.contains("extent"),
+        "still ext2 after Kiln's writes: no journal or extents added (dumpe2fs)",
+        &features,
+    );
+    let line = debugfs_cat(&img_s, "/kiln-file")?;
+    let moved = debugfs_cat(&img_s, "/kdir/f2")?;
+    let source = std::fs::read(src.join("d1/f2")).map_err(|e| format!("{e}"))?;
+    let (_, gone) = tool(&["/sbin/debugfs", "-R", "stat /d0/f3", &img_s])?;
+    check(
+        line == b"written by kiln\n" && moved == source && gone.contains("not found"),
+        "debugfs: Kiln's new file, the file it moved across folders, the one it removed gone",
+        &format!(
+            "kiln-file {:?}, moved {} bytes of {}, f3: {gone}",
+            String::from_utf8_lossy(&line),
+            moved.len(),
+            source.len()
+        ),
+    );
+    let big = debugfs_cat(&img_s, "/kdir/big")?;
+    let dump = work.join("ext2-big");
+    std::fs::write(&dump, &big).map_err(|e| format!("{e}"))?;
+    let host_md5 = sh(&work, "md5sum < ext2-big")?;
+    let _ = std::fs::remove_file(&dump);
+    let (_, blocks) = tool(&["/sbin/debugfs", "-R", "stat /kdir/big", &img_s])?;
+    check(
+        big.len() == 300 * 1024
+            && section(&out, "write").contains(&format!("big {host_md5}"))
+            && blocks.contains("(DIND)"),
+        "300 KiB through a double-indirect map: same md5 in Kiln and from debugfs",
+        &format!("{} bytes, host md5 {host_md5}\n{blocks}", big.len()),
+    );
+    let _ = std::fs::remove_file(&img);
+    Ok(checks.totals())
 }
 
 /// Bytes the memory-pressure run writes: three times the guest's RAM.
@@ -497,7 +648,7 @@ fn page_cache(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
 }
 
 /// `debugfs -R "cat path"` of `img`: the file's bytes.
-fn debugfs_cat(img: &str, path: &str) -> Result<Vec<u8>> {
+pub(crate) fn debugfs_cat(img: &str, path: &str) -> Result<Vec<u8>> {
     Ok(Command::new("/sbin/debugfs")
         .args(["-R", &format!("cat {path}"), img])
         .output()

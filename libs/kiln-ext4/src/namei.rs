@@ -495,6 +495,14 @@ impl<D: BlockDevice> Ext4<D> {
         self.store_inode(&mut i)?;
         self.maybe_commit()
     }
+
+    pub(crate) fn set_atime_inner(&mut self, ino: u32, atime: Timestamp) -> Result<()> {
+        self.writable()?;
+        let mut i = self.live_inode(ino)?;
+        i.set_time(TimeField::Access, atime);
+        self.store_inode(&mut i)?;
+        self.maybe_commit()
+    }
 }
 
 /// Changes for [`Ext4::set_attr`]; `ctime` is always set.

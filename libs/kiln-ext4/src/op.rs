@@ -217,6 +217,11 @@ impl<D: BlockDevice> Ext4<D> {
     pub fn set_attr(&mut self, ino: u32, attr: SetAttr) -> Result<()> {
         self.atomic(|fs| fs.set_attr_inner(ino, attr))
     }
+    /// Records an access: the atime only, ctime left alone (a read under
+    /// `relatime` or `strictatime`, which [`Ext4::set_attr`] cannot do).
+    pub fn set_atime(&mut self, ino: u32, atime: Timestamp) -> Result<()> {
+        self.atomic(|fs| fs.set_atime_inner(ino, atime))
+    }
     /// Writes `data` at `offset`; allocates blocks for holes, converts
     /// unwritten extents, extends the size.
     pub fn write(&mut self, ino: u32, offset: u64, data: &[u8], now: Timestamp) -> Result<usize> {

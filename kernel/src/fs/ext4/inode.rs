@@ -230,6 +230,15 @@ impl Inode for Ext4Inode {
         })
     }
 
+    fn set_atime(&self, ns: u64) {
+        // An access that cannot be recorded (the volume went read-only
+        // after an error) leaves the read it follows alone, as Linux's
+        // touch_atime does.
+        if self.vol.with(|fs| fs.set_atime(self.ino, stamp(ns))).is_ok() {
+            let _ = self.vol.changed();
+        }
+    }
+
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize, Errno> {
         if !self.is_regular() {
             if self.file_type() == FileType::Directory {
