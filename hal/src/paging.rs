@@ -248,7 +248,14 @@ pub(crate) fn map_kernel_range(vaddr: u64, count: u64) -> Result<(), MapError> {
                 return Err(MapError::OutOfMemory);
             }
         };
-        map_page(root, vaddr + i * PAGE_SIZE, frame, WRITABLE | GLOBAL | NO_EXECUTE)?;
+        if let Err(e) = map_page(root, vaddr + i * PAGE_SIZE, frame, WRITABLE | GLOBAL | NO_EXECUTE) {
+            // Neither the frame nor the pages mapped so far may stay
+            // behind: the caller frees the range's slot for reuse.
+            mm::free_frame(frame);
+            drop(_guard);
+            unmap_kernel_range(vaddr, i);
+            return Err(e);
+        }
     }
     Ok(())
 }
