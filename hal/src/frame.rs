@@ -8,6 +8,12 @@
 //! frame mapped anywhere cannot be freed under the mapping. Because the
 //! type can only be made by allocating, safe code can never point one at
 //! kernel memory such as the heap or a page table.
+//!
+//! The counts are checked as they move: a fresh frame must come with no
+//! references left, a new reference must not be taken to a frame with
+//! none, and a count must not drop below zero. Each of these means a
+//! frame was freed while still in use; it is reported with a backtrace
+//! (see [`mm::report`]) and the frame is leaked rather than freed again.
 
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -39,6 +45,22 @@ fn count_of(paddr: PhysAddr) -> &'static AtomicU32 {
     &table[(paddr.0 / PAGE_SIZE) as usize]
 }
 
+/// Gives a frame just allocated its one reference.
+fn take_first_reference(paddr: PhysAddr) {
+    let left = count_of(paddr).swap(1, Ordering::AcqRel);
+    if left != 0 {
+        mm::report(format_args!("user frame {:#x} handed out with {left} reference(s) left", paddr.0));
+    }
+    LIVE.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Adds a reference to a frame that must hold one already.
+fn add_reference(paddr: PhysAddr) {
+    if count_of(paddr).fetch_add(1, Ordering::AcqRel) == 0 {
+        mm::report(format_args!("new reference to user frame {:#x}, which had none", paddr.0));
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OutOfMemory;
 
@@ -52,8 +74,7 @@ impl UserFrame {
     /// A fresh zero-filled frame with one reference.
     pub fn alloc_zeroed() -> Result<UserFrame, OutOfMemory> {
         let paddr = mm::alloc_user_frame_zeroed().ok_or(OutOfMemory)?;
-        count_of(paddr).store(1, Ordering::Release);
-        LIVE.fetch_add(1, Ordering::Relaxed);
+        take_first_reference(paddr);
         Ok(UserFrame { paddr })
     }
 
@@ -64,8 +85,7 @@ impl UserFrame {
     pub fn alloc_copy(data: &[u8]) -> Result<UserFrame, OutOfMemory> {
         let len = data.len().min(PAGE_SIZE as usize);
         let paddr = mm::alloc_user_frame_dirty().ok_or(OutOfMemory)?;
-        count_of(paddr).store(1, Ordering::Release);
-        LIVE.fetch_add(1, Ordering::Relaxed);
+        take_first_reference(paddr);
         let frame = UserFrame { paddr };
         // The bytes past `len` are zeroed: no stale data of an earlier
         // owner stays readable.
@@ -77,8 +97,7 @@ impl UserFrame {
     /// A fresh frame holding a copy of `self`.
     pub fn duplicate(&self) -> Result<UserFrame, OutOfMemory> {
         let paddr = mm::alloc_user_frame_dirty().ok_or(OutOfMemory)?;
-        count_of(paddr).store(1, Ordering::Release);
-        LIVE.fetch_add(1, Ordering::Relaxed);
+        take_first_reference(paddr);
         // SAFETY: both frames are user-data frames owned through handles
         // (the new one exclusively), reached through the direct map; they
         // are distinct, so the ranges do not overlap.
@@ -106,7 +125,7 @@ impl UserFrame {
 
     /// Takes an extra reference for `paddr`, which a page-table entry holds.
     pub(crate) fn clone_pte_reference(paddr: PhysAddr) -> UserFrame {
-        count_of(paddr).fetch_add(1, Ordering::AcqRel);
+        add_reference(paddr);
         UserFrame { paddr }
     }
 
@@ -178,8 +197,7 @@ pub struct FreshFrame {
 impl FreshFrame {
     pub fn alloc() -> Result<FreshFrame, OutOfMemory> {
         let paddr = mm::alloc_user_frame_dirty().ok_or(OutOfMemory)?;
-        count_of(paddr).store(1, Ordering::Release);
-        LIVE.fetch_add(1, Ordering::Relaxed);
+        take_first_reference(paddr);
         Ok(FreshFrame { frame: UserFrame { paddr } })
     }
 
@@ -201,16 +219,24 @@ impl FreshFrame {
 
 impl Clone for UserFrame {
     fn clone(&self) -> UserFrame {
-        count_of(self.paddr).fetch_add(1, Ordering::AcqRel);
+        add_reference(self.paddr);
         UserFrame { paddr: self.paddr }
     }
 }
 
 impl Drop for UserFrame {
     fn drop(&mut self) {
-        if count_of(self.paddr).fetch_sub(1, Ordering::AcqRel) == 1 {
-            LIVE.fetch_sub(1, Ordering::Relaxed);
-            mm::free_frame(self.paddr);
+        match count_of(self.paddr).fetch_sub(1, Ordering::AcqRel) {
+            1 => {
+                LIVE.fetch_sub(1, Ordering::Relaxed);
+                mm::free_owned(self.paddr, 1, mm::FrameOwner::User);
+            }
+            0 => {
+                // Back to zero: the frame is free already (or someone else's).
+                count_of(self.paddr).fetch_add(1, Ordering::AcqRel);
+                mm::report(format_args!("user frame {:#x} dropped with no reference left", self.paddr.0));
+            }
+            _ => {}
         }
     }
 }

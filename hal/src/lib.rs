@@ -95,6 +95,7 @@ extern "C" fn hal_start(magic: u32, info_paddr: u32) -> ! {
     paging::init_kernel_space(ram_end);
 
     frame::init();
+    mm::init_owner_tags();
     let cpu = cpu::CpuInfo::read();
     enable_cpu_protections(&cpu);
     user::init_cpu_features(cpu.smap);

@@ -4,13 +4,22 @@
 //! reaches any frame by adding that offset. Frames are handed out by a
 //! bitmap allocator ([`kiln_util::frames::FrameBitmap`]) whose bitmap lives
 //! in frames carved out of the firmware memory map at boot.
+//!
+//! Every frame also carries an owner tag ([`FrameOwner`], one byte): who
+//! the allocator handed it to. Frees name the owner they expect; a free
+//! whose tag disagrees (a user frame freed as a page table, a DMA ring
+//! freed through a user reference, boot-module frames given back while
+//! something allocated holds them) is reported with a backtrace and the
+//! frames are leaked rather than handed out twice. Handing out a frame
+//! whose tag says it is still held is reported too.
 
 use kiln_util::frames::FrameBitmap;
 use kiln_util::memmap::MemoryMap;
 
-use core::sync::atomic::{AtomicU64, Ordering};
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
-use crate::sync::SpinLock;
+use crate::sync::{Once, SpinLock};
 
 pub const PAGE_SIZE: u64 = 4096;
 /// Where physical address 0 appears in the kernel's address space.
@@ -101,12 +110,27 @@ pub(crate) fn reserve_range(start: u64, end: u64) {
 
 /// Hands `count` frames of a boot module, now read, to the allocator.
 pub(crate) fn give_boot_frames(first: PhysAddr, count: u64) {
-    if let Some(frames) = FRAMES.lock().as_mut() {
-        match frames.free_contiguous(first.0, count) {
-            Ok(()) => {
-                MANAGED.fetch_add(count, Ordering::Relaxed);
-            }
-            Err(e) => log::error!("cannot free boot frames at {:#x}: {e:?}", first.0),
+    let mut guard = FRAMES.lock();
+    let Some(frames) = guard.as_mut() else { return };
+    // A module's frames were reserved before anything was allocated, so
+    // none may carry an owner: one that does was handed out from under
+    // the module and freeing it would give it a second owner.
+    let held = (0..count)
+        .map(|i| PhysAddr(first.0 + i * PAGE_SIZE))
+        .find_map(|f| (frame_owner(f) != FrameOwner::Untracked).then(|| (f, frame_owner(f))));
+    if let Some((at, owner)) = held {
+        drop(guard);
+        report(format_args!("boot frames {:#x}+{count} not freed: frame {:#x} is {owner:?}; leaked", first.0, at.0));
+        return;
+    }
+    match frames.free_contiguous(first.0, count) {
+        Ok(()) => {
+            set_tags(first, count, FrameOwner::Free);
+            MANAGED.fetch_add(count, Ordering::Relaxed);
+        }
+        Err(e) => {
+            drop(guard);
+            report(format_args!("cannot free boot frames at {:#x}: {e:?}", first.0));
         }
     }
 }
@@ -114,6 +138,7 @@ pub(crate) fn give_boot_frames(first: PhysAddr, count: u64) {
 /// One 4 KiB frame, zero-filled, or `None` when memory is exhausted.
 pub fn alloc_frame_zeroed() -> Option<PhysAddr> {
     let frame = FRAMES.lock().as_mut()?.alloc().map(PhysAddr)?;
+    tag_allocated(frame, 1, FrameOwner::Kernel);
     zero_frames(frame, 1);
     Some(frame)
 }
@@ -178,25 +203,168 @@ fn try_alloc_user_frame() -> Option<PhysAddr> {
         }
         frames.alloc().map(PhysAddr)?
     };
+    tag_allocated(frame, 1, FrameOwner::User);
     Some(frame)
 }
 
-/// `count` physically contiguous frames (not zeroed), aligned to `align` frames.
+/// `count` physically contiguous frames (not zeroed), aligned to `align`
+/// frames, for the kernel (heap chunks, large objects).
 pub fn alloc_contiguous(count: u64, align: u64) -> Option<PhysAddr> {
-    FRAMES.lock().as_mut()?.alloc_contiguous(count, align).map(PhysAddr)
+    alloc_contiguous_for(count, align, FrameOwner::Kernel)
 }
 
-/// Returns one frame to the allocator. Freeing a frame twice is reported
-/// and ignored rather than corrupting the allocator.
+/// As [`alloc_contiguous`], tagged for `owner` (DMA pools).
+pub(crate) fn alloc_contiguous_for(count: u64, align: u64, owner: FrameOwner) -> Option<PhysAddr> {
+    let frame = FRAMES.lock().as_mut()?.alloc_contiguous(count, align).map(PhysAddr)?;
+    tag_allocated(frame, count, owner);
+    Some(frame)
+}
+
+/// Returns one kernel frame (see [`alloc_frame_zeroed`]) to the allocator.
+/// Freeing a frame twice, or one the kernel does not own, is reported and
+/// ignored rather than corrupting the allocator.
 pub fn free_frame(frame: PhysAddr) {
     free_contiguous(frame, 1)
 }
 
+/// Returns `count` kernel frames from `frame` on (see [`free_frame`]).
 pub fn free_contiguous(frame: PhysAddr, count: u64) {
-    if let Some(frames) = FRAMES.lock().as_mut() {
-        if let Err(e) = frames.free_contiguous(frame.0, count) {
-            log::error!("bad free of {count} frame(s) at {:#x}: {e:?}", frame.0);
+    free_owned(frame, count, FrameOwner::Kernel)
+}
+
+/// Returns `count` frames from `frame` on that `owner` holds: refused,
+/// reported and leaked if the owner tags disagree or the bitmap says a
+/// frame is free already.
+pub(crate) fn free_owned(frame: PhysAddr, count: u64, owner: FrameOwner) {
+    let refused = {
+        let mut guard = FRAMES.lock();
+        let Some(frames) = guard.as_mut() else { return };
+        match owner_mismatch(frame, count, owner) {
+            Some(found) => Some(found),
+            None => {
+                set_tags(frame, count, FrameOwner::Free);
+                match frames.free_contiguous(frame.0, count) {
+                    Ok(()) => None,
+                    Err(e) => {
+                        // Some frame was free in the bitmap: put the tags back.
+                        set_tags(frame, count, owner);
+                        drop(guard);
+                        report(format_args!("bad free of {count} frame(s) at {:#x} by {owner:?}: {e:?}", frame.0));
+                        return;
+                    }
+                }
+            }
         }
+    };
+    if let Some((at, found)) = refused {
+        report(format_args!(
+            "free of {count} frame(s) at {:#x} by {owner:?} refused: frame {:#x} is {found:?}; leaked",
+            frame.0, at.0
+        ));
+    }
+}
+
+/// Who holds a frame, as the allocator recorded it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum FrameOwner {
+    /// Not seen since the tags were set up: held by what took it before
+    /// (early heap, boot page tables) or free, or reserved boot memory.
+    Untracked = 0,
+    Free = 1,
+    /// Page tables, heap chunks, stacks, kernel frames.
+    Kernel = 2,
+    /// A [`crate::frame::UserFrame`]: process pages, page and tmpfs cache.
+    User = 3,
+    /// A device's DMA pool: rings, request slots.
+    Dma = 4,
+}
+
+impl FrameOwner {
+    fn from_u8(v: u8) -> FrameOwner {
+        match v {
+            1 => FrameOwner::Free,
+            2 => FrameOwner::Kernel,
+            3 => FrameOwner::User,
+            4 => FrameOwner::Dma,
+            _ => FrameOwner::Untracked,
+        }
+    }
+}
+
+/// One owner tag per frame of the bitmap, indexed by frame number.
+static OWNERS: Once<Vec<AtomicU8>> = Once::new();
+/// Frame-ownership errors found so far (frees refused, frames handed out
+/// while tagged as held, reference-count underflows).
+static FRAME_ERRORS: AtomicU64 = AtomicU64::new(0);
+/// Errors that get a backtrace; later ones are only counted and logged.
+const REPORTS_WITH_BACKTRACE: u64 = 16;
+
+/// Sets up the owner tags (needs the heap). Frames taken before stay
+/// `Untracked`, which kernel and DMA frees accept.
+pub(crate) fn init_owner_tags() {
+    let frames = total_frame_count() as usize;
+    let mut tags = Vec::new();
+    if tags.try_reserve_exact(frames).is_err() {
+        crate::boot_out_of_memory("the frame owner tags");
+    }
+    tags.resize_with(frames, || AtomicU8::new(FrameOwner::Untracked as u8));
+    OWNERS.set(tags);
+}
+
+fn tag_of(frame: PhysAddr) -> Option<&'static AtomicU8> {
+    OWNERS.get()?.get((frame.0 / PAGE_SIZE) as usize)
+}
+
+/// The owner the allocator recorded for the frame at `frame`.
+pub fn frame_owner(frame: PhysAddr) -> FrameOwner {
+    tag_of(frame).map_or(FrameOwner::Untracked, |t| FrameOwner::from_u8(t.load(Ordering::Acquire)))
+}
+
+/// How many frame-ownership errors were found since boot (0 on a sound
+/// kernel; each was logged).
+pub fn frame_errors() -> u64 {
+    FRAME_ERRORS.load(Ordering::Relaxed)
+}
+
+fn set_tags(frame: PhysAddr, count: u64, owner: FrameOwner) {
+    for i in 0..count {
+        if let Some(t) = tag_of(PhysAddr(frame.0 + i * PAGE_SIZE)) {
+            t.store(owner as u8, Ordering::Release);
+        }
+    }
+}
+
+/// The first frame of the range whose tag says someone other than
+/// `owner` holds it (a user free must find `User` exactly; an untracked
+/// frame may be the kernel's or a device's from before the tags).
+fn owner_mismatch(frame: PhysAddr, count: u64, owner: FrameOwner) -> Option<(PhysAddr, FrameOwner)> {
+    (0..count).map(|i| PhysAddr(frame.0 + i * PAGE_SIZE)).find_map(|f| {
+        let found = frame_owner(f);
+        let ok = found == owner || (found == FrameOwner::Untracked && owner != FrameOwner::User);
+        (!ok).then_some((f, found))
+    })
+}
+
+/// Records frames just handed out to `owner`; a frame still tagged as
+/// held means it was given back behind its owner's back.
+fn tag_allocated(frame: PhysAddr, count: u64, owner: FrameOwner) {
+    for i in 0..count {
+        let f = PhysAddr(frame.0 + i * PAGE_SIZE);
+        let Some(t) = tag_of(f) else { continue };
+        let before = FrameOwner::from_u8(t.swap(owner as u8, Ordering::AcqRel));
+        if !matches!(before, FrameOwner::Free | FrameOwner::Untracked) {
+            report(format_args!("frame {:#x} handed to {owner:?} while tagged {before:?}", f.0));
+        }
+    }
+}
+
+/// Logs a frame-ownership error with the caller's backtrace.
+pub(crate) fn report(what: core::fmt::Arguments<'_>) {
+    let n = FRAME_ERRORS.fetch_add(1, Ordering::Relaxed);
+    log::error!("frames: {what} (error {})", n + 1);
+    if n < REPORTS_WITH_BACKTRACE {
+        crate::backtrace::print_current(&mut crate::serial::Console);
     }
 }
 

@@ -97,7 +97,7 @@ fn walk_create_counted(
 }
 
 /// Maps one 4 KiB page.
-pub fn map_page(root: PhysAddr, vaddr: u64, frame: PhysAddr, flags: u64) -> Result<(), MapError> {
+pub(crate) fn map_page(root: PhysAddr, vaddr: u64, frame: PhysAddr, flags: u64) -> Result<(), MapError> {
     let pt = walk_create(root, vaddr, 1, flags & USER != 0)?;
     let idx = index_at(vaddr, 0);
     if read_entry(pt, idx) & PRESENT != 0 {
@@ -115,7 +115,7 @@ fn map_huge_2m(root: PhysAddr, vaddr: u64, frame: PhysAddr, flags: u64) -> Resul
 }
 
 /// Removes the 4 KiB mapping at `vaddr`, returning the frame it mapped.
-pub fn unmap_page(root: PhysAddr, vaddr: u64) -> Option<PhysAddr> {
+pub(crate) fn unmap_page(root: PhysAddr, vaddr: u64) -> Option<PhysAddr> {
     let mut table = root;
     for level in (1..=3).rev() {
         let entry = read_entry(table, index_at(vaddr, level));
@@ -248,7 +248,14 @@ pub(crate) fn map_kernel_range(vaddr: u64, count: u64) -> Result<(), MapError> {
                 return Err(MapError::OutOfMemory);
             }
         };
-        map_page(root, vaddr + i * PAGE_SIZE, frame, WRITABLE | GLOBAL | NO_EXECUTE)?;
+        if let Err(e) = map_page(root, vaddr + i * PAGE_SIZE, frame, WRITABLE | GLOBAL | NO_EXECUTE) {
+            // Neither the frame nor the pages mapped so far may stay
+            // behind: the caller frees the range's slot for reuse.
+            mm::free_frame(frame);
+            drop(_guard);
+            unmap_kernel_range(vaddr, i);
+            return Err(e);
+        }
     }
     Ok(())
 }

@@ -282,6 +282,10 @@ pub fn power_cuts(root: &Path, elf: &Path, smp: u32, cuts: u32, bus: Bus) -> Res
                 extra: cut_drive_args(&img, bus)?,
             };
             let (out, killed) = run_and_cut(&boot, aim, &work.join(format!("cut{index}.log")))?;
+            if out.contains("ERROR frames:") {
+                failed += 1;
+                println!("  FAIL  {what}: hal reported a frame freed while held (cut{index}.log)");
+            }
             let synced: Vec<String> =
                 out.lines().filter_map(|l| l.trim().strip_prefix("FSYNCED ").map(String::from)).collect();
             let mut cut = Cut { index, img, what, synced, journal_full: false, host_ok: false, detail: String::new() };
@@ -345,7 +349,10 @@ pub fn power_cuts(root: &Path, elf: &Path, smp: u32, cuts: u32, bus: Bus) -> Res
             kiln_replays += u32::from(replayed);
             let img_s = c.img.to_str().unwrap_or("");
             let (clean, fsck) = tool(&["/sbin/e2fsck", "-fn", img_s])?;
-            let ok = rout.contains(&format!("=== replayed {dev}\n")) && !rout.contains(&format!("BAD {dev} ")) && clean;
+            let ok = rout.contains(&format!("=== replayed {dev}\n"))
+                && !rout.contains(&format!("BAD {dev} "))
+                && usertest::frame_ownership_errors(&rout).is_none()
+                && clean;
             let what = format!(
                 "power cut {}: Kiln mounts the image ({}), fsync'd files intact, e2fsck -fn clean",
                 c.index + 1,

@@ -280,6 +280,12 @@ fn compare_one(label: &str, name: &str, host: Option<&str>, kiln: Option<&str>) 
     false
 }
 
+/// The count of frame-ownership errors a Kiln run reported at init's exit
+/// (`kiln: frame ownership errors N`, printed only when N > 0).
+pub fn frame_ownership_errors(output: &str) -> Option<u64> {
+    output.lines().find_map(|l| l.trim().strip_prefix("kiln: frame ownership errors ")?.trim().parse().ok())
+}
+
 /// The end of a Kiln run: the frame-leak check init's exit prints, and
 /// whether the run itself ended well. Returns (passed, failed).
 pub fn leak_verdict(label: &str, run: &qemu::Captured) -> (u64, u64) {
@@ -302,6 +308,13 @@ pub fn leak_verdict(label: &str, run: &qemu::Captured) -> (u64, u64) {
             failed += 1;
             crate::recap::failure(format!("{label} no-leaked-frames ... FAILED (no frame report)"));
         }
+    }
+    // hal found a frame freed while held (owner tags, reference counts):
+    // a memory corruption caught before it spread; each was logged with a
+    // backtrace ("ERROR frames: ...").
+    if let Some(n) = frame_ownership_errors(&run.output) {
+        failed += 1;
+        crate::recap::failure(format!("{label} frame-ownership ... FAILED ({n} errors; see ERROR frames: lines)"));
     }
     if run.timed_out || run.status != Some(qemu::EXIT_SUCCESS) {
         crate::recap::bad_run(

@@ -267,7 +267,7 @@ impl DmaPool {
                 return;
             }
         }
-        crate::mm::free_contiguous(frame, pages);
+        crate::mm::free_owned(frame, pages, crate::mm::FrameOwner::Dma);
         POOL_FRAMES.fetch_sub(pages, Ordering::Relaxed);
     }
 
@@ -324,12 +324,13 @@ impl DmaPool {
         let frame = match self.take(pages) {
             Some(f) => f,
             None => {
-                let f = crate::mm::alloc_contiguous(pages, 1).ok_or(DmaError::NoMemory)?;
+                let f =
+                    crate::mm::alloc_contiguous_for(pages, 1, crate::mm::FrameOwner::Dma).ok_or(DmaError::NoMemory)?;
                 crate::mm::zero_frames(f, pages);
                 if self.domain.as_ref().is_some_and(|d| !d.map(f, pages)) {
                     // Partly mapped at most: unmapping clears what was.
                     if self.domain.as_ref().is_some_and(|d| d.unmap(f, pages)) {
-                        crate::mm::free_contiguous(f, pages);
+                        crate::mm::free_owned(f, pages, crate::mm::FrameOwner::Dma);
                     }
                     return Err(DmaError::NoMemory);
                 }

@@ -13,6 +13,7 @@ pub const TESTS: &[KTest] = &[
     KTest { name: "mm::frames_alloc_free_roundtrip", run: frames_alloc_free_roundtrip },
     KTest { name: "mm::frames_contiguous_aligned", run: frames_contiguous_aligned },
     KTest { name: "mm::frames_are_zeroed", run: frames_are_zeroed },
+    KTest { name: "mm::frame_owner_tags_refuse_a_wrong_free", run: frame_owner_tags_refuse_a_wrong_free },
     KTest { name: "mm::heap_box_and_vec", run: heap_box_and_vec },
     KTest { name: "mm::heap_failure_is_an_error", run: heap_failure_is_an_error },
     KTest { name: "mm::heap_gives_large_objects_back", run: heap_gives_large_objects_back },
@@ -57,6 +58,31 @@ fn frames_are_zeroed() -> TestResult {
     hal::mm::free_frame(f);
     ensure!(res.is_ok());
     ensure!(buf.iter().all(|&b| b == 0), "fresh frame not zeroed");
+    Ok(())
+}
+
+/// A user frame freed as a kernel frame (what a double owner would do)
+/// is refused and counted, and the frame stays with its user reference;
+/// the last reference then frees it normally.
+fn frame_owner_tags_refuse_a_wrong_free() -> TestResult {
+    use hal::mm::FrameOwner;
+    let frame = hal::frame::UserFrame::alloc_zeroed().map_err(|_| "out of frames")?;
+    let paddr = frame.paddr();
+    ensure!(hal::mm::frame_owner(paddr) == FrameOwner::User, "tag {:?}", hal::mm::frame_owner(paddr));
+    let (errors, free) = (hal::mm::frame_errors(), hal::mm::free_frame_count());
+    log::info!("ktest: the next frames error is expected");
+    hal::mm::free_frame(paddr);
+    ensure!(hal::mm::frame_errors() == errors + 1, "the wrong free was not reported");
+    ensure!(hal::mm::free_frame_count() == free, "the user frame was freed as a kernel frame");
+    ensure!(hal::mm::frame_owner(paddr) == FrameOwner::User);
+    let kernel = hal::mm::alloc_frame_zeroed().ok_or("out of frames")?;
+    ensure!(kernel != paddr, "the user frame was handed out again");
+    ensure!(hal::mm::frame_owner(kernel) == FrameOwner::Kernel);
+    hal::mm::free_frame(kernel);
+    drop(frame);
+    ensure!(hal::mm::frame_owner(paddr) == FrameOwner::Free, "tag {:?}", hal::mm::frame_owner(paddr));
+    ensure!(hal::mm::free_frame_count() == free + 1, "the last reference did not free the frame");
+    ensure!(hal::mm::frame_errors() == errors + 1, "a sound free was reported");
     Ok(())
 }
 

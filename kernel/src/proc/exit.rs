@@ -257,6 +257,12 @@ fn init_exited(how: ExitKind) -> ! {
         )
         .as_bytes(),
     );
+    // Frames freed while held (hal's owner tags and reference counts):
+    // each was logged with a backtrace when found.
+    let frame_errors = hal::mm::frame_errors();
+    if frame_errors > 0 {
+        hal::serial::write_bytes(alloc::format!("kiln: frame ownership errors {frame_errors}\n").as_bytes());
+    }
     // The host tool reads this line for the exit status.
     hal::serial::write_bytes(alloc::format!("kiln: init exited with status {code}\n").as_bytes());
     hal::qemu::exit_success()
