@@ -79,28 +79,43 @@ fn plain_drive(img: &str) -> String {
 }
 
 /// musl's and glibc's words for EIO.
-fn eio(line: &str) -> bool {
+pub(crate) fn eio(line: &str) -> bool {
     line.contains("I/O error") || line.contains("Input/output error")
 }
 
 fn boot(root: &Path, elf: &Path, smp: u32, drive: String, script: &str, extra: &Path, log: &Path) -> Result<String> {
-    std::fs::write(extra.join("fault.sh"), script).map_err(|e| format!("{e}"))?;
+    let disk = Disk { drive, device: "virtio-blk-pci,drive=d0" };
+    boot_one_disk(root, elf, smp, ("fault.sh", script), disk, extra, log)
+}
+
+/// One disk of a fault check: QEMU's `-drive` (id `d0`) and the
+/// `-device` that attaches it.
+pub(crate) struct Disk<'a> {
+    pub drive: String,
+    pub device: &'a str,
+}
+
+/// Boots Kiln with `extra` plus the script `(name, text)` in its
+/// initramfs, run by the shell, and `disk` attached; the console output.
+pub(crate) fn boot_one_disk(
+    root: &Path,
+    elf: &Path,
+    smp: u32,
+    (name, script): (&str, &str),
+    disk: Disk,
+    extra: &Path,
+    log: &Path,
+) -> Result<String> {
+    std::fs::write(extra.join(name), script).map_err(|e| format!("{e}"))?;
     let initrd = initramfs::make(root, &build::out_dir(), Some(extra))?;
     let boot = qemu::Boot {
         image: qemu::Image::Kernel {
             elf: elf.to_path_buf(),
-            cmdline: usertest::shell_cmdline_via("", None, "sh /fault.sh")?,
+            cmdline: usertest::shell_cmdline_via("", None, &format!("sh /{name}"))?,
             initrd: Some(initrd),
         },
         smp,
-        extra: vec![
-            "-m".into(),
-            "512M".into(),
-            "-drive".into(),
-            drive,
-            "-device".into(),
-            "virtio-blk-pci,drive=d0".into(),
-        ],
+        extra: vec!["-m".into(), "512M".into(), "-drive".into(), disk.drive, "-device".into(), disk.device.into()],
     };
     let run = qemu::run_captured(&boot, Duration::from_secs(300), log)?;
     Ok(run.output.replace('\r', ""))

@@ -17,6 +17,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use crate::diskfault::{boot_one_disk, eio, Disk};
 use crate::storagetest::Checks;
 use crate::{build, initramfs, qemu, usertest, Result};
 
@@ -56,32 +57,11 @@ fn script(name: &str, abort: bool) -> String {
 
 fn boot(root: &Path, elf: &Path, smp: u32, img: &str, nvme: bool, extra: &Path, log: &Path) -> Result<String> {
     let name = if nvme { "nvme0n1" } else { "vda" };
-    std::fs::write(extra.join("stall.sh"), script(name, nvme)).map_err(|e| format!("{e}"))?;
-    let initrd = initramfs::make(root, &build::out_dir(), Some(extra))?;
-    let device = if nvme { "nvme,drive=d0,serial=kilnstall" } else { "virtio-blk-pci,drive=d0" };
-    let boot = qemu::Boot {
-        image: qemu::Image::Kernel {
-            elf: elf.to_path_buf(),
-            cmdline: usertest::shell_cmdline_via("", None, "sh /stall.sh")?,
-            initrd: Some(initrd),
-        },
-        smp,
-        extra: vec![
-            "-m".into(),
-            "512M".into(),
-            "-drive".into(),
-            format!("file={img},if=none,id=d0,format=raw,cache=writeback,throttling.bps-write=131072"),
-            "-device".into(),
-            device.into(),
-        ],
+    let disk = Disk {
+        drive: format!("file={img},if=none,id=d0,format=raw,cache=writeback,throttling.bps-write=131072"),
+        device: if nvme { "nvme,drive=d0,serial=kilnstall" } else { "virtio-blk-pci,drive=d0" },
     };
-    let run = qemu::run_captured(&boot, Duration::from_secs(300), log)?;
-    Ok(run.output.replace('\r', ""))
-}
-
-/// musl's and glibc's words for EIO.
-fn eio(line: &str) -> bool {
-    line.contains("I/O error") || line.contains("Input/output error")
+    boot_one_disk(root, elf, smp, ("stall.sh", &script(name, nvme)), disk, extra, log)
 }
 
 pub fn run(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
