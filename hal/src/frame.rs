@@ -203,11 +203,11 @@ impl FreshFrame {
 
     /// The frame's bytes.
     pub fn bytes_mut(&mut self) -> &mut [u8] {
-        // SAFETY: the frame is a live user-data frame (this handle holds
-        // its one reference) reached through the direct map; no other
-        // handle, page-table entry or slice of it exists (a FreshFrame is
-        // never cloned and hands its frame out only by value in
-        // `into_frame`), and `&mut self` makes this borrow the only one.
+        // No other handle, page-table entry or slice of the frame exists:
+        // a FreshFrame is never cloned and hands its frame out only by
+        // value in `into_frame`.
+        // SAFETY: a live user-data frame (this handle holds its one
+        // reference) in the direct map; `&mut self` is the only borrow.
         unsafe { core::slice::from_raw_parts_mut(self.frame.paddr.to_virt() as *mut u8, PAGE_SIZE as usize) }
     }
 

@@ -724,13 +724,11 @@ pub fn copy_frame_to_user(
     }
     let smap = u8::from(SMAP.load(Ordering::Relaxed));
     let src = (frame.paddr().to_virt() as *const u8).wrapping_add(offset);
-    // SAFETY: the destination range is entirely in the user half
-    // (checked), which holds no Rust objects; the source lies inside a
-    // user-data frame that `frame` keeps alive for the call (checked
-    // above), reached through the direct map, and user frames are never
-    // Rust objects, so a user store racing with the copy (a shared
-    // mapping of the same page, even as the destination) is data, not an
-    // aliasing violation; faults resume at the fixup.
+    // User frames are never Rust objects, so a user store racing with the
+    // copy (a shared mapping of the same page, even as the destination)
+    // is data, not an aliasing violation; faults resume at the fixup.
+    // SAFETY: `dst..dst+len` is in the user half (checked); the source is
+    // inside a user frame `frame` keeps alive, via the direct map.
     let left = unsafe { hal_user_copy(dst as *mut u8, src, len, smap, smap) };
     if left == 0 {
         Ok(())

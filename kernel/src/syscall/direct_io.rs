@@ -27,6 +27,7 @@ use super::{SysResult, SyscallContext};
 use crate::fs::file::OpenFile;
 use crate::fs::inode::DirectIo;
 use crate::fs::Inode;
+use crate::sync::MutexGuard;
 
 /// Bytes moved per call of the file system (one kernel buffer).
 const DIRECT_CHUNK: usize = 512 * 1024;
@@ -112,6 +113,12 @@ pub(super) fn check_vector(f: &OpenFile, iovs: &[Iovec], at: Option<u64>, write:
     Ok(())
 }
 
+/// The file position, held for the whole call, when the call has no
+/// offset of its own (read/write rather than pread/pwrite).
+fn position_lock(f: &OpenFile, at: Option<u64>) -> Option<MutexGuard<'_, u64>> {
+    at.is_none().then(|| f.offset.lock())
+}
+
 /// A direct read of `len` bytes into `buf`, at `at` or the file position.
 pub(super) fn read(
     ctx: &SyscallContext,
@@ -122,10 +129,7 @@ pub(super) fn read(
     len: usize,
     at: Option<u64>,
 ) -> SysResult {
-    let mut position = match at {
-        Some(_) => None,
-        None => Some(f.offset.lock()),
-    };
+    let mut position = position_lock(f, at);
     let pos = at.unwrap_or_else(|| position.as_deref().copied().unwrap_or(0));
     let size = inode.metadata().size;
     if pos >= size {
@@ -169,10 +173,7 @@ pub(super) fn write(
     len: usize,
     at: Option<u64>,
 ) -> SysResult {
-    let mut position = match at {
-        Some(_) => None,
-        None => Some(f.offset.lock()),
-    };
+    let mut position = position_lock(f, at);
     let pos = if f.flags() & c::O_APPEND != 0 {
         inode.metadata().size
     } else {
