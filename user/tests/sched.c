@@ -472,7 +472,14 @@ static void test_behaviour(void)
     pthread_join(a, NULL);
     pthread_join(b, NULL);
     order[atomic_load(&order_len)] = 0;
-    check(strcmp(order, "BAba") == 0, "SCHED_RR threads interleave (%s)", order);
+    /* Which one finishes first depends on how the last slices fall against
+     * the tick, and a loaded host (steal time) shifts that: Linux itself
+     * printed BAab on a busy CI machine. Round robin shows in both having
+     * started before either finished; FIFO order would be BbAa. */
+    int rr_ok = strlen(order) == 4 && order[0] == 'B' && order[1] == 'A';
+    check(rr_ok, "SCHED_RR threads interleave: both start before either ends");
+    if (!rr_ok)
+        printf("  order was %s\n", order);
 
     /* Two SCHED_FIFO threads of one priority do not. */
     atomic_store(&order_len, 0);
