@@ -360,6 +360,20 @@ pub fn segment(repo: &Path, elf: &Path) -> Result<(u64, u64)> {
         None => Err(format!("no verdict through eth0 ({see})")),
     };
     check(label, "scope-picks-link", r, &mut passed, &mut failed);
+    // Interface indices: lo 1, eth0 2, eth1 3 (A); lo 1, eth0 2 (B).
+    let r = if has(&a, &["netecho: link-local peer scope 3, own scope 3"])
+        && has(&a, &["netecho: accepted a link-local peer, scope 3"])
+        && has(&a, &["netpeer udp: link-local peer scope 3, own scope 3"])
+        && has(&a, &["netpeer udp: link-local peer scope 2, own scope 2"])
+        && has(&b, &["netecho: link-local peer scope 2, own scope 2"])
+        && has(&b, &["netecho: accepted a link-local peer, scope 2"])
+        && has(&b, &["netpeer: link-local sender, scope 2"])
+    {
+        Ok("link-local peers carry their link's index as sin6_scope_id in accept, getpeername, getsockname and recvfrom (A eth1 3, eth0 2; B eth0 2)".to_string())
+    } else {
+        Err(format!("a link-local address came back without its interface's scope id ({see})"))
+    };
+    check(label, "scope-ids-reported", r, &mut passed, &mut failed);
     let expired = b.iter().position(|l| l == "v6-b-expired");
     let after = expired.map(|i| &b[i..]).unwrap_or_default();
     let small_ok = format!("up {small} bytes: ok");
