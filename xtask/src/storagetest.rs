@@ -246,7 +246,7 @@ fn mkfs_sized(img: &str, src: Option<&Path>, size: &str) -> Result<()> {
     Ok(())
 }
 
-/// The stage's parts; `STORAGE_ONLY=tree,files,cuts,nvme,hostile,fault,stall,rootdisk,pagecache,direct,ext2,options` runs
+/// The stage's parts; `STORAGE_ONLY=tree,files,cuts,nvme,hostile,fault,stall,rootdisk,pagecache,direct,ext2,options,linuxjournal` runs
 /// only those named.
 pub fn run(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
     let only = std::env::var("STORAGE_ONLY").unwrap_or_default();
@@ -294,6 +294,9 @@ pub fn run(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
     }
     if want("options") {
         add(crate::mountopts::run(root, elf, smp)?);
+    }
+    if want("linuxjournal") {
+        add(crate::linuxjournal::run(root, elf, smp)?);
     }
     Ok((passed, failed))
 }
