@@ -35,7 +35,7 @@ pub fn sys_fallocate(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         return Err(Errno::EOPNOTSUPP);
     }
     // One mode at a time, KEEP_SIZE only where it means something
-    // (Linux 6.12's vfs_fallocate: every other mix is EOPNOTSUPP).
+    // (the host Linux 6.18's vfs_fallocate: every other mix is EOPNOTSUPP).
     let keep_size = mode & FALLOC_FL_KEEP_SIZE != 0;
     match mode & !(FALLOC_FL_KEEP_SIZE | FALLOC_FL_NO_HIDE_STALE) {
         0 | FALLOC_FL_UNSHARE_RANGE | FALLOC_FL_ZERO_RANGE => {}
