@@ -42,6 +42,14 @@ static long falloc(int fd, int mode, long off, long len)
     return syscall(SYS_fallocate, fd, mode, off, len) == 0 ? 0 : -errno;
 }
 
+/* Mixed modes: Linux 6.1 answers EINVAL for some of these and later
+ * kernels EOPNOTSUPP for all; the host's version is not Kiln's choice,
+ * so either counts as refused. */
+static const char *refusal(long r)
+{
+    return r == -EINVAL || r == -EOPNOTSUPP ? "refused" : errname(-r);
+}
+
 /* A byte that names its offset and a generation. */
 static unsigned char byte_at(long i, int gen)
 {
@@ -175,9 +183,9 @@ static void test_collapse(void)
     EXPECT_ERR(EINVAL, "collapse: reaching the end", syscall(SYS_fallocate, fd, FALLOC_FL_COLLAPSE_RANGE, 8 * PG, 8 * PG));
     EXPECT_ERR(EINVAL, "collapse: past the end", syscall(SYS_fallocate, fd, FALLOC_FL_COLLAPSE_RANGE, 8 * PG, 9 * PG));
     printf("collapse: with KEEP_SIZE: %s\n",
-           errname(-falloc(fd, FALLOC_FL_COLLAPSE_RANGE | FALLOC_FL_KEEP_SIZE, PG, PG)));
+           refusal(falloc(fd, FALLOC_FL_COLLAPSE_RANGE | FALLOC_FL_KEEP_SIZE, PG, PG)));
     printf("collapse: with ZERO_RANGE: %s\n",
-           errname(-falloc(fd, FALLOC_FL_COLLAPSE_RANGE | FALLOC_FL_ZERO_RANGE, PG, PG)));
+           refusal(falloc(fd, FALLOC_FL_COLLAPSE_RANGE | FALLOC_FL_ZERO_RANGE, PG, PG)));
     unsigned char *m = mmap(0, 16 * PG, PROT_READ, MAP_SHARED, fd, 0);
     check(m != MAP_FAILED && m[12 * PG] == model[12 * PG], "collapse: mapped");
     /* Across the clean/dirty boundary. */
@@ -221,8 +229,8 @@ static void test_modes(void)
 {
     int fd = fresh("modes", 4, 4, 5);
     printf("modes: PUNCH_HOLE|ZERO_RANGE: %s\n",
-           errname(-falloc(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, 0, PG)));
-    printf("modes: ZERO_RANGE|INSERT_RANGE: %s\n", errname(-falloc(fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_INSERT_RANGE, 0, PG)));
+           refusal(falloc(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, 0, PG)));
+    printf("modes: ZERO_RANGE|INSERT_RANGE: %s\n", refusal(falloc(fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_INSERT_RANGE, 0, PG)));
     printf("modes: unknown bit 0x100: %s\n", errname(-falloc(fd, 0x100, 0, PG)));
     printf("modes: ZERO_RANGE to 2^63-1: %s\n", errname(-falloc(fd, FALLOC_FL_ZERO_RANGE, PG, 0x7fffffffffffffffL - PG)));
     printf("modes: ZERO_RANGE past the largest file: %s\n",
