@@ -90,6 +90,7 @@ pub fn run(root: &Path, elf: &Path, smp: u32, count: u64, seed: u64) -> Result<(
         slowest = slowest.max(t.elapsed());
         let out = run.output.replace('\r', "");
         let panicked = out.contains("KERNEL PANIC");
+        let mut kept = log.clone();
         for case in first..first + n {
             let done = out.contains(&format!("=== done {case}\n"));
             mounted += u64::from(out.contains(&format!("MOUNTED {case}\n")));
@@ -97,10 +98,15 @@ pub fn run(root: &Path, elf: &Path, smp: u32, count: u64, seed: u64) -> Result<(
                 passed += 1;
             } else {
                 failed += 1;
+                if kept == log {
+                    // Later boots overwrite hostile.log: keep this one's.
+                    kept = build::out_dir().join(format!("storage/hostile-{first}.log"));
+                    let _ = std::fs::copy(&log, &kept);
+                }
                 println!(
                     "  FAIL  hostile image {case} (seed {seed:#x}): {} (see {})",
                     if panicked { "kernel panic" } else { "no end (hang?)" },
-                    log.display()
+                    kept.display()
                 );
             }
         }

@@ -33,6 +33,7 @@ mod tapnet;
 mod testrun;
 mod unsafe_check;
 mod usertest;
+mod writeback;
 
 use std::process::ExitCode;
 

@@ -16,8 +16,12 @@ use crate::{build, Result};
 
 /// The atime rules, run on a mount of the volume: `touch -a` sets an old
 /// atime (2001), then reads follow. Under `relatime` a read updates the
-/// atime when it is not newer than mtime or ctime (or older than 24 h,
-/// which this cannot show apart: `touch -a` sets ctime to now).
+/// atime when it is not newer than mtime or ctime, or when it is 24 h old.
+/// That last rule needs an atime newer than a ctime both a day old, which
+/// no call can make (utimensat sets ctime to now): the host writes
+/// `/old` (mtime and ctime 2001-01-01, atime a day later) and `/recent`
+/// (mtime and ctime 2 h ago, atime 1 h ago, `$2`) on the image with
+/// debugfs before the boot.
 const ATIME_SCRIPT: &str = r#"M=$1
 OLD=978307200
 at() { stat -c %X $M/f; }
@@ -29,6 +33,9 @@ if [ "$(grep " $M " /proc/mounts | grep -c noatime)" = 1 ]; then
   echo more >> $M/f; cat $M/f > /dev/null
   echo "noatime: read after a write: atime kept $(( $(at) == OLD ))"
 else
+  cat $M/old $M/recent > /dev/null
+  echo "relatime: read with atime a day old, newer than mtime and ctime: updated $(( $(stat -c %X $M/old) > 978393600 ))"
+  echo "relatime: read with atime an hour old, newer than mtime and ctime: kept $(( $(stat -c %X $M/recent) == $2 ))"
   A=$(at); echo "relatime: read with atime <= ctime: updated $(( A > OLD ))"
   sleep 2; cat $M/f > /dev/null
   echo "relatime: read again, atime newer than mtime and ctime, within 24 h: kept $(( $(at) == A ))"
@@ -45,6 +52,8 @@ noatime: read after touch -a: atime kept 1
 noatime: read after a write: atime kept 1
 mounts: /dev/vda /mnt ext4 rw,relatime 0 0
 atime set: 1
+relatime: read with atime a day old, newer than mtime and ctime: updated 1
+relatime: read with atime an hour old, newer than mtime and ctime: kept 1
 relatime: read with atime <= ctime: updated 1
 relatime: read again, atime newer than mtime and ctime, within 24 h: kept 1
 relatime: read after a write (mtime >= atime): updated 1
@@ -104,6 +113,38 @@ fn kept(img: &str) -> Result<(bool, bool, bool)> {
     Ok((line, big, dir))
 }
 
+/// Writes `/old` and `/recent` on the image with the times
+/// [`ATIME_SCRIPT`] needs; returns `/recent`'s atime (seconds).
+fn old_atimes(img: &str, work: &Path) -> Result<u64> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_err(|e| format!("clock: {e}"))?
+        .as_secs();
+    let body_path = work.join("atime-body.txt");
+    std::fs::write(&body_path, "hello\n").map_err(|e| format!("{e}"))?;
+    let body = body_path.to_str().ok_or("non-UTF-8 path")?;
+    let (recent, changed) = (now - 3600, now - 7200);
+    let cmds = format!(
+        "write {body} old\nwrite {body} recent\n\
+         sif old mtime 20010101000000\nsif old ctime 20010101000000\nsif old atime 20010102000000\n\
+         sif recent mtime @{changed}\nsif recent ctime @{changed}\nsif recent atime @{recent}\n"
+    );
+    let cmd_file = work.join("atime-debugfs.txt");
+    std::fs::write(&cmd_file, cmds).map_err(|e| format!("{e}"))?;
+    let out = Command::new("/sbin/debugfs")
+        .args(["-w", "-f"])
+        .arg(&cmd_file)
+        .arg(img)
+        .output()
+        .map_err(|e| format!("debugfs: {e}"))?;
+    let _ = std::fs::remove_file(&cmd_file);
+    let _ = std::fs::remove_file(&body_path);
+    if !out.status.success() {
+        return Err(format!("debugfs -w: {}", String::from_utf8_lossy(&out.stderr)));
+    }
+    Ok(recent)
+}
+
 pub fn run(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
     let work = build::out_dir().join("storage");
     let img = work.join("options.img");
@@ -112,12 +153,13 @@ pub fn run(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
     let mut check = |ok: bool, what: &str, detail: &str| checks.check(ok, what, detail);
 
     mkfs(&img_s, None)?;
+    let recent = old_atimes(&img_s, &work)?;
     let mut script = format!("mkdir -p /mnt\ncat > /tmp/atime.sh <<'END'\n{ATIME_SCRIPT}END\n");
     for options in ["-o noatime", ""] {
         script.push_str(&format!(
             "mount -t ext4 {options} /dev/vda /mnt || exit 1\n\
              grep ' /mnt ' /proc/mounts | sed 's/^/mounts: /'\n\
-             sh /tmp/atime.sh /mnt\n\
+             sh /tmp/atime.sh /mnt {recent}\n\
              {}\
              umount /mnt\n",
             if options.is_empty() { "/t/fallocate modes /mnt/falloc\n" } else { "" }
@@ -135,7 +177,7 @@ pub fn run(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
     for (what, prefix) in [
         ("-o noatime: a read after touch -a and after a write leaves the atime (Linux's lines)", "noatime:"),
         (
-            "relatime (the default): a read updates an atime not newer than ctime, keeps one newer than mtime and ctime, updates after a write (Linux's lines)",
+            "relatime (the default): a read updates an atime not newer than ctime or a day old, keeps one newer than mtime and ctime and under a day old, updates after a write (Linux's lines)",
             "relatime:",
         ),
     ] {

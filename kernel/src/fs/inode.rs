@@ -348,6 +348,21 @@ pub trait Inode: Send + Sync {
         Err(Errno::ENOTDIR)
     }
 
+    /// `renameat2(RENAME_WHITEOUT)`: `rename` with `flags` (0 or
+    /// RENAME_NOREPLACE), and in the same step a whiteout under the old
+    /// name: a character device 0:0 with mode 0, owned by `owner`. A file
+    /// system without whiteouts refuses the flag (EINVAL), as Linux's.
+    fn rename_whiteout(
+        &self,
+        _old: &str,
+        _new_dir: &Arc<dyn Inode>,
+        _new: &str,
+        _flags: u32,
+        _owner: Owner,
+    ) -> Result<(), Errno> {
+        Err(Errno::EINVAL)
+    }
+
     fn readdir(&self) -> Result<Vec<DirEntry>, Errno> {
         Err(Errno::ENOTDIR)
     }

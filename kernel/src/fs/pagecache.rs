@@ -21,11 +21,12 @@
 //! holds; dirty pages are written first only by callers that may sleep
 //! (the OOM path, the writeback thread, throttled writers).
 //!
-//! Linux's figures: dirty pages older than [`DIRTY_EXPIRE_NS`] (30 s) are
-//! written by the thread, which wakes every [`WRITEBACK_INTERVAL_NS`]
-//! (5 s); past [`dirty_background`] (10% of memory) it writes everything,
-//! and a writer past [`dirty_limit`] (20%) writes its own file back before
-//! its call returns.
+//! Linux's figures, read from /proc/sys/vm each time: dirty pages older
+//! than dirty_expire_centisecs (30 s) are written by the thread, which
+//! writes every dirty_writeback_centisecs (5 s); past [`dirty_background`]
+//! (dirty_background_ratio, 10% of memory) it writes everything, and a
+//! writer past [`dirty_limit`] (dirty_ratio, 20%) writes its own file back
+//! before its call returns.
 
 use alloc::collections::BTreeMap;
 use alloc::sync::Arc;
@@ -37,6 +38,7 @@ use hal::sync::SpinLock;
 use linux_abi::errno::Errno;
 
 use super::pagestore::{PageBudget, PageStore};
+use super::procfs::sys as sysctl;
 use crate::mm::PAGE_SIZE;
 use crate::sync::Mutex;
 
@@ -53,10 +55,26 @@ const READAHEAD_MAX: u64 = 256;
 /// heap object of whole frames, which must be found even when memory is
 /// short and fragmented).
 const WRITEBACK_RUN: usize = 32;
-/// dirty_expire_centisecs: a dirty page this old is written by the thread.
-pub const DIRTY_EXPIRE_NS: u64 = 30_000_000_000;
-/// dirty_writeback_centisecs: how often the thread looks.
-pub const WRITEBACK_INTERVAL_NS: u64 = 5_000_000_000;
+/// 10 ms, the unit of dirty_expire_centisecs and dirty_writeback_centisecs.
+const CENTISEC_NS: u64 = 10_000_000;
+/// How often the thread looks at most (dirty_writeback_centisecs is read
+/// each time it wakes).
+const WRITEBACK_TICK_NS: u64 = 500_000_000;
+
+/// dirty_expire_centisecs (/proc/sys/vm, 3000 by default): a dirty page
+/// this old is written by the thread.
+fn dirty_expire_ns() -> u64 {
+    (sysctl::DIRTY_EXPIRE.get().max(0) as u64).saturating_mul(CENTISEC_NS)
+}
+
+/// dirty_writeback_centisecs (500 by default): how often the thread
+/// writes expired pages; 0 turns the periodic writeback off, as on Linux.
+fn writeback_interval_ns() -> Option<u64> {
+    match sysctl::DIRTY_WRITEBACK.get().max(0) as u64 {
+        0 => None,
+        cs => Some(cs.saturating_mul(CENTISEC_NS)),
+    }
+}
 
 /// How a file system reads and writes a cached file's bytes on its disk.
 pub trait Backend {
@@ -501,6 +519,15 @@ impl PageCache {
             if let Err(e) = self.writeback(be, 0, u64::MAX, u64::MAX) {
                 log::warn!("pagecache: throttled writeback failed: {}", e.name());
             }
+            // Other files' pages still keep the total over: Linux's writer
+            // waits until the flusher brings it under; this one writes
+            // them itself (as `shrink`, from a context that may sleep).
+            for f in snapshot() {
+                if super::pagestore::dirty_pages() <= dirty_limit() {
+                    break;
+                }
+                let _ = f.writeback(u64::MAX);
+            }
         } else if dirty > dirty_background() {
             KICK.store(true, Ordering::Relaxed);
         }
@@ -862,14 +889,32 @@ pub fn forget_owner(owner: usize) {
     drop(gone);
 }
 
-/// dirty_background_ratio (10%): the thread writes everything past it.
-pub fn dirty_background() -> u64 {
-    hal::mm::managed_frame_count() / 10
+/// A threshold in pages: `bytes` when set (non-zero), else `ratio`
+/// percent of the memory the frame allocator manages.
+fn threshold(bytes: i64, ratio: i64) -> u64 {
+    match bytes.max(0) as u64 {
+        0 => hal::mm::managed_frame_count().saturating_mul(ratio.clamp(0, 100) as u64) / 100,
+        b => b.div_ceil(PAGE_SIZE),
+    }
 }
 
-/// dirty_ratio (20%): a writer past it writes back before returning.
+/// dirty_background_ratio (10%) or dirty_background_bytes: the thread
+/// writes everything past it; at or past the dirty limit it is half that
+/// limit (Linux's domain_dirty_limits).
+pub fn dirty_background() -> u64 {
+    let bg = threshold(sysctl::DIRTY_BACKGROUND_BYTES.get(), sysctl::DIRTY_BACKGROUND_RATIO.get());
+    let limit = dirty_limit();
+    if bg >= limit {
+        limit / 2
+    } else {
+        bg
+    }
+}
+
+/// dirty_ratio (20%) or dirty_bytes: a writer past it writes back before
+/// returning.
 pub fn dirty_limit() -> u64 {
-    hal::mm::managed_frame_count() / 5
+    threshold(sysctl::DIRTY_BYTES.get(), sysctl::DIRTY_RATIO.get())
 }
 
 /// Free frames below which the cache drops clean pages before taking
@@ -937,15 +982,16 @@ fn start_thread() {
     let spawned = crate::sched::spawn("writeback", || {
         let mut last = hal::time::monotonic_ns();
         loop {
-            crate::sched::sleep_ns(500_000_000);
+            crate::sched::sleep_ns(WRITEBACK_TICK_NS);
             let now = hal::time::monotonic_ns();
             let kicked = KICK.swap(false, Ordering::Relaxed);
-            if !kicked && now - last < WRITEBACK_INTERVAL_NS {
+            let everything = super::pagestore::dirty_pages() > dirty_background();
+            let due = writeback_interval_ns().is_some_and(|every| now - last >= every);
+            if !kicked && !everything && !due {
                 continue;
             }
             last = now;
-            let everything = super::pagestore::dirty_pages() > dirty_background();
-            let older_than = if everything { u64::MAX } else { now.saturating_sub(DIRTY_EXPIRE_NS) };
+            let older_than = if everything { u64::MAX } else { now.saturating_sub(dirty_expire_ns()) };
             for f in snapshot() {
                 if let Err(e) = f.writeback(older_than) {
                     log::warn!("writeback: {}", e.name());

@@ -814,6 +814,31 @@ impl Inode for TmpInode {
         Ok(())
     }
 
+    fn rename_whiteout(
+        &self,
+        old: &str,
+        new_dir: &Arc<dyn Inode>,
+        new: &str,
+        flags: u32,
+        owner: Owner,
+    ) -> Result<(), Errno> {
+        if flags & !linux_abi::consts::RENAME_NOREPLACE != 0 {
+            return Err(Errno::EINVAL);
+        }
+        // Made first, as Linux's shmem_whiteout: a rename that fails
+        // leaves no whiteout behind.
+        let whiteout = TmpInode::new(&self.fs, super::inode::S_IFCHR, 0, owner, Node::Special { fifo: Once::new() });
+        let moving = self.dir()?.lock().get(old).cloned().ok_or(Errno::ENOENT)?;
+        let target = new_dir.as_any().downcast_ref::<TmpInode>().ok_or(Errno::EXDEV)?;
+        if target.dir()?.lock().get(new).is_some_and(|t| Arc::ptr_eq(t, &moving)) {
+            return Ok(()); // two names of one file: nothing moves
+        }
+        self.rename(old, new_dir, new, flags)?;
+        self.dir()?.lock().insert(String::from(old), whiteout);
+        self.touch_dir();
+        Ok(())
+    }
+
     fn readdir(&self) -> Result<Vec<DirEntry>, Errno> {
         if self.meta.lock().nlink == 0 {
             return Err(Errno::ENOENT);
@@ -890,6 +915,8 @@ impl Inode for TmpInode {
             super::inode::S_IFIFO => Some(super::pipe::open_fifo(self.fifo()?, flags)),
             super::inode::S_IFCHR => Some(super::devfs::open_device(rdev, flags)),
             super::inode::S_IFBLK => Some(crate::block::dev::open(rdev)),
+            // A socket file is for connect(2); open(2) is ENXIO (sock_no_open).
+            super::inode::S_IFSOCK => Some(Err(Errno::ENXIO)),
             _ => None,
         }
     }

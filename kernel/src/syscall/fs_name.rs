@@ -138,8 +138,9 @@ pub fn sys_unlinkat(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 
 fn rename_at(ctx: &SyscallContext, olddir: i32, old_ptr: u64, newdir: i32, new_ptr: u64, flags: u32) -> SysResult {
     let known = c::RENAME_NOREPLACE | c::RENAME_EXCHANGE | c::RENAME_WHITEOUT;
-    let both = c::RENAME_NOREPLACE | c::RENAME_EXCHANGE;
-    if flags & !known != 0 || flags & both == both {
+    // EXCHANGE goes with neither NOREPLACE nor WHITEOUT (do_renameat2).
+    let not_with_exchange = c::RENAME_NOREPLACE | c::RENAME_WHITEOUT;
+    if flags & !known != 0 || (flags & c::RENAME_EXCHANGE != 0 && flags & not_with_exchange != 0) {
         return Err(Errno::EINVAL);
     }
     let cred = ctx.cred();
@@ -203,7 +204,12 @@ fn rename_at(ctx: &SyscallContext, olddir: i32, old_ptr: u64, newdir: i32, new_p
     if moving.is_mount_root() || moving.is_mountpoint() || target.as_ref().is_some_and(|t| t.is_mountpoint()) {
         return Err(Errno::EBUSY);
     }
-    odir.inode().rename(&oname, ndir.inode(), &nname, flags)?;
+    if flags & c::RENAME_WHITEOUT != 0 {
+        let (_, owner) = perm::new_inode(&cred, &odir, S_IFCHR);
+        odir.inode().rename_whiteout(&oname, ndir.inode(), &nname, flags & !c::RENAME_WHITEOUT, owner)?;
+    } else {
+        odir.inode().rename(&oname, ndir.inode(), &nname, flags)?;
+    }
     odir.forget(&oname);
     ndir.forget(&nname);
     if flags & c::RENAME_EXCHANGE != 0 {

@@ -209,6 +209,22 @@ impl<D: BlockDevice> Ext4<D> {
     ) -> Result<()> {
         self.atomic(|fs| fs.rename_inner(src_dir, src_name, dst_dir, dst_name, now))
     }
+    /// `renameat2` with `RENAME_WHITEOUT`: the rename, and a whiteout
+    /// (`attr`: a character device 0:0) made under the old name, as one
+    /// operation (either both or neither).
+    pub fn rename_whiteout(
+        &mut self,
+        src_dir: u32,
+        src_name: &[u8],
+        dst_dir: u32,
+        dst_name: &[u8],
+        attr: NewInode,
+    ) -> Result<u32> {
+        self.atomic(|fs| {
+            fs.rename_inner(src_dir, src_name, dst_dir, dst_name, attr.now)?;
+            fs.create_inner(src_dir, src_name, attr)
+        })
+    }
     /// Swaps two names (`renameat2` with `RENAME_EXCHANGE`).
     pub fn exchange(&mut self, a_dir: u32, a_name: &[u8], b_dir: u32, b_name: &[u8], now: Timestamp) -> Result<()> {
         self.atomic(|fs| fs.exchange_inner(a_dir, a_name, b_dir, b_name, now))

@@ -42,3 +42,32 @@ fn exchange_swaps_names_and_keeps_the_tree_consistent() {
     fs.unmount().unwrap().save(&img);
     assert_clean(&img);
 }
+
+/// `RENAME_WHITEOUT`: the rename and a 0:0 character device under the old
+/// name, or neither (a failing rename leaves no whiteout behind); a
+/// directory moved this way leaves its parent one link fewer.
+#[test]
+fn rename_whiteout_leaves_a_char_device_and_stays_clean() {
+    let tmp = TempDir::new("whiteout");
+    let img = tmp.path("w.img");
+    mkfs("ext4", &img, 8 * 1024, &["-b", "1024"], None);
+    let mut fs = Ext4::mount(MemDevice::open(&img), MountOptions::default()).unwrap();
+    let f = fs.create(ROOT_INO, b"f", attr(mode::S_IFREG | 0o644)).unwrap();
+    let wh = attr(mode::S_IFCHR);
+    let w = fs.rename_whiteout(ROOT_INO, b"f", ROOT_INO, b"g", wh).unwrap();
+    assert_eq!(fs.lookup(ROOT_INO, b"g"), Ok(f));
+    assert_eq!(fs.lookup(ROOT_INO, b"f"), Ok(w));
+    let st = fs.stat(w).unwrap();
+    assert_eq!((st.mode, st.rdev, st.nlink), (mode::S_IFCHR, 0, 1));
+    assert_eq!(fs.rename_whiteout(ROOT_INO, b"missing", ROOT_INO, b"h", wh), Err(Errno::ENOENT));
+    assert_eq!(fs.lookup(ROOT_INO, b"missing"), Err(Errno::ENOENT));
+    let d = fs.mkdir(ROOT_INO, b"d", attr(mode::S_IFDIR | 0o755)).unwrap();
+    let sub = fs.mkdir(ROOT_INO, b"sub", attr(mode::S_IFDIR | 0o755)).unwrap();
+    let root_links = fs.stat(ROOT_INO).unwrap().nlink;
+    fs.rename_whiteout(ROOT_INO, b"d", sub, b"d", wh).unwrap();
+    assert_eq!(fs.lookup(sub, b"d"), Ok(d));
+    assert_eq!(fs.lookup(d, b".."), Ok(sub));
+    assert_eq!(fs.stat(ROOT_INO).unwrap().nlink, root_links - 1);
+    fs.unmount().unwrap().save(&img);
+    assert_clean(&img);
+}

@@ -15,6 +15,7 @@ use alloc::vec::Vec;
 use core::any::Any;
 use core::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 
+use hal::sync::SpinLock;
 use kiln_ext4::{NewInode, SetAttr, Timestamp, XattrFlags};
 use linux_abi::consts as c;
 use linux_abi::errno::Errno;
@@ -28,6 +29,7 @@ use crate::fs::inode::{
     DirEntry, DirectIo, DiskXattrs, FileType, FsStats, Inode, Metadata, Owner, S_IFDIR, S_IFLNK, S_IFMT,
 };
 use crate::fs::pagecache::{Backend, CachedFile, PageCache};
+use crate::fs::pipe::Pipe;
 use crate::mm::PAGE_SIZE;
 
 pub struct Ext4Inode {
@@ -42,6 +44,11 @@ pub struct Ext4Inode {
     /// for the type many times per path call, and each ask was a locked
     /// inode load and checksum in the library.
     kind: AtomicU32,
+    /// The pipe behind a FIFO, made at its first open and shared by every
+    /// open while this in-memory inode lives (an open end holds the inode,
+    /// so readers and writers meet on the same pipe, as on Linux, where
+    /// it lives in the inode until the last end closes).
+    fifo: SpinLock<Option<Arc<Pipe>>>,
 }
 
 fn ns(t: Timestamp) -> u64 {
@@ -58,7 +65,18 @@ fn name_bytes(name: &str) -> &[u8] {
 
 impl Ext4Inode {
     pub(super) fn new(vol: Arc<Ext4Volume>, ino: u32) -> Ext4Inode {
-        Ext4Inode { vol, ino, cache: PageCache::new(), regular: AtomicU8::new(0), kind: AtomicU32::new(0) }
+        Ext4Inode {
+            vol,
+            ino,
+            cache: PageCache::new(),
+            regular: AtomicU8::new(0),
+            kind: AtomicU32::new(0),
+            fifo: SpinLock::new(None),
+        }
+    }
+
+    fn fifo(&self) -> Arc<Pipe> {
+        self.fifo.lock().get_or_insert_with(Pipe::new).clone()
     }
 
     fn is_regular(&self) -> bool {
@@ -149,6 +167,39 @@ impl Ext4Inode {
             Some(o) if Arc::ptr_eq(&o.vol, &self.vol) => Ok(o.ino),
             _ => Err(Errno::EXDEV),
         }
+    }
+
+    /// A rename (`flags` 0 or RENAME_NOREPLACE), with a whiteout left under
+    /// the old name when `whiteout` gives its owner.
+    fn rename_maybe_whiteout(
+        &self,
+        old: &str,
+        dst: u32,
+        new: &str,
+        flags: u32,
+        whiteout: Option<Owner>,
+    ) -> Result<(), Errno> {
+        let replaced = self.child(dst, new);
+        self.vol.with(|fs| {
+            if flags & c::RENAME_NOREPLACE != 0 {
+                match fs.lookup(dst, name_bytes(new)) {
+                    Ok(_) => return Err(Errno::EEXIST),
+                    Err(Errno::ENOENT) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            match whiteout {
+                None => fs.rename(self.ino, name_bytes(old), dst, name_bytes(new), now()),
+                Some(owner) => {
+                    let attr = Self::new_inode(crate::fs::inode::S_IFCHR, 0, owner);
+                    fs.rename_whiteout(self.ino, name_bytes(old), dst, name_bytes(new), attr).map(|_| ())
+                }
+            }
+        })?;
+        if replaced.as_ref().is_some_and(|r| self.child(dst, new).is_none_or(|n| !Arc::ptr_eq(r, &n))) {
+            self.forget_if_gone(replaced);
+        }
+        self.vol.changed()
     }
 
     fn new_inode(mode: u32, rdev: u64, owner: Owner) -> NewInode {
@@ -469,24 +520,24 @@ impl Inode for Ext4Inode {
             return self.vol.changed();
         }
         if flags & !c::RENAME_NOREPLACE != 0 {
-            // RENAME_WHITEOUT (overlay file systems' call) is not done.
             return Err(Errno::EINVAL);
         }
-        let replaced = self.child(dst, new);
-        self.vol.with(|fs| {
-            if flags & c::RENAME_NOREPLACE != 0 {
-                match fs.lookup(dst, name_bytes(new)) {
-                    Ok(_) => return Err(Errno::EEXIST),
-                    Err(Errno::ENOENT) => {}
-                    Err(e) => return Err(e),
-                }
-            }
-            fs.rename(self.ino, name_bytes(old), dst, name_bytes(new), now())
-        })?;
-        if replaced.as_ref().is_some_and(|r| self.child(dst, new).is_none_or(|n| !Arc::ptr_eq(r, &n))) {
-            self.forget_if_gone(replaced);
+        self.rename_maybe_whiteout(old, dst, new, flags, None)
+    }
+
+    fn rename_whiteout(
+        &self,
+        old: &str,
+        new_dir: &Arc<dyn Inode>,
+        new: &str,
+        flags: u32,
+        owner: Owner,
+    ) -> Result<(), Errno> {
+        let dst = self.other_ino(new_dir)?;
+        if flags & !c::RENAME_NOREPLACE != 0 {
+            return Err(Errno::EINVAL);
         }
-        self.vol.changed()
+        self.rename_maybe_whiteout(old, dst, new, flags, Some(owner))
     }
 
     fn readdir(&self) -> Result<Vec<DirEntry>, Errno> {
@@ -541,8 +592,9 @@ impl Inode for Ext4Inode {
         match m.mode & S_IFMT {
             crate::fs::inode::S_IFCHR => Some(crate::fs::devfs::open_device(m.rdev, flags)),
             crate::fs::inode::S_IFBLK => Some(crate::block::dev::open(m.rdev)),
-            // FIFOs on disk need a pipe per inode, which is not kept yet.
-            crate::fs::inode::S_IFIFO => Some(Err(Errno::ENXIO)),
+            crate::fs::inode::S_IFIFO => Some(crate::fs::pipe::open_fifo(self.fifo(), flags)),
+            // A socket file is for connect(2); open(2) is ENXIO (sock_no_open).
+            crate::fs::inode::S_IFSOCK => Some(Err(Errno::ENXIO)),
             _ => None,
         }
     }
