@@ -102,7 +102,7 @@ fn output(reach: &Reach, program: &str, args: &[&str]) -> Option<String> {
 }
 
 /// The number after `key` on the first line holding it.
-fn number_after(text: &str, key: &str) -> Option<f64> {
+pub fn number_after(text: &str, key: &str) -> Option<f64> {
     let line = text.lines().flat_map(|l| l.split('\r')).find(|l| l.contains(key))?;
     let rest = &line[line.find(key)? + key.len()..];
     // iperf3's JSON separates with a tab and may write an exponent.

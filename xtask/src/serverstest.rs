@@ -59,7 +59,7 @@ pub fn run(repo: &Path, elf: &Path, only: &[String]) -> Result<(u64, u64)> {
 
 /// The bytes of `fixed_file` in `user/debian/servers/common.sh`: the
 /// decimal numbers from 1, one a line, cut to `len`.
-fn fixed_file(len: usize) -> Vec<u8> {
+pub fn fixed_file(len: usize) -> Vec<u8> {
     let mut out = Vec::with_capacity(len + 8);
     let mut n = 1u64;
     while out.len() < len {
@@ -154,7 +154,7 @@ pub struct Guest {
 
 /// Boots `kernel` with the servers root and a virtio NIC on `netdev`
 /// (under slirp with hostfwd rules for the servers `nic.sh` starts;
-/// `bench`: memcached and iperf3 too).
+/// `bench`: the fair machine's CPU model and Linux's fair command line).
 pub fn boot(repo: &Path, kernel: Kernel, bench: bool, netdev: Netdev, limit: Duration) -> Result<Guest> {
     use crate::{build, qemu, rootfs};
     let work = repo.join("build/debian-servers");
@@ -204,16 +204,11 @@ pub fn boot(repo: &Path, kernel: Kernel, bench: bool, netdev: Netdev, limit: Dur
         Netdev::Slirp => {
             let p = free_ports(5)?;
             let ports = Ports { http: p[0], redis: p[1], echo: p[2], memcached: p[3], iperf3: p[4] };
-            let mut rules = format!(
-                "tcp:127.0.0.1:{}-:80 tcp:127.0.0.1:{}-:6379 tcp:127.0.0.1:{}-:7000",
-                ports.http, ports.redis, ports.echo
+            let rules = format!(
+                "tcp:127.0.0.1:{}-:80 tcp:127.0.0.1:{}-:6379 tcp:127.0.0.1:{}-:7000 \
+                 tcp:127.0.0.1:{}-:11211 tcp:127.0.0.1:{}-:5201",
+                ports.http, ports.redis, ports.echo, ports.memcached, ports.iperf3
             );
-            if bench {
-                rules.push_str(&format!(
-                    " tcp:127.0.0.1:{}-:11211 tcp:127.0.0.1:{}-:5201",
-                    ports.memcached, ports.iperf3
-                ));
-            }
             (Reach { addr: "127.0.0.1", ports, netns: None }, qemu::net_args(qemu::Net::Virtio, &rules)?)
         }
         Netdev::Tap(_) => {
@@ -305,6 +300,79 @@ fn client(reach: &Reach, program: &str, args: &[String]) -> std::result::Result<
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// Bytes each iperf3 run moves in `make test` (`-n`).
+const IPERF3_BYTES: u64 = 16 << 20;
+
+/// Debian's iperf3 client on the host against iperf3 -s in the guest,
+/// [`IPERF3_BYTES`] one way (the host sending, or with `-R` the guest):
+/// it must exit 0 and its JSON say the sender sent at least that many
+/// bytes and the receiver got some (the exact totals move with timing,
+/// on Linux too). The rate is printed, not judged.
+fn iperf3_bounded(reach: &Reach, reverse: bool) -> std::result::Result<String, String> {
+    let port = reach.ports.iperf3.to_string();
+    let n = IPERF3_BYTES.to_string();
+    let mut args = vec!["-k", "5", "120", "iperf3", "-c", reach.addr, "-p", &port, "-n", &n, "-J"];
+    if reverse {
+        args.push("-R");
+    }
+    let out = reach
+        .command("timeout")
+        .args(&args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("iperf3: {e} (scripts/deps.sh installs it)"))?;
+    let json = String::from_utf8_lossy(&out.stdout);
+    let after = |section: &str, key: &str| {
+        json.find(section).and_then(|at| crate::benchservers::number_after(&json[at..], key))
+    };
+    if let Some(at) = json.find("\"error\"") {
+        return Err(json[at..(at + 200).min(json.len())].replace('\n', " "));
+    }
+    if !out.status.success() {
+        return Err(format!("iperf3 {}: {}", args[3..].join(" "), out.status));
+    }
+    let sent = after("\"sum_sent\"", "\"bytes\"").unwrap_or(0.0);
+    let received = after("\"sum_received\"", "\"bytes\"").unwrap_or(0.0);
+    let rate = after("\"sum_received\"", "\"bits_per_second\"").unwrap_or(0.0);
+    if sent >= IPERF3_BYTES as f64 && received > 0.0 {
+        Ok(format!("sent {sent:.0} bytes, received {received:.0}; {:.0} Mbit/s", rate / 1e6))
+    } else {
+        Err(format!("sent {sent:.0} bytes, received {received:.0}"))
+    }
+}
+
+/// memcached's text protocol from the host through hostfwd: a small
+/// value and a 64 KiB one set and read back, an incr, a missing key;
+/// every reply checked.
+fn memcached_set_get(port: u16) -> std::result::Result<String, String> {
+    use std::io::{Read, Write};
+    let mut conn = std::net::TcpStream::connect(("127.0.0.1", port)).map_err(|e| format!("connect: {e}"))?;
+    conn.set_read_timeout(Some(Duration::from_secs(30))).map_err(|e| format!("timeout: {e}"))?;
+    let big = fixed_file(65536);
+    let mut request = b"set greeting 5 0 19\r\nhello from the host\r\nget greeting\r\n".to_vec();
+    request.extend_from_slice(b"set big 0 0 65536\r\n");
+    request.extend_from_slice(&big);
+    request.extend_from_slice(b"\r\nget big\r\nset n 0 0 1\r\n7\r\nincr n 35\r\nget missing\r\nquit\r\n");
+    conn.write_all(&request).map_err(|e| format!("send: {e}"))?;
+    let mut reply = Vec::new();
+    conn.read_to_end(&mut reply).map_err(|e| format!("receive: {e}"))?;
+    let mut want = b"STORED\r\nVALUE greeting 5 19\r\nhello from the host\r\nEND\r\n".to_vec();
+    want.extend_from_slice(b"STORED\r\nVALUE big 0 65536\r\n");
+    want.extend_from_slice(&big);
+    want.extend_from_slice(b"\r\nEND\r\nSTORED\r\n42\r\nEND\r\n");
+    if reply == want {
+        Ok(format!("{} bytes of replies, as expected", reply.len()))
+    } else {
+        let at = reply.iter().zip(&want).position(|(a, b)| a != b).unwrap_or(reply.len().min(want.len()));
+        Err(format!(
+            "{} bytes of replies (want {}), first difference at {at}: {:?}",
+            reply.len(),
+            want.len(),
+            String::from_utf8_lossy(&reply[at..(at + 40).min(reply.len())])
+        ))
+    }
+}
+
 /// Tallies a check's verdict.
 fn verdict(name: &str, result: std::result::Result<String, String>, passed: &mut u64, failed: &mut u64) {
     match result {
@@ -325,7 +393,9 @@ fn verdict(name: &str, result: std::result::Result<String, String>, passed: &mut
 /// started by `user/debian/servers/nic.sh`; host `curl` checks nginx's
 /// bytes, host `redis-cli` round trips and `redis-benchmark -n 1000`
 /// runs, and the host's netecho moves `echo_bytes` each way, checked byte
-/// by byte. Rates are printed, not judged.
+/// by byte; host iperf3 runs 16 MiB each way (`-n`, then `-R`) against
+/// iperf3 -s and memcached's replies to set/get are checked. Rates are
+/// printed, not judged.
 pub fn nic(repo: &Path, elf: &Path, echo_bytes: u64) -> Result<(u64, u64)> {
     let start = std::time::Instant::now();
     // Bytes each way at slirp's pace under TCG (a few MB/s at worst) plus
@@ -404,6 +474,11 @@ pub fn nic(repo: &Path, elf: &Path, echo_bytes: u64) -> Result<(u64, u64)> {
             }
         });
         verdict("netecho", moved, &mut passed, &mut failed);
+        for reverse in [false, true] {
+            let name = if reverse { "iperf3-reverse" } else { "iperf3" };
+            verdict(name, iperf3_bounded(reach, reverse), &mut passed, &mut failed);
+        }
+        verdict("memcached-set-get", memcached_set_get(reach.ports.memcached), &mut passed, &mut failed);
     }
     let run = stop(repo, guest)?;
     let stopped = run.output.contains("servers stopped");
