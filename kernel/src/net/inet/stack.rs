@@ -249,6 +249,19 @@ impl Stack {
         Ok(t)
     }
 
+    /// The interface index a link-local address seen on `r`'s interface
+    /// reports as its `sin6_scope_id`; `bound` (the scope id the socket
+    /// was connected or bound with, 0 for none) wins, since a link's own
+    /// address is reached through loopback (Linux's `sk_bound_dev_if`).
+    pub fn scope_of(&self, r: SockRef, bound: u32) -> u32 {
+        let info = &self.ifaces[r.iface].info;
+        if bound != 0 || info.loopback {
+            bound
+        } else {
+            info.index
+        }
+    }
+
     /// The interface whose addresses include `addr`.
     pub fn iface_of_local(&self, addr: IpAddress) -> Option<usize> {
         self.ifaces.iter().position(|i| i.iface.has_ip_addr(addr))
@@ -256,15 +269,10 @@ impl Stack {
 
     /// The interface traffic to `remote` goes out of: the one that owns
     /// the address (so traffic to the machine itself loops back), else
-    /// the one with a route to it. ENETUNREACH without one.
-    pub fn route(&mut self, remote: IpAddress) -> Result<usize, Errno> {
-        self.route_scoped(remote, None)
-    }
-
-    /// As [`Stack::route`], for a destination whose scope id (Linux's
-    /// `flowi6_oif` from `sin6_scope_id`) names the interface: a
-    /// link-local address is on every link, so the scope picks the one
-    /// (ENODEV for an index no interface has).
+    /// the one with a route to it; ENETUNREACH without one. A `scope`
+    /// (Linux's `flowi6_oif` from `sin6_scope_id`) names the interface
+    /// for a link-local destination, which is on every link (ENODEV for
+    /// an index no interface has).
     pub fn route_scoped(&mut self, remote: IpAddress, scope: Option<u32>) -> Result<usize, Errno> {
         if let Some(index) = scope {
             let i = self.ifaces.iter().position(|f| f.info.index == index).ok_or(Errno::ENODEV)?;
