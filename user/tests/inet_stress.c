@@ -1,5 +1,5 @@
 /*
- * inet_stress: many TCP connections over the loopback.  2,000 short
+ * inet_stress: many TCP connections over the loopback.  10,000 short
  * connections one after another (connect, accept, a byte each way,
  * close), 256 connections open at once (all connected before any is
  * accepted, each carrying its own byte, then all closed), and a bulk
@@ -14,7 +14,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 
-#define SHORT 2000
+#define SHORT 10000
 #define OPEN 256
 #define BULK (32u << 20)
 

@@ -102,7 +102,7 @@ fn output(reach: &Reach, program: &str, args: &[&str]) -> Option<String> {
 }
 
 /// The number after `key` on the first line holding it.
-fn number_after(text: &str, key: &str) -> Option<f64> {
+pub fn number_after(text: &str, key: &str) -> Option<f64> {
     let line = text.lines().flat_map(|l| l.split('\r')).find(|l| l.contains(key))?;
     let rest = &line[line.find(key)? + key.len()..];
     // iperf3's JSON separates with a tab and may write an exponent.
@@ -143,8 +143,23 @@ fn measure(repo: &Path, guest: &Guest) -> Vec<Option<f64>> {
         if reverse {
             args.push("-R");
         }
-        // The receiver's rate, in Mbit/s.
-        output(reach, "iperf3", &args).and_then(|o| {
+        // The receiver's rate, in Mbit/s. Tried again while iperf3 -s is
+        // between tests (see serverstest::iperf3_client).
+        let limit = Duration::from_secs(CLIENT_LIMIT.parse().unwrap_or(120));
+        let run = crate::serverstest::iperf3_client(reach, &args, limit);
+        let out = match run {
+            Ok((o, _)) if o.status.success() => Some(String::from_utf8_lossy(&o.stdout).into_owned()),
+            Ok((o, _)) => {
+                eprintln!("bench-servers: iperf3 {}: {}", args.join(" "), o.status);
+                // Its JSON says why.
+                Some(String::from_utf8_lossy(&o.stdout).into_owned())
+            }
+            Err(e) => {
+                eprintln!("bench-servers: {e}");
+                None
+            }
+        };
+        out.and_then(|o| {
             let rate = o.find("\"sum_received\"").and_then(|at| number_after(&o[at..], "\"bits_per_second\""));
             if rate.is_none() {
                 // A run that ended early says why in its JSON ("error").

@@ -337,26 +337,41 @@ fn echo_through(
         extra.extend(qemu::iommu_args());
     }
     let (addr, gateway, prefix_len) = netdev.guest_addr();
-    let (target, port) = match netdev {
+    let (target, port, http_port) = match netdev {
         Netdev::Slirp => {
-            let port = std::net::TcpListener::bind("127.0.0.1:0")
-                .and_then(|l| l.local_addr())
-                .map_err(|e| format!("free port: {e}"))?
-                .port();
-            extra.extend(qemu::net_args(net, &format!("tcp:127.0.0.1:{port}-:7000"))?);
-            ("127.0.0.1", port)
+            // Both held until both are known, so they differ.
+            let free: Vec<std::net::TcpListener> = (0..2)
+                .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
+                .collect::<std::io::Result<_>>()
+                .map_err(|e| format!("free port: {e}"))?;
+            let ports: Vec<u16> = free
+                .iter()
+                .map(|l| l.local_addr().map(|a| a.port()))
+                .collect::<std::io::Result<_>>()
+                .map_err(|e| format!("free port: {e}"))?;
+            drop(free);
+            extra.extend(qemu::net_args(
+                net,
+                &format!("tcp:127.0.0.1:{}-:7000 tcp:127.0.0.1:{}-:80", ports[0], ports[1]),
+            )?);
+            ("127.0.0.1", ports[0], ports[1])
         }
         Netdev::Tap(_) => {
             let model = if net == qemu::Net::E1000 { "e1000" } else { "virtio-net-pci" };
             extra.extend(TapNet::netdev_args(model));
-            (addr, 7000)
+            (addr, 7000, 80)
         }
     };
     let mask = std::net::Ipv4Addr::from(u32::MAX << (32 - prefix_len));
+    // busybox httpd serves HTTP_FILE_BYTES of the fixed file beside
+    // netecho, stopped when netecho is (nothing may outlive init).
     let cmdline = crate::usertest::shell_cmdline_via(
         &format!("ip={addr}::{gateway}:{mask}::eth0:off"),
         None,
-        "/t/netecho serve 7000",
+        &format!(
+            "mkdir -p /tmp/www; seq 1 300000 | head -c {HTTP_FILE_BYTES} >/tmp/www/numbers; \
+             httpd -f -p 80 -h /tmp/www & h=$!; /t/netecho serve 7000; s=$?; kill $h; wait $h; exit $s"
+        ),
     )?;
     let boot = qemu::Boot {
         image: qemu::Image::Kernel { elf: elf.to_path_buf(), cmdline, initrd: Some(initrd) },
@@ -420,11 +435,41 @@ fn echo_through(
             Err(e) => Err(e),
         };
         tally(label, "netecho", r, &mut passed, &mut failed);
+        tally(label, "busybox-httpd", fetch_httpd(netns.as_deref(), target, http_port), &mut passed, &mut failed);
     }
     let _ = run_netecho(&["stop", target, &port.to_string()].map(String::from));
     let run = qemu_thread.join().map_err(|_| "the QEMU thread panicked".to_string())??;
     let (p, f) = crate::usertest::leak_verdict(label, &run);
     Ok((passed + p, failed + f))
+}
+
+/// Bytes of the file busybox httpd serves in [`echo_through`].
+const HTTP_FILE_BYTES: usize = 1 << 20;
+
+/// The host's curl fetches busybox httpd's file from the guest
+/// (through hostfwd, or inside the tap's namespace), twice: the bytes
+/// must be the fixed file's.
+fn fetch_httpd(netns: Option<&str>, target: &str, port: u16) -> std::result::Result<String, String> {
+    let want = crate::serverstest::fixed_file(HTTP_FILE_BYTES);
+    let t = Instant::now();
+    for _ in 0..2 {
+        let mut c = match netns {
+            Some(ns) => crate::tapnet::command_in(ns, "curl"),
+            None => std::process::Command::new("curl"),
+        };
+        let out = c
+            .args(["-sSf", "-m", "60", &format!("http://{target}:{port}/numbers")])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| format!("curl: {e} (scripts/deps.sh installs it)"))?;
+        if !out.status.success() {
+            return Err(format!("curl: {}: {}", out.status, String::from_utf8_lossy(&out.stderr).trim()));
+        }
+        if out.stdout != want {
+            return Err(format!("{} bytes, not the fixed file's {HTTP_FILE_BYTES}", out.stdout.len()));
+        }
+    }
+    Ok(format!("{HTTP_FILE_BYTES} bytes twice, same; {:.1} s", t.elapsed().as_secs_f64()))
 }
 
 /// The script udhcpc runs with the lease: the address and mask by
@@ -622,11 +667,16 @@ pub fn udp_wedge(repo: &Path, elf: &Path) -> Result<(u64, u64)> {
 /// UDP wedge, IPv6 on both NICs (netv6.rs), then the segment.
 pub fn stage(repo: &Path, elf: &Path) -> Result<(u64, u64)> {
     let mut totals = (0, 0);
-    // NETCHECK=wedge|ipv6|ipv6seg: that check alone (work on it).
+    // NETCHECK=wedge|ipv6|ipv6seg|nic: that check alone (work on it).
     match std::env::var("NETCHECK").as_deref() {
         Ok("wedge") => return udp_wedge(repo, elf),
         Ok("ipv6") => return crate::netv6::stage(repo, elf),
         Ok("ipv6seg") => return crate::netv6::segment(repo, elf),
+        Ok("nic") => {
+            let (p, f) = nic_echo(repo, elf, qemu::Net::Virtio, NIC_BYTES)?;
+            let (p2, f2) = nic_echo(repo, elf, qemu::Net::E1000, NIC_BYTES)?;
+            return Ok((p + p2, f + f2));
+        }
         _ => {}
     }
     // NETSEG_ONLY=1: the segment run alone (work on the attack).

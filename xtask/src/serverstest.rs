@@ -59,7 +59,7 @@ pub fn run(repo: &Path, elf: &Path, only: &[String]) -> Result<(u64, u64)> {
 
 /// The bytes of `fixed_file` in `user/debian/servers/common.sh`: the
 /// decimal numbers from 1, one a line, cut to `len`.
-fn fixed_file(len: usize) -> Vec<u8> {
+pub fn fixed_file(len: usize) -> Vec<u8> {
     let mut out = Vec::with_capacity(len + 8);
     let mut n = 1u64;
     while out.len() < len {
@@ -154,7 +154,7 @@ pub struct Guest {
 
 /// Boots `kernel` with the servers root and a virtio NIC on `netdev`
 /// (under slirp with hostfwd rules for the servers `nic.sh` starts;
-/// `bench`: memcached and iperf3 too).
+/// `bench`: the fair machine's CPU model and Linux's fair command line).
 pub fn boot(repo: &Path, kernel: Kernel, bench: bool, netdev: Netdev, limit: Duration) -> Result<Guest> {
     use crate::{build, qemu, rootfs};
     let work = repo.join("build/debian-servers");
@@ -204,16 +204,11 @@ pub fn boot(repo: &Path, kernel: Kernel, bench: bool, netdev: Netdev, limit: Dur
         Netdev::Slirp => {
             let p = free_ports(5)?;
             let ports = Ports { http: p[0], redis: p[1], echo: p[2], memcached: p[3], iperf3: p[4] };
-            let mut rules = format!(
-                "tcp:127.0.0.1:{}-:80 tcp:127.0.0.1:{}-:6379 tcp:127.0.0.1:{}-:7000",
-                ports.http, ports.redis, ports.echo
+            let rules = format!(
+                "tcp:127.0.0.1:{}-:80 tcp:127.0.0.1:{}-:6379 tcp:127.0.0.1:{}-:7000 \
+                 tcp:127.0.0.1:{}-:11211 tcp:127.0.0.1:{}-:5201",
+                ports.http, ports.redis, ports.echo, ports.memcached, ports.iperf3
             );
-            if bench {
-                rules.push_str(&format!(
-                    " tcp:127.0.0.1:{}-:11211 tcp:127.0.0.1:{}-:5201",
-                    ports.memcached, ports.iperf3
-                ));
-            }
             (Reach { addr: "127.0.0.1", ports, netns: None }, qemu::net_args(qemu::Net::Virtio, &rules)?)
         }
         Netdev::Tap(_) => {
@@ -305,6 +300,119 @@ fn client(reach: &Reach, program: &str, args: &[String]) -> std::result::Result<
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// Bytes each iperf3 run moves in `make test` (`-n`).
+const IPERF3_BYTES: u64 = 16 << 20;
+
+/// Debian's iperf3 client on the host against iperf3 -s in the guest,
+/// [`IPERF3_BYTES`] one way (the host sending, or with `-R` the guest):
+/// it must exit 0 and its JSON say the sender sent at least that many
+/// bytes and the receiver got some (the exact totals move with timing,
+/// on Linux too). The rate is printed, not judged.
+fn iperf3_bounded(reach: &Reach, reverse: bool) -> std::result::Result<String, String> {
+    let port = reach.ports.iperf3.to_string();
+    let n = IPERF3_BYTES.to_string();
+    let mut args = vec!["-c", reach.addr, "-p", &port, "-n", &n, "-J"];
+    if reverse {
+        args.push("-R");
+    }
+    let (out, refused) = iperf3_client(reach, &args, Duration::from_secs(120))?;
+    let json = String::from_utf8_lossy(&out.stdout);
+    let after = |section: &str, key: &str| {
+        json.find(section).and_then(|at| crate::benchservers::number_after(&json[at..], key))
+    };
+    if let Some(at) = json.find("\"error\"") {
+        return Err(json[at..(at + 200).min(json.len())].replace('\n', " "));
+    }
+    if !out.status.success() {
+        return Err(format!(
+            "iperf3 {}: {}: {}",
+            args.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    let sent = after("\"sum_sent\"", "\"bytes\"").unwrap_or(0.0);
+    let received = after("\"sum_received\"", "\"bytes\"").unwrap_or(0.0);
+    let rate = after("\"sum_received\"", "\"bits_per_second\"").unwrap_or(0.0);
+    if sent >= IPERF3_BYTES as f64 && received > 0.0 {
+        Ok(format!(
+            "sent {sent:.0} bytes, received {received:.0}; {:.0} Mbit/s; {refused} tries refused between tests",
+            rate / 1e6
+        ))
+    } else {
+        Err(format!("sent {sent:.0} bytes, received {received:.0}"))
+    }
+}
+
+/// Runs the host's `iperf3 args` (under `timeout`, where `reach` says)
+/// and returns its output and how many earlier tries found no server.
+///
+/// iperf3 -s serves one test at a time and closes its listening socket
+/// between tests (Linux's too: "Server listening on 5201 (test #N)" is
+/// printed as it listens again), so a client that follows another at
+/// once can meet no listener: refused under a tap, and under slirp,
+/// which accepted on the host before dialling the guest, a reset before
+/// the first control message (the `-R` runs that "gave no figure").
+/// Such a run, where the server never began a test, is tried again,
+/// at most ten times a quarter second apart.
+pub fn iperf3_client(
+    reach: &Reach,
+    args: &[&str],
+    limit: Duration,
+) -> std::result::Result<(std::process::Output, u32), String> {
+    let mut refused = 0;
+    loop {
+        let out = reach
+            .command("timeout")
+            .args(["-k", "5", &limit.as_secs().to_string(), "iperf3"])
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("iperf3: {e} (scripts/deps.sh installs it)"))?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let no_server = text.contains("\"connected\":\t[]")
+            && (text.contains("unable to receive control message: Connection reset by peer")
+                || text.contains("unable to connect to server: Connection refused"));
+        if !no_server || refused == 10 {
+            return Ok((out, refused));
+        }
+        refused += 1;
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// memcached's text protocol from the host through hostfwd: a small
+/// value and a 64 KiB one set and read back, an incr, a missing key;
+/// every reply checked.
+fn memcached_set_get(port: u16) -> std::result::Result<String, String> {
+    use std::io::{Read, Write};
+    let mut conn = std::net::TcpStream::connect(("127.0.0.1", port)).map_err(|e| format!("connect: {e}"))?;
+    conn.set_read_timeout(Some(Duration::from_secs(30))).map_err(|e| format!("timeout: {e}"))?;
+    let big = fixed_file(65536);
+    let mut request = b"set greeting 5 0 19\r\nhello from the host\r\nget greeting\r\n".to_vec();
+    request.extend_from_slice(b"set big 0 0 65536\r\n");
+    request.extend_from_slice(&big);
+    request.extend_from_slice(b"\r\nget big\r\nset n 0 0 1\r\n7\r\nincr n 35\r\nget missing\r\nquit\r\n");
+    conn.write_all(&request).map_err(|e| format!("send: {e}"))?;
+    let mut reply = Vec::new();
+    conn.read_to_end(&mut reply).map_err(|e| format!("receive: {e}"))?;
+    let mut want = b"STORED\r\nVALUE greeting 5 19\r\nhello from the host\r\nEND\r\n".to_vec();
+    want.extend_from_slice(b"STORED\r\nVALUE big 0 65536\r\n");
+    want.extend_from_slice(&big);
+    want.extend_from_slice(b"\r\nEND\r\nSTORED\r\n42\r\nEND\r\n");
+    if reply == want {
+        Ok(format!("{} bytes of replies, as expected", reply.len()))
+    } else {
+        let at = reply.iter().zip(&want).position(|(a, b)| a != b).unwrap_or(reply.len().min(want.len()));
+        Err(format!(
+            "{} bytes of replies (want {}), first difference at {at}: {:?}",
+            reply.len(),
+            want.len(),
+            String::from_utf8_lossy(&reply[at..(at + 40).min(reply.len())])
+        ))
+    }
+}
+
 /// Tallies a check's verdict.
 fn verdict(name: &str, result: std::result::Result<String, String>, passed: &mut u64, failed: &mut u64) {
     match result {
@@ -320,12 +428,15 @@ fn verdict(name: &str, result: std::result::Result<String, String>, passed: &mut
 }
 
 /// Servers in Kiln answering clients on the host through the NIC: Kiln
-/// boots with a virtio NIC on QEMU user networking, three hostfwd rules on
-/// free 127.0.0.1 ports reach nginx (80), redis (6379) and netecho (7000)
-/// started by `user/debian/servers/nic.sh`; host `curl` checks nginx's
+/// boots with a virtio NIC on QEMU user networking, hostfwd rules on free
+/// 127.0.0.1 ports reach nginx (80), redis (6379), netecho (7000),
+/// memcached (11211) and iperf3 -s (5201) started by
+/// `user/debian/servers/nic.sh`; host `curl` checks nginx's
 /// bytes, host `redis-cli` round trips and `redis-benchmark -n 1000`
 /// runs, and the host's netecho moves `echo_bytes` each way, checked byte
-/// by byte. Rates are printed, not judged.
+/// by byte; host iperf3 runs 16 MiB each way (`-n`, then `-R`) against
+/// iperf3 -s and memcached's replies to set/get are checked. Rates are
+/// printed, not judged.
 pub fn nic(repo: &Path, elf: &Path, echo_bytes: u64) -> Result<(u64, u64)> {
     let start = std::time::Instant::now();
     // Bytes each way at slirp's pace under TCG (a few MB/s at worst) plus
@@ -404,6 +515,11 @@ pub fn nic(repo: &Path, elf: &Path, echo_bytes: u64) -> Result<(u64, u64)> {
             }
         });
         verdict("netecho", moved, &mut passed, &mut failed);
+        for reverse in [false, true] {
+            let name = if reverse { "iperf3-reverse" } else { "iperf3" };
+            verdict(name, iperf3_bounded(reach, reverse), &mut passed, &mut failed);
+        }
+        verdict("memcached-set-get", memcached_set_get(reach.ports.memcached), &mut passed, &mut failed);
     }
     let run = stop(repo, guest)?;
     let stopped = run.output.contains("servers stopped");

@@ -3,12 +3,12 @@
 # slirp's 10.0.2.15): Debian's nginx (stock config plus a server on port
 # 80), redis-server (stock config, listening on every address instead of
 # loopback only) and netecho serve 7000 (user/tests/netecho.c), all
-# reached by clients on the host through hostfwd. It prints
-# `servers ready` once all three listen and ends when the host sends
-# netecho's stop, or after SERVERS_NIC_LIMIT seconds.
+# reached by clients on the host through hostfwd, as are memcached
+# (11211) and iperf3 -s (5201). It prints `servers ready` once nginx and
+# redis answer and ends when the host sends netecho's stop, or after
+# SERVERS_NIC_LIMIT seconds.
 #
-# `nic.sh bench` (make bench-servers) also starts memcached (11211) and
-# iperf3 -s (5201), and runs under Debian's Linux as well: there the
+# `nic.sh bench` (make bench-servers) runs under Debian's Linux as well: there the
 # script is init of a bare initramfs, so it mounts what Linux leaves
 # unmounted, loads the virtio_net module (Debian's cloud kernel has
 # CONFIG_VIRTIO_NET=m, and virtio and virtio_pci are modules too; the
@@ -55,10 +55,8 @@ netecho=/t/netecho
 [ -x "$netecho" ] || netecho=$APPS/netecho
 timeout -k 5 "${SERVERS_NIC_LIMIT:-900}" "$netecho" serve 7000 &
 echo=$!
-if [ "${1:-}" = bench ]; then
-    memcached -m 64 -p 11211 -u memcache -l 0.0.0.0 -t 2 &
-    iperf3 -s -p 5201 >/tmp/iperf3.log 2>&1 &
-fi
+memcached -m 64 -p 11211 -u memcache -l 0.0.0.0 -t 2 &
+iperf3 -s -p 5201 >/tmp/iperf3.log 2>&1 &
 until_ok 100 curl -sf -o /dev/null http://127.0.0.1/1k.bin &&
     until_ok 100 redis-cli ping &&
     echo "servers ready"
@@ -71,8 +69,6 @@ wait "$redis"
 master=$(cat /run/nginx.pid)
 nginx -s quit 2>/dev/null
 until_ok 100 gone "$master" && echo "servers stopped"
-if [ "${1:-}" = bench ]; then
-    pkill -x memcached
-    pkill -x iperf3
-    wait
-fi
+pkill -x memcached
+pkill -x iperf3
+wait
