@@ -51,18 +51,17 @@ pub const TCP_KEEPCNT: i32 = 6;
 const TCP_RMEM_DEFAULT: u32 = 131_072;
 const TCP_WMEM_DEFAULT: u32 = 16_384;
 
-/// The smoltcp receive ring of a connection through a NIC when SO_RCVBUF
-/// is left at its default. Linux grows a connection's
+/// The smoltcp rings of a connection through a NIC when SO_RCVBUF and
+/// SO_SNDBUF are left at their defaults. Linux grows a connection's
 /// buffers as it proves it needs them (`tcp_rcv_space_adjust`; a bulk
 /// receiver through the tap reached a ~930 KiB window); smoltcp fixes a
 /// ring's size, and the window scale with it, when the socket is made,
 /// so a NIC connection gets the larger rings at once. The loopback keeps
 /// the smaller defaults: its segments are 64 KiB and its round trip a
 /// poll, and a connect there pays for clearing every byte.
-/// The send ring stays at its default: with a 256 KiB send ring the
-/// two-machine segment check (a lossy hub) saw a sender's FIN never arrive
-/// after 4 MiB each way, a defect not yet found, so only the receive side
-/// (where the host's large segments land) grows.
+/// The send ring's size was measured (docs/networking.md, Decisions);
+/// it needs congestion control ([`TcpSocket::set_congestion_on`]) on a
+/// path that drops.
 const NIC_RX_RING: usize = 512 << 10;
 const NIC_TX_RING: usize = 256 << 10;
 
