@@ -169,7 +169,13 @@ static int serve(int port, int family)
     printf("netecho: listening on %d\n", port);
     fflush(stdout);
     for (;;) {
-        int c = accept(ls, NULL, NULL);
+        struct sockaddr_in6 peer;
+        socklen_t plen = sizeof peer;
+        int c = accept(ls, (struct sockaddr *)&peer, &plen);
+        /* stderr: the tests send stdout to /dev/null. accept reports a
+         * link-local peer with the interface it came in on. */
+        if (c >= 0 && peer.sin6_family == AF_INET6 && IN6_IS_ADDR_LINKLOCAL(&peer.sin6_addr))
+            fprintf(stderr, "netecho: accepted a link-local peer, scope %u\n", peer.sin6_scope_id);
         if (c < 0) {
             if (errno == EINTR)
                 continue;
@@ -215,6 +221,11 @@ static int dial(const char *host, const char *port)
         return -1;
     }
     freeaddrinfo(res);
+    struct sockaddr_in6 peer, own;
+    socklen_t pl = sizeof peer, ol = sizeof own;
+    if (getpeername(fd, (struct sockaddr *)&peer, &pl) == 0 && getsockname(fd, (struct sockaddr *)&own, &ol) == 0 &&
+        peer.sin6_family == AF_INET6 && IN6_IS_ADDR_LINKLOCAL(&peer.sin6_addr))
+        printf("netecho: link-local peer scope %u, own scope %u\n", peer.sin6_scope_id, own.sin6_scope_id);
     return fd;
 }
 

@@ -60,14 +60,34 @@ static int udp6_bound(int port)
 static int echo_on(int s)
 {
     static unsigned char buf[65536];
+    int told = 0;
     for (;;) {
         struct sockaddr_in6 from;
         socklen_t len = sizeof from;
         ssize_t n = recvfrom(s, buf, sizeof buf, 0, (struct sockaddr *)&from, &len);
+        /* The reply goes back by the scope id recvfrom reported: the
+         * link the datagram came in on. */
+        if (n >= 0 && !told && from.sin6_family == AF_INET6 && IN6_IS_ADDR_LINKLOCAL(&from.sin6_addr)) {
+            told = 1;
+            printf("netpeer: link-local sender, scope %u\n", from.sin6_scope_id);
+            fflush(stdout);
+        }
         if (n >= 0)
             sendto(s, buf, (size_t)n, 0, (struct sockaddr *)&from, len);
     }
     return 0;
+}
+
+/* The scope ids getpeername and getsockname report for a socket
+ * connected to a link-local address (the interface it is on). */
+static void print_scopes(const char *who, int s)
+{
+    struct sockaddr_in6 peer, own;
+    socklen_t pl = sizeof peer, ol = sizeof own;
+    if (getpeername(s, (struct sockaddr *)&peer, &pl) != 0 || getsockname(s, (struct sockaddr *)&own, &ol) != 0)
+        return;
+    if (peer.sin6_family == AF_INET6 && IN6_IS_ADDR_LINKLOCAL(&peer.sin6_addr))
+        printf("%s: link-local peer scope %u, own scope %u\n", who, peer.sin6_scope_id, own.sin6_scope_id);
 }
 
 static int udp_echo(int port)
@@ -177,6 +197,7 @@ static int udp_send(const char *host, int port, int count)
         good += ok;
     }
     printf("udp %d datagrams: %s\n", count, good == count ? "ok" : "LOST");
+    print_scopes("netpeer udp", s);
     fprintf(stderr, "netpeer: %d of %d echoed, %d resends\n", good, count, lost);
     return good == count ? 0 : 1;
 }

@@ -23,8 +23,13 @@
 
 #define PING_ROUNDS 5000
 #define WAITERS 4
-/* How long a sleeper waits for an event that may never come (ms). */
-#define SLEEP_MS 400
+/* A bound only: every sleeper is released by RELEASE_TAG's eventfd. */
+#define SLEEP_MS 20000
+/* The data of each instance's entry for the release eventfd, written
+ * once the poke has had time to wake whoever it wakes. Sleepers that
+ * were not woken return with it instead of timing out, so a host stall
+ * cannot turn "not woken" into "woken late" or the reverse. */
+#define RELEASE_TAG 1000
 
 static int wait_one(int ep, uint64_t *data, int timeout)
 {
@@ -143,19 +148,27 @@ struct sleeper {
     atomic_int *ready;
 };
 
+/* Adds the release eventfd to `ep`, level-triggered and shared. */
+static void watch_release(int ep, int release)
+{
+    struct epoll_event ev = { .events = EPOLLIN, .data.u64 = RELEASE_TAG };
+    epoll_ctl(ep, EPOLL_CTL_ADD, release, &ev);
+}
+
 static void *sleeper_thread(void *arg)
 {
     struct sleeper *s = arg;
     s->pinned = smp_pin(s->cpu);
     atomic_fetch_add(s->ready, 1);
     uint64_t data;
-    s->got = wait_one(s->ep, &data, SLEEP_MS) == 1;
+    s->got = wait_one(s->ep, &data, SLEEP_MS) == 1 && data != RELEASE_TAG;
     return NULL;
 }
 
-/* Starts one sleeper per entry of `eps`, lets them reach epoll_wait,
- * runs `poke`, joins them; returns how many got an event. */
-static int run_sleepers(int *eps, int n, void (*poke)(void *), void *arg)
+/* Starts one sleeper per entry of `eps` (each watching `release`), lets
+ * them reach epoll_wait, runs `poke`, releases the rest, joins them;
+ * returns how many got the poke's event. */
+static int run_sleepers(int *eps, int n, int release, void (*poke)(void *), void *arg)
 {
     pthread_t t[WAITERS];
     struct sleeper s[WAITERS];
@@ -168,6 +181,9 @@ static int run_sleepers(int *eps, int n, void (*poke)(void *), void *arg)
         sched_yield();
     usleep(30000);
     poke(arg);
+    usleep(100000);
+    uint64_t one = 1;
+    write(release, &one, 8);
     int got = 0;
     for (int i = 0; i < n; i++) {
         pthread_join(t[i], NULL);
@@ -186,15 +202,18 @@ static void poke_once(void *arg)
 static int exclusive_round(int exclusive)
 {
     int efd = eventfd(0, EFD_NONBLOCK);
+    int release = eventfd(0, EFD_NONBLOCK);
     int eps[WAITERS];
     for (int i = 0; i < WAITERS; i++) {
         eps[i] = epoll_create1(0);
         struct epoll_event ev = { .events = EPOLLIN | (exclusive ? EPOLLEXCLUSIVE : 0), .data.u64 = i };
         epoll_ctl(eps[i], EPOLL_CTL_ADD, efd, &ev);
+        watch_release(eps[i], release);
     }
-    int got = run_sleepers(eps, WAITERS, poke_once, &efd);
+    int got = run_sleepers(eps, WAITERS, release, poke_once, &efd);
     for (int i = 0; i < WAITERS; i++)
         close(eps[i]);
+    close(release);
     close(efd);
     return got;
 }
@@ -214,10 +233,13 @@ static void test_shared_instance(void)
     int ep = epoll_create1(0);
     struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u64 = 7 };
     epoll_ctl(ep, EPOLL_CTL_ADD, efd, &ev);
+    int release = eventfd(0, EFD_NONBLOCK);
+    watch_release(ep, release);
     int eps[WAITERS];
     for (int i = 0; i < WAITERS; i++)
         eps[i] = ep;
-    int got = run_sleepers(eps, WAITERS, poke_once, &efd);
+    int got = run_sleepers(eps, WAITERS, release, poke_once, &efd);
+    close(release);
     check(got == 1, "%d threads asleep on one instance, edge-triggered entry: one write wakes one", WAITERS);
     close(ep);
     close(efd);

@@ -237,6 +237,8 @@ pub fn segment(repo: &Path, elf: &Path) -> Result<(u64, u64)> {
          {}; ip -6 addr show dev eth1; ip -6 route; \
          /t/netecho send {B_LL}%eth1 7000 {n} {n}; /t/netpeer udp-send {B_LL}%eth1 7001 200; \
          echo wrong link:; /t/netpeer udp-send {B_LL}%eth0 7001 1; \
+         echo ping scoped:; ping -c 1 -W 5 {B_LL}%eth1 | grep 'packets received'; \
+         echo ping wrong link:; ping -c 1 -W 2 {B_LL}%eth0 | grep 'packets received'; \
          /t/netecho stop {B_LL}%eth1 7000; echo v6-a-first; \
          {}; echo v6-a-expired; ip -6 addr show dev eth1; \
          sleep 20; kill $P1 $P2; wait; echo v6-a-done",
@@ -353,13 +355,42 @@ pub fn segment(repo: &Path, elf: &Path) -> Result<(u64, u64)> {
         Err(format!("A's exchange through eth1 by scope id failed ({see})"))
     };
     check(label, "a-to-b-scoped", r, &mut passed, &mut failed);
-    let wrong = a.iter().position(|l| l == "wrong link:");
-    let r = match wrong.and_then(|i| a.get(i + 1)) {
+    // The first line after `marker` that starts with `prefix` (other
+    // programs' lines, the servers' among them, may come between).
+    let after = |marker: &str, prefix: &str| {
+        let i = a.iter().position(|l| l == marker)?;
+        a[i + 1..].iter().find(|l| l.starts_with(prefix)).cloned()
+    };
+    let r = match after("wrong link:", "udp ").as_ref() {
         Some(l) if l == "udp 1 datagrams: LOST" => Ok(format!("{B_LL}%eth0 unanswered: eth0's segment has no B")),
         Some(l) => Err(format!("through eth0: {l} ({see})")),
         None => Err(format!("no verdict through eth0 ({see})")),
     };
     check(label, "scope-picks-link", r, &mut passed, &mut failed);
+    // Interface indices: lo 1, eth0 2, eth1 3 (A); lo 1, eth0 2 (B).
+    let r = if has(&a, &["netecho: link-local peer scope 3, own scope 3"])
+        && has(&a, &["netecho: accepted a link-local peer, scope 3"])
+        && has(&a, &["netpeer udp: link-local peer scope 3, own scope 3"])
+        && has(&a, &["netpeer udp: link-local peer scope 2, own scope 2"])
+        && has(&b, &["netecho: link-local peer scope 2, own scope 2"])
+        && has(&b, &["netecho: accepted a link-local peer, scope 2"])
+        && has(&b, &["netpeer: link-local sender, scope 2"])
+    {
+        Ok("link-local peers carry their link's index as sin6_scope_id in accept, getpeername, getsockname and recvfrom (A eth1 3, eth0 2; B eth0 2)".to_string())
+    } else {
+        Err(format!("a link-local address came back without its interface's scope id ({see})"))
+    };
+    check(label, "scope-ids-reported", r, &mut passed, &mut failed);
+    let r = match (after("ping scoped:", "1 packets"), after("ping wrong link:", "1 packets")) {
+        (Some(good), Some(wrong))
+            if good.starts_with("1 packets transmitted, 1 packets received")
+                && wrong.starts_with("1 packets transmitted, 0 packets received") =>
+        {
+            Ok(format!("busybox ping {B_LL}%eth1 answered, %eth0 not: the scope id picks the link for ICMP too"))
+        }
+        (good, wrong) => Err(format!("ping by scope id: {good:?}, wrong link {wrong:?} ({see})")),
+    };
+    check(label, "ping-scoped", r, &mut passed, &mut failed);
     let expired = b.iter().position(|l| l == "v6-b-expired");
     let after = expired.map(|i| &b[i..]).unwrap_or_default();
     let small_ok = format!("up {small} bytes: ok");

@@ -84,6 +84,14 @@ pub fn parse(family: u16, bytes: &[u8], unspec_ok: bool) -> Result<SockAddr, Err
 /// The address as a socket of `family` reports it: IPv4 addresses of an
 /// AF_INET6 socket are mapped.
 pub fn encode(family: u16, a: SockAddr) -> AddrBuf {
+    encode_scoped(family, a, 0)
+}
+
+/// As [`encode`], with the interface `ifindex` as `sin6_scope_id` when
+/// the address needs one (Linux's `ipv6_iface_scope_id`: link-local
+/// unicast, and interface- or link-local multicast); other addresses
+/// report 0 whatever `ifindex` is.
+pub fn encode_scoped(family: u16, a: SockAddr, ifindex: u32) -> AddrBuf {
     if family == s::AF_INET {
         let mut b = [0u8; SIN_LEN];
         b[..2].copy_from_slice(&s::AF_INET.to_le_bytes());
@@ -102,8 +110,19 @@ pub fn encode(family: u16, a: SockAddr) -> AddrBuf {
             None => Ipv6Address::UNSPECIFIED,
         };
         b[8..24].copy_from_slice(&v6.octets());
+        if needs_scope(v6) {
+            b[24..SIN6_LEN].copy_from_slice(&ifindex.to_le_bytes());
+        }
         AddrBuf::new(&b)
     }
+}
+
+/// Whether an IPv6 address is only meaningful with its interface:
+/// `fe80::/10`, or multicast of interface-local (1) or link-local (2)
+/// scope (`__ipv6_addr_needs_scope_id`).
+fn needs_scope(a: Ipv6Address) -> bool {
+    let o = a.octets();
+    a.is_unicast_link_local() || (o[0] == 0xff && matches!(o[1] & 0x0f, 1 | 2))
 }
 
 /// Linux's rule for a link-local IPv6 address in bind and connect

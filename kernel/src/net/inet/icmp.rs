@@ -142,6 +142,8 @@ struct Inner {
     ident: Option<u16>,
     /// connect's address and port (the port only shows in getpeername).
     remote: Option<SockAddr>,
+    /// The scope id connect named for a link-local `remote` (0: none).
+    remote_scope: u32,
     conn_src: Option<IpAddress>,
     /// One smoltcp socket per interface, bound to the identifier.
     socks: Vec<SockRef>,
@@ -169,6 +171,7 @@ pub fn open(family: u16) -> Result<Arc<dyn Protocol>, Errno> {
             socks: Vec::new(),
             rx_seen: 0,
             released: false,
+            remote_scope: 0,
         }),
         me: hal::sync::Once::new(),
     })
@@ -269,6 +272,17 @@ impl PingSocket {
 
     /// The destination of a send: its address argument (checked as
     /// Linux's ping_v4/v6_sendmsg check it) or the connected peer.
+    /// The scope id a send to `a` names (its `sin6_scope_id` for a
+    /// link-local address), else the connected peer's.
+    fn send_scope(&self, a: Option<&[u8]>, inner: &Inner) -> Option<u32> {
+        match a {
+            Some(a) if !a.is_empty() => {
+                addr::parse(self.c.family, a, true).ok().and_then(|sa| addr::send_scope(&sa, a))
+            }
+            _ => (inner.remote_scope != 0).then_some(inner.remote_scope),
+        }
+    }
+
     fn destination(&self, a: Option<&[u8]>, inner: &Inner) -> Result<IpAddress, Errno> {
         match a {
             Some(a) if !a.is_empty() => {
@@ -296,7 +310,7 @@ impl PingSocket {
                 IpAddress::Ipv4(Ipv4Address::new(127, 0, 0, 1))
             };
         }
-        let iface = st.route(to)?;
+        let iface = st.route_scoped(to, self.send_scope(dest, &inner))?;
         let ip_header = if self.v6() { 40 } else { 20 };
         if msg.len() + ip_header > st.ifaces[iface].info.mtu {
             return Err(Errno::EMSGSIZE);
@@ -345,6 +359,7 @@ impl PingSocket {
         drop(inner);
         let peek = args.flags & s::MSG_PEEK != 0;
         for r in socks {
+            let ifindex = st.scope_of(r, 0);
             let sock = st.raw(r);
             let got = if peek { sock.peek() } else { sock.recv() };
             let Ok(p) = got else { continue };
@@ -359,7 +374,8 @@ impl PingSocket {
                 out.flags |= s::MSG_TRUNC;
             }
             if args.want_addr {
-                out.addr = Some(addr::encode(self.c.family, SockAddr { addr: Some(from), port: 0 }));
+                let from = SockAddr { addr: Some(from), port: 0 };
+                out.addr = Some(addr::encode_scoped(self.c.family, from, ifindex));
             }
             let mut inner = self.inner.lock();
             self.refresh_locked(&mut st, &mut inner);
@@ -452,12 +468,15 @@ impl Protocol for PingSocket {
         let mut inner = self.inner.lock();
         if a.len() >= 2 && u16::from_le_bytes([a[0], a[1]]) == s::AF_UNSPEC {
             inner.remote = None;
+            inner.remote_scope = 0;
             inner.conn_src = None;
             return Ok(());
         }
         let sa = addr::parse(self.c.family, a, false)?;
         let to = self.destination(Some(a), &inner)?;
-        let iface = st.route(to)?;
+        let scope = self.send_scope(Some(a), &inner);
+        let iface = st.route_scoped(to, scope)?;
+        inner.remote_scope = scope.unwrap_or(0);
         self.autobind(&mut st, &mut inner)?;
         inner.conn_src = inner.local.or_else(|| st.ifaces[iface].iface.get_source_address(&to));
         inner.remote = Some(SockAddr { addr: Some(to), port: sa.port });
@@ -472,7 +491,7 @@ impl Protocol for PingSocket {
 
     fn peername(&self) -> Result<AddrBuf, Errno> {
         let inner = self.inner.lock();
-        Ok(addr::encode(self.c.family, inner.remote.ok_or(Errno::ENOTCONN)?))
+        Ok(addr::encode_scoped(self.c.family, inner.remote.ok_or(Errno::ENOTCONN)?, inner.remote_scope))
     }
 
     fn shutdown(&self, how: i32) -> Result<(), Errno> {

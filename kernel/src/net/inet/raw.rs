@@ -61,6 +61,8 @@ const TX_BYTES: usize = 128 * 1024;
 struct Inner {
     local: Option<IpAddress>,
     remote: Option<IpAddress>,
+    /// The scope id connect named for a link-local `remote` (0: none).
+    remote_scope: u32,
     socks: Vec<SockRef>,
     hdrincl: bool,
     /// ICMP_FILTER: bit n drops ICMP type n.
@@ -99,6 +101,7 @@ pub fn open(family: u16, proto: i32) -> Result<Arc<dyn Protocol>, Errno> {
             recv_hoplimit: 0,
             rx_seen: 0,
             released: false,
+            remote_scope: 0,
         }),
         me: hal::sync::Once::new(),
     })
@@ -183,6 +186,17 @@ impl RawSocket {
         self.c.publish_queued(ev, queued, &mut inner.rx_seen);
     }
 
+    /// The scope id a send to `a` names (its `sin6_scope_id` for a
+    /// link-local address), else the connected peer's.
+    fn send_scope(&self, a: Option<&[u8]>, inner: &Inner) -> Option<u32> {
+        match a {
+            Some(a) if !a.is_empty() => {
+                addr::parse(self.c.family, a, true).ok().and_then(|sa| addr::send_scope(&sa, a))
+            }
+            _ => (inner.remote_scope != 0).then_some(inner.remote_scope),
+        }
+    }
+
     fn destination(&self, a: Option<&[u8]>, inner: &Inner) -> Result<IpAddress, Errno> {
         match a {
             Some(a) if !a.is_empty() => {
@@ -226,7 +240,7 @@ impl RawSocket {
         let mut st = stack::lock()?;
         let inner = self.inner.lock();
         let to = self.destination(dest, &inner)?;
-        let iface = st.route(to)?;
+        let iface = st.route_scoped(to, self.send_scope(dest, &inner))?;
         let src = match inner.local {
             Some(l) => l,
             None => st.ifaces[iface].iface.get_source_address(&to).ok_or(Errno::EADDRNOTAVAIL)?,
@@ -261,6 +275,7 @@ impl RawSocket {
         drop(inner);
         let peek = args.flags & s::MSG_PEEK != 0;
         for r in socks {
+            let ifindex = st.scope_of(r, 0);
             let sock = st.raw(r);
             let got = if peek { sock.peek() } else { sock.recv() };
             let Ok(p) = got else { continue };
@@ -281,7 +296,8 @@ impl RawSocket {
                 }
             }
             if args.want_addr {
-                out.addr = Some(addr::encode(self.c.family, SockAddr { addr: Some(src), port: 0 }));
+                let from = SockAddr { addr: Some(src), port: 0 };
+                out.addr = Some(addr::encode_scoped(self.c.family, from, ifindex));
             }
             let mut inner = self.inner.lock();
             self.refresh_locked(&mut st, &mut inner);
@@ -459,12 +475,15 @@ impl Protocol for RawSocket {
         let mut inner = self.inner.lock();
         if a.len() >= 2 && u16::from_le_bytes([a[0], a[1]]) == s::AF_UNSPEC {
             inner.remote = None;
+            inner.remote_scope = 0;
             self.refresh_locked(&mut st, &mut inner);
             return Ok(());
         }
         let to = self.destination(Some(a), &inner)?;
-        st.route(to)?;
+        let scope = self.send_scope(Some(a), &inner);
+        st.route_scoped(to, scope)?;
         inner.remote = Some(to);
+        inner.remote_scope = scope.unwrap_or(0);
         self.refresh_locked(&mut st, &mut inner);
         Ok(())
     }
@@ -477,7 +496,7 @@ impl Protocol for RawSocket {
     fn peername(&self) -> Result<AddrBuf, Errno> {
         let inner = self.inner.lock();
         let r = inner.remote.ok_or(Errno::ENOTCONN)?;
-        Ok(addr::encode(self.c.family, SockAddr { addr: Some(r), port: 0 }))
+        Ok(addr::encode_scoped(self.c.family, SockAddr { addr: Some(r), port: 0 }, inner.remote_scope))
     }
 
     fn shutdown(&self, how: i32) -> Result<(), Errno> {

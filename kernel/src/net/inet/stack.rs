@@ -249,6 +249,19 @@ impl Stack {
         Ok(t)
     }
 
+    /// The interface index a link-local address seen on `r`'s interface
+    /// reports as its `sin6_scope_id`; `bound` (the scope id the socket
+    /// was connected or bound with, 0 for none) wins, since a link's own
+    /// address is reached through loopback (Linux's `sk_bound_dev_if`).
+    pub fn scope_of(&self, r: SockRef, bound: u32) -> u32 {
+        let info = &self.ifaces[r.iface].info;
+        if bound != 0 || info.loopback {
+            bound
+        } else {
+            info.index
+        }
+    }
+
     /// The interface whose addresses include `addr`.
     pub fn iface_of_local(&self, addr: IpAddress) -> Option<usize> {
         self.ifaces.iter().position(|i| i.iface.has_ip_addr(addr))

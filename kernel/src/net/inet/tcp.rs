@@ -98,6 +98,9 @@ struct Inner {
     /// This connection looked for a loopback peer to write to directly
     /// (direct.rs): it does so once.
     direct_checked: bool,
+    /// The scope id connect(2) named for a link-local peer (0: none),
+    /// reported back by getsockname and getpeername.
+    scope: u32,
 }
 
 pub struct TcpSocket {
@@ -129,6 +132,7 @@ impl TcpSocket {
                 tx_seen: 0,
                 released: false,
                 direct_checked: false,
+                scope: 0,
             }),
             me: hal::sync::Once::new(),
         })
@@ -322,8 +326,10 @@ impl TcpSocket {
         self.c.set_events(ev, more);
     }
 
-    fn sock_addr_of(&self, e: Option<IpEndpoint>) -> AddrBuf {
-        addr::encode(self.c.family, e.map(addr::from_endpoint).unwrap_or(SockAddr::ANY))
+    /// `e` as the calls report it; `ifindex` is the `sin6_scope_id` of a
+    /// link-local address ([`Stack::scope_of`]).
+    fn sock_addr_of(&self, e: Option<IpEndpoint>, ifindex: u32) -> AddrBuf {
+        addr::encode_scoped(self.c.family, e.map(addr::from_endpoint).unwrap_or(SockAddr::ANY), ifindex)
     }
 
     fn send_some(&self, data: &mut dyn MsgSource, flags: u32) -> Result<usize, Errno> {
@@ -684,7 +690,7 @@ impl Protocol for TcpSocket {
         let sa = addr::parse(self.c.family, a, true)?;
         // Before the locks (see check_scope). Linux checks it after the
         // v6-only rule, which only IPv4 addresses meet: same answers.
-        addr::check_scope(&sa, a)?;
+        let scope = addr::check_scope(&sa, a)?;
         let mut st = stack::lock()?;
         let mut inner = self.inner.lock();
         if inner.local.port != 0 || !matches!(inner.phase, Phase::Closed) {
@@ -707,6 +713,7 @@ impl Protocol for TcpSocket {
         let port = st.ports.bind(Transport::Tcp, sa.port, b)?;
         inner.local = SockAddr { addr: sa.addr, port };
         inner.owns_port = true;
+        inner.scope = scope.unwrap_or(0);
         Ok(())
     }
 
@@ -766,6 +773,7 @@ impl Protocol for TcpSocket {
             }
             let iface = st.route_scoped(remote, scope)?;
             self.autobind(&mut st, &mut inner)?;
+            inner.scope = scope.unwrap_or(inner.scope);
             let (rx, tx) = Self::sizes_on(Self::buffer_sizes(&self.c.opts), iface);
             let mut t = st.new_tcp(rx, tx)?;
             Self::set_congestion_on(&mut t, iface);
@@ -876,7 +884,7 @@ impl Protocol for TcpSocket {
             }
             st.watch(child.clone())?;
             self.refresh_locked(&mut st, &mut inner);
-            let peer = self.sock_addr_of(remote);
+            let peer = self.sock_addr_of(remote, st.scope_of(r, 0));
             Ok((child as Arc<dyn Protocol>, peer))
         })
     }
@@ -888,11 +896,11 @@ impl Protocol for TcpSocket {
             Phase::Connected(r) | Phase::Connecting(r) => {
                 let e = st.tcp(r).local_endpoint();
                 if e.is_some() {
-                    return self.sock_addr_of(e);
+                    return self.sock_addr_of(e, st.scope_of(r, inner.scope));
                 }
-                addr::encode(self.c.family, inner.local)
+                addr::encode_scoped(self.c.family, inner.local, inner.scope)
             }
-            _ => addr::encode(self.c.family, inner.local),
+            _ => addr::encode_scoped(self.c.family, inner.local, inner.scope),
         }
     }
 
@@ -906,7 +914,8 @@ impl Protocol for TcpSocket {
                 if t.state() == State::Closed {
                     return Err(Errno::ENOTCONN);
                 }
-                Ok(self.sock_addr_of(t.remote_endpoint()))
+                let remote = t.remote_endpoint();
+                Ok(self.sock_addr_of(remote, st.scope_of(r, inner.scope)))
             }
             _ => Err(Errno::ENOTCONN),
         }

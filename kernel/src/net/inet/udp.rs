@@ -94,6 +94,8 @@ struct Inner {
     remote: Option<IpEndpoint>,
     /// The interface a link-local `remote` is on (its scope id).
     remote_scope: Option<u32>,
+    /// The scope id bind(2) named for a link-local address (0: none).
+    bound_scope: u32,
     /// The source address connect chose (what getsockname shows).
     conn_src: Option<IpAddress>,
     /// One smoltcp socket per interface the socket receives on, and the
@@ -122,6 +124,7 @@ pub fn open(family: u16) -> Result<Arc<dyn Protocol>, Errno> {
             owns_port: false,
             remote: None,
             remote_scope: None,
+            bound_scope: 0,
             conn_src: None,
             socks: Vec::new(),
             held: Vec::new(),
@@ -447,6 +450,7 @@ impl UdpSocket {
         // User memory is written below: no spin lock held.
         drop(inner);
         if let Some(r) = ready {
+            let ifindex = st.scope_of(r, 0);
             let u = st.udp(r);
             let got = if peek { u.peek().map(|(d, m)| (d, *m)) } else { u.recv() };
             let Ok((payload, meta)) = got else { return Err(Errno::EAGAIN) };
@@ -462,7 +466,8 @@ impl UdpSocket {
                 }
             }
             if args.want_addr {
-                out.addr = Some(addr::encode(self.c.family, addr::from_endpoint(meta.endpoint)));
+                let from = addr::from_endpoint(meta.endpoint);
+                out.addr = Some(addr::encode_scoped(self.c.family, from, ifindex));
             }
             let mut inner = self.inner.lock();
             self.refresh_locked(&mut st, &mut inner);
@@ -562,7 +567,7 @@ impl Protocol for UdpSocket {
         let sa = addr::parse(self.c.family, a, true)?;
         // Before the locks (see check_scope). Linux checks it after the
         // v6-only rule, which only IPv4 addresses meet: same answers.
-        addr::check_scope(&sa, a)?;
+        let bound_scope = addr::check_scope(&sa, a)?.unwrap_or(0);
         let mut st = stack::lock()?;
         let mut inner = self.inner.lock();
         if inner.owns_port {
@@ -581,7 +586,9 @@ impl Protocol for UdpSocket {
         if sa.port != 0 && sa.port < super::ports::PROT_SOCK && !super::may_bind_privileged() {
             return Err(Errno::EACCES);
         }
-        self.attach_port(&mut st, &mut inner, sa)
+        self.attach_port(&mut st, &mut inner, sa)?;
+        inner.bound_scope = bound_scope;
+        Ok(())
     }
 
     fn connect(&self, a: &[u8], _names: &NameCtx, _nonblock: bool) -> Result<(), Errno> {
@@ -618,13 +625,15 @@ impl Protocol for UdpSocket {
     fn sockname(&self) -> AddrBuf {
         let inner = self.inner.lock();
         let addr = inner.local.addr.or(inner.conn_src);
-        addr::encode(self.c.family, SockAddr { addr, port: inner.local.port })
+        let scope = inner.remote_scope.unwrap_or(inner.bound_scope);
+        addr::encode_scoped(self.c.family, SockAddr { addr, port: inner.local.port }, scope)
     }
 
     fn peername(&self) -> Result<AddrBuf, Errno> {
         let inner = self.inner.lock();
         let r = inner.remote.ok_or(Errno::ENOTCONN)?;
-        Ok(addr::encode(self.c.family, addr::from_endpoint(r)))
+        let scope = inner.remote_scope.unwrap_or(0);
+        Ok(addr::encode_scoped(self.c.family, addr::from_endpoint(r), scope))
     }
 
     fn shutdown(&self, how: i32) -> Result<(), Errno> {
