@@ -13,7 +13,9 @@ use core::sync::atomic::{AtomicU32, Ordering};
 use crate::mm::{PhysAddr, DIRECT_MAP_BASE, PAGE_SIZE};
 use crate::sync::Once;
 
-const CMDLINE_MAX: usize = 1024;
+/// Linux's `COMMAND_LINE_SIZE` on x86: a longer line is cut there (and
+/// the kernel says so at boot).
+const CMDLINE_MAX: usize = 2048;
 pub const MAX_MODULES: usize = 8;
 const _: () = assert!(MAX_MODULES <= 32, "TAKEN has one bit per module");
 
@@ -116,6 +118,8 @@ pub struct BootInfo {
     pub memory_map: MemoryMap,
     cmdline: [u8; CMDLINE_MAX],
     cmdline_len: usize,
+    /// The loader's line was longer than [`CMDLINE_MAX`].
+    cmdline_cut: bool,
     modules: [BootModule; MAX_MODULES],
     module_count: usize,
     pub rsdp: Option<PhysAddr>,
@@ -133,7 +137,18 @@ pub struct BootInfo {
 
 impl BootInfo {
     pub fn command_line(&self) -> &str {
-        core::str::from_utf8(&self.cmdline[..self.cmdline_len]).unwrap_or("")
+        let bytes = &self.cmdline[..self.cmdline_len];
+        // A cut can split a UTF-8 sequence: keep what decodes.
+        match core::str::from_utf8(bytes) {
+            Ok(s) => s,
+            Err(e) => core::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or(""),
+        }
+    }
+
+    /// Whether the loader's command line was longer than the kernel keeps
+    /// (2048 bytes, as Linux on x86), so [`BootInfo::command_line`] is its start.
+    pub fn command_line_cut(&self) -> bool {
+        self.cmdline_cut
     }
 
     pub fn modules(&self) -> &[BootModule] {
@@ -176,7 +191,8 @@ fn phys_bytes_checked(paddr: u64, len: usize) -> Option<&'static [u8]> {
 }
 
 fn c_string_at(paddr: u64) -> &'static [u8] {
-    let bytes = phys_bytes(paddr, CMDLINE_MAX.min((0x1_0000_0000 - paddr) as usize));
+    // One byte more than is kept, so a line that does not fit shows.
+    let bytes = phys_bytes(paddr, (CMDLINE_MAX + 1).min((0x1_0000_0000 - paddr) as usize));
     let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
     &bytes[..end]
 }
@@ -190,6 +206,7 @@ pub(crate) fn collect(magic: u32, info_paddr: u64, boot_tsc: u64) -> BootInfo {
         memory_map: MemoryMap::new(),
         cmdline: [0; CMDLINE_MAX],
         cmdline_len: 0,
+        cmdline_cut: false,
         modules: [BootModule::default(); MAX_MODULES],
         module_count: 0,
         rsdp: None,
@@ -205,6 +222,7 @@ pub(crate) fn collect(magic: u32, info_paddr: u64, boot_tsc: u64) -> BootInfo {
         let n = bytes.len().min(CMDLINE_MAX);
         info.cmdline[..n].copy_from_slice(&bytes[..n]);
         info.cmdline_len = n;
+        info.cmdline_cut = bytes.len() > CMDLINE_MAX;
     };
 
     if magic == crate::boot::MULTIBOOT2_BOOTLOADER_MAGIC {

@@ -48,6 +48,9 @@ fn kmain(info: &'static hal::BootInfo) -> ! {
         banner::loader_name(info.loader),
         info.cpu.brand_str()
     );
+    if info.command_line_cut() {
+        log::warn!("command line longer than 2048 bytes: only its start is used");
+    }
     sched::init();
     vdso::init(info.command_line());
     clock::init();

@@ -18,6 +18,7 @@ mod hostlibs;
 mod initramfs;
 mod iso;
 mod ksyms;
+mod linuxjournal;
 mod mountopts;
 mod netflood;
 mod nethub;

@@ -130,7 +130,7 @@ fn section<'a>(out: &'a str, name: &str) -> &'a str {
 /// The user tests run again on an ext4 /tmp (fs_dir reads an unlinked
 /// file through an open descriptor: an orphan inode; and swaps names with
 /// RENAME_EXCHANGE).
-const FILE_TESTS: &[&str] = &["fs_basic", "fs_meta", "fs_fd", "fs_dir", "xattr", "pagecache", "direct"];
+const FILE_TESTS: &[&str] = &["fs_basic", "fs_meta", "fs_fd", "fs_dir", "xattr", "pagecache", "direct", "falloc_ext4"];
 
 /// A stage part's checks, each printed as `  ok` or `  FAIL` with its
 /// detail, counted for the stage's totals.
@@ -229,12 +229,18 @@ pub(crate) fn mkfs(img: &str, src: Option<&Path>) -> Result<()> {
 }
 
 fn mkfs_sized(img: &str, src: Option<&Path>, size: &str) -> Result<()> {
+    mkfs_with(img, src, size, &[])
+}
+
+/// [`mkfs_sized`] with more mkfs.ext4 options (`extra`).
+fn mkfs_with(img: &str, src: Option<&Path>, size: &str, extra: &[&str]) -> Result<()> {
     let _ = std::fs::remove_file(img);
     let (ok, text) = tool(&["truncate", "-s", size, img])?;
     if !ok {
         return Err(format!("truncate: {text}"));
     }
     let mut args = vec!["/sbin/mkfs.ext4", "-q", "-F"];
+    args.extend(extra);
     if let Some(src) = src {
         args.extend(["-d", src.to_str().unwrap_or(".")]);
     }
@@ -246,7 +252,7 @@ fn mkfs_sized(img: &str, src: Option<&Path>, size: &str) -> Result<()> {
     Ok(())
 }
 
-/// The stage's parts; `STORAGE_ONLY=tree,files,cuts,nvme,hostile,fault,stall,rootdisk,pagecache,direct,ext2,options` runs
+/// The stage's parts; `STORAGE_ONLY=tree,files,cuts,nvme,hostile,fault,stall,rootdisk,pagecache,direct,ext2,options,linuxjournal` runs
 /// only those named.
 pub fn run(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
     let only = std::env::var("STORAGE_ONLY").unwrap_or_default();
@@ -295,6 +301,9 @@ pub fn run(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
     if want("options") {
         add(crate::mountopts::run(root, elf, smp)?);
     }
+    if want("linuxjournal") {
+        add(crate::linuxjournal::run(root, elf, smp)?);
+    }
     Ok((passed, failed))
 }
 
@@ -310,7 +319,10 @@ fn file_tests(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
     let work = build::out_dir().join("storage");
     let img = work.join("tmp.img");
     let img_s = img.to_str().ok_or("non-UTF-8 path")?.to_string();
-    mkfs(&img_s, None)?;
+    // 4 KiB blocks, as the host's /tmp has (a 64 MiB image would get 1
+    // KiB ones): block counts after fallocate's punches and extent tree
+    // blocks then compare with Linux's.
+    mkfs_with(&img_s, None, "64M", &["-b", "4096"])?;
     let mut script = String::from("mount -t ext4 /dev/vda /tmp || exit 1\n");
     for t in FILE_TESTS {
         let _ = writeln!(script, "echo '=== {t}'; /t/{t}");

@@ -58,6 +58,11 @@ pub fn shell_cmdline_via(base: &str, loader: Option<&str>, command: &str) -> Res
         None => line.push_str(&format!("init=/bin/sh -- -c \"{command}\"")),
         Some(ld) => line.push_str(&format!("init={ld} -- /bin/sh -c \"{command}\"")),
     }
+    // The kernel keeps 2048 bytes of its command line, as Linux on x86
+    // (NUL included); the rest of a script would be lost without a word.
+    if line.len() > 2047 {
+        return Err(format!("kernel command line of {} bytes: at most 2047 are kept", line.len()));
+    }
     Ok(line)
 }
 
@@ -488,6 +493,10 @@ mod tests {
             shell_cmdline_via("a", Some("/lib64/ld.so"), "ls").unwrap(),
             "a init=/lib64/ld.so -- /bin/sh -c \"ls\""
         );
+        // The kernel keeps 2048 bytes with the NUL: a longer script is refused.
+        let fits = "x".repeat(2047 - "init=/bin/sh -- -c \"\"".len());
+        assert!(shell_cmdline_via("", None, &fits).is_ok());
+        assert!(shell_cmdline_via("", None, &format!("{fits}y")).is_err());
     }
 
     #[test]

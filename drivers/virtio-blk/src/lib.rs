@@ -10,6 +10,15 @@
 //! top half acknowledges, the bottom half calls the block layer's waker,
 //! and the block layer pops the used ring through [`BlockDriver::complete`].
 //! virtio-blk has no FUA: the block layer follows such writes with a flush.
+//!
+//! A request past the block layer's timeout is recovered by a device
+//! reset ([`BlockDriver::recover`]): status 0, the requests the device
+//! finished while it reset are collected from the old used ring, the
+//! features are negotiated again, a fresh virtqueue is built and every
+//! request still in flight is sent again from its slot, which kept its
+//! header and data. The old ring's memory stays the device's pool's
+//! until the reset is confirmed (status reads 0), and goes back to the
+//! kernel only with bus mastering off (`release_idle_dma_after_reset`).
 
 #![no_std]
 #![forbid(unsafe_code)]
@@ -19,7 +28,7 @@ extern crate alloc;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
-use blockdev::{BlockDriver, DeviceInfo, IoError, Request, SubmitError, Tag, Waker, SECTOR};
+use blockdev::{BlockDriver, DeviceInfo, Expired, IoError, Recovery, Request, SubmitError, Tag, Waker, SECTOR};
 use hal::device::{DmaBuffer, IrqHandler, IrqVector, PciDevice};
 use virtio::{feature, Buffer, IrqShared, QueueError, Transport, TransportError, VirtQueue};
 
@@ -76,6 +85,9 @@ pub enum Error {
     Queue(QueueError),
     NoMemory,
     NoInterrupt,
+    /// After a reset the device offered other features or another queue
+    /// size than at probe: the slots no longer fit it.
+    Changed,
 }
 
 pub struct VirtioBlk {
@@ -87,6 +99,12 @@ pub struct VirtioBlk {
     free_slots: Vec<u16>,
     /// The slot each in-flight chain (by head descriptor) belongs to.
     slot_of_head: Vec<Option<u16>>,
+    /// Completions collected from the old ring during a reset, handed
+    /// out by the next [`BlockDriver::complete`] (capacity: the depth).
+    finished: Vec<(Tag, Result<(), IoError>)>,
+    /// Features agreed at probe; a reset must agree the same.
+    agreed: u64,
+    resets: u64,
     info: DeviceInfo,
     shared: Arc<IrqShared>,
     /// Held for their lifetime: dropping a vector frees it.
@@ -127,6 +145,13 @@ impl VirtioBlk {
         Ok(VirtioBlk {
             in_slot: try_vec(depth, None)?,
             slot_of_head: try_vec(usize::from(queue.size()), None)?,
+            finished: {
+                let mut v = Vec::new();
+                v.try_reserve(depth).map_err(|_| Error::NoMemory)?;
+                v
+            },
+            agreed,
+            resets: 0,
             transport,
             queue,
             slots,
@@ -213,54 +238,38 @@ impl BlockDriver for VirtioBlk {
         self.check(req)?;
         let slot_index = *self.free_slots.last().ok_or(SubmitError::Busy)?;
         let slot = &mut self.slots[usize::from(slot_index)];
-        let (kind, sector, data) = match req {
+        let (kind, sector) = match req {
             // A flush without a volatile cache still goes to the device: it
             // orders nothing, and completes at once.
-            Request::Flush => (req_type::FLUSH, 0, None),
-            Request::Read { sector, sectors } => (req_type::IN, sector, Some((sectors, true))),
+            Request::Flush => (req_type::FLUSH, 0),
+            Request::Read { sector, .. } => (req_type::IN, sector),
             Request::Write { sector, sectors, .. } => {
                 let len = sectors as usize * SECTOR;
                 fill(&mut slot.as_mut_slice()[DATA_OFFSET..DATA_OFFSET + len]);
-                (req_type::OUT, sector, Some((sectors, false)))
+                (req_type::OUT, sector)
             }
             Request::Discard { sector, sectors } => {
                 slot.write::<u64>(DISCARD_SEG, sector).ok_or(SubmitError::Invalid)?;
                 slot.write::<u32>(DISCARD_SEG + 8, sectors).ok_or(SubmitError::Invalid)?;
                 slot.write::<u32>(DISCARD_SEG + 12, 0).ok_or(SubmitError::Invalid)?;
-                (req_type::DISCARD, 0, None)
+                (req_type::DISCARD, 0)
             }
         };
         slot.write::<u32>(HDR, kind).ok_or(SubmitError::Invalid)?;
         slot.write::<u32>(HDR + 4, 0).ok_or(SubmitError::Invalid)?;
         slot.write::<u64>(HDR + 8, sector).ok_or(SubmitError::Invalid)?;
-        slot.write::<u8>(STATUS, 0xFF).ok_or(SubmitError::Invalid)?;
-        let addr = |off: usize| slot.device_addr_at(off).ok_or(SubmitError::Invalid);
-        let header = Buffer { addr: addr(HDR)?, len: HDR_LEN, device_writes: false };
-        let status = Buffer { addr: addr(STATUS)?, len: 1, device_writes: true };
-        let middle = match (req, data) {
-            (_, Some((sectors, device_writes))) => {
-                Some(Buffer { addr: addr(DATA_OFFSET)?, len: sectors * SECTOR as u32, device_writes })
-            }
-            (Request::Discard { .. }, None) => {
-                Some(Buffer { addr: addr(DISCARD_SEG)?, len: DISCARD_SEG_LEN, device_writes: false })
-            }
-            _ => None,
-        };
-        slot.sync_for_device();
-        let head = match middle {
-            Some(m) => self.queue.push(&[header, m, status]),
-            None => self.queue.push(&[header, status]),
-        }
-        .map_err(|e| if e == QueueError::Full { SubmitError::Busy } else { SubmitError::Unavailable })?;
+        self.push_slot(slot_index, req)?;
         self.free_slots.pop();
         self.in_slot[usize::from(slot_index)] = Some(req);
-        self.slot_of_head[usize::from(head)] = Some(slot_index);
         self.queue.notify();
         Ok(slot_index)
     }
 
     fn complete(&mut self, sink: &mut dyn FnMut(Tag, Result<(), IoError>)) -> usize {
-        let mut done = 0;
+        let mut done = self.finished.len();
+        for (tag, result) in self.finished.drain(..) {
+            sink(tag, result);
+        }
         while let Some(used) = self.queue.pop_used() {
             let Ok((head, _written)) = used else {
                 log::warn!("virtio-blk: the device returned a chain not in flight");
@@ -272,14 +281,7 @@ impl BlockDriver for VirtioBlk {
             if self.in_slot[usize::from(slot_index)].is_none() {
                 continue;
             }
-            let slot = &self.slots[usize::from(slot_index)];
-            slot.sync_for_cpu();
-            let result = match slot.read::<u8>(STATUS) {
-                Some(req_status::OK) => Ok(()),
-                Some(req_status::UNSUPP) => Err(IoError::Unsupported),
-                _ => Err(IoError::Device),
-            };
-            sink(slot_index, result);
+            sink(slot_index, self.slot_result(slot_index));
             done += 1;
         }
         done
@@ -309,5 +311,130 @@ impl BlockDriver for VirtioBlk {
 
     fn interrupts(&self) -> u64 {
         self.shared.interrupts()
+    }
+
+    /// virtio-blk has no abort: a request past its timeout resets the
+    /// device, which sends every request still in flight again.
+    fn recover(&mut self, expired: &[Expired]) -> Recovery {
+        if self.transport.pci().is_revoked() {
+            return Recovery::Failed;
+        }
+        let addr = self.transport.pci().address();
+        match self.reset() {
+            Ok((finished, resent)) => {
+                log::warn!(
+                    "virtio-blk {addr}: device reset after {} request(s) timed out: {finished} completed during the reset, {resent} sent again",
+                    expired.len()
+                );
+                Recovery::Reset
+            }
+            Err(e) => {
+                log::error!("virtio-blk {addr}: reset after a timeout failed: {e:?}");
+                Recovery::Failed
+            }
+        }
+    }
+}
+
+impl VirtioBlk {
+    /// Device resets done after timeouts.
+    pub fn resets(&self) -> u64 {
+        self.resets
+    }
+
+    /// The result the device wrote into a finished slot's status byte.
+    fn slot_result(&self, slot_index: u16) -> Result<(), IoError> {
+        let slot = &self.slots[usize::from(slot_index)];
+        slot.sync_for_cpu();
+        match slot.read::<u8>(STATUS) {
+            Some(req_status::OK) => Ok(()),
+            Some(req_status::UNSUPP) => Err(IoError::Unsupported),
+            _ => Err(IoError::Device),
+        }
+    }
+
+    /// Makes the chain for the request whose header is already in
+    /// `slot_index` (and its data, for a write) and gives it to the
+    /// device, without notifying it.
+    fn push_slot(&mut self, slot_index: u16, req: Request) -> Result<(), SubmitError> {
+        let slot = &mut self.slots[usize::from(slot_index)];
+        slot.write::<u8>(STATUS, 0xFF).ok_or(SubmitError::Invalid)?;
+        let addr = |off: usize| slot.device_addr_at(off).ok_or(SubmitError::Invalid);
+        let header = Buffer { addr: addr(HDR)?, len: HDR_LEN, device_writes: false };
+        let status = Buffer { addr: addr(STATUS)?, len: 1, device_writes: true };
+        let middle = match req {
+            Request::Read { sectors, .. } => {
+                Some(Buffer { addr: addr(DATA_OFFSET)?, len: sectors * SECTOR as u32, device_writes: true })
+            }
+            Request::Write { sectors, .. } => {
+                Some(Buffer { addr: addr(DATA_OFFSET)?, len: sectors * SECTOR as u32, device_writes: false })
+            }
+            Request::Discard { .. } => {
+                Some(Buffer { addr: addr(DISCARD_SEG)?, len: DISCARD_SEG_LEN, device_writes: false })
+            }
+            Request::Flush => None,
+        };
+        slot.sync_for_device();
+        let head = match middle {
+            Some(m) => self.queue.push(&[header, m, status]),
+            None => self.queue.push(&[header, status]),
+        }
+        .map_err(|e| if e == QueueError::Full { SubmitError::Busy } else { SubmitError::Unavailable })?;
+        self.slot_of_head[usize::from(head)] = Some(slot_index);
+        Ok(())
+    }
+
+    /// Resets the device and sends every request it still held again.
+    /// Returns how many it finished during the reset (QEMU drains its
+    /// requests before a reset completes) and how many went again.
+    fn reset(&mut self) -> Result<(usize, usize), Error> {
+        self.transport.reset().map_err(Error::Transport)?;
+        // The device confirmed the reset: it no longer reads or writes the
+        // old ring. What it finished before is in the used ring.
+        let mut finished = 0;
+        while let Some(used) = self.queue.pop_used() {
+            let Ok((head, _)) = used else { continue };
+            let Some(slot_index) = self.slot_of_head.get_mut(usize::from(head)).and_then(Option::take) else {
+                continue;
+            };
+            if self.in_slot[usize::from(slot_index)].is_some() && self.finished.len() < self.finished.capacity() {
+                let result = self.slot_result(slot_index);
+                self.finished.push((slot_index, result));
+                finished += 1;
+            }
+        }
+        // The rest were in the old ring and never finished: they go again.
+        let mut again = Vec::new();
+        again.try_reserve(self.slots.len()).map_err(|_| Error::NoMemory)?;
+        for head in self.slot_of_head.iter_mut() {
+            if let Some(slot_index) = head.take() {
+                again.push(slot_index);
+            }
+        }
+        let agreed = self.transport.begin_init(WANTED, feature::VERSION_1).map_err(Error::Transport)?;
+        if agreed != self.agreed {
+            return Err(Error::Changed);
+        }
+        self.transport.set_config_vector(self.vectors.first()).map_err(Error::Transport)?;
+        // Built while the old ring is still held, so its memory is new.
+        let queue = VirtQueue::new(&self.transport, 0, QUEUE_SIZE, self.vectors.first()).map_err(Error::Queue)?;
+        if queue.size() != self.queue.size() {
+            return Err(Error::Changed);
+        }
+        self.queue = queue;
+        self.transport.pci().release_idle_dma_after_reset();
+        self.resets += 1;
+        let mut resent = 0;
+        for slot_index in again {
+            let Some(req) = self.in_slot[usize::from(slot_index)] else { continue };
+            // The ring holds every slot's chain (depth = size / 3), so this
+            // cannot be Full; a request that cannot go fails at its timeout.
+            if self.push_slot(slot_index, req).is_ok() {
+                resent += 1;
+            }
+        }
+        self.transport.finish_init();
+        self.queue.notify();
+        Ok((finished, resent))
     }
 }

@@ -91,11 +91,41 @@ fn scan_bus(bus: u8, found: &mut Vec<PciInfo>, depth: u32) {
                     scan_bus(secondary, found, depth + 1);
                 }
             }
+            if header == 0 {
+                quiesce(&config);
+            }
             let info = read_info(&config, header == 0);
             if found.try_reserve(1).is_ok() {
                 found.push(info);
             }
         }
+    }
+}
+
+/// Stops a function the firmware may have left running before any
+/// driver owns it: bus mastering off (flushed by reading the register
+/// back), so it cannot DMA into frames the kernel hands out again, and
+/// memory and I/O decoding off, except on display controllers (the
+/// legacy VGA window) and bridges (whose decoding forwards to the
+/// functions behind them; their bus mastering is left alone for the
+/// same reason: the caller passes endpoints only). A driver turns each
+/// back on as it claims the function: `map_bar`, `io_bar`, MSI-X setup
+/// and `set_bus_master`.
+fn quiesce(config: &Config) {
+    const DISPLAY: u8 = 0x03;
+    const BRIDGE: u8 = 0x06;
+    let cmd = config.read16(reg::COMMAND);
+    let mut clear = command::BUS_MASTER;
+    if !matches!(config.read8(reg::CLASS), DISPLAY | BRIDGE) {
+        clear |= command::IO_SPACE | command::MEMORY_SPACE;
+    }
+    if cmd & clear == 0 {
+        return;
+    }
+    config.write16(reg::COMMAND, cmd & !clear);
+    let _ = config.read16(reg::COMMAND);
+    if cmd & command::BUS_MASTER != 0 {
+        log::warn!("pci {}: bus mastering was on at boot; turned off until a driver claims it", config.address());
     }
 }
 

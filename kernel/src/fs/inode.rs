@@ -222,7 +222,9 @@ pub trait Inode: Send + Sync {
     }
 
     /// fallocate(2) on a regular file, arguments already checked: `mode`
-    /// is 0, FALLOC_FL_KEEP_SIZE or PUNCH_HOLE|KEEP_SIZE.
+    /// is 0, FALLOC_FL_KEEP_SIZE, PUNCH_HOLE|KEEP_SIZE, ZERO_RANGE (with or
+    /// without KEEP_SIZE), COLLAPSE_RANGE or INSERT_RANGE; a mode the file
+    /// system lacks is EOPNOTSUPP.
     fn allocate(&self, _mode: u32, _offset: u64, _len: u64) -> Result<(), Errno> {
         Err(Errno::EOPNOTSUPP)
     }

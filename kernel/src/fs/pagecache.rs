@@ -340,13 +340,6 @@ impl PageCache {
         self.state.lock().store.as_ref().map(PageStore::size)
     }
 
-    /// Dirty pages at or past page `first` (not on the disk at all yet
-    /// when past its size: stat counts them as blocks, as ext4's delayed
-    /// allocation does).
-    pub fn dirty_from(&self, first: u64) -> u64 {
-        self.state.lock().store.as_ref().map_or(0, |s| s.dirty_in(first, u64::MAX, u64::MAX).len() as u64)
-    }
-
     pub fn read(&self, be: &dyn Backend, offset: u64, buf: &mut [u8]) -> Result<usize, Errno> {
         let mut st = self.state.lock();
         let Some(end) = self.load_for_read(&mut st, be, offset, buf.len())? else { return Ok(0) };
@@ -521,6 +514,60 @@ impl PageCache {
         disk()?;
         let before = store.reserved_total();
         store.truncate(size);
+        let after = store.reserved_total();
+        self.note_reserved(store);
+        if before > after {
+            be.release(before - after);
+        }
+        Ok(())
+    }
+
+    /// fallocate gave blocks to [offset, end) on the disk: the pages
+    /// wholly on those blocks need no reservation any more (their
+    /// writeback allocates nothing), so it goes back, as ext4 gives back a
+    /// delayed block that fallocate allocated.
+    pub fn allocated(&self, be: &dyn Backend, offset: u64, end: u64) {
+        let bs = be.block_size().clamp(512, PAGE_SIZE);
+        let (lo, hi) = (offset / bs * bs, end.div_ceil(bs).saturating_mul(bs));
+        let (first, last) = (lo.div_ceil(PAGE_SIZE), hi / PAGE_SIZE);
+        let mut st = self.state.lock();
+        let Some(store) = st.store.as_mut() else { return };
+        let freed = store.reserved_in(first, last);
+        if freed > 0 {
+            store.clear_reserved(first, last);
+            self.note_reserved(store);
+            be.release(freed);
+        }
+    }
+
+    /// fallocate's modes that change the bytes (punch, zero, collapse,
+    /// insert). Every dirty page is written back first, so the disk holds
+    /// the file as the cache does (its size too) and no dirty page is
+    /// later written over the change; `disk` then makes the change. The
+    /// cache follows: with `shifted` (collapse, insert: bytes moved) every
+    /// page from the one holding `offset` goes; otherwise the whole pages
+    /// of [offset, end) go and the parts at its edges are zeroed. The size
+    /// is the disk's after. Pages that go while mapped stay with their
+    /// mappings until the caller unmaps them (`fs::truncate`).
+    pub fn change_range(
+        &self,
+        be: &dyn Backend,
+        offset: u64,
+        end: u64,
+        shifted: bool,
+        disk: impl FnOnce() -> Result<(), Errno>,
+    ) -> Result<(), Errno> {
+        let mut st = self.state.lock();
+        let store = loaded(&mut st, be)?;
+        self.write_dirty(store, be, 0, u64::MAX, u64::MAX)?;
+        disk()?;
+        let before = store.reserved_total();
+        if shifted {
+            store.punch(offset / PAGE_SIZE, u64::MAX);
+        } else {
+            store.clear_range(offset, end);
+        }
+        store.set_size(be.disk_size()?);
         let after = store.reserved_total();
         self.note_reserved(store);
         if before > after {

@@ -262,7 +262,7 @@ impl PageStore {
     /// fallocate(PUNCH_HOLE) by bytes: `offset..end` reads zeros from now
     /// on. Whole pages give their frame back (the caller unmaps them from
     /// shared mappings, as Linux's `unmap_mapping_range` does: see
-    /// `fs::truncate::punch_hole`); the parts of pages at either end are
+    /// `fs::truncate::change_range`); the parts of pages at either end are
     /// zeroed in place. Pages allocated past the size with KEEP_SIZE are
     /// punched too.
     pub fn punch_bytes(&mut self, offset: u64, end: u64) {
@@ -283,6 +283,27 @@ impl PageStore {
             // Past the last page there is nothing left to punch.
             if self.pages.range(index + 1..).next().is_none() {
                 break;
+            }
+        }
+    }
+
+    /// The disk side zeroed bytes [offset, end) or made them a hole
+    /// (fallocate's PUNCH_HOLE and ZERO_RANGE on a cache): whole pages
+    /// leave the store (the caller unmaps them from shared mappings), the
+    /// parts of pages at either end are zeroed in place, left as clean or
+    /// dirty as they were (the disk holds the same zeros).
+    pub fn clear_range(&mut self, offset: u64, end: u64) {
+        let (first, last) = (offset / PAGE_SIZE, end.div_ceil(PAGE_SIZE));
+        let indices: alloc::vec::Vec<u64> = self.pages.range(first..last).map(|(&i, _)| i).collect();
+        for index in indices {
+            let start = index * PAGE_SIZE;
+            let (from, to) = (offset.max(start), end.min(start + PAGE_SIZE));
+            if to - from == PAGE_SIZE {
+                if let Some(page) = self.pages.remove(&index) {
+                    self.forget(&page);
+                }
+            } else if let Some(page) = self.pages.get(&index) {
+                page.frame.zero((from - start) as usize, (to - from) as usize);
             }
         }
     }

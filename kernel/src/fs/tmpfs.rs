@@ -586,6 +586,10 @@ impl Inode for TmpInode {
 
     fn allocate(&self, mode: u32, offset: u64, len: u64) -> Result<(), Errno> {
         let Node::File(data) = &self.node else { return Err(Errno::EOPNOTSUPP) };
+        // shmem_fallocate: allocating and punching holes only.
+        if mode & !(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE) != 0 {
+            return Err(Errno::EOPNOTSUPP);
+        }
         let end = offset.checked_add(len).ok_or(Errno::EFBIG)?;
         let seals = self.seals.load(Ordering::Relaxed);
         let mut data = data.lock();

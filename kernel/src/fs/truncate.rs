@@ -1,5 +1,5 @@
-//! Truncating a regular file, or punching a hole in it, while processes
-//! may have it mapped.
+//! Truncating a regular file, or changing a range of it (fallocate's
+//! punch, zero, collapse and insert), while processes may have it mapped.
 //!
 //! Linux's truncate unmaps every page of the file past its new end from
 //! every process, private copies included, so that touching one again
@@ -44,29 +44,45 @@ pub fn truncate(inode: &Arc<dyn Inode>, size: u64) -> Result<(), Errno> {
     Ok(())
 }
 
-/// Punches a hole in bytes [offset, offset + len) of `inode`
-/// (fallocate's FALLOC_FL_PUNCH_HOLE), and unmaps the whole pages it
-/// freed from every shared mapping, as Linux's `unmap_mapping_range`
-/// does: the next touch sees the hole's zeros. (Private copies stay.)
-pub fn punch_hole(inode: &Arc<dyn Inode>, offset: u64, len: u64) -> Result<(), Errno> {
-    use linux_abi::fs::{FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE};
-    inode.allocate(FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, len)?;
+/// fallocate's modes that change bytes [offset, offset + len) of
+/// `inode`: PUNCH_HOLE and ZERO_RANGE unmap the whole pages of the range
+/// from every shared mapping, as Linux's `unmap_mapping_range` does, so
+/// the next touch sees the zeros (private copies stay); COLLAPSE_RANGE and
+/// INSERT_RANGE move every byte after `offset`, so every page from the one
+/// holding it is unmapped, private copies too (Linux's
+/// `truncate_pagecache`).
+pub fn change_range(inode: &Arc<dyn Inode>, mode: u32, offset: u64, len: u64) -> Result<(), Errno> {
+    use linux_abi::fs::{FALLOC_FL_COLLAPSE_RANGE, FALLOC_FL_INSERT_RANGE};
+    inode.allocate(mode, offset, len)?;
+    if !inode.ever_mapped() {
+        return Ok(());
+    }
+    if mode & (FALLOC_FL_COLLAPSE_RANGE | FALLOC_FL_INSERT_RANGE) != 0 {
+        let from = offset / PAGE_SIZE * PAGE_SIZE;
+        each_vm(|vm| vm.lock().unmap_file_from(inode, from));
+        return Ok(());
+    }
     let first = offset.div_ceil(PAGE_SIZE);
     let end = offset.saturating_add(len) / PAGE_SIZE;
-    if first >= end || !inode.ever_mapped() {
+    if first >= end {
         return Ok(());
     }
     let object = crate::mm::advice::SharedObject::File(inode.clone());
+    each_vm(|vm| vm.lock().unmap_object_pages(&object, first, end - first));
+    Ok(())
+}
+
+/// Runs `f` on every address space once.
+fn each_vm(mut f: impl FnMut(&Vm)) {
     let mut visited: Vec<Vm> = Vec::new();
     for p in crate::proc::all_processes() {
         let Ok(vm) = p.vm() else { continue };
         if visited.iter().any(|v| Arc::ptr_eq(v, &vm)) {
             continue;
         }
-        vm.lock().unmap_object_pages(&object, first, end - first);
+        f(&vm);
         if visited.try_reserve(1).is_ok() {
             visited.push(vm);
         }
     }
-    Ok(())
 }

@@ -1,8 +1,9 @@
-//! fallocate(2): reserving and punching out a regular file's space, with
-//! Linux's argument checks in Linux's order. tmpfs files (memfds among
-//! them) support allocating, with or without FALLOC_FL_KEEP_SIZE (under
-//! RLIMIT_FSIZE), and punching holes (which shared mappings see); other
-//! files answer EOPNOTSUPP.
+//! fallocate(2): reserving, punching out, zeroing, collapsing and
+//! inserting a regular file's space, with Linux's argument checks in
+//! Linux's order. tmpfs files (memfds among them) support allocating,
+//! with or without FALLOC_FL_KEEP_SIZE (under RLIMIT_FSIZE), and punching
+//! holes; ext4 files every mode but UNSHARE_RANGE. Shared mappings see
+//! the changed bytes (see `fs::truncate`); other files answer EOPNOTSUPP.
 
 use linux_abi::errno::Errno;
 use linux_abi::ipc::{
@@ -33,17 +34,14 @@ pub fn sys_fallocate(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
     if mode & !supported != 0 {
         return Err(Errno::EOPNOTSUPP);
     }
-    let punch = mode & FALLOC_FL_PUNCH_HOLE != 0;
-    if punch && (mode & FALLOC_FL_ZERO_RANGE != 0 || mode & FALLOC_FL_KEEP_SIZE == 0) {
-        return Err(Errno::EOPNOTSUPP);
-    }
-    for exclusive in [FALLOC_FL_COLLAPSE_RANGE, FALLOC_FL_INSERT_RANGE] {
-        if mode & exclusive != 0 && mode & !exclusive != 0 {
-            return Err(Errno::EINVAL);
-        }
-    }
-    if mode & FALLOC_FL_UNSHARE_RANGE != 0 && mode & !(FALLOC_FL_UNSHARE_RANGE | FALLOC_FL_KEEP_SIZE) != 0 {
-        return Err(Errno::EINVAL);
+    // One mode at a time, KEEP_SIZE only where it means something
+    // (the host Linux 6.18's vfs_fallocate: every other mix is EOPNOTSUPP).
+    let keep_size = mode & FALLOC_FL_KEEP_SIZE != 0;
+    match mode & !(FALLOC_FL_KEEP_SIZE | FALLOC_FL_NO_HIDE_STALE) {
+        0 | FALLOC_FL_UNSHARE_RANGE | FALLOC_FL_ZERO_RANGE => {}
+        FALLOC_FL_PUNCH_HOLE if keep_size => {}
+        FALLOC_FL_COLLAPSE_RANGE | FALLOC_FL_INSERT_RANGE if !keep_size => {}
+        _ => return Err(Errno::EOPNOTSUPP),
     }
     if !f.writable() {
         return Err(Errno::EBADF);
@@ -59,24 +57,27 @@ pub fn sys_fallocate(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         return Err(Errno::EFBIG);
     }
     let inode = f.ops.inode().ok_or(Errno::EOPNOTSUPP)?;
-    // tmpfs allocates and punches holes only.
-    if mode & !(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE) != 0 {
+    // The file system does what it can (tmpfs: allocating and punching;
+    // ext4: every mode but UNSHARE_RANGE) and refuses the rest.
+    if mode & (FALLOC_FL_UNSHARE_RANGE | FALLOC_FL_NO_HIDE_STALE) != 0 {
         return Err(Errno::EOPNOTSUPP);
     }
     let (offset, len) = (offset as u64, len as u64);
-    if punch {
-        // Shared mappings stop showing the freed pages.
-        crate::fs::truncate::punch_hole(inode, offset, len)?;
-        crate::fs::notify::modified(&f);
-        return Ok(0);
-    }
+    let changes_bytes = FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE | FALLOC_FL_COLLAPSE_RANGE | FALLOC_FL_INSERT_RANGE;
     // RLIMIT_FSIZE applies to growth past the size, KEEP_SIZE or not
     // (inode_newsize_ok): SIGXFSZ and EFBIG.
     let end = offset + len;
-    if end > inode.metadata().size {
+    if mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_COLLAPSE_RANGE | FALLOC_FL_INSERT_RANGE) == 0
+        && end > inode.metadata().size
+    {
         super::splice::fsize_limit(ctx, &f, end - 1, 1)?;
     }
-    inode.allocate(mode, offset, len)?;
+    if mode & changes_bytes != 0 {
+        // Shared mappings stop showing the pages that changed.
+        crate::fs::truncate::change_range(inode, mode, offset, len)?;
+    } else {
+        inode.allocate(mode, offset, len)?;
+    }
     // Linux's vfs_fallocate reports a modification on success.
     crate::fs::notify::modified(&f);
     Ok(0)

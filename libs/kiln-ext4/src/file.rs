@@ -192,7 +192,7 @@ impl<D: BlockDevice> Ext4<D> {
         inode.set_sectors((data + tree_blocks + xattr) * (self.bs / 512) as u64);
     }
 
-    fn max_file_size(&self) -> u64 {
+    pub(crate) fn max_file_size(&self) -> u64 {
         (u32::MAX as u64) * self.bs as u64
     }
 

@@ -27,6 +27,7 @@ mod bytes;
 mod checksum;
 mod dir;
 mod extent;
+mod falloc;
 mod file;
 mod fs;
 mod group;

@@ -252,6 +252,26 @@ impl<D: BlockDevice> Ext4<D> {
     pub fn fallocate(&mut self, ino: u32, offset: u64, len: u64, keep_size: bool, now: Timestamp) -> Result<()> {
         self.atomic(|fs| fs.fallocate_inner(ino, offset, len, keep_size, now))
     }
+    /// `FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE`: [offset, offset+len)
+    /// reads as zeros, its whole blocks freed (nothing past the end).
+    pub fn punch_hole(&mut self, ino: u32, offset: u64, len: u64, now: Timestamp) -> Result<()> {
+        self.atomic(|fs| fs.punch_hole_inner(ino, offset, len, now))
+    }
+    /// `FALLOC_FL_ZERO_RANGE` (with `keep_size`, `| FALLOC_FL_KEEP_SIZE`):
+    /// [offset, offset+len) reads as zeros and has blocks (unwritten).
+    pub fn zero_range(&mut self, ino: u32, offset: u64, len: u64, keep_size: bool, now: Timestamp) -> Result<()> {
+        self.atomic(|fs| fs.zero_range_inner(ino, offset, len, keep_size, now))
+    }
+    /// `FALLOC_FL_COLLAPSE_RANGE`: removes block-aligned [offset,
+    /// offset+len), moving the rest of the file down.
+    pub fn collapse_range(&mut self, ino: u32, offset: u64, len: u64, now: Timestamp) -> Result<()> {
+        self.atomic(|fs| fs.collapse_range_inner(ino, offset, len, now))
+    }
+    /// `FALLOC_FL_INSERT_RANGE`: a hole of block-aligned `len` at
+    /// `offset`, moving the rest of the file up.
+    pub fn insert_range(&mut self, ino: u32, offset: u64, len: u64, now: Timestamp) -> Result<()> {
+        self.atomic(|fs| fs.insert_range_inner(ino, offset, len, now))
+    }
     /// `setxattr`.
     pub fn set_xattr(&mut self, ino: u32, name: &[u8], value: &[u8], flags: XattrFlags, now: Timestamp) -> Result<()> {
         self.atomic(|fs| fs.set_xattr_inner(ino, name, value, flags, now))

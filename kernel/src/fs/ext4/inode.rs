@@ -18,6 +18,9 @@ use core::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 use kiln_ext4::{NewInode, SetAttr, Timestamp, XattrFlags};
 use linux_abi::consts as c;
 use linux_abi::errno::Errno;
+use linux_abi::fs::{
+    FALLOC_FL_COLLAPSE_RANGE, FALLOC_FL_INSERT_RANGE, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE, FALLOC_FL_ZERO_RANGE,
+};
 
 use super::{now, Ext4Volume, EXT4_SUPER_MAGIC};
 use crate::fs::file::FileOps;
@@ -26,9 +29,6 @@ use crate::fs::inode::{
 };
 use crate::fs::pagecache::{Backend, CachedFile, PageCache};
 use crate::mm::PAGE_SIZE;
-
-/// fallocate(2) mode: allocate without changing the size.
-const FALLOC_FL_KEEP_SIZE: u32 = 1;
 
 pub struct Ext4Inode {
     vol: Arc<Ext4Volume>,
@@ -168,9 +168,9 @@ impl Drop for Ext4Inode {
 
 impl Inode for Ext4Inode {
     fn metadata(&self) -> Metadata {
-        // The cache's size is newer than the disk's; its dirty pages past
-        // the disk's end count as blocks already, as ext4's delayed
-        // allocation counts its reservations.
+        // The cache's size is newer than the disk's; the blocks its dirty
+        // pages hold reserved count already, as ext4's stat counts its
+        // delayed-allocation reservations (i_reserved_data_blocks).
         let cached = if self.regular.load(Ordering::Relaxed) == 1 { self.cache.size() } else { None };
         let mut m = self.disk_metadata();
         if m.mode & S_IFMT != 0 {
@@ -178,8 +178,7 @@ impl Inode for Ext4Inode {
             self.kind.store(m.mode & S_IFMT, Ordering::Relaxed);
         }
         if let Some(size) = cached {
-            let on_disk = m.size.div_ceil(PAGE_SIZE);
-            m.blocks += self.cache.dirty_from(on_disk) * (PAGE_SIZE / 512);
+            m.blocks += self.cache.reserved_blocks() * (self.vol.block_size / 512);
             m.size = size;
         }
         m
@@ -324,16 +323,41 @@ impl Inode for Ext4Inode {
     }
 
     fn allocate(&self, mode: u32, offset: u64, len: u64) -> Result<(), Errno> {
-        let keep_size = match mode {
-            0 => false,
-            FALLOC_FL_KEEP_SIZE => true,
-            // Punching holes, collapsing, zeroing and inserting ranges are
-            // not done by kiln-ext4 yet.
+        if !self.is_regular() {
+            return Err(self.not_regular());
+        }
+        let end = offset.checked_add(len).ok_or(Errno::EFBIG)?;
+        let keep_size = mode & FALLOC_FL_KEEP_SIZE != 0;
+        let (ino, t) = (self.ino, now());
+        match mode & !FALLOC_FL_KEEP_SIZE {
+            0 => {
+                self.vol.with(|fs| fs.fallocate(ino, offset, len, keep_size, t))?;
+                self.cache.allocated(self, offset, end);
+                if !keep_size {
+                    self.cache.grew(end);
+                }
+            }
+            FALLOC_FL_PUNCH_HOLE => {
+                self.cache.change_range(self, offset, end, false, || {
+                    self.vol.with(|fs| fs.punch_hole(ino, offset, len, t))
+                })?;
+            }
+            FALLOC_FL_ZERO_RANGE => {
+                self.cache.change_range(self, offset, end, false, || {
+                    self.vol.with(|fs| fs.zero_range(ino, offset, len, keep_size, t))
+                })?;
+            }
+            FALLOC_FL_COLLAPSE_RANGE => {
+                self.cache.change_range(self, offset, end, true, || {
+                    self.vol.with(|fs| fs.collapse_range(ino, offset, len, t))
+                })?;
+            }
+            FALLOC_FL_INSERT_RANGE => {
+                self.cache.change_range(self, offset, end, true, || {
+                    self.vol.with(|fs| fs.insert_range(ino, offset, len, t))
+                })?;
+            }
             _ => return Err(Errno::EOPNOTSUPP),
-        };
-        self.vol.with(|fs| fs.fallocate(self.ino, offset, len, keep_size, now()))?;
-        if !keep_size {
-            self.cache.grew(offset.saturating_add(len));
         }
         self.vol.changed()
     }

@@ -269,15 +269,10 @@ impl Stack {
 
     /// The interface traffic to `remote` goes out of: the one that owns
     /// the address (so traffic to the machine itself loops back), else
-    /// the one with a route to it. ENETUNREACH without one.
-    pub fn route(&mut self, remote: IpAddress) -> Result<usize, Errno> {
-        self.route_scoped(remote, None)
-    }
-
-    /// As [`Stack::route`], for a destination whose scope id (Linux's
-    /// `flowi6_oif` from `sin6_scope_id`) names the interface: a
-    /// link-local address is on every link, so the scope picks the one
-    /// (ENODEV for an index no interface has).
+    /// the one with a route to it; ENETUNREACH without one. A `scope`
+    /// (Linux's `flowi6_oif` from `sin6_scope_id`) names the interface
+    /// for a link-local destination, which is on every link (ENODEV for
+    /// an index no interface has).
     pub fn route_scoped(&mut self, remote: IpAddress, scope: Option<u32>) -> Result<usize, Errno> {
         if let Some(index) = scope {
             let i = self.ifaces.iter().position(|f| f.info.index == index).ok_or(Errno::ENODEV)?;
