@@ -4,6 +4,7 @@
  * (make test's servers-nic section, make nettest-long).
  *
  *   netecho serve PORT                 serve connections until a stop
+ *                                      (NETECHO_SNDBUF=n: their SO_SNDBUF)
  *   netecho send HOST PORT UP DOWN     send UP bytes, receive DOWN bytes
  *   netecho stop HOST PORT             make the server exit
  *
@@ -150,6 +151,13 @@ static int serve(int port, int family)
     int ls = socket(family, SOCK_STREAM, 0);
     int one = 1;
     setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    /* NETECHO_SNDBUF: the connections' SO_SNDBUF, set on the listener
+     * (accepted sockets inherit it); the send-ring measurement uses it. */
+    const char *sndbuf = getenv("NETECHO_SNDBUF");
+    if (sndbuf) {
+        int v = atoi(sndbuf);
+        setsockopt(ls, SOL_SOCKET, SO_SNDBUF, &v, sizeof v);
+    }
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port)};
     struct sockaddr *sa = family == AF_INET6 ? (struct sockaddr *)&a6 : (struct sockaddr *)&a;

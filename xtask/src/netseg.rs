@@ -282,7 +282,7 @@ pub fn nic_echo(repo: &Path, elf: &Path, net: qemu::Net, bytes: u64) -> Result<(
         qemu::Net::E1000 => "e1000",
         _ => "virtio",
     };
-    echo_through(repo, elf, net, Netdev::Slirp, &format!("nic-{name}"), bytes)
+    echo_through(repo, elf, net, Netdev::Slirp, &format!("nic-{name}"), (bytes, bytes), "")
 }
 
 /// Bytes each way through the tap in `make test` (`nic-tap`): enough to
@@ -300,7 +300,7 @@ pub fn tap_echo(repo: &Path, elf: &Path, bytes: u64) -> Result<(u64, u64)> {
         Err(e) => return Ok(check("nic-tap", "namespace", Err(e))),
     };
     let name = tap.name().to_string();
-    let (p, f) = echo_through(repo, elf, qemu::Net::Virtio, Netdev::Tap(&tap), "nic-tap", bytes)?;
+    let (p, f) = echo_through(repo, elf, qemu::Net::Virtio, Netdev::Tap(&tap), "nic-tap", (bytes, bytes), "")?;
     drop(tap);
     let (p2, f2) = check(
         "nic-tap",
@@ -321,16 +321,59 @@ fn check(label: &str, name: &str, r: std::result::Result<String, String>) -> (u6
     (p, f)
 }
 
-/// netecho in Kiln serving 7000 behind NIC `net` on `netdev`, the host's
-/// netecho moving `bytes` each way, checked.
+/// `NETCHECK=bulk`: guest→host bulk (32 MiB) through virtio-net on slirp
+/// and on the tap, with the guest's send ring at 64 KiB, 256 KiB and 1
+/// MiB (netecho's SO_SNDBUF of 8 KiB, 32 KiB and 128 KiB: Kiln doubles
+/// it as Linux does and makes the ring four times that), one boot each,
+/// back to back; netecho's rates are in each line. A measurement, not a
+/// check: it passes whenever the bytes arrive.
+pub fn bulk_send_rings(repo: &Path, elf: &Path) -> Result<(u64, u64)> {
+    const BYTES: u64 = 32 << 20;
+    let mut totals = (0, 0);
+    for sndbuf in ["8192", "32768", "131072"] {
+        let env = format!("NETECHO_SNDBUF={sndbuf} ");
+        let (p, f) = echo_through(
+            repo,
+            elf,
+            qemu::Net::Virtio,
+            Netdev::Slirp,
+            &format!("bulk-slirp-{sndbuf}"),
+            (1, BYTES),
+            &env,
+        )?;
+        totals = (totals.0 + p, totals.1 + f);
+        let tap = match TapNet::create() {
+            Ok(tap) => tap,
+            Err(e) => return Ok(check("bulk-tap", "namespace", Err(e))),
+        };
+        let (p, f) = echo_through(
+            repo,
+            elf,
+            qemu::Net::Virtio,
+            Netdev::Tap(&tap),
+            &format!("bulk-tap-{sndbuf}"),
+            (1, BYTES),
+            &env,
+        )?;
+        drop(tap);
+        totals = (totals.0 + p, totals.1 + f);
+    }
+    Ok(totals)
+}
+
+/// netecho in Kiln serving 7000 behind NIC `net` on `netdev` (`env`
+/// before its command), the host's netecho moving `up` bytes to it and
+/// `down` back, checked.
 fn echo_through(
     repo: &Path,
     elf: &Path,
     net: qemu::Net,
     netdev: Netdev,
     label: &str,
-    bytes: u64,
+    (up, down): (u64, u64),
+    env: &str,
 ) -> Result<(u64, u64)> {
+    let bytes = up.max(down);
     let initrd = crate::initramfs::make(repo, &build::out_dir(), None)?;
     let mut extra = vec!["-m".to_string(), "512M".to_string()];
     if qemu::iommu_from_env() {
@@ -370,7 +413,7 @@ fn echo_through(
         None,
         &format!(
             "mkdir -p /tmp/www; seq 1 300000 | head -c {HTTP_FILE_BYTES} >/tmp/www/numbers; \
-             httpd -f -p 80 -h /tmp/www & h=$!; /t/netecho serve 7000; s=$?; kill $h; wait $h; exit $s"
+             httpd -f -p 80 -h /tmp/www & h=$!; {env}/t/netecho serve 7000; s=$?; kill $h; wait $h; exit $s"
         ),
     )?;
     let boot = qemu::Boot {
@@ -421,14 +464,14 @@ fn echo_through(
     );
     if ready {
         let t = Instant::now();
-        let n = bytes.to_string();
-        let out = run_netecho(&["send", target, &port.to_string(), &n, &n].map(String::from));
+        let (u, d) = (up.to_string(), down.to_string());
+        let out = run_netecho(&["send", target, &port.to_string(), &u, &d].map(String::from));
         let secs = t.elapsed().as_secs_f64();
-        let want = format!("up {n} bytes: ok\ndown {n} bytes: ok\nthen end of stream: yes\n");
+        let want = format!("up {u} bytes: ok\ndown {d} bytes: ok\nthen end of stream: yes\n");
         let r = match out {
             Ok(o) if String::from_utf8_lossy(&o.stdout) == want => Ok(format!(
-                "{n} bytes each way, checked, in {secs:.1} s ({:.1} MB/s both ways together; {})",
-                2.0 * bytes as f64 / 1e6 / secs,
+                "{u} bytes up and {d} down, checked, in {secs:.1} s ({:.1} MB/s both ways together; {})",
+                (up + down) as f64 / 1e6 / secs,
                 String::from_utf8_lossy(&o.stderr).trim()
             )),
             Ok(o) => Err(String::from_utf8_lossy(&o.stdout).replace('\n', "; ")),
@@ -667,7 +710,7 @@ pub fn udp_wedge(repo: &Path, elf: &Path) -> Result<(u64, u64)> {
 /// UDP wedge, IPv6 on both NICs (netv6.rs), then the segment.
 pub fn stage(repo: &Path, elf: &Path) -> Result<(u64, u64)> {
     let mut totals = (0, 0);
-    // NETCHECK=wedge|ipv6|ipv6seg|nic: that check alone (work on it).
+    // NETCHECK=wedge|ipv6|ipv6seg|nic|bulk: that check alone (work on it).
     match std::env::var("NETCHECK").as_deref() {
         Ok("wedge") => return udp_wedge(repo, elf),
         Ok("ipv6") => return crate::netv6::stage(repo, elf),
@@ -677,6 +720,7 @@ pub fn stage(repo: &Path, elf: &Path) -> Result<(u64, u64)> {
             let (p2, f2) = nic_echo(repo, elf, qemu::Net::E1000, NIC_BYTES)?;
             return Ok((p + p2, f + f2));
         }
+        Ok("bulk") => return bulk_send_rings(repo, elf),
         _ => {}
     }
     // NETSEG_ONLY=1: the segment run alone (work on the attack).

@@ -122,6 +122,12 @@ pub struct VirtioNet {
     mac: MacAddress,
     link: LinkState,
     stats: Stats,
+    /// The device was last found holding no receive buffer (every one
+    /// posted was filled and waits for the driver), and how many times
+    /// that began (logged the 1st, 2nd, 4th, 8th ... time: a flood makes
+    /// it come and go with every drain).
+    rx_exhausted: bool,
+    rx_exhaustions: u64,
     shared: Arc<IrqShared>,
     /// Held for their lifetime: dropping a vector frees it.
     vectors: Vec<IrqVector>,
@@ -155,6 +161,8 @@ impl VirtioNet {
             tx_busy,
             merged: Vec::new(),
             stats: Stats::default(),
+            rx_exhausted: false,
+            rx_exhaustions: 0,
             shared,
             vectors,
         };
@@ -174,6 +182,7 @@ impl VirtioNet {
         self.rx = rx;
         self.tx = tx;
         self.tx_busy.fill(false);
+        self.rx_exhausted = false;
         self.transport.pci().release_idle_dma_after_reset();
         self.fill_rx()?;
         self.transport.finish_init();
@@ -201,6 +210,26 @@ impl VirtioNet {
             Some(s) if s & 1 == 0 => LinkState::Down,
             _ => LinkState::Up,
         }
+    }
+
+    /// Notes (and logs, once per run) a receive queue whose every posted
+    /// buffer the device has filled: it then has nowhere to put a frame,
+    /// and QEMU holds further frames in its netdev queue (a real NIC
+    /// would drop them) until buffers return and the driver notifies.
+    fn note_rx_exhausted(&mut self) {
+        let outstanding = self.rx.outstanding_descriptors();
+        let exhausted = outstanding > 0 && usize::from(self.rx.used_pending()) >= outstanding;
+        if exhausted && !self.rx_exhausted {
+            self.rx_exhaustions += 1;
+            if self.rx_exhaustions.is_power_of_two() {
+                log::warn!(
+                    "virtio-net {}: receive queue exhausted ({outstanding} buffers filled and waiting; {} times so far); the device holds further frames until buffers return",
+                    self.transport.pci().address(),
+                    self.rx_exhaustions
+                );
+            }
+        }
+        self.rx_exhausted = exhausted;
     }
 
     /// Gives every free receive descriptor its slot.
@@ -363,6 +392,7 @@ impl NetDevice for VirtioNet {
 
     fn receive(&mut self, budget: usize, sink: &mut dyn FnMut(&[u8], RxMeta)) -> usize {
         let merging = self.transport.features() & features::MRG_RXBUF != 0;
+        self.note_rx_exhausted();
         let mut handed = 0;
         while handed < budget {
             let Some((head, written)) = self.pop_rx() else { break };
@@ -410,7 +440,12 @@ impl NetDevice for VirtioNet {
         let tx_room = self.reclaim_tx();
         let link = self.read_link();
         let link_changed = link != self.link;
+        if link_changed {
+            let state = if link == LinkState::Up { "up" } else { "down" };
+            log::info!("virtio-net {}: link {state}", self.transport.pci().address());
+        }
         self.link = link;
+        self.note_rx_exhausted();
         let _ = self.fill_rx();
         Events { rx_ready: self.rx.has_used(), tx_room, link_changed, was_reset: false }
     }

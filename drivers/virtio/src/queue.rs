@@ -169,6 +169,18 @@ impl VirtQueue {
         virtq::pending(idx, self.last_used) != 0
     }
 
+    /// Chains the device finished that the driver has not popped yet.
+    pub fn used_pending(&self) -> u16 {
+        let idx: u16 = self.used.read(RING_IDX).unwrap_or(self.last_used);
+        virtq::pending(idx, self.last_used)
+    }
+
+    /// Descriptors given to the device and not yet popped back: the
+    /// device holds those not among [`VirtQueue::used_pending`]'s chains.
+    pub fn outstanding_descriptors(&self) -> usize {
+        usize::from(self.layout.size) - self.free.len()
+    }
+
     /// The next chain the device finished: its head and the bytes the
     /// device wrote. Its descriptors are free again.
     pub fn pop_used(&mut self) -> Option<Result<(u16, u32), QueueError>> {

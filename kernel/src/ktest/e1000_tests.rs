@@ -33,7 +33,7 @@ const RING: usize = 256;
 /// QEMU gives the third NIC on the command line (after two virtio-net) the
 /// default MAC plus two.
 const E1000_MAC: [u8; 6] = [0x52, 0x54, 0, 0x12, 0x34, 0x58];
-const SLIRP_GATEWAY_MAC: [u8; 6] = [0x52, 0x55, 10, 0, 2, 2];
+pub(super) const SLIRP_GATEWAY_MAC: [u8; 6] = [0x52, 0x55, 10, 0, 2, 2];
 
 fn take_e1000() -> Result<Box<dyn NetDevice>, String> {
     crate::net::netdevs::take("e1000").ok_or_else(|| "no e1000 device was registered (the test stage adds one)".into())
@@ -82,7 +82,7 @@ fn ensure_unreached() {
 }
 
 /// Whether `frame` is slirp's ARP answer to `mac`.
-fn is_gateway_reply(frame: &[u8], mac: MacAddress) -> bool {
+pub(super) fn is_gateway_reply(frame: &[u8], mac: MacAddress) -> bool {
     frame.len() >= 42
         && frame[12..14] == ETH_ARP
         && frame[20..22] == [0, 2]
@@ -163,19 +163,19 @@ fn e1000_rx_ring_exhaustion() -> TestResult {
 }
 
 /// Hands every frame waiting in the receive ring to nobody.
-fn drain(nic: &mut dyn NetDevice) {
+pub(super) fn drain(nic: &mut dyn NetDevice) {
     nic.service();
     while nic.receive(64, &mut |_, _| {}) > 0 {}
 }
 
 /// Asks xtask (which watches the serial output) to run a monitor command.
-fn monitor(cmd: &str) {
+pub(super) fn monitor(cmd: &str) {
     log::info!("qemu-monitor: {cmd}");
 }
 
 /// Waits up to `ns` for the driver to report `want`, servicing it on each
 /// wake (the link status change interrupt).
-fn wait_for_link(nic: &mut dyn NetDevice, wake: &Waiter, want: LinkState, ns: u64) -> TestResult {
+pub(super) fn wait_for_link(nic: &mut dyn NetDevice, wake: &Waiter, want: LinkState, ns: u64) -> TestResult {
     let deadline = crate::clock::now_ns() + ns;
     let mut changes = 0;
     loop {

@@ -21,6 +21,7 @@ mod pagestore_tests;
 mod sched_tests;
 mod smp_tests;
 mod trap_tests;
+mod virtio_fault_tests;
 
 use alloc::string::String;
 use core::fmt::Write;
@@ -58,6 +59,7 @@ const SUITES: &[&[KTest]] = &[
     smp_tests::TESTS,
     dev_tests::TESTS,
     device_tests::TESTS,
+    virtio_fault_tests::TESTS,
     e1000_tests::TESTS,
     iommu_tests::TESTS,
     nvme_tests::TESTS,

@@ -51,19 +51,19 @@ pub const TCP_KEEPCNT: i32 = 6;
 const TCP_RMEM_DEFAULT: u32 = 131_072;
 const TCP_WMEM_DEFAULT: u32 = 16_384;
 
-/// The smoltcp receive ring of a connection through a NIC when SO_RCVBUF
-/// is left at its default. Linux grows a connection's
+/// The smoltcp rings of a connection through a NIC when SO_RCVBUF and
+/// SO_SNDBUF are left at their defaults. Linux grows a connection's
 /// buffers as it proves it needs them (`tcp_rcv_space_adjust`; a bulk
 /// receiver through the tap reached a ~930 KiB window); smoltcp fixes a
 /// ring's size, and the window scale with it, when the socket is made,
 /// so a NIC connection gets the larger rings at once. The loopback keeps
 /// the smaller defaults: its segments are 64 KiB and its round trip a
 /// poll, and a connect there pays for clearing every byte.
-/// The send ring stays at its default: with a 256 KiB send ring the
-/// two-machine segment check (a lossy hub) saw a sender's FIN never arrive
-/// after 4 MiB each way, a defect not yet found, so only the receive side
-/// (where the host's large segments land) grows.
+/// The send ring's size was measured (docs/networking.md, Decisions);
+/// it needs congestion control ([`TcpSocket::set_congestion_on`]) on a
+/// path that drops.
 const NIC_RX_RING: usize = 512 << 10;
+const NIC_TX_RING: usize = 256 << 10;
 
 /// shutdown bits.
 const RCV: u8 = 1;
@@ -163,7 +163,25 @@ impl TcpSocket {
         }
         let (rx, tx) = sizes;
         let rx = if rx == TCP_RMEM_DEFAULT as usize / 2 { rx.max(NIC_RX_RING) } else { rx };
+        let tx = if tx == TCP_WMEM_DEFAULT as usize * 4 { tx.max(NIC_TX_RING) } else { tx };
         (rx, tx)
+    }
+
+    /// The congestion control of a connection on interface `iface`:
+    /// Reno through a NIC, none on the loopback. Without one smoltcp
+    /// sends the whole window at once and, after a timeout, the whole
+    /// send ring again from the first unacknowledged byte; through a NIC
+    /// that burst overflows the first queue on the path shorter than it
+    /// (the two-machine segment: 180 segments of a 256 KiB ring into a
+    /// hub and a QEMU that hold about 100), the same segments are lost
+    /// each round, and the connection crawls at one burst per
+    /// (backed-off) retransmission timeout. The loopback never drops.
+    pub(super) fn set_congestion_on(t: &mut tcp::Socket<'static>, iface: usize) {
+        t.set_congestion_control(if iface == stack::LOOPBACK {
+            tcp::CongestionControl::None
+        } else {
+            tcp::CongestionControl::Reno
+        });
     }
 
     fn configure(&self, inner: &Inner, t: &mut tcp::Socket<'static>) {
@@ -758,6 +776,7 @@ impl Protocol for TcpSocket {
             inner.scope = scope.unwrap_or(inner.scope);
             let (rx, tx) = Self::sizes_on(Self::buffer_sizes(&self.c.opts), iface);
             let mut t = st.new_tcp(rx, tx)?;
+            Self::set_congestion_on(&mut t, iface);
             self.configure(&inner, &mut t);
             let local = IpListenEndpoint { addr: inner.local.addr, port: inner.local.port };
             t.connect(st.ifaces[iface].iface.context(), IpEndpoint::new(remote, sa.port), local)

@@ -268,6 +268,7 @@ impl Listens {
             q.embryos.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
             let (rx, tx) = super::tcp::TcpSocket::sizes_on(q.sizes, iface);
             let mut t = super::stack::new_tcp(rx, tx)?;
+            super::tcp::TcpSocket::set_congestion_on(&mut t, iface);
             t.listen(IpListenEndpoint { addr: Some(dst), port: q.endpoint.port }).map_err(|_| Errno::EINVAL)?;
             t.set_timeout(Some(EMBRYO_TIMEOUT));
             Ok::<_, Errno>(t)
