@@ -170,9 +170,9 @@ static void keepalive(void)
     static int c[OTHERS + 1], s[OTHERS + 1];
     check(open_pairs(OTHERS + 1, c, s) == 0, "%d loopback connections opened", OTHERS + 1);
     int one = 1;
-    /* The times first: smoltcp arms its keepalive timer when keepalive
-     * is switched on and does not re-arm it for a new TCP_KEEPIDLE
-     * (docs/networking.md, Not done yet). */
+    /* The times first: smoltcp arms its keepalive timer at the first
+     * poll after keepalive is switched on and does not re-arm it for a
+     * new TCP_KEEPIDLE (docs/networking.md, Not done yet). */
     int r = setsockopt(c[0], IPPROTO_TCP, TCP_KEEPIDLE, &one, sizeof one);
     r |= setsockopt(c[0], IPPROTO_TCP, TCP_KEEPINTVL, &one, sizeof one);
     r |= setsockopt(c[0], SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);

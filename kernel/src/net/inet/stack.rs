@@ -512,7 +512,7 @@ impl Stack {
                     break;
                 }
             }
-            if !done && self.listens.holding(i) {
+            if !done && (self.listens.holding(i) || f.sockets.parked.holding()) {
                 // The rest waits for the network thread.
                 super::poller::wake();
             }

@@ -1021,12 +1021,13 @@ impl Protocol for TcpSocket {
         if let Phase::Connected(r) | Phase::Connecting(r) = inner.phase {
             let t = st.tcp(r);
             self.configure(&inner, t);
-            drop(inner);
             // The keepalive timer starts now (Linux's
-            // inet_csk_reset_keepalive_timer): the poll hands smoltcp's
-            // new deadline to the network thread, which otherwise slept
-            // on the old one (or none) and sent no probe.
-            st.poll();
+            // inet_csk_reset_keepalive_timer): the network thread polls
+            // and learns smoltcp's new deadline; it otherwise slept on
+            // the old one (or none) and sent no probe. Not a poll here:
+            // smoltcp arms the timer at that poll with the interval it
+            // then has, and a TCP_KEEPIDLE usually follows this call.
+            super::poller::wake();
         }
     }
 
