@@ -12,7 +12,7 @@ use hal::sync::SpinLock;
 use kiln_util::ipconfig::{self, IpConfig};
 use linux_abi::errno::Errno;
 use netdev::NetDevice;
-use smoltcp::iface::{Config, Interface, SocketSet};
+use smoltcp::iface::{Config, Interface};
 use smoltcp::socket::dhcpv4;
 use smoltcp::wire::{EthernetAddress, HardwareAddress, IpAddress, IpCidr, Ipv4Address, Ipv4Cidr};
 
@@ -64,7 +64,7 @@ pub fn register_device(mut dev: Box<dyn NetDevice>) -> Result<&'static str, Errn
         info: IfaceInfo { name, index, loopback: false, mac, mtu },
         iface,
         dev: device,
-        sockets: SocketSet::new(alloc::vec::Vec::new()),
+        sockets: Default::default(),
         dhcp: None,
         slaac: Default::default(),
     };
@@ -79,7 +79,7 @@ pub fn register_device(mut dev: Box<dyn NetDevice>) -> Result<&'static str, Errn
                 // Linux's ic_dhcp gives up after a while; smoltcp retries
                 // forever, which is what a server wants.
                 sock.set_max_lease_duration(None);
-                f.dhcp = Some(f.sockets.add(sock));
+                f.dhcp = Some(f.sockets.set.add(sock));
                 log::info!("net: {name}: DHCP");
             }
         }
@@ -124,7 +124,7 @@ fn index_of(st: &Stack) -> u32 {
 pub fn poll_dhcp(st: &mut Stack, i: usize) {
     let f = &mut st.ifaces[i];
     let Some(h) = f.dhcp else { return };
-    let event = f.sockets.get_mut::<dhcpv4::Socket>(h).poll();
+    let event = f.sockets.set.get_mut::<dhcpv4::Socket>(h).poll();
     match event {
         None => {}
         Some(dhcpv4::Event::Configured(c)) => {

@@ -57,7 +57,7 @@ pub struct Direct {
     spare: Vec<Vec<u8>>,
 }
 
-fn key(r: SockRef) -> (usize, smoltcp::iface::SocketHandle) {
+fn key(r: SockRef) -> (usize, super::sockets::SockId) {
     (r.iface, r.handle)
 }
 

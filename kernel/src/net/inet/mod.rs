@@ -10,7 +10,9 @@
 //! * [`poller`]: the network thread (device wakeups and timers).
 //! * [`tcp`], [`udp`]: the sockets (with [`direct`], a loopback TCP
 //!   connection's bytes handed straight to the reader), with [`common`] what both carry,
-//!   [`addr`] the socket address formats, [`ports`] the bind table.
+//!   [`addr`] the socket address formats, [`ports`] the bind table;
+//!   [`sockets`]: an interface's smoltcp sockets, idle connections
+//!   parked out of the set smoltcp polls.
 //! * [`icmp`]: ping sockets (SOCK_DGRAM ICMP and ICMPv6) and
 //!   net.ipv4.ping_group_range; [`raw`]: SOCK_RAW sockets.
 //!
@@ -27,6 +29,7 @@ mod poller;
 pub mod ports;
 mod procnet;
 mod raw;
+mod sockets;
 pub mod stack;
 mod tcp;
 mod tcp_listen;
@@ -36,7 +39,7 @@ use alloc::sync::Arc;
 
 use linux_abi::errno::Errno;
 use linux_abi::socket as s;
-use smoltcp::iface::{Config, Interface, SocketSet};
+use smoltcp::iface::{Config, Interface};
 use smoltcp::wire::{HardwareAddress, IpAddress, IpCidr, Ipv4Address, Ipv6Address};
 
 use crate::net::socket::Protocol;
@@ -104,7 +107,7 @@ pub fn init(cmdline: &str) {
         info: IfaceInfo { name: "lo", index: 1, loopback: true, mac: [0; 6], mtu: iface::LOOPBACK_MTU },
         iface,
         dev,
-        sockets: SocketSet::new(alloc::vec::Vec::new()),
+        sockets: Default::default(),
         dhcp: None,
         slaac: Default::default(),
     };

@@ -65,7 +65,7 @@ impl Stack {
             }
         }
         for (r, family, uid) in children {
-            let t = self.tcp(r);
+            let t = self.tcp_peek(r);
             let (Some(local), Some(remote)) = (t.local_endpoint(), t.remote_endpoint()) else { continue };
             let e = ProcEntry {
                 transport: Transport::Tcp,

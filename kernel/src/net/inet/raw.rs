@@ -327,7 +327,7 @@ pub fn new_smoltcp(st: &mut Stack, iface: usize, v6: bool, proto: u8, rcvbuf: us
     let tx = raw::PacketBuffer::new(meta_vec(TX_PACKETS)?, stack::zeroed(TX_BYTES)?);
     let version = if v6 { IpVersion::Ipv6 } else { IpVersion::Ipv4 };
     let sock = raw::Socket::new(Some(version), Some(IpProtocol::from(proto)), rx, tx);
-    Ok(st.add(iface, smoltcp::socket::Socket::Raw(sock)))
+    st.add(iface, smoltcp::socket::Socket::Raw(sock))
 }
 
 /// A received packet's source and destination addresses and where its

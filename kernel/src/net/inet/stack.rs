@@ -8,22 +8,26 @@
 //! send"). The poll thread ([`super::poller`]) takes it when a device
 //! wakes it or smoltcp's next timer is due.
 //!
-//! After each poll every open socket refreshes its readiness from its
-//! smoltcp socket ([`Watch::refresh`]) and notifies its pollers if that
-//! changed, so `poll`, `select` and `epoll` read readiness from atomics
-//! and never take this lock.
+//! After each poll every open socket whose smoltcp socket the poll may
+//! have changed refreshes its readiness from it ([`Watch::refresh`]) and
+//! notifies its pollers if that changed, so `poll`, `select` and `epoll`
+//! read readiness from atomics and never take this lock. A connection
+//! parked out of smoltcp's set ([`super::sockets`]) cannot change, so
+//! its watcher sleeps ([`Stack::dormant`]) until it is back.
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use linux_abi::errno::Errno;
-use smoltcp::iface::{Interface, SocketHandle, SocketSet};
+use smoltcp::iface::{Interface, SocketHandle};
 use smoltcp::socket::{raw, tcp, udp};
 use smoltcp::time::Instant;
 use smoltcp::wire::IpAddress;
 
 use super::iface::{IfaceDevice, IfaceInfo};
 use super::ports::{Ports, Transport};
+pub use super::sockets::SockId;
+use super::sockets::Sockets;
 use super::tcp_listen::{Gated, Listens};
 use crate::sync::{Mutex, MutexGuard};
 
@@ -33,18 +37,18 @@ pub struct Iface {
     pub info: IfaceInfo,
     pub iface: Interface,
     pub dev: IfaceDevice,
-    pub sockets: SocketSet<'static>,
+    pub sockets: Sockets,
     /// The interface's DHCP client, if `ip=` asked for one.
     pub dhcp: Option<SocketHandle>,
     /// What the interface table shows of its SLAAC state.
     pub slaac: super::addrconf::Slaac,
 }
 
-/// A smoltcp socket: which interface's set, which handle.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A smoltcp socket: which interface, which of its sockets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct SockRef {
     pub iface: usize,
-    pub handle: SocketHandle,
+    pub handle: SockId,
 }
 
 /// An open socket that wants to hear when smoltcp may have changed its
@@ -58,6 +62,12 @@ pub trait Watch: Send + Sync {
     fn release_deferred(&self);
     /// What /proc/net lists of it, if anything.
     fn entry(&self, _stack: &mut Stack) -> Option<super::procnet::ProcEntry> {
+        None
+    }
+    /// The connection whose state alone its readiness follows, if any:
+    /// while that is parked, nothing can change it, and the watcher is
+    /// not refreshed.
+    fn connection(&self) -> Option<SockRef> {
         None
     }
 }
@@ -80,6 +90,11 @@ pub struct Stack {
     pub ifaces: Vec<Iface>,
     pub ports: Ports,
     watchers: Vec<Arc<dyn Watch>>,
+    /// Watchers of parked connections, by connection: refreshed again
+    /// when it is back in smoltcp's set.
+    dormant: Vec<(SockRef, Arc<dyn Watch>)>,
+    /// Scratch lists of socket ids a poll parked or brought back.
+    moved: Vec<SockId>,
     orphans: Vec<Orphan>,
     /// TCP listeners' queues and the SYN gate (tcp_listen.rs).
     pub listens: Listens,
@@ -166,6 +181,8 @@ impl Stack {
             ifaces,
             ports: Ports::new(),
             watchers: Vec::new(),
+            dormant: Vec::new(),
+            moved: Vec::new(),
             orphans: Vec::new(),
             listens: Listens::default(),
             spare_tcp: Vec::new(),
@@ -188,8 +205,9 @@ impl Stack {
 
     pub fn watchers_snapshot(&self) -> Vec<Arc<dyn Watch>> {
         let mut v = Vec::new();
-        if v.try_reserve(self.watchers.len()).is_ok() {
+        if v.try_reserve(self.watchers.len() + self.dormant.len()).is_ok() {
             v.extend(self.watchers.iter().cloned());
+            v.extend(self.dormant.iter().map(|d| d.1.clone()));
         }
         v
     }
@@ -197,11 +215,21 @@ impl Stack {
     pub fn unwatch(&mut self, id: u64) {
         if let Some(i) = self.watchers.iter().position(|w| w.id() == id) {
             self.watchers.swap_remove(i);
+        } else if let Some(i) = self.dormant.iter().position(|d| d.1.id() == id) {
+            self.dormant.remove(i);
         }
     }
 
+    /// A TCP socket, to change: a parked connection comes back into
+    /// smoltcp's set (and its watcher with it).
     pub fn tcp(&mut self, r: SockRef) -> &mut tcp::Socket<'static> {
+        self.unpark(r);
         self.ifaces[r.iface].sockets.get_mut::<tcp::Socket>(r.handle)
+    }
+
+    /// A TCP socket, to read: a parked connection stays parked.
+    pub fn tcp_peek(&self, r: SockRef) -> &tcp::Socket<'static> {
+        self.ifaces[r.iface].sockets.get::<tcp::Socket>(r.handle)
     }
 
     pub fn udp(&mut self, r: SockRef) -> &mut udp::Socket<'static> {
@@ -212,13 +240,47 @@ impl Stack {
         self.ifaces[r.iface].sockets.get_mut::<raw::Socket>(r.handle)
     }
 
-    pub fn add(&mut self, iface: usize, s: smoltcp::socket::Socket<'static>) -> SockRef {
-        let handle = self.ifaces[iface].sockets.add(s);
-        SockRef { iface, handle }
+    /// Adds a socket to an interface; ENOMEM without room for it.
+    pub fn add(&mut self, iface: usize, s: smoltcp::socket::Socket<'static>) -> Result<SockRef, Errno> {
+        let handle = self.ifaces[iface].sockets.add(s).ok_or(Errno::ENOMEM)?;
+        Ok(SockRef { iface, handle })
+    }
+
+    /// Brings a parked connection back into smoltcp's set, its watcher
+    /// back into the refreshed list.
+    fn unpark(&mut self, r: SockRef) {
+        if self.ifaces[r.iface].sockets.unpark(r.handle) {
+            self.wake_watcher(r);
+        }
+    }
+
+    fn wake_watcher(&mut self, r: SockRef) {
+        if self.dormant.is_empty() || self.watchers.try_reserve(1).is_err() {
+            return;
+        }
+        if let Ok(i) = self.dormant.binary_search_by_key(&r, |d| d.0) {
+            let (_, w) = self.dormant.remove(i);
+            self.watchers.push(w);
+        }
+    }
+
+    /// Refreshes the dormant watcher of `r`, if it has one (its
+    /// readiness moved outside smoltcp: bytes in its loopback pipe).
+    pub fn refresh_dormant(&mut self, r: SockRef) {
+        if let Ok(i) = self.dormant.binary_search_by_key(&r, |d| d.0) {
+            let w = self.dormant[i].1.clone();
+            w.refresh(self);
+        }
+    }
+
+    /// Whether `r` is parked out of smoltcp's set.
+    pub fn is_parked(&self, r: SockRef) -> bool {
+        self.ifaces[r.iface].sockets.is_parked(r.handle)
     }
 
     pub fn remove(&mut self, r: SockRef) {
         self.direct.forget(r);
+        self.wake_watcher(r);
         if let smoltcp::socket::Socket::Tcp(mut t) = self.ifaces[r.iface].sockets.remove(r.handle) {
             if self.spare_tcp.len() < SPARE_TCP && self.spare_tcp.try_reserve(1).is_ok() {
                 // Out of the set nothing polls it, so this sends nothing:
@@ -327,6 +389,7 @@ impl Stack {
     /// smoltcp next wants a poll.
     pub fn poll(&mut self) {
         let now = now();
+        self.unpark_due(now);
         // A second round sends the resets of orphans found receiving.
         for _ in 0..2 {
             self.poll_ifaces(now);
@@ -339,10 +402,13 @@ impl Stack {
             super::config::poll_dhcp(self, i);
             super::addrconf::sync(self, i);
         }
+        self.park_idle(now);
         self.refresh_watchers();
         let mut next = u64::MAX;
         for f in self.ifaces.iter_mut() {
-            if let Some(at) = f.iface.poll_at(now, &f.sockets) {
+            let parked = f.sockets.next_due();
+            let polled = f.iface.poll_at(now, &f.sockets.set);
+            if let Some(at) = polled.into_iter().chain(parked).min() {
                 let ns = (at.total_micros().max(0) as u64).saturating_mul(1000);
                 next = next.min(ns);
             }
@@ -351,12 +417,60 @@ impl Stack {
         super::poller::schedule(next);
     }
 
-    /// Every open socket re-reads its state.
-    pub fn refresh_watchers(&mut self) {
-        let watchers = core::mem::take(&mut self.watchers);
-        for w in &watchers {
-            w.refresh(self);
+    /// Brings back the parked connections whose timer is due.
+    fn unpark_due(&mut self, now: Instant) {
+        let mut moved = core::mem::take(&mut self.moved);
+        for i in 0..self.ifaces.len() {
+            moved.clear();
+            self.ifaces[i].sockets.unpark_due(now, &mut moved);
+            for &id in moved.iter() {
+                self.wake_watcher(SockRef { iface: i, handle: id });
+            }
         }
+        self.moved = moved;
+    }
+
+    /// Parks the connections that have nothing to do
+    /// ([`super::sockets`]). An orphan is not parked: it is waited on.
+    fn park_idle(&mut self, now: Instant) {
+        let mut moved = core::mem::take(&mut self.moved);
+        for i in 0..self.ifaces.len() {
+            moved.clear();
+            let (lo, rest) = self.ifaces.split_at_mut(LOOPBACK + 1);
+            let lo = &mut lo[LOOPBACK];
+            match i.checked_sub(LOOPBACK + 1) {
+                None => lo.sockets.park_idle(&mut lo.iface, now, &mut moved),
+                Some(k) => rest[k].sockets.park_idle(&mut lo.iface, now, &mut moved),
+            }
+            for &id in moved.iter() {
+                let r = SockRef { iface: i, handle: id };
+                if self.is_orphan(r) {
+                    self.ifaces[i].sockets.unpark(id);
+                }
+            }
+        }
+        self.moved = moved;
+    }
+
+    /// Every open socket whose smoltcp socket may have changed re-reads
+    /// its state; the watcher of a parked connection goes dormant.
+    pub fn refresh_watchers(&mut self) {
+        let mut watchers = core::mem::take(&mut self.watchers);
+        // Compacted in place, in order (no allocation per poll).
+        let mut kept = 0;
+        for i in 0..watchers.len() {
+            watchers[i].refresh(self);
+            if let Some(r) = watchers[i].connection().filter(|&r| self.is_parked(r)) {
+                if self.dormant.try_reserve(1).is_ok() {
+                    let at = self.dormant.binary_search_by_key(&r, |d| d.0).unwrap_or_else(|at| at);
+                    self.dormant.insert(at, (r, watchers[i].clone()));
+                    continue;
+                }
+            }
+            watchers.swap(kept, i);
+            kept += 1;
+        }
+        watchers.truncate(kept);
         let mut added = core::mem::replace(&mut self.watchers, watchers);
         self.watchers.append(&mut added);
     }
@@ -369,13 +483,30 @@ impl Stack {
             // SYNs) from holding the lock long.
             let mut done = false;
             for _ in 0..256 {
-                let mut dev = Gated { dev: &mut f.dev, listens: &mut self.listens, iface: i };
-                f.iface.poll(now, &mut dev, &mut f.sockets);
+                let mut dev =
+                    Gated { dev: &mut f.dev, listens: &mut self.listens, parked: &mut f.sockets.parked, iface: i };
+                f.iface.poll(now, &mut dev, &mut f.sockets.set);
                 // What an ingress taught SLAAC (a router advertisement's
                 // address) is applied at the start of a poll; without the
                 // extra round below, apply it now (no socket walk).
                 f.iface.poll_maintenance(now);
-                let again = self.listens.after_round(i, &mut f.sockets);
+                let mut again = self.listens.after_round(i, &mut f.sockets);
+                // A frame for a parked connection: it is back in the set
+                // now, the frame is fed next round.
+                let mut moved = core::mem::take(&mut self.moved);
+                moved.clear();
+                f.sockets.unpark_claimed(&mut moved);
+                again |= f.sockets.parked.holding();
+                for &id in moved.iter() {
+                    let r = SockRef { iface: i, handle: id };
+                    if let Ok(k) = self.dormant.binary_search_by_key(&r, |d| d.0) {
+                        if self.watchers.try_reserve(1).is_ok() {
+                            let (_, w) = self.dormant.remove(k);
+                            self.watchers.push(w);
+                        }
+                    }
+                }
+                self.moved = moved;
                 // smoltcp's poll takes every frame the device holds and
                 // then sends until no socket has more to send (its last
                 // walk over the sockets found nothing), so with no frame
@@ -389,7 +520,7 @@ impl Stack {
                     break;
                 }
             }
-            if !done && self.listens.holding(i) {
+            if !done && (self.listens.holding(i) || f.sockets.parked.holding()) {
                 // The rest waits for the network thread.
                 super::poller::wake();
             }

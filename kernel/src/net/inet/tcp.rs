@@ -246,7 +246,7 @@ impl TcpSocket {
             Phase::Connected(r) => {
                 let piped = st.direct.queued(*r);
                 let pipe_out = st.direct.writing(*r).map(|p| (p.ring.capacity(), p.ring.len()));
-                let t = st.tcp(*r);
+                let t = st.tcp_peek(*r);
                 let state = t.state();
                 let peer_fin = matches!(
                     state,
@@ -288,7 +288,7 @@ impl TcpSocket {
         match &mut inner.phase {
             Phase::Connecting(r) => {
                 let r = *r;
-                match st.tcp(r).state() {
+                match st.tcp_peek(r).state() {
                     State::SynSent | State::SynReceived => {}
                     State::Closed => {
                         // Refused (a reset answered the SYN) or timed out.
@@ -306,7 +306,7 @@ impl TcpSocket {
             }
             Phase::Connected(r) => {
                 let r = *r;
-                let state = st.tcp(r).state();
+                let state = st.tcp_peek(r).state();
                 if state == State::Closed
                     && !matches!(inner.last_state, State::Closed | State::LastAck | State::TimeWait | State::Closing)
                 {
@@ -359,7 +359,7 @@ impl TcpSocket {
         // User memory is read below: no spin lock may be held (a fault
         // sleeps).
         drop(inner);
-        if !st.tcp(r).may_send() {
+        if !st.tcp_peek(r).may_send() {
             return Err(pipe(flags));
         }
         if let Some(sent) = self.send_direct(&mut st, r, data) {
@@ -416,14 +416,17 @@ impl TcpSocket {
         let rcv_shut = inner.shut & RCV != 0;
         drop(inner);
         let piped = st.direct.queued(r);
-        let t = st.tcp(r);
+        // Read in place: a parked connection whose bytes are all in its
+        // loopback pipe stays parked (sockets.rs).
+        let t = st.tcp_peek(r);
         let ringed = t.recv_queue();
+        let may_recv = t.may_recv();
         let queued = ringed + piped;
         if queued == 0 || rcv_shut {
             if let Some(e) = self.c.take_err() {
                 return Err(e);
             }
-            if rcv_shut || !t.may_recv() {
+            if rcv_shut || !may_recv {
                 return Ok(0);
             }
             return Err(Errno::EAGAIN);
@@ -433,7 +436,7 @@ impl TcpSocket {
         let mut total = 0;
         if flags & s::MSG_PEEK != 0 {
             let mut tmp = stack::zeroed(want.min(ringed))?;
-            let n = t.peek_slice(&mut tmp).unwrap_or(0);
+            let n = if ringed > 0 { st.tcp(r).peek_slice(&mut tmp).unwrap_or(0) } else { 0 };
             data.write(&tmp[..n])?;
             let (m, fault) = match st.direct.reading(r) {
                 Some(p) if n < want => p.ring.read_into(data, want - n, true, false),
@@ -445,10 +448,11 @@ impl TcpSocket {
             };
         }
         for _ in 0..2 {
-            if total == want {
+            if total == want || ringed == 0 {
                 break;
             }
-            let n = t
+            let n = st
+                .tcp(r)
                 .recv(|buf| {
                     let n = buf.len().min(want - total);
                     if flags & s::MSG_TRUNC != 0 {
@@ -488,7 +492,7 @@ impl TcpSocket {
         if let Some(w) = writer {
             w.refresh(&mut st);
         }
-        let t = st.tcp(r);
+        let t = st.tcp_peek(r);
         // The window opened: tell the sender now, if smoltcp would. It
         // advertises a larger window only once it has doubled (Linux's
         // rule, `window_to_update`), which needs the last advertised one
@@ -517,7 +521,7 @@ impl TcpSocket {
             let mut inner = self.inner.lock();
             // Bytes smoltcp still holds unacknowledged would reach the
             // peer after the pipe's.
-            if inner.direct_checked || st.tcp(r).send_queue() > 0 {
+            if inner.direct_checked || st.tcp_peek(r).send_queue() > 0 {
                 return None;
             }
             inner.direct_checked = true;
@@ -526,7 +530,7 @@ impl TcpSocket {
             if st.is_orphan(peer) {
                 return None;
             }
-            let size = st.tcp(peer).recv_capacity() + st.tcp(r).send_capacity();
+            let size = st.tcp_peek(peer).recv_capacity() + st.tcp_peek(r).send_capacity();
             let me: Weak<dyn Watch> = self.me.get()?.clone();
             if !st.direct.link(r, peer, size, me) {
                 return None;
@@ -552,6 +556,7 @@ impl TcpSocket {
             // An embryo in an accept queue, or a reader that has not
             // read yet: every socket looks.
             st.refresh_watchers();
+            st.refresh_dormant(reader);
         }
         Some(match fault {
             Some(e) if n == 0 => Err(e),
@@ -632,6 +637,13 @@ impl Watch for TcpSocket {
         self.refresh_locked(st, &mut inner);
     }
 
+    fn connection(&self) -> Option<SockRef> {
+        match self.inner.lock().phase {
+            Phase::Connected(r) => Some(r),
+            _ => None,
+        }
+    }
+
     fn entry(&self, st: &mut Stack) -> Option<ProcEntry> {
         let inner = self.inner.lock();
         let mut e = ProcEntry {
@@ -653,7 +665,7 @@ impl Watch for TcpSocket {
             Phase::Listening => e.rx_queue = st.listens.queue(self.c.id).map_or(0, |q| q.ready.len()),
             Phase::Connecting(r) | Phase::Connected(r) => {
                 let piped = st.direct.queued(*r);
-                let t = st.tcp(*r);
+                let t = st.tcp_peek(*r);
                 e.local = t.local_endpoint().map(addr::from_endpoint).unwrap_or(inner.local);
                 e.remote = t.remote_endpoint().map(addr::from_endpoint).unwrap_or(SockAddr::ANY);
                 e.state = super::procnet::tcp_state(t.state());
@@ -781,7 +793,7 @@ impl Protocol for TcpSocket {
             let local = IpListenEndpoint { addr: inner.local.addr, port: inner.local.port };
             t.connect(st.ifaces[iface].iface.context(), IpEndpoint::new(remote, sa.port), local)
                 .map_err(|_| Errno::EADDRNOTAVAIL)?;
-            let r = st.add(iface, smoltcp::socket::Socket::Tcp(t));
+            let r = st.add(iface, smoltcp::socket::Socket::Tcp(t))?;
             inner.phase = Phase::Connecting(r);
             inner.shut = 0;
             inner.last_state = State::SynSent;
@@ -1000,16 +1012,16 @@ impl Protocol for TcpSocket {
         let inner = self.inner.lock();
         match inner.phase {
             Phase::Listening => Err(Errno::EINVAL),
-            Phase::Connected(r) => Ok(st.tcp(r).recv_queue() + st.direct.queued(r)),
+            Phase::Connected(r) => Ok(st.tcp_peek(r).recv_queue() + st.direct.queued(r)),
             _ => Ok(0),
         }
     }
 
     fn unsent(&self) -> usize {
-        let Ok(mut st) = stack::lock() else { return 0 };
+        let Ok(st) = stack::lock() else { return 0 };
         let inner = self.inner.lock();
         match inner.phase {
-            Phase::Connected(r) => st.tcp(r).send_queue(),
+            Phase::Connected(r) => st.tcp_peek(r).send_queue(),
             _ => 0,
         }
     }
@@ -1037,6 +1049,13 @@ impl Protocol for TcpSocket {
         if let Phase::Connected(r) | Phase::Connecting(r) = inner.phase {
             let t = st.tcp(r);
             self.configure(&inner, t);
+            // The keepalive timer starts now (Linux's
+            // inet_csk_reset_keepalive_timer): the network thread polls
+            // and learns smoltcp's new deadline; it otherwise slept on
+            // the old one (or none) and sent no probe. Not a poll here:
+            // smoltcp arms the timer at that poll with the interval it
+            // then has, and a TCP_KEEPIDLE usually follows this call.
+            super::poller::wake();
         }
     }
 

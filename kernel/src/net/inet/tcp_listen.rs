@@ -30,7 +30,6 @@ use alloc::vec::Vec;
 
 use linux_abi::errno::Errno;
 use linux_abi::socket as s;
-use smoltcp::iface::SocketSet;
 use smoltcp::phy::{self, DeviceCapabilities};
 use smoltcp::socket::tcp::{self, State};
 use smoltcp::time::{Duration, Instant};
@@ -40,6 +39,7 @@ use smoltcp::wire::{
 };
 
 use super::iface::{IfaceDevice, RxToken, TxToken};
+use super::sockets::{Parked, Sockets};
 use super::stack::SockRef;
 
 /// How long a connection may stay half-open (SYN-RECEIVED): about what
@@ -235,7 +235,7 @@ impl Listens {
     /// it by dropping the oldest half-open connection if the listener is
     /// full. Returns whether a held SYN is ready to be fed (another round
     /// is due).
-    pub fn after_round(&mut self, iface: usize, sockets: &mut SocketSet<'static>) -> bool {
+    pub fn after_round(&mut self, iface: usize, sockets: &mut Sockets) -> bool {
         // Every round, so a socket whose SYN turned out bad never listens
         // into the next round to take another client's SYN.
         for q in self.queues.iter_mut() {
@@ -250,7 +250,7 @@ impl Listens {
         };
         if q.full() {
             let oldest = q.embryos.iter().position(|&(r, _)| {
-                r.iface == iface && sockets.get_mut::<tcp::Socket>(r.handle).state() == State::SynReceived
+                r.iface == iface && sockets.get::<tcp::Socket>(r.handle).state() == State::SynReceived
             });
             match oldest.and_then(|i| q.embryos.remove(i)) {
                 Some((r, _)) => {
@@ -274,12 +274,18 @@ impl Listens {
             Ok::<_, Errno>(t)
         })();
         match made {
-            Ok(t) => {
-                let handle = sockets.add(smoltcp::socket::Socket::Tcp(t));
-                q.embryos.push_back((SockRef { iface, handle }, peer));
-                self.counters.admitted += 1;
-                true
-            }
+            Ok(t) => match sockets.add(smoltcp::socket::Socket::Tcp(t)) {
+                Some(handle) => {
+                    q.embryos.push_back((SockRef { iface, handle }, peer));
+                    self.counters.admitted += 1;
+                    true
+                }
+                None => {
+                    self.counters.dropped += 1;
+                    self.held.retain(|h| h.iface != iface);
+                    false
+                }
+            },
             Err(_) => {
                 // No memory: the SYN is dropped, the client retries.
                 self.counters.dropped += 1;
@@ -304,7 +310,7 @@ impl Listens {
 /// the accept queue, in the order they ended, and drops those whose
 /// handshake failed or whose SYN turned out bad (still listening, and
 /// not waiting for a held SYN).
-fn settle(q: &mut ListenQueue, iface: usize, sockets: &mut SocketSet<'static>, held: &[Held]) {
+fn settle(q: &mut ListenQueue, iface: usize, sockets: &mut Sockets, held: &[Held]) {
     let mut i = 0;
     while i < q.embryos.len() {
         let (r, peer) = q.embryos[i];
@@ -312,8 +318,9 @@ fn settle(q: &mut ListenQueue, iface: usize, sockets: &mut SocketSet<'static>, h
             i += 1;
             continue;
         }
-        let t = sockets.get_mut::<tcp::Socket>(r.handle);
-        match t.state() {
+        // Read in place: an established connection waiting for accept
+        // may be parked (sockets.rs), and stays so.
+        match sockets.get::<tcp::Socket>(r.handle).state() {
             State::SynReceived => i += 1,
             State::Listen if held.iter().any(|h| h.peer == peer && h.queue.is_none()) => i += 1,
             State::Listen | State::Closed | State::TimeWait => {
@@ -321,7 +328,7 @@ fn settle(q: &mut ListenQueue, iface: usize, sockets: &mut SocketSet<'static>, h
                 q.embryos.remove(i);
             }
             _ => {
-                t.set_timeout(None);
+                sockets.get_mut::<tcp::Socket>(r.handle).set_timeout(None);
                 q.embryos.remove(i);
                 q.ready.push_back((r, peer));
             }
@@ -333,6 +340,9 @@ fn settle(q: &mut ListenQueue, iface: usize, sockets: &mut SocketSet<'static>, h
 pub struct Gated<'a> {
     pub dev: &'a mut IfaceDevice,
     pub listens: &'a mut Listens,
+    /// The interface's parked connections: a frame for one is held
+    /// until it is back in smoltcp's set (sockets.rs).
+    pub parked: &'a mut Parked,
     pub iface: usize,
 }
 
@@ -348,6 +358,15 @@ impl phy::Device for Gated<'_> {
 
     fn receive(&mut self, now: Instant) -> Option<(RxToken, TxToken<'_>)> {
         let iface = self.iface;
+        if self.parked.holding() {
+            // It came first: nothing passes it.
+            if !self.parked.ready() {
+                return None;
+            }
+            let tx = self.dev.transmit(now)?;
+            let frame = self.parked.take_ready()?;
+            return Some((RxToken::new(frame), tx));
+        }
         if let Some(i) = self.listens.held.iter().position(|h| h.iface == iface) {
             if self.listens.held[i].queue.is_some() {
                 // Its socket is made after this round.
@@ -360,6 +379,10 @@ impl phy::Device for Gated<'_> {
         let ethernet = matches!(self.dev, IfaceDevice::Nic(_));
         let check = self.dev.checks_transport_checksums();
         let (rx, tx) = self.dev.receive(now)?;
+        if self.parked.claim(rx.frame(), ethernet) {
+            self.parked.hold(rx.into_frame());
+            return None;
+        }
         match self.listens.admit(rx.frame(), ethernet, check) {
             Verdict::Pass => Some((rx, tx)),
             // smoltcp passes over an empty frame.

@@ -163,7 +163,7 @@ impl UdpSocket {
         let mut u = udp::Socket::new(rx, tx);
         u.bind(ep).map_err(|_| Errno::EINVAL)?;
         u.set_hop_limit(self.c.hop_limit());
-        Ok(st.add(iface, smoltcp::socket::Socket::Udp(u)))
+        st.add(iface, smoltcp::socket::Socket::Udp(u))
     }
 
     /// Gives the socket its port and smoltcp sockets.
