@@ -21,6 +21,7 @@
 //! ([`SockId`]) stays the same while the socket moves between set and
 //! park (smoltcp's handle changes).
 
+use alloc::boxed::Box;
 use alloc::vec::Vec;
 
 use smoltcp::iface::{Interface, SocketHandle, SocketSet};
@@ -41,7 +42,15 @@ type Tuple = (IpEndpoint, IpEndpoint);
 enum Slot {
     Free,
     Active(SocketHandle),
-    Parked { socket: Socket<'static>, tuple: Tuple, due: Option<Instant> },
+    /// Boxed: a smoltcp socket is ~540 bytes and most slots are active.
+    Parked(Box<ParkedSocket>),
+}
+
+/// A connection out of the polled set, with what finds it again.
+struct ParkedSocket {
+    socket: Socket<'static>,
+    tuple: Tuple,
+    due: Option<Instant>,
 }
 
 /// What of the parked sockets the gate needs while smoltcp holds the set.
@@ -241,7 +250,8 @@ impl Sockets {
                 self.drop_handle(h);
                 self.set.remove(h)
             }
-            Slot::Parked { socket, tuple, due } => {
+            Slot::Parked(p) => {
+                let ParkedSocket { socket, tuple, due } = *p;
                 self.parked.forget(id, tuple, due);
                 socket
             }
@@ -250,14 +260,14 @@ impl Sockets {
     }
 
     pub fn is_parked(&self, id: SockId) -> bool {
-        matches!(self.slots[id.0 as usize], Slot::Parked { .. })
+        matches!(self.slots[id.0 as usize], Slot::Parked(_))
     }
 
     /// The socket, read where it is (a parked one stays parked).
     pub fn get<T: AnySocket<'static>>(&self, id: SockId) -> &T {
         match &self.slots[id.0 as usize] {
             Slot::Active(h) => self.set.get::<T>(*h),
-            Slot::Parked { socket, .. } => T::downcast(socket).expect("net: socket of another kind"),
+            Slot::Parked(p) => T::downcast(&p.socket).expect("net: socket of another kind"),
             Slot::Free => panic!("net: a freed socket id was used"),
         }
     }
@@ -279,7 +289,7 @@ impl Sockets {
             Some((self.by_handle[i].1, s))
         });
         let parked = self.slots.iter().enumerate().filter_map(|(i, s)| match s {
-            Slot::Parked { socket, .. } => Some((SockId(i as u32), socket)),
+            Slot::Parked(p) => Some((SockId(i as u32), &p.socket)),
             _ => None,
         });
         active.chain(parked)
@@ -288,7 +298,7 @@ impl Sockets {
     /// Puts a parked socket back into the set; false if it was not parked.
     pub fn unpark(&mut self, id: SockId) -> bool {
         let i = id.0 as usize;
-        if !matches!(self.slots[i], Slot::Parked { .. }) {
+        if !matches!(self.slots[i], Slot::Parked(_)) {
             return false;
         }
         if self.by_handle.try_reserve(1).is_err() {
@@ -296,9 +306,10 @@ impl Sockets {
             // still due; the next poll tries again.
             return false;
         }
-        let Slot::Parked { socket, tuple, due } = core::mem::replace(&mut self.slots[i], Slot::Free) else {
+        let Slot::Parked(p) = core::mem::replace(&mut self.slots[i], Slot::Free) else {
             return false;
         };
+        let ParkedSocket { socket, tuple, due } = *p;
         self.parked.forget(id, tuple, due);
         let h = self.set.add(socket);
         self.slots[i] = Slot::Active(h);
@@ -395,12 +406,25 @@ impl Sockets {
         // `Option::min`, where None is least, so a socket's timer could
         // come back as None. Should that ever happen, a socket with a
         // timer configured is not parked.
-        if due.is_some_and(|at| at <= now) || (due.is_none() && timers) {
-            let h2 = self.set.add(socket);
-            self.drop_handle(h);
-            self.insert_handle(h2, id, true);
-            return false;
-        }
+        let keep_active = due.is_some_and(|at| at <= now) || (due.is_none() && timers);
+        let parked = if keep_active {
+            Err(socket)
+        } else {
+            // No memory for the box: it stays in the set.
+            match Box::<ParkedSocket>::try_new_uninit() {
+                Ok(b) => Ok(Box::write(b, ParkedSocket { socket, tuple, due })),
+                Err(_) => Err(socket),
+            }
+        };
+        let parked = match parked {
+            Ok(p) => p,
+            Err(socket) => {
+                let h2 = self.set.add(socket);
+                self.drop_handle(h);
+                self.insert_handle(h2, id, true);
+                return false;
+            }
+        };
         self.drop_handle(h);
         let i = self.parked.tuples.binary_search(&(tuple, id)).unwrap_or_else(|i| i);
         self.parked.tuples.insert(i, (tuple, id));
@@ -408,7 +432,7 @@ impl Sockets {
             let i = self.parked.deadlines.binary_search(&(at, id)).unwrap_or_else(|i| i);
             self.parked.deadlines.insert(i, (at, id));
         }
-        self.slots[id.0 as usize] = Slot::Parked { socket, tuple, due };
+        self.slots[id.0 as usize] = Slot::Parked(parked);
         true
     }
 }
