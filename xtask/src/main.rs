@@ -19,6 +19,7 @@ mod initramfs;
 mod iso;
 mod ksyms;
 mod linuxjournal;
+mod makedisk;
 mod mountopts;
 mod netflood;
 mod nethub;

@@ -265,7 +265,7 @@ fn mkfs_with(img: &str, src: Option<&Path>, size: &str, extra: &[&str]) -> Resul
     Ok(())
 }
 
-/// The stage's parts; `STORAGE_ONLY=tree,files,cuts,nvme,hostile,fault,stall,rootdisk,pagecache,direct,ext2,options,linuxjournal` runs
+/// The stage's parts; `STORAGE_ONLY=tree,files,cuts,nvme,hostile,fault,stall,rootdisk,pagecache,direct,ext2,options,linuxjournal,makedisk` runs
 /// only those named.
 pub fn run(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
     let only = std::env::var("STORAGE_ONLY").unwrap_or_default();
@@ -317,6 +317,9 @@ pub fn run(root: &Path, elf: &Path, smp: u32) -> Result<(u64, u64)> {
     }
     if want("linuxjournal") {
         add(crate::linuxjournal::run(root, elf, smp)?);
+    }
+    if want("makedisk") {
+        add(crate::makedisk::run(root)?);
     }
     Ok((passed, failed))
 }
