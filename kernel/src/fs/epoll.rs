@@ -12,9 +12,10 @@
 //! every entry when it is added).
 //!
 //! epoll_wait scans the ready list: each entry's file is polled again and
-//! reported with the events it has now; level-triggered entries go back
-//! on the list, edge-triggered ones wait for the next notification, and
-//! one-shot ones are disarmed until EPOLL_CTL_MOD.
+//! reported with the events it has now; level-triggered entries are
+//! polled where they are and stay on the list while they have events,
+//! edge-triggered ones are taken off and wait for the next notification,
+//! and one-shot ones are disarmed until EPOLL_CTL_MOD.
 //!
 //! An entry goes when it is deleted, when its epoll goes, or when the
 //! last reference to the open file description it watches goes (the
