@@ -12,9 +12,10 @@
 //! every entry when it is added).
 //!
 //! epoll_wait scans the ready list: each entry's file is polled again and
-//! reported with the events it has now; level-triggered entries go back
-//! on the list, edge-triggered ones wait for the next notification, and
-//! one-shot ones are disarmed until EPOLL_CTL_MOD.
+//! reported with the events it has now; level-triggered entries are
+//! polled where they are and stay on the list while they have events,
+//! edge-triggered ones are taken off and wait for the next notification,
+//! and one-shot ones are disarmed until EPOLL_CTL_MOD.
 //!
 //! An entry goes when it is deleted, when its epoll goes, or when the
 //! last reference to the open file description it watches goes (the
@@ -129,6 +130,10 @@ pub struct EpollEntry {
     data: AtomicU64,
     /// On the ready list (changed only under its lock).
     queued: AtomicBool,
+    /// Counts the notifications that reached the ready list (changed
+    /// only under its lock): a scan that polled a level-triggered entry
+    /// in place and found it idle takes it off only if none came since.
+    wakes: AtomicU32,
     /// Removed: its callback does nothing, it never goes back on the
     /// ready list (set under the ready list's lock).
     dead: AtomicBool,
@@ -166,8 +171,9 @@ impl Epoll {
     }
 
     /// The epoll behind `ops`, if it is an epoll file.
+    #[inline]
     pub fn of(ops: &Arc<dyn FileOps>) -> Option<&Arc<Epoll>> {
-        ops.as_any().and_then(|a| a.downcast_ref::<EpollFile>()).map(|f| &f.0)
+        ops.as_epoll()
     }
 
     fn weak(&self) -> Weak<Epoll> {
@@ -213,6 +219,7 @@ impl Epoll {
             mask: AtomicU32::new(event.events),
             data: AtomicU64::new(event.data),
             queued: AtomicBool::new(false),
+            wakes: AtomicU32::new(0),
             dead: AtomicBool::new(false),
             subscriptions: SpinLock::new(Vec::new()),
             child: child.as_ref().map(Arc::downgrade),
@@ -322,12 +329,15 @@ impl Epoll {
         &self.shared.waiters
     }
 
-    /// After a scan that delivered events: if entries are still ready and
-    /// others sleep in epoll_wait, wakes the next of them (each event woke
-    /// only one; Linux's ep_done_scan).
-    pub fn pass_on(&self) {
+    /// After a scan that delivered events: if entries are still ready
+    /// (`more`, from `scan`) and others sleep in epoll_wait, wakes the
+    /// next of them (each event woke only one; Linux's ep_done_scan). The
+    /// caller has dropped its own subscription first, so it does not wake
+    /// itself.
+    #[inline]
+    pub fn pass_on(&self, more: bool) {
         let shared = &self.shared;
-        if shared.waiters.is_watched() && !shared.ready.lock().is_empty() {
+        if more && shared.waiters.is_watched() {
             shared.waiters.notify(Events::READABLE);
         }
     }
@@ -335,66 +345,88 @@ impl Epoll {
     /// Reports up to `max` ready entries through `deliver` (epoll_wait's
     /// copy to user memory), as Linux's ep_send_events: each entry's file
     /// is polled again and skipped if it has nothing now; a failed
-    /// delivery puts the entry back first and ends the scan (an error
-    /// only if nothing was delivered). Returns how many were delivered.
+    /// delivery leaves the entry first on the list and ends the scan (an
+    /// error only if nothing was delivered). Returns how many were
+    /// delivered and whether entries are still ready afterwards (for
+    /// `pass_on`; only meaningful when some were).
     pub fn scan(
         &self,
         max: usize,
         mut deliver: impl FnMut(usize, EpollEvent) -> Result<(), Errno>,
-    ) -> Result<usize, Errno> {
+    ) -> Result<(usize, bool), Errno> {
         let shared = &self.shared;
         // Only what is ready now: entries put back during the scan wait
-        // for the next one. The first is taken with the count, in one
-        // visit to the list.
-        let (mut budget, mut first) = {
-            let mut ready = shared.ready.lock();
-            let budget = ready.len();
-            if budget == 0 {
-                return Ok(0);
-            }
-            (budget, take_front(&mut ready))
-        };
-        // No `ctl` here: scans and epoll_ctl may overlap. Each scan takes
-        // its own entries off the list, a removed entry is dead before it
-        // could be put back, and disarming a one-shot entry only happens
-        // if no EPOLL_CTL_MOD changed its mask meanwhile.
+        // for the next one.
+        let mut budget = None;
         let mut done = 0;
-        while done < max && budget > 0 {
-            budget -= 1;
-            let taken = match first.take() {
-                Some(t) => Some(t),
-                None => take_front(&mut shared.ready.lock()),
-            };
-            let Some(entry) = taken else {
-                break;
-            };
-            let Some(entry) = entry else {
-                continue;
-            };
-            if entry.dead.load(Ordering::Relaxed) {
-                continue;
+        // No `ctl` here: scans and epoll_ctl may overlap. A removed entry
+        // is dead and off the list before it could be put back, and
+        // disarming a one-shot entry only happens if no EPOLL_CTL_MOD
+        // changed its mask meanwhile.
+        loop {
+            if budget == Some(0) && done == 0 {
+                return Ok((0, false));
             }
-            let Some(file) = entry.file.upgrade() else {
-                continue;
+            // Edge-triggered and one-shot entries are taken off the list
+            // before their file is polled (a notification meanwhile puts
+            // them back); a level-triggered one is polled where it is and
+            // stays when it has events, so the usual scan of one ready
+            // entry visits the list once. Two scans may then report it
+            // both, as two epoll_waits in turn do on Linux.
+            let (entry, mask, look) = {
+                let mut ready = shared.ready.lock();
+                let left = budget.get_or_insert(ready.len());
+                if *left == 0 || done >= max {
+                    return Ok((done, !ready.is_empty()));
+                }
+                *left -= 1;
+                let Some(entry) = ready.front().map(Weak::upgrade) else {
+                    return Ok((done, false));
+                };
+                let Some(entry) = entry else {
+                    ready.pop_front();
+                    continue;
+                };
+                let mask = entry.mask.load(Ordering::SeqCst);
+                let look = if mask & (c::EPOLLET | c::EPOLLONESHOT) == 0 {
+                    Look::InPlace { seen: entry.wakes.load(Ordering::Relaxed), alone: ready.len() == 1 }
+                } else {
+                    let weak = ready.pop_front();
+                    entry.queued.store(false, Ordering::Relaxed);
+                    Look::Taken(weak)
+                };
+                (entry, mask, look)
             };
-            let mask = entry.mask.load(Ordering::SeqCst);
-            let events = file.ops.poll(None).bits() & mask;
-            drop(file);
+            let events = match entry.file.upgrade() {
+                Some(file) if !entry.dead.load(Ordering::Relaxed) => file.ops.poll(None).bits() & mask,
+                _ => 0,
+            };
             if events == 0 {
+                if let Look::InPlace { seen, .. } = look {
+                    let empty = entry.leave_idle(&shared.ready, seen);
+                    if budget == Some(0) && done > 0 {
+                        return Ok((done, !empty));
+                    }
+                }
                 continue;
             }
             if let Err(e) = deliver(done, EpollEvent { events, data: entry.data.load(Ordering::Relaxed) }) {
-                entry.requeue(true);
-                return if done > 0 { Ok(done) } else { Err(e) };
+                if let Look::Taken(Some(weak)) = look {
+                    entry.put_back(&mut shared.ready.lock(), weak);
+                }
+                return if done > 0 { Ok((done, true)) } else { Err(e) };
             }
             done += 1;
-            if mask & c::EPOLLONESHOT != 0 {
-                let _ = entry.mask.compare_exchange(mask, mask & PRIVATE_BITS, Ordering::SeqCst, Ordering::SeqCst);
-            } else if mask & c::EPOLLET == 0 {
-                entry.requeue(false);
+            match look {
+                // Still first on the list, and nothing behind it.
+                Look::InPlace { alone: true, .. } => return Ok((done, true)),
+                Look::InPlace { alone: false, .. } => entry.rotate(&shared.ready),
+                Look::Taken(_) if mask & c::EPOLLONESHOT != 0 => {
+                    let _ = entry.mask.compare_exchange(mask, mask & PRIVATE_BITS, Ordering::SeqCst, Ordering::SeqCst);
+                }
+                Look::Taken(_) => {}
             }
         }
-        Ok(done)
     }
 
     /// Whether `target` is this epoll or one it watches, at any depth.
@@ -407,14 +439,13 @@ impl Epoll {
     }
 }
 
-/// Takes the first entry off the ready list (ready list locked): `None`
-/// when the list is empty, `Some(None)` for an entry already gone.
-fn take_front(ready: &mut VecDeque<Weak<EpollEntry>>) -> Option<Option<Arc<EpollEntry>>> {
-    let entry = ready.pop_front()?.upgrade();
-    if let Some(e) = &entry {
-        e.queued.store(false, Ordering::Relaxed);
-    }
-    Some(entry)
+/// How a scan holds the entry it polls.
+enum Look {
+    /// Left on the ready list (level-triggered): `seen` is its `wakes`
+    /// when looked at, `alone` whether the list held only it.
+    InPlace { seen: u32, alone: bool },
+    /// Taken off the list, with the list's reference to it.
+    Taken(Option<Weak<EpollEntry>>),
 }
 
 /// The longest chain of epolls watching `ep`, in edges.
@@ -464,6 +495,7 @@ impl EpollEntry {
         };
         {
             let mut ready = self.shared.ready.lock();
+            self.wakes.store(self.wakes.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
             if self.dead.load(Ordering::Relaxed) {
                 return false;
             }
@@ -479,22 +511,47 @@ impl EpollEntry {
         woke
     }
 
-    /// Back on the ready list after a scan: at the front when its event
-    /// could not be delivered, at the back when level-triggered.
-    fn requeue(&self, front: bool) {
-        let Some(me) = self.me.get() else {
-            return;
-        };
-        let mut ready = self.shared.ready.lock();
+    /// Back at the front of the ready list (locked), through the
+    /// reference a scan took off it, when its event could not be
+    /// delivered.
+    fn put_back(&self, ready: &mut VecDeque<Weak<EpollEntry>>, me: Weak<EpollEntry>) {
         if self.dead.load(Ordering::Relaxed) || self.queued.load(Ordering::Relaxed) || ready.len() >= ready.capacity() {
             return;
         }
-        if front {
-            ready.push_front(me.clone());
-        } else {
-            ready.push_back(me.clone());
-        }
+        ready.push_front(me);
         self.queued.store(true, Ordering::Relaxed);
+    }
+
+    fn is_first(&self, ready: &VecDeque<Weak<EpollEntry>>) -> bool {
+        ready.front().is_some_and(|w| core::ptr::eq(w.as_ptr(), self))
+    }
+
+    /// A level-triggered entry a scan delivered in place: to the back of
+    /// the list (if still first), behind the entries not yet reported.
+    fn rotate(&self, ready: &SpinLock<VecDeque<Weak<EpollEntry>>>) {
+        let mut ready = ready.lock();
+        if self.is_first(&ready) {
+            if let Some(me) = ready.pop_front() {
+                ready.push_back(me);
+            }
+        }
+    }
+
+    /// A level-triggered entry a scan polled in place and found idle:
+    /// off the list, unless a notification came since the scan looked
+    /// (`seen`): that one found it queued and left it, so it goes to the
+    /// back for the next scan instead. Returns whether the list is empty.
+    fn leave_idle(&self, ready: &SpinLock<VecDeque<Weak<EpollEntry>>>, seen: u32) -> bool {
+        let mut ready = ready.lock();
+        if self.is_first(&ready) {
+            let me = ready.pop_front();
+            if self.wakes.load(Ordering::Relaxed) == seen {
+                self.queued.store(false, Ordering::Relaxed);
+            } else if let Some(me) = me {
+                ready.push_back(me);
+            }
+        }
+        ready.is_empty()
     }
 
     /// Stops the entry: off the ready list, unsubscribed from its file.
@@ -579,11 +636,16 @@ impl FileOps for EpollFile {
         }
         let mut i = 0;
         loop {
-            let weak = match shared.ready.lock().get(i) {
-                Some(w) => w.clone(),
+            // `seen` as in `leave_idle`: an entry notified after its poll
+            // here stays on the list.
+            let (weak, entry, seen) = match shared.ready.lock().get(i) {
+                Some(w) => {
+                    let entry = w.upgrade();
+                    let seen = entry.as_ref().map(|e| e.wakes.load(Ordering::Relaxed));
+                    (w.clone(), entry, seen)
+                }
                 None => return Events::EMPTY,
             };
-            let entry = weak.upgrade();
             let events = entry.as_ref().and_then(|e| {
                 let file = e.file.upgrade()?;
                 let mask = e.mask.load(Ordering::SeqCst);
@@ -593,7 +655,8 @@ impl FileOps for EpollFile {
                 return Events::READABLE;
             }
             let mut ready = shared.ready.lock();
-            if ready.get(i).is_some_and(|w| w.ptr_eq(&weak)) {
+            let notified = entry.as_ref().is_some_and(|e| Some(e.wakes.load(Ordering::Relaxed)) != seen);
+            if ready.get(i).is_some_and(|w| w.ptr_eq(&weak)) && !notified {
                 ready.remove(i);
                 if let Some(e) = &entry {
                     e.queued.store(false, Ordering::Relaxed);
@@ -610,6 +673,10 @@ impl FileOps for EpollFile {
 
     fn as_any(&self) -> Option<&dyn Any> {
         Some(self)
+    }
+
+    fn as_epoll(&self) -> Option<&Arc<Epoll>> {
+        Some(&self.0)
     }
 
     fn anon_name(&self) -> Option<&'static str> {

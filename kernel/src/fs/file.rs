@@ -166,6 +166,12 @@ pub trait FileOps: Send + Sync {
     fn as_any(&self) -> Option<&dyn Any> {
         None
     }
+    /// The epoll behind an epoll file: epoll_wait's look-up on every
+    /// call, one indirect call where `as_any`'s downcast costs a second
+    /// one and a type-id compare.
+    fn as_epoll(&self) -> Option<&Arc<super::epoll::Epoll>> {
+        None
+    }
     /// Anonymous-inode files (epoll, eventfd, ...): the name
     /// /proc/<pid>/fd shows after `anon_inode:`.
     fn anon_name(&self) -> Option<&'static str> {

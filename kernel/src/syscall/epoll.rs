@@ -95,10 +95,21 @@ pub fn sys_epoll_ctl(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
 /// epoll_wait's body: waits until entries are ready (returning how many
 /// were copied to `events`), the deadline passes (0) or a signal comes
 /// (EINTR, never restarted, as on Linux).
+#[inline(always)]
 fn do_wait(ctx: &SyscallContext, epfd: i32, events: u64, maxevents: i32, deadline: Option<u64>) -> SysResult {
+    let deliver = |i: usize, ev: EpollEvent| ctx.copy_to_user(events + (i * EpollEvent::SIZE) as u64, &ev.to_bytes());
+    // The first look borrows the epoll file under the descriptor table's
+    // lock (as poll does; Linux's fdget takes no reference for an
+    // unshared table): a reference is taken only to sleep. Copying the
+    // events out under it is allowed (the table's lock is a mutex and a
+    // fault never takes it).
+    let table = ctx.process().files().lock();
     // Linux 6.18's order: the descriptor, maxevents, the buffer's range,
     // then whether it is an epoll.
-    let f = fdget(ctx, epfd)?;
+    let f = match table.file(epfd) {
+        Some(f) if !f.is_path_only() => f,
+        _ => return Err(Errno::EBADF),
+    };
     if maxevents <= 0 || maxevents as u32 > c::EP_MAX_EVENTS {
         return Err(Errno::EINVAL);
     }
@@ -107,34 +118,60 @@ fn do_wait(ctx: &SyscallContext, epfd: i32, events: u64, maxevents: i32, deadlin
         return Err(Errno::EFAULT);
     }
     let ep = Epoll::of(&f.ops).ok_or(Errno::EINVAL)?;
+    let (n, more) = ep.scan(max, deliver)?;
+    if n > 0 {
+        ep.pass_on(more);
+        return Ok(n as u64);
+    }
     // A zero timeout (deadline 0) only looks, without reading the clock.
-    let mut timed_out = deadline.is_some_and(|d| d == 0 || crate::clock::now_ns() >= d);
+    if deadline.is_some_and(|d| d == 0 || crate::clock::now_ns() >= d) {
+        return Ok(0);
+    }
+    let f = table.get(epfd)?;
+    drop(table);
+    sleep_wait(ctx, &f, max, deadline, deliver)
+}
+
+/// epoll_wait after a first look found nothing: subscribes, looks again
+/// and sleeps until entries come, the deadline passes or a signal comes.
+#[inline(never)]
+fn sleep_wait(
+    ctx: &SyscallContext,
+    f: &Arc<OpenFile>,
+    max: usize,
+    deadline: Option<u64>,
+    mut deliver: impl FnMut(usize, EpollEvent) -> Result<(), Errno>,
+) -> SysResult {
+    let ep = Epoll::of(&f.ops).ok_or(Errno::EINVAL)?;
+    let mut timed_out = false;
     let mut waiting: Option<(Poller, crate::event::Subscription)> = None;
     loop {
-        let n = ep.scan(max, |i, ev| ctx.copy_to_user(events + (i * EpollEvent::SIZE) as u64, &ev.to_bytes()))?;
-        if n > 0 {
-            drop(waiting);
-            ep.pass_on();
-            return Ok(n as u64);
-        }
         if timed_out {
             return Ok(0);
         }
         if crate::proc::signal::has_deliverable(ctx.task) {
             return Err(Errno::EINTR);
         }
-        let Some((poller, _)) = &waiting else {
-            // Subscribe, then look once more before sleeping: an entry
-            // that became ready in between is on the list by now.
-            let poller = Poller::new()?;
-            let sub = ep.waiters().subscribe(poller.observer().clone(), Events::READABLE, true)?;
-            waiting = Some((poller, sub));
-            continue;
-        };
-        match poller.wait(deadline) {
-            Ok(()) => {}
-            Err(Interrupted::TimedOut) => timed_out = true,
-            Err(Interrupted::Signal) => crate::proc::signal::settle_interrupt(ctx.task),
+        match &waiting {
+            None => {
+                // Subscribe, then look once more before sleeping: an
+                // entry that became ready in between is on the list by
+                // now.
+                let poller = Poller::new()?;
+                let sub = ep.waiters().subscribe(poller.observer().clone(), Events::READABLE, true)?;
+                waiting = Some((poller, sub));
+            }
+            Some((poller, _)) => match poller.wait(deadline) {
+                Ok(()) => {}
+                Err(Interrupted::TimedOut) => timed_out = true,
+                Err(Interrupted::Signal) => crate::proc::signal::settle_interrupt(ctx.task),
+            },
+        }
+        let (n, more) = ep.scan(max, &mut deliver)?;
+        if n > 0 {
+            drop(waiting);
+            ep.pass_on(more);
+            return Ok(n as u64);
         }
     }
 }
@@ -162,8 +199,12 @@ fn check_sigmask(mask_ptr: u64, size: u64) -> Result<(), Errno> {
 }
 
 pub fn sys_epoll_pwait(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
-    check_sigmask(a[4], a[5])?;
     let deadline = ms_deadline(a[3] as i32);
+    if a[4] == 0 {
+        // No mask (musl's epoll_wait is this call): epoll_wait itself.
+        return do_wait(ctx, a[0] as i32, a[1], a[2] as i32, deadline);
+    }
+    check_sigmask(a[4], a[5])?;
     with_sigmask(ctx, a[4], || do_wait(ctx, a[0] as i32, a[1], a[2] as i32, deadline))
 }
 
