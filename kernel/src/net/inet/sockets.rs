@@ -39,6 +39,7 @@ pub struct SockId(u32);
 /// A connection's (local, remote) endpoints, as smoltcp matches segments.
 type Tuple = (IpEndpoint, IpEndpoint);
 
+
 enum Slot {
     Free,
     Active(SocketHandle),
@@ -187,6 +188,13 @@ pub struct Sockets {
     /// The set's sockets that have a [`SockId`], sorted by handle, and
     /// whether each is a TCP socket.
     by_handle: Vec<(SocketHandle, SockId, bool)>,
+    /// By slot: the active connection was idle after the last poll. One
+    /// is parked only when it is idle after two polls in a row: parking
+    /// and bringing back cost more than the polls of a connection about
+    /// to move again (loopback connect+accept+close: 75.3 µs under
+    /// icount parking at once, 70.8 µs with this rule; 64 idle
+    /// connections still cost a UDP round trip 1.2 µs, not 270).
+    idle_before: Vec<bool>,
     /// A set of one socket, to ask smoltcp when a socket alone wants a
     /// poll (`Interface::poll_at`; the socket's own is crate-private).
     probe: SocketSet<'static>,
@@ -200,6 +208,7 @@ impl Default for Sockets {
             slots: Vec::new(),
             free: Vec::new(),
             by_handle: Vec::new(),
+            idle_before: Vec::new(),
             probe: SocketSet::new(Vec::new()),
         }
     }
@@ -215,15 +224,18 @@ impl Sockets {
             Some(i) => i,
             None => {
                 self.slots.try_reserve(1).ok()?;
+                self.idle_before.try_reserve(1).ok()?;
                 // Room in `free` for every slot, so `remove` never allocates.
                 self.free.try_reserve(self.slots.len() + 1 - self.free.len()).ok()?;
                 self.slots.push(Slot::Free);
+                self.idle_before.push(false);
                 (self.slots.len() - 1) as u32
             }
         };
         let tcp = matches!(s, Socket::Tcp(_));
         let handle = self.set.add(s);
         self.slots[id as usize] = Slot::Active(handle);
+        self.idle_before[id as usize] = false;
         let id = SockId(id);
         self.insert_handle(handle, id, tcp);
         Some(id)
@@ -313,6 +325,7 @@ impl Sockets {
         self.parked.forget(id, tuple, due);
         let h = self.set.add(socket);
         self.slots[i] = Slot::Active(h);
+        self.idle_before[i] = false;
         self.insert_handle(h, id, true);
         true
     }
@@ -369,7 +382,9 @@ impl Sockets {
         let mut k = 0;
         while k < self.by_handle.len() {
             let (h, id, tcp) = self.by_handle[k];
-            if !tcp || !self.idle(h) || !self.park(probe_iface, now, h, id) {
+            let idle = tcp && self.idle(h);
+            let idle_before = core::mem::replace(&mut self.idle_before[id.0 as usize], idle);
+            if !(idle && idle_before && self.park(probe_iface, now, h, id)) {
                 k += 1;
                 continue;
             }
