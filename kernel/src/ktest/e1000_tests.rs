@@ -195,34 +195,40 @@ pub(super) fn wait_for_link(nic: &mut dyn NetDevice, wake: &Waiter, want: LinkSt
 }
 
 fn e1000_link_down_and_up() -> TestResult {
-    with_e1000(|nic, wake| {
-        ensure!(nic.link() == LinkState::Up, "link down before the test");
-        let woken = wake.count.load(Ordering::Acquire);
-        monitor("set_link n2 off");
-        // Whatever fails while the link is down, it comes back up for the
-        // tests after this one.
-        let down = (|| {
-            wait_for_link(nic, wake, LinkState::Down, 10_000_000_000)?;
-            // STATUS shows the link down as soon as QEMU changed it; the
-            // interrupt may still be on its way to the CPU its pin is
-            // routed to (a halted vCPU on a loaded host wakes late).
-            let deadline = crate::clock::now_ns() + 1_000_000_000;
-            while wake.count.load(Ordering::Acquire) == woken && crate::clock::now_ns() < deadline {
-                wait_for_wake(wake, deadline);
-            }
-            ensure!(wake.count.load(Ordering::Acquire) > woken, "the link change raised no interrupt");
-            let r = nic.transmit(TxMeta::default(), 60, &mut |_| {});
-            ensure!(r == Err(TxError::LinkDown), "transmit with the link down: {r:?}");
-            Ok(())
-        })();
-        monitor("set_link n2 on");
-        down?;
-        // QEMU's e1000 renegotiates for about 500 ms before the link is up.
-        wait_for_link(nic, wake, LinkState::Up, 10_000_000_000)?;
-        let gw = arp_gateway(nic, wake)?;
-        ensure!(gw == SLIRP_GATEWAY_MAC, "gateway MAC after the link came back {gw:02x?}");
+    with_e1000(|nic, wake| link_down_and_up_on(nic, wake, "n2"))
+}
+
+/// QEMU's `set_link <netdev> off`: the driver must hear it through its
+/// interrupt, report the link down and refuse to transmit; `on`: up
+/// again (QEMU's e1000 renegotiates for about 500 ms first), and an ARP
+/// round trip to the slirp gateway works. Shared by the e1000 and
+/// virtio-net tests.
+pub(super) fn link_down_and_up_on(nic: &mut dyn NetDevice, wake: &Waiter, netdev: &str) -> TestResult {
+    ensure!(nic.link() == LinkState::Up, "link down before the test");
+    let woken = wake.count.load(Ordering::Acquire);
+    monitor(&alloc::format!("set_link {netdev} off"));
+    // Whatever fails while the link is down, it comes back up for the
+    // tests after this one.
+    let down = (|| {
+        wait_for_link(nic, wake, LinkState::Down, 10_000_000_000)?;
+        // The status shows the link down as soon as QEMU changed it; the
+        // interrupt may still be on its way to its CPU (a halted vCPU on
+        // a loaded host wakes late).
+        let deadline = crate::clock::now_ns() + 1_000_000_000;
+        while wake.count.load(Ordering::Acquire) == woken && crate::clock::now_ns() < deadline {
+            wait_for_wake(wake, deadline);
+        }
+        ensure!(wake.count.load(Ordering::Acquire) > woken, "the link change raised no interrupt");
+        let r = nic.transmit(TxMeta::default(), 60, &mut |_| {});
+        ensure!(r == Err(TxError::LinkDown), "transmit with the link down: {r:?}");
         Ok(())
-    })
+    })();
+    monitor(&alloc::format!("set_link {netdev} on"));
+    down?;
+    wait_for_link(nic, wake, LinkState::Up, 10_000_000_000)?;
+    let gw = arp_gateway(nic, wake)?;
+    ensure!(gw == SLIRP_GATEWAY_MAC, "gateway MAC after the link came back {gw:02x?}");
+    Ok(())
 }
 
 /// A reset with transmits queued and answers waiting in the receive ring:

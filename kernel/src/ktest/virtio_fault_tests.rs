@@ -11,12 +11,11 @@
 use alloc::boxed::Box;
 use alloc::format;
 use alloc::vec::Vec;
-use core::sync::atomic::Ordering;
 
-use netdev::{LinkState, NetDevice, TxError, TxMeta};
+use netdev::{NetDevice, TxError, TxMeta};
 
 use super::device_tests::{arp_gateway, arp_request, waker_for, Waiter};
-use super::e1000_tests::{drain, is_gateway_reply, monitor, wait_for_link, SLIRP_GATEWAY_MAC};
+use super::e1000_tests::{drain, is_gateway_reply, link_down_and_up_on};
 use super::{KTest, TestResult};
 use crate::ensure;
 
@@ -58,36 +57,10 @@ fn link_down_and_up_intx() -> TestResult {
     link_down_and_up("n1", 0x57)
 }
 
-/// `set_link off`: the driver must hear it through the interrupt, report
-/// the link down and refuse to transmit; `set_link on`: up again, and an
-/// ARP round trip works.
+/// `set_link off` and `on` through the virtio-net device's configuration
+/// interrupt (see [`link_down_and_up_on`]).
 fn link_down_and_up(netdev: &str, last: u8) -> TestResult {
-    with_virtio(last, |nic, wake| {
-        ensure!(nic.link() == LinkState::Up, "link down before the test");
-        let woken = wake.count.load(Ordering::Acquire);
-        monitor(&format!("set_link {netdev} off"));
-        // Whatever fails while the link is down, it comes back up for the
-        // tests after this one.
-        let down = (|| {
-            wait_for_link(nic, wake, LinkState::Down, 10_000_000_000)?;
-            // The status field changes before QEMU raises the interrupt,
-            // and a halted vCPU on a loaded host takes it late.
-            let deadline = crate::clock::now_ns() + 1_000_000_000;
-            while wake.count.load(Ordering::Acquire) == woken && crate::clock::now_ns() < deadline {
-                super::device_tests::wait_for_wake(wake, deadline);
-            }
-            ensure!(wake.count.load(Ordering::Acquire) > woken, "the configuration change raised no interrupt");
-            let r = nic.transmit(TxMeta::default(), 60, &mut |_| {});
-            ensure!(r == Err(TxError::LinkDown), "transmit with the link down: {r:?}");
-            Ok(())
-        })();
-        monitor(&format!("set_link {netdev} on"));
-        down?;
-        wait_for_link(nic, wake, LinkState::Up, 10_000_000_000)?;
-        let gw = arp_gateway(nic, wake)?;
-        ensure!(gw == SLIRP_GATEWAY_MAC, "gateway MAC after the link came back {gw:02x?}");
-        Ok(())
-    })
+    with_virtio(last, |nic, wake| link_down_and_up_on(nic, wake, netdev))
 }
 
 /// Sends `COUNT` ARP requests without receiving, so the answers fill

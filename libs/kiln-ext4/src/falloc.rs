@@ -22,14 +22,7 @@ impl<D: BlockDevice> Ext4<D> {
     /// The extent list of a regular file with an extent tree: the modes
     /// here need one (a block-mapped file answers EOPNOTSUPP, as Linux's).
     fn extent_file(&mut self, ino: u32) -> Result<(Inode, ExtentMap)> {
-        self.writable()?;
-        let inode = self.live_inode(ino)?;
-        if inode.is_dir() {
-            return Err(Errno::EISDIR);
-        }
-        if !inode.is_reg() {
-            return Err(Errno::EINVAL);
-        }
+        let inode = self.writable_file(ino)?;
         if !inode.has_extents() {
             return Err(Errno::EOPNOTSUPP);
         }

@@ -196,7 +196,7 @@ impl<D: BlockDevice> Ext4<D> {
         (u32::MAX as u64) * self.bs as u64
     }
 
-    fn writable_file(&mut self, ino: u32) -> Result<Inode> {
+    pub(crate) fn writable_file(&mut self, ino: u32) -> Result<Inode> {
         self.writable()?;
         let inode = self.live_inode(ino)?;
         if inode.is_dir() {
