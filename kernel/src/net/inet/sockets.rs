@@ -39,7 +39,6 @@ pub struct SockId(u32);
 /// A connection's (local, remote) endpoints, as smoltcp matches segments.
 type Tuple = (IpEndpoint, IpEndpoint);
 
-
 enum Slot {
     Free,
     Active(SocketHandle),
