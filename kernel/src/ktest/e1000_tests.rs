@@ -108,18 +108,7 @@ fn e1000_rx_ring_exhaustion() -> TestResult {
         let before = nic.stats();
         let started = crate::clock::now_ns();
         let deadline = started + 10_000_000_000;
-        let mut sent = 0;
-        while sent < COUNT {
-            match nic.transmit(TxMeta::default(), 60, &mut |b| arp_request(mac, b)) {
-                Ok(()) => sent += 1,
-                Err(TxError::Busy) => {
-                    ensure!(crate::clock::now_ns() < deadline, "transmit ring stayed full ({sent} sent)");
-                    crate::sched::sleep_ns(1_000_000);
-                    nic.service();
-                }
-                Err(e) => return Err(alloc::format!("transmit {sent}: {e:?}")),
-            }
-        }
+        send_arp_requests(nic, mac, COUNT, deadline)?;
         // Let the device write back what it can.
         crate::sched::sleep_ns(50_000_000);
         nic.service();
@@ -228,6 +217,25 @@ pub(super) fn link_down_and_up_on(nic: &mut dyn NetDevice, wake: &Waiter, netdev
     wait_for_link(nic, wake, LinkState::Up, 10_000_000_000)?;
     let gw = arp_gateway(nic, wake)?;
     ensure!(gw == SLIRP_GATEWAY_MAC, "gateway MAC after the link came back {gw:02x?}");
+    Ok(())
+}
+
+/// Sends `count` ARP requests from `mac`, waiting out a full transmit
+/// ring (serviced every millisecond) until `deadline` (ns). Shared by
+/// the receive-exhaustion tests of both NICs.
+pub(super) fn send_arp_requests(nic: &mut dyn NetDevice, mac: MacAddress, count: usize, deadline: u64) -> TestResult {
+    let mut sent = 0;
+    while sent < count {
+        match nic.transmit(TxMeta::default(), 60, &mut |b| arp_request(mac, b)) {
+            Ok(()) => sent += 1,
+            Err(TxError::Busy) => {
+                ensure!(crate::clock::now_ns() < deadline, "transmit ring stayed full ({sent} sent)");
+                crate::sched::sleep_ns(1_000_000);
+                nic.service();
+            }
+            Err(e) => return Err(alloc::format!("transmit {sent}: {e:?}")),
+        }
+    }
     Ok(())
 }
 

@@ -12,10 +12,10 @@ use alloc::boxed::Box;
 use alloc::format;
 use alloc::vec::Vec;
 
-use netdev::{NetDevice, TxError, TxMeta};
+use netdev::NetDevice;
 
-use super::device_tests::{arp_gateway, arp_request, waker_for, Waiter};
-use super::e1000_tests::{drain, is_gateway_reply, link_down_and_up_on};
+use super::device_tests::{arp_gateway, waker_for, Waiter};
+use super::e1000_tests::{drain, is_gateway_reply, link_down_and_up_on, send_arp_requests};
 use super::{KTest, TestResult};
 use crate::ensure;
 
@@ -79,18 +79,7 @@ fn rx_exhaustion() -> TestResult {
         let before = nic.stats();
         let started = crate::clock::now_ns();
         let deadline = started + 20_000_000_000;
-        let mut sent = 0;
-        while sent < COUNT {
-            match nic.transmit(TxMeta::default(), 60, &mut |b| arp_request(mac, b)) {
-                Ok(()) => sent += 1,
-                Err(TxError::Busy) => {
-                    ensure!(crate::clock::now_ns() < deadline, "transmit queue stayed full ({sent} sent)");
-                    crate::sched::sleep_ns(1_000_000);
-                    nic.service();
-                }
-                Err(e) => return Err(format!("transmit {sent}: {e:?}")),
-            }
-        }
+        send_arp_requests(nic, mac, COUNT, deadline)?;
         // QEMU answers each request as it takes it from the transmit
         // queue, so once nothing more is reclaimed for 100 ms every
         // answer has been put in a buffer or held back.
