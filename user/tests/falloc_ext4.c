@@ -263,6 +263,42 @@ static void test_delalloc_blocks(void)
     close(fd);
 }
 
+static void seek_show(int fd, int whence, long off)
+{
+    errno = 0;
+    off_t r = lseek(fd, off, whence);
+    const char *w = whence == SEEK_DATA ? "DATA" : "HOLE";
+    if (r < 0)
+        printf("SEEK_%s(%ld) = -1 %s\n", w, off, errname(errno));
+    else
+        printf("SEEK_%s(%ld) = %ld\n", w, off, (long)r);
+}
+
+/* SEEK_DATA/SEEK_HOLE over an unwritten extent: a hole until a page of
+ * it is written (cached, then on the disk). */
+static void test_seek_unwritten(void)
+{
+    int fd = open(DIR_ "/seek", O_RDWR | O_CREAT | O_TRUNC, 0644);
+    static char page[PG];
+    memset(page, 's', sizeof page);
+    check(fd >= 0 && pwrite(fd, page, PG, 0) == PG && fsync(fd) == 0, "seek: one written page");
+    check(falloc(fd, 0, PG, 4 * PG) == 0, "seek: fallocate pages 1-4");
+    printf("seek: unwritten:\n");
+    seek_show(fd, SEEK_DATA, PG);
+    seek_show(fd, SEEK_HOLE, 0);
+    seek_show(fd, SEEK_HOLE, 3 * PG);
+    check(pwrite(fd, page, PG, 2 * PG) == PG, "seek: write page 2");
+    printf("seek: page 2 written, cached:\n");
+    seek_show(fd, SEEK_DATA, PG);
+    seek_show(fd, SEEK_HOLE, 2 * PG);
+    check(fsync(fd) == 0, "seek: fsync");
+    printf("seek: page 2 on the disk:\n");
+    seek_show(fd, SEEK_DATA, PG);
+    seek_show(fd, SEEK_HOLE, 2 * PG);
+    seek_show(fd, SEEK_DATA, 3 * PG);
+    close(fd);
+}
+
 int main(void)
 {
     t_init("falloc_ext4");
@@ -276,7 +312,8 @@ int main(void)
     test_insert();
     test_modes();
     test_delalloc_blocks();
-    const char *names[] = {"punch", "zero", "collapse", "insert", "modes", "delalloc"};
+    test_seek_unwritten();
+    const char *names[] = {"punch", "zero", "collapse", "insert", "modes", "delalloc", "seek"};
     for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++) {
         char p[128];
         snprintf(p, sizeof p, DIR_ "/%s", names[i]);

@@ -131,7 +131,7 @@ fn section<'a>(out: &'a str, name: &str) -> &'a str {
 /// file through an open descriptor: an orphan inode; and swaps names with
 /// RENAME_EXCHANGE).
 const FILE_TESTS: &[&str] =
-    &["fs_basic", "fs_meta", "fs_fd", "fs_dir", "fs_special", "xattr", "pagecache", "direct", "falloc_ext4"];
+    &["fs_basic", "fs_meta", "fs_fd", "fs_dir", "fs_special", "xattr", "pagecache", "direct", "falloc_ext4", "seek_hole"];
 
 /// What `fs_special keep /tmp/keep` leaves in Kiln, as the host's debugfs
 /// must read it from the image: (name, lines `stat` must print).

@@ -292,6 +292,13 @@ pub trait Inode: Send + Sync {
         None
     }
 
+    /// SEEK_DATA (`data`) or SEEK_HOLE from `offset` (below `size`, the
+    /// size lseek saw; see `fs::seek`). None: the file has no holes
+    /// (every byte is data).
+    fn seek_data(&self, _offset: u64, _size: u64, _data: bool) -> Option<Result<u64, Errno>> {
+        None
+    }
+
     /// Whether page `index` of the file is in memory (mincore).
     fn has_page(&self, _index: u64) -> bool {
         false

@@ -31,6 +31,7 @@ pub mod perm;
 pub mod pipe;
 mod pipe_buf;
 pub mod procfs;
+pub mod seek;
 pub mod pty;
 pub mod timerfd;
 pub mod tmpfs;

@@ -762,6 +762,19 @@ impl PageCache {
         self.state.lock().store.as_ref().and_then(|s| s.frame_paddr(index))
     }
 
+    /// `PageStore::first_present` of the cache (None before any page).
+    pub fn first_present(&self, first: u64, end: u64, dirty_only: bool) -> Option<u64> {
+        self.state.lock().store.as_ref().and_then(|s| s.first_present(first, end, dirty_only))
+    }
+
+    /// `PageStore::first_absent` of the cache (`first` before any page).
+    pub fn first_absent(&self, first: u64, end: u64, dirty_only: bool) -> Option<u64> {
+        match self.state.lock().store.as_ref() {
+            Some(s) => s.first_absent(first, end, dirty_only),
+            None => (first < end).then_some(first),
+        }
+    }
+
     pub fn has_page(&self, index: u64) -> bool {
         self.state.lock().store.as_ref().is_some_and(|s| s.is_loaded(index))
     }

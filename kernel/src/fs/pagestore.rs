@@ -427,6 +427,27 @@ impl PageStore {
         self.pages.contains_key(&index)
     }
 
+    /// The first page of [first, end) in memory (with `dirty_only`, the
+    /// first dirty one): where SEEK_DATA finds data the disk does not
+    /// show yet.
+    pub fn first_present(&self, first: u64, end: u64, dirty_only: bool) -> Option<u64> {
+        self.pages.range(first..end).find(|(_, p)| !dirty_only || p.dirty_since.is_some()).map(|(&i, _)| i)
+    }
+
+    /// The first page of [first, end) not in memory (with `dirty_only`,
+    /// the first not dirty): where SEEK_HOLE finds a hole the cache does
+    /// not fill.
+    pub fn first_absent(&self, first: u64, end: u64, dirty_only: bool) -> Option<u64> {
+        let mut want = first;
+        for (&i, p) in self.pages.range(first..end) {
+            if i != want || (dirty_only && p.dirty_since.is_none()) {
+                return Some(want);
+            }
+            want = i + 1;
+        }
+        (want < end).then_some(want)
+    }
+
     /// Whether any page of [first, end) is in memory.
     pub fn any_in(&self, first: u64, end: u64) -> bool {
         self.pages.range(first..end).next().is_some()

@@ -18,6 +18,7 @@ use linux_abi::ipc::{
 use super::file::FileOps;
 use super::inode::{DirEntry, FileType, FsStats, Inode, Metadata, Owner, S_IFDIR, S_IFLNK, S_IFMT};
 use super::pagestore::{PageBudget, PageStore};
+use super::seek::{self, ByteSpan, Region};
 use super::xattr::{XattrBudget, XattrKinds, XattrStore, Xattrs};
 use crate::sync::Mutex;
 
@@ -642,6 +643,15 @@ impl Inode for TmpInode {
     fn cached_page(&self, index: u64) -> Option<u64> {
         let Node::File(data) = &self.node else { return None };
         data.lock().frame_paddr(index)
+    }
+
+    /// tmpfs is data exactly where it has pages (shmem's
+    /// `mapping_seek_hole_data`). Unlike Linux, pages fallocate made
+    /// count as data before anything is written to them.
+    fn seek_data(&self, offset: u64, size: u64, data: bool) -> Option<Result<u64, Errno>> {
+        let Node::File(store) = &self.node else { return None };
+        let whole = [ByteSpan { start: 0, end: size, region: Region::Cached { dirty_only: false } }];
+        Some(seek::seek(&whole, offset, size, data, &*store.lock()))
     }
 
     fn has_page(&self, index: u64) -> bool {

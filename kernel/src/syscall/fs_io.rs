@@ -701,17 +701,17 @@ pub fn sys_lseek(ctx: &mut SyscallContext, a: &[u64; 6]) -> SysResult {
         c::SEEK_SET => offset,
         c::SEEK_CUR => (*pos as i64).checked_add(offset).ok_or(Errno::EOVERFLOW)?,
         c::SEEK_END => size.checked_add(offset).ok_or(Errno::EOVERFLOW)?,
-        c::SEEK_DATA => {
+        c::SEEK_DATA | c::SEEK_HOLE => {
             if offset >= size || offset < 0 {
                 return Err(Errno::ENXIO);
             }
-            offset
-        }
-        c::SEEK_HOLE => {
-            if offset >= size || offset < 0 {
-                return Err(Errno::ENXIO);
+            let data = whence == c::SEEK_DATA;
+            match f.ops.inode().and_then(|i| i.seek_data(offset as u64, size as u64, data)) {
+                Some(found) => found? as i64,
+                // A file without holes: data up to its size.
+                None if data => offset,
+                None => size,
             }
-            size
         }
         _ => return Err(Errno::EINVAL),
     };

@@ -41,6 +41,7 @@ mod namei;
 mod op;
 mod orphan;
 mod reserve;
+mod seek;
 mod superblock;
 mod xattr;
 
@@ -50,6 +51,7 @@ pub use fs::{Ext4, MountOptions, Stat, StatFs};
 pub use inode::{Timestamp, ROOT_INO};
 pub use linux_abi::errno::Errno;
 pub use namei::{NewInode, SetAttr};
+pub use seek::{Span, SpanKind};
 pub use xattr::XattrFlags;
 
 /// Results carry Linux errno values.

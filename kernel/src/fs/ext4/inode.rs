@@ -16,7 +16,7 @@ use core::any::Any;
 use core::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 
 use hal::sync::SpinLock;
-use kiln_ext4::{NewInode, SetAttr, Timestamp, XattrFlags};
+use kiln_ext4::{NewInode, SetAttr, SpanKind, Timestamp, XattrFlags};
 use linux_abi::consts as c;
 use linux_abi::errno::Errno;
 use linux_abi::fs::{
@@ -30,6 +30,7 @@ use crate::fs::inode::{
 };
 use crate::fs::pagecache::{Backend, CachedFile, PageCache};
 use crate::fs::pipe::Pipe;
+use crate::fs::seek::{self, ByteSpan, Region};
 use crate::mm::PAGE_SIZE;
 
 pub struct Ext4Inode {
@@ -200,6 +201,27 @@ impl Ext4Inode {
             self.forget_if_gone(replaced);
         }
         self.vol.changed()
+    }
+
+    /// SEEK_DATA/SEEK_HOLE: the disk's extents from `offset` to `size`,
+    /// then the page cache for what they leave open (see `fs::seek`).
+    fn seek_in_spans(&self, offset: u64, size: u64, data: bool) -> Result<u64, Errno> {
+        let bs = Backend::block_size(self);
+        let blocks = self.vol.with(|fs| fs.block_spans(self.ino, offset / bs, size.div_ceil(bs)))?;
+        let mut spans = Vec::new();
+        spans.try_reserve_exact(blocks.len()).map_err(|_| Errno::ENOMEM)?;
+        spans.extend(blocks.iter().map(|s| ByteSpan {
+            start: s.start * bs,
+            end: s.end * bs,
+            region: match s.kind {
+                SpanKind::Written => Region::Data,
+                // Linux looks an unwritten extent up in the page cache;
+                // a hole is data only where delayed allocation waits.
+                SpanKind::Unwritten => Region::Cached { dirty_only: false },
+                SpanKind::Hole => Region::Cached { dirty_only: true },
+            },
+        }));
+        seek::seek(&spans, offset, size, data, &self.cache)
     }
 
     fn new_inode(mode: u32, rdev: u64, owner: Owner) -> NewInode {
@@ -434,6 +456,13 @@ impl Inode for Ext4Inode {
 
     fn cached_page(&self, index: u64) -> Option<u64> {
         self.cache.cached_page(index)
+    }
+
+    fn seek_data(&self, offset: u64, size: u64, data: bool) -> Option<Result<u64, Errno>> {
+        if !self.is_regular() {
+            return None;
+        }
+        Some(self.seek_in_spans(offset, size, data))
     }
 
     fn has_page(&self, index: u64) -> bool {
