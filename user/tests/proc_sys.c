@@ -179,6 +179,33 @@ static void test_writes(void)
     check(write_sys("vm/drop_caches", "3\n") == 0, "write 3 to vm/drop_caches");
     check(write_sys("vm/drop_caches", "0\n") == -EINVAL, "write 0 to vm/drop_caches = EINVAL");
 
+    /* The writeback limits: a ratio or a byte count, writing one zeroes
+     * the other; the byte forms have floors (two pages, one byte). */
+    char ratio[64], bytes[64], bg_ratio[64], bg_bytes[64];
+    read_sys("vm/dirty_ratio", ratio, sizeof ratio);
+    read_sys("vm/dirty_bytes", bytes, sizeof bytes);
+    read_sys("vm/dirty_background_ratio", bg_ratio, sizeof bg_ratio);
+    read_sys("vm/dirty_background_bytes", bg_bytes, sizeof bg_bytes);
+    check(write_sys("vm/dirty_bytes", "0\n") == -EINVAL, "vm/dirty_bytes 0 = EINVAL");
+    check(write_sys("vm/dirty_bytes", "8191\n") == -EINVAL, "vm/dirty_bytes 8191 = EINVAL");
+    check(write_sys("vm/dirty_background_bytes", "0\n") == -EINVAL, "vm/dirty_background_bytes 0 = EINVAL");
+    check(write_sys("vm/dirty_bytes", "67108864\n") == 0, "vm/dirty_bytes: write 64 MiB");
+    read_sys("vm/dirty_ratio", buf, sizeof buf);
+    printf("after dirty_bytes: dirty_ratio %s", buf);
+    check(write_sys("vm/dirty_ratio", "20\n") == 0, "vm/dirty_ratio: write 20");
+    read_sys("vm/dirty_bytes", buf, sizeof buf);
+    printf("after dirty_ratio: dirty_bytes %s", buf);
+    check(write_sys("vm/dirty_background_bytes", "33554432\n") == 0, "vm/dirty_background_bytes: write 32 MiB");
+    read_sys("vm/dirty_background_ratio", buf, sizeof buf);
+    printf("after dirty_background_bytes: dirty_background_ratio %s", buf);
+    check(write_sys("vm/dirty_background_ratio", "10\n") == 0, "vm/dirty_background_ratio: write 10");
+    read_sys("vm/dirty_background_bytes", buf, sizeof buf);
+    printf("after dirty_background_ratio: dirty_background_bytes %s", buf);
+    /* Back as they were: the non-zero form of each pair last. */
+    write_sys(strcmp(bytes, "0\n") ? "vm/dirty_bytes" : "vm/dirty_ratio", strcmp(bytes, "0\n") ? bytes : ratio);
+    write_sys(strcmp(bg_bytes, "0\n") ? "vm/dirty_background_bytes" : "vm/dirty_background_ratio",
+              strcmp(bg_bytes, "0\n") ? bg_bytes : bg_ratio);
+
     /* Integers: the same value back, then bad ones that change nothing. */
     static const char *ints[] = { "vm/swappiness", "vm/max_map_count", "kernel/pid_max", "fs/nr_open",
                                   "vm/overcommit_memory" };

@@ -88,8 +88,9 @@ pub type Setter = fn(&[u8]) -> Result<(), Errno>;
 pub enum Access {
     /// A fixed text (read-only files).
     Text(&'static str),
-    /// An integer kept in a knob, writable within `min..=max`.
-    Int { knob: &'static Knob, min: i64, max: i64 },
+    /// An integer kept in a knob, writable within `min..=max`; `then`
+    /// runs after each write with the old and the new value.
+    Int { knob: &'static Knob, min: i64, max: i64, then: Option<fn(i64, i64)> },
     /// Like `Int`, but until it is written the value is `default()`, a
     /// figure Linux derives from the amount of memory.
     Derived { knob: &'static Knob, default: fn() -> i64, min: i64, max: i64 },
@@ -109,7 +110,12 @@ const RW: u32 = 0o644;
 const RO: u32 = 0o444;
 
 const fn int(path: &'static str, knob: &'static Knob, min: i64, max: i64) -> Sysctl {
-    Sysctl { path, mode: RW, access: Access::Int { knob, min, max } }
+    Sysctl { path, mode: RW, access: Access::Int { knob, min, max, then: None } }
+}
+
+/// An `int` whose writes change another knob too (`then(old, new)`).
+const fn int_then(path: &'static str, knob: &'static Knob, min: i64, max: i64, then: fn(i64, i64)) -> Sysctl {
+    Sysctl { path, mode: RW, access: Access::Int { knob, min, max, then: Some(then) } }
 }
 
 const fn text(path: &'static str, value: &'static str) -> Sysctl {
@@ -232,10 +238,22 @@ pub static TABLE: &[Sysctl] = &[
     func_rw("vm/max_map_count", || int_line(crate::mm::max_map_count() as i64), write_max_map_count),
     func_rw("vm/mmap_min_addr", || int_line(crate::mm::mmap_min_addr() as i64), write_mmap_min_addr),
     int("vm/swappiness", &SWAPPINESS, 0, 200),
-    int("vm/dirty_ratio", &DIRTY_RATIO, 0, 100),
-    int("vm/dirty_background_ratio", &DIRTY_BACKGROUND_RATIO, 0, 100),
-    int("vm/dirty_bytes", &DIRTY_BYTES, 0, i64::MAX),
-    int("vm/dirty_background_bytes", &DIRTY_BACKGROUND_BYTES, 0, i64::MAX),
+    // Each limit is a ratio or a byte count: writing one form zeroes the
+    // other, as Linux's dirty_*_handler do (the foreground pair only when
+    // the value changes; the bytes forms have a floor, so 0 cannot be
+    // written there and the ratio is how one goes back).
+    int_then("vm/dirty_ratio", &DIRTY_RATIO, 0, 100, |old, new| {
+        if old != new {
+            DIRTY_BYTES.set(0)
+        }
+    }),
+    int_then("vm/dirty_background_ratio", &DIRTY_BACKGROUND_RATIO, 0, 100, |_, _| DIRTY_BACKGROUND_BYTES.set(0)),
+    int_then("vm/dirty_bytes", &DIRTY_BYTES, 2 * 4096, i64::MAX, |old, new| {
+        if old != new {
+            DIRTY_RATIO.set(0)
+        }
+    }),
+    int_then("vm/dirty_background_bytes", &DIRTY_BACKGROUND_BYTES, 1, i64::MAX, |_, _| DIRTY_BACKGROUND_RATIO.set(0)),
     int("vm/dirty_expire_centisecs", &DIRTY_EXPIRE, 0, I32_MAX),
     int("vm/dirty_writeback_centisecs", &DIRTY_WRITEBACK, 0, I32_MAX),
     Sysctl {
@@ -387,7 +405,16 @@ pub fn read(row: &Sysctl) -> String {
 /// Writes `bytes` to a sysctl (EACCES for read-only ones).
 pub fn write(row: &Sysctl, bytes: &[u8]) -> Result<(), Errno> {
     match &row.access {
-        Access::Int { knob, min, max } | Access::Derived { knob, min, max, .. } if row.mode & 0o200 != 0 => {
+        Access::Int { knob, min, max, then } if row.mode & 0o200 != 0 => {
+            let new = parse_one(bytes, *min, *max)?;
+            let old = knob.get();
+            knob.set(new);
+            if let Some(then) = then {
+                then(old, new);
+            }
+            Ok(())
+        }
+        Access::Derived { knob, min, max, .. } if row.mode & 0o200 != 0 => {
             knob.set(parse_one(bytes, *min, *max)?);
             Ok(())
         }
