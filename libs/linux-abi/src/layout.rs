@@ -1368,6 +1368,7 @@ pub struct EpollEvent {
 
 impl EpollEvent {
     pub const SIZE: usize = 12;
+    #[inline]
     pub fn to_bytes(&self) -> [u8; 12] {
         let mut b = [0u8; 12];
         put_u32(&mut b, 0, self.events);
