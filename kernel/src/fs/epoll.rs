@@ -334,7 +334,8 @@ impl Epoll {
     /// next of them (each event woke only one; Linux's ep_done_scan). The
     /// caller has dropped its own subscription first, so it does not wake
     /// itself.
-    #[inline]
+    // Always: plain `inline` left it a call, 10 of epoll_wait's 700.
+    #[inline(always)]
     pub fn pass_on(&self, more: bool) {
         let shared = &self.shared;
         if more && shared.waiters.is_watched() {

@@ -14,43 +14,55 @@ use crate::signal::SigSet;
 mod sched;
 pub use sched::{SchedAttr, SchedParam};
 
+#[inline]
 pub(crate) fn put_u16(b: &mut [u8], off: usize, v: u16) {
     b[off..off + 2].copy_from_slice(&v.to_le_bytes());
 }
+#[inline]
 pub(crate) fn put_u32(b: &mut [u8], off: usize, v: u32) {
     b[off..off + 4].copy_from_slice(&v.to_le_bytes());
 }
+#[inline]
 pub(crate) fn put_u64(b: &mut [u8], off: usize, v: u64) {
     b[off..off + 8].copy_from_slice(&v.to_le_bytes());
 }
+#[inline]
 pub(crate) fn put_i16(b: &mut [u8], off: usize, v: i16) {
     put_u16(b, off, v as u16)
 }
+#[inline]
 pub(crate) fn put_i32(b: &mut [u8], off: usize, v: i32) {
     put_u32(b, off, v as u32)
 }
+#[inline]
 pub(crate) fn put_i64(b: &mut [u8], off: usize, v: i64) {
     put_u64(b, off, v as u64)
 }
+#[inline]
 pub(crate) fn get_u16(b: &[u8], off: usize) -> u16 {
     u16::from_le_bytes([b[off], b[off + 1]])
 }
+#[inline]
 pub(crate) fn get_u32(b: &[u8], off: usize) -> u32 {
     let mut a = [0u8; 4];
     a.copy_from_slice(&b[off..off + 4]);
     u32::from_le_bytes(a)
 }
+#[inline]
 pub(crate) fn get_u64(b: &[u8], off: usize) -> u64 {
     let mut a = [0u8; 8];
     a.copy_from_slice(&b[off..off + 8]);
     u64::from_le_bytes(a)
 }
+#[inline]
 pub(crate) fn get_i16(b: &[u8], off: usize) -> i16 {
     get_u16(b, off) as i16
 }
+#[inline]
 pub(crate) fn get_i32(b: &[u8], off: usize) -> i32 {
     get_u32(b, off) as i32
 }
+#[inline]
 pub(crate) fn get_i64(b: &[u8], off: usize) -> i64 {
     get_u64(b, off) as i64
 }
@@ -1368,6 +1380,7 @@ pub struct EpollEvent {
 
 impl EpollEvent {
     pub const SIZE: usize = 12;
+    #[inline]
     pub fn to_bytes(&self) -> [u8; 12] {
         let mut b = [0u8; 12];
         put_u32(&mut b, 0, self.events);
