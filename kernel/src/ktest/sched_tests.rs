@@ -110,13 +110,18 @@ fn sleep_orders_wakeups() -> TestResult {
         ensure!(woke >= deadlines[i], "thread {i} woke {} ns before its deadline", deadlines[i] - woke);
     }
     // The order is the timer's only if every thread was asleep before the
-    // first deadline: a host stall past it lets a late starter find its
-    // deadline gone and return at once, ahead of an earlier one.
-    if got.iter().all(|&(_, slept_at, _)| slept_at < deadlines[1]) {
+    // first deadline (a host stall past it lets a late starter find its
+    // deadline gone and return at once, ahead of an earlier one) and each
+    // recorded its wake-up within the 20 ms before the next deadline: at
+    // -smp 4 a virtual CPU stalled between a wake-up and the record lets
+    // a later sleeper record first (seen once: [1, 0, 2]).
+    let asleep_in_time = got.iter().all(|&(_, slept_at, _)| slept_at < deadlines[1]);
+    let recorded_in_time = got.iter().all(|&(i, _, woke)| woke < deadlines[i] + 20_000_000);
+    if asleep_in_time && recorded_in_time {
         let woke: Vec<usize> = got.iter().map(|&(i, _, _)| i).collect();
         ensure!(woke == [1, 2, 0], "woke in order {woke:?}");
     } else {
-        log::info!("sched::sleep_orders_wakeups: a sleeper started past the first deadline; order not judged");
+        log::info!("sched::sleep_orders_wakeups: a sleeper started or recorded late (host stall); order not judged");
     }
     Ok(())
 }
