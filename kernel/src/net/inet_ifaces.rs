@@ -68,8 +68,8 @@ pub fn register_nic(index: u32, name: &str, mac: [u8; 6], mtu: u32) -> Result<()
     Ok(())
 }
 
-/// An IPv4 address `ip=` put on NIC `index` (already in smoltcp): into
-/// the table too, so the listings show it.
+/// An IPv4 address `ip=` (or its DHCP lease) put on NIC `index`
+/// (already in smoltcp): into the table too, so the listings show it.
 pub fn record_address(index: u32, name: &str, addr: [u8; 4], prefix: u8) -> Result<(), Errno> {
     let now = ifaces::now_centis();
     let a = Address {
@@ -84,6 +84,12 @@ pub fn record_address(index: u32, name: &str, addr: [u8; 4], prefix: u8) -> Resu
         tstamp: now,
     };
     base().add_address(a, AddMode { create: true, ..Default::default() })
+}
+
+/// An IPv4 address a DHCP lease gave NIC `index` and a later event
+/// took back: out of the table too.
+pub fn forget_address(index: u32, addr: [u8; 4]) {
+    let _ = base().del_address(index, Some(IpAddr::V4(addr)), None);
 }
 
 fn base() -> &'static IfTable {
