@@ -16,7 +16,9 @@
  * the socket (partial write, EAGAIN); UDP: sendto/recvfrom with
  * addresses, MSG_TRUNC, FIONREAD, EDESTADDRREQ, EMSGSIZE, connected
  * sockets (getsockname's chosen source, peer filtering, SHUT_RD),
- * sendmmsg/recvmmsg, IPv6.
+ * sendmmsg/recvmmsg, IPv6; TCP_INFO (state, lengths, bytes acknowledged
+ * and received), SO_LINGER with a time (close waits for the
+ * acknowledgement or the time).
  */
 #include "common.h"
 
@@ -589,6 +591,105 @@ static void flags_and_ioctls(int family, const char *addr)
     close(l);
 }
 
+/* TCP_INFO: only what is the same on any loaded machine (the state, the
+ * lengths, bytes acknowledged and received once the peer's reply proves
+ * it); timers, windows and options differ between kernels. */
+static unsigned char tinfo_buf[512];
+
+static int tinfo(int fd, socklen_t len)
+{
+    memset(tinfo_buf, 0, sizeof tinfo_buf);
+    socklen_t l = len;
+    int r = getsockopt(fd, IPPROTO_TCP, TCP_INFO, tinfo_buf, &l);
+    return r < 0 ? -1 : (int)l;
+}
+
+static unsigned long long tinfo_u64(int off)
+{
+    unsigned long long v;
+    memcpy(&v, tinfo_buf + off, 8);
+    return v;
+}
+
+static void tcp_info_and_linger(int family, const char *addr)
+{
+    printf("-- TCP_INFO, SO_LINGER with a time on %s\n", addr);
+    int f = socket(family, SOCK_STREAM, 0);
+    int len = tinfo(f, sizeof tinfo_buf);
+    printf("new socket: len >= 248 %d, state %u\n", len >= 248, tinfo_buf[0]);
+    printf("len 104 -> %d, len 8 -> %d\n", tinfo(f, 104), tinfo(f, 8));
+    close(f);
+    int u = socket(family, SOCK_DGRAM, 0);
+    socklen_t ul = sizeof tinfo_buf;
+    /* udp_getsockopt's EOPNOTSUPP; IPv6 goes through ipv6_getsockopt. */
+    EXPECT_ERR(family == AF_INET ? EOPNOTSUPP : ENOPROTOOPT, "TCP_INFO on a UDP socket",
+               getsockopt(u, IPPROTO_TCP, TCP_INFO, tinfo_buf, &ul));
+    close(u);
+    int port;
+    int l = listener(family, addr, &port);
+    tinfo(l, sizeof tinfo_buf);
+    printf("listener: state %u\n", tinfo_buf[0]);
+    int c = connect_to(family, addr, port);
+    if (c < 0)
+        return;
+    int s = accept(l, NULL, NULL);
+    tinfo(c, sizeof tinfo_buf);
+    printf("client: state %u acked %llu received %llu\n", tinfo_buf[0], tinfo_u64(120), tinfo_u64(128));
+    tinfo(s, sizeof tinfo_buf);
+    printf("server: state %u acked %llu received %llu\n", tinfo_buf[0], tinfo_u64(120), tinfo_u64(128));
+    static char data[5000];
+    check(send(c, data, sizeof data, 0) == (ssize_t)sizeof data, "send 5000");
+    check(recv(s, data, sizeof data, MSG_WAITALL) == (ssize_t)sizeof data, "recv 5000");
+    check(send(s, "k", 1, 0) == 1, "reply");
+    check(recv(c, data, 1, 0) == 1, "recv the reply");
+    tinfo(c, sizeof tinfo_buf);
+    printf("client after the reply: acked %llu received %llu\n", tinfo_u64(120), tinfo_u64(128));
+    tinfo(s, sizeof tinfo_buf);
+    printf("server after the reply: received %llu\n", tinfo_u64(128));
+    close(s);
+    printf("client reads end of file %zd\n", recv(c, data, 1, 0));
+    tinfo(c, sizeof tinfo_buf);
+    printf("client after the FIN: state %u received %llu\n", tinfo_buf[0], tinfo_u64(128));
+    close(c);
+
+    /* SO_LINGER 1 s with data the peer does not read: close waits the
+     * whole second (non-blocking or not), returns 0, and the data still
+     * arrives after it. */
+    c = connect_to(family, addr, port);
+    s = accept(l, NULL, NULL);
+    fcntl(c, F_SETFL, O_NONBLOCK);
+    static char chunk[65536];
+    long sent = 0;
+    ssize_t n;
+    while ((n = send(c, chunk, sizeof chunk, 0)) > 0)
+        sent += n;
+    struct linger lg = {1, 1};
+    EXPECT_OK("setsockopt(SO_LINGER 1 s)", setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof lg));
+    int64_t t0 = mono_ns();
+    int r = close(c);
+    int64_t waited = mono_ns() - t0;
+    printf("close with unacknowledged data %d, waited the linger time %d\n", r, waited >= 900000000LL);
+    long got = 0;
+    while ((n = recv(s, chunk, sizeof chunk, 0)) > 0)
+        got += n;
+    printf("after it the peer reads all %d, then %zd\n", got == sent, n);
+    close(s);
+
+    /* SO_LINGER 5 s with data that fits the peer's buffer: acknowledged
+     * at once; close returns 0 and the peer reads it and end of file. */
+    c = connect_to(family, addr, port);
+    s = accept(l, NULL, NULL);
+    lg.l_linger = 5;
+    setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    check(send(c, "lingering", 9, 0) == 9, "send 9");
+    printf("close with acknowledged data %d\n", close(c));
+    memset(data, 0, 16);
+    n = recv(s, data, 16, MSG_WAITALL);
+    printf("peer reads %zd '%.9s', then %zd\n", n, data, recv(s, data + 16, 1, 0));
+    close(s);
+    close(l);
+}
+
 int main(void)
 {
     t_init("inet");
@@ -600,6 +701,8 @@ int main(void)
     errors();
     flags_and_ioctls(AF_INET, "127.0.0.1");
     flags_and_ioctls(AF_INET6, "::1");
+    tcp_info_and_linger(AF_INET, "127.0.0.1");
+    tcp_info_and_linger(AF_INET6, "::1");
     udp(AF_INET, "127.0.0.1");
     udp(AF_INET6, "::1");
     return t_done();

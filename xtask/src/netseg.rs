@@ -565,6 +565,47 @@ pub fn udhcpc_lease(repo: &Path, elf: &Path) -> Result<(u64, u64)> {
     Ok((passed + p, failed + f))
 }
 
+/// The kernel's own DHCP client (`ip=dhcp`, no program): eth0 gets
+/// slirp's lease, the listings show it, and slirp answers a ping
+/// through it. The shell waits for the address (at most 30 s), so the
+/// check does not depend on how fast the lease comes.
+pub fn kernel_dhcp(repo: &Path, elf: &Path) -> Result<(u64, u64)> {
+    let label = "nic-ip-dhcp";
+    let initrd = crate::initramfs::make(repo, &build::out_dir(), None)?;
+    let mut extra = vec!["-m".to_string(), "256M".to_string()];
+    extra.extend(qemu::net_args(qemu::Net::Virtio, "")?);
+    let command =
+        "i=0; while [ $i -lt 30 ] && ! ip -4 addr show dev eth0 | grep -q inet; do sleep 1; i=$((i+1)); done; \
+         ip -4 addr show dev eth0 | grep inet; \
+         ping -c 1 -W 5 10.0.2.2 > /dev/null && echo gateway answers";
+    let cmdline = crate::usertest::shell_cmdline_via("ip=dhcp", None, command)?;
+    let boot = qemu::Boot {
+        image: qemu::Image::Kernel { elf: elf.to_path_buf(), cmdline, initrd: Some(initrd) },
+        smp: 1,
+        extra,
+    };
+    let run = qemu::run_captured(&boot, Duration::from_secs(240), &build::out_dir().join("nic-ip-dhcp.log"))?;
+    let (mut passed, mut failed) = (0u64, 0u64);
+    let out = &run.output;
+    let has = |s: &str| out.lines().any(|l| l.trim_end().contains(s));
+    let r = if has("net: eth0: DHCP gave 10.0.2.15/24") {
+        Ok("the kernel took 10.0.2.15/24 from slirp".to_string())
+    } else {
+        Err("no lease of 10.0.2.15 in the kernel log (see build/nic-ip-dhcp.log)".to_string())
+    };
+    tally(label, "lease", r, &mut passed, &mut failed);
+    let r = if has("inet 10.0.2.15/24 brd 10.0.2.255 scope global eth0") {
+        Ok("ip addr: eth0 has 10.0.2.15/24".to_string())
+    } else {
+        Err("ip addr does not list the lease (see build/nic-ip-dhcp.log)".to_string())
+    };
+    tally(label, "listed", r, &mut passed, &mut failed);
+    let r = if has("gateway answers") { Ok("ping 10.0.2.2".to_string()) } else { Err("no echo reply".to_string()) };
+    tally(label, "gateway", r, &mut passed, &mut failed);
+    let (p, f) = crate::usertest::leak_verdict(label, &run);
+    Ok((passed + p, failed + f))
+}
+
 /// What the wedge run's capture shows: when ARP asked for the dead
 /// address, and when the guest echoed a probe onto the wire.
 struct WedgeCapture {
@@ -711,7 +752,7 @@ pub fn udp_wedge(repo: &Path, elf: &Path) -> Result<(u64, u64)> {
 /// UDP wedge, IPv6 on both NICs (netv6.rs), then the segment.
 pub fn stage(repo: &Path, elf: &Path) -> Result<(u64, u64)> {
     let mut totals = (0, 0);
-    // NETCHECK=wedge|ipv6|ipv6seg|nic|bulk: that check alone (work on it).
+    // NETCHECK=wedge|ipv6|ipv6seg|nic|bulk|dhcp: that check alone (work on it).
     match std::env::var("NETCHECK").as_deref() {
         Ok("wedge") => return udp_wedge(repo, elf),
         Ok("ipv6") => return crate::netv6::stage(repo, elf),
@@ -722,6 +763,11 @@ pub fn stage(repo: &Path, elf: &Path) -> Result<(u64, u64)> {
             return Ok((p + p2, f + f2));
         }
         Ok("bulk") => return bulk_send_rings(repo, elf),
+        Ok("dhcp") => {
+            let (p, f) = udhcpc_lease(repo, elf)?;
+            let (p2, f2) = kernel_dhcp(repo, elf)?;
+            return Ok((p + p2, f + f2));
+        }
         _ => {}
     }
     // NETSEG_ONLY=1: the segment run alone (work on the attack).
@@ -736,6 +782,8 @@ pub fn stage(repo: &Path, elf: &Path) -> Result<(u64, u64)> {
         let (p, f) = tap_echo(repo, elf, TAP_BYTES)?;
         totals = (totals.0 + p, totals.1 + f);
         let (p, f) = udhcpc_lease(repo, elf)?;
+        totals = (totals.0 + p, totals.1 + f);
+        let (p, f) = kernel_dhcp(repo, elf)?;
         totals = (totals.0 + p, totals.1 + f);
         let (p, f) = udp_wedge(repo, elf)?;
         totals = (totals.0 + p, totals.1 + f);

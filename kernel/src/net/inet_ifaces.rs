@@ -68,15 +68,16 @@ pub fn register_nic(index: u32, name: &str, mac: [u8; 6], mtu: u32) -> Result<()
     Ok(())
 }
 
-/// An IPv4 address `ip=` put on NIC `index` (already in smoltcp): into
-/// the table too, so the listings show it.
+/// An IPv4 address `ip=` (or its DHCP lease) put on NIC `index`
+/// (already in smoltcp): into the table too, so the listings show it.
 pub fn record_address(index: u32, name: &str, addr: [u8; 4], prefix: u8) -> Result<(), Errno> {
     let now = ifaces::now_centis();
     let a = Address {
         index,
         addr: IpAddr::V4(addr),
         prefix,
-        broadcast: None,
+        // Linux's ipconfig sets the broadcast too (SIOCSIFBRDADDR).
+        broadcast: Some((u32::from_be_bytes(addr) | !mask_of(prefix)).to_be_bytes()),
         scope: kiln_netlink::rtnl::RT_SCOPE_UNIVERSE,
         flags: kiln_netlink::rtnl::IFA_F_PERMANENT,
         label: ifaces::IfName::new(name.as_bytes()).unwrap_or_default(),
@@ -84,6 +85,17 @@ pub fn record_address(index: u32, name: &str, addr: [u8; 4], prefix: u8) -> Resu
         tstamp: now,
     };
     base().add_address(a, AddMode { create: true, ..Default::default() })
+}
+
+/// The netmask of an IPv4 prefix length.
+fn mask_of(prefix: u8) -> u32 {
+    u32::MAX.checked_shl(32 - prefix.min(32) as u32).unwrap_or(0)
+}
+
+/// An IPv4 address a DHCP lease gave NIC `index` and a later event
+/// took back: out of the table too.
+pub fn forget_address(index: u32, addr: [u8; 4]) {
+    let _ = base().del_address(index, Some(IpAddr::V4(addr)), None);
 }
 
 fn base() -> &'static IfTable {

@@ -94,6 +94,10 @@ pub trait Host: Sync {
     /// supplementary groups lies in `low..=high` (ping sockets,
     /// net.ipv4.ping_group_range).
     fn in_groups(&self, low: u32, high: u32) -> bool;
+    /// Whether the calling thread's process is exiting (its last thread
+    /// is gone and its files are being closed): Linux's PF_EXITING,
+    /// under which close(2) does not linger.
+    fn exiting(&self) -> bool;
 }
 
 static HOST: Once<&'static dyn Host> = Once::new();
@@ -115,6 +119,12 @@ pub fn caller() -> Caller {
 /// CAP_NET_RAW of the calling thread (false before the hooks exist).
 pub fn net_raw() -> bool {
     host().is_some_and(|h| h.net_raw())
+}
+
+/// Whether the caller's process is exiting (false before the hooks
+/// exist).
+pub fn exiting() -> bool {
+    host().is_some_and(|h| h.exiting())
 }
 
 /// Whether the caller belongs to a group in `low..=high`.

@@ -47,6 +47,10 @@ impl net::Host for KernelHost {
         })
     }
 
+    fn exiting(&self) -> bool {
+        crate::proc::current_task().is_some_and(|t| t.process.tasks.lock().is_empty())
+    }
+
     fn sigpipe(&self) {
         if let Some(t) = crate::proc::current_task() {
             crate::proc::signal::send_to_task(

@@ -222,6 +222,17 @@ impl Common {
         }
     }
 
+    /// getsockopt at a level neither the transport nor the IP layer
+    /// knows: `ip_getsockopt`'s EOPNOTSUPP, `ipv6_getsockopt`'s
+    /// ENOPROTOOPT.
+    pub fn unknown_level(&self) -> Errno {
+        if self.family == s::AF_INET6 {
+            Errno::ENOPROTOOPT
+        } else {
+            Errno::EOPNOTSUPP
+        }
+    }
+
     pub fn get_ip_option(&self, level: i32, name: i32) -> Result<Option<OptValue>, Errno> {
         Ok(Some(match (level, name) {
             (SOL_IP, IP_TOS) => OptValue::Int(self.tos.load(Ordering::Relaxed)),

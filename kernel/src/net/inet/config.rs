@@ -129,10 +129,18 @@ pub fn poll_dhcp(st: &mut Stack, i: usize) {
         None => {}
         Some(dhcpv4::Event::Configured(c)) => {
             let cidr: Ipv4Cidr = c.address;
+            forget_v4(&mut f.iface, f.info.index);
             f.iface.update_ip_addrs(|v| {
-                v.retain(|a| !matches!(a, IpCidr::Ipv4(_)));
                 let _ = v.push(IpCidr::Ipv4(cidr));
             });
+            // The listings (`ip addr`, SIOCGIFADDR, getifaddrs) read the
+            // interface table, as for a static `ip=`.
+            let (index, name) = (f.info.index, f.info.name);
+            if let Err(e) =
+                crate::net::inet_ifaces::record_address(index, name, cidr.address().octets(), cidr.prefix_len())
+            {
+                log::warn!("net: {name}: lease not listed: {}", e.name());
+            }
             match c.router {
                 Some(r) => {
                     let _ = f.iface.routes_mut().add_default_ipv4_route(r);
@@ -144,9 +152,22 @@ pub fn poll_dhcp(st: &mut Stack, i: usize) {
             log::info!("net: {}: DHCP gave {} gateway {:?}", f.info.name, cidr, c.router);
         }
         Some(dhcpv4::Event::Deconfigured) => {
-            f.iface.update_ip_addrs(|v| v.retain(|a| !matches!(a, IpCidr::Ipv4(_))));
+            forget_v4(&mut f.iface, f.info.index);
             f.iface.routes_mut().remove_default_ipv4_route();
             log::info!("net: {}: DHCP lease lost", f.info.name);
         }
     }
+}
+
+/// Takes interface `index`'s IPv4 addresses (a lease's) out of smoltcp
+/// and the interface table.
+fn forget_v4(iface: &mut Interface, index: u32) {
+    iface.update_ip_addrs(|v| {
+        for a in v.iter() {
+            if let IpCidr::Ipv4(c) = a {
+                crate::net::inet_ifaces::forget_address(index, c.address().octets());
+            }
+        }
+        v.retain(|a| !matches!(a, IpCidr::Ipv4(_)));
+    });
 }

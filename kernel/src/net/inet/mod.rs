@@ -32,6 +32,7 @@ mod raw;
 mod sockets;
 pub mod stack;
 mod tcp;
+mod tcp_info;
 mod tcp_listen;
 mod udp;
 

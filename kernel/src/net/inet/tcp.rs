@@ -32,6 +32,7 @@ use super::direct;
 use super::ports::{Binding, Transport};
 use super::procnet::ProcEntry;
 use super::stack::{self, SockRef, Stack, Watch};
+use super::tcp_info;
 use super::tcp_listen::ListenQueue;
 use crate::event::{Events, PollTable};
 use crate::net::options::{OptValue, SockOptions};
@@ -101,6 +102,8 @@ struct Inner {
     /// The scope id connect(2) named for a link-local peer (0: none),
     /// reported back by getsockname and getpeername.
     scope: u32,
+    /// The bytes moved, for TCP_INFO.
+    counts: tcp_info::Counts,
 }
 
 pub struct TcpSocket {
@@ -133,6 +136,7 @@ impl TcpSocket {
                 released: false,
                 direct_checked: false,
                 scope: 0,
+                counts: tcp_info::Counts::default(),
             }),
             me: hal::sync::Once::new(),
         })
@@ -363,6 +367,9 @@ impl TcpSocket {
             return Err(pipe(flags));
         }
         if let Some(sent) = self.send_direct(&mut st, r, data) {
+            if let Ok(n) = sent {
+                self.inner.lock().counts.written += n as u64;
+            }
             return sent;
         }
         let t = st.tcp(r);
@@ -394,6 +401,7 @@ impl TcpSocket {
                 break;
             }
         }
+        self.inner.lock().counts.written += total as u64;
         st.poll();
         match fault {
             Some(e) if total == 0 => Err(e),
@@ -488,6 +496,7 @@ impl TcpSocket {
                 }
             }
         }
+        self.inner.lock().counts.read += total as u64;
         // The writer may be waiting for room.
         if let Some(w) = writer {
             w.refresh(&mut st);
@@ -580,16 +589,24 @@ impl TcpSocket {
                 if let Some((t, p, o)) = port {
                     st.ports.release(t, p, o);
                 }
+                drop(inner);
             }
             Phase::Connecting(r) | Phase::Connected(r) => {
                 let piped = st.direct.queued(r);
                 let t = st.tcp(r);
                 // Unread data or a zero linger time: a reset, as Linux's
                 // tcp_close sends.
-                if t.recv_queue() > 0 || piped > 0 || (lo && linger == 0) {
+                let reset = t.recv_queue() > 0 || piped > 0 || (lo && linger == 0);
+                if reset {
                     t.abort();
                 } else {
                     t.close();
+                }
+                drop(inner);
+                if !reset && lo && hal::cpu::interrupts_enabled() && !crate::net::exiting() {
+                    // The stack, once up, is never taken down.
+                    let Ok(again) = linger_wait(st, r, linger as u32) else { return };
+                    st = again;
                 }
                 st.orphan(r, port);
             }
@@ -597,11 +614,32 @@ impl TcpSocket {
                 if let Some((t, p, o)) = port {
                     st.ports.release(t, p, o);
                 }
+                drop(inner);
             }
         }
-        drop(inner);
         st.poll();
     }
+}
+
+/// SO_LINGER with a time: close(2) waits until the connection's data and
+/// FIN are acknowledged, `secs` pass, or a signal comes, and then
+/// returns as Linux's `tcp_close` does (the connection goes on as an
+/// orphan; a negative time, as Linux's, waits without end). smoltcp
+/// tells no one when an acknowledgement arrives, so the wait looks again
+/// every millisecond.
+fn linger_wait(mut st: stack::Locked, r: SockRef, secs: u32) -> Result<stack::Locked, Errno> {
+    let deadline = hal::time::monotonic_ns().saturating_add((secs as u64).saturating_mul(1_000_000_000));
+    st.poll();
+    while tcp_info::lingering(&mut st, r) && hal::time::monotonic_ns() < deadline {
+        drop(st);
+        let next = (hal::time::monotonic_ns() + 1_000_000).min(deadline);
+        let signalled = crate::sched::sleep_until_interruptible(next).is_err();
+        st = stack::lock()?;
+        if signalled {
+            break;
+        }
+    }
+    Ok(st)
 }
 
 /// A listener closes: the connections it held go with a reset, as
@@ -795,6 +833,7 @@ impl Protocol for TcpSocket {
                 .map_err(|_| Errno::EADDRNOTAVAIL)?;
             let r = st.add(iface, smoltcp::socket::Socket::Tcp(t))?;
             inner.phase = Phase::Connecting(r);
+            inner.counts = tcp_info::Counts { active_open: true, ..Default::default() };
             inner.shut = 0;
             inner.last_state = State::SynSent;
             let _ = self.c.take_err();
@@ -1119,7 +1158,16 @@ impl Protocol for TcpSocket {
             return Ok(v);
         }
         if level != SOL_TCP {
-            return Err(Errno::EOPNOTSUPP);
+            return Err(self.c.unknown_level());
+        }
+        if name == tcp_info::TCP_INFO {
+            let mut st = stack::lock()?;
+            let inner = self.inner.lock();
+            return Ok(OptValue::Bytes(match inner.phase {
+                Phase::Connecting(r) | Phase::Connected(r) => tcp_info::connection(&mut st, r, inner.counts),
+                Phase::Listening => tcp_info::unconnected(10),
+                Phase::Closed => tcp_info::unconnected(7),
+            }));
         }
         let inner = self.inner.lock();
         Ok(OptValue::Int(match name {

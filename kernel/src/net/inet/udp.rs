@@ -738,7 +738,7 @@ impl Protocol for UdpSocket {
         if level == SOL_UDP {
             return Err(Errno::ENOPROTOOPT);
         }
-        Err(Errno::EOPNOTSUPP)
+        Err(self.c.unknown_level())
     }
 
     fn attach(&self, ino: u64) {
