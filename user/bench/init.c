@@ -77,6 +77,29 @@ static void mount_one(const char *src, const char *dir, const char *type)
         dprintf(1, "init: mount %s on %s: %s\n", type, dir, strerror(errno));
 }
 
+/* Brings every offline CPU online. Under -icount at -smp 2, Linux 6.1
+ * hangs bringing up its second CPU at boot ("x86: Booting SMP
+ * configuration"), but onlines it from user space; so the icount boots
+ * at -smp > 1 give Linux `maxcpus=1` (xtask/src/bench/guest.rs) and both
+ * CPUs are online before kbench starts. Kiln has no such files. */
+static void online_cpus(void)
+{
+    for (int cpu = 1; cpu < 64; cpu++) {
+        char path[64], state = 0;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/online", cpu);
+        int fd = open(path, O_RDWR);
+        if (fd < 0)
+            continue;
+        if (read(fd, &state, 1) == 1 && state == '0') {
+            if (pwrite(fd, "1", 1, 0) == 1)
+                dprintf(1, "init: cpu%d onlined\n", cpu);
+            else
+                dprintf(1, "init: online cpu%d: %s\n", cpu, strerror(errno));
+        }
+        close(fd);
+    }
+}
+
 int main(int argc, char **argv)
 {
     mount_one("devtmpfs", "/dev", "devtmpfs");
@@ -90,6 +113,8 @@ int main(int argc, char **argv)
     }
     mount_one("proc", "/proc", "proc");
     mount_one("tmpfs", "/tmp", "tmpfs");
+    mount_one("sysfs", "/sys", "sysfs");
+    online_cpus();
     /* The /dev/mymem initramfs (xtask/src/bench/mymem.rs) carries the Linux
      * module: load it, with its in-kernel timing test, and let that test's
      * log lines through `quiet`. Kiln boots the same image but has the
@@ -135,7 +160,6 @@ int main(int argc, char **argv)
     /* Which clock the kernel ended on: Linux's vDSO reads the time in
      * user mode only with the TSC (its watchdog may switch away). Kiln
      * has no such file; its vDSO always uses the TSC. */
-    mount_one("sysfs", "/sys", "sysfs");
     int cs = open("/sys/devices/system/clocksource/clocksource0/current_clocksource", O_RDONLY);
     if (cs >= 0) {
         char name[32] = "";

@@ -230,6 +230,14 @@ impl Guest<'_> {
                     cmdline.push(' ');
                     cmdline.push_str(self.setup.linux_cmdline);
                 }
+                if clock == Clock::Icount && self.smp > 1 {
+                    // Linux 6.1 hangs bringing up CPU 1 at boot under
+                    // QEMU 7.2's -icount, but onlines it from user space:
+                    // the bench init brings every CPU online before
+                    // kbench starts (user/bench/init.c). QEMU's flags are
+                    // the same for both kernels.
+                    cmdline.push_str(" maxcpus=1");
+                }
                 (vmlinuz.to_path_buf(), format!("{cmdline} -- {}", self.args))
             }
         };

@@ -103,8 +103,8 @@ pub struct Stack {
     /// sizes it needs instead of allocating and clearing 128 KiB, which
     /// was a third of a loopback connect+accept+close. smoltcp clears a
     /// socket's state and rings when it listens or connects again; the
-    /// options Kiln sets are put back to a new socket's in [`Stack::new_tcp`].
-    spare_tcp: Vec<tcp::Socket<'static>>,
+    /// options Kiln sets are put back to a new socket's in [`SpareTcp::take`].
+    pub spare_tcp: SpareTcp,
     /// Loopback connections' bytes on their way to the reader
     /// (direct.rs).
     pub direct: super::direct::Direct,
@@ -185,7 +185,7 @@ impl Stack {
             moved: Vec::new(),
             orphans: Vec::new(),
             listens: Listens::default(),
-            spare_tcp: Vec::new(),
+            spare_tcp: SpareTcp::default(),
             direct: Default::default(),
             next_poll: 0,
         }
@@ -281,34 +281,15 @@ impl Stack {
     pub fn remove(&mut self, r: SockRef) {
         self.direct.forget(r);
         self.wake_watcher(r);
-        if let smoltcp::socket::Socket::Tcp(mut t) = self.ifaces[r.iface].sockets.remove(r.handle) {
-            if self.spare_tcp.len() < SPARE_TCP && self.spare_tcp.try_reserve(1).is_ok() {
-                // Out of the set nothing polls it, so this sends nothing:
-                // it only makes the socket closed, ready to listen or
-                // connect again.
-                t.abort();
-                self.spare_tcp.push(t);
-            }
+        if let smoltcp::socket::Socket::Tcp(t) = self.ifaces[r.iface].sockets.remove(r.handle) {
+            self.spare_tcp.put(t);
         }
     }
 
     /// A closed smoltcp TCP socket with rings of these sizes: a spare one
     /// if one fits, else a new one.
     pub fn new_tcp(&mut self, rx: usize, tx: usize) -> Result<tcp::Socket<'static>, Errno> {
-        let Some(i) = self.spare_tcp.iter().position(|t| t.recv_capacity() == rx && t.send_capacity() == tx) else {
-            return new_tcp(rx, tx);
-        };
-        let mut t = self.spare_tcp.swap_remove(i);
-        // What a new socket has (smoltcp's defaults and `new_tcp`'s).
-        t.set_ack_delay(None);
-        t.set_nagle_enabled(true);
-        t.set_keep_alive(None);
-        t.set_timeout(None);
-        t.set_hop_limit(None);
-        // A fresh controller of the same kind: the old one's window
-        // belonged to the old connection.
-        t.set_congestion_control(t.congestion_control());
-        Ok(t)
+        self.spare_tcp.take(rx, tx)
     }
 
     /// The interface index a link-local address seen on `r`'s interface
@@ -488,9 +469,12 @@ impl Stack {
                 f.iface.poll(now, &mut dev, &mut f.sockets.set);
                 // What an ingress taught SLAAC (a router advertisement's
                 // address) is applied at the start of a poll; without the
-                // extra round below, apply it now (no socket walk).
-                f.iface.poll_maintenance(now);
-                let mut again = self.listens.after_round(i, &mut f.sockets);
+                // extra round below, apply it now (no socket walk). The
+                // loopback has no SLAAC: nothing to apply there.
+                if !f.info.loopback {
+                    f.iface.poll_maintenance(now);
+                }
+                let mut again = self.listens.after_round(i, &mut f.sockets, &mut self.spare_tcp);
                 // A frame for a parked connection: it is back in the set
                 // now, the frame is fed next round.
                 let mut moved = core::mem::take(&mut self.moved);
@@ -569,6 +553,44 @@ impl Stack {
             }
         }
         reset
+    }
+}
+
+/// Removed TCP sockets kept with their rings for the next connection.
+#[derive(Default)]
+pub struct SpareTcp(Vec<tcp::Socket<'static>>);
+
+impl SpareTcp {
+    /// Keeps a removed socket if there is room.
+    pub fn put(&mut self, mut t: tcp::Socket<'static>) {
+        if self.0.len() < SPARE_TCP && self.0.try_reserve(1).is_ok() {
+            // Out of the set nothing polls it, so this sends nothing: it
+            // only makes the socket closed, ready to listen or connect
+            // again.
+            t.abort();
+            self.0.push(t);
+        }
+    }
+
+    /// A closed socket with rings of these sizes: a spare one if one
+    /// fits (its rings are not cleared: smoltcp reads only what it
+    /// wrote, and clearing 128 KiB was a quarter of a loopback
+    /// connect+accept+close), else a new one.
+    pub fn take(&mut self, rx: usize, tx: usize) -> Result<tcp::Socket<'static>, Errno> {
+        let Some(i) = self.0.iter().position(|t| t.recv_capacity() == rx && t.send_capacity() == tx) else {
+            return new_tcp(rx, tx);
+        };
+        let mut t = self.0.swap_remove(i);
+        // What a new socket has (smoltcp's defaults and `new_tcp`'s).
+        t.set_ack_delay(None);
+        t.set_nagle_enabled(true);
+        t.set_keep_alive(None);
+        t.set_timeout(None);
+        t.set_hop_limit(None);
+        // A fresh controller of the same kind: the old one's window
+        // belonged to the old connection.
+        t.set_congestion_control(t.congestion_control());
+        Ok(t)
     }
 }
 

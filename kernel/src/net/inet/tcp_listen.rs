@@ -40,7 +40,7 @@ use smoltcp::wire::{
 
 use super::iface::{IfaceDevice, RxToken, TxToken};
 use super::sockets::{Parked, Sockets};
-use super::stack::SockRef;
+use super::stack::{SockRef, SpareTcp};
 
 /// How long a connection may stay half-open (SYN-RECEIVED): about what
 /// Linux's five SYN-ACK retransmissions take (63 s).
@@ -235,7 +235,7 @@ impl Listens {
     /// it by dropping the oldest half-open connection if the listener is
     /// full. Returns whether a held SYN is ready to be fed (another round
     /// is due).
-    pub fn after_round(&mut self, iface: usize, sockets: &mut Sockets) -> bool {
+    pub fn after_round(&mut self, iface: usize, sockets: &mut Sockets, spare: &mut SpareTcp) -> bool {
         // Every round, so a socket whose SYN turned out bad never listens
         // into the next round to take another client's SYN.
         for q in self.queues.iter_mut() {
@@ -254,7 +254,9 @@ impl Listens {
             });
             match oldest.and_then(|i| q.embryos.remove(i)) {
                 Some((r, _)) => {
-                    drop(sockets.remove(r.handle));
+                    if let smoltcp::socket::Socket::Tcp(t) = sockets.remove(r.handle) {
+                        spare.put(t);
+                    }
                     self.counters.evicted += 1;
                 }
                 None => {
@@ -267,7 +269,9 @@ impl Listens {
         let made = (|| {
             q.embryos.try_reserve(1).map_err(|_| Errno::ENOMEM)?;
             let (rx, tx) = super::tcp::TcpSocket::sizes_on(q.sizes, iface);
-            let mut t = super::stack::new_tcp(rx, tx)?;
+            // A spare socket's rings, not 128 KiB allocated and cleared
+            // per connection (a third of a loopback connect+accept+close).
+            let mut t = spare.take(rx, tx)?;
             super::tcp::TcpSocket::set_congestion_on(&mut t, iface);
             t.listen(IpListenEndpoint { addr: Some(dst), port: q.endpoint.port }).map_err(|_| Errno::EINVAL)?;
             t.set_timeout(Some(EMBRYO_TIMEOUT));

@@ -246,7 +246,9 @@ impl UdpSocket {
     /// could not be held (see the module header). A queue only drains
     /// from its head, so any fall in its bytes is progress.
     fn unwedge(&self, st: &mut Stack, inner: &mut Inner) {
-        let now = hal::time::monotonic_ns();
+        // The clock only when something is held or stuck: this runs at
+        // every refresh, several per datagram.
+        let now = if inner.held.is_empty() { 0 } else { hal::time::monotonic_ns() };
         let mut failed = false;
         let mut k = 0;
         while k < inner.held.len() {
@@ -275,6 +277,7 @@ impl UdpSocket {
         if stuck == 0 {
             inner.tx_stall = None;
         } else {
+            let now = if now == 0 { hal::time::monotonic_ns() } else { now };
             let since = match inner.tx_stall {
                 Some((_, before)) if stuck < before => now,
                 Some((since, _)) => since,
