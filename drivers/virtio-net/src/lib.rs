@@ -500,11 +500,7 @@ impl NetDevice for VirtioNet {
             self.reclaim_tx();
         }
         let slot = self.tx.peek_free().ok_or(TxError::Busy)?;
-        let large_slot = if large {
-            Some(self.large_busy.iter().position(|b| !b).ok_or(TxError::Busy)?)
-        } else {
-            None
-        };
+        let large_slot = if large { Some(self.large_busy.iter().position(|b| !b).ok_or(TxError::Busy)?) } else { None };
         let (buf, start) = match large_slot.and_then(|k| self.tx_large.get_mut(k)) {
             Some(b) => (b, 0),
             None => (&mut self.tx_buf, usize::from(slot) * SLOT),

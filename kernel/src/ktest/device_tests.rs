@@ -163,7 +163,8 @@ pub(super) fn arp_gateway(nic: &mut dyn NetDevice, woken: &Waiter) -> Result<[u8
     nic.transmit(60, &mut |b| {
         arp_request(mac, b);
         TxMeta::default()
-    }).map_err(|e| alloc::format!("transmit: {e:?}"))?;
+    })
+    .map_err(|e| alloc::format!("transmit: {e:?}"))?;
     let deadline = crate::clock::now_ns() + 2_000_000_000;
     loop {
         let mut reply = None;
@@ -324,9 +325,10 @@ fn virtio_net_reset_mid_traffic() -> TestResult {
         let mac = nic.mac();
         for _ in 0..8 {
             nic.transmit(60, &mut |b| {
-        arp_request(mac, b);
-        TxMeta::default()
-    }).map_err(|e| alloc::format!("{e:?}"))?;
+                arp_request(mac, b);
+                TxMeta::default()
+            })
+            .map_err(|e| alloc::format!("{e:?}"))?;
         }
         let free_before = hal::mm::free_frame_count();
         let tables_before = hal::device::iommu::table_frames();

@@ -230,9 +230,9 @@ pub(super) fn send_arp_requests(nic: &mut dyn NetDevice, mac: MacAddress, count:
     let mut sent = 0;
     while sent < count {
         match nic.transmit(60, &mut |b| {
-        arp_request(mac, b);
-        TxMeta::default()
-    }) {
+            arp_request(mac, b);
+            TxMeta::default()
+        }) {
             Ok(()) => sent += 1,
             Err(TxError::Busy) => {
                 ensure!(crate::clock::now_ns() < deadline, "transmit ring stayed full ({sent} sent)");
@@ -252,9 +252,10 @@ fn e1000_reset_mid_traffic() -> TestResult {
         let mac = nic.mac();
         for _ in 0..32 {
             nic.transmit(60, &mut |b| {
-        arp_request(mac, b);
-        TxMeta::default()
-    }).map_err(|e| alloc::format!("{e:?}"))?;
+                arp_request(mac, b);
+                TxMeta::default()
+            })
+            .map_err(|e| alloc::format!("{e:?}"))?;
         }
         crate::sched::sleep_ns(10_000_000);
         let free_before = hal::mm::free_frame_count();
