@@ -172,8 +172,8 @@ fn one_disk<B: BlockDriver + 'static>(disk: B) -> Option<Vec<Box<dyn BlockDriver
 
 fn probe_virtio_net(f: &PciInfo) {
     if let Some(nic) = start("virtio-net", f, virtio_net::VirtioNet::new) {
-        let irq = nic.irq_kind();
-        register_nic("virtio-net", f, nic, format_args!("{irq:?} interrupts"));
+        let (irq, offloads) = (nic.irq_kind(), nic.offloads());
+        register_nic("virtio-net", f, nic, format_args!("{irq:?} interrupts, offloads: {offloads}"));
     }
 }
 

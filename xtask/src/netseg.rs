@@ -483,8 +483,41 @@ fn echo_through(
     }
     let _ = run_netecho(&["stop", target, &port.to_string()].map(String::from));
     let run = qemu_thread.join().map_err(|_| "the QEMU thread panicked".to_string())??;
+    if net == qemu::Net::Virtio && ready {
+        let tap = matches!(netdev, Netdev::Tap(_));
+        tally(label, "offloads", virtio_offloads(&run.output, tap), &mut passed, &mut failed);
+    }
     let (p, f) = crate::usertest::leak_verdict(label, &run);
     Ok((passed + p, failed + f))
+}
+
+/// What the virtio-net driver's boot log says of its offloads, against
+/// what the netdev should give: on a tap, QEMU offers checksum and
+/// segmentation offload and the echo's guest-to-host stream must have
+/// used both (the driver logs the first frame of each); on slirp it
+/// offers none.
+fn virtio_offloads(log: &str, tap: bool) -> std::result::Result<String, String> {
+    let agreed = log
+        .lines()
+        .find_map(|l| l.split_once("virtio-net ").and_then(|(_, r)| r.split_once("offloads: ")).map(|(_, o)| o.trim()))
+        .ok_or("no `offloads:` in the virtio-net boot line")?;
+    let used = |what: &str| log.lines().any(|l| l.contains("virtio-net ") && l.contains(what));
+    let (csum, tso) = (used("first frame with its checksum left"), used("first TCP segment cut by the device"));
+    if !tap {
+        return if agreed == "none" && !csum && !tso {
+            Ok("none agreed or used, as slirp offers none".into())
+        } else {
+            Err(format!("slirp offers no offload, yet: {agreed}; checksum used {csum}, segmentation used {tso}"))
+        };
+    }
+    let want = "tx-checksum tx-tcp-segmentation rx-checksum large-receive";
+    if agreed != want {
+        return Err(format!("agreed `{agreed}`, wanted `{want}`"));
+    }
+    match (csum, tso) {
+        (true, true) => Ok(format!("{agreed}; checksum and segmentation offload used")),
+        _ => Err(format!("agreed `{agreed}` but used: checksum {csum}, segmentation {tso}")),
+    }
 }
 
 /// Bytes of the file busybox httpd serves in [`echo_through`].

@@ -455,15 +455,12 @@ impl NetDevice for E1000 {
         self.shared.set_waker(waker);
     }
 
-    fn transmit(&mut self, meta: TxMeta, len: usize, fill: &mut dyn FnMut(&mut [u8])) -> Result<(), TxError> {
+    fn transmit(&mut self, len: usize, fill: &mut dyn FnMut(&mut [u8]) -> TxMeta) -> Result<(), TxError> {
         if self.pci.is_revoked() {
             return Err(TxError::Unavailable);
         }
         if !(MIN_FRAME..=MAX_FRAME).contains(&len) {
             return Err(TxError::TooLong);
-        }
-        if meta.segmentation.is_some() || meta.checksum.is_some() {
-            return Err(TxError::Unavailable);
         }
         if self.link == LinkState::Down {
             return Err(TxError::LinkDown);
@@ -474,7 +471,12 @@ impl NetDevice for E1000 {
         }
         let slot = self.tx_next;
         let start = slot * SLOT;
-        fill(&mut self.tx_buf.as_mut_slice()[start..start + len]);
+        // No offloads (the capabilities name none): a frame asking for one
+        // is dropped here, before the device sees it.
+        if fill(&mut self.tx_buf.as_mut_slice()[start..start + len]) != TxMeta::default() {
+            self.stats.tx_dropped += 1;
+            return Err(TxError::Unavailable);
+        }
         let addr = self.tx_buf.device_addr_at(start).ok_or(TxError::Unavailable)?;
         self.tx.set(
             slot,

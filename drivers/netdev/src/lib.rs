@@ -52,7 +52,8 @@ pub struct Capabilities {
     /// The device checks TCP/UDP checksums of received frames and says so
     /// in [`RxMeta::checksum_ok`].
     pub rx_checksum: bool,
-    /// The largest TCP segment the device splits by itself (TSO), or 0.
+    /// The longest frame (Ethernet header included) the device takes
+    /// when its [`TxMeta`] asks for TCP segmentation (TSO), or 0.
     pub tso_max: usize,
 }
 
@@ -171,9 +172,14 @@ pub trait NetDevice: Send {
 
     /// Queues one frame of `len` bytes, which `fill` writes in place into
     /// the device's buffer (so the stack builds frames where the device
-    /// reads them). `fill` is called at most once, and only if the frame
-    /// was accepted.
-    fn transmit(&mut self, meta: TxMeta, len: usize, fill: &mut dyn FnMut(&mut [u8])) -> Result<(), TxError>;
+    /// reads them) and then says how it is to be sent: the checksum and
+    /// segmentation requests need the built frame's offsets, so they come
+    /// after it. `fill` is called at most once, and only once the driver
+    /// has room for `len` bytes; a frame whose [`TxMeta`] the device
+    /// cannot honour (an offload it lacks, a frame longer than one
+    /// segment without segmentation) is dropped after `fill`, not queued,
+    /// and the error says why.
+    fn transmit(&mut self, len: usize, fill: &mut dyn FnMut(&mut [u8]) -> TxMeta) -> Result<(), TxError>;
 
     /// Lends up to `budget` received frames to `sink`, one at a time and
     /// in arrival order, then gives their buffers back to the device.

@@ -14,8 +14,12 @@
 //! vouches for (`GUEST_CSUM`, reported in [`RxMeta::checksum_ok`]), and
 //! with mergeable receive buffers (`MRG_RXBUF`) the host may hand over
 //! TCP segments of up to 64 KiB (`GUEST_TSO4/6`) spread over several
-//! slots, which the driver joins into one frame. Transmit offloads are
-//! not asked for: smoltcp builds every segment and its checksum.
+//! slots, which the driver joins into one frame. On transmit the device
+//! may complete TCP/UDP checksums (`CSUM`: `NEEDS_CSUM` with the
+//! checksum's place, the field holding the pseudo-header's sum) and cut
+//! IPv4 TCP segments of up to 64 KiB into MSS-sized ones (`HOST_TSO4`);
+//! such a segment is built in one of a few large transmit buffers (one
+//! descriptor each) instead of a 2 KiB slot.
 
 #![no_std]
 #![forbid(unsafe_code)]
@@ -27,7 +31,8 @@ use alloc::vec::Vec;
 
 use hal::device::{DmaBuffer, IrqHandler, IrqVector, PciDevice};
 use netdev::{
-    Capabilities, DeviceError, Events, LinkState, MacAddress, NetDevice, RxMeta, Stats, TxError, TxMeta, Waker,
+    Capabilities, DeviceError, Events, LinkState, MacAddress, NetDevice, RxMeta, SegmentationKind, Stats, TxError,
+    TxMeta, Waker,
 };
 use virtio::{feature, status, Buffer, IrqShared, QueueError, Transport, TransportError, VirtQueue};
 
@@ -46,6 +51,12 @@ pub mod features {
     /// A received frame may span several receive buffers
     /// (`num_buffers` in the first one's header).
     pub const MRG_RXBUF: u64 = 1 << 15;
+    /// The device completes a transmitted frame's checksum from
+    /// `csum_start` (`NEEDS_CSUM`).
+    pub const CSUM: u64 = 1 << 0;
+    /// The device cuts transmitted IPv4 TCP segments larger than the MTU
+    /// (needs `CSUM`).
+    pub const HOST_TSO4: u64 = 1 << 11;
 }
 
 /// `virtio_net_hdr.flags`: the checksum is partial (the host's own
@@ -54,6 +65,20 @@ const HDR_F_NEEDS_CSUM: u8 = 1;
 const HDR_F_DATA_VALID: u8 = 2;
 /// Offset of `num_buffers` in the header.
 const HDR_NUM_BUFFERS: usize = 10;
+/// `virtio_net_hdr.gso_type` for a TCP segment over IPv4 (IPv6's, 4, is
+/// not used: smoltcp 0.14 drops an IPv6 packet longer than the MTU
+/// before it reaches the device).
+const GSO_TCPV4: u8 = 1;
+/// The longest frame a segmentation request may carry: a 64 KiB IPv4
+/// packet behind an Ethernet header.
+const MAX_TSO_FRAME: usize = 65535 + 14;
+/// Large transmit buffers (header and frame, rounded to pages) and how
+/// many: a 256 KiB send ring is four such segments, and the device
+/// returns them as fast as the host's tap takes them. A frame finding
+/// none free is dropped as a full ring drops it (TCP sends it again), so
+/// there are enough for several busy connections.
+const LARGE_SLOT: usize = 68 << 10;
+const LARGE_SLOTS: usize = 32;
 /// The longest frame a merged receive may build: a 64 KiB IP packet
 /// behind an Ethernet header (and a VLAN tag).
 const MAX_MERGED: usize = 65535 + 18;
@@ -78,15 +103,26 @@ const WANTED: u64 = feature::VERSION_1
     | features::GUEST_CSUM
     | features::GUEST_TSO4
     | features::GUEST_TSO6
-    | features::MRG_RXBUF;
+    | features::MRG_RXBUF
+    | features::CSUM
+    | features::HOST_TSO4;
 
 /// Agrees on features with the device: [`WANTED`], less the large
 /// receives if buffers cannot be merged.
 fn negotiate(t: &mut Transport) -> Result<u64, Error> {
     let agreed = t.begin_init(WANTED, feature::VERSION_1).map_err(Error::Transport)?;
+    let mut wanted = WANTED;
     let large = features::GUEST_TSO4 | features::GUEST_TSO6;
     if agreed & large != 0 && agreed & features::MRG_RXBUF == 0 {
-        return t.begin_init(WANTED & !large, feature::VERSION_1).map_err(Error::Transport);
+        wanted &= !large;
+    }
+    // The spec makes TSO depend on checksum offload; a device that
+    // offers one without the other gets neither.
+    if agreed & features::HOST_TSO4 != 0 && agreed & features::CSUM == 0 {
+        wanted &= !features::HOST_TSO4;
+    }
+    if wanted != WANTED {
+        return t.begin_init(wanted, feature::VERSION_1).map_err(Error::Transport);
     }
     Ok(agreed)
 }
@@ -108,6 +144,33 @@ pub enum Error {
     NoInterrupt,
 }
 
+/// The offloads of an agreed feature set, shown as the names Linux's
+/// ethtool gives them ("none" without any).
+#[derive(Clone, Copy, Debug)]
+pub struct Offloads(u64);
+
+impl core::fmt::Display for Offloads {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let names = [
+            (features::CSUM, "tx-checksum"),
+            (features::HOST_TSO4, "tx-tcp-segmentation"),
+            (features::GUEST_CSUM, "rx-checksum"),
+            (features::GUEST_TSO4 | features::GUEST_TSO6, "large-receive"),
+        ];
+        let mut any = false;
+        for (bit, name) in names {
+            if self.0 & bit != 0 {
+                write!(f, "{}{name}", if any { " " } else { "" })?;
+                any = true;
+            }
+        }
+        if !any {
+            f.write_str("none")?;
+        }
+        Ok(())
+    }
+}
+
 pub struct VirtioNet {
     transport: Transport,
     rx: VirtQueue,
@@ -116,6 +179,18 @@ pub struct VirtioNet {
     tx_buf: DmaBuffer,
     /// Which TX slots the device holds.
     tx_busy: Vec<bool>,
+    /// The large transmit buffers (`LARGE_SLOTS` of `LARGE_SLOT` bytes,
+    /// only with `HOST_TSO4`), which of them the device holds,
+    /// and which one each descriptor carries.
+    tx_large: Vec<DmaBuffer>,
+    large_busy: [bool; LARGE_SLOTS],
+    large_of: Vec<Option<u8>>,
+    /// Whether a frame asking for a checksum, and one asking for
+    /// segmentation, were sent yet: the first of each is logged, so a
+    /// test sees the offloads used, not only agreed.
+    sent_csum: bool,
+    sent_tso: bool,
+
     /// Where a frame spread over several receive buffers is joined
     /// (empty until the first one comes).
     merged: Vec<u8>,
@@ -149,6 +224,16 @@ impl VirtioNet {
         let mut tx_busy = Vec::new();
         tx_busy.try_reserve(usize::from(tx.size())).map_err(|_| Error::NoMemory)?;
         tx_busy.resize(usize::from(tx.size()), false);
+        let mut large_of = Vec::new();
+        large_of.try_reserve(usize::from(tx.size())).map_err(|_| Error::NoMemory)?;
+        large_of.resize(usize::from(tx.size()), None);
+        let mut tx_large = Vec::new();
+        if transport.features() & features::HOST_TSO4 != 0 {
+            tx_large.try_reserve(LARGE_SLOTS).map_err(|_| Error::NoMemory)?;
+            for _ in 0..LARGE_SLOTS {
+                tx_large.push(dma.alloc(LARGE_SLOT).map_err(|_| Error::NoMemory)?);
+            }
+        }
         transport.pci().set_bus_master(true);
         let mut nic = VirtioNet {
             mac: MacAddress::default(),
@@ -159,6 +244,11 @@ impl VirtioNet {
             rx_buf,
             tx_buf,
             tx_busy,
+            tx_large,
+            large_busy: [false; LARGE_SLOTS],
+            large_of,
+            sent_csum: false,
+            sent_tso: false,
             merged: Vec::new(),
             stats: Stats::default(),
             rx_exhausted: false,
@@ -182,6 +272,8 @@ impl VirtioNet {
         self.rx = rx;
         self.tx = tx;
         self.tx_busy.fill(false);
+        self.large_busy = [false; LARGE_SLOTS];
+        self.large_of.fill(None);
         self.rx_exhausted = false;
         self.transport.pci().release_idle_dma_after_reset();
         self.fill_rx()?;
@@ -232,6 +324,29 @@ impl VirtioNet {
         self.rx_exhausted = exhausted;
     }
 
+    /// Logs the first frame sent with a checksum request and the first
+    /// with a segmentation request.
+    fn note_offload(&mut self, meta: &TxMeta, len: usize) {
+        if let (Some(c), false) = (meta.checksum, self.sent_csum) {
+            self.sent_csum = true;
+            log::info!(
+                "virtio-net {}: first frame with its checksum left to the device ({len} bytes, sum from byte {} into +{})",
+                self.transport.pci().address(),
+                c.start,
+                c.offset
+            );
+        }
+        if let (Some(s), false) = (meta.segmentation, self.sent_tso) {
+            self.sent_tso = true;
+            log::info!(
+                "virtio-net {}: first TCP segment cut by the device ({len} bytes, {} of headers, MSS {})",
+                self.transport.pci().address(),
+                s.header_len,
+                s.mss
+            );
+        }
+    }
+
     /// Gives every free receive descriptor its slot.
     fn fill_rx(&mut self) -> Result<(), Error> {
         let mut posted = false;
@@ -262,6 +377,9 @@ impl VirtioNet {
                 Ok((head, _)) => {
                     if let Some(b) = self.tx_busy.get_mut(usize::from(head)) {
                         *b = false;
+                    }
+                    if let Some(k) = self.large_of.get_mut(usize::from(head)).and_then(Option::take) {
+                        self.large_busy[usize::from(k)] = false;
                     }
                     any = true;
                 }
@@ -328,6 +446,12 @@ impl VirtioNet {
         self.vectors.iter().try_for_each(|v| v.set_affinity(cpu))
     }
 
+    /// The offloads agreed with the device, for the boot log: what the
+    /// tap checks read to know they are in use.
+    pub fn offloads(&self) -> Offloads {
+        Offloads(self.transport.features())
+    }
+
     /// How the device interrupts (MSI-X, MSI or INTx).
     pub fn irq_kind(&self) -> Option<hal::device::IrqKind> {
         self.vectors.first().map(|v| v.kind())
@@ -344,8 +468,13 @@ impl NetDevice for VirtioNet {
     }
 
     fn capabilities(&self) -> Capabilities {
-        let rx_checksum = self.transport.features() & features::GUEST_CSUM != 0;
-        Capabilities { mtu: 1500, rx_checksum, ..Capabilities::default() }
+        let f = self.transport.features();
+        Capabilities {
+            mtu: 1500,
+            rx_checksum: f & features::GUEST_CSUM != 0,
+            tx_checksum: f & features::CSUM != 0,
+            tso_max: if self.tx_large.is_empty() { 0 } else { MAX_TSO_FRAME },
+        }
     }
 
     fn link(&self) -> LinkState {
@@ -356,37 +485,48 @@ impl NetDevice for VirtioNet {
         self.shared.set_waker(waker);
     }
 
-    fn transmit(&mut self, meta: TxMeta, len: usize, fill: &mut dyn FnMut(&mut [u8])) -> Result<(), TxError> {
+    fn transmit(&mut self, len: usize, fill: &mut dyn FnMut(&mut [u8]) -> TxMeta) -> Result<(), TxError> {
         if self.transport.pci().is_revoked() {
             return Err(TxError::Unavailable);
         }
-        if len > MAX_FRAME || meta.segmentation.is_some() || meta.checksum.is_some() {
-            return Err(if len > MAX_FRAME { TxError::TooLong } else { TxError::Unavailable });
+        let large = len > MAX_FRAME;
+        if len > MAX_TSO_FRAME || (large && self.tx_large.is_empty()) {
+            return Err(TxError::TooLong);
         }
         if self.link == LinkState::Down {
             return Err(TxError::LinkDown);
         }
-        if self.tx.free_descriptors() == 0 {
+        if self.tx.free_descriptors() == 0 || (large && !self.large_busy.contains(&false)) {
             self.reclaim_tx();
         }
         let slot = self.tx.peek_free().ok_or(TxError::Busy)?;
-        let start = usize::from(slot) * SLOT;
-        {
-            let bytes = &mut self.tx_buf.as_mut_slice()[start..start + HDR_LEN + len];
-            bytes[..HDR_LEN].fill(0);
-            fill(&mut bytes[HDR_LEN..]);
+        let large_slot = if large { Some(self.large_busy.iter().position(|b| !b).ok_or(TxError::Busy)?) } else { None };
+        let (buf, start) = match large_slot.and_then(|k| self.tx_large.get_mut(k)) {
+            Some(b) => (b, 0),
+            None => (&mut self.tx_buf, usize::from(slot) * SLOT),
+        };
+        let bytes = &mut buf.as_mut_slice()[start..start + HDR_LEN + len];
+        let meta = fill(&mut bytes[HDR_LEN..]);
+        if let Err(e) = virtio_net_hdr(self.transport.features(), &meta, len, &mut bytes[..HDR_LEN]) {
+            self.stats.tx_dropped += 1;
+            return Err(e);
         }
-        let addr = self.tx_buf.device_addr_at(start).ok_or(TxError::Unavailable)?;
-        self.tx_buf.sync_for_device();
+        let addr = buf.device_addr_at(start).ok_or(TxError::Unavailable)?;
+        buf.sync_for_device();
         let head = self
             .tx
             .push(&[Buffer { addr, len: (HDR_LEN + len) as u32, device_writes: false }])
             .map_err(|_| TxError::Busy)?;
         debug_assert_eq!(head, slot);
         self.tx_busy[usize::from(head)] = true;
+        if let Some(k) = large_slot {
+            self.large_busy[k] = true;
+            self.large_of[usize::from(head)] = Some(k as u8);
+        }
         self.tx.notify_if_needed();
         self.stats.tx_packets += 1;
         self.stats.tx_bytes += len as u64;
+        self.note_offload(&meta, len);
         Ok(())
     }
 
@@ -463,4 +603,36 @@ impl NetDevice for VirtioNet {
     fn stats(&self) -> Stats {
         self.stats
     }
+}
+
+/// Writes the `virtio_net_hdr` in front of a built frame of `len` bytes
+/// from what `meta` asks, if the agreed `features` allow it; a frame
+/// longer than one Ethernet frame must be segmented.
+fn virtio_net_hdr(features: u64, meta: &TxMeta, len: usize, hdr: &mut [u8]) -> Result<(), TxError> {
+    hdr.fill(0);
+    if let Some(c) = meta.checksum {
+        if features & features::CSUM == 0 || usize::from(c.start) + usize::from(c.offset) + 2 > len {
+            return Err(TxError::Unavailable);
+        }
+        hdr[0] = HDR_F_NEEDS_CSUM;
+        hdr[6..8].copy_from_slice(&c.start.to_le_bytes());
+        hdr[8..10].copy_from_slice(&c.offset.to_le_bytes());
+    }
+    match meta.segmentation {
+        Some(s) => {
+            let gso_type = match s.kind {
+                SegmentationKind::TcpV4 if features & features::HOST_TSO4 != 0 => GSO_TCPV4,
+                _ => return Err(TxError::Unavailable),
+            };
+            if meta.checksum.is_none() || s.mss == 0 || usize::from(s.header_len) >= len {
+                return Err(TxError::Unavailable);
+            }
+            hdr[1] = gso_type;
+            hdr[2..4].copy_from_slice(&s.header_len.to_le_bytes());
+            hdr[4..6].copy_from_slice(&s.mss.to_le_bytes());
+        }
+        None if len > MAX_FRAME => return Err(TxError::TooLong),
+        None => {}
+    }
+    Ok(())
 }

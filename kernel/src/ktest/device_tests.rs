@@ -160,7 +160,11 @@ pub(super) fn wait_for_wake(waiter: &Waiter, deadline: u64) {
 
 pub(super) fn arp_gateway(nic: &mut dyn NetDevice, woken: &Waiter) -> Result<[u8; 6], alloc::string::String> {
     let mac = nic.mac();
-    nic.transmit(TxMeta::default(), 60, &mut |b| arp_request(mac, b)).map_err(|e| alloc::format!("transmit: {e:?}"))?;
+    nic.transmit(60, &mut |b| {
+        arp_request(mac, b);
+        TxMeta::default()
+    })
+    .map_err(|e| alloc::format!("transmit: {e:?}"))?;
     let deadline = crate::clock::now_ns() + 2_000_000_000;
     loop {
         let mut reply = None;
@@ -276,7 +280,7 @@ fn virtio_net_arp_gateway() -> TestResult {
     let s = nic.stats();
     ensure!(s.tx_packets == 1 && s.rx_packets >= 1, "{s:?}");
     // Too long, refused without a call to fill.
-    let r = nic.transmit(TxMeta::default(), 1515, &mut |_| {});
+    let r = nic.transmit(1515, &mut |_| TxMeta::default());
     ensure!(r == Err(TxError::TooLong), "{r:?}");
     crate::net::netdevs::register(nic);
     Ok(())
@@ -320,7 +324,11 @@ fn virtio_net_reset_mid_traffic() -> TestResult {
     let result = (|| {
         let mac = nic.mac();
         for _ in 0..8 {
-            nic.transmit(TxMeta::default(), 60, &mut |b| arp_request(mac, b)).map_err(|e| alloc::format!("{e:?}"))?;
+            nic.transmit(60, &mut |b| {
+                arp_request(mac, b);
+                TxMeta::default()
+            })
+            .map_err(|e| alloc::format!("{e:?}"))?;
         }
         let free_before = hal::mm::free_frame_count();
         let tables_before = hal::device::iommu::table_frames();
@@ -360,7 +368,7 @@ fn virtio_net_revoke_and_restart() -> TestResult {
     let mut nic = take_nic()?;
     let revoker = crate::drivers::take_revoker(first_nic_address()?).ok_or("no revoker kept for the NIC")?;
     revoker.revoke();
-    let r = nic.transmit(TxMeta::default(), 60, &mut |_| {});
+    let r = nic.transmit(60, &mut |_| TxMeta::default());
     ensure!(r == Err(TxError::Unavailable), "transmit on a revoked device: {r:?}");
     let addr = revoker.address();
     ensure!(pci::claim(addr).err() == Some(ClaimError::Busy), "claimed while the old driver holds it");

@@ -71,7 +71,10 @@ fn e1000_arp_gateway() -> TestResult {
         ensure!(wake.count.load(Ordering::Relaxed) > 0, "the waker never ran");
         let s = nic.stats();
         ensure!(s.tx_packets == 1 && s.rx_packets >= 1 && s.tx_bytes == 60, "{s:?}");
-        let r = nic.transmit(TxMeta::default(), 1515, &mut |_| ensure_unreached());
+        let r = nic.transmit(1515, &mut |_| {
+            ensure_unreached();
+            TxMeta::default()
+        });
         ensure!(r == Err(TxError::TooLong), "{r:?}");
         Ok(())
     })
@@ -208,7 +211,7 @@ pub(super) fn link_down_and_up_on(nic: &mut dyn NetDevice, wake: &Waiter, netdev
             wait_for_wake(wake, deadline);
         }
         ensure!(wake.count.load(Ordering::Acquire) > woken, "the link change raised no interrupt");
-        let r = nic.transmit(TxMeta::default(), 60, &mut |_| {});
+        let r = nic.transmit(60, &mut |_| TxMeta::default());
         ensure!(r == Err(TxError::LinkDown), "transmit with the link down: {r:?}");
         Ok(())
     })();
@@ -226,7 +229,10 @@ pub(super) fn link_down_and_up_on(nic: &mut dyn NetDevice, wake: &Waiter, netdev
 pub(super) fn send_arp_requests(nic: &mut dyn NetDevice, mac: MacAddress, count: usize, deadline: u64) -> TestResult {
     let mut sent = 0;
     while sent < count {
-        match nic.transmit(TxMeta::default(), 60, &mut |b| arp_request(mac, b)) {
+        match nic.transmit(60, &mut |b| {
+            arp_request(mac, b);
+            TxMeta::default()
+        }) {
             Ok(()) => sent += 1,
             Err(TxError::Busy) => {
                 ensure!(crate::clock::now_ns() < deadline, "transmit ring stayed full ({sent} sent)");
@@ -245,7 +251,11 @@ fn e1000_reset_mid_traffic() -> TestResult {
     with_e1000(|nic, wake| {
         let mac = nic.mac();
         for _ in 0..32 {
-            nic.transmit(TxMeta::default(), 60, &mut |b| arp_request(mac, b)).map_err(|e| alloc::format!("{e:?}"))?;
+            nic.transmit(60, &mut |b| {
+                arp_request(mac, b);
+                TxMeta::default()
+            })
+            .map_err(|e| alloc::format!("{e:?}"))?;
         }
         crate::sched::sleep_ns(10_000_000);
         let free_before = hal::mm::free_frame_count();
@@ -284,7 +294,7 @@ fn e1000_revoke_and_restart() -> TestResult {
     let address = function.ok_or("no e1000 function")?.address;
     let revoker = crate::drivers::take_revoker(address).ok_or("no revoker kept for the e1000")?;
     revoker.revoke();
-    let r = nic.transmit(TxMeta::default(), 60, &mut |_| {});
+    let r = nic.transmit(60, &mut |_| TxMeta::default());
     ensure!(r == Err(TxError::Unavailable), "transmit on a revoked device: {r:?}");
     ensure!(nic.receive(16, &mut |_, _| {}) == 0, "frames from a revoked device");
     let addr = revoker.address();

@@ -12,8 +12,10 @@ use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 
-use netdev::{NetDevice, RxMeta, TxMeta};
-use smoltcp::phy::{self, Checksum, ChecksumCapabilities, DeviceCapabilities, Medium};
+use core::num::{NonZeroU16, NonZeroUsize};
+
+use netdev::{ChecksumRequest, NetDevice, RxMeta, Segmentation, SegmentationKind, TxMeta};
+use smoltcp::phy::{self, Checksum, ChecksumCapabilities, DeviceCapabilities, Medium, PacketMeta};
 use smoltcp::time::Instant;
 
 /// The largest frame either device kind carries (the loopback's MTU).
@@ -131,15 +133,21 @@ pub struct NicDevice {
     /// The device vouches for the TCP/UDP checksums of some received
     /// frames (`RxMeta::checksum_ok`); the others are checked here.
     pub rx_checksum: bool,
+    /// The device completes TCP checksums: smoltcp leaves them 0 and
+    /// each TCP frame asks the device (see [`tcp_offload`]).
+    tx_checksum: bool,
 }
 
 impl NicDevice {
     pub fn new(dev: Box<dyn NetDevice>) -> Result<NicDevice, linux_abi::errno::Errno> {
         let mtu = dev.capabilities().mtu.max(576);
-        let scratch = super::stack::zeroed(mtu + 14)?;
+        // As long as the longest frame smoltcp may build: a segment the
+        // device cuts itself (TSO) is longer than the MTU.
+        let scratch = super::stack::zeroed((mtu + 14).max(dev.capabilities().tso_max))?;
         let mac = dev.mac().0;
         let rx_checksum = dev.capabilities().rx_checksum;
-        Ok(NicDevice { dev, ifindex: 0, mac, scratch, counters: Counters::default(), rx_checksum })
+        let tx_checksum = dev.capabilities().tx_checksum;
+        Ok(NicDevice { dev, ifindex: 0, mac, scratch, counters: Counters::default(), rx_checksum, tx_checksum })
     }
 
     pub fn inner(&mut self) -> &mut dyn NetDevice {
@@ -232,10 +240,17 @@ impl phy::RxToken for RxToken {
 
 pub enum TxToken<'a> {
     Loopback(&'a mut LoopbackDevice),
-    Nic(&'a mut NicDevice),
+    /// With the MSS a segmentation request cuts at, if smoltcp asked.
+    Nic(&'a mut NicDevice, Option<NonZeroU16>),
 }
 
 impl phy::TxToken for TxToken<'_> {
+    fn set_meta(&mut self, meta: PacketMeta) {
+        if let TxToken::Nic(_, mss) = self {
+            *mss = meta.segmentation_offload_size;
+        }
+    }
+
     fn consume<R, F: FnOnce(&mut [u8]) -> R>(self, len: usize, f: F) -> R {
         match self {
             TxToken::Loopback(l) => {
@@ -259,20 +274,27 @@ impl phy::TxToken for TxToken<'_> {
                 l.queue.push_back((frame, len));
                 r
             }
-            TxToken::Nic(n) => {
+            TxToken::Nic(n, mss) => {
                 let mut f = Some(f);
                 let mut out = None;
-                let (ifindex, mac) = (n.ifindex, n.mac);
-                let sent = n.dev.transmit(TxMeta::default(), len, &mut |buf: &mut [u8]| {
-                    if let Some(f) = f.take() {
-                        out = Some(f(&mut buf[..len]));
-                        if crate::net::packet::listening() {
-                            crate::net::packet::deliver(ifindex, &mac, &buf[..len], true);
-                        }
+                let (ifindex, mac, offload) = (n.ifindex, n.mac, n.tx_checksum);
+                let sent = n.dev.transmit(len, &mut |buf: &mut [u8]| {
+                    let Some(f) = f.take() else { return TxMeta::default() };
+                    out = Some(f(&mut buf[..len]));
+                    let meta = if offload { tcp_offload(&mut buf[..len], mss) } else { TxMeta::default() };
+                    if crate::net::packet::listening() {
+                        crate::net::packet::deliver(ifindex, &mac, &buf[..len], true);
                     }
+                    meta
                 });
                 match (out, f) {
-                    (Some(r), _) => r,
+                    (Some(r), _) => {
+                        if sent.is_err() {
+                            // Built, then refused for what it asked.
+                            n.counters.tx_dropped += 1;
+                        }
+                        r
+                    }
                     (None, Some(f)) => {
                         // Refused (ring full, link down): built and dropped.
                         let _ = sent;
@@ -326,13 +348,13 @@ impl phy::Device for IfaceDevice {
                     // Nothing came, or it was dropped: smoltcp passes
                     // over an empty frame, and a dropped one must not
                     // end the round.
-                    return dropped.then(|| (RxToken::new(frame), TxToken::Nic(n)));
+                    return dropped.then(|| (RxToken::new(frame), TxToken::Nic(n, None)));
                 }
                 if crate::net::packet::listening() {
                     crate::net::packet::deliver(n.ifindex, &n.mac, &frame, false);
                 }
                 let len = frame.len();
-                Some((RxToken { frame, len, loopback: false }, TxToken::Nic(n)))
+                Some((RxToken { frame, len, loopback: false }, TxToken::Nic(n, None)))
             }
         }
     }
@@ -340,7 +362,7 @@ impl phy::Device for IfaceDevice {
     fn transmit(&mut self, _now: Instant) -> Option<TxToken<'_>> {
         Some(match self {
             IfaceDevice::Loopback(l) => TxToken::Loopback(l),
-            IfaceDevice::Nic(n) => TxToken::Nic(n),
+            IfaceDevice::Nic(n) => TxToken::Nic(n, None),
         })
     }
 
@@ -361,8 +383,8 @@ impl phy::Device for IfaceDevice {
                 caps.checksum.icmpv6 = Checksum::Both;
             }
             IfaceDevice::Nic(n) => {
-                // Checksums are computed and checked here: the device's
-                // offloads are per frame, smoltcp's switches global.
+                // The device's offloads are per frame, smoltcp's switches
+                // per device: what the device may skip is done here.
                 let c = n.dev.capabilities();
                 caps.medium = Medium::Ethernet;
                 caps.max_transmission_unit = c.mtu.max(576) + 14;
@@ -371,10 +393,69 @@ impl phy::Device for IfaceDevice {
                     caps.checksum.tcp = Checksum::Tx;
                     caps.checksum.udp = Checksum::Tx;
                 }
+                if c.tx_checksum {
+                    // Every TCP frame asks the device for its sum
+                    // (`tcp_offload`); UDP keeps smoltcp's, whose 0 means
+                    // "none" on IPv4.
+                    caps.checksum.tcp = if c.rx_checksum { Checksum::None } else { Checksum::Rx };
+                    // IPv4 only: smoltcp 0.14 drops an IPv6 packet
+                    // longer than the MTU instead of handing it over.
+                    caps.segmentation.tcpv4 = NonZeroUsize::new(c.tso_max);
+                }
             }
         }
         caps
     }
+}
+
+/// What the device is to finish in a frame smoltcp built on a device
+/// with TCP checksum offload: for a TCP segment, the checksum from the
+/// TCP header on, with the pseudo-header's sum (not complemented) put in
+/// the field first, as virtio's `NEEDS_CSUM` and Linux's
+/// CHECKSUM_PARTIAL want; and the cut into `mss`-byte segments when
+/// smoltcp built one longer than the MTU. A TCP field already non-zero
+/// (a raw socket's own packet; smoltcp writes 0 when it leaves the sum
+/// to the device) is left as built. Anything else asks for nothing.
+fn tcp_offload(frame: &mut [u8], mss: Option<NonZeroU16>) -> TxMeta {
+    let be16 = |b: &[u8], at: usize| b.get(at..at + 2).map_or(0, |s| u16::from_be_bytes([s[0], s[1]]));
+    let sum = |b: &[u8]| b.chunks(2).map(|c| u32::from(u16::from_be_bytes([c[0], c[1]]))).sum::<u32>();
+    let (start, l4_len, addr_sum, kind) = match be16(frame, 12) {
+        0x0800 => {
+            let Some(ip) = frame.get(14..34) else { return TxMeta::default() };
+            let ihl = usize::from(ip[0] & 0xf) * 4;
+            let frag = be16(ip, 6) & 0x3fff;
+            if ip[9] != 6 || ihl < 20 || frag != 0 {
+                return TxMeta::default();
+            }
+            let Some(l4_len) = usize::from(be16(ip, 2)).checked_sub(ihl) else { return TxMeta::default() };
+            (14 + ihl, l4_len, sum(&ip[12..20]), SegmentationKind::TcpV4)
+        }
+        0x86dd => {
+            let Some(ip) = frame.get(14..54) else { return TxMeta::default() };
+            if ip[6] != 6 {
+                return TxMeta::default();
+            }
+            (54, usize::from(be16(ip, 4)), sum(&ip[8..40]), SegmentationKind::TcpV6)
+        }
+        _ => return TxMeta::default(),
+    };
+    let field = start + 16;
+    let Some(data_offset) = frame.get(start + 12).map(|b| usize::from(b >> 4) * 4) else { return TxMeta::default() };
+    if l4_len < 20 || start + l4_len > frame.len() || data_offset < 20 || be16(frame, field) != 0 {
+        return TxMeta::default();
+    }
+    let mut s = addr_sum + 6 + l4_len as u32;
+    while s > 0xffff {
+        s = (s & 0xffff) + (s >> 16);
+    }
+    frame[field..field + 2].copy_from_slice(&(s as u16).to_be_bytes());
+    let checksum = Some(ChecksumRequest { start: start as u16, offset: 16 });
+    let segmentation = mss.filter(|_| kind == SegmentationKind::TcpV4).map(|mss| Segmentation {
+        kind,
+        header_len: (start + data_offset) as u16,
+        mss: mss.get(),
+    });
+    TxMeta { checksum, segmentation }
 }
 
 /// Whether an Ethernet frame's TCP or UDP checksum is right (true for

@@ -639,8 +639,9 @@ pub fn transmit_frame(ifindex: u32, frame: &[u8]) -> Result<(), Errno> {
         }
         IfaceDevice::Nic(n) => {
             n.inner()
-                .transmit(netdev::TxMeta::default(), frame.len(), &mut |buf: &mut [u8]| {
-                    buf[..frame.len()].copy_from_slice(frame)
+                .transmit(frame.len(), &mut |buf: &mut [u8]| {
+                    buf[..frame.len()].copy_from_slice(frame);
+                    netdev::TxMeta::default()
                 })
                 .map_err(|_| Errno::ENOBUFS)?;
             crate::net::packet::deliver(ifindex, &mac, frame, true);
