@@ -394,7 +394,21 @@ impl TcpSocket {
                 break;
             }
         }
-        st.poll();
+        if r.iface == stack::LOOPBACK {
+            st.poll();
+        } else {
+            // Through a NIC the network thread sends it. A poll walks
+            // every socket of the interface (smoltcp's egress and
+            // deadline walks, the watchers' refresh), so a server
+            // answering many connections paid that walk per reply; the
+            // thread's one poll sends the replies of all the sends
+            // made since it last ran (docs/networking.md, Decisions).
+            // This socket's own readiness is current at once.
+            let mut inner = self.inner.lock();
+            self.refresh_locked(&mut st, &mut inner);
+            drop(inner);
+            super::poller::wake();
+        }
         match fault {
             Some(e) if total == 0 => Err(e),
             _ => Ok(total),
