@@ -597,13 +597,13 @@ impl TcpSocket {
             }
             Phase::Connecting(r) | Phase::Connected(r) => {
                 let piped = st.direct.queued(r);
-                let t = st.tcp(r);
+                let t = st.tcp_peek(r);
                 // Unread data or a zero linger time: a reset, as Linux's
                 // tcp_close sends.
                 if t.recv_queue() > 0 || piped > 0 || (lo && linger == 0) {
-                    t.abort();
+                    send_then_abort(&mut st, r);
                 } else {
-                    t.close();
+                    st.tcp(r).close();
                 }
                 st.orphan(r, port);
             }
@@ -627,6 +627,16 @@ fn close_queue(st: &mut Stack, id: u64) {
             st.orphan(r, None);
         }
     }
+}
+
+/// Resets `r` after sending what its sends left for the network thread
+/// (a send through a NIC does not poll): on Linux those bytes were on
+/// the wire before the reset.
+fn send_then_abort(st: &mut Stack, r: SockRef) {
+    if r.iface != stack::LOOPBACK && st.tcp_peek(r).send_queue() > 0 {
+        st.poll();
+    }
+    st.tcp(r).abort();
 }
 
 /// EPIPE, with SIGPIPE unless MSG_NOSIGNAL.
@@ -1169,7 +1179,7 @@ impl TcpSocket {
         let mut inner = self.inner.lock();
         match core::mem::replace(&mut inner.phase, Phase::Closed) {
             Phase::Connected(r) | Phase::Connecting(r) => {
-                st.tcp(r).abort();
+                send_then_abort(&mut st, r);
                 st.orphan(r, None);
             }
             Phase::Listening => close_queue(&mut st, self.c.id),
