@@ -1,7 +1,9 @@
 //! The network thread: polls the stack when a device has work (its
 //! driver's waker) or when smoltcp's next timer is due (retransmission,
-//! keep-alive, a closing connection's handshake). Socket calls poll the
-//! stack themselves, so on the loopback the thread only runs timers.
+//! keep-alive, a closing connection's handshake), and after sends through
+//! a NIC, which leave their bytes for its poll. Socket calls on the
+//! loopback poll the stack themselves, so there the thread only runs
+//! timers.
 //!
 //! The thread publishes the deadline it sleeps until; a poll elsewhere
 //! that finds an earlier one wakes it. Both sides read and write the

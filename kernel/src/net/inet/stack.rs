@@ -2,11 +2,13 @@
 //! and the open sockets to tell when smoltcp changed something.
 //!
 //! One sleeping lock ([`STACK`]) guards it all. A socket call takes it,
-//! works on its smoltcp socket, and polls the interfaces before letting
-//! go (so a send is on the wire, or through the loopback and into the
-//! peer's buffer, when the call returns: Asterinas's "poll right after
-//! send"). The poll thread ([`super::poller`]) takes it when a device
-//! wakes it or smoltcp's next timer is due.
+//! works on its smoltcp socket, and on the loopback polls the interfaces
+//! before letting go (so a send is through the loopback and into the
+//! peer's buffer when the call returns: Asterinas's "poll right after
+//! send"). A send through a NIC leaves its bytes in the ring and wakes
+//! the poll thread ([`super::poller`]), whose one poll sends what every
+//! send since the last one queued; the thread also takes the lock when a
+//! device wakes it or smoltcp's next timer is due.
 //!
 //! After each poll every open socket whose smoltcp socket the poll may
 //! have changed refreshes its readiness from it ([`Watch::refresh`]) and

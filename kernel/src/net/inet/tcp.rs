@@ -402,7 +402,21 @@ impl TcpSocket {
             }
         }
         self.inner.lock().counts.written += total as u64;
-        st.poll();
+        if r.iface == stack::LOOPBACK {
+            st.poll();
+        } else {
+            // Through a NIC the network thread sends it. A poll walks
+            // every socket of the interface (smoltcp's egress and
+            // deadline walks, the watchers' refresh), so a server
+            // answering many connections paid that walk per reply; the
+            // thread's one poll sends the replies of all the sends
+            // made since it last ran (docs/networking.md, Decisions).
+            // This socket's own readiness is current at once.
+            let mut inner = self.inner.lock();
+            self.refresh_locked(&mut st, &mut inner);
+            drop(inner);
+            super::poller::wake();
+        }
         match fault {
             Some(e) if total == 0 => Err(e),
             _ => Ok(total),
@@ -593,14 +607,14 @@ impl TcpSocket {
             }
             Phase::Connecting(r) | Phase::Connected(r) => {
                 let piped = st.direct.queued(r);
-                let t = st.tcp(r);
+                let t = st.tcp_peek(r);
                 // Unread data or a zero linger time: a reset, as Linux's
                 // tcp_close sends.
                 let reset = t.recv_queue() > 0 || piped > 0 || (lo && linger == 0);
                 if reset {
-                    t.abort();
+                    send_then_abort(&mut st, r);
                 } else {
-                    t.close();
+                    st.tcp(r).close();
                 }
                 drop(inner);
                 if !reset && lo && hal::cpu::interrupts_enabled() && !crate::net::exiting() {
@@ -651,6 +665,16 @@ fn close_queue(st: &mut Stack, id: u64) {
             st.orphan(r, None);
         }
     }
+}
+
+/// Resets `r` after sending what its sends left for the network thread
+/// (a send through a NIC does not poll): on Linux those bytes were on
+/// the wire before the reset.
+fn send_then_abort(st: &mut Stack, r: SockRef) {
+    if r.iface != stack::LOOPBACK && st.tcp_peek(r).send_queue() > 0 {
+        st.poll();
+    }
+    st.tcp(r).abort();
 }
 
 /// EPIPE, with SIGPIPE unless MSG_NOSIGNAL.
@@ -1203,7 +1227,7 @@ impl TcpSocket {
         let mut inner = self.inner.lock();
         match core::mem::replace(&mut inner.phase, Phase::Closed) {
             Phase::Connected(r) | Phase::Connecting(r) => {
-                st.tcp(r).abort();
+                send_then_abort(&mut st, r);
                 st.orphan(r, None);
             }
             Phase::Listening => close_queue(&mut st, self.c.id),
