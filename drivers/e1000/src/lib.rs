@@ -472,9 +472,9 @@ impl NetDevice for E1000 {
         let slot = self.tx_next;
         let start = slot * SLOT;
         // No offloads (the capabilities name none): a frame asking for one
-        // is dropped here, before the device sees it.
+        // is dropped here, before the device sees it (the caller counts
+        // it: the frame was built).
         if fill(&mut self.tx_buf.as_mut_slice()[start..start + len]) != TxMeta::default() {
-            self.stats.tx_dropped += 1;
             return Err(TxError::Unavailable);
         }
         let addr = self.tx_buf.device_addr_at(start).ok_or(TxError::Unavailable)?;

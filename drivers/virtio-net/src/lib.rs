@@ -190,7 +190,6 @@ pub struct VirtioNet {
     /// test sees the offloads used, not only agreed.
     sent_csum: bool,
     sent_tso: bool,
-
     /// Where a frame spread over several receive buffers is joined
     /// (empty until the first one comes).
     merged: Vec<u8>,
@@ -507,10 +506,8 @@ impl NetDevice for VirtioNet {
         };
         let bytes = &mut buf.as_mut_slice()[start..start + HDR_LEN + len];
         let meta = fill(&mut bytes[HDR_LEN..]);
-        if let Err(e) = virtio_net_hdr(self.transport.features(), &meta, len, &mut bytes[..HDR_LEN]) {
-            self.stats.tx_dropped += 1;
-            return Err(e);
-        }
+        // A refused frame was built: the caller counts it as dropped.
+        virtio_net_hdr(self.transport.features(), &meta, len, &mut bytes[..HDR_LEN])?;
         let addr = buf.device_addr_at(start).ok_or(TxError::Unavailable)?;
         buf.sync_for_device();
         let head = self
