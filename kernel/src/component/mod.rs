@@ -157,6 +157,17 @@ fn process_caps() -> &'static [usize] {
     TABLE.get().map_or(&[], |t| &t.process_caps)
 }
 
+/// User frames the components' domains hold (the exit check's leak
+/// count leaves them out, as it does the vDSO's).
+pub fn frames() -> usize {
+    components().iter().map(|c| c.domain.resident_pages() as usize).sum()
+}
+
+/// Page-table frames of the components' domains, roots included.
+pub fn table_frames() -> u64 {
+    components().iter().map(|c| c.domain.table_frames()).sum()
+}
+
 /// The index of the component called `name`.
 pub fn find(name: &str) -> Option<usize> {
     IMAGES.iter().position(|i| i.name == name)
