@@ -1,7 +1,8 @@
 //! The runtime of a Kiln component (docs/components.md): what a
 //! `#![forbid(unsafe_code)]` component needs from below and cannot write
-//! itself. It is to a component what `hal/` is to the kernel: the one
-//! crate of an image that holds `unsafe`, each block with its reason.
+//! itself. It is the part of `hal/` a component image links (all of
+//! Kiln's `unsafe` lives under `hal/`): the one crate of an image that
+//! holds `unsafe`, each block with its reason.
 //!
 //! - The entry point, `_start`. The kernel enters a component only to
 //!   serve an invocation: rdi holds the operation, rsi, rdx, rcx, r8 its
