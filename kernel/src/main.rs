@@ -17,6 +17,7 @@ mod banner;
 mod block;
 mod bottom_half;
 mod clock;
+mod component;
 mod console;
 mod cred;
 mod dev;
@@ -53,6 +54,7 @@ fn kmain(info: &'static hal::BootInfo) -> ! {
     }
     sched::init();
     vdso::init(info.command_line());
+    component::init();
     clock::init();
     console::init();
     syscall::init(info.command_line());

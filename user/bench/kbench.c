@@ -122,6 +122,7 @@ static const struct {
     {"pipe_pingpong", b_pipe_pingpong},
     {"unix_pingpong", b_unix_pingpong},
     {"futex_pingpong", b_futex_pingpong},
+    {"component_invoke", b_component_invoke},
     {"epoll_wait", b_epoll_wait},
     {"epoll_pingpong", b_epoll_pingpong},
     {"poll_100", b_poll_100},

@@ -67,6 +67,7 @@ pub const BENCHES: &[Bench] = &[
     b("switching", "pipe_pingpong", "1-byte round trip, 2 processes, 2 pipes"),
     b("switching", "unix_pingpong", "1-byte round trip, 2 processes, AF_UNIX socketpair"),
     b("switching", "futex_pingpong", "round trip between 2 threads via futex (2 switches)"),
+    b("switching", "component_invoke", "invocation round trip into another protection domain (Kiln only)"),
     b("events", "epoll_wait", "epoll_wait(timeout 0) on a ready pipe"),
     b("events", "epoll_pingpong", "1-byte round trip, 2 processes, each in epoll_wait"),
     b("events", "poll_100", "poll(timeout 0) on 100 pipes, the last readable"),

@@ -103,6 +103,7 @@ impl Flavor {
 /// valid and the next build is a no-op.
 pub fn kernel(flavor: Flavor) -> Result<PathBuf> {
     vdso()?;
+    components()?;
     let target_dir = flavor.target_dir();
     let mut cmd = kernel_cargo("build", flavor);
     run_checked(&mut cmd, "kernel build")?;
@@ -122,6 +123,56 @@ pub fn vdso() -> Result<()> {
     let mut make = Command::new("make");
     make.args(["-s", "-C"]).arg(repo_root().join("user").join("vdso"));
     run_checked(&mut make, "building the vDSO (make -C user/vdso)")
+}
+
+/// The component images, in the order of their slots in the global
+/// layout (kernel `component::IMAGES` has the same list): component `i`
+/// is linked at `COMPONENT_LAYOUT_BASE + i * COMPONENT_SLOT_SIZE`.
+pub const COMPONENTS: &[&str] = &["calc", "client"];
+const COMPONENT_LAYOUT_BASE: u64 = 0x10_0000_0000;
+const COMPONENT_SLOT_SIZE: u64 = 0x1_0000_0000;
+
+/// Builds the component images (`components/`, docs/components.md) into
+/// `build/components/NAME.elf`, which the kernel embeds: each a static
+/// executable at its slot's address, with no relocations left (checked
+/// again by the kernel's loader).
+pub fn components() -> Result<()> {
+    let out = repo_root().join("build").join("components");
+    std::fs::create_dir_all(&out).map_err(|e| format!("create {}: {e}", out.display()))?;
+    for (slot, name) in COMPONENTS.iter().enumerate() {
+        let base = COMPONENT_LAYOUT_BASE + slot as u64 * COMPONENT_SLOT_SIZE;
+        let mut cmd = components_cargo("rustc", Some(name));
+        cmd.args(["--", &format!("-Clinker={LINKER}"), "-Clink-arg=--no-pie"])
+            .arg(format!("-Clink-arg=--image-base={base:#x}"))
+            .arg("-Clink-arg=-zmax-page-size=4096");
+        run_checked(&mut cmd, &format!("building component {name}"))?;
+        let built = repo_root().join("target").join("components").join(KERNEL_TARGET).join("release").join(name);
+        let dest = out.join(format!("{name}.elf"));
+        let bytes = std::fs::read(&built).map_err(|e| format!("read {}: {e}", built.display()))?;
+        // Only a changed image is rewritten, so the kernel is not rebuilt
+        // for nothing.
+        if std::fs::read(&dest).ok().as_deref() != Some(&bytes[..]) {
+            std::fs::write(&dest, &bytes).map_err(|e| format!("write {}: {e}", dest.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Debian's cargo in `components/`, for the bare-metal target.
+fn components_cargo(subcommand: &str, package: Option<&str>) -> Command {
+    let mut cmd = debian_cargo();
+    let path = format!("/usr/bin:{}", std::env::var("PATH").unwrap_or_default());
+    cmd.current_dir(repo_root().join("components"))
+        .env("RUSTC_BOOTSTRAP", "1")
+        .env("PATH", path)
+        .args([subcommand, "-q", "--release", "--target", KERNEL_TARGET])
+        .args(["-Zbuild-std=core,alloc,compiler_builtins", "-Zbuild-std-features=compiler-builtins-mem"])
+        .arg("--target-dir")
+        .arg(repo_root().join("target").join("components"));
+    if let Some(p) = package {
+        cmd.args(["-p", p]);
+    }
+    cmd
 }
 
 /// Debian's cargo set up for the bare-metal kernel: `subcommand` is
@@ -162,19 +213,24 @@ fn kernel_cargo(subcommand: &str, flavor: Flavor) -> Command {
 /// way, so it is an acceptable fallback for a tool that does not compile
 /// anything.
 pub fn host_fmt(args: &[String]) -> Result<ExitCode> {
-    let mut cmd = if has_subcommand("fmt") {
-        debian_cargo()
-    } else {
-        eprintln!("xtask: /usr/bin/cargo has no fmt; using the cargo on PATH");
-        path_cargo()
-    };
-    cmd.args(["fmt", "--all"]);
-    if args.iter().any(|a| a == "--check") {
-        cmd.args(["--", "--check"]);
-    } else if !args.is_empty() {
+    let check = args.iter().any(|a| a == "--check");
+    if !check && !args.is_empty() {
         return Err(format!("fmt: unexpected arguments {args:?}"));
     }
-    run_checked(&mut cmd, "cargo fmt")?;
+    // The root workspace, then components/ (a workspace of its own).
+    for manifest in ["Cargo.toml", "components/Cargo.toml"] {
+        let mut cmd = if has_subcommand("fmt") {
+            debian_cargo()
+        } else {
+            eprintln!("xtask: /usr/bin/cargo has no fmt; using the cargo on PATH");
+            path_cargo()
+        };
+        cmd.args(["fmt", "--all", "--manifest-path"]).arg(repo_root().join(manifest));
+        if check {
+            cmd.args(["--", "--check"]);
+        }
+        run_checked(&mut cmd, "cargo fmt")?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -198,6 +254,10 @@ pub fn host_clippy() -> Result<ExitCode> {
     run_checked(&mut cmd, "cargo clippy")?;
     if has_subcommand("clippy") {
         vdso()?;
+        components()?;
+        let mut c = components_cargo("clippy", None);
+        c.args(["--workspace", "--", "-D", "warnings"]);
+        run_checked(&mut c, "cargo clippy (components)")?;
         // The kernel (and hal) in both flavours, with the same flags as the build.
         for flavor in [Flavor::Normal, Flavor::Test] {
             let mut k = kernel_cargo("clippy", flavor);

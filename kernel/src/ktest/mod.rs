@@ -9,6 +9,7 @@
 
 mod block_tests;
 mod boot_tests;
+mod component_tests;
 mod dev_tests;
 mod device_tests;
 mod e1000_tests;
@@ -66,6 +67,7 @@ const SUITES: &[&[KTest]] = &[
     block_tests::TESTS,
     event_tests::TESTS,
     limit_tests::TESTS,
+    component_tests::TESTS,
 ];
 
 pub fn run_all(info: &'static hal::BootInfo) {

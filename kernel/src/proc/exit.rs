@@ -234,10 +234,11 @@ fn init_exited(how: ExitKind) -> ! {
         hal::frame::live_user_frames()
             .saturating_sub(crate::fs::pagestore::file_frames() as usize)
             .saturating_sub(crate::vdso::frames())
+            .saturating_sub(crate::component::frames())
     };
-    while (process_frames() != 0 || hal::paging::live_user_table_frames() != 0)
-        && hal::time::monotonic_ns() - start < 2_000_000_000
-    {
+    // The components' domains (docs/components.md) stay too.
+    let process_tables = || hal::paging::live_user_table_frames().saturating_sub(crate::component::table_frames());
+    while (process_frames() != 0 || process_tables() != 0) && hal::time::monotonic_ns() - start < 2_000_000_000 {
         if hal::cpu::interrupts_enabled() {
             crate::sched::sleep_ns(5_000_000);
         } else {
@@ -253,7 +254,7 @@ fn init_exited(how: ExitKind) -> ! {
             "\nkiln: file frames {}\nkiln: user frames in use {}, user page-table frames in use {}\n",
             crate::fs::pagestore::file_frames(),
             process_frames(),
-            hal::paging::live_user_table_frames()
+            process_tables()
         )
         .as_bytes(),
     );

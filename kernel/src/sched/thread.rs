@@ -303,6 +303,19 @@ impl Thread {
         drop(old);
     }
 
+    /// The current thread moves into `root` now (a component invocation
+    /// migrating it into another domain, or back): the new space is
+    /// activated and recorded together, with interrupts off, so a switch
+    /// away and back in finds it. `None` keeps what is loaded (a kernel
+    /// thread coming back has no space of its own). Returns the old one.
+    pub fn swap_vm_root(&self, root: Option<Arc<PageTable>>) -> Option<Arc<PageTable>> {
+        let mut slot = self.vm_root.lock();
+        if let Some(pt) = root.as_ref() {
+            pt.activate();
+        }
+        core::mem::replace(&mut *slot, root)
+    }
+
     pub fn task_id(&self) -> i32 {
         self.task_id.load(Ordering::Relaxed)
     }

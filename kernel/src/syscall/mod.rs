@@ -450,6 +450,10 @@ pub fn dispatch(task: &Arc<Task>, uctx: &mut UserContext) {
 /// and stores its result in rax.
 #[inline(always)]
 fn run(task: &Arc<Task>, uctx: &mut UserContext, number: u64) {
+    // Kiln's own call, outside Linux's numbering (docs/components.md).
+    if number == crate::component::NR_INVOKE {
+        return crate::component::syscall_invoke(uctx);
+    }
     let r = &uctx.regs;
     let args = [r.rdi, r.rsi, r.rdx, r.r10, r.r8, r.r9];
     let handler = usize::try_from(number).ok().and_then(|n| TABLE.get(n).copied().flatten());

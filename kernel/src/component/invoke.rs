@@ -1,0 +1,141 @@
+//! The invocation path: one system call (`NR_INVOKE`) that checks the
+//! capability, moves the calling thread into the callee's domain (its page
+//! table, a stack of its own there), enters the component at its entry
+//! point with the arguments in registers, and comes back with the reply
+//! when the component makes `NR_RETURN`.
+//!
+//! The thread migrates: the same kernel thread runs the callee's user
+//! context, nested inside the caller's system call. A callee that invokes
+//! further nests again, up to `MAX_DEPTH`. A callee that faults (a page
+//! fault, `ud2` from a Rust panic, any exception) ends its invocation
+//! there: the caller gets `EOWNERDEAD`, never a hang, and the kernel
+//! nothing worse than a count. Resetting the faulted component from its
+//! image (micro-reboot, issue 15 part 5) is not done yet.
+
+use alloc::sync::Arc;
+
+use hal::paging::PageTable;
+use hal::user::{ReturnReason, UserContext};
+use linux_abi::errno::Errno;
+
+use super::{components, process_caps, Component, NR_INVOKE, NR_RETURN};
+use crate::sched;
+
+/// How many invocations may be nested on one thread (each holds a user
+/// context and a few frames on the kernel stack).
+const MAX_DEPTH: u32 = 8;
+
+/// One invocation's request.
+#[derive(Clone, Copy, Debug)]
+struct Request {
+    cap: u64,
+    op: u64,
+    args: [u64; 4],
+}
+
+/// `NR_INVOKE` from a Linux process: rdi = capability, rsi = operation,
+/// rdx, r10, r8, r9 = arguments. On return rax = 0 and rdx = the reply,
+/// or rax = -errno.
+pub fn syscall_invoke(uctx: &mut UserContext) {
+    let r = &uctx.regs;
+    let req = Request { cap: r.rdi, op: r.rsi, args: [r.rdx, r.r10, r.r8, r.r9] };
+    // The callee starts from a clean x87/SSE state and the caller's comes
+    // back intact: its live registers are saved into its context now.
+    uctx.save_fpu();
+    let result = invoke(process_caps(), req, 0);
+    set_reply(uctx, result);
+}
+
+/// An invocation made by kernel code holding the capability list `caps`
+/// (in-kernel tests; later, the kernel's side of split drivers).
+#[cfg(feature = "ktest")]
+pub fn invoke_from_kernel(caps: &[usize], cap: u64, op: u64, args: [u64; 4]) -> Result<u64, Errno> {
+    invoke(caps, Request { cap, op, args }, 0)
+}
+
+fn set_reply(uctx: &mut UserContext, result: Result<u64, Errno>) {
+    match result {
+        Ok(value) => {
+            uctx.regs.rax = 0;
+            uctx.regs.rdx = value;
+        }
+        Err(e) => uctx.regs.rax = e.as_neg_isize() as u64,
+    }
+}
+
+/// Runs one invocation by a caller holding `caps`, `depth` invocations
+/// deep.
+fn invoke(caps: &[usize], req: Request, depth: u32) -> Result<u64, Errno> {
+    if depth >= MAX_DEPTH {
+        return Err(Errno::ELOOP);
+    }
+    let target = usize::try_from(req.cap).ok().and_then(|c| caps.get(c)).ok_or(Errno::EBADF)?;
+    let callee = components().get(*target).ok_or(Errno::EBADF)?;
+    let stack = callee.take_stack().ok_or(Errno::EAGAIN)?;
+    callee.invocations.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+    let thread = sched::current();
+    let previous = thread.swap_vm_root(Some(callee.domain.clone()));
+    let result = run_callee(callee, stack, req, depth);
+    restore_domain(&thread, previous);
+    callee.release_stack(stack);
+    result
+}
+
+/// Back to the caller's address space (a kernel caller has none of its
+/// own and stays where it is: the kernel half is the same everywhere).
+fn restore_domain(thread: &sched::Thread, previous: Option<Arc<PageTable>>) {
+    drop(thread.swap_vm_root(previous));
+}
+
+/// Runs the callee's user context until it returns or faults.
+fn run_callee(callee: &Component, stack: u32, req: Request, depth: u32) -> Result<u64, Errno> {
+    let mut ctx = UserContext::new();
+    ctx.regs.rip = callee.entry;
+    ctx.regs.rsp = callee.stack_top(stack);
+    ctx.regs.rdi = req.op;
+    ctx.regs.rsi = req.args[0];
+    ctx.regs.rdx = req.args[1];
+    ctx.regs.rcx = req.args[2];
+    ctx.regs.r8 = req.args[3];
+    loop {
+        match ctx.run() {
+            ReturnReason::Syscall => match ctx.regs.rax {
+                NR_RETURN => return reply(ctx.regs.rdi, ctx.regs.rsi),
+                NR_INVOKE => {
+                    let r = &ctx.regs;
+                    let nested = Request { cap: r.rdi, op: r.rsi, args: [r.rdx, r.r10, r.r8, r.r9] };
+                    ctx.save_fpu();
+                    let result = invoke(&callee.caps, nested, depth + 1);
+                    set_reply(&mut ctx, result);
+                }
+                // A component has no Linux system calls: its world is its
+                // slot and its capabilities.
+                _ => ctx.regs.rax = Errno::ENOSYS.as_neg_isize() as u64,
+            },
+            ReturnReason::Exception { vector, fault_addr, .. } => {
+                callee.faults.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+                log::debug!(
+                    "component {}: exception {vector} at {:#x} (address {fault_addr:#x}): invocation aborted",
+                    callee.name,
+                    ctx.regs.rip
+                );
+                return Err(Errno::EOWNERDEAD);
+            }
+            ReturnReason::Interrupt => {}
+        }
+        sched::preempt_point();
+    }
+}
+
+/// The callee's reply: status 0 and a value, or a Linux errno it chose.
+/// A status that is no errno becomes EPROTO: a component cannot make its
+/// caller see a kernel-internal code.
+fn reply(status: u64, value: u64) -> Result<u64, Errno> {
+    if status == 0 {
+        return Ok(value);
+    }
+    match i32::try_from(status).ok().and_then(Errno::from_i32) {
+        Some(e) if (1..512).contains(&status) => Err(e),
+        _ => Err(Errno::EPROTO),
+    }
+}
