@@ -299,6 +299,46 @@ static void test_seek_unwritten(void)
     close(fd);
 }
 
+/* MADV_REMOVE on a shared mapping of an ext4 file punches the range:
+ * zeros through the mapping and read(2), the size kept, the blocks freed
+ * (st_blocks after fsync), a hole for SEEK_HOLE. */
+static void test_madv_remove(void)
+{
+    int fd = open(DIR_ "/remove", O_RDWR | O_CREAT | O_TRUNC, 0644);
+    check(fd >= 0 && ftruncate(fd, 8 * PG) == 0, "remove: an 8-page file");
+    unsigned char *m = mmap(NULL, 8 * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    check(m != MAP_FAILED, "remove: mmap MAP_SHARED");
+    memset(m, 'r', 8 * PG);
+    check(msync(m, 8 * PG, MS_SYNC) == 0 && fsync(fd) == 0, "remove: written and synced");
+    struct stat st;
+    fstat(fd, &st);
+    printf("remove: st_blocks before %ld\n", (long)st.st_blocks);
+    check(madvise(m + 2 * PG, 3 * PG, MADV_REMOVE) == 0, "remove: MADV_REMOVE pages 2-4");
+    int zeros = 1;
+    for (long i = 2 * PG; i < 5 * PG; i++)
+        zeros &= m[i] == 0;
+    check(zeros && m[2 * PG - 1] == 'r' && m[5 * PG] == 'r', "remove: zeros through the mapping, neighbours kept");
+    unsigned char buf[PG];
+    check(pread(fd, buf, PG, 3 * PG) == PG && buf[0] == 0 && buf[PG - 1] == 0, "remove: read(2) sees zeros");
+    check(fsync(fd) == 0, "remove: fsync");
+    fstat(fd, &st);
+    printf("remove: size %ld, st_blocks after %ld\n", (long)st.st_size, (long)st.st_blocks);
+    seek_show(fd, SEEK_HOLE, 0);
+    seek_show(fd, SEEK_DATA, 2 * PG);
+    munmap(m, 8 * PG);
+    /* What counts is whether the mapping may be made writable: a
+     * PROT_READ mapping of an O_RDWR file may, one of O_RDONLY may not. */
+    unsigned char *ro = mmap(NULL, PG, PROT_READ, MAP_SHARED, fd, 0);
+    check(madvise(ro, PG, MADV_REMOVE) == 0, "remove: MADV_REMOVE on a PROT_READ mapping of an O_RDWR file");
+    munmap(ro, PG);
+    int rfd = open(DIR_ "/remove", O_RDONLY);
+    ro = mmap(NULL, PG, PROT_READ, MAP_SHARED, rfd, 0);
+    EXPECT_ERR(EACCES, "remove: MADV_REMOVE on a mapping of an O_RDONLY file", madvise(ro, PG, MADV_REMOVE));
+    munmap(ro, PG);
+    close(rfd);
+    close(fd);
+}
+
 int main(void)
 {
     t_init("falloc_ext4");
@@ -313,7 +353,8 @@ int main(void)
     test_modes();
     test_delalloc_blocks();
     test_seek_unwritten();
-    const char *names[] = {"punch", "zero", "collapse", "insert", "modes", "delalloc", "seek"};
+    test_madv_remove();
+    const char *names[] = {"punch", "zero", "collapse", "insert", "modes", "delalloc", "seek", "remove"};
     for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++) {
         char p[128];
         snprintf(p, sizeof p, DIR_ "/%s", names[i]);

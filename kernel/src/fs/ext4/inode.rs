@@ -458,6 +458,13 @@ impl Inode for Ext4Inode {
         self.cache.cached_page(index)
     }
 
+    /// MADV_REMOVE on a shared mapping: Linux punches the range through
+    /// the file system's fallocate; the caller unmaps the pages.
+    fn punch_hole(&self, index: u64, count: u64) -> Result<(), Errno> {
+        let (offset, len) = (index * PAGE_SIZE, count * PAGE_SIZE);
+        self.allocate(FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, len)
+    }
+
     fn seek_data(&self, offset: u64, size: u64, data: bool) -> Option<Result<u64, Errno>> {
         if !self.is_regular() {
             return None;
