@@ -130,8 +130,18 @@ fn section<'a>(out: &'a str, name: &str) -> &'a str {
 /// The user tests run again on an ext4 /tmp (fs_dir reads an unlinked
 /// file through an open descriptor: an orphan inode; and swaps names with
 /// RENAME_EXCHANGE).
-const FILE_TESTS: &[&str] =
-    &["fs_basic", "fs_meta", "fs_fd", "fs_dir", "fs_special", "xattr", "pagecache", "direct", "falloc_ext4", "seek_hole"];
+const FILE_TESTS: &[&str] = &[
+    "fs_basic",
+    "fs_meta",
+    "fs_fd",
+    "fs_dir",
+    "fs_special",
+    "xattr",
+    "pagecache",
+    "direct",
+    "falloc_ext4",
+    "seek_hole",
+];
 
 /// What `fs_special keep /tmp/keep` leaves in Kiln, as the host's debugfs
 /// must read it from the image: (name, lines `stat` must print).
