@@ -640,7 +640,7 @@ impl<D: BlockDevice> Ext4<D> {
         let tail = if self.dirty.is_empty() && !freed_logged {
             // Nothing to log, but file data may have been written.
             self.dev.submit()?;
-            CommitTail { commit_block: None, checkpoint: None }
+            CommitTail { log: Vec::new(), commit_block: None, checkpoint: None }
         } else if self.dirty.is_empty() || !self.can_commit_concurrently(self.dirty.len()) {
             self.commits_started += 1;
             self.commit_sync()?;

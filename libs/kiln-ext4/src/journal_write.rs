@@ -38,6 +38,9 @@ use linux_abi::errno::Errno;
 /// [`Ext4::finish_tail`] writes it through the library's own device.
 #[derive(Debug)]
 pub struct CommitTail {
+    /// The log's blocks (sector, data): the journal superblock of an empty
+    /// log, the descriptors and the block copies.
+    pub log: Vec<(u64, Vec<u8>)>,
     /// The commit block and its first sector; `None`: a flush only (no
     /// metadata changed, but file data may have been written).
     pub commit_block: Option<(u64, Vec<u8>)>,
@@ -58,10 +61,10 @@ pub struct CheckpointOut {
 }
 
 impl<D: BlockDevice> Ext4<D> {
-    fn write_journal_block(&mut self, j: &Journal, pos: u32, data: &[u8]) -> Result<()> {
+    /// The first sector of journal block `pos`.
+    fn journal_sector(&self, j: &Journal, pos: u32) -> Result<u64> {
         let phys = *j.blocks.get(pos as usize).ok_or(Errno::EUCLEAN)?;
-        let s = phys * (self.bs / SECTOR_SIZE) as u64;
-        self.dev.write(s, data)
+        Ok(phys * (self.bs / SECTOR_SIZE) as u64)
     }
 
     /// How many home blocks fit in one transaction: half the log.
@@ -106,10 +109,11 @@ impl<D: BlockDevice> Ext4<D> {
         }
     }
 
-    /// Steps 1 and 2 of a commit: the journal superblock of an empty log,
-    /// the descriptors and block copies, sent to the device (not durable
-    /// yet); the blocks count as logged from now on (the cache keeps them).
-    /// Returns the tail (steps 3 and 4) for [`Ext4::finish_tail`].
+    /// Steps 1 and 2 of a commit, made ready: the journal superblock of an
+    /// empty log, the descriptors and block copies, for the tail to write
+    /// first; the file data written before goes to the device now
+    /// (`submit`), and the blocks count as logged from now on (the cache
+    /// keeps them). Returns the tail for [`Ext4::finish_tail`].
     pub(crate) fn log_transaction(&mut self, blocks: &[u64]) -> Result<CommitTail> {
         let mut j = self.journal.take().ok_or(Errno::EINVAL)?;
         let r = self.log_transaction_with(&mut j, blocks);
@@ -127,6 +131,8 @@ impl<D: BlockDevice> Ext4<D> {
         let bs = self.bs;
         let per_desc = (bs - 12 - j.tail_size() - 16) / j.tag_size();
         let slots = blocks.len() + blocks.len().div_ceil(per_desc) + 1;
+        let mut log = Vec::new();
+        log.try_reserve(slots).map_err(|_| Errno::ENOMEM)?;
         if j.start == 0 {
             j.head = j.first;
         }
@@ -138,7 +144,7 @@ impl<D: BlockDevice> Ext4<D> {
         if j.start == 0 {
             j.start = j.first;
             j.sequence = tid;
-            self.write_journal_sb_noflush(j)?;
+            log.push(self.journal_sb_block(j)?);
         }
         // 2. Descriptors and block copies.
         let mut pos = j.head;
@@ -183,14 +189,14 @@ impl<D: BlockDevice> Ext4<D> {
                     put(&mut desc, off, &j.uuid);
                     off += 16;
                 }
-                self.write_journal_block(j, pos, &data)?;
+                log.push((self.journal_sector(j, pos)?, data));
                 pos += 1;
             }
             if j.csum_v2v3() {
                 let c = j.block_csum(&desc, bs - 4);
                 set_be32(&mut desc, bs - 4, c);
             }
-            self.write_journal_block(j, desc_pos, &desc)?;
+            log.push((self.journal_sector(j, desc_pos)?, desc));
         }
         // 3 and 4 (the flush, the commit block) are the tail.
         let mut commit = vec![0u8; bs];
@@ -201,10 +207,10 @@ impl<D: BlockDevice> Ext4<D> {
             let c = j.block_csum(&commit, 16);
             set_be32(&mut commit, 16, c);
         }
-        let phys = *j.blocks.get(pos as usize).ok_or(Errno::EUCLEAN)?;
+        let commit_block = Some((self.journal_sector(j, pos)?, commit));
         j.head = pos + 1;
         j.next_tid = tid.wrapping_add(1);
-        Ok(CommitTail { commit_block: Some((phys * (bs / SECTOR_SIZE) as u64, commit)), checkpoint: None })
+        Ok(CommitTail { log, commit_block, checkpoint: None })
     }
 
     /// The checkpoint of everything logged, as of now (the transaction
@@ -243,10 +249,14 @@ impl<D: BlockDevice> Ext4<D> {
         self.logged.clear();
     }
 
-    /// The tail of a commit: 3. **flush**: the file data written before
-    /// and the log are durable; 4. the commit block with **FUA**: the
-    /// commit point. (A tail with no commit block only flushes.)
+    /// The tail of a commit: the log's blocks; 3. **flush**: the file data
+    /// written before and the log are durable; 4. the commit block with
+    /// **FUA**: the commit point; then a checkpoint that came with it. (A
+    /// tail with no commit block only flushes.)
     pub fn finish_tail(&mut self, tail: &CommitTail) -> Result<()> {
+        for (sector, data) in &tail.log {
+            self.dev.write(*sector, data)?;
+        }
         self.dev.flush()?;
         if let Some((sector, block)) = &tail.commit_block {
             self.dev.write_fua(*sector, block)?;
@@ -325,8 +335,7 @@ impl<D: BlockDevice> Ext4<D> {
         put(&mut b, 0, &j.sb);
         // The rest of block 0 is unused by jbd2 (the users array lives in
         // the first 1024 bytes); zeros are what mkfs wrote there.
-        let phys = *j.blocks.first().ok_or(Errno::EUCLEAN)?;
-        Ok((phys * (self.bs / SECTOR_SIZE) as u64, b))
+        Ok((self.journal_sector(j, 0)?, b))
     }
 }
 

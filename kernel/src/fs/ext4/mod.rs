@@ -207,11 +207,17 @@ impl Ext4Volume {
     }
 
     /// A commit's tail, with the volume free for the next transaction
-    /// (kiln-ext4's `finish_tail`, through the queue itself): everything
-    /// before the commit block durable, the commit block with FUA, then a
+    /// (kiln-ext4's `finish_tail`, through the queue itself): the log's
+    /// blocks (merged into large requests), everything before the commit
+    /// block durable, the commit block with FUA, then a
     /// checkpoint that came with it (the committed copies home, a flush,
     /// the journal marked empty, a flush).
     fn write_tail(&self, tail: &CommitTail) -> Result<(), Errno> {
+        let mut plug = Plug::new();
+        for (sector, data) in &tail.log {
+            plug.add(*sector, data)?;
+        }
+        self.queue.submit_plug(&mut plug, false)?;
         self.queue.flush()?;
         if let Some((sector, block)) = &tail.commit_block {
             self.queue.write(*sector, block, true)?;
