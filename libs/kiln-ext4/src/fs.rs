@@ -664,20 +664,27 @@ impl<D: BlockDevice> Ext4<D> {
     }
 
     /// Ends the commit begun by [`commit_start`](Self::commit_start): `r`
-    /// is how its tail went. After a tail that failed the caller turns the
-    /// volume read-only ([`io_error`](Self::io_error)); after one that
+    /// is how its tail went. A tail that failed turns the volume
+    /// read-only ([`io_error`](Self::io_error)); after one that
     /// succeeded, the blocks the transaction freed may be reused, and a
     /// log past half full is checkpointed (the running transaction
     /// committed first, so only committed copies go home).
     pub fn commit_end(&mut self, tail: &CommitTail, r: Result<()>) -> Result<()> {
         self.inflight = false;
+        if r.is_err() {
+            // Whatever failed (the device, memory for the requests), the
+            // log now has a transaction without its commit block in the
+            // middle: nothing may be committed after it.
+            self.io_error();
+        }
         r?;
         if tail.checkpoint.is_some() {
             self.checkpoint_done();
         }
         self.committing_freed.clear();
         self.commits += 1;
-        if self.log_wants_checkpoint() {
+        // (A volume that turned read-only meanwhile writes nothing more.)
+        if !self.read_only && self.log_wants_checkpoint() {
             self.commits_started += 1;
             self.commit_sync()?;
             self.commits += 1;
