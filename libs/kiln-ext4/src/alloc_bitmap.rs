@@ -152,7 +152,7 @@ impl<D: BlockDevice> Ext4<D> {
         Ok(())
     }
 
-    fn load_inode_bitmap(&mut self, g: u32) -> Result<Vec<u8>> {
+    pub(crate) fn load_inode_bitmap(&mut self, g: u32) -> Result<Vec<u8>> {
         let gd = self.groups.get(g as usize).ok_or(Errno::EUCLEAN)?.clone();
         let ipg = self.sb.inodes_per_group() as usize;
         if gd.flags() & BG_INODE_UNINIT != 0 {

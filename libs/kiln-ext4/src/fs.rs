@@ -396,7 +396,7 @@ impl<D: BlockDevice> Ext4<D> {
 
     // ---- Inodes ----------------------------------------------------------
 
-    fn inode_location(&self, ino: u32) -> Result<(u64, usize)> {
+    pub(crate) fn inode_location(&self, ino: u32) -> Result<(u64, usize)> {
         if ino == 0 || ino > self.sb.inodes_count() {
             return Err(Errno::EUCLEAN);
         }
