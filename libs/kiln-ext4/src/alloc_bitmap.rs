@@ -152,7 +152,7 @@ impl<D: BlockDevice> Ext4<D> {
         Ok(())
     }
 
-    fn load_inode_bitmap(&mut self, g: u32) -> Result<Vec<u8>> {
+    pub(crate) fn load_inode_bitmap(&mut self, g: u32) -> Result<Vec<u8>> {
         let gd = self.groups.get(g as usize).ok_or(Errno::EUCLEAN)?.clone();
         let ipg = self.sb.inodes_per_group() as usize;
         if gd.flags() & BG_INODE_UNINIT != 0 {
@@ -214,7 +214,7 @@ impl<D: BlockDevice> Ext4<D> {
             for (lo, hi) in [(from, n), (0, from)] {
                 let mut from = lo;
                 while let Some(i) = next_clear(&bm, from, hi) {
-                    if self.freed.contains(&(start + i as u64)) {
+                    if self.freed_uncommitted(start + i as u64) {
                         from = i + 1;
                         continue;
                     }
@@ -222,7 +222,7 @@ impl<D: BlockDevice> Ext4<D> {
                     while i + len < n
                         && (len as u32) < max
                         && !bit(&bm, i + len)
-                        && !self.freed.contains(&(start + (i + len) as u64))
+                        && !self.freed_uncommitted(start + (i + len) as u64)
                     {
                         set_bit(&mut bm, i + len, true);
                         len += 1;

@@ -8,6 +8,7 @@ use crate::checksum::crc32c;
 use crate::group::GroupDesc;
 use crate::inode::{Inode, TimeField, Timestamp};
 use crate::journal::Journal;
+use crate::journal_write::CommitTail;
 use crate::superblock::*;
 use crate::{BlockDevice, Result, SECTOR_SIZE};
 use alloc::collections::{BTreeMap, BTreeSet};
@@ -78,6 +79,15 @@ pub struct Ext4<D: BlockDevice> {
     /// Blocks freed since the last commit: not reused until it is durable,
     /// so a crash cannot leave an old file pointing at new data.
     pub(crate) freed: BTreeSet<u64>,
+    /// Blocks freed by the transaction whose tail is being written
+    /// (`commit_start` .. `commit_end`): not reused before it is durable.
+    pub(crate) committing_freed: BTreeSet<u64>,
+    /// A commit's tail is being written by the caller.
+    pub(crate) inflight: bool,
+    /// Commits completed and started since the mount (see
+    /// `running_commit`).
+    pub(crate) commits: u64,
+    pub(crate) commits_started: u64,
     pub(crate) journal: Option<Journal>,
     /// Home blocks in the journal's log, not yet checkpointed: the cache
     /// keeps them (their newest committed copies) until the checkpoint.
@@ -152,6 +162,10 @@ impl<D: BlockDevice> Ext4<D> {
             bitmap_csum_pending: BTreeSet::new(),
             sb_dirty: false,
             freed: BTreeSet::new(),
+            committing_freed: BTreeSet::new(),
+            inflight: false,
+            commits: 0,
+            commits_started: 0,
             journal: None,
             logged: BTreeSet::new(),
             gdt_start,
@@ -268,7 +282,7 @@ impl<D: BlockDevice> Ext4<D> {
 
     // ---- Block I/O -------------------------------------------------------
 
-    fn sector_of(&self, blk: u64) -> Result<u64> {
+    pub(crate) fn sector_of(&self, blk: u64) -> Result<u64> {
         if blk >= self.sb.blocks_count() {
             return Err(Errno::EUCLEAN);
         }
@@ -382,7 +396,7 @@ impl<D: BlockDevice> Ext4<D> {
 
     // ---- Inodes ----------------------------------------------------------
 
-    fn inode_location(&self, ino: u32) -> Result<(u64, usize)> {
+    pub(crate) fn inode_location(&self, ino: u32) -> Result<(u64, usize)> {
         if ino == 0 || ino > self.sb.inodes_count() {
             return Err(Errno::EUCLEAN);
         }
@@ -587,12 +601,116 @@ impl<D: BlockDevice> Ext4<D> {
     }
 
     /// Makes every change so far durable: one journal transaction (or, with
-    /// no journal, in-place writes) followed by a flush.
+    /// no journal, in-place writes) followed by a flush. EBUSY while a
+    /// commit started by [`commit_start`](Self::commit_start) has not
+    /// ended: its tail and this commit's must not overlap.
     pub fn commit(&mut self) -> Result<()> {
+        if self.inflight {
+            return Err(Errno::EBUSY);
+        }
+        match self.commit_start()? {
+            Some(tail) => {
+                let r = self.finish_tail(&tail);
+                self.commit_end(&tail, r)
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// The first half of a commit, done under the caller's lock: the
+    /// running transaction's blocks logged and sent to the device (steps 1
+    /// and 2), the transaction closed (a new one starts empty). Returns
+    /// the tail to write (the flush and the commit block, and a
+    /// checkpoint when the log passes half full or the transaction freed a
+    /// logged block: `finish_tail`, or the caller's own handle on the
+    /// device, without the lock), after which
+    /// [`commit_end`](Self::commit_end) must be called; `None` when the
+    /// commit was done whole here (a checkpoint was due before it, the
+    /// transaction spans several, or there is no journal). Blocks the
+    /// transaction freed stay unallocatable until `commit_end`.
+    pub fn commit_start(&mut self) -> Result<Option<CommitTail>> {
         if self.read_only {
-            return Ok(());
+            return Ok(None);
+        }
+        if self.inflight {
+            return Err(Errno::EBUSY);
         }
         self.flush_fs_metadata()?;
+        let freed_logged = self.freed.iter().any(|b| self.logged.contains(b));
+        let tail = if self.dirty.is_empty() && !freed_logged {
+            // Nothing to log, but file data may have been written.
+            self.dev.submit()?;
+            CommitTail { log: Vec::new(), commit_block: None, checkpoint: None }
+        } else if self.dirty.is_empty() || !self.can_commit_concurrently(self.dirty.len()) {
+            self.commits_started += 1;
+            self.commit_sync()?;
+            self.commits += 1;
+            return Ok(None);
+        } else {
+            let blocks: Vec<u64> = self.dirty.iter().copied().collect();
+            let mut tail = self.log_transaction(&blocks)?;
+            self.dirty.clear();
+            // A log past half full, or a freed block still in it: the
+            // checkpoint follows the commit block, in the same tail.
+            if freed_logged || self.log_wants_checkpoint() {
+                tail.checkpoint = Some(self.checkpoint_out()?);
+            }
+            tail
+        };
+        self.commits_started += 1;
+        self.committing_freed = core::mem::take(&mut self.freed);
+        self.inflight = true;
+        Ok(Some(tail))
+    }
+
+    /// Ends the commit begun by [`commit_start`](Self::commit_start): `r`
+    /// is how its tail went. A tail that failed turns the volume
+    /// read-only ([`io_error`](Self::io_error)); after one that
+    /// succeeded, the blocks the transaction freed may be reused, and a
+    /// log past half full is checkpointed (the running transaction
+    /// committed first, so only committed copies go home).
+    pub fn commit_end(&mut self, tail: &CommitTail, r: Result<()>) -> Result<()> {
+        self.inflight = false;
+        if r.is_err() {
+            // Whatever failed (the device, memory for the requests), the
+            // log now has a transaction without its commit block in the
+            // middle: nothing may be committed after it.
+            self.io_error();
+        }
+        r?;
+        if tail.checkpoint.is_some() {
+            self.checkpoint_done();
+        }
+        self.committing_freed.clear();
+        self.commits += 1;
+        // (A volume that turned read-only meanwhile writes nothing more.)
+        if !self.read_only && self.log_wants_checkpoint() {
+            self.commits_started += 1;
+            self.commit_sync()?;
+            self.commits += 1;
+            self.checkpoint()?;
+        }
+        Ok(())
+    }
+
+    /// How many commits have completed since the mount. Commits complete
+    /// in the order they start.
+    pub fn commits_done(&self) -> u64 {
+        self.commits
+    }
+
+    /// The number the running transaction's commit will have: what it
+    /// holds now is durable once [`commits_done`](Self::commits_done)
+    /// reaches it (an fsync that waited for another's commit may find its
+    /// own changes carried by it).
+    pub fn running_commit(&self) -> u64 {
+        self.commits_started + 1
+    }
+
+    /// The whole commit under the lock: for a transaction a checkpoint
+    /// must follow or precede, one larger than a transaction, and volumes
+    /// without a journal.
+    fn commit_sync(&mut self) -> Result<()> {
         if self.dirty.is_empty() {
             if self.freed.iter().any(|b| self.logged.contains(b)) {
                 self.checkpoint()?;
@@ -614,6 +732,12 @@ impl<D: BlockDevice> Ext4<D> {
         self.dirty.clear();
         self.freed.clear();
         Ok(())
+    }
+
+    /// Whether block `blk` was freed by a transaction not yet durable
+    /// (the running one, or the one whose tail is being written).
+    pub(crate) fn freed_uncommitted(&self, blk: u64) -> bool {
+        self.freed.contains(&blk) || self.committing_freed.contains(&blk)
     }
 
     /// `sync(2)`: commits, then checkpoints the log, so that the volume's
@@ -641,7 +765,9 @@ impl<D: BlockDevice> Ext4<D> {
     /// should carry in one go (a quarter of it), as jbd2 does.
     pub(crate) fn maybe_commit(&mut self) -> Result<()> {
         // Inside an operation: the operation commits when it is whole.
-        if self.undo.active {
+        // While a commit's tail is out, the transaction grows on (the
+        // next commit splits what does not fit in one).
+        if self.undo.active || self.inflight {
             return Ok(());
         }
         let limit = match &self.journal {

@@ -28,17 +28,43 @@ use crate::bytes::*;
 use crate::journal::*;
 use crate::{BlockDevice, Ext4, Result, SECTOR_SIZE};
 use alloc::vec;
+use alloc::vec::Vec;
 use linux_abi::errno::Errno;
 
+/// The part of a commit that only waits for the device: a flush, then the
+/// commit block written with FUA (the commit point). [`Ext4::commit_start`]
+/// hands it out so that the kernel can write it without holding the file
+/// system's lock (new operations join the next transaction meanwhile);
+/// [`Ext4::finish_tail`] writes it through the library's own device.
+#[derive(Debug)]
+pub struct CommitTail {
+    /// The log's blocks (sector, data): the journal superblock of an empty
+    /// log, the descriptors and the block copies.
+    pub log: Vec<(u64, Vec<u8>)>,
+    /// The commit block and its first sector; `None`: a flush only (no
+    /// metadata changed, but file data may have been written).
+    pub commit_block: Option<(u64, Vec<u8>)>,
+    /// A checkpoint due after this commit, taken when the transaction
+    /// closed: written after the commit block.
+    pub checkpoint: Option<CheckpointOut>,
+}
+
+/// A checkpoint written by the caller after a commit's tail: every logged
+/// block's committed copy to its home (sector, data), a **flush**, the
+/// journal superblock marking the log empty, a **flush**. The copies are
+/// taken when the transaction closes, so the operations that run
+/// meanwhile change only the cache.
+#[derive(Debug)]
+pub struct CheckpointOut {
+    pub home: Vec<(u64, Vec<u8>)>,
+    pub journal_sb: (u64, Vec<u8>),
+}
+
 impl<D: BlockDevice> Ext4<D> {
-    fn write_journal_block(&mut self, j: &Journal, pos: u32, data: &[u8], fua: bool) -> Result<()> {
+    /// The first sector of journal block `pos`.
+    fn journal_sector(&self, j: &Journal, pos: u32) -> Result<u64> {
         let phys = *j.blocks.get(pos as usize).ok_or(Errno::EUCLEAN)?;
-        let s = phys * (self.bs / SECTOR_SIZE) as u64;
-        if fua {
-            self.dev.write_fua(s, data)
-        } else {
-            self.dev.write(s, data)
-        }
+        Ok(phys * (self.bs / SECTOR_SIZE) as u64)
     }
 
     /// How many home blocks fit in one transaction: half the log.
@@ -68,17 +94,45 @@ impl<D: BlockDevice> Ext4<D> {
     }
 
     fn commit_transaction(&mut self, blocks: &[u64]) -> Result<()> {
-        let mut j = self.journal.take().ok_or(Errno::EINVAL)?;
-        let r = self.commit_transaction_with(&mut j, blocks);
-        self.journal = Some(j);
-        r
+        let tail = self.log_transaction(blocks)?;
+        self.finish_tail(&tail)
     }
 
-    fn commit_transaction_with(&mut self, j: &mut Journal, blocks: &[u64]) -> Result<()> {
+    /// Whether `blocks` can be committed as one transaction whose tail
+    /// (the flush and the commit block) the caller writes without the
+    /// file system's lock: it fits in one transaction and no checkpoint
+    /// is due first.
+    pub(crate) fn can_commit_concurrently(&self, blocks: usize) -> bool {
+        match &self.journal {
+            Some(j) => blocks <= self.transaction_capacity(j) && !self.log_wants_checkpoint(),
+            None => false,
+        }
+    }
+
+    /// Steps 1 and 2 of a commit, made ready: the journal superblock of an
+    /// empty log, the descriptors and block copies, for the tail to write
+    /// first; the file data written before goes to the device now
+    /// (`submit`), and the blocks count as logged from now on (the cache
+    /// keeps them). Returns the tail for [`Ext4::finish_tail`].
+    pub(crate) fn log_transaction(&mut self, blocks: &[u64]) -> Result<CommitTail> {
+        let mut j = self.journal.take().ok_or(Errno::EINVAL)?;
+        let r = self.log_transaction_with(&mut j, blocks);
+        self.journal = Some(j);
+        let tail = r?;
+        for &b in blocks {
+            self.logged.insert(b);
+        }
+        self.dev.submit()?;
+        Ok(tail)
+    }
+
+    fn log_transaction_with(&mut self, j: &mut Journal, blocks: &[u64]) -> Result<CommitTail> {
         let tid = j.next_tid;
         let bs = self.bs;
         let per_desc = (bs - 12 - j.tail_size() - 16) / j.tag_size();
         let slots = blocks.len() + blocks.len().div_ceil(per_desc) + 1;
+        let mut log = Vec::new();
+        log.try_reserve(slots).map_err(|_| Errno::ENOMEM)?;
         if j.start == 0 {
             j.head = j.first;
         }
@@ -90,7 +144,7 @@ impl<D: BlockDevice> Ext4<D> {
         if j.start == 0 {
             j.start = j.first;
             j.sequence = tid;
-            self.write_journal_sb_noflush(j)?;
+            log.push(self.journal_sb_block(j)?);
         }
         // 2. Descriptors and block copies.
         let mut pos = j.head;
@@ -135,17 +189,16 @@ impl<D: BlockDevice> Ext4<D> {
                     put(&mut desc, off, &j.uuid);
                     off += 16;
                 }
-                self.write_journal_block(j, pos, &data, false)?;
+                log.push((self.journal_sector(j, pos)?, data));
                 pos += 1;
             }
             if j.csum_v2v3() {
                 let c = j.block_csum(&desc, bs - 4);
                 set_be32(&mut desc, bs - 4, c);
             }
-            self.write_journal_block(j, desc_pos, &desc, false)?;
+            log.push((self.journal_sector(j, desc_pos)?, desc));
         }
-        // 3. Everything before the commit block is durable first.
-        self.dev.flush()?;
+        // 3 and 4 (the flush, the commit block) are the tail.
         let mut commit = vec![0u8; bs];
         set_be32(&mut commit, 0, MAGIC);
         set_be32(&mut commit, 4, BLOCK_COMMIT);
@@ -154,11 +207,67 @@ impl<D: BlockDevice> Ext4<D> {
             let c = j.block_csum(&commit, 16);
             set_be32(&mut commit, 16, c);
         }
-        self.write_journal_block(j, pos, &commit, true)?;
+        let commit_block = Some((self.journal_sector(j, pos)?, commit));
         j.head = pos + 1;
         j.next_tid = tid.wrapping_add(1);
-        for &b in blocks {
-            self.logged.insert(b);
+        Ok(CommitTail { log, commit_block, checkpoint: None })
+    }
+
+    /// The checkpoint of everything logged, as of now (the transaction
+    /// just closed: every cached copy of a logged block is committed, or
+    /// is by the tail's end), for the caller to write after the tail.
+    pub(crate) fn checkpoint_out(&mut self) -> Result<CheckpointOut> {
+        let mut j = self.journal.clone().ok_or(Errno::EINVAL)?;
+        let mut home = Vec::new();
+        home.try_reserve(self.logged.len()).map_err(|_| Errno::ENOMEM)?;
+        for &b in &self.logged {
+            // A block freed since it was logged is gone from the cache
+            // and needs no home copy.
+            if let Some(d) = self.cache.get(&b) {
+                home.push((self.sector_of(b)?, d.clone()));
+            }
+        }
+        j.start = 0;
+        j.sequence = j.next_tid;
+        let journal_sb = self.journal_sb_block(&mut j)?;
+        Ok(CheckpointOut { home, journal_sb })
+    }
+
+    /// After a tail whose checkpoint was written: the log is empty.
+    pub(crate) fn checkpoint_done(&mut self) {
+        if let Some(j) = self.journal.as_mut() {
+            j.start = 0;
+            j.sequence = j.next_tid;
+            j.head = j.first;
+            set_be32(&mut j.sb, 0x18, j.sequence);
+            set_be32(&mut j.sb, 0x1C, j.start);
+            if j.csum_v2v3() {
+                let c = j.sb_csum();
+                set_be32(&mut j.sb, 0xFC, c);
+            }
+        }
+        self.logged.clear();
+    }
+
+    /// The tail of a commit: the log's blocks; 3. **flush**: the file data
+    /// written before and the log are durable; 4. the commit block with
+    /// **FUA**: the commit point; then a checkpoint that came with it. (A
+    /// tail with no commit block only flushes.)
+    pub fn finish_tail(&mut self, tail: &CommitTail) -> Result<()> {
+        for (sector, data) in &tail.log {
+            self.dev.write(*sector, data)?;
+        }
+        self.dev.flush()?;
+        if let Some((sector, block)) = &tail.commit_block {
+            self.dev.write_fua(*sector, block)?;
+        }
+        if let Some(c) = &tail.checkpoint {
+            for (sector, data) in &c.home {
+                self.dev.write(*sector, data)?;
+            }
+            self.dev.flush()?;
+            self.dev.write(c.journal_sb.0, &c.journal_sb.1)?;
+            self.dev.flush()?;
         }
         Ok(())
     }
@@ -209,6 +318,13 @@ impl<D: BlockDevice> Ext4<D> {
     }
 
     fn write_journal_sb_noflush(&mut self, j: &mut Journal) -> Result<()> {
+        let (sector, b) = self.journal_sb_block(j)?;
+        self.dev.write(sector, &b)
+    }
+
+    /// Block 0 of the journal as `j` says (its superblock updated), and
+    /// its first sector.
+    fn journal_sb_block(&self, j: &mut Journal) -> Result<(u64, Vec<u8>)> {
         set_be32(&mut j.sb, 0x18, j.sequence);
         set_be32(&mut j.sb, 0x1C, j.start);
         if j.csum_v2v3() {
@@ -219,7 +335,7 @@ impl<D: BlockDevice> Ext4<D> {
         put(&mut b, 0, &j.sb);
         // The rest of block 0 is unused by jbd2 (the users array lives in
         // the first 1024 bytes); zeros are what mkfs wrote there.
-        self.write_journal_block(j, 0, &b, false)
+        Ok((self.journal_sector(j, 0)?, b))
     }
 }
 

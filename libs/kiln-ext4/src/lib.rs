@@ -49,6 +49,7 @@ pub use checksum::crc32c;
 pub use dir::DirEntry;
 pub use fs::{Ext4, MountOptions, Stat, StatFs};
 pub use inode::{Timestamp, ROOT_INO};
+pub use journal_write::CommitTail;
 pub use linux_abi::errno::Errno;
 pub use namei::{NewInode, SetAttr};
 pub use seek::{Span, SpanKind};
@@ -91,6 +92,12 @@ pub trait BlockDevice {
     fn write_fua(&mut self, sector: u64, buf: &[u8]) -> Result<()> {
         self.write(sector, buf)?;
         self.flush()
+    }
+    /// Sends writes the device holds back (a plug) on their way, without
+    /// waiting for them to become durable: a commit does it before its
+    /// tail, which the caller may write through another handle.
+    fn submit(&mut self) -> Result<()> {
+        Ok(())
     }
     /// A device that refuses writes makes every mount read-only.
     fn is_read_only(&self) -> bool {

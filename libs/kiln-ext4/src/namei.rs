@@ -44,8 +44,33 @@ impl<D: BlockDevice> Ext4<D> {
         }
     }
 
+    /// The inode table block of `ino` (just allocated), when no other
+    /// inode of it is in use and it is not cached: started zeroed in the
+    /// cache instead of read, as ext4's `__ext4_get_inode_loc` does (a
+    /// create in a new table block waited for that read: one in 16
+    /// creates).
+    fn fresh_table_block(&mut self, ino: u32) -> Result<()> {
+        let (blk, _) = self.inode_location(ino)?;
+        if self.cache.contains_key(&blk) {
+            return Ok(());
+        }
+        let per_block = (self.bs / self.sb.inode_size()) as u32;
+        let ipg = self.sb.inodes_per_group();
+        let (g, i) = ((ino - 1) / ipg, (ino - 1) % ipg);
+        let first = i - i % per_block;
+        let bm = self.load_inode_bitmap(g)?;
+        let busy = (first..(first + per_block).min(ipg))
+            .any(|k| k != i && bm.get(k as usize / 8).is_none_or(|b| b & (1 << (k % 8)) != 0));
+        if busy {
+            return Ok(());
+        }
+        let zeroed = vec![0u8; self.bs];
+        self.put_meta(blk, zeroed)
+    }
+
     /// A fresh in-memory inode (not yet stored) with number `ino`.
     fn init_inode(&mut self, ino: u32, attr: &NewInode) -> Result<Inode> {
+        self.fresh_table_block(ino)?;
         let old = self.load_inode(ino).ok();
         let mut i = Inode { ino, raw: vec![0u8; self.sb.inode_size()] };
         i.set_mode(attr.mode);

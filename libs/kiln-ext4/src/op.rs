@@ -57,7 +57,9 @@ impl<D: BlockDevice> Ext4<D> {
     /// retry after a forced journal commit).
     pub(crate) fn atomic<T>(&mut self, mut f: impl FnMut(&mut Self) -> Result<T>) -> Result<T> {
         match self.atomic_once(&mut f) {
-            Err(Errno::ENOSPC) if !self.freed.is_empty() => {
+            // (Not while a commit's tail is out: the caller's commit
+            // is the one to wait for; the space comes back at its end.)
+            Err(Errno::ENOSPC) if !self.freed.is_empty() && !self.inflight => {
                 self.commit()?;
                 self.atomic_once(&mut f)
             }

@@ -139,6 +139,10 @@ impl BlockDevice for Disk {
         self.queue.flush()
     }
 
+    fn submit(&mut self) -> kiln_ext4::Result<()> {
+        self.unplug()
+    }
+
     fn write_fua(&mut self, sector: u64, buf: &[u8]) -> kiln_ext4::Result<()> {
         self.unplug()?;
         self.queue.write(sector, buf, true)

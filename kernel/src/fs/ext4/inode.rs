@@ -616,7 +616,11 @@ impl Inode for Ext4Inode {
     fn sync(&self, _datasync: bool) -> Result<(), Errno> {
         // Ordered mode: the data goes down before the commit that maps it.
         self.write_dirty(0, u64::MAX)?;
-        self.vol.commit()
+        // Every change of this file is in the transaction running now (or
+        // an earlier one): if a commit that started after this point ends
+        // first (another fsync's, the commit thread's), it carried them.
+        let running = self.vol.running_transaction()?;
+        self.vol.commit_after(Some(running))
     }
 
     fn sync_fs(&self) -> Result<(), Errno> {

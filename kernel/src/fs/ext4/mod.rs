@@ -9,7 +9,14 @@
 //! commits after every change). Metadata changes collect in the library's
 //! running transaction and are committed as one jbd2 transaction (group
 //! commit) by fsync, fdatasync, syncfs, sync, umount and the `ext4-commit`
-//! thread every [`COMMIT_INTERVAL_NS`] (Linux's `commit=5`). File data
+//! thread every [`COMMIT_INTERVAL_NS`] (Linux's `commit=5`). As in jbd2, a
+//! commit holds the volume's mutex only to close the running transaction
+//! and send its log blocks down; the flush and the commit block (the
+//! device waits) are written with the mutex let go, so operations go on
+//! into the next transaction meanwhile. One commit is out at a time (the
+//! `commit` mutex, taken before the volume's), and an fsync that waited
+//! for another's commit returns at once if that one carried its changes
+//! (`commits_done`). File data
 //! lives in the page cache (`fs::pagecache`) until it is written back
 //! (fsync, sync, the writeback thread, memory pressure): then the library
 //! allocates its blocks and sends it to the block layer before the commit
@@ -25,11 +32,12 @@ use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use hal::sync::SpinLock;
-use kiln_ext4::{Ext4, MountOptions, Timestamp};
+use kiln_ext4::{CommitTail, Ext4, MountOptions, Timestamp};
 use linux_abi::errno::Errno;
 
 use super::inode::Inode;
 use super::mount::FsState;
+use crate::block::plug::Plug;
 use crate::block::BlockQueue;
 use crate::sync::Mutex;
 use disk::Disk;
@@ -41,6 +49,11 @@ pub const EXT4_SUPER_MAGIC: u64 = 0xEF53;
 
 pub struct Ext4Volume {
     fs: Mutex<Option<Ext4<Disk>>>,
+    /// Held through a whole commit (taken before `fs`): one commit's tail
+    /// is out at a time, and unmount and remount wait for it.
+    commit: Mutex<()>,
+    /// The device, for a commit's tail written without `fs` held.
+    queue: Arc<BlockQueue>,
     /// The device's number: st_dev of every file.
     pub dev: u64,
     /// The device's logical block size: what O_DIRECT transfers align to.
@@ -151,19 +164,75 @@ impl Ext4Volume {
     /// Makes everything durable: the running transaction committed and the
     /// device's cache flushed.
     pub fn commit(&self) -> Result<(), Errno> {
+        self.commit_after(None)
+    }
+
+    /// The number [`commit_after`](Self::commit_after) takes: the running
+    /// transaction is durable once this many commits have completed.
+    pub(crate) fn running_transaction(&self) -> Result<u64, Errno> {
+        self.with(|fs| Ok(fs.running_commit()))
+    }
+
+    /// Commits, unless `done` commits have completed (another caller's
+    /// commit carried the transaction that was running when `done` was
+    /// read: see [`running_transaction`](Self::running_transaction)).
+    pub(crate) fn commit_after(&self, done: Option<u64>) -> Result<(), Errno> {
         if self.read_only.load(Ordering::Acquire) {
             return Ok(());
         }
-        // The library's commit ends with a device flush. A commit that
-        // cannot reach the disk (the data or the log) loses what it held:
-        // the volume goes read-only, as ext4 does when jbd2 aborts.
-        self.with(|fs| {
-            let r = fs.commit();
+        let _one = self.commit.lock();
+        // A commit that cannot reach the disk (the data or the log) loses
+        // what it held: the volume goes read-only, as ext4 does when jbd2
+        // aborts.
+        let failed = |fs: &mut Ext4<Disk>, r: Result<(), Errno>| {
             if matches!(r, Err(Errno::EIO) | Err(Errno::EUCLEAN)) {
                 fs.io_error();
             }
             r
+        };
+        let tail = self.with(|fs| {
+            if done.is_some_and(|d| fs.commits_done() >= d) {
+                return Ok(None);
+            }
+            let r = fs.commit_start();
+            failed(fs, r.as_ref().map(|_| ()).map_err(|e| *e))?;
+            r
+        })?;
+        let Some(tail) = tail else { return Ok(()) };
+        let r = self.write_tail(&tail);
+        self.with(|fs| {
+            let r = fs.commit_end(&tail, r);
+            failed(fs, r)
         })
+    }
+
+    /// A commit's tail, with the volume free for the next transaction
+    /// (kiln-ext4's `finish_tail`, through the queue itself): the log's
+    /// blocks (merged into large requests), everything before the commit
+    /// block durable, the commit block with FUA, then a
+    /// checkpoint that came with it (the committed copies home, a flush,
+    /// the journal marked empty, a flush).
+    fn write_tail(&self, tail: &CommitTail) -> Result<(), Errno> {
+        let mut plug = Plug::new();
+        for (sector, data) in &tail.log {
+            plug.add(*sector, data)?;
+        }
+        self.queue.submit_plug(&mut plug, false)?;
+        self.queue.flush()?;
+        if let Some((sector, block)) = &tail.commit_block {
+            self.queue.write(*sector, block, true)?;
+        }
+        if let Some(c) = &tail.checkpoint {
+            let mut plug = Plug::new();
+            for (sector, data) in &c.home {
+                plug.add(*sector, data)?;
+            }
+            self.queue.submit_plug(&mut plug, false)?;
+            self.queue.flush()?;
+            self.queue.write(c.journal_sb.0, &c.journal_sb.1, false)?;
+            self.queue.flush()?;
+        }
+        Ok(())
     }
 
     /// `sync(2)`/`syncfs`: every cached file's dirty pages written back,
@@ -174,6 +243,7 @@ impl Ext4Volume {
         if self.read_only.load(Ordering::Acquire) {
             return written;
         }
+        let _one = self.commit.lock();
         self.with(|fs| {
             let r = fs.sync();
             if matches!(r, Err(Errno::EIO) | Err(Errno::EUCLEAN)) {
@@ -221,6 +291,7 @@ impl Ext4Volume {
             log::warn!("ext4: unmount could not write every cached page back: {}", e.name());
         }
         super::pagecache::forget_owner(owner);
+        let _one = self.commit.lock();
         let mut guard = self.fs.lock();
         if let Some(fs) = guard.as_mut() {
             // Files closed since the last call: their orphans are freed
@@ -245,7 +316,7 @@ pub fn mount(queue: Arc<BlockQueue>, read_only: bool, synchronous: bool) -> Resu
     let dev = queue.rdev;
     let name = queue.name.clone();
     let logical_block = u64::from(queue.info.logical_block_size).max(512);
-    let fs = Ext4::mount(Disk::new(queue, read_only), MountOptions { read_only, now: now() })?;
+    let fs = Ext4::mount(Disk::new(queue.clone(), read_only), MountOptions { read_only, now: now() })?;
     let (txs, blocks) = fs.replayed;
     if txs > 0 {
         log::info!("ext4 {name}: journal replayed: {txs} transactions, {blocks} blocks");
@@ -255,6 +326,8 @@ pub fn mount(queue: Arc<BlockQueue>, read_only: bool, synchronous: bool) -> Resu
     let vol = Arc::try_new(Ext4Volume {
         name,
         fs: Mutex::new(Some(fs)),
+        commit: Mutex::new(()),
+        queue,
         dev,
         logical_block,
         block_size,
@@ -290,6 +363,7 @@ impl FsState for Ext4Volume {
             let owner = self as *const Self as *const () as usize;
             super::pagecache::writeback_all(Some(owner))?;
         }
+        let _one = self.commit.lock();
         let mut guard = self.fs.lock();
         let fs = guard.as_mut().ok_or(Errno::EIO)?;
         self.drop_pins(fs);
