@@ -134,15 +134,7 @@ fn power_cut_at_every_write_of_a_commit_recovers_atomically() {
         let dev = scenario(&img, Some(cut));
         // The host replays Kiln's log.
         dev.save(&cut_img);
-        let (code, out) = e2fsck(&cut_img, &["-fy"]);
-        assert!(code <= 1, "cut {cut}: e2fsck -fy: {out}");
-        for line in out.lines() {
-            assert!(
-                !line.contains("Fix?") && !line.contains("FIXED") && !line.contains("Clear?"),
-                "cut {cut}: e2fsck had to repair more than the journal: {out}"
-            );
-        }
-        assert_clean(&cut_img);
+        host_replays_only(&cut_img, cut);
         let host_has_b = check_atomic(MemDevice::open(&cut_img));
         // Kiln replays its own log, with the same outcome.
         let kiln_has_b = check_atomic(MemDevice::new(dev.data.clone()));
@@ -316,15 +308,7 @@ fn power_cut_while_a_commit_tail_is_out_and_the_next_transaction_runs() {
     for cut in 0..=writes {
         let dev = concurrent_scenario(&img, Some(cut));
         dev.save(&cut_img);
-        let (code, out) = e2fsck(&cut_img, &["-fy"]);
-        assert!(code <= 1, "cut {cut}: e2fsck -fy: {out}");
-        for line in out.lines() {
-            assert!(
-                !line.contains("Fix?") && !line.contains("FIXED") && !line.contains("Clear?"),
-                "cut {cut}: e2fsck had to repair more than the journal: {out}"
-            );
-        }
-        assert_clean(&cut_img);
+        host_replays_only(&cut_img, cut);
         let host = check_concurrent(MemDevice::open(&cut_img));
         let kiln = check_concurrent(MemDevice::new(dev.data));
         assert_eq!(host, kiln, "cut {cut}");
@@ -332,4 +316,18 @@ fn power_cut_while_a_commit_tail_is_out_and_the_next_transaction_runs() {
     }
     eprintln!("power cuts: {writes} writes; recovered to A {}, A+B {}, A+B+C {}", seen[0], seen[1], seen[2]);
     assert!(seen.iter().all(|&n| n > 0), "cuts in every state: {seen:?}");
+}
+
+/// The host's `e2fsck -fy` on a cut image only replays the journal
+/// (repairs nothing else), and `-fn` is clean afterwards.
+fn host_replays_only(img: &std::path::Path, cut: u64) {
+    let (code, out) = e2fsck(img, &["-fy"]);
+    assert!(code <= 1, "cut {cut}: e2fsck -fy: {out}");
+    for line in out.lines() {
+        assert!(
+            !line.contains("Fix?") && !line.contains("FIXED") && !line.contains("Clear?"),
+            "cut {cut}: e2fsck had to repair more than the journal: {out}"
+        );
+    }
+    assert_clean(img);
 }
