@@ -6,7 +6,7 @@
 
 mod common;
 use common::*;
-use kiln_ext4::{mode, Errno, Ext4, MountOptions, NewInode, ROOT_INO};
+use kiln_ext4::{mode, Errno, Ext4, MountOptions, NewInode, Timestamp, ROOT_INO};
 use std::process::Command;
 
 fn bmap(img: &std::path::Path, path: &str, lblk: u32) -> u64 {
@@ -62,16 +62,23 @@ fn attr() -> NewInode {
     NewInode { mode: mode::S_IFREG | 0o644, uid: 0, gid: 0, now: t(1_700_000_000, 0), rdev: 0 }
 }
 
-/// Batch A (committed), then batch B whose commit is cut after `cut`
-/// device writes (None: not cut). Returns the device.
-fn scenario(img: &std::path::Path, cut: Option<u64>) -> MemDevice {
-    let mut fs = Ext4::mount(MemDevice::open(img), MountOptions::default()).unwrap();
-    let now = t(1_700_000_001, 0);
+/// Batch A's work (not yet committed): directory `a` with 20 files of
+/// known bytes. Returns the directory.
+fn batch_a(fs: &mut Ext4<MemDevice>, now: Timestamp) -> u32 {
     let d = fs.mkdir(ROOT_INO, b"a", NewInode { mode: 0o755, ..attr() }).unwrap();
     for i in 0..20 {
         let f = fs.create(d, format!("a{i}").as_bytes(), attr()).unwrap();
         fs.write(f, 0, &pattern(i, 3000), now).unwrap();
     }
+    d
+}
+
+/// Batch A (committed), then batch B whose commit is cut after `cut`
+/// device writes (None: not cut). Returns the device.
+fn scenario(img: &std::path::Path, cut: Option<u64>) -> MemDevice {
+    let mut fs = Ext4::mount(MemDevice::open(img), MountOptions::default()).unwrap();
+    let now = t(1_700_000_001, 0);
+    let d = batch_a(&mut fs, now);
     fs.commit().unwrap();
     let base = fs.device_mut().writes;
     fs.device_mut().write_limit = cut.map(|c| base + c);
@@ -206,11 +213,7 @@ fn commit_is_two_flushes_and_a_freed_logged_block_is_never_replayed_over_data() 
 fn concurrent_scenario(img: &std::path::Path, cut: Option<u64>) -> MemDevice {
     let mut fs = Ext4::mount(MemDevice::open(img), MountOptions::default()).unwrap();
     let now = t(1_700_000_001, 0);
-    let d = fs.mkdir(ROOT_INO, b"a", NewInode { mode: 0o755, ..attr() }).unwrap();
-    for i in 0..20 {
-        let f = fs.create(d, format!("a{i}").as_bytes(), attr()).unwrap();
-        fs.write(f, 0, &pattern(i, 3000), now).unwrap();
-    }
+    let d = batch_a(&mut fs, now);
     let e = fs.mkdir(ROOT_INO, b"e", NewInode { mode: 0o755, ..attr() }).unwrap();
     fs.create(e, b"f", attr()).unwrap();
     fs.commit().unwrap();
