@@ -7,7 +7,8 @@
  * the errnos.  Runs in the general run (Kiln's tmpfs /tmp) and in the
  * storage stage (Kiln's ext4 /tmp); the host's /tmp is ext4 both times,
  * so every answer here is one tmpfs and ext4 give alike (fallocate's
- * unwritten extents, where they differ, are in falloc_ext4).
+ * unwritten extents, where they differ, are in falloc_ext4).  Last, a
+ * memfd (shmem on both kernels) with fallocated pages.
  */
 #include "common.h"
 #include <fcntl.h>
@@ -115,6 +116,39 @@ int main(void)
     printf("empty:\n");
     show("DATA", 0);
     show("HOLE", 0);
+    close(fd);
+
+    /* shmem (a memfd: tmpfs under both kernels, whatever /tmp is): pages
+     * fallocate made are holes until a write or a fault touches them; a
+     * read() leaves them holes. */
+    fd = memfd_create("seek_hole", 0);
+    check(fd >= 0, "memfd_create");
+    check(fallocate(fd, 0, 0, 8 * PG) == 0, "fallocate 8 pages");
+    printf("memfd fallocated:\n");
+    show("DATA", 0);
+    show("HOLE", 0);
+    fill(2 * PG + 100, 10, 'w');
+    printf("memfd page 2 written:\n");
+    show("DATA", 0);
+    show("HOLE", 2 * PG);
+    check(pread(fd, rb, PG, 4 * PG) == PG && rb[0] == 0, "a fallocated page reads as zeros");
+    printf("memfd page 4 read:\n");
+    show("DATA", 3 * PG);
+    char *sm = mmap(NULL, 8 * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    check(sm != MAP_FAILED, "mmap the memfd");
+    check(((volatile char *)sm)[6 * PG + 1] == 0, "a load from page 6");
+    printf("memfd page 6 faulted by a load:\n");
+    show("DATA", 3 * PG);
+    show("HOLE", 6 * PG);
+    sm[7 * PG] = 's';
+    printf("memfd page 7 stored:\n");
+    show("DATA", 7 * PG - 1);
+    show("HOLE", 7 * PG);
+    munmap(sm, 8 * PG);
+    check(fallocate(fd, FALLOC_FL_KEEP_SIZE, 8 * PG, 2 * PG) == 0, "fallocate past the size");
+    printf("memfd past the size:\n");
+    show("DATA", 7 * PG + 1);
+    show("HOLE", 7 * PG + 1);
     close(fd);
 
     int p[2];

@@ -72,11 +72,16 @@ struct Page {
     /// Disk blocks reserved for it (delayed allocation: it was written
     /// over blocks the file does not have yet).
     reserved: u32,
+    /// Made by fallocate and not touched since (tmpfs): zeros that
+    /// SEEK_DATA passes over as a hole, as Linux passes over a shmem
+    /// folio that is not uptodate. A write or a fault on it makes it
+    /// data; a read() does not.
+    unwritten: bool,
 }
 
 impl Page {
     fn new(frame: UserFrame) -> Page {
-        Page { frame, dirty_since: None, mapped_write: false, reserved: 0 }
+        Page { frame, dirty_since: None, mapped_write: false, reserved: 0, unwritten: false }
     }
 }
 
@@ -213,6 +218,7 @@ impl PageStore {
                 Err(_) => break,
             };
             frame.write(in_page, &data[(pos - offset) as usize..][..n]);
+            self.mark_written(pos / PAGE_SIZE);
             self.mark_dirty(pos / PAGE_SIZE);
             pos += n as u64;
         }
@@ -246,12 +252,17 @@ impl PageStore {
     /// fallocate: gives every page of `offset..end` a frame (ENOSPC when
     /// the file system is full: the pages allocated so far stay, as on
     /// Linux's tmpfs), and grows the size to `end` unless `keep_size`.
+    /// The new pages are unwritten (see `Page::unwritten`); pages that
+    /// were there keep their data.
     pub fn allocate(&mut self, offset: u64, end: u64, keep_size: bool) -> Result<(), Errno> {
         if end > self.size && !keep_size {
             self.clear_tail();
         }
         for index in offset / PAGE_SIZE..end.div_ceil(PAGE_SIZE) {
-            self.frame_for_write(index)?;
+            if !self.pages.contains_key(&index) {
+                let frame = self.new_page()?;
+                self.pages.insert(index, Page { unwritten: true, ..Page::new(frame) });
+            }
         }
         if end > self.size && !keep_size {
             self.size = end;
@@ -319,7 +330,11 @@ impl PageStore {
         if !inside {
             return Ok(None);
         }
-        self.frame_for_write(index).map(|f| Some(f.clone()))
+        // A fault on a fallocated page makes it data (shmem clears and
+        // marks such a folio uptodate for any fault).
+        let frame = self.frame_for_write(index)?.clone();
+        self.mark_written(index);
+        Ok(Some(frame))
     }
 
     /// Whether page `index` has a frame (mincore).
@@ -333,7 +348,9 @@ impl PageStore {
         if first >= end {
             return;
         }
-        for (&index, page) in self.pages.range(first..end) {
+        // Unwritten pages are left to fault, which makes them data, as
+        // Linux's fault-around skips folios that are not uptodate.
+        for (&index, page) in self.pages.range(first..end).filter(|(_, p)| !p.unwritten) {
             f(index, &page.frame);
         }
     }
@@ -376,6 +393,12 @@ impl PageStore {
             DIRTY_PAGES.fetch_sub(1, Ordering::Relaxed);
         }
         self.reserved -= u64::from(page.reserved);
+    }
+
+    fn mark_written(&mut self, index: u64) {
+        if let Some(page) = self.pages.get_mut(&index) {
+            page.unwritten = false;
+        }
     }
 
     fn mark_dirty(&mut self, index: u64) {
@@ -431,7 +454,10 @@ impl PageStore {
     /// first dirty one): where SEEK_DATA finds data the disk does not
     /// show yet.
     pub fn first_present(&self, first: u64, end: u64, dirty_only: bool) -> Option<u64> {
-        self.pages.range(first..end).find(|(_, p)| !dirty_only || p.dirty_since.is_some()).map(|(&i, _)| i)
+        self.pages
+            .range(first..end)
+            .find(|(_, p)| !p.unwritten && (!dirty_only || p.dirty_since.is_some()))
+            .map(|(&i, _)| i)
     }
 
     /// The first page of [first, end) not in memory (with `dirty_only`,
@@ -440,7 +466,7 @@ impl PageStore {
     pub fn first_absent(&self, first: u64, end: u64, dirty_only: bool) -> Option<u64> {
         let mut want = first;
         for (&i, p) in self.pages.range(first..end) {
-            if i != want || (dirty_only && p.dirty_since.is_none()) {
+            if i != want || p.unwritten || (dirty_only && p.dirty_since.is_none()) {
                 return Some(want);
             }
             want = i + 1;
@@ -488,6 +514,7 @@ impl PageStore {
     pub fn page_mkwrite(&mut self, index: u64) {
         if let Some(page) = self.pages.get_mut(&index) {
             page.mapped_write = true;
+            page.unwritten = false;
         }
         self.mark_dirty(index);
     }

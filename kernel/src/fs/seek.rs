@@ -5,7 +5,7 @@
 //! extent is data, an unwritten one is data only where its pages are
 //! cached, and a range with no block is data only where dirty pages wait
 //! for delayed allocation. tmpfs, which has no disk, is data exactly where
-//! it has pages.
+//! it has pages, less those fallocate made and nothing has touched.
 
 use linux_abi::errno::Errno;
 

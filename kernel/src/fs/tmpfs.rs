@@ -646,8 +646,9 @@ impl Inode for TmpInode {
     }
 
     /// tmpfs is data exactly where it has pages (shmem's
-    /// `mapping_seek_hole_data`). Unlike Linux, pages fallocate made
-    /// count as data before anything is written to them.
+    /// `mapping_seek_hole_data`), except pages fallocate made and nothing
+    /// has written or faulted since: those are holes, as Linux's
+    /// not-uptodate folios are.
     fn seek_data(&self, offset: u64, size: u64, data: bool) -> Option<Result<u64, Errno>> {
         let Node::File(store) = &self.node else { return None };
         let whole = [ByteSpan { start: 0, end: size, region: Region::Cached { dirty_only: false } }];
