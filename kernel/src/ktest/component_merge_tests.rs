@@ -105,7 +105,7 @@ fn merge_split_while_inside() -> TestResult {
         let thread = crate::sched::spawn("component-merge-test", move || {
             let mut i = 0u64;
             while !stop.load(Ordering::Relaxed) || i < 50 {
-                let ok = if i % 2 == 0 {
+                let ok = if i.is_multiple_of(2) {
                     invoke_from_kernel(&[client], 0, ADD_VIA, [t << 32, i, 0, 0]) == Ok((t << 32) + i)
                 } else {
                     invoke_from_kernel(&[client], 0, ADD_LOOP, [i % 64, 0, 0, 0]) == Ok(i % 64)
@@ -120,8 +120,8 @@ fn merge_split_while_inside() -> TestResult {
         threads.push(thread);
     }
     let mut failed = None;
-    for round in 0..40 {
-        let r = if round % 2 == 0 { domain::merge(client, calc) } else { domain::split(calc) };
+    for round in 0..40u32 {
+        let r = if round.is_multiple_of(2) { domain::merge(client, calc) } else { domain::split(calc) };
         if let Err(e) = r {
             failed = Some(e);
         }
