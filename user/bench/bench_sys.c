@@ -329,6 +329,99 @@ int b_component_invoke(uint64_t *ns, uint64_t *ops)
     return 0;
 }
 
+/* The kernel's own component interface (kernel/src/component/control.rs):
+ * capability -1, operations MERGE (1) and SPLIT (2) on component indices;
+ * `calc` is component 0 and `client` 1, which a process holds at
+ * capability 1 (Relay: op 3 add_loop(n) calls calc's add n times, op 4
+ * local_loop(n) calls a plain local function n times). */
+#define KILN_CONTROL (-1L)
+#define CONTROL_MERGE 1
+#define CONTROL_SPLIT 2
+#define COMP_CALC 0
+#define COMP_CLIENT 1
+#define CAP_CLIENT 1
+#define RELAY_ADD_LOOP 3
+#define RELAY_LOCAL_LOOP 4
+
+/* n calls inside the client component, in one invocation (the one
+ * round trip into it is ~1/n of the figure): `op` is add_loop or
+ * local_loop, whose reply must be n. */
+static int component_loop(long op, uint64_t *ns, uint64_t *ops)
+{
+    uint64_t n = iters(1000000), v;
+    long r = kiln_invoke(CAP_CLIENT, op, 1000, 0, &v); /* warm */
+    if (r == 0) {
+        *ns = now();
+        r = kiln_invoke(CAP_CLIENT, op, n, 0, &v);
+        *ns = now() - *ns;
+    }
+    if (r != 0) {
+        errno = (int)-r;
+        return fail("component invocation");
+    }
+    if (v != n)
+        return fail_msg("wrong reply from the component");
+    *ops = n;
+    return 0;
+}
+
+/* A plain (not inlined) function call inside a component: the baseline
+ * of the merged invocation. */
+int b_component_local_call(uint64_t *ns, uint64_t *ops)
+{
+    return component_loop(RELAY_LOCAL_LOOP, ns, ops);
+}
+
+/* client -> calc add with both in one merged domain: a direct call
+ * through the runtime's link word, no system call. */
+int b_component_merged_call(uint64_t *ns, uint64_t *ops)
+{
+    uint64_t v;
+    long r = kiln_invoke(KILN_CONTROL, CONTROL_MERGE, COMP_CLIENT, COMP_CALC, &v);
+    if (r != 0) {
+        errno = (int)-r;
+        return fail("component merge");
+    }
+    int ret = component_loop(RELAY_ADD_LOOP, ns, ops);
+    kiln_invoke(KILN_CONTROL, CONTROL_SPLIT, COMP_CLIENT, 0, &v);
+    return ret;
+}
+
+/* merge(client, calc) then split(client), n times, each timed alone:
+ * `which` 0 reports the merges, 1 the splits. */
+static int component_merge_split(int which, uint64_t *ns, uint64_t *ops)
+{
+    uint64_t n = iters(2000), spent[2] = {0, 0}, v;
+    for (uint64_t i = 0; i < warm(n) + n; i++) {
+        uint64_t t0 = now();
+        long r = kiln_invoke(KILN_CONTROL, CONTROL_MERGE, COMP_CLIENT, COMP_CALC, &v);
+        uint64_t t1 = now();
+        long s = r == 0 ? kiln_invoke(KILN_CONTROL, CONTROL_SPLIT, COMP_CLIENT, 0, &v) : 0;
+        uint64_t t2 = now();
+        if (r != 0 || s != 0) {
+            errno = (int)-(r != 0 ? r : s);
+            return fail(r != 0 ? "component merge" : "component split");
+        }
+        if (i >= warm(n)) {
+            spent[0] += t1 - t0;
+            spent[1] += t2 - t1;
+        }
+    }
+    *ns = spent[which];
+    *ops = n;
+    return 0;
+}
+
+int b_component_merge(uint64_t *ns, uint64_t *ops)
+{
+    return component_merge_split(0, ns, ops);
+}
+
+int b_component_split(uint64_t *ns, uint64_t *ops)
+{
+    return component_merge_split(1, ns, ops);
+}
+
 static volatile uint64_t caught;
 
 static void on_usr1(int sig)

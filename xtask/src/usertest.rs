@@ -403,10 +403,11 @@ pub fn smp(root: &Path, elf: &Path, cpus: &[u32]) -> Result<(u64, u64)> {
 }
 
 /// Tests the host oracle cannot run: `tty` needs a terminal on stdin,
-/// `mymem` Kiln's /dev/mymem, and `vdso_settime` and `clockset` would
+/// `mymem` Kiln's /dev/mymem, `components` Kiln's components, and `vdso_settime` and `clockset` would
 /// step the host's clock and `oom` would exhaust the host's memory (those
 /// skip themselves there). They pass when every check passes in Kiln.
-const KILN_ONLY_TESTS: &[&str] = &["tty", "mymem", "meminfo", "vdso_settime", "clockset", "fuzz", "oom", "netconf"];
+const KILN_ONLY_TESTS: &[&str] =
+    &["tty", "mymem", "meminfo", "vdso_settime", "clockset", "fuzz", "oom", "netconf", "components"];
 
 /// A Kiln-only test passed if its summary shows checks run and none failed.
 fn kiln_only_test_passed(name: &str, section: &str) -> bool {

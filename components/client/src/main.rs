@@ -25,6 +25,29 @@ impl Relay for Server {
     fn call(&self, cap: u64, op: u64, a: u64, b: u64) -> Result<u64, InvokeError> {
         rt::invoke(cap, op, [a, b, 0, 0])
     }
+
+    fn add_loop(&self, n: u64) -> Result<u64, InvokeError> {
+        let mut acc = 0;
+        for _ in 0..n {
+            acc = CALC.add(acc, 1)?;
+        }
+        Ok(acc)
+    }
+
+    fn local_loop(&self, n: u64) -> Result<u64, InvokeError> {
+        let mut acc = 0;
+        for _ in 0..n {
+            acc = local_add(core::hint::black_box(acc), 1)?;
+        }
+        Ok(acc)
+    }
+}
+
+/// The plain function call the merged invocation is measured against:
+/// the same signature as a stub's method, not inlined.
+#[inline(never)]
+fn local_add(a: u64, b: u64) -> Result<u64, InvokeError> {
+    Ok(a.wrapping_add(b))
 }
 
 fn dispatch(op: u64, args: [u64; 4]) -> Result<u64, InvokeError> {

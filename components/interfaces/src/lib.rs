@@ -35,5 +35,11 @@ rt::interface! {
         /// A raw invocation of operation `op` through capability `cap`
         /// with argument words `a` and `b`.
         2 => fn call(cap, op, a, b);
+        /// `Calc::add(acc, 1)` through capability 0, `n` times: the sum
+        /// (`n`), or the first error. kbench's merged-invocation row.
+        3 => fn add_loop(n);
+        /// The same loop calling a plain local function instead: the
+        /// baseline of a direct call (kbench's `component_local_call`).
+        4 => fn local_loop(n);
     }
 }

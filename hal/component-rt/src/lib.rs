@@ -36,6 +36,13 @@ pub const SLOT_SIZE: u64 = 0x1_0000_0000;
 /// Where the heap window starts in a slot, and its size.
 pub const HEAP_OFFSET: u64 = 0x4000_0000;
 pub const HEAP_SIZE: u64 = 256 * 1024;
+/// The link pages (kernel `component::domain`): at `LINK_OFFSET` in a
+/// slot, one read-only word per capability, the address of the callee's
+/// direct entry when the callee shares this page table (a merged
+/// domain), else 0; the page after it, writable, counts this
+/// component's direct calls per capability.
+pub const LINK_OFFSET: u64 = 0xC000_0000;
+const LINK_WORDS: u64 = 512;
 
 /// An invocation failed: a Linux errno value (EBADF: no such capability;
 /// EINVAL: a bad argument; ENOSYS: no such operation; EOWNERDEAD: the
@@ -73,6 +80,29 @@ impl Reply {
 /// up to four argument words; the thread migrates into the callee and
 /// comes back with its reply.
 pub fn invoke(cap: u64, op: u64, args: [u64; 4]) -> Result<u64, InvokeError> {
+    if cap < LINK_WORDS {
+        let link = slot_base() + LINK_OFFSET + cap * 8;
+        // SAFETY: the kernel maps this component's link page (read-only)
+        // and its count page (read-write) at these fixed offsets in its
+        // slot in every page table the component is in; `cap` is below
+        // the page's word count, so both accesses stay inside them, and
+        // the words are naturally aligned.
+        let entry = unsafe { core::ptr::read_volatile(link as *const u64) };
+        if entry != 0 {
+            // SAFETY: as above: the count word is in the writable count
+            // page, aligned, and only ever accessed atomically.
+            let count = unsafe { AtomicU64::from_ptr((link + 4096) as *mut u64) };
+            count.fetch_add(1, Ordering::Relaxed);
+            // SAFETY: the kernel writes a nonzero link word only while the
+            // callee is mapped in this same page table, and only the
+            // callee's direct entry (`kiln_component_direct`, which is its
+            // dispatcher with the C calling convention); a page table
+            // without the callee has a link page of zeros.
+            let direct: extern "C" fn(u64, u64, u64, u64, u64) -> Reply = unsafe { core::mem::transmute(entry) };
+            let reply = direct(op, args[0], args[1], args[2], args[3]);
+            return if reply.status == 0 { Ok(reply.value) } else { Err(InvokeError(reply.status)) };
+        }
+    }
     let status: u64;
     let value: u64;
     // SAFETY: the invocation system call reads the registers named here
@@ -117,6 +147,14 @@ global_asm!(
     ".section .text._start, \"ax\"",
     ".global _start",
     "_start:",
+    "    jmp 2f",
+    // The direct entry, at `_start + 16` (the kernel finds it there): a
+    // caller in the same merged domain calls the dispatcher directly.
+    "    .balign 16",
+    ".global kiln_component_direct",
+    "kiln_component_direct:",
+    "    jmp kiln_component_dispatch",
+    "2:",
     "    and rsp, -16",
     "    call kiln_component_dispatch",
     "    mov rdi, rax",
@@ -209,10 +247,14 @@ struct BumpHeap {
 }
 
 fn heap_base() -> u64 {
-    // This function's own address lies in the component's image, at the
-    // start of its slot of the global layout.
-    let here = heap_base as *const () as u64;
-    (here & !(SLOT_SIZE - 1)) + HEAP_OFFSET
+    slot_base() + HEAP_OFFSET
+}
+
+/// The start of this component's slot of the global layout: this
+/// function's own address lies in the component's image, at its start.
+fn slot_base() -> u64 {
+    let here = slot_base as *const () as u64;
+    here & !(SLOT_SIZE - 1)
 }
 
 // SAFETY: `alloc` hands out disjoint, suitably aligned ranges of the heap

@@ -18,6 +18,7 @@ use hal::paging::PageTable;
 use hal::user::{ReturnReason, UserContext};
 use linux_abi::errno::Errno;
 
+use super::stats::Caller;
 use super::{components, process_caps, Component, NR_INVOKE, NR_RETURN};
 use crate::sched;
 
@@ -42,7 +43,10 @@ pub fn syscall_invoke(uctx: &mut UserContext) {
     // The callee starts from a clean x87/SSE state and the caller's comes
     // back intact: its live registers are saved into its context now.
     uctx.save_fpu();
-    let result = invoke(process_caps(), req, 0);
+    let result = match req.cap {
+        super::control::CONTROL_CAP => super::control::call(req.op, req.args),
+        _ => invoke(Caller::Process, process_caps(), req, 0),
+    };
     set_reply(uctx, result);
 }
 
@@ -50,7 +54,7 @@ pub fn syscall_invoke(uctx: &mut UserContext) {
 /// (in-kernel tests; later, the kernel's side of split drivers).
 #[cfg(feature = "ktest")]
 pub fn invoke_from_kernel(caps: &[usize], cap: u64, op: u64, args: [u64; 4]) -> Result<u64, Errno> {
-    invoke(caps, Request { cap, op, args }, 0)
+    invoke(Caller::Kernel, caps, Request { cap, op, args }, 0)
 }
 
 fn set_reply(uctx: &mut UserContext, result: Result<u64, Errno>) {
@@ -65,7 +69,7 @@ fn set_reply(uctx: &mut UserContext, result: Result<u64, Errno>) {
 
 /// Runs one invocation by a caller holding `caps`, `depth` invocations
 /// deep.
-fn invoke(caps: &[usize], req: Request, depth: u32) -> Result<u64, Errno> {
+fn invoke(caller: Caller, caps: &[usize], req: Request, depth: u32) -> Result<u64, Errno> {
     if depth >= MAX_DEPTH {
         return Err(Errno::ELOOP);
     }
@@ -73,9 +77,10 @@ fn invoke(caps: &[usize], req: Request, depth: u32) -> Result<u64, Errno> {
     let callee = components().get(*target).ok_or(Errno::EBADF)?;
     let stack = callee.take_stack().ok_or(Errno::EAGAIN)?;
     callee.invocations.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+    super::stats::count(caller, *target);
     let thread = sched::current();
-    let previous = thread.swap_vm_root(Some(callee.domain.clone()));
-    let result = run_callee(callee, stack, req, depth);
+    let previous = thread.swap_vm_root(Some(super::domain::current(callee)));
+    let result = run_callee(callee, stack, callee.entry, req, depth);
     restore_domain(&thread, previous);
     callee.release_stack(stack);
     result
@@ -88,9 +93,9 @@ fn restore_domain(thread: &sched::Thread, previous: Option<Arc<PageTable>>) {
 }
 
 /// Runs the callee's user context until it returns or faults.
-fn run_callee(callee: &Component, stack: u32, req: Request, depth: u32) -> Result<u64, Errno> {
+fn run_callee(callee: &Component, stack: u32, entry: u64, req: Request, depth: u32) -> Result<u64, Errno> {
     let mut ctx = UserContext::new();
-    ctx.regs.rip = callee.entry;
+    ctx.regs.rip = entry;
     ctx.regs.rsp = callee.stack_top(stack);
     ctx.regs.rdi = req.op;
     ctx.regs.rsi = req.args[0];
@@ -105,7 +110,9 @@ fn run_callee(callee: &Component, stack: u32, req: Request, depth: u32) -> Resul
                     let r = &ctx.regs;
                     let nested = Request { cap: r.rdi, op: r.rsi, args: [r.rdx, r.r10, r.r8, r.r9] };
                     ctx.save_fpu();
-                    let result = invoke(&callee.caps, nested, depth + 1);
+                    let caller = super::domain::caller_at(callee, ctx.regs.rip);
+                    let caps = &components()[caller].caps;
+                    let result = invoke(Caller::Component(caller), caps, nested, depth + 1);
                     set_reply(&mut ctx, result);
                 }
                 // A component has no Linux system calls: its world is its
@@ -113,7 +120,7 @@ fn run_callee(callee: &Component, stack: u32, req: Request, depth: u32) -> Resul
                 _ => ctx.regs.rax = Errno::ENOSYS.as_neg_isize() as u64,
             },
             ReturnReason::Exception { vector, fault_addr, .. } => {
-                callee.faults.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+                super::fault::faulted(callee.slot, super::fault::Cause::Exception(vector));
                 log::debug!(
                     "component {}: exception {vector} at {:#x} (address {fault_addr:#x}): invocation aborted",
                     callee.name,
@@ -138,4 +145,17 @@ fn reply(status: u64, value: u64) -> Result<u64, Errno> {
         Some(e) if (1..512).contains(&status) => Err(e),
         _ => Err(Errno::EPROTO),
     }
+}
+
+/// Enters `callee` in its current domain at `rip` instead of its entry
+/// point, as an invocation from the kernel would (fault injection).
+pub(super) fn enter_at(callee: &Component, rip: u64) -> Result<u64, Errno> {
+    let stack = callee.take_stack().ok_or(Errno::EAGAIN)?;
+    let thread = sched::current();
+    let previous = thread.swap_vm_root(Some(super::domain::current(callee)));
+    let req = Request { cap: 0, op: 0, args: [0; 4] };
+    let result = run_callee(callee, stack, rip, req, 0);
+    restore_domain(&thread, previous);
+    callee.release_stack(stack);
+    result
 }

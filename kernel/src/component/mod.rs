@@ -11,7 +11,11 @@
 //! component whose interface it was given. The invocation path is in
 //! `invoke`.
 
+mod control;
+pub mod domain;
+pub mod fault;
 mod invoke;
+pub mod stats;
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -160,12 +164,12 @@ fn process_caps() -> &'static [usize] {
 /// User frames the components' domains hold (the exit check's leak
 /// count leaves them out, as it does the vDSO's).
 pub fn frames() -> usize {
-    components().iter().map(|c| c.domain.resident_pages() as usize).sum()
+    components().iter().map(|c| c.domain.resident_pages() as usize).sum::<usize>() + domain::frames()
 }
 
 /// Page-table frames of the components' domains, roots included.
 pub fn table_frames() -> u64 {
-    components().iter().map(|c| c.domain.table_frames()).sum()
+    components().iter().map(|c| c.domain.table_frames()).sum::<u64>() + domain::table_frames()
 }
 
 /// The index of the component called `name`.
@@ -180,6 +184,7 @@ pub fn init() {
         Ok(table) => {
             log::info!("components: {} loaded, each in a domain of its own", table.components.len());
             TABLE.set(table);
+            crate::fs::procfs::register("kiln/components", stats::proc_text);
         }
         Err(e) => log::warn!("components: not loaded ({e})"),
     }
@@ -188,12 +193,16 @@ pub fn init() {
 fn load_all() -> Result<Table, &'static str> {
     let mut components = Vec::new();
     components.try_reserve_exact(IMAGES.len()).map_err(|_| "out of memory")?;
+    if IMAGES.len() > stats::MAX_COMPONENTS {
+        return Err("more images than the edge table has room for");
+    }
     for (slot, image) in IMAGES.iter().enumerate() {
         let mut caps = Vec::new();
         for grant in image.grants {
             caps.push(find(grant).ok_or("a grant names no component")?);
         }
         let (domain, entry) = load(slot, image.elf)?;
+        domain::map_link_pages(&domain, slot)?;
         components.push(Component {
             name: image.name,
             slot,

@@ -1,0 +1,39 @@
+//! Component faults: the kernel function every fault of a component ends
+//! in, and fault injection (the command-line tool's `fault`).
+//!
+//! Injection is a real fault: the kernel enters the component, in its
+//! current domain, at an address of its slot that is mapped but not
+//! executable (its heap window), so the CPU raises a page fault inside
+//! the component exactly as a wild jump would, and the invocation path's
+//! fault handling runs and ends in `faulted`. Micro-reboot (issue 15 part 5) hooks `faulted`.
+
+use linux_abi::errno::Errno;
+
+use super::components;
+
+/// What faulted a component.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cause {
+    /// An exception while it ran (vector).
+    Exception(u8),
+}
+
+/// Component `index` faulted; the invocation it served is already
+/// unwound. Counts it: a reset of the component belongs here.
+pub fn faulted(index: usize, cause: Cause) {
+    if let Some(c) = components().get(index) {
+        c.faults.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+        log::debug!("component {}: fault ({cause:?})", c.name);
+    }
+}
+
+/// Makes component `index` fault once; returns its fault count after.
+pub fn inject(index: usize) -> Result<u64, Errno> {
+    let c = components().get(index).ok_or(Errno::EINVAL)?;
+    match super::invoke::enter_at(c, super::slot_base(c.slot) + super::HEAP_OFFSET) {
+        Err(Errno::EOWNERDEAD) => Ok(c.faults.load(core::sync::atomic::Ordering::Relaxed)),
+        // A free stack is needed to enter: EAGAIN when all are taken.
+        Err(e) => Err(e),
+        Ok(_) => Err(Errno::EPROTO),
+    }
+}
