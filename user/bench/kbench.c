@@ -123,6 +123,7 @@ static const struct {
     {"unix_pingpong", b_unix_pingpong},
     {"futex_pingpong", b_futex_pingpong},
     {"component_invoke", b_component_invoke},
+    {"component_reboot", b_component_reboot},
     {"epoll_wait", b_epoll_wait},
     {"epoll_pingpong", b_epoll_pingpong},
     {"poll_100", b_poll_100},

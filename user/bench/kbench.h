@@ -72,6 +72,7 @@ int b_pipe_pingpong(uint64_t *ns, uint64_t *ops);
 int b_unix_pingpong(uint64_t *ns, uint64_t *ops);
 int b_futex_pingpong(uint64_t *ns, uint64_t *ops);
 int b_component_invoke(uint64_t *ns, uint64_t *ops);
+int b_component_reboot(uint64_t *ns, uint64_t *ops);
 int b_epoll_wait(uint64_t *ns, uint64_t *ops);
 int b_epoll_pingpong(uint64_t *ns, uint64_t *ops);
 int b_signal(uint64_t *ns, uint64_t *ops);

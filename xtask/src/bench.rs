@@ -68,6 +68,11 @@ pub const BENCHES: &[Bench] = &[
     b("switching", "unix_pingpong", "1-byte round trip, 2 processes, AF_UNIX socketpair"),
     b("switching", "futex_pingpong", "round trip between 2 threads via futex (2 switches)"),
     b("switching", "component_invoke", "invocation round trip into another protection domain (Kiln only)"),
+    b(
+        "switching",
+        "component_reboot",
+        "a component's fault to its first successful invocation after a micro-reboot (Kiln only)",
+    ),
     b("events", "epoll_wait", "epoll_wait(timeout 0) on a ready pipe"),
     b("events", "epoll_pingpong", "1-byte round trip, 2 processes, each in epoll_wait"),
     b("events", "poll_100", "poll(timeout 0) on 100 pipes, the last readable"),

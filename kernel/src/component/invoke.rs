@@ -8,9 +8,8 @@
 //! context, nested inside the caller's system call. A callee that invokes
 //! further nests again, up to `MAX_DEPTH`. A callee that faults (a page
 //! fault, `ud2` from a Rust panic, any exception) ends its invocation
-//! there: the caller gets `EOWNERDEAD`, never a hang, and the kernel
-//! nothing worse than a count. Resetting the faulted component from its
-//! image (micro-reboot, issue 15 part 5) is not done yet.
+//! there: the caller gets `EOWNERDEAD` (`ETIMEDOUT` when the watchdog
+//! ended it), never a hang, and `reboot` micro-reboots the component.
 
 use alloc::sync::Arc;
 
@@ -18,7 +17,8 @@ use hal::paging::PageTable;
 use hal::user::{ReturnReason, UserContext};
 use linux_abi::errno::Errno;
 
-use super::{components, process_caps, Component, NR_INVOKE, NR_RETURN};
+use super::reboot::{Entry, Watchdog};
+use super::{components, process_caps, Component, NR_INVOKE, NR_RETURN, OP_INIT};
 use crate::sched;
 
 /// How many invocations may be nested on one thread (each holds a user
@@ -71,13 +71,26 @@ fn invoke(caps: &[usize], req: Request, depth: u32) -> Result<u64, Errno> {
     }
     let target = usize::try_from(req.cap).ok().and_then(|c| caps.get(c)).ok_or(Errno::EBADF)?;
     let callee = components().get(*target).ok_or(Errno::EBADF)?;
-    let stack = callee.take_stack().ok_or(Errno::EAGAIN)?;
+    if req.op == OP_INIT {
+        return Err(Errno::ENOSYS);
+    }
+    let entry = callee.life.enter(callee, depth)?;
     callee.invocations.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+    let result = run_in_domain(callee, entry, req, depth);
+    callee.release_stack(entry.stack);
+    result
+}
+
+/// Runs a (re)booted component's init on this thread (`reboot`).
+pub(super) fn run_init(callee: &Component, entry: Entry, depth: u32) -> Result<u64, Errno> {
+    run_in_domain(callee, entry, Request { cap: 0, op: OP_INIT, args: [0; 4] }, depth)
+}
+
+fn run_in_domain(callee: &Component, entry: Entry, req: Request, depth: u32) -> Result<u64, Errno> {
     let thread = sched::current();
     let previous = thread.swap_vm_root(Some(callee.domain.clone()));
-    let result = run_callee(callee, stack, req, depth);
+    let result = run_callee(callee, entry, req, depth);
     restore_domain(&thread, previous);
-    callee.release_stack(stack);
     result
 }
 
@@ -88,10 +101,11 @@ fn restore_domain(thread: &sched::Thread, previous: Option<Arc<PageTable>>) {
 }
 
 /// Runs the callee's user context until it returns or faults.
-fn run_callee(callee: &Component, stack: u32, req: Request, depth: u32) -> Result<u64, Errno> {
+fn run_callee(callee: &Component, entry: Entry, req: Request, depth: u32) -> Result<u64, Errno> {
     let mut ctx = UserContext::new();
+    let mut watchdog = Watchdog::new();
     ctx.regs.rip = callee.entry;
-    ctx.regs.rsp = callee.stack_top(stack);
+    ctx.regs.rsp = callee.stack_top(entry.stack);
     ctx.regs.rdi = req.op;
     ctx.regs.rsi = req.args[0];
     ctx.regs.rdx = req.args[1];
@@ -100,12 +114,12 @@ fn run_callee(callee: &Component, stack: u32, req: Request, depth: u32) -> Resul
     loop {
         match ctx.run() {
             ReturnReason::Syscall => match ctx.regs.rax {
-                NR_RETURN => return reply(ctx.regs.rdi, ctx.regs.rsi),
+                NR_RETURN => return callee.life.returned(entry, reply(ctx.regs.rdi, ctx.regs.rsi)),
                 NR_INVOKE => {
                     let r = &ctx.regs;
                     let nested = Request { cap: r.rdi, op: r.rsi, args: [r.rdx, r.r10, r.r8, r.r9] };
                     ctx.save_fpu();
-                    let result = invoke(&callee.caps, nested, depth + 1);
+                    let result = watchdog.paused(|| invoke(&callee.caps, nested, depth + 1));
                     set_reply(&mut ctx, result);
                 }
                 // A component has no Linux system calls: its world is its
@@ -113,15 +127,25 @@ fn run_callee(callee: &Component, stack: u32, req: Request, depth: u32) -> Resul
                 _ => ctx.regs.rax = Errno::ENOSYS.as_neg_isize() as u64,
             },
             ReturnReason::Exception { vector, fault_addr, .. } => {
-                callee.faults.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
                 log::debug!(
                     "component {}: exception {vector} at {:#x} (address {fault_addr:#x}): invocation aborted",
                     callee.name,
                     ctx.regs.rip
                 );
+                callee.life.fault(callee, entry);
                 return Err(Errno::EOWNERDEAD);
             }
-            ReturnReason::Interrupt => {}
+            ReturnReason::Interrupt => {
+                if watchdog.expired() {
+                    log::debug!("component {}: watchdog at {:#x}: invocation aborted", callee.name, ctx.regs.rip);
+                    callee.life.fault(callee, entry);
+                    return Err(Errno::ETIMEDOUT);
+                }
+            }
+        }
+        // Failed under this thread (another thread's fault): unwind.
+        if callee.life.generation() != entry.generation {
+            return Err(Errno::EOWNERDEAD);
         }
         sched::preempt_point();
     }

@@ -9,6 +9,7 @@
 
 mod block_tests;
 mod boot_tests;
+mod component_reboot_tests;
 mod component_tests;
 mod dev_tests;
 mod device_tests;
@@ -68,6 +69,7 @@ const SUITES: &[&[KTest]] = &[
     event_tests::TESTS,
     limit_tests::TESTS,
     component_tests::TESTS,
+    component_reboot_tests::TESTS,
 ];
 
 pub fn run_all(info: &'static hal::BootInfo) {
