@@ -137,15 +137,31 @@ impl Life {
     /// generation. A fresh or failed component is (re)booted first, on
     /// this thread. EAGAIN if no stack is free or a reboot cannot start
     /// in time; ENOTRECOVERABLE if the component is dead.
+    #[inline]
     pub(super) fn enter(&self, c: &Component, depth: u32) -> Result<Entry, Errno> {
+        let word = self.word.load(Ordering::Acquire);
+        if state_of(word) == READY {
+            let stack = c.take_stack().ok_or(Errno::EAGAIN)?;
+            // Re-read with the stack held: a fault in between would let
+            // this thread into a failed generation.
+            if self.word.load(Ordering::Acquire) == word {
+                return Ok(Entry { stack, generation: generation_of(word), init: false });
+            }
+            c.release_stack(stack);
+        }
+        self.enter_slow(c, depth)
+    }
+
+    /// `enter` when the component is not simply ready (or just failed).
+    #[cold]
+    #[inline(never)]
+    fn enter_slow(&self, c: &Component, depth: u32) -> Result<Entry, Errno> {
         let mut give_up = None;
         loop {
             let word = self.word.load(Ordering::Acquire);
             match state_of(word) {
                 READY => {
                     let stack = c.take_stack().ok_or(Errno::EAGAIN)?;
-                    // Re-read with the stack held: a fault in between
-                    // would let this thread in a dead generation.
                     if self.word.load(Ordering::Acquire) == word {
                         return Ok(Entry { stack, generation: generation_of(word), init: false });
                     }
@@ -232,6 +248,7 @@ impl Life {
     /// A thread inside faulted or overran the watchdog: the generation it
     /// entered fails (once, whichever of its threads is first), spending
     /// one unit of the budget. Faults in init are the reboot's to count.
+    #[cold]
     pub(super) fn fault(&self, c: &Component, entry: Entry) {
         c.faults.fetch_add(1, Ordering::Relaxed);
         if entry.init {
@@ -255,23 +272,28 @@ impl Life {
     /// The component replied: if it was not rebooted under this thread,
     /// the reply stands, and a successful invocation ends the run of
     /// faults and a recovery.
+    #[inline]
     pub(super) fn returned(&self, entry: Entry, reply: Result<u64, Errno>) -> Result<u64, Errno> {
         if self.generation() != entry.generation {
             return Err(Errno::EOWNERDEAD);
         }
-        if !entry.init {
-            if self.strikes.load(Ordering::Relaxed) != 0 {
-                self.strikes.store(0, Ordering::Relaxed);
-            }
-            if self.failed_at_ns.load(Ordering::Relaxed) != 0 {
-                let at = self.failed_at_ns.swap(0, Ordering::Relaxed);
-                if at != 0 {
-                    let took = hal::time::monotonic_ns().saturating_sub(at);
-                    self.last_recovery_ns.store(took, Ordering::Relaxed);
-                }
-            }
+        if !entry.init && self.strikes.load(Ordering::Relaxed) != 0 {
+            self.recovered();
         }
         reply
+    }
+
+    /// The first successful invocation after faults: the run of faults
+    /// ends, and the time since the first of them is the recovery time.
+    #[cold]
+    #[inline(never)]
+    fn recovered(&self) {
+        self.strikes.store(0, Ordering::Relaxed);
+        let at = self.failed_at_ns.swap(0, Ordering::Relaxed);
+        if at != 0 {
+            let took = hal::time::monotonic_ns().saturating_sub(at);
+            self.last_recovery_ns.store(took, Ordering::Relaxed);
+        }
     }
 
     /// Gives a dead component a new budget: the next invocation reboots
@@ -281,6 +303,7 @@ impl Life {
         let word = self.word.load(Ordering::Acquire);
         if state_of(word) == DEAD {
             self.strikes.store(0, Ordering::Relaxed);
+            self.failed_at_ns.store(0, Ordering::Relaxed);
             self.word.store(pack(generation_of(word) + 1, FAILED), Ordering::Release);
         }
     }
