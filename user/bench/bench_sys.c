@@ -412,6 +412,37 @@ static int component_merge_split(int which, uint64_t *ns, uint64_t *ops)
     return 0;
 }
 
+/* Micro-reboot (docs/components.md): `calc`'s lookup with a bad index
+ * (operation 3) panics it, and the invocation comes back EOWNERDEAD; the
+ * next invocation (add) finds calc failed, resets its memory from its
+ * image, runs its init again and then adds. One operation is that pair:
+ * from the invocation that faults to the first successful one after it.
+ * Both replies are checked. */
+int b_component_reboot(uint64_t *ns, uint64_t *ops)
+{
+    uint64_t n = iters(2000);
+    for (uint64_t i = 0; i < warm(n) + n; i++) {
+        if (i == warm(n))
+            *ns = now();
+        uint64_t v;
+        long r = kiln_invoke(0, 3, 100, 0, &v);
+        if (r != -EOWNERDEAD) {
+            errno = r < 0 ? (int)-r : EPROTO;
+            return fail(r == -ENOSYS ? "component invocation" : "fault in the component");
+        }
+        r = kiln_invoke(0, 0, i, 1, &v);
+        if (r != 0) {
+            errno = (int)-r;
+            return fail("invocation after the reboot");
+        }
+        if (v != i + 1)
+            return fail_msg("wrong reply from the rebooted component");
+    }
+    *ns = now() - *ns;
+    *ops = n;
+    return 0;
+}
+
 int b_component_merge(uint64_t *ns, uint64_t *ops)
 {
     return component_merge_split(0, ns, ops);

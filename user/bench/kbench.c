@@ -127,6 +127,7 @@ static const struct {
     {"component_merged_call", b_component_merged_call},
     {"component_merge", b_component_merge},
     {"component_split", b_component_split},
+    {"component_reboot", b_component_reboot},
     {"epoll_wait", b_epoll_wait},
     {"epoll_pingpong", b_epoll_pingpong},
     {"poll_100", b_poll_100},

@@ -76,6 +76,7 @@ int b_component_local_call(uint64_t *ns, uint64_t *ops);
 int b_component_merged_call(uint64_t *ns, uint64_t *ops);
 int b_component_merge(uint64_t *ns, uint64_t *ops);
 int b_component_split(uint64_t *ns, uint64_t *ops);
+int b_component_reboot(uint64_t *ns, uint64_t *ops);
 int b_epoll_wait(uint64_t *ns, uint64_t *ops);
 int b_epoll_pingpong(uint64_t *ns, uint64_t *ops);
 int b_signal(uint64_t *ns, uint64_t *ops);

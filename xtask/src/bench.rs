@@ -76,6 +76,11 @@ pub const BENCHES: &[Bench] = &[
     b("switching", "component_merged_call", "invocation within one merged domain: a direct call (Kiln only)"),
     b("switching", "component_merge", "merge(client, calc) of two components' domains (Kiln only)"),
     b("switching", "component_split", "split(client) out of a merged domain (Kiln only)"),
+    b(
+        "switching",
+        "component_reboot",
+        "a component's fault to its first successful invocation after a micro-reboot (Kiln only)",
+    ),
     b("events", "epoll_wait", "epoll_wait(timeout 0) on a ready pipe"),
     b("events", "epoll_pingpong", "1-byte round trip, 2 processes, each in epoll_wait"),
     b("events", "poll_100", "poll(timeout 0) on 100 pipes, the last readable"),

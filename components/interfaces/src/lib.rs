@@ -19,8 +19,26 @@ rt::interface! {
         3 => fn lookup(i);
         /// The sum 1 + 2 + ... + n, computed in a heap vector.
         4 => fn heap_sum(n);
-        /// How many invocations this instance has served since it started.
+        /// How many invocations this instance has served since it last
+        /// (re)started: state that a micro-reboot resets.
         5 => fn served();
+        /// How many invocations calc has served over all its lives: kept
+        /// in its store, it survives micro-reboots.
+        6 => fn lifetime();
+        /// How many times calc's init has run (store).
+        7 => fn boots();
+        /// Never returns: the kernel's watchdog ends it (ETIMEDOUT).
+        8 => fn spin();
+        /// Recursion `depth` frames of 1 KiB deep: past its 16 KiB stack
+        /// it touches the guard page below, a page fault.
+        9 => fn overflow(depth);
+        /// Makes the next `n` runs of calc's init panic (kept in the
+        /// store, so a test can make init fault across reboots).
+        10 => fn arm_init_faults(n);
+        /// Stores `v` in a word of calc's data section (initially
+        /// 0x6b696c6e, "kiln") and returns the old value: a reboot
+        /// restores it.
+        11 => fn swap_data(v);
     }
 }
 

@@ -16,7 +16,10 @@
 //!   turns an interface (a list of operations) into a trait, a client stub
 //!   implementing it with invocations and a server dispatch function.
 //! - A panic ends the invocation as a fault (`ud2`): the kernel unwinds to
-//!   the invocation boundary and the caller gets `EOWNERDEAD`.
+//!   the invocation boundary, the caller gets `EOWNERDEAD`, and the kernel
+//!   micro-reboots the component: data and bss restored from the image,
+//!   heap and stacks cleared, its init (see [`component!`]) run again.
+//! - The [`store`]: the words that survive a micro-reboot.
 
 #![no_std]
 
@@ -29,6 +32,13 @@ use core::sync::atomic::{AtomicU64, Ordering};
 /// bit (`0x4000_0000`), so Linux answers them with ENOSYS.
 pub const NR_INVOKE: u64 = 0x0100_0000;
 pub const NR_RETURN: u64 = 0x0100_0001;
+/// The operation the kernel enters a component with to run its init,
+/// before its first invocation and after every micro-reboot (the kernel's
+/// `component::OP_INIT`): no caller can name it (the kernel answers
+/// ENOSYS).
+pub const OP_INIT: u64 = 1 << 63;
+
+pub mod store;
 
 /// The global layout (kernel `component::layout`): component `i` owns the
 /// 4 GiB slot at `LAYOUT_BASE + i * SLOT_SIZE`, its image at the start.
@@ -46,8 +56,10 @@ const LINK_WORDS: u64 = 512;
 
 /// An invocation failed: a Linux errno value (EBADF: no such capability;
 /// EINVAL: a bad argument; ENOSYS: no such operation; EOWNERDEAD: the
-/// callee faulted; EAGAIN: no stack free in the callee; ELOOP: the
-/// invocation chain is too deep).
+/// callee faulted; ETIMEDOUT: the callee overran the kernel's watchdog;
+/// ENOTRECOVERABLE: the callee spent its restart budget and stays failed;
+/// EAGAIN: no stack free in the callee, or it is being rebooted; ELOOP:
+/// the invocation chain is too deep).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct InvokeError(pub u64);
 
@@ -57,7 +69,9 @@ impl InvokeError {
     pub const EINVAL: InvokeError = InvokeError(22);
     pub const ENOSYS: InvokeError = InvokeError(38);
     pub const ELOOP: InvokeError = InvokeError(40);
+    pub const ETIMEDOUT: InvokeError = InvokeError(110);
     pub const EOWNERDEAD: InvokeError = InvokeError(130);
+    pub const ENOTRECOVERABLE: InvokeError = InvokeError(131);
 }
 
 /// What a dispatcher hands back to `_start`: returned in rax:rdx.
@@ -166,18 +180,31 @@ global_asm!(
 );
 
 /// Registers the component's dispatcher: `component!(dispatch_fn)` with
-/// `fn(op: u64, args: [u64; 4]) -> Result<u64, InvokeError>`. It defines
-/// the symbol `_start` calls; the component itself stays free of
-/// `unsafe` and of `#[no_mangle]`.
+/// `fn(op: u64, args: [u64; 4]) -> Result<u64, InvokeError>`, and
+/// optionally its init, `component!(dispatch_fn, init = init_fn)` with
+/// `fn()`, which the kernel runs before the first invocation and after
+/// every micro-reboot (a panic in it is a fault in init). It defines the
+/// symbol `_start` calls; the component itself stays free of `unsafe`
+/// and of `#[no_mangle]`.
 #[macro_export]
 macro_rules! component {
     ($dispatch:path) => {
+        $crate::component!($dispatch, init = $crate::no_init);
+    };
+    ($dispatch:path, init = $init:path) => {
         #[no_mangle]
         extern "C" fn kiln_component_dispatch(op: u64, a0: u64, a1: u64, a2: u64, a3: u64) -> $crate::Reply {
+            if op == $crate::OP_INIT {
+                $init();
+                return $crate::Reply { status: 0, value: 0 };
+            }
             $crate::Reply::from_result($dispatch(op, [a0, a1, a2, a3]))
         }
     };
 }
+
+/// The init of a component that needs none.
+pub fn no_init() {}
 
 /// Declares an interface: a trait whose methods take and return words,
 /// numbered operations, a client stub and a server dispatch.
@@ -246,15 +273,16 @@ struct BumpHeap {
     used: AtomicU64,
 }
 
-fn heap_base() -> u64 {
-    slot_base() + HEAP_OFFSET
-}
-
-/// The start of this component's slot of the global layout: this
-/// function's own address lies in the component's image, at its start.
+/// The start of this component's slot of the global layout.
 fn slot_base() -> u64 {
+    // This function's own address lies in the component's image, at the
+    // start of its slot.
     let here = slot_base as *const () as u64;
     here & !(SLOT_SIZE - 1)
+}
+
+fn heap_base() -> u64 {
+    slot_base() + HEAP_OFFSET
 }
 
 // SAFETY: `alloc` hands out disjoint, suitably aligned ranges of the heap

@@ -5,26 +5,30 @@
 //! current domain, at an address of its slot that is mapped but not
 //! executable (its heap window), so the CPU raises a page fault inside
 //! the component exactly as a wild jump would, and the invocation path's
-//! fault handling runs and ends in `faulted`. Micro-reboot (issue 15 part 5) hooks `faulted`.
+//! fault handling runs and ends in `faulted`, which hands the component
+//! to micro-reboot (`reboot`).
 
 use linux_abi::errno::Errno;
 
-use super::components;
+use super::reboot::Entry;
+use super::{components, Component};
 
 /// What faulted a component.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Cause {
     /// An exception while it ran (vector).
     Exception(u8),
+    /// An invocation ran past the watchdog.
+    Watchdog,
 }
 
-/// Component `index` faulted; the invocation it served is already
-/// unwound. Counts it: a reset of the component belongs here.
-pub fn faulted(index: usize, cause: Cause) {
-    if let Some(c) = components().get(index) {
-        c.faults.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
-        log::debug!("component {}: fault ({cause:?})", c.name);
-    }
+/// Component `c` faulted under the invocation `entry`, which unwinds to
+/// its caller next: the component's life (`reboot`) counts the fault and
+/// fails the generation, so the next invocation micro-reboots it.
+#[cold]
+pub(super) fn faulted(c: &Component, entry: Entry, cause: Cause) {
+    log::debug!("component {}: fault ({cause:?})", c.name);
+    c.life.fault(c, entry);
 }
 
 /// Makes component `index` fault once; returns its fault count after.

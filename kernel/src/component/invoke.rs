@@ -8,9 +8,8 @@
 //! context, nested inside the caller's system call. A callee that invokes
 //! further nests again, up to `MAX_DEPTH`. A callee that faults (a page
 //! fault, `ud2` from a Rust panic, any exception) ends its invocation
-//! there: the caller gets `EOWNERDEAD`, never a hang, and the kernel
-//! nothing worse than a count. Resetting the faulted component from its
-//! image (micro-reboot, issue 15 part 5) is not done yet.
+//! there: the caller gets `EOWNERDEAD` (`ETIMEDOUT` when the watchdog
+//! ended it), never a hang, and `reboot` micro-reboots the component.
 
 use alloc::sync::Arc;
 
@@ -18,8 +17,10 @@ use hal::paging::PageTable;
 use hal::user::{ReturnReason, UserContext};
 use linux_abi::errno::Errno;
 
+use super::fault::Cause;
+use super::reboot::{Entry, Watchdog};
 use super::stats::Caller;
-use super::{components, process_caps, Component, NR_INVOKE, NR_RETURN};
+use super::{components, process_caps, Component, NR_INVOKE, NR_RETURN, OP_INIT};
 use crate::sched;
 
 /// How many invocations may be nested on one thread (each holds a user
@@ -75,14 +76,29 @@ fn invoke(caller: Caller, caps: &[usize], req: Request, depth: u32) -> Result<u6
     }
     let target = usize::try_from(req.cap).ok().and_then(|c| caps.get(c)).ok_or(Errno::EBADF)?;
     let callee = components().get(*target).ok_or(Errno::EBADF)?;
-    let stack = callee.take_stack().ok_or(Errno::EAGAIN)?;
+    if req.op == OP_INIT {
+        return Err(Errno::ENOSYS);
+    }
+    let entry = callee.life.enter(callee, depth)?;
     callee.invocations.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
     super::stats::count(caller, *target);
+    let result = run_in_domain(callee, entry, callee.entry, req, depth);
+    callee.release_stack(entry.stack);
+    result
+}
+
+/// Runs a (re)booted component's init on this thread (`reboot`).
+pub(super) fn run_init(callee: &Component, entry: Entry, depth: u32) -> Result<u64, Errno> {
+    run_in_domain(callee, entry, callee.entry, Request { cap: 0, op: OP_INIT, args: [0; 4] }, depth)
+}
+
+/// Runs `callee` from `rip` in its current domain (its own, or the merged
+/// one it is part of).
+fn run_in_domain(callee: &Component, entry: Entry, rip: u64, req: Request, depth: u32) -> Result<u64, Errno> {
     let thread = sched::current();
     let previous = thread.swap_vm_root(Some(super::domain::current(callee)));
-    let result = run_callee(callee, stack, callee.entry, req, depth);
+    let result = run_callee(callee, entry, rip, req, depth);
     restore_domain(&thread, previous);
-    callee.release_stack(stack);
     result
 }
 
@@ -93,10 +109,11 @@ fn restore_domain(thread: &sched::Thread, previous: Option<Arc<PageTable>>) {
 }
 
 /// Runs the callee's user context until it returns or faults.
-fn run_callee(callee: &Component, stack: u32, entry: u64, req: Request, depth: u32) -> Result<u64, Errno> {
+fn run_callee(callee: &Component, entry: Entry, rip: u64, req: Request, depth: u32) -> Result<u64, Errno> {
     let mut ctx = UserContext::new();
-    ctx.regs.rip = entry;
-    ctx.regs.rsp = callee.stack_top(stack);
+    let mut watchdog = Watchdog::new();
+    ctx.regs.rip = rip;
+    ctx.regs.rsp = callee.stack_top(entry.stack);
     ctx.regs.rdi = req.op;
     ctx.regs.rsi = req.args[0];
     ctx.regs.rdx = req.args[1];
@@ -105,14 +122,16 @@ fn run_callee(callee: &Component, stack: u32, entry: u64, req: Request, depth: u
     loop {
         match ctx.run() {
             ReturnReason::Syscall => match ctx.regs.rax {
-                NR_RETURN => return reply(ctx.regs.rdi, ctx.regs.rsi),
+                NR_RETURN => return callee.life.returned(entry, reply(ctx.regs.rdi, ctx.regs.rsi)),
                 NR_INVOKE => {
                     let r = &ctx.regs;
                     let nested = Request { cap: r.rdi, op: r.rsi, args: [r.rdx, r.r10, r.r8, r.r9] };
                     ctx.save_fpu();
+                    // In a merged domain the caller is whichever member's
+                    // code made the call, not the component entered.
                     let caller = super::domain::caller_at(callee, ctx.regs.rip);
                     let caps = &components()[caller].caps;
-                    let result = invoke(Caller::Component(caller), caps, nested, depth + 1);
+                    let result = watchdog.paused(|| invoke(Caller::Component(caller), caps, nested, depth + 1));
                     set_reply(&mut ctx, result);
                 }
                 // A component has no Linux system calls: its world is its
@@ -120,15 +139,25 @@ fn run_callee(callee: &Component, stack: u32, entry: u64, req: Request, depth: u
                 _ => ctx.regs.rax = Errno::ENOSYS.as_neg_isize() as u64,
             },
             ReturnReason::Exception { vector, fault_addr, .. } => {
-                super::fault::faulted(callee.slot, super::fault::Cause::Exception(vector));
                 log::debug!(
                     "component {}: exception {vector} at {:#x} (address {fault_addr:#x}): invocation aborted",
                     callee.name,
                     ctx.regs.rip
                 );
+                super::fault::faulted(callee, entry, Cause::Exception(vector));
                 return Err(Errno::EOWNERDEAD);
             }
-            ReturnReason::Interrupt => {}
+            ReturnReason::Interrupt => {
+                if watchdog.expired() {
+                    log::debug!("component {}: watchdog at {:#x}: invocation aborted", callee.name, ctx.regs.rip);
+                    super::fault::faulted(callee, entry, Cause::Watchdog);
+                    return Err(Errno::ETIMEDOUT);
+                }
+            }
+        }
+        // Failed under this thread (another thread's fault): unwind.
+        if callee.life.generation() != entry.generation {
+            return Err(Errno::EOWNERDEAD);
         }
         sched::preempt_point();
     }
@@ -150,12 +179,8 @@ fn reply(status: u64, value: u64) -> Result<u64, Errno> {
 /// Enters `callee` in its current domain at `rip` instead of its entry
 /// point, as an invocation from the kernel would (fault injection).
 pub(super) fn enter_at(callee: &Component, rip: u64) -> Result<u64, Errno> {
-    let stack = callee.take_stack().ok_or(Errno::EAGAIN)?;
-    let thread = sched::current();
-    let previous = thread.swap_vm_root(Some(super::domain::current(callee)));
-    let req = Request { cap: 0, op: 0, args: [0; 4] };
-    let result = run_callee(callee, stack, rip, req, 0);
-    restore_domain(&thread, previous);
-    callee.release_stack(stack);
+    let entry = callee.life.enter(callee, 0)?;
+    let result = run_in_domain(callee, entry, rip, Request { cap: 0, op: 0, args: [0; 4] }, 0);
+    callee.release_stack(entry.stack);
     result
 }

@@ -5,17 +5,20 @@
 //! Each component lives in its own protection domain, a user-mode page
 //! table holding only its slot of the global layout: its image, its heap
 //! window and one stack per thread that may be inside it at once. Slots
-//! never overlap, so any set of components could share one page table
-//! (the merge of part 3; not built yet). A component reaches another only
+//! never overlap, so any set of components can share one page table
+//! (`domain`: merge and split). A component reaches another only
 //! through a capability: index `i` of its capability list names the
 //! component whose interface it was given. The invocation path is in
-//! `invoke`.
+//! `invoke`; a faulted component's micro-reboot in `reboot`.
 
 mod control;
 pub mod domain;
 pub mod fault;
 mod invoke;
+mod reboot;
 pub mod stats;
+#[cfg(feature = "ktest")]
+pub use reboot::RESTART_BUDGET;
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -40,6 +43,9 @@ pub use invoke::syscall_invoke;
 /// component, ending the invocation it serves.
 pub const NR_INVOKE: u64 = 0x0100_0000;
 pub const NR_RETURN: u64 = 0x0100_0001;
+/// The operation a component is entered with to run its init (the
+/// runtime's `OP_INIT`); callers cannot name it (ENOSYS).
+pub const OP_INIT: u64 = 1 << 63;
 
 /// The global layout: component `i` owns `SLOT_SIZE` bytes from
 /// `LAYOUT_BASE + i * SLOT_SIZE` (64 GiB up, clear of where Linux puts a
@@ -94,6 +100,8 @@ pub struct Component {
     /// Invocations served, and those that ended in a fault.
     pub invocations: AtomicU64,
     pub faults: AtomicU64,
+    /// Its state, restart budget and pristine image (micro-reboot).
+    pub life: reboot::Life,
 }
 
 impl Component {
@@ -203,6 +211,7 @@ fn load_all() -> Result<Table, &'static str> {
         }
         let (domain, entry) = load(slot, image.elf)?;
         domain::map_link_pages(&domain, slot)?;
+        let life = reboot::Life::new(&domain, slot)?;
         components.push(Component {
             name: image.name,
             slot,
@@ -212,6 +221,7 @@ fn load_all() -> Result<Table, &'static str> {
             stacks_busy: AtomicU32::new(0),
             invocations: AtomicU64::new(0),
             faults: AtomicU64::new(0),
+            life,
         });
     }
     let mut process_caps = Vec::new();

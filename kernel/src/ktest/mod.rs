@@ -10,6 +10,7 @@
 mod block_tests;
 mod boot_tests;
 mod component_merge_tests;
+mod component_reboot_tests;
 mod component_tests;
 mod dev_tests;
 mod device_tests;
@@ -70,6 +71,7 @@ const SUITES: &[&[KTest]] = &[
     limit_tests::TESTS,
     component_tests::TESTS,
     component_merge_tests::TESTS,
+    component_reboot_tests::TESTS,
 ];
 
 pub fn run_all(info: &'static hal::BootInfo) {
