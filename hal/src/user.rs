@@ -272,6 +272,9 @@ impl UserContext {
     /// Interrupts are on when it returns, whichever way: a caller may turn
     /// them off before calling, so that nothing comes between its last
     /// check and user mode (rseq's return path does).
+    /// `#[inline]`: every system call comes back through here, and the
+    /// kernel's run loop is its caller in another crate.
+    #[inline]
     pub fn run(&mut self) -> ReturnReason {
         // The CPU must never be asked to IRET to a non-canonical or
         // kernel address: report it as the #GP it would be. The FS and GS

@@ -80,32 +80,51 @@ impl PidNs {
         .map_err(|_| Errno::ENOMEM)
     }
 
+    #[inline]
     pub fn is_initial(&self) -> bool {
         self.level == 0
     }
 
+    // `local`, `local_or_zero` and `global` sit on getpid/getppid/gettid's
+    // path: `#[inline]` keeps the initial namespace's answer (no lock, no
+    // map) inlined into the caller whatever codegen unit it lands in; the
+    // map look-ups stay out of line.
+
     /// The id global id `global` has here (None: not visible here).
+    #[inline]
     pub fn local(&self, global: Pid) -> Option<Pid> {
         if self.is_initial() {
             return Some(global);
         }
+        self.local_in_map(global)
+    }
+
+    #[inline(never)]
+    fn local_in_map(&self, global: Pid) -> Option<Pid> {
         self.ids.lock().to_local.get(&global).copied()
     }
 
     /// Like `local`, 0 for an id not visible here (getppid's answer for
     /// a parent outside the namespace).
+    #[inline]
     pub fn local_or_zero(&self, global: Pid) -> Pid {
-        if global <= 0 {
+        if global <= 0 || self.is_initial() {
             return global;
         }
-        self.local(global).unwrap_or(0)
+        self.local_in_map(global).unwrap_or(0)
     }
 
     /// The global id of this namespace's id `local`.
+    #[inline]
     pub fn global(&self, local: Pid) -> Option<Pid> {
         if self.is_initial() {
             return Some(local);
         }
+        self.global_in_map(local)
+    }
+
+    #[inline(never)]
+    fn global_in_map(&self, local: Pid) -> Option<Pid> {
         self.ids.lock().to_global.get(&local).copied()
     }
 

@@ -424,6 +424,9 @@ pub(crate) fn is_restart(e: Errno) -> bool {
 }
 
 /// Runs the system call the thread just made and stores its result.
+/// Inlined into the thread's run loop (its one caller): the call, and a
+/// frame of its own, are instructions every system call would pay.
+#[inline]
 pub fn dispatch(task: &Arc<Task>, uctx: &mut UserContext) {
     let number = uctx.regs.rax;
     // Syscall user dispatch comes first, as in Linux's syscall_trace_enter:
@@ -450,47 +453,69 @@ pub fn dispatch(task: &Arc<Task>, uctx: &mut UserContext) {
 /// and stores its result in rax.
 #[inline(always)]
 fn run(task: &Arc<Task>, uctx: &mut UserContext, number: u64) {
-    // Kiln's own call, outside Linux's numbering (docs/components.md).
-    if number == crate::component::NR_INVOKE {
-        return crate::component::syscall_invoke(uctx);
-    }
+    // Kiln's own call (docs/components.md) is outside Linux's numbering,
+    // past the table: it is tested only where the table's bounds check has
+    // already branched, so Linux's calls pay nothing for it.
+    let handler = match usize::try_from(number).ok().and_then(|n| TABLE.get(n)) {
+        Some(slot) => *slot,
+        None if number == crate::component::NR_INVOKE => return crate::component::syscall_invoke(uctx),
+        None => None,
+    };
     let r = &uctx.regs;
     let args = [r.rdi, r.rsi, r.rdx, r.r10, r.r8, r.r9];
-    let handler = usize::try_from(number).ok().and_then(|n| TABLE.get(n).copied().flatten());
     task.in_syscall.store(number.wrapping_add(1), Ordering::Relaxed);
     let mut ctx = SyscallContext { task, uctx };
     let result = match handler {
         Some(h) => h(&mut ctx, &args),
-        None => {
-            log::debug!(
-                "pid {}: unimplemented syscall {} ({})",
-                task.process.pid,
-                number,
-                nr::name(number as usize).unwrap_or("?")
-            );
-            Err(Errno::ENOSYS)
-        }
+        None => Err(unimplemented(task, number)),
     };
     task.in_syscall.store(0, Ordering::Relaxed);
     if TRACE.load(Ordering::Relaxed) {
-        log::info!(
-            "[{}] {}({:#x}, {:#x}, {:#x}) = {:?}",
-            task.tid(),
-            nr::name(number as usize).unwrap_or("?"),
-            args[0],
-            args[1],
-            args[2],
-            result
-        );
+        trace(task, number, &args, &result);
     }
-    match result {
-        Ok(v) => ctx.uctx.regs.rax = v,
+    ctx.uctx.regs.rax = match result {
+        Ok(v) => v,
         Err(e) => {
             if is_restart(e) {
-                *task.restart_nr.lock() = Some(number);
-                task.attention.store(true, Ordering::Release);
+                note_restart(task, number);
             }
-            ctx.uctx.regs.rax = e.as_neg_isize() as u64;
+            e.as_neg_isize() as u64
         }
-    }
+    };
+}
+
+// The rare branches of `run` are out of line, so its frame and register
+// use are those of the common path.
+
+#[cold]
+#[inline(never)]
+fn unimplemented(task: &Task, number: u64) -> Errno {
+    log::debug!(
+        "pid {}: unimplemented syscall {} ({})",
+        task.process.pid,
+        number,
+        nr::name(number as usize).unwrap_or("?")
+    );
+    Errno::ENOSYS
+}
+
+#[cold]
+#[inline(never)]
+fn trace(task: &Task, number: u64, args: &[u64; 6], result: &SysResult) {
+    log::info!(
+        "[{}] {}({:#x}, {:#x}, {:#x}) = {:?}",
+        task.tid(),
+        nr::name(number as usize).unwrap_or("?"),
+        args[0],
+        args[1],
+        args[2],
+        result
+    );
+}
+
+#[cold]
+#[inline(never)]
+fn note_restart(task: &Task, number: u64) {
+    *task.restart_nr.lock() = Some(number);
+    task.attention.store(true, Ordering::Release);
 }
