@@ -37,7 +37,7 @@ impl<D: BlockDevice> Ext4<D> {
         if self.sb.metadata_csum() {
             let size = off + count * 8;
             let t = off + limit * 8;
-            let mut c = crc32c(dir.csum_seed(self.csum_seed), slice(b, 0, size));
+            let mut c = self.dev.crc32c(dir.csum_seed(self.csum_seed), slice(b, 0, size));
             c = crc32c(c, slice(b, t, 4));
             c = crc32c(c, &[0; 4]);
             if c != le32(b, t + 4) {
@@ -126,7 +126,7 @@ impl<D: BlockDevice> Ext4<D> {
         if self.sb.metadata_csum() {
             let limit = le16(&b, off) as usize;
             let t = off + limit * 8;
-            let mut c = crc32c(dir.csum_seed(self.csum_seed), slice(&b, 0, off + entries.len() * 8));
+            let mut c = self.dev.crc32c(dir.csum_seed(self.csum_seed), slice(&b, 0, off + entries.len() * 8));
             c = crc32c(c, slice(&b, t, 4));
             c = crc32c(c, &[0; 4]);
             set_le32(&mut b, t + 4, c);
