@@ -40,6 +40,10 @@ pub(crate) struct LookupMemo {
     pub slot: Option<(u32, usize)>,
 }
 
+/// What a walk of one directory block for a name saw: (inode, offset)
+/// of the name, and the offset of the first entry with room for it.
+pub(crate) type BlockProbe = (Option<(u32, usize)>, Option<usize>);
+
 /// What a walk of a directory for one name saw: the name, and where a
 /// new entry of that length fits.
 #[derive(Clone, Copy, Default)]
@@ -304,7 +308,7 @@ impl<D: BlockDevice> Ext4<D> {
         l: u32,
         name: &[u8],
         allow_no_tail: bool,
-    ) -> Result<(Option<(u32, usize)>, Option<usize>)> {
+    ) -> Result<BlockProbe> {
         let phys = self.dir_block_ref(dir, extents, l)?;
         let b = self.cached(phys)?;
         let mut found = None;
