@@ -224,3 +224,45 @@ pub fn rdrand() -> Option<u64> {
     }
     None
 }
+
+/// Whether the CPU has SSE4.2's `crc32` instruction (CPUID.1:ECX bit 20),
+/// asked once.
+fn has_crc32() -> bool {
+    use core::sync::atomic::{AtomicU8, Ordering};
+    static KNOWN: AtomicU8 = AtomicU8::new(0);
+    match KNOWN.load(Ordering::Relaxed) {
+        1 => false,
+        2 => true,
+        _ => {
+            let yes = cpuid(1, 0).ecx & (1 << 20) != 0;
+            KNOWN.store(if yes { 2 } else { 1 }, Ordering::Relaxed);
+            yes
+        }
+    }
+}
+
+/// Continues a raw CRC32C (Castagnoli, reflected, no pre- or
+/// post-inversion: the instruction's own step) over `data` with the
+/// `crc32` instruction, eight bytes at a time, as Linux's `crc32c-intel`
+/// does; `None` when the CPU has no SSE4.2. ext4's metadata checksums
+/// (a 4 KiB directory leaf per create) spend about a fifth of the
+/// instructions of the table-driven form.
+pub fn crc32c(crc: u32, data: &[u8]) -> Option<u32> {
+    if !has_crc32() {
+        return None;
+    }
+    let mut wide = u64::from(crc);
+    let mut words = data.chunks_exact(8);
+    for w in &mut words {
+        let v = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+        // SAFETY: the CPU has `crc32` (checked above); it reads and
+        // writes only these registers and the flags.
+        unsafe { asm!("crc32 {c}, {v}", c = inout(reg) wide, v = in(reg) v, options(pure, nomem, nostack)) };
+    }
+    let mut c = wide as u32;
+    for &b in words.remainder() {
+        // SAFETY: as above, one byte at a time.
+        unsafe { asm!("crc32 {c:e}, {b}", c = inout(reg) c, b = in(reg_byte) b, options(pure, nomem, nostack)) };
+    }
+    Some(c)
+}

@@ -333,6 +333,24 @@ impl Dentry {
             }
         }
         let inode = self.inode.lookup(name)?;
+        Ok(self.new_child(name, inode))
+    }
+
+    /// The child `name` for `inode`, which the caller just made under that
+    /// name (Linux's `d_instantiate`): entered in the cache without asking
+    /// the file system to find the name again. A cached child of that name
+    /// for the same inode is kept.
+    pub fn instantiate(self: &Arc<Self>, name: &str, inode: Arc<dyn Inode>) -> Arc<Dentry> {
+        if let Some(d) = self.children.lock().get(name) {
+            if Arc::ptr_eq(&d.inode, &inode) {
+                return d.clone();
+            }
+        }
+        self.new_child(name, inode)
+    }
+
+    /// A new dentry for `inode` under `name`, cached when it may be.
+    fn new_child(self: &Arc<Self>, name: &str, inode: Arc<dyn Inode>) -> Arc<Dentry> {
         let cacheable = inode.cacheable();
         let d = Arc::new(Dentry::with(
             String::from(name),
@@ -344,7 +362,7 @@ impl Dentry {
         if cacheable {
             self.children.lock().insert(d.clone());
         }
-        Ok(d)
+        d
     }
 
     /// The child `name` only if the dentry cache can give it without

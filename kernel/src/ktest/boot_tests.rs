@@ -9,6 +9,7 @@ pub const TESTS: &[KTest] = &[
     KTest { name: "boot::every_listed_cpu_online", run: every_listed_cpu_online },
     KTest { name: "boot::tsc_and_timer_calibrated", run: tsc_and_timer_calibrated },
     KTest { name: "boot::command_line_passed", run: command_line_passed },
+    KTest { name: "boot::crc32c_instruction_matches_table", run: crc32c_instruction_matches_table },
 ];
 
 fn memory_map_has_usable_ram() -> TestResult {
@@ -59,5 +60,31 @@ fn command_line_passed() -> TestResult {
         "command line {cmdline:?} lost its ktest options"
     );
     ensure!(!cmdline.contains('\0'), "NUL in command line");
+    Ok(())
+}
+
+/// The `crc32` instruction's CRC32C (ext4's block checksums, see
+/// `fs/ext4/disk.rs`) equals kiln-ext4's table-driven one at every length
+/// and alignment a checksum uses, and both give the standard check value.
+fn crc32c_instruction_matches_table() -> TestResult {
+    let check = !kiln_ext4::crc32c(!0, b"123456789");
+    ensure!(check == 0xE306_9283, "table crc32c check value {check:#x}");
+    let has_sse42 = hal::cpu::cpuid(1, 0).ecx & (1 << 20) != 0;
+    ensure!(hal::cpu::crc32c(0, &[]).is_some() == has_sse42, "instruction used without SSE4.2, or not with it");
+    let mut data = alloc::vec![0u8; 4096 + 16];
+    let mut x = 0x9E37_79B9u32;
+    for b in data.iter_mut() {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        *b = x as u8;
+    }
+    if has_sse42 {
+        for (start, len) in (0..9).flat_map(|s| (0..40).chain([4084, 4096]).map(move |l| (s, l))) {
+            let piece = &data[start..start + len];
+            let (hw, sw) = (hal::cpu::crc32c(!0, piece), kiln_ext4::crc32c(!0, piece));
+            ensure!(hw == Some(sw), "at {start}+{len}: instruction {hw:?}, table {sw:#x}");
+        }
+    }
     Ok(())
 }

@@ -541,10 +541,12 @@ pub fn open_path(ctx: &SyscallContext, dirfd: i32, path: &str, flags: u32, mode:
                 crate::fs::dentry::check_writable(&dir)?;
                 perm::may_create(&cred, &dir)?;
                 let umask = ctx.process().umask.load(Ordering::Relaxed);
-                perm::create(&cred, &dir, &name, S_IFREG | (mode & 0o7777), umask, 0)?;
+                let inode = perm::create(&cred, &dir, &name, S_IFREG | (mode & 0o7777), umask, 0)?;
                 crate::fs::notify::created(&dir, &name, false);
                 created = true;
-                dir.child(&name)?
+                // The new inode, not a second look-up of the name: that
+                // walked the whole directory leaf again.
+                dir.instantiate(&name, inode)
             }
             Err(e) => return Err(e),
         }

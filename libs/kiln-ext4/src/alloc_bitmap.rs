@@ -3,7 +3,7 @@
 //! follow every change, bitmap checksums are kept, and blocks freed in the
 //! running transaction are not handed out again before it commits.
 
-use crate::group::{bitmap_checksum, BG_BLOCK_UNINIT, BG_INODE_UNINIT};
+use crate::group::{BG_BLOCK_UNINIT, BG_INODE_UNINIT};
 use crate::superblock::group_has_super;
 use crate::{BlockDevice, Ext4, Result};
 use alloc::vec::Vec;
@@ -95,7 +95,7 @@ impl<D: BlockDevice> Ext4<D> {
         let loc = gd.block_bitmap();
         let b = self.meta(loc)?;
         if self.sb.metadata_csum() && !self.bitmap_trusted(g, false, loc) {
-            let c = bitmap_checksum(self.csum_seed, &b, self.sb.blocks_per_group());
+            let c = self.bitmap_checksum(&b, self.sb.blocks_per_group());
             let want = if self.sb.desc_size() >= 64 { c } else { c & 0xFFFF };
             if want != gd.block_bitmap_csum() {
                 return Err(Errno::EUCLEAN);
@@ -103,6 +103,12 @@ impl<D: BlockDevice> Ext4<D> {
             self.verified.insert(loc);
         }
         Ok(b)
+    }
+
+    /// The bitmap checksum stored in a descriptor: crc32c of the first
+    /// `bits / 8` bytes of the bitmap.
+    fn bitmap_checksum(&self, bitmap: &[u8], bits: u32) -> u32 {
+        self.dev.crc32c(self.csum_seed, crate::bytes::slice(bitmap, 0, (bits / 8) as usize))
     }
 
     /// Whether a cached bitmap needs no check against its descriptor: it
@@ -139,7 +145,10 @@ impl<D: BlockDevice> Ext4<D> {
             } else {
                 (gd.block_bitmap(), self.sb.blocks_per_group())
             };
-            let c = bitmap_checksum(self.csum_seed, self.meta_ref(loc)?, bits);
+            let c = {
+                self.meta_ref(loc)?;
+                self.bitmap_checksum(self.cached(loc)?, bits)
+            };
             let gd = self.groups.get_mut(g as usize).ok_or(Errno::EUCLEAN)?;
             if inodes {
                 gd.set_inode_bitmap_csum(c);
@@ -165,7 +174,7 @@ impl<D: BlockDevice> Ext4<D> {
         let loc = gd.inode_bitmap();
         let b = self.meta(loc)?;
         if self.sb.metadata_csum() && !self.bitmap_trusted(g, true, loc) {
-            let c = bitmap_checksum(self.csum_seed, &b, ipg as u32);
+            let c = self.bitmap_checksum(&b, ipg as u32);
             let want = if self.sb.desc_size() >= 64 { c } else { c & 0xFFFF };
             if want != gd.inode_bitmap_csum() {
                 return Err(Errno::EUCLEAN);

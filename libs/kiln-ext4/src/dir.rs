@@ -3,7 +3,6 @@
 //! an entry (splitting slack space or appending a block) and removing one.
 
 use crate::bytes::*;
-use crate::checksum::crc32c;
 use crate::extent::{normalize, Extent};
 use crate::inode::{Inode, FL_INDEX};
 use crate::superblock::{COMPAT_DIR_INDEX, INCOMPAT_FILETYPE};
@@ -36,6 +35,24 @@ pub(crate) struct LookupMemo {
     pub gen: u64,
     /// (inode, logical block holding the entry), or `None`: absent.
     pub found: Option<(u32, u32)>,
+    /// When absent: where `add_entry` would put the name, (logical block,
+    /// offset of the entry whose slack takes it), seen by the same walk.
+    pub slot: Option<(u32, usize)>,
+}
+
+/// What a walk of one directory block for a name saw: (inode, offset)
+/// of the name, and the offset of the first entry with room for it.
+pub(crate) type BlockProbe = (Option<(u32, usize)>, Option<usize>);
+
+/// What a walk of a directory for one name saw: the name, and where a
+/// new entry of that length fits.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Probe {
+    /// (inode, logical block, offset of the entry).
+    pub found: Option<(u32, u32, usize)>,
+    /// (logical block, offset of the entry with room after it): the first
+    /// in the order `add_entry` tries them.
+    pub slot: Option<(u32, usize)>,
 }
 
 /// A parsed entry with its place in the block.
@@ -59,7 +76,7 @@ impl<D: BlockDevice> Ext4<D> {
     }
 
     fn leaf_csum(&self, dir: &Inode, b: &[u8]) -> u32 {
-        crc32c(dir.csum_seed(self.csum_seed), slice(b, 0, self.bs - TAIL_SIZE))
+        self.dev.crc32c(dir.csum_seed(self.csum_seed), slice(b, 0, self.bs - TAIL_SIZE))
     }
 
     /// Parses the entries of a directory block; `indexed_node` accepts an
@@ -224,47 +241,64 @@ impl<D: BlockDevice> Ext4<D> {
         (m.dir == dir && m.gen == self.meta_gen && m.name == name).then_some(m.found)
     }
 
+    /// Checks that `name` is absent from `dir` (EEXIST otherwise) and
+    /// returns where [`add_entry_at`](Self::add_entry_at) may put it, as
+    /// long as no block of `dir` changes in between: the walk that found
+    /// the name absent also found the room, so a create walks the leaf
+    /// once, as Linux's `ext4_add_entry` after its lookup.
+    pub(crate) fn absent_with_slot(&mut self, dir: &Inode, name: &[u8]) -> Result<Option<(u32, usize)>> {
+        if name.is_empty() || name.len() > 255 {
+            return Err(if name.is_empty() { Errno::ENOENT } else { Errno::ENAMETOOLONG });
+        }
+        if self.find_in_dir(dir, name)?.is_some() {
+            return Err(Errno::EEXIST);
+        }
+        Ok(self
+            .lookup_memo
+            .as_ref()
+            .filter(|m| m.dir == dir.ino && m.gen == self.meta_gen && m.name == name)
+            .and_then(|m| m.slot))
+    }
+
     /// [`find_name`](Self::find_name) in the loaded directory `dir`.
     fn find_in_dir(&mut self, dir: &Inode, name: &[u8]) -> Result<Option<(u32, u32)>> {
         if let Some(found) = self.memo_of(dir.ino, name) {
             return Ok(found);
         }
         let (extents, n) = self.dir_blocks(dir)?;
-        let found = if self.is_indexed(dir) && name != b"." && name != b".." {
+        let probe = if self.is_indexed(dir) && name != b"." && name != b".." {
             self.htree_lookup(dir, &extents, name)?
         } else {
-            match self.linear_find(dir, &extents, n, name) {
-                Ok((ino, l, _)) => Some((ino, l)),
-                Err(Errno::ENOENT) => None,
-                Err(e) => return Err(e),
-            }
+            self.linear_find(dir, &extents, n, name)?
         };
+        let found = probe.found.map(|(ino, l, _)| (ino, l));
         let mut memo_name = Vec::new();
         if memo_name.try_reserve(name.len()).is_ok() {
             memo_name.extend_from_slice(name);
-            self.lookup_memo = Some(LookupMemo { dir: dir.ino, name: memo_name, gen: self.meta_gen, found });
+            let slot = if found.is_none() { probe.slot } else { None };
+            self.lookup_memo = Some(LookupMemo { dir: dir.ino, name: memo_name, gen: self.meta_gen, found, slot });
         }
         Ok(found)
     }
 
-    /// (inode, logical block, entry offset) of `name`, scanning every block.
-    pub(crate) fn linear_find(
-        &mut self,
-        dir: &Inode,
-        extents: &[Extent],
-        n: u32,
-        name: &[u8],
-    ) -> Result<(u32, u32, usize)> {
+    /// `name` and the first room for it, scanning every block.
+    pub(crate) fn linear_find(&mut self, dir: &Inode, extents: &[Extent], n: u32, name: &[u8]) -> Result<Probe> {
         let indexed = self.is_indexed(dir);
+        let mut probe = Probe::default();
         for l in 0..n {
             if crate::extent::find(extents, l).is_none() {
                 continue;
             }
-            if let Some((ino, off)) = self.find_in_block(dir, extents, l, name, indexed)? {
-                return Ok((ino, l, off));
+            let (found, slot) = self.find_in_block(dir, extents, l, name, indexed)?;
+            if probe.slot.is_none() {
+                probe.slot = slot.map(|off| (l, off));
+            }
+            if let Some((ino, off)) = found {
+                probe.found = Some((ino, l, off));
+                return Ok(probe);
             }
         }
-        Err(Errno::ENOENT)
+        Ok(probe)
     }
 
     pub(crate) fn find_in_block(
@@ -274,16 +308,36 @@ impl<D: BlockDevice> Ext4<D> {
         l: u32,
         name: &[u8],
         allow_no_tail: bool,
-    ) -> Result<Option<(u32, usize)>> {
+    ) -> Result<BlockProbe> {
         let phys = self.dir_block_ref(dir, extents, l)?;
         let b = self.cached(phys)?;
         let mut found = None;
+        // Room for `name` after an entry, as `insert_into_block` looks for
+        // it (only in a leaf: not in a walk that accepts index blocks).
+        let need = entry_size(name.len());
+        let mut slot = None;
+        let leaf = !allow_no_tail;
+        // The first and last bytes are compared before the whole name: a leaf of same-length names
+        // (`0`..`9999`) called `memcmp` for nearly every entry, a third
+        // of a create's scan.
+        let (first, last) = (name.first().copied().unwrap_or(0), name.last().copied().unwrap_or(0));
         self.walk_dir_block(b, allow_no_tail, |e| {
-            if found.is_none() && e.ino != 0 && e.name_len == name.len() && slice(b, e.off + 8, e.name_len) == name {
+            if found.is_none()
+                && e.ino != 0
+                && e.name_len == name.len()
+                && (name.is_empty() || (u8_at(b, e.off + 8) == first && u8_at(b, e.off + 7 + e.name_len) == last))
+                && slice(b, e.off + 8, e.name_len) == name
+            {
                 found = Some((e.ino, e.off));
             }
+            if slot.is_none() && leaf {
+                let used = if e.ino == 0 { 0 } else { entry_size(e.name_len) };
+                if e.rec_len - used >= need {
+                    slot = Some(e.off);
+                }
+            }
         })?;
-        Ok(found)
+        Ok((found, slot))
     }
 
     /// Writes a directory leaf block back with its tail checksum.
@@ -332,22 +386,41 @@ impl<D: BlockDevice> Ext4<D> {
     /// Adds `name -> ino` to `dir` (the caller checked it is absent) and
     /// stores `dir`.
     pub(crate) fn add_entry(&mut self, dir: &mut Inode, name: &[u8], ino: u32, ftype: u8) -> Result<()> {
+        self.add_entry_at(dir, name, ino, ftype, None)
+    }
+
+    /// [`add_entry`](Self::add_entry) with the room for the name that
+    /// [`absent_with_slot`](Self::absent_with_slot) found, if no block
+    /// of `dir` changed since: the leaf is not walked again.
+    pub(crate) fn add_entry_at(
+        &mut self,
+        dir: &mut Inode,
+        name: &[u8],
+        ino: u32,
+        ftype: u8,
+        mut slot: Option<(u32, usize)>,
+    ) -> Result<()> {
         if name.len() > 255 {
             return Err(Errno::ENAMETOOLONG);
         }
         if self.is_indexed(dir) {
-            if self.htree_add(dir, name, ino, ftype)? {
+            if self.htree_add(dir, name, ino, ftype, slot)? {
                 return Ok(());
             }
             self.deindex(dir)?;
+            slot = None;
         }
         let (extents, n) = self.dir_blocks(dir)?;
-        for l in 0..n {
+        // The slot is in the first block with room: the blocks before it
+        // have none.
+        let first = slot.map_or(0, |s| s.0);
+        for l in first..n {
             if crate::extent::find(&extents, l).is_none() {
                 continue;
             }
             let (phys, mut b) = self.dir_block(dir, &extents, l)?;
-            if self.insert_into_block(dir, &mut b, name, ino, ftype)? {
+            let at = slot.take().filter(|s| s.0 == l).map(|s| s.1);
+            if self.insert_into_block_at(dir, &mut b, at, name, ino, ftype)? {
                 return self.put_dir_block(dir, phys, b);
             }
         }
@@ -361,6 +434,41 @@ impl<D: BlockDevice> Ext4<D> {
         self.write_entry(&mut b, 0, ino, usable, name, ftype);
         self.append_dir_block(dir, b)?;
         Ok(())
+    }
+
+    /// As [`insert_into_block`](Self::insert_into_block), at the entry at
+    /// `at` (found by the walk that checked the name absent, in this same
+    /// unchanged block) when it still has the room; else by a walk.
+    pub(crate) fn insert_into_block_at(
+        &self,
+        dir: &Inode,
+        b: &mut [u8],
+        at: Option<usize>,
+        name: &[u8],
+        ino: u32,
+        ftype: u8,
+    ) -> Result<bool> {
+        if let Some(off) = at {
+            let need = entry_size(name.len());
+            let (e_ino, rec_len, name_len) = (le32(b, off), le16(b, off + 4) as usize, u8_at(b, off + 6) as usize);
+            let used = if e_ino == 0 { 0 } else { entry_size(name_len) };
+            // The same checks as the walk's, for this one entry.
+            if rec_len >= 12
+                && rec_len.is_multiple_of(4)
+                && off + rec_len <= self.usable()
+                && 8 + name_len <= rec_len
+                && rec_len - used >= need
+            {
+                if e_ino == 0 {
+                    self.write_entry(b, off, ino, rec_len, name, ftype);
+                } else {
+                    set_le16(b, off + 4, used as u16);
+                    self.write_entry(b, off + used, ino, rec_len - used, name, ftype);
+                }
+                return Ok(true);
+            }
+        }
+        self.insert_into_block(dir, b, name, ino, ftype)
     }
 
     /// Puts `name` into the slack of a leaf block, if it fits.

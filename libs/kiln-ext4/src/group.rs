@@ -117,9 +117,3 @@ impl GroupDesc {
         }
     }
 }
-
-/// The bitmap checksum stored in a descriptor: crc32c of the first
-/// `bits / 8` bytes of the bitmap.
-pub fn bitmap_checksum(csum_seed: u32, bitmap: &[u8], bits: u32) -> u32 {
-    crc32c(csum_seed, slice(bitmap, 0, (bits / 8) as usize))
-}

@@ -5,7 +5,7 @@
 
 use crate::bytes::*;
 use crate::checksum::crc32c;
-use crate::dir::NewEntry;
+use crate::dir::{NewEntry, Probe};
 use crate::extent::Extent;
 use crate::hash::{dx_hash, HASH_UNSIGNED_DELTA};
 use crate::inode::{Inode, FL_INDEX};
@@ -37,7 +37,7 @@ impl<D: BlockDevice> Ext4<D> {
         if self.sb.metadata_csum() {
             let size = off + count * 8;
             let t = off + limit * 8;
-            let mut c = crc32c(dir.csum_seed(self.csum_seed), slice(b, 0, size));
+            let mut c = self.dev.crc32c(dir.csum_seed(self.csum_seed), slice(b, 0, size));
             c = crc32c(c, slice(b, t, 4));
             c = crc32c(c, &[0; 4]);
             if c != le32(b, t + 4) {
@@ -73,8 +73,9 @@ impl<D: BlockDevice> Ext4<D> {
         Ok((version, levels, level))
     }
 
-    /// Looks `name` up through the index: `Some((inode, leaf block))`.
-    pub(crate) fn htree_lookup(&mut self, dir: &Inode, extents: &[Extent], name: &[u8]) -> Result<Option<(u32, u32)>> {
+    /// Looks `name` up through the index; the slot is in the leaf the
+    /// name's hash selects, where `htree_add` puts it.
+    pub(crate) fn htree_lookup(&mut self, dir: &Inode, extents: &[Extent], name: &[u8]) -> Result<Probe> {
         let (version, levels, mut level) = self.dx_root(dir, extents)?;
         let hash = dx_hash(name, version, &self.sb.hash_seed()).ok_or(Errno::EUCLEAN)?;
         let nblocks = (dir.size() / self.bs as u64) as u32;
@@ -96,22 +97,28 @@ impl<D: BlockDevice> Ext4<D> {
             // Leaf: search it, then the following leaves whose first hash
             // continues a collision run.
             let mut k = i;
+            let mut probe = Probe::default();
             loop {
                 let (_, leaf) = level.entries[k];
                 if leaf >= nblocks {
                     return Err(Errno::EUCLEAN);
                 }
-                if let Some((ino, _)) = self.find_in_block(dir, extents, leaf, name, false)? {
-                    return Ok(Some((ino, leaf)));
+                let (found, slot) = self.find_in_block(dir, extents, leaf, name, false)?;
+                if k == i {
+                    probe.slot = slot.map(|off| (leaf, off));
+                }
+                if let Some((ino, off)) = found {
+                    probe.found = Some((ino, leaf, off));
+                    return Ok(probe);
                 }
                 k += 1;
                 match level.entries.get(k) {
                     Some(&(h, _)) if h & 1 != 0 && h & !1 == hash => continue,
-                    _ => return Ok(None),
+                    _ => return Ok(probe),
                 }
             }
         }
-        Ok(None)
+        Ok(Probe::default())
     }
 
     /// Rewrites count and entries of an index block and its dx tail.
@@ -126,7 +133,7 @@ impl<D: BlockDevice> Ext4<D> {
         if self.sb.metadata_csum() {
             let limit = le16(&b, off) as usize;
             let t = off + limit * 8;
-            let mut c = crc32c(dir.csum_seed(self.csum_seed), slice(&b, 0, off + entries.len() * 8));
+            let mut c = self.dev.crc32c(dir.csum_seed(self.csum_seed), slice(&b, 0, off + entries.len() * 8));
             c = crc32c(c, slice(&b, t, 4));
             c = crc32c(c, &[0; 4]);
             set_le32(&mut b, t + 4, c);
@@ -138,7 +145,14 @@ impl<D: BlockDevice> Ext4<D> {
     /// leaf its hash selects, splitting that leaf (by hash, with a new
     /// index entry) when full. `Ok(false)` when the index itself is full;
     /// the caller then de-indexes.
-    pub(crate) fn htree_add(&mut self, dir: &mut Inode, name: &[u8], ino: u32, ftype: u8) -> Result<bool> {
+    pub(crate) fn htree_add(
+        &mut self,
+        dir: &mut Inode,
+        name: &[u8],
+        ino: u32,
+        ftype: u8,
+        mut slot: Option<(u32, usize)>,
+    ) -> Result<bool> {
         for _attempt in 0..2 {
             let map = self.file_map(dir)?;
             let extents = map.extents;
@@ -163,7 +177,8 @@ impl<D: BlockDevice> Ext4<D> {
             }
             let leaf = level.entries[i].1;
             let (phys, mut b) = self.dir_block(dir, &extents, leaf)?;
-            if self.insert_into_block(dir, &mut b, name, ino, ftype)? {
+            let at = slot.take().filter(|s| s.0 == leaf).map(|s| s.1);
+            if self.insert_into_block_at(dir, &mut b, at, name, ino, ftype)? {
                 self.put_dir_block(dir, phys, b)?;
                 self.store_inode(dir)?;
                 return Ok(true);

@@ -103,6 +103,13 @@ pub trait BlockDevice {
     fn is_read_only(&self) -> bool {
         false
     }
+    /// Continues a raw CRC32C over `data` (see [`checksum::crc32c`]): the
+    /// whole-block checksums (directory leaves, index blocks, bitmaps) go
+    /// through here, so a kernel whose CPU has a CRC instruction can use
+    /// it (as Linux's `crc32c-intel`). The default is the table-driven one.
+    fn crc32c(&self, crc: u32, data: &[u8]) -> u32 {
+        checksum::crc32c(crc, data)
+    }
 }
 
 /// File types for [`Ext4::create`] and in [`DirEntry`], as in `st_mode`.

@@ -113,12 +113,14 @@ impl<D: BlockDevice> Ext4<D> {
             return Err(Errno::EINVAL);
         }
         let mut d = self.dir_inode(dir)?;
-        self.absent(dir, name)?;
+        // Nothing below changes a block of `d` before the entry goes in:
+        // the room the absence check saw is still there.
+        let slot = self.absent_with_slot(&d, name)?;
         let ino = self.alloc_inode(self.block_group_of_inode(dir), false)?;
         let mut i = self.init_inode(ino, &attr)?;
         i.set_links(1);
         self.store_inode(&mut i)?;
-        self.add_entry(&mut d, name, ino, dirent_type(attr.mode))?;
+        self.add_entry_at(&mut d, name, ino, dirent_type(attr.mode), slot)?;
         self.touch_dir(&mut d, attr.now)?;
         self.maybe_commit()?;
         Ok(ino)

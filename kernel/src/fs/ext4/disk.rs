@@ -151,4 +151,8 @@ impl BlockDevice for Disk {
     fn is_read_only(&self) -> bool {
         self.read_only
     }
+
+    fn crc32c(&self, crc: u32, data: &[u8]) -> u32 {
+        hal::cpu::crc32c(crc, data).unwrap_or_else(|| kiln_ext4::crc32c(crc, data))
+    }
 }
