@@ -200,6 +200,10 @@ pub struct VirtioNet {
     /// test sees the offloads used, not only agreed.
     sent_csum: bool,
     sent_tso: bool,
+    /// Likewise for receive: whether a frame the device vouched for, and
+    /// one spread over several buffers (a large receive), came yet.
+    got_csum: bool,
+    got_large: bool,
     /// Where a frame spread over several receive buffers is joined for
     /// [`NetDevice::receive`] (empty until the first one comes); the
     /// stack takes the pieces instead (`receive_parts`).
@@ -267,6 +271,8 @@ impl VirtioNet {
             large_of,
             sent_csum: false,
             sent_tso: false,
+            got_csum: false,
+            got_large: false,
             merged: Vec::new(),
             pieces,
             rx_slot,
@@ -363,6 +369,25 @@ impl VirtioNet {
                 self.transport.pci().address(),
                 s.header_len,
                 s.mss
+            );
+        }
+    }
+
+    /// Logs the first received frame whose checksum the device vouched
+    /// for and the first spread over several buffers.
+    fn note_received(&mut self, meta: RxMeta, len: usize, parts: u16) {
+        if meta.checksum_ok && !self.got_csum {
+            self.got_csum = true;
+            log::info!(
+                "virtio-net {}: first received frame with its checksum vouched for by the device ({len} bytes)",
+                self.transport.pci().address()
+            );
+        }
+        if parts > 1 && !self.got_large {
+            self.got_large = true;
+            log::info!(
+                "virtio-net {}: first large receive ({len} bytes in {parts} buffers)",
+                self.transport.pci().address()
             );
         }
     }
@@ -482,6 +507,7 @@ impl VirtioNet {
             sink(&slices[..self.pieces.len()], meta);
             self.stats.rx_packets += 1;
             self.stats.rx_bytes += len as u64;
+            self.note_received(meta, len, parts);
         } else {
             self.stats.rx_errors += 1;
         }

@@ -11,7 +11,9 @@ use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 
-use netdev::{Capabilities, DeviceError, Events, LinkState, MacAddress, NetDevice, RxMeta, Stats, TxError, TxMeta, Waker};
+use netdev::{
+    Capabilities, DeviceError, Events, LinkState, MacAddress, NetDevice, RxMeta, Stats, TxError, TxMeta, Waker,
+};
 use smoltcp::phy::{Device, RxToken};
 use smoltcp::time::Instant;
 
@@ -20,7 +22,10 @@ use crate::ensure;
 use crate::net::inet::iface::{IfaceDevice, NicDevice};
 
 pub const TESTS: &[KTest] = &[
-    KTest { name: "netrx::bad_checksum_without_data_valid_is_dropped", run: bad_checksum_without_data_valid_is_dropped },
+    KTest {
+        name: "netrx::bad_checksum_without_data_valid_is_dropped",
+        run: bad_checksum_without_data_valid_is_dropped,
+    },
     KTest { name: "netrx::pieces_are_joined_byte_for_byte", run: pieces_are_joined_byte_for_byte },
 ];
 
@@ -173,7 +178,11 @@ fn pieces_are_joined_byte_for_byte() -> TestResult {
         let (out, dropped) = run(frames.clone(), pieces)?;
         ensure!(dropped == 0, "{dropped} dropped with {pieces} pieces");
         for (got, want) in out.iter().zip(want.iter()) {
-            ensure!(got.as_deref() == Some(&want[..]), "a {}-byte frame in {pieces} pieces came out changed", want.len());
+            ensure!(
+                got.as_deref() == Some(&want[..]),
+                "a {}-byte frame in {pieces} pieces came out changed",
+                want.len()
+            );
         }
     }
     // Twice over, so reused spare buffers are read only up to each
