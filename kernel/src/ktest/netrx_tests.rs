@@ -124,7 +124,11 @@ fn udp_frame(payload: &[u8]) -> Vec<u8> {
 /// What the adapter hands smoltcp for each scripted frame: Some(bytes)
 /// for a frame, None for a dropped one (an empty frame smoltcp passes
 /// over); and the adapter's drop count after.
-fn run(frames: Vec<(Vec<u8>, RxMeta)>, pieces: usize) -> Result<(Vec<Option<Vec<u8>>>, u64), alloc::string::String> {
+/// Each frame's bytes as smoltcp got them (None: dropped), and the
+/// adapter's drop count.
+type Handed = (Vec<Option<Vec<u8>>>, u64);
+
+fn run(frames: Vec<(Vec<u8>, RxMeta)>, pieces: usize) -> Result<Handed, alloc::string::String> {
     let count = frames.len();
     let dev = Scripted { frames: frames.into(), pieces, rx_checksum: true };
     let nic = NicDevice::new(Box::new(dev)).map_err(|e| alloc::format!("NicDevice::new: {e:?}"))?;
