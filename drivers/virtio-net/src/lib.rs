@@ -2,9 +2,10 @@
 //! [`netdev::NetDevice`].
 //!
 //! One receive and one transmit queue. Every descriptor owns a fixed
-//! 2 KiB slot of one DMA buffer per direction (descriptor `i` is slot
-//! `i`), so a frame is built or read in place, after the 12-byte
-//! `virtio_net_hdr`, and nothing is copied by the driver. One interrupt
+//! slot of one DMA buffer per direction (descriptor `i` is slot `i`;
+//! 2 KiB, or 4 KiB for receive with merged buffers), so a frame is built
+//! or read in place, after the 12-byte `virtio_net_hdr`, and nothing is
+//! copied by the driver. One interrupt
 //! vector serves both queues and configuration changes: its top half
 //! only acknowledges (the ISR register on a shared INTx line) and asks
 //! for the bottom half, which calls the stack's waker.
@@ -14,7 +15,8 @@
 //! vouches for (`GUEST_CSUM`, reported in [`RxMeta::checksum_ok`]), and
 //! with mergeable receive buffers (`MRG_RXBUF`) the host may hand over
 //! TCP segments of up to 64 KiB (`GUEST_TSO4/6`) spread over several
-//! slots, which the driver joins into one frame. On transmit the device
+//! slots, which the driver lends as the frame's pieces
+//! ([`NetDevice::receive_parts`]) for the stack to join in its own copy. On transmit the device
 //! may complete TCP/UDP checksums (`CSUM`: `NEEDS_CSUM` with the
 //! checksum's place, the field holding the pseudo-header's sum) and cut
 //! IPv4 TCP segments of up to 64 KiB into MSS-sized ones (`HOST_TSO4`);
