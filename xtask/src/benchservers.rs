@@ -275,7 +275,12 @@ fn fmt(v: Option<f64>) -> String {
 pub fn main(args: &[String]) -> Result<ExitCode> {
     let backends = backends(args)?;
     let repo = build::repo_root();
-    let elf = build::kernel(build::Flavor::Normal)?;
+    // BENCH_SERVERS_KILN_ELF: a kernel built earlier (a before/after
+    // comparison measures both back to back without rebuilding).
+    let elf = match std::env::var_os("BENCH_SERVERS_KILN_ELF") {
+        Some(p) => std::path::PathBuf::from(p),
+        None => build::kernel(build::Flavor::Normal)?,
+    };
     let vmlinuz = crate::bench::guest::linux_kernel()?;
     let out = repo.join("bench/results/servers.md");
     for backend in backends {

@@ -493,9 +493,10 @@ fn echo_through(
 
 /// What the virtio-net driver's boot log says of its offloads, against
 /// what the netdev should give: on a tap, QEMU offers checksum and
-/// segmentation offload and the echo's guest-to-host stream must have
-/// used both (the driver logs the first frame of each); on slirp it
-/// offers none.
+/// segmentation offload both ways, the echo's guest-to-host stream must
+/// have used both and its host-to-guest stream must have come with
+/// checksums the device vouched for and as large receives (the driver
+/// logs the first frame of each); on slirp it offers none.
 fn virtio_offloads(log: &str, tap: bool) -> std::result::Result<String, String> {
     let agreed = log
         .lines()
@@ -503,20 +504,29 @@ fn virtio_offloads(log: &str, tap: bool) -> std::result::Result<String, String> 
         .ok_or("no `offloads:` in the virtio-net boot line")?;
     let used = |what: &str| log.lines().any(|l| l.contains("virtio-net ") && l.contains(what));
     let (csum, tso) = (used("first frame with its checksum left"), used("first TCP segment cut by the device"));
+    let (rx_csum, rx_large) = (used("first received frame with its checksum vouched"), used("first large receive"));
     if !tap {
-        return if agreed == "none" && !csum && !tso {
+        return if agreed == "none" && !csum && !tso && !rx_csum && !rx_large {
             Ok("none agreed or used, as slirp offers none".into())
         } else {
-            Err(format!("slirp offers no offload, yet: {agreed}; checksum used {csum}, segmentation used {tso}"))
+            Err(format!(
+                "slirp offers no offload, yet: {agreed}; checksum used {csum}, segmentation used {tso}, \
+                 received vouched for {rx_csum}, large receives {rx_large}"
+            ))
         };
     }
     let want = "tx-checksum tx-tcp-segmentation rx-checksum large-receive";
     if agreed != want {
         return Err(format!("agreed `{agreed}`, wanted `{want}`"));
     }
-    match (csum, tso) {
-        (true, true) => Ok(format!("{agreed}; checksum and segmentation offload used")),
-        _ => Err(format!("agreed `{agreed}` but used: checksum {csum}, segmentation {tso}")),
+    match (csum, tso, rx_csum, rx_large) {
+        (true, true, true, true) => {
+            Ok(format!("{agreed}; checksum and segmentation offload used, checksums vouched for and large receives"))
+        }
+        _ => Err(format!(
+            "agreed `{agreed}` but used: checksum {csum}, segmentation {tso}, received vouched for {rx_csum}, \
+             large receives {rx_large}"
+        )),
     }
 }
 
@@ -785,7 +795,7 @@ pub fn udp_wedge(repo: &Path, elf: &Path) -> Result<(u64, u64)> {
 /// UDP wedge, IPv6 on both NICs (netv6.rs), then the segment.
 pub fn stage(repo: &Path, elf: &Path) -> Result<(u64, u64)> {
     let mut totals = (0, 0);
-    // NETCHECK=wedge|ipv6|ipv6seg|nic|bulk|dhcp: that check alone (work on it).
+    // NETCHECK=wedge|ipv6|ipv6seg|nic|tap|bulk|dhcp: that check alone (work on it).
     match std::env::var("NETCHECK").as_deref() {
         Ok("wedge") => return udp_wedge(repo, elf),
         Ok("ipv6") => return crate::netv6::stage(repo, elf),
@@ -796,6 +806,7 @@ pub fn stage(repo: &Path, elf: &Path) -> Result<(u64, u64)> {
             return Ok((p + p2, f + f2));
         }
         Ok("bulk") => return bulk_send_rings(repo, elf),
+        Ok("tap") => return tap_echo(repo, elf, TAP_BYTES),
         Ok("dhcp") => {
             let (p, f) = udhcpc_lease(repo, elf)?;
             let (p2, f2) = kernel_dhcp(repo, elf)?;

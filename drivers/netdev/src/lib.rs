@@ -186,6 +186,13 @@ pub trait NetDevice: Send {
     /// Returns how many frames were handed over.
     fn receive(&mut self, budget: usize, sink: &mut dyn FnMut(&[u8], RxMeta)) -> usize;
 
+    /// As [`NetDevice::receive`], but a frame the device holds in several
+    /// buffers is lent as its pieces, in order, so the caller joins it
+    /// once where it wants it (the driver need not join it first).
+    fn receive_parts(&mut self, budget: usize, sink: &mut dyn FnMut(&[&[u8]], RxMeta)) -> usize {
+        self.receive(budget, &mut |frame, meta| sink(&[frame], meta))
+    }
+
     /// Reclaims finished transmits, refills the receive ring and reads the
     /// link state. The stack calls it after the waker fired.
     fn service(&mut self) -> Events;

@@ -2,9 +2,10 @@
 //! [`netdev::NetDevice`].
 //!
 //! One receive and one transmit queue. Every descriptor owns a fixed
-//! 2 KiB slot of one DMA buffer per direction (descriptor `i` is slot
-//! `i`), so a frame is built or read in place, after the 12-byte
-//! `virtio_net_hdr`, and nothing is copied by the driver. One interrupt
+//! slot of one DMA buffer per direction (descriptor `i` is slot `i`;
+//! 2 KiB, or 4 KiB for receive with merged buffers), so a frame is built
+//! or read in place, after the 12-byte `virtio_net_hdr`, and nothing is
+//! copied by the driver. One interrupt
 //! vector serves both queues and configuration changes: its top half
 //! only acknowledges (the ISR register on a shared INTx line) and asks
 //! for the bottom half, which calls the stack's waker.
@@ -14,7 +15,8 @@
 //! vouches for (`GUEST_CSUM`, reported in [`RxMeta::checksum_ok`]), and
 //! with mergeable receive buffers (`MRG_RXBUF`) the host may hand over
 //! TCP segments of up to 64 KiB (`GUEST_TSO4/6`) spread over several
-//! slots, which the driver joins into one frame. On transmit the device
+//! slots, which the driver lends as the frame's pieces
+//! ([`NetDevice::receive_parts`]) for the stack to join in its own copy. On transmit the device
 //! may complete TCP/UDP checksums (`CSUM`: `NEEDS_CSUM` with the
 //! checksum's place, the field holding the pseudo-header's sum) and cut
 //! IPv4 TCP segments of up to 64 KiB into MSS-sized ones (`HOST_TSO4`);
@@ -86,8 +88,18 @@ const MAX_MERGED: usize = 65535 + 18;
 /// `virtio_net_hdr` with VERSION_1: flags, gso_type, hdr_len, gso_size,
 /// csum_start, csum_offset, num_buffers.
 const HDR_LEN: usize = 12;
-/// Slot size: header plus the largest untagged Ethernet frame, rounded.
+/// Transmit slot size, and receive slot size without merged receive
+/// buffers: header plus the largest untagged Ethernet frame, rounded.
 const SLOT: usize = 2048;
+/// Receive slot size with merged receive buffers (a page, as Linux's
+/// mergeable buffers are under bulk traffic): a 64 KiB segment fills 17
+/// slots rather than 33 (each a descriptor QEMU maps and the driver
+/// pops), and the ring holds twice the bytes, so the host's sender waits
+/// on a full ring less.
+const RX_SLOT_MERGED: usize = 4096;
+/// The most buffers one frame may span: a 64 KiB frame in the smallest
+/// slots, with room to spare.
+const MAX_PARTS: usize = MAX_MERGED / (SLOT - HDR_LEN) + 2;
 const MAX_FRAME: usize = 1514;
 const QUEUE_SIZE: u16 = 256;
 const RX: u16 = 0;
@@ -190,9 +202,19 @@ pub struct VirtioNet {
     /// test sees the offloads used, not only agreed.
     sent_csum: bool,
     sent_tso: bool,
-    /// Where a frame spread over several receive buffers is joined
-    /// (empty until the first one comes).
+    /// Likewise for receive: whether a frame the device vouched for, and
+    /// one spread over several buffers (a large receive), came yet.
+    got_csum: bool,
+    got_large: bool,
+    /// Where a frame spread over several receive buffers is joined for
+    /// [`NetDevice::receive`] (empty until the first one comes); the
+    /// stack takes the pieces instead (`receive_parts`).
     merged: Vec<u8>,
+    /// The current frame's pieces in `rx_buf` (at most `MAX_PARTS`).
+    pieces: Vec<core::ops::Range<usize>>,
+    /// Bytes per receive slot (`SLOT`, or `RX_SLOT_MERGED` with merged
+    /// receive buffers).
+    rx_slot: usize,
     mac: MacAddress,
     link: LinkState,
     stats: Stats,
@@ -218,7 +240,10 @@ impl VirtioNet {
         shared.set_needs_isr(vectors.first().is_some_and(|v| v.msix_entry().is_none()));
         let (rx, tx) = setup_queues(&transport, vectors.first())?;
         let dma = transport.pci().dma();
-        let rx_buf = dma.alloc(usize::from(rx.size()) * SLOT).map_err(|_| Error::NoMemory)?;
+        let rx_slot = if transport.features() & features::MRG_RXBUF != 0 { RX_SLOT_MERGED } else { SLOT };
+        let rx_buf = dma.alloc(usize::from(rx.size()) * rx_slot).map_err(|_| Error::NoMemory)?;
+        let mut pieces = Vec::new();
+        pieces.try_reserve(MAX_PARTS).map_err(|_| Error::NoMemory)?;
         let tx_buf = dma.alloc(usize::from(tx.size()) * SLOT).map_err(|_| Error::NoMemory)?;
         let mut tx_busy = Vec::new();
         tx_busy.try_reserve(usize::from(tx.size())).map_err(|_| Error::NoMemory)?;
@@ -248,7 +273,11 @@ impl VirtioNet {
             large_of,
             sent_csum: false,
             sent_tso: false,
+            got_csum: false,
+            got_large: false,
             merged: Vec::new(),
+            pieces,
+            rx_slot,
             stats: Stats::default(),
             rx_exhausted: false,
             rx_exhaustions: 0,
@@ -346,6 +375,25 @@ impl VirtioNet {
         }
     }
 
+    /// Logs the first received frame whose checksum the device vouched
+    /// for and the first spread over several buffers.
+    fn note_received(&mut self, meta: RxMeta, len: usize, parts: u16) {
+        if meta.checksum_ok && !self.got_csum {
+            self.got_csum = true;
+            log::info!(
+                "virtio-net {}: first received frame with its checksum vouched for by the device ({len} bytes)",
+                self.transport.pci().address()
+            );
+        }
+        if parts > 1 && !self.got_large {
+            self.got_large = true;
+            log::info!(
+                "virtio-net {}: first large receive ({len} bytes in {parts} buffers)",
+                self.transport.pci().address()
+            );
+        }
+    }
+
     /// Gives every free receive descriptor its slot.
     fn fill_rx(&mut self) -> Result<(), Error> {
         let mut posted = false;
@@ -363,8 +411,9 @@ impl VirtioNet {
     /// one-descriptor chains, descriptor `i` always carries slot `i`.
     fn push_rx_slot(&mut self) -> Result<u16, Error> {
         let next = self.rx.peek_free().ok_or(Error::Queue(QueueError::Full))?;
-        let addr = self.rx_buf.device_addr_at(usize::from(next) * SLOT).ok_or(Error::NoMemory)?;
-        let head = self.rx.push(&[Buffer { addr, len: SLOT as u32, device_writes: true }]).map_err(Error::Queue)?;
+        let addr = self.rx_buf.device_addr_at(usize::from(next) * self.rx_slot).ok_or(Error::NoMemory)?;
+        let len = self.rx_slot as u32;
+        let head = self.rx.push(&[Buffer { addr, len, device_writes: true }]).map_err(Error::Queue)?;
         debug_assert_eq!(head, next);
         Ok(head)
     }
@@ -409,28 +458,67 @@ impl VirtioNet {
         }
     }
 
-    /// Joins a frame of `parts` buffers into `merged`: the first one's
-    /// bytes (`first`, in the receive buffer) and the next `parts - 1`
-    /// the device used. Every buffer is reposted once copied. None, with
-    /// the frame dropped, if the buffers are not all there or the frame
-    /// is longer than any the device may send.
-    fn merge(&mut self, first: core::ops::Range<usize>, parts: u16) -> Option<()> {
-        self.merged.clear();
-        let mut ok = self.merged.try_reserve(MAX_MERGED).is_ok();
-        if ok {
-            self.merged.extend_from_slice(&self.rx_buf.as_slice()[first]);
-        }
-        self.repost_rx();
-        for _ in 1..parts {
-            let (head, written) = self.pop_rx()?;
-            let start = usize::from(head) * SLOT;
-            ok &= written <= SLOT && self.merged.len() + written <= MAX_MERGED;
+    /// Takes the `parts - 1` buffers that follow a frame's first one
+    /// (whose bytes are `first`, in the receive buffer) off the used
+    /// ring and records where each frame piece lies in `pieces`; the
+    /// caller reposts as many buffers as were taken (the first one with
+    /// them: the count returned) once it has read them. False, with the
+    /// frame to be dropped, if the buffers are not all there, one is
+    /// longer than a slot, or the frame is longer than any the device may
+    /// send.
+    fn gather(&mut self, first: core::ops::Range<usize>, parts: u16) -> (bool, u16) {
+        self.pieces.clear();
+        let mut total = first.len();
+        self.pieces.push(first);
+        let mut ok = usize::from(parts) <= MAX_PARTS;
+        for taken in 1..parts {
+            let Some((head, written)) = self.pop_rx() else { return (false, taken) };
+            let start = usize::from(head) * self.rx_slot;
+            total += written;
+            ok &= written <= self.rx_slot && total <= MAX_MERGED;
             if ok {
-                self.merged.extend_from_slice(&self.rx_buf.as_slice()[start..start + written]);
+                self.pieces.push(start..start + written);
             }
+        }
+        (ok, parts)
+    }
+
+    /// Hands the next received frame to `sink` as its pieces in the
+    /// receive buffer, then gives its buffers back; None when no frame
+    /// waits, Some(false) when one was dropped.
+    fn next_frame(&mut self, merging: bool, sink: &mut dyn FnMut(&[&[u8]], RxMeta)) -> Option<bool> {
+        let (head, written) = self.pop_rx()?;
+        if !(HDR_LEN..=self.rx_slot).contains(&written) {
+            self.stats.rx_errors += 1;
+            self.repost_rx();
+            return Some(false);
+        }
+        let start = usize::from(head) * self.rx_slot;
+        let hdr = &self.rx_buf.as_slice()[start..start + HDR_LEN];
+        let meta = RxMeta { checksum_ok: hdr[0] & (HDR_F_NEEDS_CSUM | HDR_F_DATA_VALID) != 0 };
+        let parts = if merging { u16::from_le_bytes([hdr[HDR_NUM_BUFFERS], hdr[HDR_NUM_BUFFERS + 1]]) } else { 1 };
+        let (whole, taken) = self.gather(start + HDR_LEN..start + written, parts.max(1));
+        if whole {
+            let buf = self.rx_buf.as_slice();
+            let mut slices: [&[u8]; MAX_PARTS] = [&[]; MAX_PARTS];
+            let mut len = 0;
+            for (s, r) in slices.iter_mut().zip(self.pieces.iter()) {
+                *s = &buf[r.clone()];
+                len += r.len();
+            }
+            sink(&slices[..self.pieces.len()], meta);
+            self.stats.rx_packets += 1;
+            self.stats.rx_bytes += len as u64;
+            self.note_received(meta, len, parts);
+        } else {
+            self.stats.rx_errors += 1;
+        }
+        // The buffers popped go back (each reposted descriptor carries
+        // its own slot, so which ones come back does not matter).
+        for _ in 0..taken {
             self.repost_rx();
         }
-        ok.then_some(())
+        Some(whole)
     }
 }
 
@@ -528,39 +616,33 @@ impl NetDevice for VirtioNet {
     }
 
     fn receive(&mut self, budget: usize, sink: &mut dyn FnMut(&[u8], RxMeta)) -> usize {
+        // Joined here for callers that want one slice (the driver's
+        // tests); the stack takes the pieces (`receive_parts`).
+        let mut merged = core::mem::take(&mut self.merged);
+        let handed = self.receive_parts(budget, &mut |pieces, meta| {
+            if let [one] = pieces {
+                return sink(one, meta);
+            }
+            merged.clear();
+            if merged.try_reserve(MAX_MERGED).is_ok() {
+                pieces.iter().for_each(|p| merged.extend_from_slice(p));
+                sink(&merged, meta);
+            }
+        });
+        self.merged = merged;
+        handed
+    }
+
+    fn receive_parts(&mut self, budget: usize, sink: &mut dyn FnMut(&[&[u8]], RxMeta)) -> usize {
         let merging = self.transport.features() & features::MRG_RXBUF != 0;
         self.note_rx_exhausted();
         let mut handed = 0;
         while handed < budget {
-            let Some((head, written)) = self.pop_rx() else { break };
-            if !(HDR_LEN..=SLOT).contains(&written) {
-                self.stats.rx_errors += 1;
-                self.repost_rx();
-                continue;
+            match self.next_frame(merging, sink) {
+                None => break,
+                Some(true) => handed += 1,
+                Some(false) => {}
             }
-            let start = usize::from(head) * SLOT;
-            let hdr = &self.rx_buf.as_slice()[start..start + HDR_LEN];
-            let meta = RxMeta { checksum_ok: hdr[0] & (HDR_F_NEEDS_CSUM | HDR_F_DATA_VALID) != 0 };
-            let parts = if merging { u16::from_le_bytes([hdr[HDR_NUM_BUFFERS], hdr[HDR_NUM_BUFFERS + 1]]) } else { 1 };
-            let len = if parts <= 1 {
-                sink(&self.rx_buf.as_slice()[start + HDR_LEN..start + written], meta);
-                self.repost_rx();
-                written - HDR_LEN
-            } else {
-                match self.merge(start + HDR_LEN..start + written, parts) {
-                    Some(()) => {
-                        sink(&self.merged, meta);
-                        self.merged.len()
-                    }
-                    None => {
-                        self.stats.rx_errors += 1;
-                        continue;
-                    }
-                }
-            };
-            self.stats.rx_packets += 1;
-            self.stats.rx_bytes += len as u64;
-            handed += 1;
         }
         if handed > 0 {
             self.rx.notify_if_needed();

@@ -19,6 +19,7 @@ mod event_tests;
 mod iommu_tests;
 mod limit_tests;
 mod mm_tests;
+mod netrx_tests;
 mod nvme_tests;
 mod pagestore_tests;
 mod sched_tests;
@@ -64,6 +65,7 @@ const SUITES: &[&[KTest]] = &[
     device_tests::TESTS,
     virtio_fault_tests::TESTS,
     e1000_tests::TESTS,
+    netrx_tests::TESTS,
     iommu_tests::TESTS,
     nvme_tests::TESTS,
     block_tests::TESTS,

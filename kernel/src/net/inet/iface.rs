@@ -3,8 +3,9 @@
 //! ([`NicDevice`], the adapter to smoltcp's `phy::Device`).
 //!
 //! Frames move through owned buffers: a received frame is copied once
-//! out of the driver's receive buffer (the driver lends it only for the
-//! call), a transmitted one is built by smoltcp in place in the driver's
+//! out of the driver's receive buffers (the driver lends them only for
+//! the call; a large receive's pieces are joined by that copy) into a
+//! spare buffer where one fits, a transmitted one is built by smoltcp in place in the driver's
 //! transmit buffer. The loopback hands each frame from transmit to
 //! receive without copying it.
 
@@ -97,6 +98,27 @@ fn loopback_frame(len: usize) -> Option<Vec<u8>> {
     frame.try_reserve_exact(size).ok()?;
     frame.resize(size, 0);
     Some(frame)
+}
+
+/// A received NIC frame's buffer with `pieces` joined at its start, the
+/// frame's length, and whether the buffer goes back to the spares after
+/// (small frames and large receives reuse them; an MTU-sized one gets a
+/// buffer of its own size, not cleared first). None without memory.
+fn nic_frame(pieces: &[&[u8]]) -> Option<(Vec<u8>, usize, bool)> {
+    let len: usize = pieces.iter().map(|p| p.len()).sum();
+    if len <= SMALL_FRAME || (SPARE_FROM..=LOOPBACK_MTU).contains(&len) {
+        let mut frame = loopback_frame(len)?;
+        let mut at = 0;
+        for p in pieces {
+            frame[at..at + p.len()].copy_from_slice(p);
+            at += p.len();
+        }
+        return Some((frame, len, true));
+    }
+    let mut frame = Vec::new();
+    frame.try_reserve_exact(len).ok()?;
+    pieces.iter().for_each(|p| frame.extend_from_slice(p));
+    Some((frame, len, false))
 }
 
 fn spare_frame(frame: Vec<u8>) {
@@ -205,7 +227,8 @@ impl IfaceDevice {
 pub struct RxToken {
     frame: Vec<u8>,
     len: usize,
-    /// A loopback frame, whose buffer goes back to the spares.
+    /// A buffer from the spares (a loopback frame's, or a received NIC
+    /// frame's), which goes back to them.
     loopback: bool,
 }
 
@@ -323,38 +346,39 @@ impl phy::Device for IfaceDevice {
                 let mut frame = None;
                 let mut dropped = false;
                 let offloaded = n.rx_checksum;
-                n.dev.receive(1, &mut |data: &[u8], meta: RxMeta| {
+                n.dev.receive_parts(1, &mut |pieces: &[&[u8]], meta: RxMeta| {
+                    // The one copy of the frame out of the driver's
+                    // buffers (a large receive's pieces joined here).
+                    let Some((f, len, spare)) = nic_frame(pieces) else {
+                        dropped = true;
+                        return;
+                    };
                     // smoltcp checks no TCP/UDP checksum on a device
                     // that vouches for them; the frames it did not vouch
                     // for are checked here (a wrong one is dropped, as
                     // smoltcp would).
-                    if offloaded && !meta.checksum_ok && !transport_checksum_ok(data) {
+                    if offloaded && !meta.checksum_ok && !transport_checksum_ok(&f[..len]) {
                         dropped = true;
+                        if spare {
+                            spare_frame(f);
+                        }
                         return;
                     }
-                    let mut v = Vec::new();
-                    if v.try_reserve_exact(data.len()).is_ok() {
-                        v.extend_from_slice(data);
-                        frame = Some(v);
-                    } else {
-                        dropped = true;
-                    }
+                    frame = Some((f, len, spare));
                 });
                 if dropped {
                     n.counters.rx_dropped += 1;
                 }
-                let frame = frame.unwrap_or_default();
-                if frame.is_empty() {
+                let Some((frame, len, spare)) = frame.filter(|f| f.1 > 0) else {
                     // Nothing came, or it was dropped: smoltcp passes
                     // over an empty frame, and a dropped one must not
                     // end the round.
-                    return dropped.then(|| (RxToken::new(frame), TxToken::Nic(n, None)));
-                }
+                    return dropped.then(|| (RxToken::new(Vec::new()), TxToken::Nic(n, None)));
+                };
                 if crate::net::packet::listening() {
-                    crate::net::packet::deliver(n.ifindex, &n.mac, &frame, false);
+                    crate::net::packet::deliver(n.ifindex, &n.mac, &frame[..len], false);
                 }
-                let len = frame.len();
-                Some((RxToken { frame, len, loopback: false }, TxToken::Nic(n, None)))
+                Some((RxToken { frame, len, loopback: spare }, TxToken::Nic(n, None)))
             }
         }
     }
