@@ -56,7 +56,10 @@ fn run() {
     loop {
         super::stack::release_deferred();
         let next = {
+            let t0 = hal::time::monotonic_ns();
             let Ok(mut st) = super::stack::lock() else { return };
+            super::pollstats::THREAD_LOCK_WAIT_NS.add(hal::time::monotonic_ns().saturating_sub(t0));
+            super::pollstats::POLLS_THREAD.add(1);
             DEADLINE.store(0, Ordering::Release);
             st.service_devices();
             st.poll();
@@ -66,5 +69,6 @@ fn run() {
             next
         };
         let _ = flag.wait((next != u64::MAX).then_some(next));
+        super::pollstats::THREAD_WAKES.add(1);
     }
 }
