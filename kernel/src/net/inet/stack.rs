@@ -412,8 +412,7 @@ impl Stack {
     /// sockets see what changed and tells the network thread when
     /// smoltcp next wants a poll.
     pub fn poll(&mut self) {
-        let t0 = hal::time::monotonic_ns();
-        super::pollstats::POLLS_CALL.add(1);
+        super::pollstats::POLLS_ALL.add(1);
         let now = now();
         self.unpark_due(now);
         // A second round sends the resets of orphans found receiving.
@@ -444,7 +443,6 @@ impl Stack {
         }
         self.next_poll = next;
         super::poller::schedule(next);
-        super::pollstats::POLL_NS.add(hal::time::monotonic_ns().saturating_sub(t0));
     }
 
     /// Brings back the parked connections whose timer is due.
