@@ -31,15 +31,6 @@ use smoltcp::wire::{
     EthernetFrame, EthernetProtocol, IpAddress, IpEndpoint, IpProtocol, Ipv4Packet, Ipv6Packet, TcpPacket,
 };
 
-/// The polls in a row a connection with unread bytes in its receive
-/// ring stays in the set before it is parked. Its reader is usually
-/// about to read and answer (a server's request waiting for a busy
-/// worker): parked at the second poll, the answer brought it straight
-/// back, and memcached with 64 connections parked and unparked one
-/// connection per 1.6 requests (/proc/kiln/netpoll). One that is never
-/// read is still parked, later.
-const UNREAD_IDLE_POLLS: u8 = 64;
-
 /// Kiln's handle of a socket on one interface: it does not change when
 /// the socket is parked and brought back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -199,15 +190,13 @@ pub struct Sockets {
     /// How many of `by_handle` are TCP sockets (with none, a poll has
     /// nothing to park and skips the walk).
     tcp_active: usize,
-    /// By slot: after how many polls in a row the active connection was
-    /// idle. One is parked only when it is idle after two polls in a
-    /// row: parking and bringing back cost more than the polls of a
-    /// connection about to move again (loopback connect+accept+close:
-    /// 75.3 µs under icount parking at once, 70.8 µs with this rule; 64
-    /// idle connections still cost a UDP round trip 1.2 µs, not 270).
-    /// One whose receive ring holds unread bytes waits
-    /// [`UNREAD_IDLE_POLLS`].
-    idle_polls: Vec<u8>,
+    /// By slot: the active connection was idle after the last poll. One
+    /// is parked only when it is idle after two polls in a row: parking
+    /// and bringing back cost more than the polls of a connection about
+    /// to move again (loopback connect+accept+close: 75.3 µs under
+    /// icount parking at once, 70.8 µs with this rule; 64 idle
+    /// connections still cost a UDP round trip 1.2 µs, not 270).
+    idle_before: Vec<bool>,
     /// A set of one socket, to ask smoltcp when a socket alone wants a
     /// poll (`Interface::poll_at`; the socket's own is crate-private).
     probe: SocketSet<'static>,
@@ -222,7 +211,7 @@ impl Default for Sockets {
             free: Vec::new(),
             by_handle: Vec::new(),
             tcp_active: 0,
-            idle_polls: Vec::new(),
+            idle_before: Vec::new(),
             probe: SocketSet::new(Vec::new()),
         }
     }
@@ -238,18 +227,18 @@ impl Sockets {
             Some(i) => i,
             None => {
                 self.slots.try_reserve(1).ok()?;
-                self.idle_polls.try_reserve(1).ok()?;
+                self.idle_before.try_reserve(1).ok()?;
                 // Room in `free` for every slot, so `remove` never allocates.
                 self.free.try_reserve(self.slots.len() + 1 - self.free.len()).ok()?;
                 self.slots.push(Slot::Free);
-                self.idle_polls.push(0);
+                self.idle_before.push(false);
                 (self.slots.len() - 1) as u32
             }
         };
         let tcp = matches!(s, Socket::Tcp(_));
         let handle = self.set.add(s);
         self.slots[id as usize] = Slot::Active(handle);
-        self.idle_polls[id as usize] = 0;
+        self.idle_before[id as usize] = false;
         let id = SockId(id);
         self.insert_handle(handle, id, tcp);
         Some(id)
@@ -361,7 +350,7 @@ impl Sockets {
         self.parked.forget(id, tuple, due);
         let h = self.set.add(socket);
         self.slots[i] = Slot::Active(h);
-        self.idle_polls[i] = 0;
+        self.idle_before[i] = false;
         self.insert_handle(h, id, true);
         true
     }
@@ -419,10 +408,8 @@ impl Sockets {
         while k < self.by_handle.len() {
             let (h, id, tcp) = self.by_handle[k];
             let idle = tcp && self.idle(h);
-            let n = &mut self.idle_polls[id.0 as usize];
-            *n = if idle { n.saturating_add(1) } else { 0 };
-            let due = *n >= 2 && (*n >= UNREAD_IDLE_POLLS || self.set.get::<tcp::Socket>(h).recv_queue() == 0);
-            if !(due && self.park(probe_iface, now, h, id)) {
+            let idle_before = core::mem::replace(&mut self.idle_before[id.0 as usize], idle);
+            if !(idle && idle_before && self.park(probe_iface, now, h, id)) {
                 k += 1;
                 continue;
             }
