@@ -62,6 +62,7 @@ until_ok 100 curl -sf -o /dev/null http://127.0.0.1/1k.bin &&
     echo "servers ready"
 wait "$echo"
 echo "netecho exit $?"
+[ -r /proc/kiln/netpoll ] && cat /proc/kiln/netpoll
 echo "nginx requests: $(grep -c '"GET /' /var/log/nginx/access.log)"
 # Bounded: a redis that stopped answering must not hold the guest up.
 timeout 10 redis-cli shutdown nosave >/dev/null || kill -9 "$redis"

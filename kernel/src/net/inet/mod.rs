@@ -26,6 +26,7 @@ mod direct;
 pub mod icmp;
 pub mod iface;
 mod poller;
+mod pollstats;
 pub mod ports;
 mod procnet;
 mod raw;
@@ -114,6 +115,7 @@ pub fn init(cmdline: &str) {
     };
     *STACK.lock() = Some(Stack::new(lo));
     poller::start();
+    pollstats::register();
     // The NICs the drivers found (now, and any later) join the stack.
     crate::net::netdevs::set_consumer(take_device);
 }

@@ -56,15 +56,23 @@ fn run() {
     loop {
         super::stack::release_deferred();
         let next = {
+            let t0 = hal::time::monotonic_ns();
             let Ok(mut st) = super::stack::lock() else { return };
+            let t1 = hal::time::monotonic_ns();
+            super::pollstats::THREAD_LOCK_WAIT_NS.add(t1.saturating_sub(t0));
+            super::pollstats::POLLS_THREAD.add(1);
             DEADLINE.store(0, Ordering::Release);
             st.service_devices();
+            // Timed here only: a loopback call's poll is not slowed by
+            // the clock reads.
             st.poll();
+            super::pollstats::THREAD_POLL_NS.add(hal::time::monotonic_ns().saturating_sub(t1));
             let now = hal::time::monotonic_ns();
             let next = if st.next_poll <= now { now + MIN_SLEEP_NS } else { st.next_poll };
             DEADLINE.store(next, Ordering::Release);
             next
         };
         let _ = flag.wait((next != u64::MAX).then_some(next));
+        super::pollstats::THREAD_WAKES.add(1);
     }
 }

@@ -276,6 +276,11 @@ impl Sockets {
         }
     }
 
+    /// How many sockets with an id the polled set holds.
+    pub fn active(&self) -> usize {
+        self.by_handle.len()
+    }
+
     pub fn is_parked(&self, id: SockId) -> bool {
         matches!(self.slots[id.0 as usize], Slot::Parked(_))
     }

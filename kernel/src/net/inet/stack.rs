@@ -112,6 +112,10 @@ pub struct Stack {
     pub direct: super::direct::Direct,
     /// When smoltcp next wants to be polled (monotonic ns; 0: no timer).
     pub next_poll: u64,
+    /// NIC connections a TCP_CORK clear or TCP_NODELAY asked to push:
+    /// Nagle's rule is off on them until the next poll has sent what
+    /// they held, then set back to the bool ([`Stack::push_later`]).
+    pushed: Vec<(SockRef, bool)>,
 }
 
 pub static STACK: Mutex<Option<Stack>> = Mutex::new(None);
@@ -190,6 +194,7 @@ impl Stack {
             spare_tcp: SpareTcp::default(),
             direct: Default::default(),
             next_poll: 0,
+            pushed: Vec::new(),
         }
     }
 
@@ -257,6 +262,7 @@ impl Stack {
     }
 
     fn wake_watcher(&mut self, r: SockRef) {
+        super::pollstats::UNPARKED.add(1);
         if self.dormant.is_empty() || self.watchers.try_reserve(1).is_err() {
             return;
         }
@@ -280,7 +286,42 @@ impl Stack {
         self.ifaces[r.iface].sockets.is_parked(r.handle)
     }
 
+    /// Leaves the push of `r`'s held bytes (its Nagle's rule already
+    /// off) to the next poll, which sets the rule back to `nagle` once it
+    /// has sent them. A server uncorking many connections in one pass of
+    /// its event loop then pays one poll, the network thread's, for all
+    /// of them instead of one per reply (docs/networking.md, "Many
+    /// connections"). False without memory: the caller polls itself.
+    pub fn push_later(&mut self, r: SockRef, nagle: bool) -> bool {
+        if let Some(p) = self.pushed.iter_mut().find(|p| p.0 == r) {
+            p.1 = nagle;
+            return true;
+        }
+        if self.pushed.try_reserve(1).is_err() {
+            return false;
+        }
+        self.pushed.push((r, nagle));
+        true
+    }
+
+    /// Sends what a push left for the next poll on `r`, now: a call about
+    /// to set its Nagle's rule again must not hold those bytes back.
+    pub fn flush_push(&mut self, r: SockRef) {
+        if self.pushed.iter().any(|p| p.0 == r) {
+            self.poll();
+        }
+    }
+
+    /// After a poll sent the pushed connections' bytes: their Nagle's
+    /// rule back as their options say.
+    fn end_pushes(&mut self) {
+        for (r, nagle) in core::mem::take(&mut self.pushed) {
+            self.tcp(r).set_nagle_enabled(nagle);
+        }
+    }
+
     pub fn remove(&mut self, r: SockRef) {
+        self.pushed.retain(|p| p.0 != r);
         self.direct.forget(r);
         self.wake_watcher(r);
         if let smoltcp::socket::Socket::Tcp(t) = self.ifaces[r.iface].sockets.remove(r.handle) {
@@ -371,6 +412,7 @@ impl Stack {
     /// sockets see what changed and tells the network thread when
     /// smoltcp next wants a poll.
     pub fn poll(&mut self) {
+        super::pollstats::POLLS_ALL.add(1);
         let now = now();
         self.unpark_due(now);
         // A second round sends the resets of orphans found receiving.
@@ -379,6 +421,9 @@ impl Stack {
             if !self.reap_orphans() {
                 break;
             }
+        }
+        if !self.pushed.is_empty() {
+            self.end_pushes();
         }
         self.listens.promote(&mut self.ifaces);
         for i in 1..self.ifaces.len() {
@@ -425,6 +470,7 @@ impl Stack {
                 None => lo.sockets.park_idle(&mut lo.iface, now, &mut moved),
                 Some(k) => rest[k].sockets.park_idle(&mut lo.iface, now, &mut moved),
             }
+            super::pollstats::PARKED.add(moved.len() as u64);
             for &id in moved.iter() {
                 let r = SockRef { iface: i, handle: id };
                 if self.is_orphan(r) {
@@ -441,6 +487,7 @@ impl Stack {
         let mut watchers = core::mem::take(&mut self.watchers);
         // Compacted in place, in order (no allocation per poll).
         let mut kept = 0;
+        super::pollstats::REFRESHED.add(watchers.len() as u64);
         for i in 0..watchers.len() {
             watchers[i].refresh(self);
             if let Some(r) = watchers[i].connection().filter(|&r| self.is_parked(r)) {
@@ -466,6 +513,8 @@ impl Stack {
             // SYNs) from holding the lock long.
             let mut done = false;
             for _ in 0..256 {
+                super::pollstats::ROUNDS.add(1);
+                super::pollstats::ROUND_SOCKETS.add(f.sockets.active() as u64);
                 let mut dev =
                     Gated { dev: &mut f.dev, listens: &mut self.listens, parked: &mut f.sockets.parked, iface: i };
                 f.iface.poll(now, &mut dev, &mut f.sockets.set);

@@ -1108,6 +1108,13 @@ impl Protocol for TcpSocket {
             return;
         }
         let Ok(mut st) = stack::lock() else { return };
+        let pushing = match self.inner.lock().phase {
+            Phase::Connected(r) | Phase::Connecting(r) => Some(r),
+            _ => None,
+        };
+        if let Some(r) = pushing {
+            st.flush_push(r);
+        }
         let inner = self.inner.lock();
         if let Phase::Connected(r) | Phase::Connecting(r) = inner.phase {
             let t = st.tcp(r);
@@ -1132,6 +1139,15 @@ impl Protocol for TcpSocket {
         }
         let v = int_arg(val)?;
         let mut st = stack::lock()?;
+        // A push this socket left for the network thread goes out before
+        // its options change (configure below sets Nagle's rule again).
+        let pushing = match self.inner.lock().phase {
+            Phase::Connected(r) | Phase::Connecting(r) => Some(r),
+            _ => None,
+        };
+        if let Some(r) = pushing {
+            st.flush_push(r);
+        }
         let mut inner = self.inner.lock();
         let was_corked = inner.cork;
         match name {
@@ -1168,6 +1184,14 @@ impl Protocol for TcpSocket {
             self.configure(&inner, t);
             if push && t.send_queue() > 0 {
                 t.set_nagle_enabled(false);
+                // Through a NIC the network thread's next poll sends it
+                // (as a send's bytes): one poll for every connection
+                // pushed since its last.
+                if r.iface != stack::LOOPBACK && st.push_later(r, !inner.nodelay || inner.cork) {
+                    drop(inner);
+                    super::poller::wake();
+                    return Ok(());
+                }
                 drop(inner);
                 st.poll();
                 let inner = self.inner.lock();

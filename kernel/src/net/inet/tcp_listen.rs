@@ -383,6 +383,7 @@ impl phy::Device for Gated<'_> {
         let ethernet = matches!(self.dev, IfaceDevice::Nic(_));
         let check = self.dev.checks_transport_checksums();
         let (rx, tx) = self.dev.receive(now)?;
+        super::pollstats::FRAMES_IN.add(1);
         if self.parked.claim(rx.frame(), ethernet) {
             self.parked.hold(rx.into_frame());
             return None;
