@@ -179,6 +179,19 @@ static void creation(void)
            geti(t, IPPROTO_TCP, TCP_CORK), geti(t, SOL_SOCKET, SO_KEEPALIVE), geti(t, SOL_SOCKET, SO_REUSEPORT),
            geti(t, IPPROTO_TCP, TCP_KEEPIDLE));
     EXPECT_ERR(EINVAL, "setsockopt(TCP_KEEPIDLE, 0)", seti(t, IPPROTO_TCP, TCP_KEEPIDLE, 0));
+    /* The keepalive triple: defaults, round trips, Linux's bounds. */
+    printf("tcp: keepintvl %d keepcnt %d\n", geti(t, IPPROTO_TCP, TCP_KEEPINTVL), geti(t, IPPROTO_TCP, TCP_KEEPCNT));
+    printf("tcp: keepidle 32767 %d, keepintvl 32767 %d, keepcnt 127 %d\n", seti(t, IPPROTO_TCP, TCP_KEEPIDLE, 32767),
+           seti(t, IPPROTO_TCP, TCP_KEEPINTVL, 32767), seti(t, IPPROTO_TCP, TCP_KEEPCNT, 127));
+    EXPECT_ERR(EINVAL, "setsockopt(TCP_KEEPIDLE, 32768)", seti(t, IPPROTO_TCP, TCP_KEEPIDLE, 32768));
+    EXPECT_ERR(EINVAL, "setsockopt(TCP_KEEPINTVL, 0)", seti(t, IPPROTO_TCP, TCP_KEEPINTVL, 0));
+    EXPECT_ERR(EINVAL, "setsockopt(TCP_KEEPINTVL, 32768)", seti(t, IPPROTO_TCP, TCP_KEEPINTVL, 32768));
+    EXPECT_ERR(EINVAL, "setsockopt(TCP_KEEPCNT, 0)", seti(t, IPPROTO_TCP, TCP_KEEPCNT, 0));
+    EXPECT_ERR(EINVAL, "setsockopt(TCP_KEEPCNT, 128)", seti(t, IPPROTO_TCP, TCP_KEEPCNT, 128));
+    seti(t, IPPROTO_TCP, TCP_KEEPINTVL, 5);
+    seti(t, IPPROTO_TCP, TCP_KEEPCNT, 4);
+    printf("tcp: set keepidle %d keepintvl %d keepcnt %d\n", geti(t, IPPROTO_TCP, TCP_KEEPIDLE),
+           geti(t, IPPROTO_TCP, TCP_KEEPINTVL), geti(t, IPPROTO_TCP, TCP_KEEPCNT));
     EXPECT_ERR(ENOPROTOOPT, "setsockopt(IPPROTO_TCP, 9999)", seti(t, IPPROTO_TCP, 9999, 1));
     printf("getsockopt(IPV6_V6ONLY) on AF_INET: %s\n", errname(-geti(t, IPPROTO_IPV6, IPV6_V6ONLY)));
     printf("getsockopt(level 250) on AF_INET: %s\n", errname(-geti(t, 250, 1)));

@@ -19,6 +19,17 @@
  *                                   socket connected to DEAD sends
  *                                   again after 6 s and prints what
  *                                   that send returned
+ *   netpeer tcp-echo PORT           accept one TCP connection, echo it
+ *                                   until its end (or reset), exit
+ *   netpeer keepalive HOST PORT IDLE INTVL CNT
+ *                                   connect, set SO_KEEPALIVE and the
+ *                                   three TCP_KEEP* values, stay idle
+ *                                   longer than IDLE + CNT * INTVL (the
+ *                                   peer answers the probes: the
+ *                                   connection must live), echo a byte,
+ *                                   print `ka-alive` (the host then
+ *                                   silences the peer) and report what
+ *                                   recv returns and after how long
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -31,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -241,8 +253,91 @@ static int hold(int port)
     }
 }
 
+static int tcp_echo(int port)
+{
+    int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+    setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    if (bind(l, (struct sockaddr *)&a, sizeof a) < 0 || listen(l, 8) < 0) {
+        perror("netpeer: listen");
+        return 1;
+    }
+    static char buf[4096];
+    int c = accept(l, NULL, NULL);
+    if (c < 0) {
+        perror("netpeer: accept");
+        return 1;
+    }
+    ssize_t n;
+    while ((n = recv(c, buf, sizeof buf, 0)) > 0)
+        send(c, buf, (size_t)n, MSG_NOSIGNAL);
+    close(c);
+    return 0;
+}
+
+static double seconds_since(const struct timespec *t0)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - t0->tv_sec) + (double)(now.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+static int keepalive(const char *host, int port, int idle, int intvl, int cnt)
+{
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, host, &a.sin_addr);
+    if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof a) != 0) {
+        perror("netpeer: connect");
+        return 3; /* the caller tries again: the peer may not listen yet */
+    }
+    int one = 1;
+    if (setsockopt(s, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one) != 0 ||
+        setsockopt(s, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle) != 0 ||
+        setsockopt(s, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl) != 0 ||
+        setsockopt(s, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt) != 0) {
+        perror("netpeer: setsockopt");
+        return 1;
+    }
+    int deadline = idle + cnt * intvl;
+    /* Idle past the deadline: only the probes' answers keep it. */
+    sleep((unsigned)(deadline + 3));
+    struct pollfd p = {.fd = s, .events = POLLIN};
+    char c = 'k';
+    /* The deadline counts from the echo's arrival, after this. */
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int alive = poll(&p, 1, 0) == 0 && send(s, &c, 1, MSG_NOSIGNAL) == 1 && poll(&p, 1, 10000) == 1 &&
+                recv(s, &c, 1, 0) == 1 && c == 'k';
+    printf("keepalive: %s after %d s idle\n", alive ? "alive" : "DEAD", deadline + 3);
+    if (!alive)
+        return 1;
+    printf("ka-alive\n");
+    fflush(stdout);
+    /* The host silences the peer now; the last word heard from it was
+     * the echo (or a later probe's answer). */
+    int r = poll(&p, 1, (deadline + 60) * 1000);
+    double waited = seconds_since(&t0);
+    ssize_t n = r == 1 ? recv(s, &c, 1, 0) : 0;
+    int e = errno;
+    if (r != 1)
+        printf("keepalive: no error in %d s\n", deadline + 60);
+    else if (n < 0)
+        printf("keepalive: recv %s after %s%d s (%d + %d x %d)\n", e == ETIMEDOUT ? "ETIMEDOUT" : strerror(e),
+               waited >= deadline ? "at least " : "under ", deadline, idle, cnt, intvl);
+    else
+        printf("keepalive: recv returned %zd\n", n);
+    fflush(stdout);
+    fprintf(stderr, "netpeer: keepalive error after %.2f s\n", waited);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3 && strcmp(argv[1], "tcp-echo") == 0)
+        return tcp_echo(atoi(argv[2]));
+    if (argc == 7 && strcmp(argv[1], "keepalive") == 0)
+        return keepalive(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]));
     if (argc == 3 && strcmp(argv[1], "udp-echo") == 0)
         return udp_echo(atoi(argv[2]));
     if (argc == 3 && strcmp(argv[1], "udp6-echo") == 0)
@@ -255,6 +350,6 @@ int main(int argc, char **argv)
         return hold(atoi(argv[2]));
     if (argc == 4 && strcmp(argv[1], "wedge") == 0)
         return wedge(atoi(argv[2]), argv[3]);
-    fprintf(stderr, "usage: netpeer udp-echo PORT | udp-send HOST PORT N | wait PORT | hold PORT | wedge PORT DEAD\n");
+    fprintf(stderr, "usage: netpeer udp-echo PORT | udp-send HOST PORT N | wait PORT | hold PORT | wedge PORT DEAD | tcp-echo PORT | keepalive HOST PORT IDLE INTVL CNT\n");
     return 2;
 }

@@ -22,6 +22,7 @@ mod linuxjournal;
 mod makedisk;
 mod mountopts;
 mod netflood;
+mod netkeep;
 mod nethub;
 mod netseg;
 mod netv6;

@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::Result;
@@ -52,6 +52,20 @@ pub fn netdev_args(hub: u16, node: u8, model: &str) -> Vec<String> {
 pub struct Hub {
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
+    port: u16,
+    /// Members whose frames the hub drops (a machine gone silent).
+    muted: Arc<Mutex<Vec<SocketAddr>>>,
+}
+
+impl Hub {
+    /// From now on machine `node` is not heard: every frame it sends is
+    /// dropped (it still receives), as if it had crashed.
+    pub fn silence(&self, node: u8) {
+        let addr = SocketAddr::from(([127, 0, 0, 1], node_port(self.port, node)));
+        if let Ok(mut m) = self.muted.lock() {
+            m.push(addr);
+        }
+    }
 }
 
 impl Drop for Hub {
@@ -70,16 +84,21 @@ pub fn start(port: u16, nodes: u8) -> Result<Hub> {
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
     let members: Vec<SocketAddr> = (0..nodes).map(|n| SocketAddr::from(([127, 0, 0, 1], node_port(port, n)))).collect();
-    let thread = std::thread::spawn(move || switch(sock, members, &flag));
-    Ok(Hub { stop, thread: Some(thread) })
+    let muted = Arc::new(Mutex::new(Vec::new()));
+    let m = muted.clone();
+    let thread = std::thread::spawn(move || switch(sock, members, &flag, &m));
+    Ok(Hub { stop, thread: Some(thread), port, muted })
 }
 
-fn switch(sock: UdpSocket, mut members: Vec<SocketAddr>, stop: &AtomicBool) {
+fn switch(sock: UdpSocket, mut members: Vec<SocketAddr>, stop: &AtomicBool, muted: &Mutex<Vec<SocketAddr>>) {
     let mut seen: HashMap<[u8; 6], SocketAddr> = HashMap::new();
     let mut buf = vec![0u8; 65536];
     while !stop.load(Ordering::Relaxed) {
         let Ok((n, from)) = sock.recv_from(&mut buf) else { continue };
         if !from.ip().is_loopback() {
+            continue;
+        }
+        if muted.lock().is_ok_and(|m| m.contains(&from)) {
             continue;
         }
         if !members.contains(&from) {

@@ -792,12 +792,14 @@ pub fn udp_wedge(repo: &Path, elf: &Path) -> Result<(u64, u64)> {
 }
 
 /// `make test`'s stage: both NICs from the host, udhcpc's lease, the
-/// UDP wedge, IPv6 on both NICs (netv6.rs), then the segment.
+/// UDP wedge, keepalive (netkeep.rs), IPv6 on both NICs (netv6.rs),
+/// then the segment.
 pub fn stage(repo: &Path, elf: &Path) -> Result<(u64, u64)> {
     let mut totals = (0, 0);
-    // NETCHECK=wedge|ipv6|ipv6seg|nic|tap|bulk|dhcp: that check alone (work on it).
+    // NETCHECK=wedge|ipv6|ipv6seg|nic|tap|bulk|dhcp|keepalive: that check alone (work on it).
     match std::env::var("NETCHECK").as_deref() {
         Ok("wedge") => return udp_wedge(repo, elf),
+        Ok("keepalive") => return crate::netkeep::keepalive(repo, elf),
         Ok("ipv6") => return crate::netv6::stage(repo, elf),
         Ok("ipv6seg") => return crate::netv6::segment(repo, elf),
         Ok("nic") => {
@@ -830,6 +832,8 @@ pub fn stage(repo: &Path, elf: &Path) -> Result<(u64, u64)> {
         let (p, f) = kernel_dhcp(repo, elf)?;
         totals = (totals.0 + p, totals.1 + f);
         let (p, f) = udp_wedge(repo, elf)?;
+        totals = (totals.0 + p, totals.1 + f);
+        let (p, f) = crate::netkeep::keepalive(repo, elf)?;
         totals = (totals.0 + p, totals.1 + f);
         let (p, f) = crate::netv6::stage(repo, elf)?;
         totals = (totals.0 + p, totals.1 + f);

@@ -92,6 +92,12 @@ struct Inner {
     keepidle: u32,
     keepintvl: u32,
     keepcnt: u32,
+    /// When the peer was last seen to answer, as far as this socket can
+    /// tell: the connection's start, and with SO_KEEPALIVE bytes or
+    /// acknowledgements that came and sends onto an empty queue (which
+    /// restart smoltcp's count too). smoltcp hides the answers to its
+    /// probes, so this is never later than its own clock.
+    heard_ns: u64,
     last_state: State,
     rx_seen: usize,
     tx_seen: usize,
@@ -102,13 +108,15 @@ struct Inner {
     /// The scope id connect(2) named for a link-local peer (0: none),
     /// reported back by getsockname and getpeername.
     scope: u32,
-    /// The bytes moved, for TCP_INFO.
-    counts: tcp_info::Counts,
+    /// This socket opened its connection (TCP_INFO counts the SYN).
+    active_open: bool,
 }
 
 pub struct TcpSocket {
     c: Common,
     inner: SpinLock<Inner>,
+    /// The bytes moved, for TCP_INFO: counted under the stack lock.
+    moved: tcp_info::Moved,
     me: hal::sync::Once<Weak<TcpSocket>>,
 }
 
@@ -130,14 +138,16 @@ impl TcpSocket {
                 keepidle: 7200,
                 keepintvl: 75,
                 keepcnt: 9,
+                heard_ns: 0,
                 last_state: State::Closed,
                 rx_seen: 0,
                 tx_seen: 0,
                 released: false,
                 direct_checked: false,
                 scope: 0,
-                counts: tcp_info::Counts::default(),
+                active_open: false,
             }),
+            moved: tcp_info::Moved::default(),
             me: hal::sync::Once::new(),
         })
         .map_err(|_| Errno::ENOMEM)?;
@@ -194,7 +204,52 @@ impl TcpSocket {
         t.set_nagle_enabled(!inner.nodelay || inner.cork);
         let keep = self.c.opts.keepalive();
         t.set_keep_alive(keep.then(|| Duration::from_secs(inner.keepidle as u64)));
+        t.set_timeout(self.keepalive_timeout(inner, t.state()));
         t.set_hop_limit(self.c.hop_limit());
+    }
+
+    /// Linux's keepalive ends an established connection whose peer has
+    /// not been heard for TCP_KEEPIDLE + TCP_KEEPCNT × TCP_KEEPINTVL
+    /// (`tcp_keepalive_timer`: the probes go unanswered): smoltcp's
+    /// timeout, which counts from the last segment received, does that.
+    /// Not before the connection is established (Linux's SYN retries
+    /// are not keepalive's), and never sooner than that long after this
+    /// call: smoltcp's clock may be older than the option (an idle
+    /// connection that enables keepalive late is probed first, as
+    /// Linux probes it, not reset on the spot).
+    fn keepalive_timeout(&self, inner: &Inner, state: State) -> Option<Duration> {
+        if !self.c.opts.keepalive()
+            || matches!(state, State::Closed | State::Listen | State::SynSent | State::SynReceived)
+        {
+            return None;
+        }
+        let since = hal::time::monotonic_ns().saturating_sub(inner.heard_ns);
+        Some(Duration::from_millis(keepalive_deadline_ms(inner) + since / 1_000_000))
+    }
+
+    /// The connection ended by smoltcp's keepalive timeout rather than
+    /// a reset from the peer: nothing heard for the whole deadline
+    /// (smoltcp tells neither apart; `heard_ns` is no later than its
+    /// own clock, give or take the poll that noticed it).
+    /// On the loopback the peer is this stack, which answers every probe.
+    fn keepalive_expired(&self, inner: &Inner, r: SockRef) -> bool {
+        const SLACK_MS: u64 = 500;
+        r.iface != stack::LOOPBACK
+            && self.c.opts.keepalive()
+            && hal::time::monotonic_ns() / 1_000_000 + SLACK_MS
+                >= inner.heard_ns / 1_000_000 + keepalive_deadline_ms(inner)
+    }
+
+    /// The peer was heard (or smoltcp restarted its count): the deadline
+    /// runs from now. Out of line: only keepalive connections get here,
+    /// and the send, receive and refresh paths stay as short as they
+    /// were.
+    #[cold]
+    #[inline(never)]
+    fn heard(&self, st: &mut Stack, inner: &mut Inner, r: SockRef) {
+        inner.heard_ns = hal::time::monotonic_ns();
+        let t = st.tcp(r);
+        t.set_timeout(self.keepalive_timeout(inner, t.state()));
     }
 
     fn binding(&self, local: SockAddr) -> Binding {
@@ -305,6 +360,13 @@ impl TcpSocket {
                     s => {
                         inner.phase = Phase::Connected(r);
                         inner.last_state = s;
+                        // Kept from here on only with keepalive; without,
+                        // the connection's start bounds smoltcp's clock
+                        // should keepalive be enabled later.
+                        inner.heard_ns = hal::time::monotonic_ns();
+                        if self.c.opts.keepalive() {
+                            self.heard(st, inner, r);
+                        }
                     }
                 }
             }
@@ -314,8 +376,15 @@ impl TcpSocket {
                 if state == State::Closed
                     && !matches!(inner.last_state, State::Closed | State::LastAck | State::TimeWait | State::Closing)
                 {
-                    // A reset after the peer's FIN is EPIPE (tcp_reset).
-                    let e = if inner.last_state == State::CloseWait { Errno::EPIPE } else { Errno::ECONNRESET };
+                    // A reset after the peer's FIN is EPIPE (tcp_reset);
+                    // keepalive's end ETIMEDOUT (tcp_write_err).
+                    let e = if self.keepalive_expired(inner, r) {
+                        Errno::ETIMEDOUT
+                    } else if inner.last_state == State::CloseWait {
+                        Errno::EPIPE
+                    } else {
+                        Errno::ECONNRESET
+                    };
                     self.c.set_err(e);
                     self.c.opts.async_io.error();
                 }
@@ -324,6 +393,14 @@ impl TcpSocket {
             Phase::Listening | Phase::Closed => {}
         }
         let (ev, more) = self.compute(st, inner);
+        if !more.is_empty() && self.c.opts.keepalive() {
+            // Bytes or acknowledgements came: the peer answers.
+            if let Phase::Connected(r) = inner.phase {
+                if r.iface != stack::LOOPBACK {
+                    self.heard(st, inner, r);
+                }
+            }
+        }
         if ev.contains(Events::IN) && (more.contains(Events::IN) || !self.c.events().contains(Events::IN)) {
             self.c.opts.async_io.data_ready(linux_abi::signal::POLL_IN);
         }
@@ -338,7 +415,7 @@ impl TcpSocket {
 
     fn send_some(&self, data: &mut dyn MsgSource, flags: u32) -> Result<usize, Errno> {
         let mut st = stack::lock()?;
-        let inner = self.inner.lock();
+        let mut inner = self.inner.lock();
         let r = match inner.phase {
             Phase::Connected(r) => r,
             Phase::Connecting(_) => {
@@ -360,6 +437,11 @@ impl TcpSocket {
         if inner.shut & SEND != 0 {
             return Err(pipe(flags));
         }
+        if r.iface != stack::LOOPBACK && self.c.opts.keepalive() && st.tcp_peek(r).send_queue() == 0 {
+            // smoltcp counts its timeout afresh from a send onto an
+            // empty queue.
+            self.heard(&mut st, &mut inner, r);
+        }
         // User memory is read below: no spin lock may be held (a fault
         // sleeps).
         drop(inner);
@@ -368,7 +450,7 @@ impl TcpSocket {
         }
         if let Some(sent) = self.send_direct(&mut st, r, data) {
             if let Ok(n) = sent {
-                self.inner.lock().counts.written += n as u64;
+                self.moved.wrote(&st, n);
             }
             return sent;
         }
@@ -401,7 +483,7 @@ impl TcpSocket {
                 break;
             }
         }
-        self.inner.lock().counts.written += total as u64;
+        self.moved.wrote(&st, total);
         if r.iface == stack::LOOPBACK {
             st.poll();
         } else {
@@ -510,7 +592,7 @@ impl TcpSocket {
                 }
             }
         }
-        self.inner.lock().counts.read += total as u64;
+        self.moved.read(&st, total);
         // The writer may be waiting for room.
         if let Some(w) = writer {
             w.refresh(&mut st);
@@ -675,6 +757,11 @@ fn send_then_abort(st: &mut Stack, r: SockRef) {
         st.poll();
     }
     st.tcp(r).abort();
+}
+
+/// TCP_KEEPIDLE + TCP_KEEPCNT × TCP_KEEPINTVL, in milliseconds.
+fn keepalive_deadline_ms(inner: &Inner) -> u64 {
+    (inner.keepidle as u64 + inner.keepcnt as u64 * inner.keepintvl as u64) * 1000
 }
 
 /// EPIPE, with SIGPIPE unless MSG_NOSIGNAL.
@@ -857,7 +944,8 @@ impl Protocol for TcpSocket {
                 .map_err(|_| Errno::EADDRNOTAVAIL)?;
             let r = st.add(iface, smoltcp::socket::Socket::Tcp(t))?;
             inner.phase = Phase::Connecting(r);
-            inner.counts = tcp_info::Counts { active_open: true, ..Default::default() };
+            inner.active_open = true;
+            self.moved.clear(&st);
             inner.shut = 0;
             inner.last_state = State::SynSent;
             let _ = self.c.take_err();
@@ -953,6 +1041,7 @@ impl Protocol for TcpSocket {
                 ci.keepintvl = inner.keepintvl;
                 ci.keepcnt = inner.keepcnt;
                 ci.last_state = State::Established;
+                ci.heard_ns = hal::time::monotonic_ns();
                 let t = st.tcp(r);
                 child.configure(&ci, t);
                 child.refresh_locked(&mut st, &mut ci);
@@ -1212,7 +1301,10 @@ impl Protocol for TcpSocket {
             let mut st = stack::lock()?;
             let inner = self.inner.lock();
             return Ok(OptValue::Bytes(match inner.phase {
-                Phase::Connecting(r) | Phase::Connected(r) => tcp_info::connection(&mut st, r, inner.counts),
+                Phase::Connecting(r) | Phase::Connected(r) => {
+                    let counts = self.moved.counts(&st, inner.active_open);
+                    tcp_info::connection(&mut st, r, counts)
+                }
                 Phase::Listening => tcp_info::unconnected(10),
                 Phase::Closed => tcp_info::unconnected(7),
             }));

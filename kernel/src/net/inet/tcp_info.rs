@@ -8,6 +8,8 @@
 //! and received, counted from what the socket moved and what smoltcp
 //! and the loopback pipe (direct.rs) still hold. Every other field is 0.
 
+use core::sync::atomic::{AtomicU64, Ordering};
+
 use smoltcp::socket::tcp::State;
 
 use super::stack::{SockRef, Stack};
@@ -35,6 +37,37 @@ pub struct Counts {
     pub written: u64,
     pub read: u64,
     pub active_open: bool,
+}
+
+/// The bytes a socket's callers wrote and read. Every send and receive
+/// holds the stack lock while it moves bytes, and they count under it
+/// (the `&Stack` each method takes is that proof): a plain load and
+/// store, where taking the socket's own lock once more per call cost
+/// the 1-byte TCP round trip 0.2 µs.
+#[derive(Default)]
+pub struct Moved {
+    written: AtomicU64,
+    read: AtomicU64,
+}
+
+impl Moved {
+    pub fn wrote(&self, _locked: &Stack, n: usize) {
+        self.written.store(self.written.load(Ordering::Relaxed) + n as u64, Ordering::Relaxed);
+    }
+
+    pub fn read(&self, _locked: &Stack, n: usize) {
+        self.read.store(self.read.load(Ordering::Relaxed) + n as u64, Ordering::Relaxed);
+    }
+
+    /// A new connection starts from 0.
+    pub fn clear(&self, _locked: &Stack) {
+        self.written.store(0, Ordering::Relaxed);
+        self.read.store(0, Ordering::Relaxed);
+    }
+
+    pub fn counts(&self, _locked: &Stack, active_open: bool) -> Counts {
+        Counts { written: self.written.load(Ordering::Relaxed), read: self.read.load(Ordering::Relaxed), active_open }
+    }
 }
 
 /// The bytes a writer put in its loopback pipe beyond what its peer's
