@@ -289,22 +289,7 @@ int b_futex_pingpong(uint64_t *ns, uint64_t *ops)
  * row is n/a there). rdi = capability, rsi = operation, rdx, r10, r8, r9
  * = arguments; the reply comes back in rdx, the status in rax. A
  * process's capability 0 is the `calc` component, operation 0 `add`. */
-#define KILN_INVOKE 0x01000000L
-
-static long kiln_invoke(long cap, long op, uint64_t a, uint64_t b, uint64_t *value)
-{
-    long rax = KILN_INVOKE;
-    uint64_t rdx = a;
-    register uint64_t r10 __asm__("r10") = b;
-    register uint64_t r8 __asm__("r8") = 0;
-    register uint64_t r9 __asm__("r9") = 0;
-    __asm__ volatile("syscall"
-                     : "+a"(rax), "+d"(rdx)
-                     : "D"(cap), "S"(op), "r"(r10), "r"(r8), "r"(r9)
-                     : "rcx", "r11", "memory");
-    *value = rdx;
-    return rax;
-}
+#include "../tests/kiln_invoke.h"
 
 /* One round trip into the `calc` component's protection domain and back:
  * the thread migrates there (address space and stack switched), adds,
@@ -334,7 +319,6 @@ int b_component_invoke(uint64_t *ns, uint64_t *ops)
  * `calc` is component 0 and `client` 1, which a process holds at
  * capability 1 (Relay: op 3 add_loop(n) calls calc's add n times, op 4
  * local_loop(n) calls a plain local function n times). */
-#define KILN_CONTROL (-1L)
 #define CONTROL_MERGE 1
 #define CONTROL_SPLIT 2
 #define COMP_CALC 0

@@ -12,8 +12,7 @@
 
 #include <fcntl.h>
 
-#define KILN_INVOKE 0x01000000L
-#define KILN_CONTROL (-1L)
+#include "kiln_invoke.h"
 #define CAP_CLIENT 1
 #define RELAY_ADD_LOOP 3
 
@@ -21,17 +20,7 @@ static char dir[512];
 
 static long invoke(long cap, long op, uint64_t a, uint64_t b, uint64_t *value)
 {
-    long rax = KILN_INVOKE;
-    uint64_t rdx = a;
-    register uint64_t r10 __asm__("r10") = b;
-    register uint64_t r8 __asm__("r8") = 0;
-    register uint64_t r9 __asm__("r9") = 0;
-    __asm__ volatile("syscall"
-                     : "+a"(rax), "+d"(rdx)
-                     : "D"(cap), "S"(op), "r"(r10), "r"(r8), "r"(r9)
-                     : "rcx", "r11", "memory");
-    *value = rdx;
-    return rax;
+    return kiln_invoke(cap, op, a, b, value);
 }
 
 /* Runs `kcomp ARGS...` with its output in `out`; its exit status. */

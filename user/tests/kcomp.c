@@ -20,25 +20,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define KILN_INVOKE 0x01000000L
-#define KILN_CONTROL (-1L)
+#include "kiln_invoke.h"
+
 #define PROC_FILE "/proc/kiln/components"
 
 enum { OP_COUNT = 0, OP_MERGE = 1, OP_SPLIT = 2, OP_FAULT = 3, OP_DOMAIN = 4 };
 
 static long control(long op, uint64_t a, uint64_t b, uint64_t *value)
 {
-    long rax = KILN_INVOKE;
-    uint64_t rdx = a;
-    register uint64_t r10 __asm__("r10") = b;
-    register uint64_t r8 __asm__("r8") = 0;
-    register uint64_t r9 __asm__("r9") = 0;
-    __asm__ volatile("syscall"
-                     : "+a"(rax), "+d"(rdx)
-                     : "D"(KILN_CONTROL), "S"(op), "r"(r10), "r"(r8), "r"(r9)
-                     : "rcx", "r11", "memory");
-    *value = rdx;
-    return rax;
+    return kiln_invoke(KILN_CONTROL, op, a, b, value);
 }
 
 /* The index of component `name` (a name or an index), or -1. */
