@@ -96,22 +96,22 @@ impl Reply {
 pub fn invoke(cap: u64, op: u64, args: [u64; 4]) -> Result<u64, InvokeError> {
     if cap < LINK_WORDS {
         let link = slot_base() + LINK_OFFSET + cap * 8;
-        // SAFETY: the kernel maps this component's link page (read-only)
-        // and its count page (read-write) at these fixed offsets in its
-        // slot in every page table the component is in; `cap` is below
-        // the page's word count, so both accesses stay inside them, and
-        // the words are naturally aligned.
+        // The kernel maps this component's link page (read-only) and its
+        // count page (read-write) at these fixed offsets of its slot in
+        // every page table the component is in.
+        // SAFETY: `cap` < the link page's word count, so the read stays in
+        // that mapped page, and the word is naturally aligned.
         let entry = unsafe { core::ptr::read_volatile(link as *const u64) };
         if entry != 0 {
             // SAFETY: as above: the count word is in the writable count
             // page, aligned, and only ever accessed atomically.
             let count = unsafe { AtomicU64::from_ptr((link + 4096) as *mut u64) };
             count.fetch_add(1, Ordering::Relaxed);
-            // SAFETY: the kernel writes a nonzero link word only while the
-            // callee is mapped in this same page table, and only the
-            // callee's direct entry (`kiln_component_direct`, which is its
-            // dispatcher with the C calling convention); a page table
-            // without the callee has a link page of zeros.
+            // The kernel writes a nonzero link word only while the callee
+            // is mapped in this same page table; a table without the
+            // callee has a link page of zeros.
+            // SAFETY: a nonzero word is the callee's `kiln_component_direct`
+            // (its dispatcher with the C calling convention), mapped here.
             let direct: extern "C" fn(u64, u64, u64, u64, u64) -> Reply = unsafe { core::mem::transmute(entry) };
             let reply = direct(op, args[0], args[1], args[2], args[3]);
             return if reply.status == 0 { Ok(reply.value) } else { Err(InvokeError(reply.status)) };

@@ -21,11 +21,10 @@ pub const WORDS: usize = 512;
 pub fn word(index: usize) -> &'static AtomicU64 {
     assert!(index < WORDS, "store word out of range");
     let addr = crate::slot_base() + STORE_OFFSET + index as u64 * 8;
-    // SAFETY: the kernel maps the store page readable and writable in
-    // this component's domain for as long as the component exists, and
-    // never resets it; `addr` is 8-aligned inside it (index < WORDS).
-    // Every access by this component goes through this atomic view, and
-    // the kernel touches the page only through atomics too, so a shared
-    // `'static` reference is sound.
+    // The kernel maps the store page read-write in this component's
+    // domain for the component's life and never resets it; every access,
+    // the component's and the kernel's, is atomic.
+    // SAFETY: `addr` is 8-aligned inside that page (index < WORDS), so a
+    // shared `'static` atomic view of the word is sound.
     unsafe { &*(addr as *const AtomicU64) }
 }
